@@ -1,0 +1,38 @@
+//! Prints the ordering decisions for a sample lock directory.
+//!
+//! Run: `cargo run --example decisions`.
+
+use zk_rwlock::ordering::{queue, Decision};
+
+fn main() {
+    // A listing as ZooKeeper returns it: unordered, straddling the sequence
+    // wrap, with one child that is not a contender.
+    let children = [
+        "web-02@00000000000000000000000000000003-W--2147483648",
+        "web-01@00000000000000000000000000000001-R-2147483646",
+        "batch-7-R-2147483647",
+        "README",
+        "web-03@00000000000000000000000000000004-R--2147483647",
+        "web-01@00000000000000000000000000000005-R--2147483646",
+        "web-04@00000000000000000000000000000006-W--2147483645",
+    ];
+    let q = queue(&children);
+    println!("{:<4} {:<54} {:<6} decision", "pos", "node", "mode");
+    for (i, place) in q.contenders.iter().enumerate() {
+        let what = match place.decision {
+            Decision::Granted => "HOLDS".to_owned(),
+            Decision::Wait {
+                watch,
+                deletion_grants: true,
+            } => format!("waits on {watch} (its deletion grants)"),
+            Decision::Wait {
+                watch,
+                deletion_grants: false,
+            } => format!("waits on {watch}"),
+        };
+        println!("{:<4} {:<54} {:<6} {what}", i + 1, place.name, place.mode);
+    }
+    for name in &q.foreign {
+        println!("{:<4} {:<54} {:<6} ignored: not a contender", "-", name, "-");
+    }
+}

@@ -1,0 +1,18 @@
+//! Distributed read/write locks on Apache ZooKeeper.
+//!
+//! Readers share a lock; a writer excludes everyone. Contenders create
+//! ephemeral sequential nodes `<host>-<R|W>-<seq>` under a lock directory;
+//! the pure [`ordering`] module decides who holds the lock and which node
+//! each waiter watches (a reader watches the last writer before it, a writer
+//! its immediate predecessor: no herd).
+//!
+//! What this crate does not do: it does not manage ZooKeeper ensembles in
+//! production, and it cannot stop a process that lost its lock from acting:
+//! use the fencing token for that.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod node_name;
+pub mod ordering;
+
+pub use node_name::{Mode, NodeName};

@@ -1,0 +1,383 @@
+//! Who holds the lock, who waits on whom: the pure core of zk-rwlock.
+//!
+//! This module takes the raw child names of a lock directory and decides,
+//! for one contender, whether it holds the lock or which node it must watch.
+//! It contains no ZooKeeper types, reads no clock, does no I/O and logs
+//! nothing: the adapter in [`crate::lock`] drives it.
+//!
+//! # Rules
+//!
+//! Contenders are ordered by sequence number. Only smaller sequences matter:
+//! nodes created after mine never change my decision.
+//!
+//! - A **reader** is granted when no writer precedes it; otherwise it waits
+//!   on the *last writer before it*.
+//! - A **writer** is granted when it is first; otherwise it waits on its
+//!   *immediate predecessor*.
+//!
+//! Nobody watches the head of the queue unless it is their immediate
+//! concern, so a release wakes one writer or the readers behind one writer:
+//! there is no herd.
+//!
+//! # Ordering that survives the wrap
+//!
+//! ZooKeeper's sequence counter is a signed 32-bit number that wraps from
+//! `2147483647` to `-2147483648`. Live sequences always lie within a window
+//! smaller than 2^31, so comparing `a.wrapping_sub(r) as i32` with
+//! `b.wrapping_sub(r) as i32` for any live `r` (RFC 1982 serial-number
+//! arithmetic) is a total order that survives the wrap. Names and suffix
+//! strings are never compared.
+//!
+//! # The loop a driver runs
+//!
+//! ```text
+//! create my node (ephemeral, sequential)
+//! loop {
+//!     children = list the lock directory
+//!     match decide(me, children)? {
+//!         Granted => return the guard,
+//!         Wait { watch, deletion_grants } => {
+//!             set a data watch on `watch`
+//!             if the node is already gone: continue (decide again)
+//!             wait for the watch to fire
+//!             if deletion_grants and the event is `watch` deleted: return the guard
+//!             continue (a fired watch is not a grant: take a fresh snapshot)
+//!         }
+//!     }
+//! }
+//! ```
+//!
+//! ```
+//! use zk_rwlock::ordering::{decide, Decision};
+//!
+//! let children = ["b-W-0000000002", "a-R-0000000001", "c-R-0000000003"];
+//! assert_eq!(decide("a-R-0000000001", &children)?, Decision::Granted);
+//! assert_eq!(
+//!     decide("c-R-0000000003", &children)?,
+//!     Decision::Wait { watch: "b-W-0000000002", deletion_grants: true },
+//! );
+//! # Ok::<(), zk_rwlock::ordering::OrderingError>(())
+//! ```
+
+use std::cmp::Ordering;
+
+use crate::node_name::{parse_parts, Mode, ParseNameError, Parts};
+
+/// What one contender should do now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision<'a> {
+    /// The contender holds the lock.
+    Granted,
+    /// The contender must wait until `watch` changes, then decide again.
+    Wait {
+        /// The child name (not the full path) of the node to watch.
+        watch: &'a str,
+        /// True when the deletion of `watch` alone grants the lock: the
+        /// driver may take the lock on that deletion without listing the
+        /// directory again. Holds for a writer whose predecessor is the head
+        /// of the queue, and for a reader whose watched writer is the only
+        /// writer before it. Any other change to `watch` still needs a fresh
+        /// snapshot.
+        deletion_grants: bool,
+    },
+}
+
+/// Why no decision could be made for a contender.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum OrderingError {
+    /// The contender's own node is not among the children: it was deleted
+    /// (its session expired, or someone removed it), so it holds nothing.
+    #[error("contender node `{me}` is not in the lock directory: it was deleted")]
+    Missing {
+        /// The contender's node name.
+        me: String,
+    },
+    /// The contender's own name is not a contender node name.
+    #[error("cannot decide for a node that is not a contender: {0}")]
+    InvalidName(#[from] ParseNameError),
+}
+
+/// Compares two sequences relative to a live reference `r`, surviving the wrap.
+#[inline]
+fn serial_cmp(a: i32, b: i32, r: i32) -> Ordering {
+    (a.wrapping_sub(r)).cmp(&b.wrapping_sub(r))
+}
+
+/// Decides for the contender named `me` given the raw, unordered child names
+/// of the lock directory.
+///
+/// Names that do not parse as contender names are skipped. The work is one
+/// pass over `children`, with no allocation.
+///
+/// # Errors
+///
+/// [`OrderingError::InvalidName`] if `me` is not a contender name, and
+/// [`OrderingError::Missing`] if `me` is not among `children`.
+pub fn decide<'a, S: AsRef<str>>(me: &str, children: &'a [S]) -> Result<Decision<'a>, OrderingError> {
+    let mine = parse_parts(me).map_err(|reason| ParseNameError::new(me, reason))?;
+    let r = mine.seq;
+    let mut found = false;
+    // The closest predecessor, the closest preceding writer, and counts.
+    let mut predecessor: Option<(i32, &'a str)> = None;
+    let mut predecessors = 0usize;
+    let mut writer: Option<(i32, &'a str)> = None;
+    let mut writers = 0usize;
+    for child in children {
+        let name = child.as_ref();
+        let Ok(parts) = parse_parts(name) else { continue };
+        if name == me {
+            found = true;
+            continue;
+        }
+        if !precedes(&parts, name, &mine, me) {
+            continue;
+        }
+        let key = parts.seq.wrapping_sub(r);
+        predecessors += 1;
+        if closer(key, name, predecessor) {
+            predecessor = Some((key, name));
+        }
+        if parts.mode == Mode::Write {
+            writers += 1;
+            if closer(key, name, writer) {
+                writer = Some((key, name));
+            }
+        }
+    }
+    if !found {
+        return Err(OrderingError::Missing { me: me.to_owned() });
+    }
+    let wait = match mine.mode {
+        Mode::Read => writer.map(|(_, w)| (w, writers == 1)),
+        Mode::Write => predecessor.map(|(_, p)| (p, predecessors == 1)),
+    };
+    Ok(match wait {
+        None => Decision::Granted,
+        Some((watch, deletion_grants)) => Decision::Wait {
+            watch,
+            deletion_grants,
+        },
+    })
+}
+
+/// True if the contender `(parts, name)` comes before `(mine, me)`.
+/// Equal sequences can only come from forged names; the name breaks the tie
+/// so that the order stays total.
+#[inline]
+fn precedes(parts: &Parts<'_>, name: &str, mine: &Parts<'_>, me: &str) -> bool {
+    match serial_cmp(parts.seq, mine.seq, mine.seq) {
+        Ordering::Less => true,
+        Ordering::Greater => false,
+        Ordering::Equal => name < me,
+    }
+}
+
+/// True if `(key, name)` is closer to me than the current best.
+#[inline]
+fn closer(key: i32, name: &str, best: Option<(i32, &str)>) -> bool {
+    match best {
+        None => true,
+        Some((k, n)) => key > k || (key == k && name > n),
+    }
+}
+
+/// One contender's place in the queue, as classified by [`queue`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Place<'a> {
+    /// The child name.
+    pub name: &'a str,
+    /// The host part of the name (`<identity>@<token>`, or a bare host).
+    pub host: &'a str,
+    /// Read or write.
+    pub mode: Mode,
+    /// ZooKeeper's sequence number.
+    pub seq: i32,
+    /// Holds the lock, or waits.
+    pub decision: Decision<'a>,
+}
+
+/// A whole lock directory classified: every contender in queue order with
+/// what it holds or waits on, and the children that are not contenders.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Queue<'a> {
+    /// Contenders in queue order (head first).
+    pub contenders: Vec<Place<'a>>,
+    /// Children whose names do not parse, in input order.
+    pub foreign: Vec<&'a str>,
+}
+
+impl Queue<'_> {
+    /// The contenders that hold the lock: one writer at the head, or a prefix of readers.
+    pub fn holders(&self) -> impl Iterator<Item = &Place<'_>> {
+        self.contenders.iter().filter(|p| p.decision == Decision::Granted)
+    }
+}
+
+/// Classifies every child of a lock directory: queue order, and for each
+/// contender whether it holds or which node it waits on (the same answer
+/// [`decide`] gives that contender). Runs in O(n log n).
+pub fn queue<S: AsRef<str>>(children: &[S]) -> Queue<'_> {
+    let mut foreign = Vec::new();
+    let mut parsed: Vec<(Parts<'_>, &str)> = Vec::with_capacity(children.len());
+    for child in children {
+        let name = child.as_ref();
+        match parse_parts(name) {
+            Ok(parts) => parsed.push((parts, name)),
+            Err(_) => foreign.push(name),
+        }
+    }
+    // Any live sequence is a valid reference for serial-number order.
+    let r = parsed.first().map_or(0, |(p, _)| p.seq);
+    parsed.sort_unstable_by(|(a, an), (b, bn)| serial_cmp(a.seq, b.seq, r).then_with(|| an.cmp(bn)));
+    let mut contenders = Vec::with_capacity(parsed.len());
+    let mut last: Option<&str> = None;
+    let mut last_writer: Option<&str> = None;
+    let mut writers = 0usize;
+    for (i, (parts, name)) in parsed.iter().enumerate() {
+        let decision = match parts.mode {
+            Mode::Read => match last_writer {
+                None => Decision::Granted,
+                Some(w) => Decision::Wait {
+                    watch: w,
+                    deletion_grants: writers == 1,
+                },
+            },
+            Mode::Write => match last {
+                None => Decision::Granted,
+                Some(p) => Decision::Wait {
+                    watch: p,
+                    deletion_grants: i == 1,
+                },
+            },
+        };
+        contenders.push(Place {
+            name,
+            host: parts.host,
+            mode: parts.mode,
+            seq: parts.seq,
+            decision,
+        });
+        last = Some(name);
+        if parts.mode == Mode::Write {
+            last_writer = Some(name);
+            writers += 1;
+        }
+    }
+    Queue { contenders, foreign }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Table-driven: each row is a queue in order, one node marked `[ ]` as
+    //! "me", and the expected decision: `granted`, `wait N` (watch the N-th
+    //! node of the row, 0-based, deletion does not grant), `wait! N` (its
+    //! deletion alone grants), or `missing`.
+    use super::*;
+
+    /// Builds child names from a row like `R W [R] x W`; `x` is a foreign
+    /// child; `@n` after a letter sets the sequence (default: position).
+    fn build(row: &str) -> (Vec<String>, Option<String>) {
+        let mut names = Vec::new();
+        let mut me = None;
+        for (i, tok) in row.split_whitespace().enumerate() {
+            let marked = tok.starts_with('[') && tok.ends_with(']');
+            let tok = tok.trim_start_matches('[').trim_end_matches(']');
+            let (letter, seq) = match tok.split_once('@') {
+                Some((l, s)) => (l, s.parse::<i32>().unwrap()),
+                None => (tok, i as i32),
+            };
+            let name = match letter {
+                "x" => format!("foreign-node-{i}"),
+                l => format!("host-{i}-{l}-{seq:010}"),
+            };
+            if marked {
+                me = Some(name.clone());
+            }
+            names.push(name);
+        }
+        (names, me)
+    }
+
+    const TABLE: &[(&str, &str)] = &[
+        ("[R]", "granted"),
+        ("[W]", "granted"),
+        ("R R [R] W", "granted"),
+        ("R R R [W]", "wait 2"),
+        ("R [W] R", "wait! 0"),
+        ("R W [R]", "wait! 1"),
+        ("W R [W]", "wait 1"),
+        ("W [W]", "wait! 0"),
+        ("W [R]", "wait! 0"),
+        ("R [W]", "wait! 0"),
+        ("W R [R]", "wait! 0"),
+        ("W W [R]", "wait 1"),
+        ("W R W R [R]", "wait 2"),
+        ("R W R W [W]", "wait 3"),
+        ("[R] W R", "granted"),
+        ("[W] R W", "granted"),
+        ("x [W] x", "granted"),
+        ("x W x [R]", "wait! 1"),
+        // Wrap: 2147483647 precedes -2147483648.
+        ("W@2147483647 [R@-2147483648]", "wait! 0"),
+        (
+            "R@2147483646 R@2147483647 [R@-2147483648] W@-2147483647",
+            "granted",
+        ),
+        ("W@2147483646 R@2147483647 [W@-2147483648]", "wait 1"),
+        // Input order does not matter: later-listed smaller sequences precede.
+        ("[W@5] R@3", "wait! 1"),
+        ("R@9 [W@7] W@2", "wait! 2"),
+    ];
+
+    #[test]
+    fn decisions_table() {
+        for (row, want) in TABLE {
+            let (names, me) = build(row);
+            let me = me.unwrap();
+            let got = decide(&me, &names).unwrap();
+            let expect = match want.split_once(' ') {
+                None if *want == "granted" => Decision::Granted,
+                Some(("wait", n)) => Decision::Wait {
+                    watch: &names[n.parse::<usize>().unwrap()],
+                    deletion_grants: false,
+                },
+                Some(("wait!", n)) => Decision::Wait {
+                    watch: &names[n.parse::<usize>().unwrap()],
+                    deletion_grants: true,
+                },
+                _ => panic!("bad table row {row:?}: {want:?}"),
+            };
+            assert_eq!(got, expect, "row `{row}`");
+            // `queue` gives every contender the same answer as `decide`.
+            let q = queue(&names);
+            let place = q.contenders.iter().find(|p| p.name == me).unwrap();
+            assert_eq!(place.decision, expect, "queue() for row `{row}`");
+        }
+    }
+
+    #[test]
+    fn missing_me_is_an_error() {
+        let names = ["a-W-0000000001", "b-R-0000000002"];
+        assert_eq!(
+            decide("c-R-0000000003", &names),
+            Err(OrderingError::Missing {
+                me: "c-R-0000000003".into()
+            })
+        );
+        assert!(matches!(
+            decide("nonsense", &names),
+            Err(OrderingError::InvalidName(_))
+        ));
+    }
+
+    #[test]
+    fn queue_orders_and_lists_foreign() {
+        let (names, _) = build("W@-2147483648 x R@2147483647 R@2147483646 x");
+        let q = queue(&names);
+        let seqs: Vec<i32> = q.contenders.iter().map(|p| p.seq).collect();
+        assert_eq!(seqs, vec![2147483646, 2147483647, -2147483648]);
+        assert_eq!(q.foreign.len(), 2);
+        assert_eq!(q.holders().count(), 2);
+    }
+}

@@ -1,0 +1,408 @@
+//! Properties of the pure core: node names and ordering decisions.
+//!
+//! Failing seeds are kept in `proptest-regressions/`.
+
+use std::collections::BTreeMap;
+
+use proptest::prelude::*;
+use proptest::sample::Index;
+use proptest::test_runner::FileFailurePersistence;
+use zk_rwlock::ordering::{decide, queue, Decision};
+use zk_rwlock::{Mode, NodeName};
+
+/// A contender node name as the library writes it, or in the bare form.
+fn name(host: &str, mode: Mode, seq: i32) -> String {
+    format!("{host}-{}-{seq:010}", mode.letter())
+}
+
+fn mode() -> impl Strategy<Value = Mode> {
+    prop_oneof![Just(Mode::Read), Just(Mode::Write)]
+}
+
+/// A queue: modes in sequence order, a base sequence anywhere in the i32
+/// range (so some queues straddle the wrap), gaps between sequences, and
+/// foreign children.
+#[derive(Debug, Clone)]
+struct QueueSpec {
+    modes: Vec<Mode>,
+    base: i32,
+    gaps: Vec<u8>,
+    foreign: usize,
+}
+
+impl QueueSpec {
+    /// Sequences in queue order.
+    fn seqs(&self) -> Vec<i32> {
+        let mut seq = self.base;
+        let mut out = Vec::with_capacity(self.modes.len());
+        for (i, _) in self.modes.iter().enumerate() {
+            out.push(seq);
+            seq = seq.wrapping_add(1 + i32::from(self.gaps[i % self.gaps.len()]));
+        }
+        out
+    }
+
+    /// Contender names in queue order.
+    fn names(&self) -> Vec<String> {
+        self.modes
+            .iter()
+            .zip(self.seqs())
+            .enumerate()
+            .map(|(i, (m, s))| name(&format!("host-{i}"), *m, s))
+            .collect()
+    }
+
+    /// Contender names plus foreign children, in a scrambled order.
+    fn children(&self, shuffle: &[Index]) -> Vec<String> {
+        let mut all = self.names();
+        for i in 0..self.foreign {
+            all.push(format!("not-a-contender-{i}"));
+        }
+        for (i, ix) in shuffle.iter().enumerate() {
+            if all.is_empty() {
+                break;
+            }
+            let (a, b) = (i % all.len(), ix.index(all.len()));
+            all.swap(a, b);
+        }
+        all
+    }
+}
+
+fn queue_spec() -> impl Strategy<Value = QueueSpec> {
+    (
+        prop::collection::vec(mode(), 1..24),
+        prop_oneof![any::<i32>(), (i32::MAX - 30)..=i32::MAX, Just(0)],
+        prop::collection::vec(0u8..3, 1..8),
+        0usize..3,
+    )
+        .prop_map(|(modes, base, gaps, foreign)| QueueSpec {
+            modes,
+            base,
+            gaps,
+            foreign,
+        })
+}
+
+/// Decision with the watched node replaced by its index in queue order.
+fn decision_index(d: Decision<'_>, order: &[String]) -> Option<(usize, bool)> {
+    match d {
+        Decision::Granted => None,
+        Decision::Wait {
+            watch,
+            deletion_grants,
+        } => Some((
+            order
+                .iter()
+                .position(|n| n == watch)
+                .expect("watched node is a contender"),
+            deletion_grants,
+        )),
+    }
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// Grants are one writer at the head, or a non-empty prefix of readers;
+    /// the head is always granted; the watched node precedes me; a reader
+    /// watches a writer.
+    #[test]
+    fn grants_are_safe_and_watches_point_back(spec in queue_spec(), shuffle in prop::collection::vec(any::<Index>(), 0..32)) {
+        let order = spec.names();
+        let children = spec.children(&shuffle);
+        let mut granted = Vec::new();
+        for (i, me) in order.iter().enumerate() {
+            match decision_index(decide(me, &children).unwrap(), &order) {
+                None => granted.push(i),
+                Some((w, _)) => {
+                    prop_assert!(w < i, "{me} watches a later node");
+                    if spec.modes[i] == Mode::Read {
+                        prop_assert_eq!(spec.modes[w], Mode::Write, "a reader watches a writer");
+                        prop_assert!(spec.modes[w + 1..i].iter().all(|m| *m == Mode::Read), "the last writer before it");
+                    } else {
+                        prop_assert_eq!(w, i - 1, "a writer watches its immediate predecessor");
+                    }
+                }
+            }
+        }
+        prop_assert_eq!(granted.first(), Some(&0), "the head is granted");
+        if spec.modes[0] == Mode::Write {
+            prop_assert_eq!(granted, vec![0]);
+        } else {
+            let prefix = spec.modes.iter().take_while(|m| **m == Mode::Read).count();
+            prop_assert_eq!(granted, (0..prefix).collect::<Vec<_>>());
+        }
+    }
+
+    /// The order of the input list never matters, and `queue` agrees with `decide`.
+    #[test]
+    fn input_order_never_matters(spec in queue_spec(), a in prop::collection::vec(any::<Index>(), 0..32), b in prop::collection::vec(any::<Index>(), 0..32)) {
+        let order = spec.names();
+        let (ca, cb) = (spec.children(&a), spec.children(&b));
+        let q = queue(&ca);
+        prop_assert_eq!(q.contenders.iter().map(|p| p.name.to_owned()).collect::<Vec<_>>(), order.clone());
+        prop_assert_eq!(q.foreign.len(), spec.foreign);
+        for (i, me) in order.iter().enumerate() {
+            let da = decide(me, &ca).unwrap();
+            prop_assert_eq!(da, decide(me, &cb).unwrap());
+            prop_assert_eq!(da, q.contenders[i].decision);
+        }
+    }
+
+    /// Adding nodes with larger sequences never changes a decision.
+    #[test]
+    fn later_nodes_never_change_a_decision(spec in queue_spec(), extra in prop::collection::vec(mode(), 1..8)) {
+        let before = spec.names();
+        let mut longer = spec.clone();
+        longer.modes.extend(extra);
+        let after = longer.names();
+        for me in &before {
+            prop_assert_eq!(decide(me, &before).unwrap(), decide(me, &after).unwrap());
+        }
+    }
+
+    /// A queue that straddles the wrap decides exactly like the same queue
+    /// far from it.
+    #[test]
+    fn the_wrap_changes_nothing(spec in queue_spec(), back in 0i32..20) {
+        let far = QueueSpec { base: 1000, ..spec.clone() };
+        let near = QueueSpec { base: i32::MAX - back, ..spec };
+        let (fo, no) = (far.names(), near.names());
+        prop_assert!(near.seqs().iter().any(|s| *s < 0) || near.seqs().len() <= back as usize + 1);
+        for i in 0..fo.len() {
+            prop_assert_eq!(
+                decision_index(decide(&fo[i], &fo).unwrap(), &fo),
+                decision_index(decide(&no[i], &no).unwrap(), &no)
+            );
+        }
+    }
+
+    /// Names round-trip through `Display` and `FromStr`, whatever the host.
+    #[test]
+    fn names_round_trip(identity in "[a-zA-Z0-9._-]{1,20}", token in any::<u128>(), bare in "[a-z0-9@._-]{0,12}[a-z0-9._]", m in mode(), seq in any::<i32>()) {
+        let token = uuid::Uuid::from_u128(token);
+        let ours = NodeName::new(&identity, token, m, seq);
+        let text = ours.to_string();
+        prop_assert!(text.starts_with(&NodeName::prefix(&identity, token, m)));
+        let back: NodeName = text.parse().unwrap();
+        prop_assert_eq!(back.identity(), identity.as_str());
+        prop_assert_eq!(back.token(), Some(token));
+        prop_assert_eq!((back.mode(), back.seq()), (m, seq));
+        prop_assert_eq!(back.to_string(), text);
+
+        let foreign = name(&bare, m, seq);
+        let back: NodeName = foreign.parse().unwrap();
+        prop_assert_eq!(back.host(), bare.as_str());
+        prop_assert_eq!((back.mode(), back.seq()), (m, seq));
+        prop_assert_eq!(back.to_string(), foreign);
+    }
+}
+
+/// 512 cases per property; failing seeds go to `proptest-regressions/` and
+/// are replayed first on every later run.
+fn config() -> ProptestConfig {
+    ProptestConfig {
+        cases: 512,
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
+            "proptest-regressions/ordering_props.txt",
+        ))),
+        ..ProptestConfig::default()
+    }
+}
+
+// ---- simulation ----------------------------------------------------------
+
+#[derive(Debug, Clone, Copy)]
+enum Op {
+    Arrive(Mode),
+    ReleaseHolder(Index),
+    CancelWaiter(Index),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        3 => mode().prop_map(Op::Arrive),
+        2 => any::<Index>().prop_map(Op::ReleaseHolder),
+        1 => any::<Index>().prop_map(Op::CancelWaiter),
+    ]
+}
+
+#[derive(Debug, Clone)]
+enum State {
+    Holding,
+    Waiting { watch: String, deletion_grants: bool },
+}
+
+/// Contenders driven exactly like the adapter drives them: decide on a
+/// snapshot; on `Wait`, re-decide only when the watched node is deleted (or
+/// take the lock at once if the decision said that deletion alone grants).
+struct Sim {
+    next_seq: i32,
+    live: BTreeMap<String, (Mode, State)>,
+}
+
+impl Sim {
+    fn children(&self) -> Vec<String> {
+        self.live.keys().cloned().collect()
+    }
+
+    fn decide_for(&mut self, me: &str) -> Result<(), TestCaseError> {
+        let children = self.children();
+        let state = match decide(me, &children).map_err(|e| TestCaseError::fail(e.to_string()))? {
+            Decision::Granted => State::Holding,
+            Decision::Wait {
+                watch,
+                deletion_grants,
+            } => State::Waiting {
+                watch: watch.to_owned(),
+                deletion_grants,
+            },
+        };
+        if let Some(entry) = self.live.get_mut(me) {
+            entry.1 = state;
+        }
+        Ok(())
+    }
+
+    fn arrive(&mut self, i: usize, mode: Mode) -> Result<(), TestCaseError> {
+        let me = name(&format!("c{i}"), mode, self.next_seq);
+        self.next_seq = self.next_seq.wrapping_add(1);
+        self.live.insert(
+            me.clone(),
+            (
+                mode,
+                State::Waiting {
+                    watch: String::new(),
+                    deletion_grants: false,
+                },
+            ),
+        );
+        self.decide_for(&me)
+    }
+
+    /// Deletes a node and delivers the deletion to whoever watched it.
+    fn delete(&mut self, gone: &str) -> Result<(), TestCaseError> {
+        self.live.remove(gone);
+        let watchers: Vec<(String, bool)> = self
+            .live
+            .iter()
+            .filter_map(|(n, (_, s))| match s {
+                State::Waiting {
+                    watch,
+                    deletion_grants,
+                } if watch == gone => Some((n.clone(), *deletion_grants)),
+                _ => None,
+            })
+            .collect();
+        for (w, deletion_grants) in watchers {
+            if deletion_grants {
+                // The claim must be true: a fresh decision agrees.
+                let children = self.children();
+                prop_assert_eq!(
+                    decide(&w, &children).unwrap(),
+                    Decision::Granted,
+                    "deletion of {} was claimed to grant {}",
+                    gone,
+                    w
+                );
+                if let Some(entry) = self.live.get_mut(&w) {
+                    entry.1 = State::Holding;
+                }
+            } else {
+                self.decide_for(&w)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn holders(&self) -> Vec<String> {
+        self.live
+            .iter()
+            .filter(|(_, (_, s))| matches!(s, State::Holding))
+            .map(|(n, _)| n.clone())
+            .collect()
+    }
+
+    fn waiters(&self) -> Vec<String> {
+        self.live
+            .iter()
+            .filter(|(_, (_, s))| matches!(s, State::Waiting { .. }))
+            .map(|(n, _)| n.clone())
+            .collect()
+    }
+
+    fn check_safety(&self) -> Result<(), TestCaseError> {
+        let holders = self.holders();
+        let writers = holders.iter().filter(|h| self.live[*h].0 == Mode::Write).count();
+        prop_assert!(
+            writers == 0 || holders.len() == 1,
+            "a writer holds together with others: {:?}",
+            holders
+        );
+        // Everyone who believes it holds is granted by the real queue.
+        let children = self.children();
+        for h in &holders {
+            prop_assert_eq!(decide(h, &children).unwrap(), Decision::Granted);
+        }
+        // Every waiter watches a live node.
+        for (n, (_, s)) in &self.live {
+            if let State::Waiting { watch, .. } = s {
+                prop_assert!(
+                    self.live.contains_key(watch),
+                    "{} watches a deleted node {}",
+                    n,
+                    watch
+                );
+            }
+        }
+        // No one is stuck: if there are waiters, someone holds.
+        prop_assert!(
+            self.live.is_empty() || !holders.is_empty(),
+            "waiters but no holder: {:?}",
+            self.waiters()
+        );
+        Ok(())
+    }
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// Random arrivals, releases and cancellations: never a safety
+    /// violation, never a stuck waiter, and the queue always drains.
+    #[test]
+    fn simulated_runs_drain_safely(
+        start in prop_oneof![Just(0i32), (i32::MAX - 40)..=i32::MAX, any::<i32>()],
+        ops in prop::collection::vec(op(), 1..120),
+    ) {
+        let mut sim = Sim { next_seq: start, live: BTreeMap::new() };
+        for (i, op) in ops.iter().enumerate() {
+            match *op {
+                Op::Arrive(m) => sim.arrive(i, m)?,
+                Op::ReleaseHolder(ix) => {
+                    let holders = sim.holders();
+                    if !holders.is_empty() {
+                        sim.delete(&holders[ix.index(holders.len())])?;
+                    }
+                }
+                Op::CancelWaiter(ix) => {
+                    let waiters = sim.waiters();
+                    if !waiters.is_empty() {
+                        sim.delete(&waiters[ix.index(waiters.len())])?;
+                    }
+                }
+            }
+            sim.check_safety()?;
+        }
+        // Drain: release holders until nothing is left.
+        let mut steps = 0;
+        while let Some(h) = sim.holders().first().cloned() {
+            sim.delete(&h)?;
+            sim.check_safety()?;
+            steps += 1;
+            prop_assert!(steps <= ops.len(), "the queue does not drain");
+        }
+        prop_assert!(sim.live.is_empty(), "stuck waiters: {:?}", sim.waiters());
+    }
+}
