@@ -12,6 +12,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod launcher;
 pub mod node_name;
 pub mod ordering;
 
