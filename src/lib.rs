@@ -12,8 +12,18 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod blocking;
+mod error;
 pub mod launcher;
+mod lock;
 pub mod node_name;
 pub mod ordering;
 
+pub use error::Error;
+pub use lock::{
+    Contender, ContenderState, LockBuilder, ReadGuard, SharedLock, WriteGuard, DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_SESSION_TIMEOUT,
+};
 pub use node_name::{Mode, NodeName};
+/// The ZooKeeper client crate, re-exported so that users need not pin the same version.
+pub use zookeeper_client as zk;

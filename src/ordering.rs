@@ -3,7 +3,7 @@
 //! This module takes the raw child names of a lock directory and decides,
 //! for one contender, whether it holds the lock or which node it must watch.
 //! It contains no ZooKeeper types, reads no clock, does no I/O and logs
-//! nothing: the adapter in [`crate::lock`] drives it.
+//! nothing: the adapter, [`crate::SharedLock`], drives it.
 //!
 //! # Rules
 //!

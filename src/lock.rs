@@ -1,0 +1,1075 @@
+//! The ZooKeeper adapter: [`SharedLock`] and its guards.
+//!
+//! The adapter is thin: it creates, lists, watches and deletes nodes, and
+//! asks [`crate::ordering`] what to do after every snapshot. No rule lives
+//! here.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio::sync::Notify;
+use tokio::time::Instant;
+use tracing::{debug, info_span, warn, Instrument};
+use uuid::Uuid;
+
+use crate::error::Error;
+use crate::node_name::{Mode, NodeName};
+use crate::ordering::{self, Decision, OrderingError};
+use crate::zk;
+
+/// How long [`SharedLock::connect`] tries to reach a server.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The session timeout [`SharedLock::connect`] asks for.
+pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A read/write lock on one lock directory, used through one ZooKeeper
+/// client session.
+///
+/// Cheap to clone: clones share the client and the configuration. Any
+/// number of tasks may acquire through one `SharedLock` (or through several
+/// on the same client): each acquire creates its own contender node with
+/// its own fencing token.
+///
+/// # Cancellation safety
+///
+/// Every acquire future may be dropped at any await point, for example by
+/// `tokio::time::timeout(d, lock.write())`. The contender node it created
+/// (or was creating) is then deleted in the background, through connection
+/// loss, until the deletion is confirmed or the session is gone. Nothing is
+/// left behind.
+///
+/// # Deadlocks
+///
+/// A task that holds a read guard and then asks the same lock for write
+/// access waits for itself forever: its own read node precedes its write
+/// node. This is the same as with `std::sync::RwLock` and
+/// `tokio::sync::RwLock`. Release the read guard first, or use
+/// [`SharedLock::write_timeout`] as an escape. Guards are never re-entered.
+///
+/// # Example
+///
+/// ```no_run
+/// # async fn run() -> Result<(), zk_rwlock::Error> {
+/// let lock = zk_rwlock::SharedLock::connect("127.0.0.1:2181", "/locks/orders").await?;
+/// let guard = lock.write().await?;
+/// // ... exclusive work, passing guard.fencing_token() to the store ...
+/// guard.release().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct SharedLock {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    client: zk::Client,
+    path: String,
+    identity: String,
+    acls: Vec<zk::Acl>,
+    /// Foreign child names already warned about, so each is logged once.
+    warned: Mutex<HashSet<String>>,
+}
+
+impl std::fmt::Debug for SharedLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedLock")
+            .field("path", &self.inner.path)
+            .field("identity", &self.inner.identity)
+            .field("session", &self.inner.client.session_id())
+            .finish()
+    }
+}
+
+/// Configures a [`SharedLock`]: identity and ACLs.
+#[must_use]
+pub struct LockBuilder {
+    client: zk::Client,
+    path: String,
+    identity: Option<String>,
+    acls: Vec<zk::Acl>,
+}
+
+impl LockBuilder {
+    /// The identity written into contender node names (default: this
+    /// machine's host name). Non-empty, without `/`, `@` or NUL.
+    pub fn identity(mut self, identity: &str) -> LockBuilder {
+        self.identity = Some(identity.to_owned());
+        self
+    }
+
+    /// The ACLs of the nodes this lock creates: the lock directory (when it
+    /// does not exist yet) and the contender nodes. Default: open to anyone
+    /// (`world:anyone`, all permissions).
+    pub fn acls(mut self, acls: &[zk::Acl]) -> LockBuilder {
+        self.acls = acls.to_vec();
+        self
+    }
+
+    /// Validates the configuration. Does no I/O.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidPath`], [`Error::InvalidIdentity`].
+    pub fn build(self) -> Result<SharedLock, Error> {
+        validate_path(&self.path)?;
+        let identity = match self.identity {
+            Some(identity) => {
+                validate_identity(&identity)?;
+                identity
+            }
+            None => default_identity(),
+        };
+        Ok(SharedLock {
+            inner: Arc::new(Inner {
+                client: self.client,
+                path: self.path,
+                identity,
+                acls: self.acls,
+                warned: Mutex::new(HashSet::new()),
+            }),
+        })
+    }
+}
+
+/// Checks a lock directory path.
+pub(crate) fn validate_path(path: &str) -> Result<(), Error> {
+    let bad = |reason| {
+        Err(Error::InvalidPath {
+            path: path.to_owned(),
+            reason,
+        })
+    };
+    if path.is_empty() {
+        return bad("it is empty");
+    }
+    if !path.starts_with('/') {
+        return bad("it does not start with '/'");
+    }
+    if path == "/" {
+        return bad("it is the root node itself");
+    }
+    if path.contains('\0') {
+        return bad("it contains NUL");
+    }
+    if path.ends_with('/') {
+        return bad("it ends with '/'");
+    }
+    for segment in path[1..].split('/') {
+        match segment {
+            "" => return bad("it has an empty segment ('//')"),
+            "." | ".." => return bad("it has a '.' or '..' segment"),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Checks a contender identity.
+pub(crate) fn validate_identity(identity: &str) -> Result<(), Error> {
+    let bad = |reason| {
+        Err(Error::InvalidIdentity {
+            identity: identity.to_owned(),
+            reason,
+        })
+    };
+    if identity.is_empty() {
+        return bad("it is empty");
+    }
+    if identity.contains('/') {
+        return bad("it contains '/'");
+    }
+    if identity.contains('@') {
+        return bad("it contains '@'");
+    }
+    if identity.contains('\0') {
+        return bad("it contains NUL");
+    }
+    Ok(())
+}
+
+/// This machine's host name, made safe for node names.
+pub(crate) fn default_identity() -> String {
+    let raw = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_default();
+    let cleaned: String = raw
+        .trim()
+        .chars()
+        .map(|c| {
+            if matches!(c, '/' | '@' | '\0') || c.is_control() {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect();
+    if cleaned.is_empty() {
+        "localhost".to_owned()
+    } else {
+        cleaned
+    }
+}
+
+/// How long an acquire may wait.
+#[derive(Clone, Copy)]
+enum Patience {
+    /// Give up at once if the lock is not free (`try_*`).
+    None,
+    /// Give up at this instant.
+    Until(Instant),
+    /// Wait as long as it takes.
+    Forever,
+}
+
+impl SharedLock {
+    /// A lock on `path` used through `client`, with the default identity and ACLs. No I/O.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidPath`] if `path` is not a valid lock directory path.
+    pub fn new(client: zk::Client, path: &str) -> Result<SharedLock, Error> {
+        SharedLock::builder(client, path).build()
+    }
+
+    /// A builder to set the identity and ACLs.
+    pub fn builder(client: zk::Client, path: &str) -> LockBuilder {
+        LockBuilder {
+            client,
+            path: path.to_owned(),
+            identity: None,
+            acls: zk::Acls::anyone_all().to_vec(),
+        }
+    }
+
+    /// Connects a new client session to `servers` (a ZooKeeper connect
+    /// string like `"127.0.0.1:2181,127.0.0.1:2182"`) and makes a lock on `path`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidPath`] before connecting; [`Error::Unreachable`] if no
+    /// server answers within [`DEFAULT_CONNECT_TIMEOUT`].
+    pub async fn connect(servers: &str, path: &str) -> Result<SharedLock, Error> {
+        validate_path(path)?;
+        let client = connect_client(servers, DEFAULT_SESSION_TIMEOUT, DEFAULT_CONNECT_TIMEOUT).await?;
+        SharedLock::new(client, path)
+    }
+
+    /// The lock directory path.
+    pub fn path(&self) -> &str {
+        &self.inner.path
+    }
+
+    /// The identity written into contender node names.
+    pub fn identity(&self) -> &str {
+        &self.inner.identity
+    }
+
+    /// The client session this lock uses.
+    pub fn client(&self) -> &zk::Client {
+        &self.inner.client
+    }
+
+    /// Acquires the lock for reading (shared), waiting as long as it takes.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::SessionExpired`] or [`Error::SessionClosed`] if the session
+    /// ends while waiting; [`Error::Lost`] if someone deletes the contender
+    /// node; [`Error::NoAuth`], [`Error::EphemeralDirectory`],
+    /// [`Error::ZooKeeper`] for what the server refuses.
+    ///
+    /// # Cancellation safety
+    ///
+    /// Dropping the future leaves no node behind (see [`SharedLock`]).
+    pub async fn read(&self) -> Result<ReadGuard, Error> {
+        let held = self.acquire(Mode::Read, Patience::Forever).await?;
+        held.map(ReadGuard).ok_or_else(unreachable_timeout)
+    }
+
+    /// Acquires the lock for writing (exclusive), waiting as long as it takes.
+    ///
+    /// # Errors
+    ///
+    /// As [`SharedLock::read`].
+    ///
+    /// # Cancellation safety
+    ///
+    /// Dropping the future leaves no node behind (see [`SharedLock`]).
+    pub async fn write(&self) -> Result<WriteGuard, Error> {
+        let held = self.acquire(Mode::Write, Patience::Forever).await?;
+        held.map(WriteGuard).ok_or_else(unreachable_timeout)
+    }
+
+    /// Acquires the lock for reading if that is possible without waiting;
+    /// `Ok(None)` otherwise, with the contender node deleted again.
+    ///
+    /// # Errors
+    ///
+    /// As [`SharedLock::read`].
+    pub async fn try_read(&self) -> Result<Option<ReadGuard>, Error> {
+        Ok(self.acquire(Mode::Read, Patience::None).await?.map(ReadGuard))
+    }
+
+    /// Acquires the lock for writing if that is possible without waiting;
+    /// `Ok(None)` otherwise, with the contender node deleted again.
+    ///
+    /// # Errors
+    ///
+    /// As [`SharedLock::read`].
+    pub async fn try_write(&self) -> Result<Option<WriteGuard>, Error> {
+        Ok(self.acquire(Mode::Write, Patience::None).await?.map(WriteGuard))
+    }
+
+    /// Acquires the lock for reading, waiting at most `timeout`; `Ok(None)`
+    /// on timeout, with the contender node deleted.
+    ///
+    /// # Errors
+    ///
+    /// As [`SharedLock::read`].
+    pub async fn read_timeout(&self, timeout: Duration) -> Result<Option<ReadGuard>, Error> {
+        Ok(self.acquire(Mode::Read, deadline(timeout)).await?.map(ReadGuard))
+    }
+
+    /// Acquires the lock for writing, waiting at most `timeout`; `Ok(None)`
+    /// on timeout, with the contender node deleted.
+    ///
+    /// # Errors
+    ///
+    /// As [`SharedLock::read`].
+    pub async fn write_timeout(&self, timeout: Duration) -> Result<Option<WriteGuard>, Error> {
+        Ok(self
+            .acquire(Mode::Write, deadline(timeout))
+            .await?
+            .map(WriteGuard))
+    }
+
+    /// The contenders of this lock in queue order: who holds it, who waits
+    /// on whom, with fencing tokens and creation times. Children that are
+    /// not contenders are left out. A lock directory that does not exist
+    /// has no contenders.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoAuth`], [`Error::SessionExpired`], [`Error::ZooKeeper`].
+    pub async fn contenders(&self) -> Result<Vec<Contender>, Error> {
+        Ok(self.snapshot().await?.contenders)
+    }
+
+    /// Lists the lock directory: contenders in queue order (with their
+    /// stats) and the children that are not contenders.
+    pub(crate) async fn snapshot(&self) -> Result<Snapshot, Error> {
+        let client = &self.inner.client;
+        let dir = &self.inner.path;
+        let children = match with_retry(|| client.list_children(dir)).await {
+            Ok(children) => children,
+            Err(zk::Error::NoNode) => return Ok(Snapshot::default()),
+            Err(e) => return Err(Error::from_zk(e, dir)),
+        };
+        let queue = ordering::queue(&children);
+        // One pipelined stat per contender: all requests are sent before any reply is awaited.
+        let paths: Vec<String> = queue.contenders.iter().map(|p| child_path(dir, p.name)).collect();
+        let stats: Vec<_> = paths.iter().map(|p| client.check_stat(p)).collect();
+        let mut contenders = Vec::with_capacity(paths.len());
+        for ((place, path), stat) in queue.contenders.iter().zip(&paths).zip(stats) {
+            let stat = match stat.await {
+                Ok(stat) => stat,
+                Err(zk::Error::ConnectionLoss) => None,
+                Err(e) => return Err(Error::from_zk(e, path)),
+            };
+            let name: NodeName = match place.name.parse() {
+                Ok(name) => name,
+                Err(_) => continue,
+            };
+            contenders.push(Contender {
+                path: path.clone(),
+                state: match place.decision {
+                    Decision::Granted => ContenderState::Holds,
+                    Decision::Wait { watch, .. } => ContenderState::WaitsOn(watch.to_owned()),
+                },
+                fencing_token: stat.as_ref().map(|s| s.czxid),
+                created: stat
+                    .as_ref()
+                    .map(|s| UNIX_EPOCH + Duration::from_millis(s.ctime.max(0) as u64)),
+                session: stat.as_ref().map(|s| s.ephemeral_owner),
+                name,
+            });
+        }
+        Ok(Snapshot {
+            contenders,
+            foreign: queue.foreign.iter().map(|s| (*s).to_owned()).collect(),
+        })
+    }
+
+    /// The acquire loop: create, snapshot, decide, act.
+    async fn acquire(&self, mode: Mode, patience: Patience) -> Result<Option<Held>, Error> {
+        let span = info_span!("acquire", lock = %self.inner.path, mode = %mode);
+        self.acquire_inner(mode, patience).instrument(span).await
+    }
+
+    async fn acquire_inner(&self, mode: Mode, patience: Patience) -> Result<Option<Held>, Error> {
+        let inner = &self.inner;
+        let client = &inner.client;
+        let dir = inner.path.as_str();
+        let token = Uuid::new_v4();
+        let prefix = NodeName::prefix(&inner.identity, token, mode);
+        // From here on, dropping this future deletes whatever node it made.
+        let mut pending = Pending::new(self.inner.clone(), token);
+        let until = match patience {
+            Patience::Until(until) => Some(until),
+            Patience::None | Patience::Forever => None,
+        };
+        let Some(created) = before(until, self.create(&prefix, &mut pending)).await else {
+            debug!("timed out while creating the contender node");
+            pending.remove().await?;
+            return Ok(None);
+        };
+        let (me, czxid, mut children) = created?;
+        let node = child_path(dir, &me);
+        debug!(node = %node, "created contender node");
+        loop {
+            let children_now = match children.take() {
+                Some(children) => children,
+                None => match before(until, with_retry(|| client.list_children(dir))).await {
+                    Some(Ok(children)) => children,
+                    Some(Err(zk::Error::NoNode)) => Vec::new(),
+                    Some(Err(e)) => return Err(Error::from_zk(e, dir)),
+                    None => {
+                        debug!(node = %node, "timed out while listing");
+                        pending.remove().await?;
+                        return Ok(None);
+                    }
+                },
+            };
+            self.warn_foreign(&children_now);
+            let decision = match ordering::decide(&me, &children_now) {
+                Ok(decision) => decision,
+                Err(OrderingError::Missing { .. }) => {
+                    pending.forget();
+                    return Err(self.gone_error(&node));
+                }
+                Err(OrderingError::InvalidName(e)) => {
+                    return Err(Error::ZooKeeper(zk::Error::UnexpectedError(e.to_string())))
+                }
+            };
+            let (watch, deletion_grants) = match decision {
+                Decision::Granted => {
+                    debug!(node = %node, "granted");
+                    pending.forget();
+                    return Ok(Some(Held::new(self.inner.clone(), node, czxid)));
+                }
+                Decision::Wait {
+                    watch,
+                    deletion_grants,
+                } => (watch.to_owned(), deletion_grants),
+            };
+            if let Patience::None = patience {
+                debug!(node = %node, watch = %watch, "not free; giving up at once");
+                pending.remove().await?;
+                return Ok(None);
+            }
+            let watch_path = child_path(dir, &watch);
+            // A data watch: on a missing node it sets no watch (an `exists`
+            // watch would stay behind, waiting for a creation).
+            let Some(watched) = before(until, client.get_and_watch_data(&watch_path)).await else {
+                debug!(node = %node, "timed out while setting the watch");
+                pending.remove().await?;
+                return Ok(None);
+            };
+            let watcher = match watched {
+                Ok((_, _, watcher)) => watcher,
+                Err(zk::Error::NoNode) => {
+                    if deletion_grants {
+                        debug!(node = %node, gone = %watch, "watched node already gone: granted");
+                        pending.forget();
+                        return Ok(Some(Held::new(self.inner.clone(), node, czxid)));
+                    }
+                    continue;
+                }
+                Err(zk::Error::ConnectionLoss) => continue,
+                Err(e) => return Err(Error::from_zk(e, &watch_path)),
+            };
+            debug!(node = %node, watch = %watch, deletion_grants, "waiting");
+            let event = match until {
+                None => watcher.changed().await,
+                Some(until) => match tokio::time::timeout_at(until, watcher.changed()).await {
+                    Ok(event) => event,
+                    Err(_) => {
+                        debug!(node = %node, "timed out");
+                        pending.remove().await?;
+                        return Ok(None);
+                    }
+                },
+            };
+            debug!(node = %node, event = ?event.event_type, "woke up");
+            match event.event_type {
+                zk::EventType::NodeDeleted if deletion_grants => {
+                    debug!(node = %node, "hand-off: granted without a new snapshot");
+                    pending.forget();
+                    return Ok(Some(Held::new(self.inner.clone(), node, czxid)));
+                }
+                zk::EventType::Session => {
+                    if let Some(err) = terminal_error(event.session_state) {
+                        pending.forget();
+                        return Err(err);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Creates the contender node, pipelined with the first listing of the
+    /// directory. Returns the node's name, its czxid, and the listing if it
+    /// is known to contain the node.
+    async fn create(
+        &self,
+        prefix: &str,
+        pending: &mut Pending,
+    ) -> Result<(String, i64, Option<Vec<String>>), Error> {
+        let inner = &self.inner;
+        let client = &inner.client;
+        let dir = inner.path.as_str();
+        let prefix_path = child_path(dir, prefix);
+        let acls = zk::Acls::new(&inner.acls);
+        let options = zk::CreateMode::EphemeralSequential.with_acls(acls);
+        let mut made_dir = false;
+        loop {
+            pending.creating = true;
+            // Both requests leave now; the server answers a session's requests
+            // in order, so the listing already contains the new node.
+            let create = client.create(&prefix_path, &[], &options);
+            let list = client.list_children(dir);
+            match create.await {
+                Ok((stat, seq)) => {
+                    let me = format!("{prefix}{:010}", seq.into_i64() as i32);
+                    pending.node = Some(child_path(dir, &me));
+                    pending.creating = false;
+                    let children = list.await.ok().filter(|c| c.contains(&me));
+                    return Ok((me, stat.czxid, children));
+                }
+                Err(zk::Error::NoNode) if !made_dir => {
+                    drop(list);
+                    made_dir = true;
+                    let dir_options = zk::CreateMode::Persistent.with_acls(acls);
+                    match client.mkdir(dir, &dir_options).await {
+                        Ok(()) => {}
+                        Err(e) => return Err(Error::from_zk(e, dir)),
+                    }
+                }
+                Err(zk::Error::ConnectionLoss) => {
+                    drop(list);
+                    // The create may have been applied: look for the token.
+                    if let Some((me, czxid)) = find_own(client, dir, pending.token).await? {
+                        pending.node = Some(child_path(dir, &me));
+                        pending.creating = false;
+                        debug!(node = %me, "found own node after connection loss during create");
+                        return Ok((me, czxid, None));
+                    }
+                }
+                Err(e) => {
+                    pending.creating = false;
+                    return Err(Error::from_zk(e, dir));
+                }
+            }
+        }
+    }
+
+    /// The error for a contender node that vanished.
+    fn gone_error(&self, node: &str) -> Error {
+        terminal_error(self.inner.client.state()).unwrap_or_else(|| Error::Lost {
+            node: node.to_owned(),
+        })
+    }
+
+    /// Logs each child that is not a contender, once per name.
+    fn warn_foreign(&self, children: &[String]) {
+        for child in children {
+            if child.parse::<NodeName>().is_err() {
+                let Ok(mut warned) = self.inner.warned.lock() else {
+                    return;
+                };
+                if warned.insert(child.clone()) {
+                    warn!(lock = %self.inner.path, child = %child, "ignoring a child that is not a contender node");
+                }
+            }
+        }
+    }
+}
+
+/// A lock directory listing: contenders in queue order, and foreign children.
+#[derive(Debug, Default)]
+pub(crate) struct Snapshot {
+    pub(crate) contenders: Vec<Contender>,
+    #[allow(dead_code)]
+    pub(crate) foreign: Vec<String>,
+}
+
+/// One contender of a lock, as seen by [`SharedLock::contenders`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Contender {
+    /// Full path of the contender node.
+    pub path: String,
+    /// The parsed node name: identity, token, mode, sequence.
+    pub name: NodeName,
+    /// Holds the lock, or waits on a node.
+    pub state: ContenderState,
+    /// The node's czxid, if it still existed when read.
+    pub fencing_token: Option<i64>,
+    /// When the node was created (server clock), if it still existed when read.
+    pub created: Option<SystemTime>,
+    /// The id of the session that owns the node, if it still existed when read.
+    pub session: Option<i64>,
+}
+
+/// Whether a contender holds the lock or waits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ContenderState {
+    /// Holds the lock.
+    Holds,
+    /// Waits on the node with this child name.
+    WaitsOn(String),
+}
+
+/// Connects a client, bounded in time.
+pub(crate) async fn connect_client(
+    servers: &str,
+    session_timeout: Duration,
+    connect_timeout: Duration,
+) -> Result<zk::Client, Error> {
+    let connecting = zk::Client::connector()
+        .with_session_timeout(session_timeout)
+        .with_fail_eagerly()
+        .connect(servers);
+    match tokio::time::timeout(connect_timeout, connecting).await {
+        Ok(Ok(client)) => Ok(client),
+        Ok(Err(zk::Error::NoHosts)) | Ok(Err(zk::Error::Timeout)) | Err(_) => Err(Error::Unreachable {
+            servers: servers.to_owned(),
+            timeout: connect_timeout,
+        }),
+        Ok(Err(zk::Error::BadArguments(_))) => Err(Error::Unreachable {
+            servers: servers.to_owned(),
+            timeout: connect_timeout,
+        }),
+        Ok(Err(e)) => Err(Error::from_zk(e, servers)),
+    }
+}
+
+/// Runs `fut` unless the deadline passes first (`None` then).
+async fn before<T>(until: Option<Instant>, fut: impl std::future::Future<Output = T>) -> Option<T> {
+    match until {
+        None => Some(fut.await),
+        Some(until) => tokio::time::timeout_at(until, fut).await.ok(),
+    }
+}
+
+fn deadline(timeout: Duration) -> Patience {
+    Patience::Until(Instant::now() + timeout)
+}
+
+fn unreachable_timeout() -> Error {
+    // `Patience::Forever` never returns `None`; this stays a typed error, not a panic.
+    Error::ZooKeeper(zk::Error::UnexpectedError(
+        "acquire without a deadline gave up".to_owned(),
+    ))
+}
+
+fn child_path(dir: &str, name: &str) -> String {
+    let mut path = String::with_capacity(dir.len() + 1 + name.len());
+    path.push_str(dir);
+    path.push('/');
+    path.push_str(name);
+    path
+}
+
+/// The error for a terminal session state, if it is one.
+fn terminal_error(state: zk::SessionState) -> Option<Error> {
+    match state {
+        zk::SessionState::Expired => Some(Error::SessionExpired),
+        zk::SessionState::Closed | zk::SessionState::AuthFailed => Some(Error::SessionClosed),
+        _ => None,
+    }
+}
+
+/// Runs an idempotent request again after a connection loss. A request
+/// sent while the client is disconnected waits for the reconnection, so
+/// this does not spin; once the session is over, requests fail with its
+/// terminal error.
+async fn with_retry<T, F, Fut>(op: F) -> Result<T, zk::Error>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<T, zk::Error>>,
+{
+    loop {
+        match op().await {
+            Err(zk::Error::ConnectionLoss) => continue,
+            result => return result,
+        }
+    }
+}
+
+/// Finds this session's node carrying `token` after a connection loss:
+/// syncs the server with the leader first, so that a create still in flight
+/// elsewhere is seen. Nodes with the token owned by another session (an
+/// earlier, expired one) are not ours.
+async fn find_own(client: &zk::Client, dir: &str, token: Uuid) -> Result<Option<(String, i64)>, Error> {
+    let session = client.session_id().0;
+    let _ = with_retry(|| client.sync(dir)).await;
+    let children = match with_retry(|| client.list_children(dir)).await {
+        Ok(children) => children,
+        Err(zk::Error::NoNode) => return Ok(None),
+        Err(e) => return Err(Error::from_zk(e, dir)),
+    };
+    let mut mine: Vec<(String, i64)> = Vec::new();
+    for child in children {
+        let Ok(name) = child.parse::<NodeName>() else {
+            continue;
+        };
+        if name.token() != Some(token) {
+            continue;
+        }
+        let path = child_path(dir, &child);
+        match with_retry(|| client.check_stat(&path)).await {
+            Ok(Some(stat)) if stat.ephemeral_owner == session => mine.push((child, stat.czxid)),
+            Ok(_) => {}
+            Err(e) => return Err(Error::from_zk(e, &path)),
+        }
+    }
+    // Two nodes with one token can only come from a retried create: keep
+    // the first, delete the others.
+    mine.sort_by_key(|(_, czxid)| *czxid);
+    let mut found = mine.into_iter();
+    let first = found.next();
+    for (extra, _) in found {
+        delete_node(client, &child_path(dir, &extra)).await?;
+    }
+    Ok(first)
+}
+
+/// Deletes a node, retrying through connection loss until the deletion is
+/// confirmed or the session is over. A missing node counts as deleted.
+async fn delete_node(client: &zk::Client, path: &str) -> Result<(), Error> {
+    match with_retry(|| client.delete(path, None)).await {
+        Ok(()) | Err(zk::Error::NoNode) => Ok(()),
+        Err(e) => Err(Error::from_zk(e, path)),
+    }
+}
+
+/// A contender node that has not been handed to a guard yet. Dropping it
+/// deletes the node in the background (cancellation safety).
+struct Pending {
+    inner: Arc<Inner>,
+    token: Uuid,
+    /// Full path, once known.
+    node: Option<String>,
+    /// A create request may have been sent whose result is not known.
+    creating: bool,
+    armed: bool,
+}
+
+impl Pending {
+    fn new(inner: Arc<Inner>, token: Uuid) -> Pending {
+        Pending {
+            inner,
+            token,
+            node: None,
+            creating: false,
+            armed: true,
+        }
+    }
+
+    /// The node now belongs to a guard, or is known to be gone.
+    fn forget(&mut self) {
+        self.armed = false;
+    }
+
+    /// Deletes the node now and reports the outcome. If this future is
+    /// dropped first, the deletion goes on in the background.
+    async fn remove(&mut self) -> Result<(), Error> {
+        let result = remove_pending(&self.inner, self.token, self.node.clone(), self.creating).await;
+        self.armed = false;
+        result
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if !self.armed || (self.node.is_none() && !self.creating) {
+            return;
+        }
+        let (inner, token, node, creating) =
+            (self.inner.clone(), self.token, self.node.take(), self.creating);
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                handle.spawn(async move {
+                    if let Err(e) = remove_pending(&inner, token, node, creating).await {
+                        warn!(lock = %inner.path, error = %e, "could not delete the node of a cancelled acquire");
+                    }
+                });
+            }
+            Err(_) => warn!(
+                lock = %inner.path,
+                "acquire cancelled outside a runtime: its node stays until the session ends"
+            ),
+        }
+    }
+}
+
+async fn remove_pending(
+    inner: &Inner,
+    token: Uuid,
+    node: Option<String>,
+    creating: bool,
+) -> Result<(), Error> {
+    let client = &inner.client;
+    let result = match node {
+        Some(node) => delete_node(client, &node).await,
+        None if creating => match find_own(client, &inner.path, token).await {
+            Ok(Some((me, _))) => delete_node(client, &child_path(&inner.path, &me)).await,
+            Ok(None) => Ok(()),
+            Err(e) => Err(e),
+        },
+        None => Ok(()),
+    };
+    match result {
+        // The session is over: its ephemeral nodes are gone with it.
+        Err(Error::SessionExpired) | Err(Error::SessionClosed) => Ok(()),
+        other => other,
+    }
+}
+
+/// What a guard shares with the tasks that watch it.
+struct LostFlag {
+    lost: AtomicBool,
+    notify: Notify,
+}
+
+/// The state common to read and write guards.
+struct Held {
+    inner: Arc<Inner>,
+    node: String,
+    fencing_token: i64,
+    lost: Arc<LostFlag>,
+    released: bool,
+}
+
+impl Held {
+    fn new(inner: Arc<Inner>, node: String, fencing_token: i64) -> Held {
+        Held {
+            inner,
+            node,
+            fencing_token,
+            lost: Arc::new(LostFlag {
+                lost: AtomicBool::new(false),
+                notify: Notify::new(),
+            }),
+            released: false,
+        }
+    }
+
+    fn is_held(&self) -> bool {
+        !self.lost.lost.load(Ordering::Acquire) && terminal_error(self.inner.client.state()).is_none()
+    }
+
+    fn mark_lost(&self) {
+        if !self.lost.lost.swap(true, Ordering::AcqRel) {
+            warn!(node = %self.node, "lock lost");
+        }
+        self.lost.notify.notify_waiters();
+    }
+
+    /// Completes when the lock is lost: the session ends, or the node is deleted.
+    async fn lost(&self) {
+        let client = &self.inner.client;
+        let mut states = client.state_watcher();
+        loop {
+            if !self.is_held() {
+                self.mark_lost();
+                return;
+            }
+            let flagged = self.lost.notify.notified();
+            let watched = async {
+                match client.get_and_watch_data(&self.node).await {
+                    Ok((_, _, watcher)) => {
+                        let event = watcher.changed().await;
+                        event.event_type == zk::EventType::NodeDeleted
+                            || terminal_error(event.session_state).is_some()
+                    }
+                    Err(zk::Error::NoNode) => true,
+                    Err(zk::Error::ConnectionLoss) => false,
+                    Err(e) => {
+                        terminal_error(client.state()).is_some() || matches!(e, zk::Error::SessionExpired)
+                    }
+                }
+            };
+            tokio::select! {
+                gone = watched => if gone { self.mark_lost(); return },
+                state = states.changed() => if terminal_error(state).is_some() { self.mark_lost(); return },
+                () = flagged => return,
+            }
+        }
+    }
+
+    async fn release(mut self) -> Result<(), Error> {
+        self.released = true;
+        let span = info_span!("release", node = %self.node);
+        let client = self.inner.client.clone();
+        let node = std::mem::take(&mut self.node);
+        async move {
+            let result = delete_node(&client, &node).await;
+            debug!(?result, "released");
+            result
+        }
+        .instrument(span)
+        .await
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if self.released {
+            return;
+        }
+        let client = self.inner.client.clone();
+        let node = std::mem::take(&mut self.node);
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                handle.spawn(async move {
+                    match delete_node(&client, &node).await {
+                        Ok(()) => debug!(node = %node, "released on drop"),
+                        Err(e) => warn!(node = %node, error = %e, "release on drop failed"),
+                    }
+                });
+            }
+            Err(_) => {
+                warn!(node = %node, "guard dropped outside a runtime: its node stays until the session ends")
+            }
+        }
+    }
+}
+
+macro_rules! guard {
+    ($(#[$doc:meta])* $name:ident, $mode:expr) => {
+        $(#[$doc])*
+        ///
+        /// The guard owns its node, not a thread or a task: it can move
+        /// between tasks and threads. Dropping it releases the lock in the
+        /// background (logged with `tracing` if that fails); call
+        /// `release` to learn the outcome.
+        #[must_use = "dropping the guard releases the lock"]
+        pub struct $name(Held);
+
+        impl $name {
+            /// Full path of this guard's contender node.
+            pub fn node(&self) -> &str {
+                &self.0.node
+            }
+
+            /// The fencing token: the czxid of the contender node. Larger
+            /// than the token of every writer granted before on this lock.
+            /// Pass it to stores that can reject writes with an older token.
+            pub fn fencing_token(&self) -> i64 {
+                self.0.fencing_token
+            }
+
+            /// The mode of this guard.
+            pub fn mode(&self) -> Mode {
+                $mode
+            }
+
+            /// False as soon as the lock is known lost: the client has seen
+            /// its session expire or close, or [`Self::lost`] has seen the
+            /// node deleted.
+            pub fn is_held(&self) -> bool {
+                self.0.is_held()
+            }
+
+            /// Completes when the lock is lost: the session expires or is
+            /// closed, or the node is deleted by someone else. While this
+            /// future is pending it keeps a watch on the node.
+            ///
+            /// # Cancellation safety
+            ///
+            /// Safe to drop and call again.
+            pub async fn lost(&self) {
+                self.0.lost().await
+            }
+
+            /// Releases the lock: deletes the contender node, retrying
+            /// through connection loss until the deletion is confirmed or
+            /// the session is over. A node already gone counts as released.
+            ///
+            /// # Errors
+            ///
+            /// [`Error::SessionExpired`] or [`Error::SessionClosed`] if the
+            /// session ended first (the node is gone with it, but the lock
+            /// was lost before this release); [`Error::NoAuth`] or
+            /// [`Error::ZooKeeper`] if the server refused the deletion.
+            pub async fn release(self) -> Result<(), Error> {
+                self.0.release().await
+            }
+        }
+
+        impl std::fmt::Debug for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($name))
+                    .field("node", &self.0.node)
+                    .field("fencing_token", &self.0.fencing_token)
+                    .field("held", &self.0.is_held())
+                    .finish()
+            }
+        }
+    };
+}
+
+guard!(
+    /// A held read (shared) lock.
+    ReadGuard,
+    Mode::Read
+);
+guard!(
+    /// A held write (exclusive) lock.
+    WriteGuard,
+    Mode::Write
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths() {
+        for ok in ["/a", "/shared_lock", "/a/b-c/d.e", "/..a", "/a./b"] {
+            assert!(validate_path(ok).is_ok(), "{ok}");
+        }
+        for (bad, why) in [
+            ("", "empty"),
+            ("a", "does not start"),
+            ("locks/a", "does not start"),
+            ("/", "root"),
+            ("/a/", "ends with"),
+            ("//a", "empty segment"),
+            ("/a//b", "empty segment"),
+            ("/a/./b", "'.'"),
+            ("/a/..", "'.'"),
+            ("/a\0b", "NUL"),
+        ] {
+            let err = validate_path(bad).unwrap_err().to_string();
+            assert!(err.contains(why), "{bad:?}: {err}");
+            assert!(err.contains(&format!("`{bad}`")), "{bad:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn identities() {
+        assert!(validate_identity("web-01.example").is_ok());
+        for bad in ["", "a/b", "a@b", "a\0"] {
+            let err = validate_identity(bad).unwrap_err().to_string();
+            assert!(err.contains("invalid identity"), "{err}");
+        }
+        assert!(validate_identity(&default_identity()).is_ok());
+    }
+}

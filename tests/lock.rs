@@ -1,0 +1,462 @@
+//! The adapter against a real ZooKeeper server: sharing, exclusion, queueing,
+//! timeouts, cancellation, fencing, loss, many tasks, the blocking API, and
+//! bad input. Every test checks that its lock directory ends up empty.
+
+mod support;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use support::{assert_drained, children, client, eventually, lock, server, unique_path};
+use zk_rwlock::{zk, ContenderState, Error, Mode, SharedLock};
+
+const SHORT: Duration = Duration::from_secs(10);
+
+/// Waits until `lock` shows `n` contenders.
+async fn wait_contenders(lock: &SharedLock, n: usize) {
+    eventually(&format!("{n} contenders on {}", lock.path()), SHORT, || async {
+        lock.contenders().await.map(|c| c.len() == n).unwrap_or(false)
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn readers_share() {
+    let path = unique_path("share");
+    let mut guards = Vec::new();
+    for _ in 0..5 {
+        let l = lock(&path).await;
+        let g = tokio::time::timeout(SHORT, l.read())
+            .await
+            .expect("readers do not wait for readers")
+            .unwrap();
+        assert!(g.is_held());
+        assert_eq!(g.mode(), Mode::Read);
+        guards.push(g);
+    }
+    let l = lock(&path).await;
+    let contenders = l.contenders().await.unwrap();
+    assert_eq!(contenders.len(), 5);
+    assert!(contenders.iter().all(|c| c.state == ContenderState::Holds));
+    assert!(
+        l.try_write().await.unwrap().is_none(),
+        "a writer is excluded by readers"
+    );
+    for g in guards {
+        g.release().await.unwrap();
+    }
+    assert_drained(&path).await;
+}
+
+#[tokio::test]
+async fn writer_excludes_everyone() {
+    let path = unique_path("exclude");
+    let (a, b) = (lock(&path).await, lock(&path).await);
+    let w = a.write().await.unwrap();
+    assert!(b.try_read().await.unwrap().is_none());
+    assert!(b.try_write().await.unwrap().is_none());
+    assert!(b
+        .read_timeout(Duration::from_millis(200))
+        .await
+        .unwrap()
+        .is_none());
+    assert!(b
+        .write_timeout(Duration::from_millis(200))
+        .await
+        .unwrap()
+        .is_none());
+    // Only the holder's node is left: failed attempts removed theirs.
+    assert_eq!(
+        children(b.client(), &path).await,
+        vec![w.node().rsplit('/').next().unwrap().to_owned()]
+    );
+    w.release().await.unwrap();
+    let r = b.try_read().await.unwrap().expect("free after release");
+    r.release().await.unwrap();
+    assert_drained(&path).await;
+}
+
+#[tokio::test]
+async fn readers_behind_a_writer_wait_and_then_go_together() {
+    let path = unique_path("queue");
+    let l = lock(&path).await;
+    let r1 = l.read().await.unwrap();
+    let lw = lock(&path).await;
+    let writer = tokio::spawn(async move { lw.write().await });
+    wait_contenders(&l, 2).await;
+    let mut readers = Vec::new();
+    for i in 0..3 {
+        let lr = lock(&path).await;
+        readers.push(tokio::spawn(async move { lr.read().await }));
+        wait_contenders(&l, 3 + i).await;
+    }
+    // The queue is R [W] R R R: the readers wait on the writer.
+    let queue = l.contenders().await.unwrap();
+    let w_name = queue[1].name.to_string();
+    assert_eq!(queue[1].name.mode(), Mode::Write);
+    assert_eq!(queue[1].state, ContenderState::WaitsOn(queue[0].name.to_string()));
+    for c in &queue[2..] {
+        assert_eq!(
+            c.state,
+            ContenderState::WaitsOn(w_name.clone()),
+            "readers wait on the writer"
+        );
+    }
+    assert!(!writer.is_finished());
+    r1.release().await.unwrap();
+    let w = tokio::time::timeout(SHORT, writer)
+        .await
+        .expect("writer granted")
+        .unwrap()
+        .unwrap();
+    assert!(
+        readers.iter().all(|r| !r.is_finished()),
+        "readers still wait while the writer holds"
+    );
+    w.release().await.unwrap();
+    let mut granted = Vec::new();
+    for r in readers {
+        granted.push(
+            tokio::time::timeout(SHORT, r)
+                .await
+                .expect("reader granted")
+                .unwrap()
+                .unwrap(),
+        );
+    }
+    // All three hold together.
+    assert!(granted.iter().all(|g| g.is_held()));
+    let queue = l.contenders().await.unwrap();
+    assert_eq!(queue.len(), 3);
+    assert!(queue.iter().all(|c| c.state == ContenderState::Holds));
+    for g in granted {
+        g.release().await.unwrap();
+    }
+    assert_drained(&path).await;
+}
+
+#[tokio::test]
+async fn writers_are_granted_in_fifo_order_with_increasing_tokens() {
+    let path = unique_path("fifo");
+    let l = lock(&path).await;
+    let first = l.write().await.unwrap();
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let mut tasks = Vec::new();
+    for i in 0..5 {
+        let lw = lock(&path).await;
+        let order = order.clone();
+        tasks.push(tokio::spawn(async move {
+            let g = lw.write().await.unwrap();
+            order.lock().unwrap().push((i, g.fencing_token()));
+            g.release().await.unwrap();
+        }));
+        wait_contenders(&l, 2 + i).await;
+    }
+    let first_token = first.fencing_token();
+    first.release().await.unwrap();
+    for t in tasks {
+        tokio::time::timeout(SHORT, t)
+            .await
+            .expect("all writers granted")
+            .unwrap();
+    }
+    let order = order.lock().unwrap().clone();
+    assert_eq!(
+        order.iter().map(|(i, _)| *i).collect::<Vec<_>>(),
+        vec![0, 1, 2, 3, 4],
+        "FIFO"
+    );
+    let mut last = first_token;
+    for (_, token) in order {
+        assert!(
+            token > last,
+            "fencing tokens strictly increase: {token} after {last}"
+        );
+        last = token;
+    }
+    assert_drained(&path).await;
+}
+
+#[tokio::test]
+async fn cancelled_acquires_leave_no_nodes() {
+    let path = unique_path("cancel");
+    let holder_lock = lock(&path).await;
+    let holder = holder_lock.write().await.unwrap();
+    let shared = lock(&path).await;
+    // Cancel at many different points: before the create is answered, while
+    // listing, while waiting.
+    let mut tasks = Vec::new();
+    for i in 0..30u64 {
+        let l = if i % 2 == 0 {
+            shared.clone()
+        } else {
+            lock(&path).await
+        };
+        tasks.push(tokio::spawn(async move {
+            let wait = Duration::from_micros(i * 700);
+            if i % 3 == 0 {
+                tokio::time::timeout(wait, l.read()).await.is_ok()
+            } else {
+                tokio::time::timeout(wait, l.write()).await.is_ok()
+            }
+        }));
+    }
+    for t in tasks {
+        assert!(!t.await.unwrap(), "nobody is granted while the writer holds");
+    }
+    let holder_name = holder.node().rsplit('/').next().unwrap().to_owned();
+    eventually("only the holder's node is left", SHORT, || async {
+        children(holder_lock.client(), &path).await == vec![holder_name.clone()]
+    })
+    .await;
+    holder.release().await.unwrap();
+    assert_drained(&path).await;
+}
+
+#[tokio::test]
+async fn guard_learns_when_its_node_is_deleted() {
+    let path = unique_path("lost");
+    let l = lock(&path).await;
+    let g = l.write().await.unwrap();
+    assert!(g.is_held());
+    let other = client().await;
+    let node = g.node().to_owned();
+    let deleter = tokio::spawn(async move {
+        other.delete(&node, None).await.unwrap();
+    });
+    tokio::time::timeout(SHORT, g.lost())
+        .await
+        .expect("lost() completes");
+    deleter.await.unwrap();
+    assert!(!g.is_held());
+    // Releasing a node that is already gone counts as released.
+    g.release().await.unwrap();
+    assert_drained(&path).await;
+}
+
+#[tokio::test]
+async fn guard_learns_when_its_session_closes() {
+    let path = unique_path("closed");
+    let c = client().await;
+    let l = SharedLock::new(c.clone(), &path).unwrap();
+    let g = l.write().await.unwrap();
+    let waiter_lock = lock(&path).await;
+    let waiter = tokio::spawn(async move { waiter_lock.write().await });
+    wait_contenders(&l, 2).await;
+    // Close the session from a second client attached to it: the server
+    // expires it, the holder's client sees `Expired`.
+    let connect = server().connect_string();
+    let killer = zk::Client::connector()
+        .with_session(c.session().clone())
+        .connect(&connect)
+        .await
+        .unwrap();
+    drop(killer);
+    tokio::time::timeout(SHORT, g.lost())
+        .await
+        .expect("lost() completes on expiry");
+    assert!(!g.is_held());
+    let w = tokio::time::timeout(SHORT, waiter)
+        .await
+        .expect("the other session is granted")
+        .unwrap()
+        .unwrap();
+    assert!(matches!(
+        g.release().await,
+        Err(Error::SessionExpired | Error::SessionClosed)
+    ));
+    assert!(matches!(
+        l.try_write().await,
+        Err(Error::SessionExpired | Error::SessionClosed)
+    ));
+    w.release().await.unwrap();
+    assert_drained(&path).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_tasks_share_one_session() {
+    let path = unique_path("tasks");
+    let l = lock(&path).await;
+    let inside = Arc::new(AtomicUsize::new(0));
+    let violations = Arc::new(AtomicUsize::new(0));
+    let tokens = Arc::new(Mutex::new(Vec::new()));
+    let mut tasks = Vec::new();
+    for i in 0..20 {
+        let (l, inside, violations, tokens) = (l.clone(), inside.clone(), violations.clone(), tokens.clone());
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..5 {
+                if i % 4 == 0 {
+                    let g = l.write().await.unwrap();
+                    if inside.fetch_add(1000, Ordering::SeqCst) != 0 {
+                        violations.fetch_add(1, Ordering::SeqCst);
+                    }
+                    tokens.lock().unwrap().push(g.fencing_token());
+                    tokio::task::yield_now().await;
+                    inside.fetch_sub(1000, Ordering::SeqCst);
+                    g.release().await.unwrap();
+                } else {
+                    let g = l.read().await.unwrap();
+                    if inside.fetch_add(1, Ordering::SeqCst) >= 1000 {
+                        violations.fetch_add(1, Ordering::SeqCst);
+                    }
+                    tokio::task::yield_now().await;
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                    g.release().await.unwrap();
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        tokio::time::timeout(Duration::from_secs(60), t)
+            .await
+            .expect("all tasks finish")
+            .unwrap();
+    }
+    assert_eq!(violations.load(Ordering::SeqCst), 0);
+    let tokens = tokens.lock().unwrap().clone();
+    let mut unique = tokens.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), tokens.len(), "each grant has its own token");
+    assert_drained(&path).await;
+}
+
+#[test]
+fn blocking_api_from_plain_threads() {
+    let path = unique_path("blocking");
+    let connect = server().connect_string();
+    let inside = Arc::new(AtomicUsize::new(0));
+    let violations = Arc::new(AtomicUsize::new(0));
+    let threads: Vec<_> = (0..4)
+        .map(|i| {
+            let (connect, path, inside, violations) =
+                (connect.clone(), path.clone(), inside.clone(), violations.clone());
+            std::thread::spawn(move || {
+                let l = zk_rwlock::blocking::SharedLock::connect(&connect, &path).unwrap();
+                for _ in 0..5 {
+                    let g = if i == 0 {
+                        l.write().unwrap()
+                    } else {
+                        l.read().unwrap()
+                    };
+                    assert!(g.is_held());
+                    let add = if g.mode() == Mode::Write { 1000 } else { 1 };
+                    let before = inside.fetch_add(add, Ordering::SeqCst);
+                    if (add == 1000 && before != 0) || before >= 1000 {
+                        violations.fetch_add(1, Ordering::SeqCst);
+                    }
+                    std::thread::yield_now();
+                    inside.fetch_sub(add, Ordering::SeqCst);
+                    drop(g); // releases
+                }
+                assert!(l.try_write().unwrap().map(|g| g.release()).transpose().is_ok());
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(violations.load(Ordering::SeqCst), 0);
+    let l = zk_rwlock::blocking::SharedLock::connect(&connect, &path).unwrap();
+    assert_eq!(
+        l.contenders().unwrap(),
+        vec![],
+        "dropped guards released their nodes"
+    );
+    let g = l.write_timeout(Duration::from_secs(5)).unwrap().expect("free");
+    assert_eq!(l.try_read().unwrap().map(|g| g.node().to_owned()), None);
+    g.release().unwrap();
+}
+
+#[tokio::test]
+async fn blocking_api_refuses_to_run_inside_a_runtime() {
+    let err = zk_rwlock::blocking::SharedLock::connect(&server().connect_string(), "/x").unwrap_err();
+    assert!(matches!(err, Error::InsideRuntime), "{err}");
+}
+
+#[tokio::test]
+async fn bad_input_gives_typed_errors() {
+    let c = client().await;
+    for bad in ["", "locks/a", "/", "/a/", "//a", "/a/./b", "/a/../b", "/a\0b"] {
+        match SharedLock::new(c.clone(), bad) {
+            Err(Error::InvalidPath { path, .. }) => assert_eq!(path, bad),
+            other => panic!("{bad:?}: expected InvalidPath, got {other:?}"),
+        }
+    }
+    for bad in ["", "a/b", "a@b", "a\0b"] {
+        match SharedLock::builder(c.clone(), "/ok").identity(bad).build() {
+            Err(Error::InvalidIdentity { identity, .. }) => assert_eq!(identity, bad),
+            other => panic!("{bad:?}: expected InvalidIdentity, got {other:?}"),
+        }
+    }
+    let err = SharedLock::new(c.clone(), "locks/a").unwrap_err().to_string();
+    assert!(
+        err.contains("`locks/a`") && err.contains("start with '/'"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn ephemeral_lock_directory_is_a_typed_error() {
+    let c = client().await;
+    let base = unique_path("eph");
+    c.mkdir(
+        &base,
+        &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
+    )
+    .await
+    .unwrap();
+    let dir = format!("{base}/ephemeral");
+    c.create(
+        &dir,
+        &[],
+        &zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all()),
+    )
+    .await
+    .unwrap();
+    let l = SharedLock::new(c.clone(), &dir).unwrap();
+    match l.try_write().await {
+        Err(Error::EphemeralDirectory { path }) => assert_eq!(path, dir),
+        other => panic!("expected EphemeralDirectory, got {other:?}"),
+    }
+    assert!(children(&c, &dir).await.is_empty());
+}
+
+#[tokio::test]
+async fn no_auth_is_a_typed_error() {
+    let path = unique_path("acl");
+    let owner = zk::Client::connector()
+        .with_auth("digest", b"alice:secret")
+        .connect(&server().connect_string())
+        .await
+        .unwrap();
+    let mine = SharedLock::builder(owner.clone(), &path)
+        .acls(&zk::Acls::creator_all())
+        .build()
+        .unwrap();
+    let g = mine.write().await.unwrap();
+    let stranger = lock(&path).await;
+    match stranger.try_write().await {
+        Err(Error::NoAuth { .. }) => {}
+        other => panic!("expected NoAuth, got {other:?}"),
+    }
+    g.release().await.unwrap();
+    assert!(children(&owner, &path).await.is_empty());
+}
+
+#[tokio::test]
+async fn unreachable_server_is_a_typed_error() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let servers = format!("127.0.0.1:{port}");
+    let started = std::time::Instant::now();
+    match SharedLock::connect(&servers, "/x").await {
+        Err(Error::Unreachable { servers: s, .. }) => assert_eq!(s, servers),
+        other => panic!("expected Unreachable, got {other:?}"),
+    }
+    assert!(started.elapsed() < Duration::from_secs(30), "no hang");
+}

@@ -1,0 +1,99 @@
+//! Shared fixtures of the integration tests: one ZooKeeper server per test
+//! binary (unique lock paths keep tests apart), clients, and polling with a
+//! deadline instead of sleeping.
+#![allow(dead_code)]
+
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use zk_rwlock::launcher::ZkCluster;
+use zk_rwlock::{zk, SharedLock};
+
+/// The server shared by the tests of one binary. It fails the test (never
+/// skips it) with installation advice when ZooKeeper is missing.
+pub fn server() -> &'static ZkCluster {
+    static SERVER: OnceLock<ZkCluster> = OnceLock::new();
+    SERVER.get_or_init(|| match ZkCluster::standalone() {
+        Ok(cluster) => cluster,
+        Err(e) => panic!(
+            "these tests need a real ZooKeeper server: {e}\n\
+             install it with `sudo apt-get install -y zookeeper` (or run ./scripts/test.sh, which does)"
+        ),
+    })
+}
+
+/// A fresh lock path, unique within this process.
+pub fn unique_path(name: &str) -> String {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    format!(
+        "/test/{}-{}-{}",
+        name,
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// A new client session on `connect`.
+pub async fn client_on(connect: &str) -> zk::Client {
+    zk::Client::connector()
+        .with_session_timeout(Duration::from_secs(4))
+        .connect(connect)
+        .await
+        .unwrap_or_else(|e| panic!("cannot connect to {connect}: {e}"))
+}
+
+/// A new client session on the shared server.
+pub async fn client() -> zk::Client {
+    client_on(&server().connect_string()).await
+}
+
+/// A lock on `path` through a new session of the shared server.
+pub async fn lock(path: &str) -> SharedLock {
+    SharedLock::new(client().await, path).expect("valid lock path")
+}
+
+/// Polls `cond` until it holds, failing the test after `within`.
+pub async fn eventually<F, Fut>(what: &str, within: Duration, mut cond: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        if cond().await {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out after {within:?} waiting for: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// The children of `path` (empty if it does not exist).
+pub async fn children(client: &zk::Client, path: &str) -> Vec<String> {
+    match client.list_children(path).await {
+        Ok(children) => children,
+        Err(zk::Error::NoNode) => Vec::new(),
+        Err(e) => panic!("list {path}: {e}"),
+    }
+}
+
+/// Asserts that the lock directory ends up with no contender nodes (a
+/// background release may still be in flight, so this polls).
+pub async fn assert_drained(path: &str) {
+    let c = client().await;
+    eventually(
+        &format!("{path} has no contender nodes"),
+        Duration::from_secs(10),
+        || {
+            let c = c.clone();
+            let path = path.to_owned();
+            async move { children(&c, &path).await.is_empty() }
+        },
+    )
+    .await;
+}
