@@ -377,7 +377,7 @@ impl SharedLock {
         for ((place, path), stat) in queue.contenders.iter().zip(&paths).zip(stats) {
             let stat = match stat.await {
                 Ok(stat) => stat,
-                Err(zk::Error::ConnectionLoss) => None,
+                Err(e) if is_connection_error(&e) => None,
                 Err(e) => return Err(Error::from_zk(e, path)),
             };
             let name: NodeName = match place.name.parse() {
@@ -489,7 +489,7 @@ impl SharedLock {
                     }
                     continue;
                 }
-                Err(zk::Error::ConnectionLoss) => continue,
+                Err(e) if is_connection_error(&e) => continue,
                 Err(e) => return Err(Error::from_zk(e, &watch_path)),
             };
             debug!(node = %node, watch = %watch, deletion_grants, "waiting");
@@ -560,7 +560,7 @@ impl SharedLock {
                         Err(e) => return Err(Error::from_zk(e, dir)),
                     }
                 }
-                Err(zk::Error::ConnectionLoss) => {
+                Err(e) if is_connection_error(&e) => {
                     drop(list);
                     // The create may have been applied: look for the token.
                     if let Some((me, czxid)) = find_own(client, dir, pending.token).await? {
@@ -694,6 +694,16 @@ fn terminal_error(state: zk::SessionState) -> Option<Error> {
     }
 }
 
+/// True for errors that say the connection broke while a request was in
+/// flight (the request may or may not have been applied), as opposed to an
+/// answer from the server. The client reports the broken connection's own
+/// error (`ConnectionLoss`, an I/O error, "no response from connection")
+/// to every request in flight; once the session is over, requests fail with
+/// its terminal error instead.
+fn is_connection_error(e: &zk::Error) -> bool {
+    matches!(e, zk::Error::ConnectionLoss | zk::Error::Custom(_))
+}
+
 /// Runs an idempotent request again after a connection loss. A request
 /// sent while the client is disconnected waits for the reconnection, so
 /// this does not spin; once the session is over, requests fail with its
@@ -705,7 +715,7 @@ where
 {
     loop {
         match op().await {
-            Err(zk::Error::ConnectionLoss) => continue,
+            Err(e) if is_connection_error(&e) => continue,
             result => return result,
         }
     }
@@ -899,7 +909,7 @@ impl Held {
                             || terminal_error(event.session_state).is_some()
                     }
                     Err(zk::Error::NoNode) => true,
-                    Err(zk::Error::ConnectionLoss) => false,
+                    Err(e) if is_connection_error(&e) => false,
                     Err(e) => {
                         terminal_error(client.state()).is_some() || matches!(e, zk::Error::SessionExpired)
                     }

@@ -238,21 +238,16 @@ async fn guard_learns_when_its_node_is_deleted() {
 #[tokio::test]
 async fn guard_learns_when_its_session_closes() {
     let path = unique_path("closed");
-    let c = client().await;
+    let proxy = support::proxy::Proxy::start(&server().connect_string());
+    let c = support::client_on(proxy.addr()).await;
     let l = SharedLock::new(c.clone(), &path).unwrap();
     let g = l.write().await.unwrap();
     let waiter_lock = lock(&path).await;
     let waiter = tokio::spawn(async move { waiter_lock.write().await });
     wait_contenders(&l, 2).await;
-    // Close the session from a second client attached to it: the server
-    // expires it, the holder's client sees `Expired`.
-    let connect = server().connect_string();
-    let killer = zk::Client::connector()
-        .with_session(c.session().clone())
-        .connect(&connect)
-        .await
-        .unwrap();
-    drop(killer);
+    // Expire the holder's session: the server deletes its node, and the
+    // holder's client sees `Expired` when it reconnects.
+    support::expire_behind(&proxy, &c, &server().connect_string()).await;
     tokio::time::timeout(SHORT, g.lost())
         .await
         .expect("lost() completes on expiry");

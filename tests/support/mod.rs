@@ -3,6 +3,8 @@
 //! deadline instead of sleeping.
 #![allow(dead_code)]
 
+pub mod proxy;
+
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
@@ -96,4 +98,42 @@ pub async fn assert_drained(path: &str) {
         },
     )
     .await;
+}
+
+/// Expires the session of `victim`, which must be connected through
+/// `proxy`, deterministically: cut the victim off, attach a second client
+/// to the same session (id and password) directly at `direct`, close it,
+/// wait until the server has deleted the session's ephemeral nodes, then
+/// let the victim reconnect: it is told its session expired.
+pub async fn expire_behind(proxy: &proxy::Proxy, victim: &zk::Client, direct: &str) {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let witness = format!(
+        "/expire-witness-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    );
+    victim
+        .create(
+            &witness,
+            &[],
+            &zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all()),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("create {witness}: {e}"));
+    proxy.set_blocked(true);
+    proxy.cut_all();
+    let killer = zk::Client::connector()
+        .with_session_timeout(victim.session_timeout())
+        .with_session(victim.session().clone())
+        .connect(direct)
+        .await
+        .unwrap_or_else(|e| panic!("cannot attach to session {}: {e}", victim.session_id()));
+    drop(killer);
+    let observer = client_on(direct).await;
+    eventually("the server ended the session", Duration::from_secs(10), || {
+        let (observer, witness) = (observer.clone(), witness.clone());
+        async move { matches!(observer.check_stat(&witness).await, Ok(None)) }
+    })
+    .await;
+    proxy.set_blocked(false);
 }

@@ -1,0 +1,240 @@
+//! A small TCP proxy between a ZooKeeper client and a server that can cut
+//! connections on command: all at once, or right after forwarding a
+//! request of a given type (before its reply can come back), and can refuse
+//! new connections for a while.
+//!
+//! It understands just enough of ZooKeeper's framing: every packet is a
+//! 4-byte big-endian length and a body; the first packet of a connection is
+//! the connect request, every later one starts with `xid` and the op code.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// ZooKeeper op codes the tests cut after.
+pub mod op {
+    /// `create`.
+    pub const CREATE: i32 = 1;
+    /// `delete`.
+    pub const DELETE: i32 = 2;
+    /// `getData`.
+    pub const GET_DATA: i32 = 4;
+    /// `getChildren`.
+    pub const GET_CHILDREN: i32 = 8;
+    /// `create2` (create returning a stat).
+    pub const CREATE2: i32 = 15;
+}
+
+struct Conn {
+    client: TcpStream,
+    server: TcpStream,
+    /// Set before a cut: the server-to-client pump forwards nothing more.
+    replies_blocked: Arc<AtomicBool>,
+}
+
+impl Conn {
+    fn cut(&self) {
+        self.replies_blocked.store(true, Ordering::SeqCst);
+        let _ = self.client.shutdown(Shutdown::Both);
+        let _ = self.server.shutdown(Shutdown::Both);
+    }
+}
+
+#[derive(Default)]
+struct State {
+    conns: Vec<Conn>,
+    /// Cut the connection right after forwarding the next request with one of these op codes.
+    cut_after: Vec<i32>,
+}
+
+/// The proxy; stops when dropped.
+pub struct Proxy {
+    addr: String,
+    state: Arc<Mutex<State>>,
+    blocked: Arc<AtomicBool>,
+    stopped: Arc<AtomicBool>,
+    fired: Arc<AtomicUsize>,
+    accepted: Arc<AtomicUsize>,
+}
+
+impl Proxy {
+    /// Starts a proxy on a free loopback port, forwarding to `upstream` (`host:port`).
+    pub fn start(upstream: &str) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind proxy");
+        let addr = listener.local_addr().expect("proxy address").to_string();
+        let proxy = Proxy {
+            addr,
+            state: Arc::default(),
+            blocked: Arc::default(),
+            stopped: Arc::default(),
+            fired: Arc::default(),
+            accepted: Arc::default(),
+        };
+        let (state, blocked, stopped, fired, accepted) = (
+            proxy.state.clone(),
+            proxy.blocked.clone(),
+            proxy.stopped.clone(),
+            proxy.fired.clone(),
+            proxy.accepted.clone(),
+        );
+        let upstream = upstream.to_owned();
+        thread::spawn(move || {
+            for client in listener.incoming() {
+                if stopped.load(Ordering::SeqCst) {
+                    return;
+                }
+                let Ok(client) = client else { continue };
+                if blocked.load(Ordering::SeqCst) {
+                    let _ = client.shutdown(Shutdown::Both);
+                    continue;
+                }
+                let Ok(server) = TcpStream::connect(&upstream) else {
+                    let _ = client.shutdown(Shutdown::Both);
+                    continue;
+                };
+                accepted.fetch_add(1, Ordering::SeqCst);
+                let _ = client.set_nodelay(true);
+                let _ = server.set_nodelay(true);
+                spawn_pumps(client, server, state.clone(), fired.clone());
+            }
+        });
+        proxy
+    }
+
+    /// The address clients connect to.
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    /// Cuts every open connection now.
+    pub fn cut_all(&self) {
+        let mut state = self.state.lock().unwrap();
+        for conn in state.conns.drain(..) {
+            conn.cut();
+        }
+    }
+
+    /// While blocked, new connections are accepted and closed at once.
+    pub fn set_blocked(&self, blocked: bool) {
+        self.blocked.store(blocked, Ordering::SeqCst);
+    }
+
+    /// Arms a cut: the next request with one of `ops` is forwarded to the
+    /// server, and its connection is cut before any reply comes back.
+    pub fn cut_after_request(&self, ops: &[i32]) {
+        self.state.lock().unwrap().cut_after = ops.to_vec();
+    }
+
+    /// How many armed cuts have fired.
+    pub fn fired(&self) -> usize {
+        self.fired.load(Ordering::SeqCst)
+    }
+
+    /// How many connections were accepted and forwarded.
+    pub fn accepted(&self) -> usize {
+        self.accepted.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.stopped.store(true, Ordering::SeqCst);
+        // Wake the accept loop so that it sees `stopped`.
+        let _ = TcpStream::connect(&self.addr);
+        self.cut_all();
+    }
+}
+
+fn spawn_pumps(client: TcpStream, server: TcpStream, state: Arc<Mutex<State>>, fired: Arc<AtomicUsize>) {
+    let replies_blocked = Arc::new(AtomicBool::new(false));
+    let (Ok(c2), Ok(s2), Ok(c3), Ok(s3)) = (
+        client.try_clone(),
+        server.try_clone(),
+        client.try_clone(),
+        server.try_clone(),
+    ) else {
+        return;
+    };
+    let id = {
+        let mut st = state.lock().unwrap();
+        st.conns.push(Conn {
+            client: c3,
+            server: s3,
+            replies_blocked: replies_blocked.clone(),
+        });
+        st.conns.len()
+    };
+    let _ = id;
+    // Server to client: raw bytes, unless replies are blocked.
+    {
+        let (mut from, mut to, blocked) = (s2, c2, replies_blocked.clone());
+        thread::spawn(move || {
+            let mut buf = vec![0u8; 64 * 1024];
+            loop {
+                let n = match from.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => n,
+                };
+                if blocked.load(Ordering::SeqCst) || to.write_all(&buf[..n]).is_err() {
+                    break;
+                }
+            }
+            let _ = to.shutdown(Shutdown::Both);
+            let _ = from.shutdown(Shutdown::Both);
+        });
+    }
+    // Client to server: packet by packet, watching op codes.
+    thread::spawn(move || {
+        let (mut from, mut to) = (client, server);
+        let mut first = true;
+        loop {
+            let mut len = [0u8; 4];
+            if from.read_exact(&mut len).is_err() {
+                break;
+            }
+            let n = i32::from_be_bytes(len).max(0) as usize;
+            let mut body = vec![0u8; n];
+            if from.read_exact(&mut body).is_err() {
+                break;
+            }
+            let op = if first || n < 8 {
+                None
+            } else {
+                Some(i32::from_be_bytes([body[4], body[5], body[6], body[7]]))
+            };
+            first = false;
+            let cut = {
+                let mut st = state.lock().unwrap();
+                match op {
+                    Some(op) if st.cut_after.contains(&op) => {
+                        st.cut_after.clear();
+                        true
+                    }
+                    _ => false,
+                }
+            };
+            if cut {
+                // No reply may pass from here on.
+                replies_blocked.store(true, Ordering::SeqCst);
+            }
+            let mut packet = Vec::with_capacity(4 + n);
+            packet.extend_from_slice(&len);
+            packet.extend_from_slice(&body);
+            if to.write_all(&packet).is_err() {
+                break;
+            }
+            if cut {
+                let _ = to.flush();
+                fired.fetch_add(1, Ordering::SeqCst);
+                break;
+            }
+        }
+        let _ = from.shutdown(Shutdown::Both);
+        // Let the server read the request before the connection closes.
+        let _ = to.shutdown(Shutdown::Write);
+    });
+}
