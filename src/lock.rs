@@ -430,6 +430,8 @@ impl SharedLock {
         let (me, czxid, mut children) = created?;
         let node = child_path(dir, &me);
         debug!(node = %node, "created contender node");
+        // The watch on our own node, set at the first wait.
+        let mut own_watch: Option<OwnWatch> = None;
         loop {
             let children_now = match children.take() {
                 Some(children) => children,
@@ -472,17 +474,40 @@ impl SharedLock {
                 return Ok(None);
             }
             let watch_path = child_path(dir, &watch);
-            // A data watch: on a missing node it sets no watch (an `exists`
-            // watch would stay behind, waiting for a creation).
-            let Some(watched) = before(until, client.get_and_watch_data(&watch_path)).await else {
+            // Data watches: on a missing node a data watch is not set (an
+            // `exists` watch would stay behind, waiting for a creation).
+            // Both requests leave now: one on the node to wait for, and, once
+            // per acquire, one on our own node, so that its deletion by
+            // someone else is noticed while waiting (before a hand-off can
+            // grant a lock whose node is gone).
+            let own_request = own_watch.is_none().then(|| client.get_and_watch_data(&node));
+            let watch_request = client.get_and_watch_data(&watch_path);
+            let requests = async {
+                let own = match own_request {
+                    Some(request) => Some(request.await),
+                    None => None,
+                };
+                (own, watch_request.await)
+            };
+            let Some((own, watched)) = before(until, requests).await else {
                 debug!(node = %node, "timed out while setting the watch");
                 pending.remove().await?;
                 return Ok(None);
             };
+            match own {
+                None => {}
+                Some(Ok((_, _, watcher))) => own_watch = Some(Box::pin(watcher.changed())),
+                Some(Err(zk::Error::NoNode)) => {
+                    pending.forget();
+                    return Err(self.gone_error(&node));
+                }
+                Some(Err(e)) if is_connection_error(&e) => continue,
+                Some(Err(e)) => return Err(Error::from_zk(e, &node)),
+            }
             let watcher = match watched {
                 Ok((_, _, watcher)) => watcher,
                 Err(zk::Error::NoNode) => {
-                    if deletion_grants {
+                    if deletion_grants && !own_deleted(&mut own_watch) {
                         debug!(node = %node, gone = %watch, "watched node already gone: granted");
                         pending.forget();
                         return Ok(Some(Held::new(self.inner.clone(), node, czxid)));
@@ -493,20 +518,46 @@ impl SharedLock {
                 Err(e) => return Err(Error::from_zk(e, &watch_path)),
             };
             debug!(node = %node, watch = %watch, deletion_grants, "waiting");
-            let event = match until {
-                None => watcher.changed().await,
-                Some(until) => match tokio::time::timeout_at(until, watcher.changed()).await {
-                    Ok(event) => event,
-                    Err(_) => {
-                        debug!(node = %node, "timed out");
-                        pending.remove().await?;
-                        return Ok(None);
+            let own_changed = async {
+                match own_watch.as_mut() {
+                    Some(changed) => changed.await,
+                    None => std::future::pending().await,
+                }
+            };
+            let deadline = async {
+                match until {
+                    Some(until) => tokio::time::sleep_until(until).await,
+                    None => std::future::pending().await,
+                }
+            };
+            let event = tokio::select! {
+                // Our own node first: ZooKeeper delivers a session's events in
+                // order, so a deletion of our node that happened before the
+                // watched node's is seen here first.
+                biased;
+                event = own_changed => {
+                    own_watch = None;
+                    debug!(node = %node, event = ?event.event_type, "own node changed");
+                    if let Some(err) = terminal_error(event.session_state) {
+                        pending.forget();
+                        return Err(err);
                     }
-                },
+                    if event.event_type == zk::EventType::NodeDeleted {
+                        pending.forget();
+                        return Err(self.gone_error(&node));
+                    }
+                    continue;
+                }
+                event = watcher.changed() => event,
+                () = deadline => {
+                    debug!(node = %node, "timed out");
+                    pending.remove().await?;
+                    return Ok(None);
+                }
             };
             debug!(node = %node, event = ?event.event_type, "woke up");
             match event.event_type {
-                zk::EventType::NodeDeleted if deletion_grants => {
+                zk::EventType::NodeDeleted if deletion_grants && !own_deleted(&mut own_watch) => {
                     debug!(node = %node, "hand-off: granted without a new snapshot");
                     pending.forget();
                     return Ok(Some(Held::new(self.inner.clone(), node, czxid)));
@@ -656,6 +707,24 @@ pub(crate) async fn connect_client(
         }),
         Ok(Err(e)) => Err(Error::from_zk(e, servers)),
     }
+}
+
+/// A pending data watch on the contender's own node.
+type OwnWatch = std::pin::Pin<Box<dyn std::future::Future<Output = zk::WatchedEvent> + Send>>;
+
+/// True if the watch on our own node has already fired (checked without
+/// waiting). Any change to our own node counts: it is not ours to change.
+fn own_deleted(own_watch: &mut Option<OwnWatch>) -> bool {
+    let Some(changed) = own_watch.as_mut() else {
+        return false;
+    };
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    if changed.as_mut().poll(&mut cx).is_ready() {
+        // A finished future must not be polled again: the next wait sets a new watch.
+        *own_watch = None;
+        return true;
+    }
+    false
 }
 
 /// Runs `fut` unless the deadline passes first (`None` then).

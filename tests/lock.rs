@@ -455,3 +455,29 @@ async fn unreachable_server_is_a_typed_error() {
     }
     assert!(started.elapsed() < Duration::from_secs(30), "no hang");
 }
+
+#[tokio::test]
+async fn a_waiter_whose_node_is_deleted_is_never_granted() {
+    let path = unique_path("waiter-deleted");
+    let holder = lock(&path).await;
+    let h = holder.write().await.unwrap();
+    // The waiter's deletion of the holder's node alone would grant it (a
+    // hand-off); its own node is deleted first.
+    let l = lock(&path).await;
+    let waiter = tokio::spawn(async move { l.read().await });
+    wait_contenders(&holder, 2).await;
+    let queue = holder.contenders().await.unwrap();
+    let other = client().await;
+    other.delete(&queue[1].path, None).await.unwrap();
+    let result = tokio::time::timeout(SHORT, waiter)
+        .await
+        .expect("the waiter learns at once")
+        .unwrap();
+    match result {
+        Err(Error::Lost { node }) => assert_eq!(node, queue[1].path),
+        other => panic!("expected Lost, got {other:?}"),
+    }
+    assert!(h.is_held());
+    h.release().await.unwrap();
+    assert_drained(&path).await;
+}
