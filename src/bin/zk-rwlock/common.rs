@@ -1,0 +1,223 @@
+//! What the subcommands share: tracing set-up, the connect string, durations.
+
+use std::time::Duration;
+
+/// The ZooKeeper connect string used when neither `--connect` nor `ZK_CONNECT` is given.
+pub const DEFAULT_CONNECT: &str = "127.0.0.1:2181";
+
+/// Installs a `tracing` subscriber writing to stderr, filtered by `RUST_LOG`
+/// (default: warnings).
+pub fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// Parses a duration like `500ms`, `3s`, `2m`, `1h`, or plain seconds (`1.5`).
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let (num, unit) = match s.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
+        Some(i) => (&s[..i], &s[i..]),
+        None => (s, "s"),
+    };
+    let value: f64 = num.parse().map_err(|_| {
+        format!("invalid duration `{s}`: expected a number with a unit, like 500ms, 3s, 2m or 1h")
+    })?;
+    let secs = match unit {
+        "ms" => value / 1000.0,
+        "s" => value,
+        "m" => value * 60.0,
+        "h" => value * 3600.0,
+        _ => {
+            return Err(format!(
+                "invalid duration `{s}`: unknown unit `{unit}` (use ms, s, m or h)"
+            ))
+        }
+    };
+    if !secs.is_finite() || !(0.0..=1e9).contains(&secs) {
+        return Err(format!(
+            "invalid duration `{s}`: must be between 0 and 1e9 seconds"
+        ));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("3s"), Ok(Duration::from_secs(3)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert!(parse_duration("-1s").is_err());
+        assert!(parse_duration("abc").is_err());
+        assert!(parse_duration("5d").is_err());
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Shared by `exec` and `status`: exit codes, one-line failures, connecting
+// and closing a session.
+
+/// Exit codes of `exec` and `status` (sysexits(3) values where one fits).
+pub mod exit {
+    /// Usage error: bad option, argument, lock path, identity or connect string.
+    pub const USAGE: u8 = 2;
+    /// No ZooKeeper server could be reached (EX_UNAVAILABLE).
+    pub const UNAVAILABLE: u8 = 69;
+    /// Any other lock or ZooKeeper error (EX_SOFTWARE).
+    pub const SOFTWARE: u8 = 70;
+    /// Timed out waiting for the lock (EX_TEMPFAIL).
+    pub const TEMPFAIL: u8 = 75;
+    /// ZooKeeper refused access: NoAuth (EX_NOPERM).
+    pub const NOPERM: u8 = 77;
+    /// The lock was lost while the command ran.
+    pub const LOST: u8 = 79;
+    /// The command was found but could not be executed (as in shells).
+    pub const CANNOT_EXECUTE: u8 = 126;
+    /// The command was not found (as in shells).
+    pub const NOT_FOUND: u8 = 127;
+}
+
+/// A failure to report: one line on stderr, then exit with `code`.
+#[derive(Debug)]
+pub struct Failure {
+    /// The process exit code.
+    pub code: u8,
+    /// The message, without the `zk-rwlock: ` prefix.
+    pub message: String,
+}
+
+impl Failure {
+    /// A failure with this exit code and message.
+    pub fn new(code: u8, message: impl Into<String>) -> Failure {
+        Failure {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// Prints the message on stderr and returns the exit code.
+    pub fn report(&self) -> std::process::ExitCode {
+        eprintln!("zk-rwlock: {}", self.message);
+        std::process::ExitCode::from(self.code)
+    }
+}
+
+impl From<zk_rwlock::Error> for Failure {
+    fn from(err: zk_rwlock::Error) -> Failure {
+        use zk_rwlock::Error;
+        let code = match &err {
+            Error::InvalidPath { .. } | Error::InvalidIdentity { .. } => exit::USAGE,
+            Error::Unreachable { .. } => exit::UNAVAILABLE,
+            Error::NoAuth { .. } => exit::NOPERM,
+            _ => exit::SOFTWARE,
+        };
+        match err {
+            // The library's text advises on `Connector::with_auth`: not for the command line.
+            Error::NoAuth { path } => zk_failure(zk_rwlock::zk::Error::NoAuth, &path),
+            err => Failure::new(code, err.to_string()),
+        }
+    }
+}
+
+/// A failure for a ZooKeeper error of an operation on `path`.
+pub fn zk_failure(err: zk_rwlock::zk::Error, path: &str) -> Failure {
+    use zk_rwlock::zk::Error;
+    match err {
+        Error::NoAuth => Failure::new(
+            exit::NOPERM,
+            format!(
+                "ZooKeeper refused access to `{path}` (NoAuth): this client may not \
+                 create nodes there; fix the node's ACL or choose another lock path"
+            ),
+        ),
+        other => Failure::new(exit::SOFTWARE, format!("ZooKeeper error on `{path}`: {other}")),
+    }
+}
+
+/// The connect string: `--connect`, else `$ZK_CONNECT`, else [`DEFAULT_CONNECT`].
+pub fn connect_string(arg: Option<String>) -> String {
+    arg.or_else(|| std::env::var("ZK_CONNECT").ok().filter(|s| !s.trim().is_empty()))
+        .unwrap_or_else(|| DEFAULT_CONNECT.to_owned())
+}
+
+/// Connects a new session to `servers`, giving up after `connect_timeout`.
+pub async fn connect(
+    servers: &str,
+    session_timeout: Duration,
+    connect_timeout: Duration,
+) -> Result<zk_rwlock::zk::Client, Failure> {
+    use zk_rwlock::zk;
+    let connecting = zk::Client::connector()
+        .with_session_timeout(session_timeout)
+        .with_fail_eagerly()
+        .connect(servers);
+    let unreachable = |why: String| {
+        Failure::new(
+            exit::UNAVAILABLE,
+            format!("cannot reach ZooKeeper at {servers}: {why}"),
+        )
+    };
+    match tokio::time::timeout(connect_timeout, connecting).await {
+        Ok(Ok(client)) => Ok(client),
+        Ok(Err(zk::Error::NoHosts)) => Err(unreachable(
+            "no server accepted a connection (is a server running there?)".to_owned(),
+        )),
+        Ok(Err(zk::Error::Timeout)) | Err(_) => Err(unreachable(format!(
+            "no session established within {connect_timeout:?}"
+        ))),
+        Ok(Err(zk::Error::BadArguments(why))) => Err(Failure::new(
+            exit::USAGE,
+            format!("invalid connect string `{servers}`: {why}; expected host:port[,host:port...]"),
+        )),
+        Ok(Err(e)) => Err(unreachable(e.to_string())),
+    }
+}
+
+/// Waits until the session watched by `states` is over, at most `within`.
+///
+/// Call it after dropping every clone of the session's client (and every
+/// lock made on it): the client then sends `CloseSession`, which deletes the
+/// session's ephemeral nodes on the server, and reports `Closed` once the
+/// server has answered. Background clean-ups of the lock library hold a
+/// clone of the client, so this also waits for them. Returns whether the
+/// session was seen to end.
+pub async fn await_session_end(mut states: zk_rwlock::zk::StateWatcher, within: Duration) -> bool {
+    use zk_rwlock::zk::SessionState;
+    let ended = |s: SessionState| {
+        matches!(
+            s,
+            SessionState::Closed | SessionState::Expired | SessionState::AuthFailed
+        )
+    };
+    tokio::time::timeout(within, async {
+        let mut state = states.peek_state();
+        while !ended(state) {
+            state = states.changed().await;
+        }
+    })
+    .await
+    .is_ok()
+}
+
+/// Checks a lock path before connecting, so that a bad path is reported as
+/// such (exit 2) even when no server is reachable.
+///
+/// The library has no public path check yet: `SharedLock::connect`
+/// validates the path before anything else, and an empty connect string
+/// then fails while being parsed, without any I/O. A public
+/// `zk_rwlock::validate_path` would replace this.
+pub async fn check_lock_path(path: &str) -> Result<(), Failure> {
+    match zk_rwlock::SharedLock::connect("", path).await {
+        Err(e @ zk_rwlock::Error::InvalidPath { .. }) => Err(e.into()),
+        _ => Ok(()),
+    }
+}

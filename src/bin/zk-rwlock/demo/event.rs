@@ -1,0 +1,137 @@
+//! What workers tell the parent: one JSON object per line on stdout, and the
+//! clock that stamps them.
+//!
+//! Every event carries `t_us`, microseconds of `CLOCK_MONOTONIC`: one clock
+//! for all processes of a machine, so the parent can put the events of all
+//! workers on one time line.
+
+use serde::{Deserialize, Serialize};
+
+/// One line of a worker's stdout, e.g. `{"ev":"grant","t_us":12,"token":4294967301,"node":"/l/x-W-0000000003"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Line {
+    /// When it happened: microseconds of `CLOCK_MONOTONIC`.
+    pub t_us: u64,
+    /// What happened.
+    #[serde(flatten)]
+    pub kind: Kind,
+}
+
+/// What a worker reports.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "ev", rename_all = "snake_case")]
+pub enum Kind {
+    /// Connected (session id in hex); waiting for the parent's `go`.
+    Ready {
+        /// The ZooKeeper session id.
+        session: String,
+    },
+    /// About to ask for the lock.
+    Want,
+    /// The acquire returned: stamped right after it did.
+    Grant {
+        /// The guard's fencing token (czxid of its node).
+        token: i64,
+        /// Full path of the contender node.
+        node: String,
+    },
+    /// About to release: stamped right before the release call.
+    Release,
+    /// `guard.lost()` fired while holding: the worker stopped holding.
+    Lost,
+    /// The run ended while waiting: the acquire was dropped.
+    Cancel,
+    /// The session's state changed (`Disconnected`, `SyncConnected`, `Expired`, ...).
+    State {
+        /// The new state, as the client names it.
+        state: String,
+    },
+    /// Something failed; the worker stops and exits non-zero.
+    Error {
+        /// What failed.
+        msg: String,
+    },
+    /// The worker process exited (noted by the parent; never sent by a worker).
+    #[serde(skip)]
+    Exit,
+    /// The worker finished its run.
+    Done {
+        /// How many times it was granted the lock.
+        grants: u64,
+    },
+}
+
+impl Line {
+    /// The line as sent: JSON plus a newline.
+    pub fn to_json_line(&self) -> String {
+        let mut s = serde_json::to_string(self).unwrap_or_else(|e| {
+            format!(
+                r#"{{"ev":"error","t_us":{},"msg":"cannot encode an event: {e}"}}"#,
+                self.t_us
+            )
+        });
+        s.push('\n');
+        s
+    }
+}
+
+/// An event of worker `worker` (its index in the parent's list).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    /// Index of the worker.
+    pub worker: usize,
+    /// When: microseconds of `CLOCK_MONOTONIC`.
+    pub t_us: u64,
+    /// What.
+    pub kind: Kind,
+}
+
+/// Microseconds of `CLOCK_MONOTONIC`: the same clock in every process of
+/// this machine (unlike `std::time::Instant`, whose value cannot be shared).
+pub fn now_us() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable `timespec` that outlives the call,
+    // and CLOCK_MONOTONIC is a clock every supported Unix has.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    if rc != 0 {
+        // Cannot happen for CLOCK_MONOTONIC; stay monotonic within this process at least.
+        static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+        return START.get_or_init(std::time::Instant::now).elapsed().as_micros() as u64;
+    }
+    (ts.tv_sec as u64) * 1_000_000 + (ts.tv_nsec as u64) / 1_000
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_round_trip() {
+        let line = Line {
+            t_us: 42,
+            kind: Kind::Grant {
+                token: 4_294_967_301,
+                node: "/l/a@b-W-0000000003".into(),
+            },
+        };
+        let text = line.to_json_line();
+        assert_eq!(
+            text,
+            "{\"t_us\":42,\"ev\":\"grant\",\"token\":4294967301,\"node\":\"/l/a@b-W-0000000003\"}\n"
+        );
+        assert_eq!(serde_json::from_str::<Line>(text.trim()).unwrap(), line);
+        let want: Line = serde_json::from_str(r#"{"ev":"want","t_us":7}"#).unwrap();
+        assert_eq!(want.kind, Kind::Want);
+        assert!(serde_json::from_str::<Line>(r#"{"ev":"dance","t_us":7}"#).is_err());
+    }
+
+    #[test]
+    fn clock_is_monotonic() {
+        let a = now_us();
+        let b = now_us();
+        assert!(a > 0 && b >= a);
+    }
+}

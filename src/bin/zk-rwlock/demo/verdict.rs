@@ -1,0 +1,604 @@
+//! From events to what happened: hold and wait intervals per worker, the
+//! totals, and the safety verdict. Pure: no clock, no I/O.
+
+use zk_rwlock::Mode;
+
+use super::event::{Event, Kind};
+
+/// A worker as the parent knows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Worker {
+    /// Row label: `W1`, `R3`, ...
+    pub label: String,
+    /// What it asks for.
+    pub mode: Mode,
+}
+
+/// How a hold ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HoldEnd {
+    /// The worker was about to release it.
+    Released,
+    /// The worker was told it lost the lock.
+    Lost,
+    /// The worker process exited while holding it.
+    Exited,
+    /// No end was reported: still held at the end of the run.
+    Open,
+}
+
+/// One interval during which a worker held the lock, as it saw it: from
+/// right after the acquire returned to right before it called release (or
+/// to the moment it learned that the lock was lost).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hold {
+    /// Index of the worker.
+    pub worker: usize,
+    /// Read or write.
+    pub mode: Mode,
+    /// Grant time (µs, `CLOCK_MONOTONIC`).
+    pub start: u64,
+    /// Release (or loss) time; the end of the run for open holds.
+    pub end: u64,
+    /// The fencing token.
+    pub token: i64,
+    /// The contender node.
+    pub node: String,
+    /// How it ended.
+    pub ended: HoldEnd,
+}
+
+/// How a wait ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitEnd {
+    /// With a grant.
+    Granted,
+    /// The run ended first (or the worker failed).
+    GaveUp,
+    /// Still waiting.
+    Open,
+}
+
+/// One interval from asking for the lock to getting it (or giving up).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Wait {
+    /// Index of the worker.
+    pub worker: usize,
+    /// When it asked.
+    pub start: u64,
+    /// When it got the lock, gave up, or the end of the run.
+    pub end: u64,
+    /// How it ended.
+    pub ended: WaitEnd,
+}
+
+/// A moment worth marking on a worker's row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MarkKind {
+    /// The worker lost its hold.
+    Lost,
+    /// The worker reported an error.
+    Error(String),
+    /// The worker's session expired or closed.
+    SessionEnded(String),
+}
+
+/// A marked moment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mark {
+    /// Index of the worker.
+    pub worker: usize,
+    /// When.
+    pub t: u64,
+    /// What.
+    pub kind: MarkKind,
+}
+
+/// A time span of one worker: a disconnection from ZooKeeper.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    /// Index of the worker.
+    pub worker: usize,
+    /// From.
+    pub start: u64,
+    /// To (the end of the run if it never reconnected).
+    pub end: u64,
+    /// Whether it reconnected.
+    pub closed: bool,
+}
+
+/// Everything the timeline, the SVG and the verdict need.
+#[derive(Debug, Clone, Default)]
+pub struct Model {
+    /// The workers, by index.
+    pub workers: Vec<Worker>,
+    /// Hold intervals, in the order they started per worker.
+    pub holds: Vec<Hold>,
+    /// Wait intervals.
+    pub waits: Vec<Wait>,
+    /// Lost / error marks.
+    pub marks: Vec<Mark>,
+    /// Disconnections.
+    pub offline: Vec<Span>,
+}
+
+impl Model {
+    /// Builds the intervals from `events`, taken per worker in time order
+    /// (events of one time in the order given); what is still open is closed
+    /// at `end`.
+    pub fn build(workers: &[Worker], events: &[Event], end: u64) -> Model {
+        let mut ordered: Vec<&Event> = events.iter().collect();
+        ordered.sort_by_key(|e| (e.worker, e.t_us));
+        #[derive(Default, Clone)]
+        struct Open {
+            want: Option<u64>,
+            hold: Option<(u64, i64, String)>,
+            offline: Option<u64>,
+        }
+        let mut model = Model {
+            workers: workers.to_vec(),
+            ..Model::default()
+        };
+        let mut open = vec![Open::default(); workers.len()];
+        for ev in ordered {
+            let Some(state) = open.get_mut(ev.worker) else {
+                continue;
+            };
+            let w = ev.worker;
+            let t = ev.t_us;
+            let mode = workers[w].mode;
+            let close_wait = |state: &mut Open, model: &mut Model, ended: WaitEnd| {
+                if let Some(start) = state.want.take() {
+                    model.waits.push(Wait {
+                        worker: w,
+                        start,
+                        end: t.max(start),
+                        ended,
+                    });
+                }
+            };
+            let close_hold = |state: &mut Open, model: &mut Model, ended: HoldEnd| {
+                if let Some((start, token, node)) = state.hold.take() {
+                    model.holds.push(Hold {
+                        worker: w,
+                        mode,
+                        start,
+                        end: t.max(start),
+                        token,
+                        node,
+                        ended,
+                    });
+                }
+            };
+            match &ev.kind {
+                Kind::Ready { .. } | Kind::Done { .. } => {}
+                Kind::Want => {
+                    close_wait(state, &mut model, WaitEnd::GaveUp);
+                    state.want = Some(t);
+                }
+                Kind::Grant { token, node } => {
+                    close_wait(state, &mut model, WaitEnd::Granted);
+                    close_hold(state, &mut model, HoldEnd::Open);
+                    state.hold = Some((t, *token, node.clone()));
+                }
+                Kind::Release => close_hold(state, &mut model, HoldEnd::Released),
+                Kind::Exit => {
+                    close_wait(state, &mut model, WaitEnd::GaveUp);
+                    close_hold(state, &mut model, HoldEnd::Exited);
+                    if let Some(start) = state.offline.take() {
+                        model.offline.push(Span {
+                            worker: w,
+                            start,
+                            end: t.max(start),
+                            closed: false,
+                        });
+                    }
+                }
+                Kind::Lost => {
+                    close_hold(state, &mut model, HoldEnd::Lost);
+                    model.marks.push(Mark {
+                        worker: w,
+                        t,
+                        kind: MarkKind::Lost,
+                    });
+                }
+                Kind::Cancel => close_wait(state, &mut model, WaitEnd::GaveUp),
+                Kind::Error { msg } => {
+                    close_wait(state, &mut model, WaitEnd::GaveUp);
+                    model.marks.push(Mark {
+                        worker: w,
+                        t,
+                        kind: MarkKind::Error(msg.clone()),
+                    });
+                }
+                Kind::State { state: s } => match s.as_str() {
+                    "Disconnected" => {
+                        state.offline.get_or_insert(t);
+                    }
+                    "SyncConnected" | "ConnectedReadOnly" => {
+                        if let Some(start) = state.offline.take() {
+                            model.offline.push(Span {
+                                worker: w,
+                                start,
+                                end: t.max(start),
+                                closed: true,
+                            });
+                        }
+                    }
+                    "Expired" | "AuthFailed" => model.marks.push(Mark {
+                        worker: w,
+                        t,
+                        kind: MarkKind::SessionEnded(s.clone()),
+                    }),
+                    _ => {}
+                },
+            }
+        }
+        for (w, state) in open.into_iter().enumerate() {
+            if let Some(start) = state.want {
+                model.waits.push(Wait {
+                    worker: w,
+                    start,
+                    end: end.max(start),
+                    ended: WaitEnd::Open,
+                });
+            }
+            if let Some((start, token, node)) = state.hold {
+                model.holds.push(Hold {
+                    worker: w,
+                    mode: workers[w].mode,
+                    start,
+                    end: end.max(start),
+                    token,
+                    node,
+                    ended: HoldEnd::Open,
+                });
+            }
+            if let Some(start) = state.offline {
+                model.offline.push(Span {
+                    worker: w,
+                    start,
+                    end: end.max(start),
+                    closed: false,
+                });
+            }
+        }
+        model
+    }
+
+    /// The largest number of readers holding at once.
+    pub fn max_concurrent_readers(&self) -> usize {
+        let mut points: Vec<(u64, i32)> = Vec::new();
+        for h in self.holds.iter().filter(|h| h.mode == Mode::Read) {
+            points.push((h.start, 1));
+            points.push((h.end, -1));
+        }
+        // At equal times, ends before starts: touching intervals are not concurrent.
+        points.sort_unstable();
+        let (mut now, mut max) = (0i32, 0i32);
+        for (_, d) in points {
+            now += d;
+            max = max.max(now);
+        }
+        max as usize
+    }
+}
+
+/// Hand-off latencies (µs): for each grant that had to wait for a release,
+/// the time from the last release (or loss) before it to the grant.
+pub fn handoffs(model: &Model) -> Vec<u64> {
+    let mut ends: Vec<u64> = model.holds.iter().map(|h| h.end).collect();
+    ends.sort_unstable();
+    let mut out = Vec::new();
+    for w in model.waits.iter().filter(|w| w.ended == WaitEnd::Granted) {
+        // The last release at or before the grant.
+        let i = ends.partition_point(|&e| e <= w.end);
+        if i == 0 {
+            continue;
+        }
+        let released = ends[i - 1];
+        if released > w.start {
+            out.push(w.end - released);
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+/// A breach of the lock's promises, found in the events.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Violation {
+    /// A writer's hold overlapped another worker's hold.
+    Overlap {
+        /// The earlier-starting hold.
+        a: Hold,
+        /// The later-starting hold.
+        b: Hold,
+    },
+    /// A writer was granted a token not larger than the writer granted before it.
+    Token {
+        /// The earlier write grant.
+        before: Hold,
+        /// The later write grant, with a token that is not larger.
+        after: Hold,
+    },
+}
+
+/// Checks the holds: (a) no write hold overlaps any hold of another worker
+/// (a hold that ended with `lost` counts only up to the loss); (b) writer
+/// fencing tokens strictly increase in grant order.
+pub fn check(holds: &[Hold]) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    let mut by_start: Vec<&Hold> = holds.iter().collect();
+    by_start.sort_by_key(|h| (h.start, h.end, h.worker));
+    for (i, a) in by_start.iter().enumerate() {
+        for b in &by_start[i + 1..] {
+            if b.start >= a.end {
+                break;
+            }
+            let overlap = a.start < b.end && b.start < a.end;
+            let involves_writer = a.mode == Mode::Write || b.mode == Mode::Write;
+            if overlap && involves_writer && a.worker != b.worker {
+                violations.push(Violation::Overlap {
+                    a: (*a).clone(),
+                    b: (*b).clone(),
+                });
+            }
+        }
+    }
+    let writes: Vec<&&Hold> = by_start.iter().filter(|h| h.mode == Mode::Write).collect();
+    for pair in writes.windows(2) {
+        if pair[1].token <= pair[0].token {
+            violations.push(Violation::Token {
+                before: (**pair[0]).clone(),
+                after: (**pair[1]).clone(),
+            });
+        }
+    }
+    violations
+}
+
+/// The `p`-th percentile (0..=100, nearest rank) of sorted values.
+pub fn percentile(sorted: &[u64], p: f64) -> Option<u64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    Some(sorted[rank.clamp(1, sorted.len()) - 1])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn workers() -> Vec<Worker> {
+        vec![
+            Worker {
+                label: "W1".into(),
+                mode: Mode::Write,
+            },
+            Worker {
+                label: "W2".into(),
+                mode: Mode::Write,
+            },
+            Worker {
+                label: "R1".into(),
+                mode: Mode::Read,
+            },
+            Worker {
+                label: "R2".into(),
+                mode: Mode::Read,
+            },
+        ]
+    }
+
+    fn ev(worker: usize, t_us: u64, kind: Kind) -> Event {
+        Event { worker, t_us, kind }
+    }
+
+    fn grant(worker: usize, t: u64, token: i64) -> Event {
+        ev(
+            worker,
+            t,
+            Kind::Grant {
+                token,
+                node: format!("/l/n-{token}"),
+            },
+        )
+    }
+
+    /// want/grant/release of one hold.
+    fn hold(out: &mut Vec<Event>, worker: usize, want: u64, start: u64, end: u64, token: i64) {
+        out.push(ev(worker, want, Kind::Want));
+        out.push(grant(worker, start, token));
+        out.push(ev(worker, end, Kind::Release));
+    }
+
+    /// Writers alone, readers together, tokens increasing.
+    fn clean() -> Vec<Event> {
+        let mut e = Vec::new();
+        hold(&mut e, 0, 0, 10, 100, 1);
+        hold(&mut e, 2, 5, 110, 200, 2);
+        hold(&mut e, 3, 5, 120, 250, 3);
+        hold(&mut e, 1, 20, 260, 300, 4);
+        hold(&mut e, 0, 150, 301, 400, 5);
+        hold(&mut e, 2, 390, 401, 500, 6);
+        e
+    }
+
+    #[test]
+    fn clean_run_passes() {
+        let model = Model::build(&workers(), &clean(), 1_000);
+        assert_eq!(model.holds.len(), 6);
+        assert_eq!(model.waits.len(), 6);
+        assert!(model.waits.iter().all(|w| w.ended == WaitEnd::Granted));
+        assert_eq!(check(&model.holds), Vec::new());
+        assert_eq!(model.max_concurrent_readers(), 2);
+    }
+
+    #[test]
+    fn writer_overlapping_a_reader_is_flagged() {
+        let mut e = clean();
+        // R2 reads from 90 to 110 as well: W1 still holds until 100.
+        e.retain(|e| e.worker != 3);
+        hold(&mut e, 3, 80, 90, 110, 7);
+        let model = Model::build(&workers(), &e, 1_000);
+        let v = check(&model.holds);
+        assert_eq!(v.len(), 1, "{v:?}");
+        match &v[0] {
+            Violation::Overlap { a, b } => {
+                assert_eq!((a.worker, a.start, a.end), (0, 10, 100));
+                assert_eq!((b.worker, b.start, b.end), (3, 90, 110));
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn two_writers_overlapping_are_flagged_and_touching_is_not() {
+        let mut e = Vec::new();
+        hold(&mut e, 0, 0, 10, 100, 1);
+        hold(&mut e, 1, 0, 100, 200, 2); // touches: fine
+        hold(&mut e, 0, 150, 199, 300, 3); // overlaps W2 by 1 µs
+        let model = Model::build(&workers(), &e, 1_000);
+        let v = check(&model.holds);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(matches!(&v[0], Violation::Overlap { a, b } if a.worker == 1 && b.worker == 0));
+    }
+
+    #[test]
+    fn readers_may_overlap_each_other() {
+        let mut e = Vec::new();
+        hold(&mut e, 2, 0, 10, 100, 1);
+        hold(&mut e, 3, 0, 20, 90, 2);
+        let model = Model::build(&workers(), &e, 1_000);
+        assert!(check(&model.holds).is_empty());
+    }
+
+    #[test]
+    fn decreasing_writer_tokens_are_flagged() {
+        let mut e = Vec::new();
+        hold(&mut e, 0, 0, 10, 100, 5);
+        hold(&mut e, 2, 0, 110, 150, 6); // a reader's token does not count
+        hold(&mut e, 1, 0, 200, 300, 4); // smaller than W1's 5
+        hold(&mut e, 0, 0, 400, 500, 4); // equal: not strictly larger
+        let model = Model::build(&workers(), &e, 1_000);
+        let v = check(&model.holds);
+        assert_eq!(v.len(), 2, "{v:?}");
+        assert!(matches!(&v[0], Violation::Token { before, after } if before.token == 5 && after.token == 4));
+        assert!(
+            matches!(&v[1], Violation::Token { before, after } if before.start == 200 && after.start == 400)
+        );
+    }
+
+    #[test]
+    fn a_hold_counts_only_until_it_was_lost() {
+        let mut e = vec![
+            ev(0, 0, Kind::Want),
+            grant(0, 10, 1),
+            ev(0, 50, Kind::Lost),
+            // W1 never releases (it lost the lock at 50); W2 gets it at 60.
+        ];
+        hold(&mut e, 1, 20, 60, 100, 2);
+        let model = Model::build(&workers(), &e, 1_000);
+        assert!(check(&model.holds).is_empty());
+        assert_eq!(
+            model.holds.iter().find(|h| h.worker == 0).unwrap().ended,
+            HoldEnd::Lost
+        );
+        assert_eq!(model.marks.len(), 1);
+
+        // Lost only after the other writer was granted: that overlap counts.
+        let mut e = vec![ev(0, 0, Kind::Want), grant(0, 10, 1), ev(0, 70, Kind::Lost)];
+        hold(&mut e, 1, 20, 60, 100, 2);
+        let model = Model::build(&workers(), &e, 1_000);
+        assert_eq!(check(&model.holds).len(), 1);
+    }
+
+    #[test]
+    fn an_unreleased_hold_lasts_to_the_end_or_the_exit() {
+        let mut e = vec![ev(0, 0, Kind::Want), grant(0, 10, 1)];
+        hold(&mut e, 2, 20, 900, 950, 2);
+        let model = Model::build(&workers(), &e, 1_000);
+        let w1 = model.holds.iter().find(|h| h.worker == 0).unwrap();
+        assert_eq!((w1.end, w1.ended), (1_000, HoldEnd::Open));
+        assert_eq!(check(&model.holds).len(), 1);
+
+        // The process died at 500: it held nothing after that.
+        e.push(ev(0, 500, Kind::Exit));
+        let model = Model::build(&workers(), &e, 1_000);
+        let w1 = model.holds.iter().find(|h| h.worker == 0).unwrap();
+        assert_eq!((w1.end, w1.ended), (500, HoldEnd::Exited));
+        assert!(check(&model.holds).is_empty());
+    }
+
+    #[test]
+    fn waits_and_disconnections() {
+        let e = vec![
+            ev(2, 0, Kind::Want),
+            ev(
+                2,
+                5,
+                Kind::State {
+                    state: "Disconnected".into(),
+                },
+            ),
+            ev(
+                2,
+                15,
+                Kind::State {
+                    state: "SyncConnected".into(),
+                },
+            ),
+            ev(2, 30, Kind::Cancel),
+            ev(3, 40, Kind::Want),
+        ];
+        let model = Model::build(&workers(), &e, 100);
+        assert_eq!(
+            model.waits,
+            vec![
+                Wait {
+                    worker: 2,
+                    start: 0,
+                    end: 30,
+                    ended: WaitEnd::GaveUp
+                },
+                Wait {
+                    worker: 3,
+                    start: 40,
+                    end: 100,
+                    ended: WaitEnd::Open
+                },
+            ]
+        );
+        assert_eq!(
+            model.offline,
+            vec![Span {
+                worker: 2,
+                start: 5,
+                end: 15,
+                closed: true
+            }]
+        );
+    }
+
+    #[test]
+    fn handoff_latency_counts_grants_that_waited_for_a_release() {
+        let mut e = Vec::new();
+        hold(&mut e, 0, 0, 10, 100, 1); // free: no hand-off
+        hold(&mut e, 2, 50, 103, 200, 2); // waited for W1's release at 100
+        hold(&mut e, 3, 150, 160, 210, 3); // joined R1 at once: no release in its wait
+        let model = Model::build(&workers(), &e, 1_000);
+        assert_eq!(handoffs(&model), vec![3]);
+    }
+
+    #[test]
+    fn percentiles() {
+        let v: Vec<u64> = (1..=100).collect();
+        assert_eq!(percentile(&v, 50.0), Some(50));
+        assert_eq!(percentile(&v, 99.0), Some(99));
+        assert_eq!(percentile(&v, 100.0), Some(100));
+        assert_eq!(percentile(&[7], 99.0), Some(7));
+        assert_eq!(percentile(&[], 50.0), None);
+    }
+}

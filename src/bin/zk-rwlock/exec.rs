@@ -1,0 +1,723 @@
+//! `zk-rwlock exec`: run a command while holding a read or write lock, in
+//! the manner of flock(1), `etcdctl lock` and `consul lock`.
+//!
+//! The sequence is: connect, acquire (interruptible, optionally bounded),
+//! spawn the command, supervise it (child exit, lock loss, signals),
+//! release, close the session, exit. Every way out of the acquire deletes
+//! the contender node before the process exits: the session is closed
+//! explicitly and its end awaited, which also waits for the library's
+//! background clean-up of a cancelled acquire.
+
+use std::ffi::OsString;
+use std::io;
+use std::os::unix::process::ExitStatusExt;
+use std::process::{ExitCode, ExitStatus};
+use std::time::Duration;
+
+use clap::ArgGroup;
+use tokio::signal::unix::{signal, Signal, SignalKind};
+use tokio::time::Instant;
+use zk_rwlock::{zk, Mode, ReadGuard, SharedLock, WriteGuard};
+
+use crate::common::{self, exit, Failure};
+
+/// How long to wait, at most, for the session to close (and with it for the
+/// deletion of any node left by a cancelled acquire) before exiting.
+const CLOSE_WITHIN: Duration = Duration::from_secs(5);
+
+const AFTER_HELP: &str = "See `zk-rwlock exec --help` for signals, exit codes and examples.";
+
+// (The subcommand's doc comment in main.rs sets its about text, long form
+// included, so the long description lives in the after-help.)
+const AFTER_LONG_HELP: &str = "\
+How it works:
+  zk-rwlock waits for the lock on the ZooKeeper lock directory PATH (at most
+  --timeout), runs CMD with stdin, stdout and stderr inherited, releases the
+  lock when CMD exits, and exits with CMD's exit status. Readers share the
+  lock; a writer excludes readers and writers. Waiters are served in
+  arrival order.
+
+  CMD gets two environment variables:
+    ZK_RWLOCK_NODE           full path of this contender's ZooKeeper node
+    ZK_RWLOCK_FENCING_TOKEN  the fencing token (the node's czxid, a positive
+                             integer): larger than every earlier writer's
+                             token; pass it to stores that can reject writes
+                             carrying an older token
+
+  If the lock is lost while CMD runs (the ZooKeeper session expired or was
+  closed, or the node was deleted), zk-rwlock says why, sends SIGTERM to
+  CMD's process group, SIGKILL after --kill-after, and exits 79.
+
+Signals:
+  SIGINT, SIGTERM or SIGHUP while waiting for the lock: the request is
+  withdrawn (its node deleted) and zk-rwlock exits 128+signal.
+  While CMD runs: the signal is forwarded to CMD's process group; zk-rwlock
+  waits for CMD, releases the lock and exits 128+signal.
+  CMD runs in its own process group, so that signals reach all of its
+  processes. When zk-rwlock runs in the foreground of a terminal, CMD stays
+  in the terminal's foreground group instead, so that it can use the
+  terminal and Ctrl-C / Ctrl-Z reach it directly (CMD's status then tells).
+  On Linux, CMD is killed (SIGKILL) if zk-rwlock itself dies.
+
+Exit codes:
+  CMD's status  CMD ran and exited (128+n if signal n killed it)
+  2    usage error: bad option or argument, invalid lock path, identity
+       or connect string (CMD not run)
+  69   ZooKeeper unreachable (CMD not run)
+  70   other lock or ZooKeeper error, e.g. the session expired while
+       waiting; or the release failed after CMD exited 0
+  75   timed out waiting for the lock (--timeout; CMD not run)
+  77   permission denied by ZooKeeper (NoAuth)
+  79   the lock was lost while CMD ran (CMD was terminated)
+  126  CMD found but cannot be executed
+  127  CMD not found
+  129, 130, 143  zk-rwlock got SIGHUP, SIGINT (Ctrl-C) or SIGTERM
+  CMD's own status may collide with these codes; zk-rwlock's messages on
+  stderr always start with `zk-rwlock:`.
+
+Environment:
+  ZK_CONNECT  ZooKeeper servers when --connect is not given
+  RUST_LOG    diagnostics on stderr, e.g. RUST_LOG=zk_rwlock=debug
+
+Examples:
+  zk-rwlock exec --write /locks/backup -- pg_dump -f /backups/db.sql mydb
+  zk-rwlock exec --read --timeout 30s /locks/config -- ./read-config.sh
+  ZK_CONNECT=zk1:2181,zk2:2181,zk3:2181 zk-rwlock exec -w /locks/deploy -- make deploy";
+
+/// Arguments of `exec`.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = AFTER_HELP,
+    after_long_help = AFTER_LONG_HELP,
+    group(ArgGroup::new("mode").required(true).args(["read", "write"])),
+)]
+pub struct Args {
+    /// Take the lock for reading (shared with other readers).
+    #[arg(short, long)]
+    read: bool,
+
+    /// Take the lock for writing (exclusive).
+    #[arg(short, long)]
+    write: bool,
+
+    /// Give up if the lock is not granted within DUR (e.g. 500ms, 30s, 5m;
+    /// 0 = only if free now) [default: wait as long as it takes]
+    #[arg(short, long, value_name = "DUR", value_parser = common::parse_duration, allow_hyphen_values = true)]
+    timeout: Option<Duration>,
+
+    /// ZooKeeper servers, host:port[,host:port...] [env: ZK_CONNECT]
+    /// [default: 127.0.0.1:2181]
+    #[arg(short, long, value_name = "SERVERS")]
+    connect: Option<String>,
+
+    /// The name written into the lock node, shown by `status` (no '/' or '@')
+    /// [default: this machine's host name]
+    #[arg(long, value_name = "ID")]
+    identity: Option<String>,
+
+    /// The ZooKeeper session timeout to ask for: if zk-rwlock cannot reach
+    /// ZooKeeper for this long, the lock is lost (the server bounds it)
+    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = common::parse_duration, allow_hyphen_values = true)]
+    session_timeout: Duration,
+
+    /// Give up connecting to ZooKeeper after DUR
+    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = common::parse_duration, allow_hyphen_values = true)]
+    connect_timeout: Duration,
+
+    /// After the lock is lost, how long CMD gets between SIGTERM and SIGKILL
+    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = common::parse_duration, allow_hyphen_values = true)]
+    kill_after: Duration,
+
+    /// The lock directory, an absolute ZooKeeper path like /locks/backup
+    #[arg(value_name = "PATH")]
+    path: String,
+
+    /// The command to run and its arguments (put `--` before them)
+    #[arg(
+        value_name = "CMD",
+        required = true,
+        num_args = 1..,
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    command: Vec<OsString>,
+}
+
+/// Runs `exec`.
+pub fn run(args: Args) -> ExitCode {
+    // One thread: the command is spawned from the main thread, which lives
+    // as long as the process (the parent-death signal is tied to the thread).
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => return Failure::new(exit::SOFTWARE, format!("cannot start the runtime: {e}")).report(),
+    };
+    let result = runtime.block_on(exec(args));
+    drop(runtime);
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(failure) => failure.report(),
+    }
+}
+
+/// Connects, then runs the rest with the lock, then closes the session
+/// and waits for it to end, whatever happened.
+async fn exec(args: Args) -> Result<u8, Failure> {
+    let mut signals = Signals::new()
+        .map_err(|e| Failure::new(exit::SOFTWARE, format!("cannot install signal handlers: {e}")))?;
+    common::check_lock_path(&args.path).await?;
+    let servers = common::connect_string(args.connect.clone());
+    let client = tokio::select! {
+        client = common::connect(&servers, args.session_timeout, args.connect_timeout) => client?,
+        sig = signals.recv() => {
+            eprintln!("zk-rwlock: interrupted ({}) while connecting to ZooKeeper", signal_name(sig));
+            return Ok(signal_exit(sig));
+        }
+    };
+    let states = client.state_watcher();
+    let mut builder = SharedLock::builder(client, &args.path);
+    if let Some(identity) = &args.identity {
+        builder = builder.identity(identity);
+    }
+    let result = match builder.build() {
+        Ok(lock) => with_lock(lock, &args, &mut signals).await,
+        Err(e) => Err(Failure::from(e)),
+    };
+    // Every clone of the client is gone now, except in the library's
+    // background clean-up of a cancelled acquire: the session closes once
+    // that is done, and closing it deletes whatever ephemeral node is left.
+    let closed = common::await_session_end(states, CLOSE_WITHIN).await;
+    tracing::debug!(closed, "ZooKeeper session over");
+    if !closed {
+        tracing::warn!(
+            "the ZooKeeper session did not close within {CLOSE_WITHIN:?}; \
+             the server removes its nodes when it expires"
+        );
+    }
+    result
+}
+
+/// Acquires, runs the command, releases. Consumes the lock so that the
+/// session can close when this returns.
+async fn with_lock(lock: SharedLock, args: &Args, signals: &mut Signals) -> Result<u8, Failure> {
+    let mode = if args.write { Mode::Write } else { Mode::Read };
+    let path = lock.path().to_owned();
+    let acquired = tokio::select! {
+        acquired = acquire(&lock, mode, args.timeout) => acquired.map_err(|e| waiting_failure(e, mode, &path))?,
+        sig = signals.recv() => {
+            // Dropping the acquire deletes its node in the background; the
+            // session close in `exec` waits for that.
+            eprintln!(
+                "zk-rwlock: interrupted ({}) while waiting for the {mode} lock on {path}",
+                signal_name(sig)
+            );
+            return Ok(signal_exit(sig));
+        }
+    };
+    let Some(guard) = acquired else {
+        let waited = human(args.timeout.unwrap_or_default());
+        return Err(Failure::new(
+            exit::TEMPFAIL,
+            format!("timed out after {waited} waiting for the {mode} lock on {path}"),
+        ));
+    };
+    tracing::debug!(node = guard.node(), token = guard.fencing_token(), "lock granted");
+    // The library can grant a waiter whose own node was deleted meanwhile
+    // (the hand-off grant does not re-read the directory): make sure the
+    // node is there before running anything under it.
+    if let Err(failure) = check_node(&lock, &guard, mode).await {
+        let _ = guard.release().await;
+        return Err(failure);
+    }
+
+    let child = match spawn(&args.command, &guard) {
+        Ok(child) => child,
+        Err((code, message)) => {
+            eprintln!("zk-rwlock: {message}");
+            if let Err(e) = guard.release().await {
+                eprintln!("zk-rwlock: could not release the lock: {e}");
+            }
+            return Ok(code);
+        }
+    };
+    let outcome = supervise(child, &lock, &guard, args.kill_after, signals).await;
+
+    if let Some(why) = outcome.lost {
+        let _ = guard.release().await; // the node is gone already
+        tracing::debug!(%why, "released after loss");
+        return Ok(exit::LOST);
+    }
+    match guard.release().await {
+        Ok(()) => Ok(outcome.code),
+        Err(zk_rwlock::Error::SessionExpired | zk_rwlock::Error::SessionClosed) => {
+            eprintln!(
+                "zk-rwlock: lock lost: the ZooKeeper session ended before the lock was released, \
+                 possibly while the command ran"
+            );
+            Ok(exit::LOST)
+        }
+        Err(e) => {
+            eprintln!("zk-rwlock: could not release the lock: {e}");
+            Ok(if outcome.code == 0 {
+                exit::SOFTWARE
+            } else {
+                outcome.code
+            })
+        }
+    }
+}
+
+/// Checks that the granted node exists and belongs to this session.
+async fn check_node(lock: &SharedLock, guard: &Guard, mode: Mode) -> Result<(), Failure> {
+    let client = lock.client();
+    let node = guard.node();
+    loop {
+        match client.check_stat(node).await {
+            Ok(Some(stat)) if stat.ephemeral_owner == client.session_id().0 => return Ok(()),
+            Ok(_) => {
+                return Err(waiting_failure(
+                    zk_rwlock::Error::Lost {
+                        node: node.to_owned(),
+                    },
+                    mode,
+                    lock.path(),
+                ))
+            }
+            Err(zk::Error::ConnectionLoss) => continue,
+            Err(zk::Error::SessionExpired) => {
+                return Err(waiting_failure(
+                    zk_rwlock::Error::SessionExpired,
+                    mode,
+                    lock.path(),
+                ))
+            }
+            Err(e) => return Err(common::zk_failure(e, node)),
+        }
+    }
+}
+
+/// Says what went wrong while waiting for the lock.
+fn waiting_failure(err: zk_rwlock::Error, mode: Mode, path: &str) -> Failure {
+    use zk_rwlock::Error;
+    let what = match &err {
+        Error::SessionExpired => "the ZooKeeper session expired".to_owned(),
+        Error::SessionClosed => "the ZooKeeper session was closed".to_owned(),
+        Error::Lost { node } => format!("someone deleted its node {node}"),
+        _ => return Failure::from(err),
+    };
+    Failure::new(
+        exit::SOFTWARE,
+        format!("{what} while waiting for the {mode} lock on {path}"),
+    )
+}
+
+/// Either kind of guard.
+enum Guard {
+    Read(ReadGuard),
+    Write(WriteGuard),
+}
+
+impl Guard {
+    fn node(&self) -> &str {
+        match self {
+            Guard::Read(g) => g.node(),
+            Guard::Write(g) => g.node(),
+        }
+    }
+
+    fn fencing_token(&self) -> i64 {
+        match self {
+            Guard::Read(g) => g.fencing_token(),
+            Guard::Write(g) => g.fencing_token(),
+        }
+    }
+
+    fn is_held(&self) -> bool {
+        match self {
+            Guard::Read(g) => g.is_held(),
+            Guard::Write(g) => g.is_held(),
+        }
+    }
+
+    async fn lost(&self) {
+        match self {
+            Guard::Read(g) => g.lost().await,
+            Guard::Write(g) => g.lost().await,
+        }
+    }
+
+    async fn release(self) -> Result<(), zk_rwlock::Error> {
+        match self {
+            Guard::Read(g) => g.release().await,
+            Guard::Write(g) => g.release().await,
+        }
+    }
+}
+
+/// Acquires in `mode`; `Ok(None)` if `timeout` passed first.
+async fn acquire(
+    lock: &SharedLock,
+    mode: Mode,
+    timeout: Option<Duration>,
+) -> Result<Option<Guard>, zk_rwlock::Error> {
+    Ok(match (mode, timeout) {
+        (Mode::Read, None) => Some(Guard::Read(lock.read().await?)),
+        (Mode::Write, None) => Some(Guard::Write(lock.write().await?)),
+        (Mode::Read, Some(t)) => lock.read_timeout(t).await?.map(Guard::Read),
+        (Mode::Write, Some(t)) => lock.write_timeout(t).await?.map(Guard::Write),
+    })
+}
+
+/// The running command and where its signals go.
+struct Child {
+    child: tokio::process::Child,
+    target: Target,
+}
+
+/// Where signals for the command go.
+#[derive(Clone, Copy)]
+enum Target {
+    /// The command leads its own process group.
+    Group(libc::pid_t),
+    /// The command shares zk-rwlock's process group (interactive use).
+    Process(libc::pid_t),
+}
+
+impl Target {
+    fn signal(self, sig: libc::c_int) {
+        let pid = match self {
+            Target::Group(pgid) => -pgid,
+            Target::Process(pid) => pid,
+        };
+        // SAFETY: kill(2) has no memory-safety preconditions. The pid is
+        // that of our own child, which is not reaped before we stop
+        // signalling it (for a group: the group outlives the reaped leader
+        // only while other members exist, so the id is not reused).
+        let rc = unsafe { libc::kill(pid, sig) };
+        if rc != 0 {
+            tracing::debug!(pid, sig, error = %io::Error::last_os_error(), "kill failed");
+        }
+    }
+
+    /// Whether any live (non-zombie) process of the group is left; always
+    /// false for a single process, which has been reaped when this is asked.
+    fn group_alive(self) -> bool {
+        let Target::Group(pgid) = self else {
+            return false;
+        };
+        // SAFETY: signal 0 only checks for existence.
+        if unsafe { libc::kill(-pgid, 0) } != 0 {
+            return false;
+        }
+        // Members that died but were never reaped (a container's PID 1 may
+        // not reap orphans) still count for kill(2): look closer.
+        live_group_member(pgid).unwrap_or(true)
+    }
+}
+
+/// Whether `/proc` shows a process of group `pgid` that is not a zombie;
+/// `None` where `/proc` cannot tell.
+#[cfg(target_os = "linux")]
+fn live_group_member(pgid: libc::pid_t) -> Option<bool> {
+    let pgid = pgid.to_string();
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        if !entry
+            .file_name()
+            .to_string_lossy()
+            .bytes()
+            .all(|b| b.is_ascii_digit())
+        {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // After the parenthesised command name: state, ppid, pgrp, ...
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let mut fields = rest.split_whitespace();
+        let (state, pgrp) = (fields.next(), fields.nth(1));
+        if pgrp == Some(pgid.as_str()) && state != Some("Z") {
+            return Some(true);
+        }
+    }
+    Some(false)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn live_group_member(_pgid: libc::pid_t) -> Option<bool> {
+    None
+}
+
+/// Whether zk-rwlock runs in the foreground process group of the terminal on stdin.
+fn in_terminal_foreground() -> bool {
+    // SAFETY: isatty, tcgetpgrp and getpgrp only query process and terminal state.
+    unsafe { libc::isatty(0) == 1 && libc::tcgetpgrp(0) == libc::getpgrp() }
+}
+
+/// Spawns the command with the lock's environment. On failure: the exit
+/// code (126/127) and a message.
+fn spawn(command: &[OsString], guard: &Guard) -> Result<Child, (u8, String)> {
+    let (program, rest) = command
+        .split_first()
+        .ok_or((exit::USAGE, "no command given".to_owned()))?;
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(rest)
+        .env("ZK_RWLOCK_NODE", guard.node())
+        .env("ZK_RWLOCK_FENCING_TOKEN", guard.fencing_token().to_string());
+    let own_group = !in_terminal_foreground();
+    if own_group {
+        cmd.process_group(0);
+    }
+    #[cfg(target_os = "linux")]
+    {
+        let parent = std::process::id() as libc::pid_t;
+        // SAFETY: the closure runs in the forked child before exec and
+        // calls only async-signal-safe functions (prctl, getppid); it
+        // allocates nothing.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                // zk-rwlock died before the death signal was armed.
+                if libc::getppid() != parent {
+                    return Err(io::Error::from_raw_os_error(libc::ESRCH));
+                }
+                Ok(())
+            });
+        }
+    }
+    let name = program.to_string_lossy();
+    match cmd.spawn() {
+        Ok(child) => {
+            let Some(pid) = child.id() else {
+                return Err((
+                    exit::SOFTWARE,
+                    format!("`{name}` exited before it could be watched"),
+                ));
+            };
+            let pid = pid as libc::pid_t;
+            let target = if own_group {
+                Target::Group(pid)
+            } else {
+                Target::Process(pid)
+            };
+            Ok(Child { child, target })
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            Err((exit::NOT_FOUND, format!("cannot run `{name}`: command not found")))
+        }
+        Err(e) => Err((exit::CANNOT_EXECUTE, format!("cannot run `{name}`: {e}"))),
+    }
+}
+
+/// How the command ended.
+struct Outcome {
+    /// The exit code to use if nothing else happened.
+    code: u8,
+    /// Why the lock was lost, if it was.
+    lost: Option<String>,
+}
+
+/// Waits for the command while watching for loss of the lock and for
+/// signals.
+async fn supervise(
+    mut child: Child,
+    lock: &SharedLock,
+    guard: &Guard,
+    kill_after: Duration,
+    signals: &mut Signals,
+) -> Outcome {
+    let target = child.target;
+    let mut interrupted: Option<libc::c_int> = None;
+    let mut lost: Option<String> = None;
+    let mut kill_at: Option<Instant> = None;
+    let status = {
+        let wait = child.child.wait();
+        let on_lost = guard.lost();
+        tokio::pin!(wait, on_lost);
+        loop {
+            tokio::select! {
+                status = &mut wait => break status,
+                () = &mut on_lost, if lost.is_none() => {
+                    let why = loss_reason(lock, guard);
+                    eprintln!(
+                        "zk-rwlock: lock lost ({why}): terminating the command \
+                         (SIGTERM, then SIGKILL after {})",
+                        human(kill_after)
+                    );
+                    target.signal(libc::SIGTERM);
+                    kill_at = Some(Instant::now() + kill_after);
+                    lost = Some(why);
+                }
+                () = sleep_until(kill_at), if kill_at.is_some() => {
+                    eprintln!("zk-rwlock: the command outlived --kill-after: sending SIGKILL");
+                    target.signal(libc::SIGKILL);
+                    kill_at = None;
+                }
+                sig = signals.recv() => {
+                    // A terminal's Ctrl-C already reached a command that shares our group.
+                    let forward = matches!(target, Target::Group(_)) || sig != libc::SIGINT;
+                    if forward {
+                        tracing::debug!(sig, "forwarding signal to the command");
+                        target.signal(sig);
+                        interrupted.get_or_insert(sig);
+                    }
+                }
+            }
+        }
+    };
+    let code = match status {
+        Ok(status) => status_code(status),
+        Err(e) => {
+            eprintln!("zk-rwlock: cannot wait for the command: {e}");
+            exit::SOFTWARE
+        }
+    };
+    // Lost, but the command's exit won the race to be noticed.
+    if lost.is_none() && !guard.is_held() {
+        let why = loss_reason(lock, guard);
+        eprintln!("zk-rwlock: lock lost ({why}) while the command ran");
+        lost = Some(why);
+    }
+    if lost.is_some() {
+        // The command's leader is gone; the rest of its group gets what is
+        // left of the grace period, then SIGKILL.
+        let deadline = kill_at.unwrap_or_else(Instant::now);
+        while target.group_alive() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        if target.group_alive() {
+            target.signal(libc::SIGKILL);
+        }
+    }
+    Outcome {
+        code: interrupted.map_or(code, signal_exit),
+        lost,
+    }
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Says how the lock was lost.
+fn loss_reason(lock: &SharedLock, guard: &Guard) -> String {
+    match lock.client().state() {
+        zk::SessionState::Expired => "the ZooKeeper session expired".to_owned(),
+        zk::SessionState::Closed | zk::SessionState::AuthFailed => {
+            "the ZooKeeper session was closed".to_owned()
+        }
+        _ => format!("node {} was deleted", guard.node()),
+    }
+}
+
+/// A shell-style exit code for a child's status: its code, or 128+signal.
+fn status_code(status: ExitStatus) -> u8 {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => (code & 0xff) as u8,
+        (None, Some(sig)) => signal_exit(sig),
+        (None, None) => exit::SOFTWARE,
+    }
+}
+
+/// `300ms`, `2s`, `1.5s`; `0s` rather than `0ns`.
+fn human(d: Duration) -> String {
+    if d.is_zero() {
+        "0s".to_owned()
+    } else {
+        format!("{d:?}")
+    }
+}
+
+fn signal_exit(sig: libc::c_int) -> u8 {
+    (128 + sig).clamp(0, 255) as u8
+}
+
+fn signal_name(sig: libc::c_int) -> &'static str {
+    match sig {
+        libc::SIGINT => "SIGINT",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGHUP => "SIGHUP",
+        _ => "signal",
+    }
+}
+
+/// The signals zk-rwlock handles itself: SIGINT, SIGTERM, SIGHUP.
+struct Signals {
+    int: Signal,
+    term: Signal,
+    hup: Signal,
+}
+
+impl Signals {
+    fn new() -> io::Result<Signals> {
+        Ok(Signals {
+            int: signal(SignalKind::interrupt())?,
+            term: signal(SignalKind::terminate())?,
+            hup: signal(SignalKind::hangup())?,
+        })
+    }
+
+    /// The next signal received.
+    async fn recv(&mut self) -> libc::c_int {
+        tokio::select! {
+            _ = self.int.recv() => libc::SIGINT,
+            _ = self.term.recv() => libc::SIGTERM,
+            _ = self.hup.recv() => libc::SIGHUP,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    #[test]
+    fn parses_command_after_double_dash() {
+        let cli = Cli::try_parse_from(["x", "--write", "/a", "--", "sh", "-c", "exit 3"]).unwrap();
+        assert!(cli.args.write && !cli.args.read);
+        assert_eq!(cli.args.path, "/a");
+        assert_eq!(cli.args.command, ["sh", "-c", "exit 3"]);
+    }
+
+    #[test]
+    fn parses_command_without_double_dash() {
+        let cli = Cli::try_parse_from(["x", "-r", "-t", "2s", "/a", "ls", "-l", "--all"]).unwrap();
+        assert!(cli.args.read);
+        assert_eq!(cli.args.timeout, Some(Duration::from_secs(2)));
+        assert_eq!(cli.args.command, ["ls", "-l", "--all"]);
+    }
+
+    #[test]
+    fn rejects_bad_arguments() {
+        for bad in [
+            &["x", "/a", "--", "true"][..],
+            &["x", "-r", "-w", "/a", "--", "true"],
+            &["x", "-w", "/a"],
+            &["x", "-w", "--timeout", "-1s", "/a", "--", "true"],
+            &["x", "-w", "--mode", "x", "/a", "--", "true"],
+        ] {
+            assert!(Cli::try_parse_from(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn exit_codes_of_statuses() {
+        assert_eq!(status_code(ExitStatus::from_raw(3 << 8)), 3);
+        assert_eq!(status_code(ExitStatus::from_raw(libc::SIGKILL)), 137);
+        assert_eq!(signal_exit(libc::SIGINT), 130);
+        assert_eq!(signal_exit(libc::SIGTERM), 143);
+    }
+}
