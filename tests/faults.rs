@@ -461,13 +461,28 @@ async fn a_killed_holder_process_is_replaced_only_after_its_session_expires() {
     let connect = server().connect_string();
     let path = unique_path("kill9");
     let mut holder = std::process::Command::new(env!("CARGO_BIN_EXE_zk-rwlock"))
-        .args(["exec", "--write", "--session-timeout", "2s", "--connect", &connect, &path, "--", "sleep", "600"])
+        .args([
+            "exec",
+            "--write",
+            "--session-timeout",
+            "2s",
+            "--connect",
+            &connect,
+            &path,
+            "--",
+            "sleep",
+            "600",
+        ])
         .stdin(std::process::Stdio::null())
         .spawn()
         .expect("run zk-rwlock exec");
     let observer = SharedLock::new(client_on(&connect).await, &path).unwrap();
     eventually("the holder process holds the lock", WITHIN, || async {
-        observer.contenders().await.map(|c| c.len() == 1 && c[0].state == ContenderState::Holds).unwrap_or(false)
+        observer
+            .contenders()
+            .await
+            .map(|c| c.len() == 1 && c[0].state == ContenderState::Holds)
+            .unwrap_or(false)
     })
     .await;
     let held = observer.contenders().await.unwrap().remove(0).path;
@@ -483,16 +498,29 @@ async fn a_killed_holder_process_is_replaced_only_after_its_session_expires() {
     loop {
         let granted = waiter.is_finished();
         let exists = direct.check_stat(&held).await.unwrap().is_some();
-        assert!(!(granted && exists), "granted while the killed holder's node still existed");
+        assert!(
+            !(granted && exists),
+            "granted while the killed holder's node still existed"
+        );
         if !exists {
             break;
         }
-        assert!(killed.elapsed() < WITHIN, "the killed holder's session never expired");
+        assert!(
+            killed.elapsed() < WITHIN,
+            "the killed holder's session never expired"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let expired_after = killed.elapsed();
-    let g = tokio::time::timeout(WITHIN, waiter).await.expect("granted after expiry").unwrap().unwrap();
-    assert!(expired_after >= Duration::from_millis(500), "the node outlived its process until expiry");
+    let g = tokio::time::timeout(WITHIN, waiter)
+        .await
+        .expect("granted after expiry")
+        .unwrap()
+        .unwrap();
+    assert!(
+        expired_after >= Duration::from_millis(500),
+        "the node outlived its process until expiry"
+    );
     g.release().await.unwrap();
     drained(&direct, &path).await;
 }
