@@ -1636,7 +1636,9 @@ mod tests {
         if !Path::new("/proc/self").exists() {
             return;
         }
-        let tmp = std::env::temp_dir();
+        // A private root: other tests start clusters, and so reap, in the shared temp dir.
+        let tmp = std::env::temp_dir().join(format!("zk-rwlock-reap-test-{}", std::process::id()));
+        fs::create_dir_all(&tmp).expect("mkdir");
         // A pid that is (almost certainly) not in use any more.
         let mut gone = Command::new("true").spawn().expect("spawn true");
         let dead = gone.id();
@@ -1665,6 +1667,7 @@ mod tests {
         );
         let _ = bystander.kill();
         let _ = bystander.wait();
+        let _ = fs::remove_dir_all(&tmp);
     }
 
     fn wait_with_deadline(child: &mut Child, timeout: Duration) -> Option<std::process::ExitStatus> {
