@@ -461,7 +461,7 @@ impl SharedLock {
                 Decision::Granted => {
                     debug!(node = %node, "granted");
                     pending.forget();
-                    return Ok(Some(Held::new(self.inner.clone(), node, czxid)));
+                    return Ok(Some(Held::new(self.inner.clone(), node, czxid, own_watch.take())));
                 }
                 Decision::Wait {
                     watch,
@@ -510,7 +510,7 @@ impl SharedLock {
                     if deletion_grants && !own_deleted(&mut own_watch) {
                         debug!(node = %node, gone = %watch, "watched node already gone: granted");
                         pending.forget();
-                        return Ok(Some(Held::new(self.inner.clone(), node, czxid)));
+                        return Ok(Some(Held::new(self.inner.clone(), node, czxid, own_watch.take())));
                     }
                     continue;
                 }
@@ -560,7 +560,7 @@ impl SharedLock {
                 zk::EventType::NodeDeleted if deletion_grants && !own_deleted(&mut own_watch) => {
                     debug!(node = %node, "hand-off: granted without a new snapshot");
                     pending.forget();
-                    return Ok(Some(Held::new(self.inner.clone(), node, czxid)));
+                    return Ok(Some(Held::new(self.inner.clone(), node, czxid, own_watch.take())));
                 }
                 zk::EventType::Session => {
                     if let Some(err) = terminal_error(event.session_state) {
@@ -932,15 +932,20 @@ struct Held {
     node: String,
     fencing_token: i64,
     lost: Arc<LostFlag>,
+    /// The data watch on the node set while waiting, if any: `lost()` uses
+    /// it instead of setting a new one, and the release fires it, so it
+    /// never costs a request to remove.
+    own_watch: Mutex<Option<OwnWatch>>,
     released: bool,
 }
 
 impl Held {
-    fn new(inner: Arc<Inner>, node: String, fencing_token: i64) -> Held {
+    fn new(inner: Arc<Inner>, node: String, fencing_token: i64, own_watch: Option<OwnWatch>) -> Held {
         Held {
             inner,
             node,
             fencing_token,
+            own_watch: Mutex::new(own_watch),
             lost: Arc::new(LostFlag {
                 lost: AtomicBool::new(false),
                 notify: Notify::new(),
@@ -970,19 +975,23 @@ impl Held {
                 return;
             }
             let flagged = self.lost.notify.notified();
+            let set = self.own_watch.lock().ok().and_then(|mut w| w.take());
             let watched = async {
-                match client.get_and_watch_data(&self.node).await {
-                    Ok((_, _, watcher)) => {
-                        let event = watcher.changed().await;
-                        event.event_type == zk::EventType::NodeDeleted
-                            || terminal_error(event.session_state).is_some()
-                    }
-                    Err(zk::Error::NoNode) => true,
-                    Err(e) if is_connection_error(&e) => false,
-                    Err(e) => {
-                        terminal_error(client.state()).is_some() || matches!(e, zk::Error::SessionExpired)
-                    }
-                }
+                let changed: OwnWatch = match set {
+                    Some(changed) => changed,
+                    None => match client.get_and_watch_data(&self.node).await {
+                        Ok((_, _, watcher)) => Box::pin(watcher.changed()),
+                        Err(zk::Error::NoNode) => return true,
+                        Err(e) if is_connection_error(&e) => return false,
+                        Err(e) => {
+                            return terminal_error(client.state()).is_some()
+                                || matches!(e, zk::Error::SessionExpired)
+                        }
+                    },
+                };
+                let event = changed.await;
+                event.event_type == zk::EventType::NodeDeleted
+                    || terminal_error(event.session_state).is_some()
             };
             tokio::select! {
                 gone = watched => if gone { self.mark_lost(); return },

@@ -481,3 +481,28 @@ async fn a_waiter_whose_node_is_deleted_is_never_granted() {
     h.release().await.unwrap();
     assert_drained(&path).await;
 }
+
+#[tokio::test]
+async fn a_guard_granted_after_waiting_learns_when_its_node_is_deleted() {
+    let path = unique_path("lost-after-wait");
+    let holder = lock(&path).await;
+    let h = holder.write().await.unwrap();
+    let l = lock(&path).await;
+    let waiter = tokio::spawn(async move { l.write().await });
+    wait_contenders(&holder, 2).await;
+    h.release().await.unwrap();
+    // Granted on the hand-off: the guard keeps the watch set while waiting.
+    let g = tokio::time::timeout(SHORT, waiter)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let other = client().await;
+    other.delete(g.node(), None).await.unwrap();
+    tokio::time::timeout(SHORT, g.lost())
+        .await
+        .expect("lost() completes");
+    assert!(!g.is_held());
+    g.release().await.unwrap();
+    assert_drained(&path).await;
+}
