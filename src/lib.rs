@@ -21,8 +21,8 @@ pub mod ordering;
 
 pub use error::Error;
 pub use lock::{
-    Contender, ContenderState, LockBuilder, ReadGuard, SharedLock, WriteGuard, DEFAULT_CONNECT_TIMEOUT,
-    DEFAULT_SESSION_TIMEOUT,
+    validate_identity, validate_path, Contender, ContenderState, LockBuilder, ReadGuard, SharedLock,
+    WriteGuard, DEFAULT_CONNECT_TIMEOUT, DEFAULT_SESSION_TIMEOUT,
 };
 pub use node_name::{Mode, NodeName};
 /// The ZooKeeper client crate, re-exported so that users need not pin the same version.

@@ -133,8 +133,13 @@ impl LockBuilder {
     }
 }
 
-/// Checks a lock directory path.
-pub(crate) fn validate_path(path: &str) -> Result<(), Error> {
+/// Checks that `path` can name a lock directory: absolute, not the root,
+/// no empty, `.` or `..` segments, no trailing `/`, no NUL. Does no I/O.
+///
+/// # Errors
+///
+/// [`Error::InvalidPath`], whose message quotes the path and says what is allowed.
+pub fn validate_path(path: &str) -> Result<(), Error> {
     let bad = |reason| {
         Err(Error::InvalidPath {
             path: path.to_owned(),
@@ -166,8 +171,13 @@ pub(crate) fn validate_path(path: &str) -> Result<(), Error> {
     Ok(())
 }
 
-/// Checks a contender identity.
-pub(crate) fn validate_identity(identity: &str) -> Result<(), Error> {
+/// Checks that `identity` can be written into contender node names:
+/// non-empty, without `/`, `@` or NUL. Does no I/O.
+///
+/// # Errors
+///
+/// [`Error::InvalidIdentity`], whose message quotes the identity and says what is allowed.
+pub fn validate_identity(identity: &str) -> Result<(), Error> {
     let bad = |reason| {
         Err(Error::InvalidIdentity {
             identity: identity.to_owned(),

@@ -216,8 +216,5 @@ pub async fn await_session_end(mut states: zk_rwlock::zk::StateWatcher, within: 
 /// then fails while being parsed, without any I/O. A public
 /// `zk_rwlock::validate_path` would replace this.
 pub async fn check_lock_path(path: &str) -> Result<(), Failure> {
-    match zk_rwlock::SharedLock::connect("", path).await {
-        Err(e @ zk_rwlock::Error::InvalidPath { .. }) => Err(e.into()),
-        _ => Ok(()),
-    }
+    zk_rwlock::validate_path(path).map_err(Failure::from)
 }
