@@ -456,8 +456,12 @@ impl SharedLock {
                     }
                 },
             };
-            self.warn_foreign(&children_now);
-            let decision = match ordering::decide(&me, &children_now) {
+            let mut foreign = false;
+            let decided = ordering::decide_noting_foreign(&me, &children_now, &mut foreign);
+            if foreign {
+                self.warn_foreign(&children_now);
+            }
+            let decision = match decided {
                 Ok(decision) => decision,
                 Err(OrderingError::Missing { .. }) => {
                     pending.forget();
@@ -478,6 +482,8 @@ impl SharedLock {
                     deletion_grants,
                 } => (watch.to_owned(), deletion_grants),
             };
+            // A waiter keeps nothing of the listing while it waits.
+            drop(children_now);
             if let Patience::None = patience {
                 debug!(node = %node, watch = %watch, "not free; giving up at once");
                 pending.remove().await?;
@@ -486,11 +492,15 @@ impl SharedLock {
             let watch_path = child_path(dir, &watch);
             // Data watches: on a missing node a data watch is not set (an
             // `exists` watch would stay behind, waiting for a creation).
-            // Both requests leave now: one on the node to wait for, and, once
-            // per acquire, one on our own node, so that its deletion by
-            // someone else is noticed while waiting (before a hand-off can
-            // grant a lock whose node is gone).
-            let own_request = own_watch.is_none().then(|| client.get_and_watch_data(&node));
+            // Both requests leave now: one on the node to wait for, and,
+            // once per acquire, one on our own node, so that its deletion by
+            // someone else is noticed before a hand-off can grant a lock
+            // whose node is gone.
+            // The watch on our own node only matters when a deletion could
+            // grant the lock without a new listing; otherwise the listing
+            // after the wake-up finds our node missing.
+            let own_request =
+                (own_watch.is_none() && deletion_grants).then(|| client.get_and_watch_data(&node));
             let watch_request = client.get_and_watch_data(&watch_path);
             let requests = async {
                 let own = match own_request {
@@ -649,7 +659,7 @@ impl SharedLock {
     /// Logs each child that is not a contender, once per name.
     fn warn_foreign(&self, children: &[String]) {
         for child in children {
-            if child.parse::<NodeName>().is_err() {
+            if crate::node_name::parse_parts(child).is_err() {
                 let Ok(mut warned) = self.inner.warned.lock() else {
                     return;
                 };

@@ -115,6 +115,17 @@ fn serial_cmp(a: i32, b: i32, r: i32) -> Ordering {
 /// [`OrderingError::InvalidName`] if `me` is not a contender name, and
 /// [`OrderingError::Missing`] if `me` is not among `children`.
 pub fn decide<'a, S: AsRef<str>>(me: &str, children: &'a [S]) -> Result<Decision<'a>, OrderingError> {
+    let mut foreign = false;
+    decide_noting_foreign(me, children, &mut foreign)
+}
+
+/// [`decide`], also setting `foreign` when a child is not a contender (so
+/// that a driver can log foreign names without parsing every name twice).
+pub(crate) fn decide_noting_foreign<'a, S: AsRef<str>>(
+    me: &str,
+    children: &'a [S],
+    foreign: &mut bool,
+) -> Result<Decision<'a>, OrderingError> {
     let mine = parse_parts(me).map_err(|reason| ParseNameError::new(me, reason))?;
     let r = mine.seq;
     let mut found = false;
@@ -125,7 +136,10 @@ pub fn decide<'a, S: AsRef<str>>(me: &str, children: &'a [S]) -> Result<Decision
     let mut writers = 0usize;
     for child in children {
         let name = child.as_ref();
-        let Ok(parts) = parse_parts(name) else { continue };
+        let Ok(parts) = parse_parts(name) else {
+            *foreign = true;
+            continue;
+        };
         if name == me {
             found = true;
             continue;
