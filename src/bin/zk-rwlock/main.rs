@@ -1,6 +1,7 @@
 //! `zk-rwlock`: run a command under a ZooKeeper read/write lock, inspect a
 //! lock, or watch many processes share one lock in a demo.
 
+mod bench;
 mod common;
 mod demo;
 mod exec;
@@ -29,6 +30,9 @@ enum Command {
     /// Run many worker processes that share one lock, draw their timeline,
     /// and check that no writer ever overlapped anyone.
     Demo(demo::Args),
+    /// Measure lock throughput and latency against a ZooKeeper server
+    /// (the workloads of the Curator/kazoo comparison), printing JSON.
+    Bench(bench::Args),
     /// One worker process of `demo` (internal).
     #[command(hide = true)]
     DemoWorker(demo::WorkerArgs),
@@ -41,6 +45,7 @@ fn main() -> ExitCode {
         Command::Exec(args) => exec::run(args),
         Command::Status(args) => status::run(args),
         Command::Demo(args) => demo::run(args),
+        Command::Bench(args) => bench::run(args),
         Command::DemoWorker(args) => demo::run_worker(args),
     }
 }
