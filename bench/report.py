@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Markdown comparison of zk-rwlock ("rust") with Curator and kazoo from run.sh JSONL files.
+
+  python3 bench/report.py bench/peers/results/run-A.jsonl [run-B.jsonl ...]
+
+For every (workload, clients): the median over the files of grants/s per implementation,
+zk-rwlock's ratio to Curator, ZooKeeper requests per grant (zk_rx / (grants + warmup)) and
+client CPU per grant (proc_cpu_s / grants), with the per-file ratios in brackets so that the
+spread is visible. Ratios are taken within one file (one run), then the median is reported.
+Standard library only.
+"""
+import json
+import statistics
+import sys
+
+IMPLS = ["rust", "curator", "kazoo"]
+NAMES = {"rust": "zk-rwlock", "curator": "Curator", "kazoo": "kazoo"}
+
+
+def load(path):
+    rows = {}
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line.startswith("{"):
+                r = json.loads(line)
+                rows[(r["workload"], r["clients"], r["impl"])] = r
+    return rows
+
+
+def per_grant(r, key, warmup):
+    if r is None or key not in r or not r.get("grants"):
+        return None
+    extra = warmup if key == "zk_rx" else 0
+    return r[key] / (r["grants"] + extra)
+
+
+def med(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def fmt(v, nd=0, suffix=""):
+    if v is None:
+        return "-"
+    return f"{v:.{nd}f}{suffix}"
+
+
+def main(paths):
+    runs = [load(p) for p in paths]
+    keys = []
+    for run in runs:
+        for (w, c, _i) in run:
+            if (w, c) not in keys:
+                keys.append((w, c))
+    print(f"Medians of {len(runs)} run(s). Ratios are zk-rwlock / Curator within a run; brackets: each run.")
+    print()
+    print("| workload | clients | zk-rwlock grants/s | Curator | kazoo | ÷ Curator | zk-rwlock p50 ms | Curator p50 | kazoo p50 "
+          "| requests/grant (zk-rwlock, Curator) | CPU ms/grant (zk-rwlock, Curator) | violations |")
+    print("|---|---:|---:|---:|---:|---|---:|---:|---:|---|---|---:|")
+    for (w, c) in keys:
+        got = {i: [run.get((w, c, i)) for run in runs] for i in IMPLS}
+        gps = {i: med([r and r.get("grants_per_s") for r in got[i]]) for i in IMPLS}
+        p50 = {i: med([r and r.get("p50_ms") for r in got[i]]) for i in IMPLS}
+        ratios = []
+        for rr, rc in zip(got["rust"], got["curator"]):
+            if w == "herd_release":
+                # lower is better: total time of the hand-off chain
+                ratios.append(rr["secs"] / rc["secs"] if rr and rc and rc.get("secs") else None)
+            else:
+                ratios.append(rr["grants_per_s"] / rc["grants_per_s"] if rr and rc and rc.get("grants_per_s") else None)
+        warm = 200 if w.startswith("uncontended") else 0
+        rx = [med([per_grant(r, "zk_rx", warm) for r in got[i]]) for i in ("rust", "curator")]
+        cpu = [med([per_grant(r, "proc_cpu_s", 0) for r in got[i]]) for i in ("rust", "curator")]
+        viol = sum((r or {}).get("violations", 0) for i in IMPLS for r in got[i] if r and i == "rust")
+        spread = ", ".join(fmt(x, 2) for x in ratios)
+        label = "time ÷ Curator" if w == "herd_release" else ""
+        print(f"| {w} | {c} | {fmt(gps['rust'])} | {fmt(gps['curator'])} | {fmt(gps['kazoo'])} "
+              f"| {fmt(med(ratios), 2)} {label}({spread}) | {fmt(p50['rust'], 2)} | {fmt(p50['curator'], 2)} "
+              f"| {fmt(p50['kazoo'], 2)} | {fmt(rx[0], 2)}, {fmt(rx[1], 2)} "
+              f"| {fmt(cpu[0] and cpu[0] * 1000, 3)}, {fmt(cpu[1] and cpu[1] * 1000, 3)} | {viol} |")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        print(__doc__.strip(), file=sys.stderr)
+        sys.exit(2)
+    main(sys.argv[1:])

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# zk-rwlock against Apache Curator 5.4.0 and kazoo 2.11 on one throwaway local
+# ZooKeeper, every workload interleaved (bench/peers/README.md has the contract),
+# then ZooKeeper's own floor measured with plain client calls on a fresh server.
+# Installs Debian's zookeeper and Curator packages and a kazoo venv when missing.
+#
+#   ./scripts/bench-compare.sh            # one run; prints the comparison table
+#   RUNS=3 ./scripts/bench-compare.sh     # three runs; medians and per-run ratios
+#
+# The JSON Lines go to bench/peers/results/. run.sh's knobs pass through
+# (e.g. HERD_WAITERS=1000, WORKLOADS="herd_release").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/ensure-zookeeper.sh
+cargo build --release --quiet
+bin=$PWD/target/release/zk-rwlock
+stamp=$(date +%Y%m%d-%H%M%S)-$$
+files=()
+for i in $(seq 1 "${RUNS:-1}"); do
+  echo "bench-compare: run $i of ${RUNS:-1}" >&2
+  RUN_ID=$stamp-$i IMPLS=${IMPLS:-"curator kazoo rust"} IMPL_CMD_rust="$bin bench" \
+    bash bench/peers/run.sh > /dev/null
+  files+=("bench/peers/results/run-$stamp-$i.jsonl")
+done
+python3 bench/report.py "${files[@]}"
+
+echo
+echo "Floor (plain client calls, no lock logic; one client; median of ${RUNS:-1} round(s)):"
+port=$(bash bench/peers/zk.sh freeport)
+bash bench/peers/zk.sh start "$port" > /dev/null
+trap 'bash bench/peers/zk.sh stop "$port" 2>/dev/null || true' EXIT
+floors=bench/peers/results/floors-$stamp.jsonl
+for i in $(seq 1 "${RUNS:-1}"); do
+  for w in floor_cycle floor_create_delete floor_handoff uncontended_write; do
+    "$bin" bench --zk "127.0.0.1:$port" --workload "$w" --grants 2000 --warmup 200 --path "/floor-$i-$w" | tail -1
+  done
+done > "$floors"
+python3 - "$floors" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+by = {}
+for r in rows:
+    by.setdefault(r["workload"], []).append(r)
+for w, rs in by.items():
+    gps = statistics.median(r["grants_per_s"] for r in rs)
+    p50 = statistics.median(r["p50_ms"] for r in rs)
+    print(f"  {w:<22} {gps:8.0f} per s   p50 {p50:.3f} ms")
+PY
