@@ -111,7 +111,7 @@ impl SharedLock {
         Ok(self.rt.block_on(f))
     }
 
-    fn wrap(&self, guard: Inner) -> Guard {
+    fn wrap(&self, guard: crate::Guard) -> Guard {
         Guard {
             inner: Some(guard),
             rt: self.rt.clone(),
@@ -125,7 +125,7 @@ impl SharedLock {
     /// As [`crate::SharedLock::read`], and [`Error::InsideRuntime`].
     pub fn read(&self) -> Result<Guard, Error> {
         let g = self.block_on(self.lock.read())??;
-        Ok(self.wrap(Inner::Read(g)))
+        Ok(self.wrap(crate::Guard::Read(g)))
     }
 
     /// Acquires the lock for writing, waiting as long as it takes.
@@ -135,7 +135,7 @@ impl SharedLock {
     /// As [`crate::SharedLock::write`], and [`Error::InsideRuntime`].
     pub fn write(&self) -> Result<Guard, Error> {
         let g = self.block_on(self.lock.write())??;
-        Ok(self.wrap(Inner::Write(g)))
+        Ok(self.wrap(crate::Guard::Write(g)))
     }
 
     /// Acquires the lock for reading if it is free now; `Ok(None)` otherwise.
@@ -146,7 +146,7 @@ impl SharedLock {
     pub fn try_read(&self) -> Result<Option<Guard>, Error> {
         Ok(self
             .block_on(self.lock.try_read())??
-            .map(|g| self.wrap(Inner::Read(g))))
+            .map(|g| self.wrap(crate::Guard::Read(g))))
     }
 
     /// Acquires the lock for writing if it is free now; `Ok(None)` otherwise.
@@ -157,7 +157,7 @@ impl SharedLock {
     pub fn try_write(&self) -> Result<Option<Guard>, Error> {
         Ok(self
             .block_on(self.lock.try_write())??
-            .map(|g| self.wrap(Inner::Write(g))))
+            .map(|g| self.wrap(crate::Guard::Write(g))))
     }
 
     /// Acquires the lock for reading, waiting at most `timeout`; `Ok(None)` on timeout.
@@ -168,7 +168,7 @@ impl SharedLock {
     pub fn read_timeout(&self, timeout: Duration) -> Result<Option<Guard>, Error> {
         Ok(self
             .block_on(self.lock.read_timeout(timeout))??
-            .map(|g| self.wrap(Inner::Read(g))))
+            .map(|g| self.wrap(crate::Guard::Read(g))))
     }
 
     /// Acquires the lock for writing, waiting at most `timeout`; `Ok(None)` on timeout.
@@ -179,7 +179,7 @@ impl SharedLock {
     pub fn write_timeout(&self, timeout: Duration) -> Result<Option<Guard>, Error> {
         Ok(self
             .block_on(self.lock.write_timeout(timeout))??
-            .map(|g| self.wrap(Inner::Write(g))))
+            .map(|g| self.wrap(crate::Guard::Write(g))))
     }
 
     /// The contenders in queue order (see [`crate::SharedLock::contenders`]).
@@ -192,54 +192,33 @@ impl SharedLock {
     }
 }
 
-#[derive(Debug)]
-enum Inner {
-    Read(crate::ReadGuard),
-    Write(crate::WriteGuard),
-}
-
 /// A held lock (read or write) of the blocking API. Released when dropped.
 #[derive(Debug)]
 #[must_use = "dropping the guard releases the lock"]
 pub struct Guard {
-    inner: Option<Inner>,
+    inner: Option<crate::Guard>,
     rt: Arc<Runtime>,
 }
 
 impl Guard {
     /// Read or write.
     pub fn mode(&self) -> Mode {
-        match &self.inner {
-            Some(Inner::Read(_)) | None => Mode::Read,
-            Some(Inner::Write(_)) => Mode::Write,
-        }
+        self.inner.as_ref().map_or(Mode::Read, crate::Guard::mode)
     }
 
     /// Full path of the contender node.
     pub fn node(&self) -> &str {
-        match &self.inner {
-            Some(Inner::Read(g)) => g.node(),
-            Some(Inner::Write(g)) => g.node(),
-            None => "",
-        }
+        self.inner.as_ref().map_or("", crate::Guard::node)
     }
 
     /// The fencing token (czxid of the node).
     pub fn fencing_token(&self) -> i64 {
-        match &self.inner {
-            Some(Inner::Read(g)) => g.fencing_token(),
-            Some(Inner::Write(g)) => g.fencing_token(),
-            None => 0,
-        }
+        self.inner.as_ref().map_or(0, crate::Guard::fencing_token)
     }
 
     /// False as soon as the lock is known lost.
     pub fn is_held(&self) -> bool {
-        match &self.inner {
-            Some(Inner::Read(g)) => g.is_held(),
-            Some(Inner::Write(g)) => g.is_held(),
-            None => false,
-        }
+        self.inner.as_ref().is_some_and(crate::Guard::is_held)
     }
 
     /// Waits up to `timeout` for the lock to be lost; true if it was.
@@ -251,16 +230,10 @@ impl Guard {
         if tokio::runtime::Handle::try_current().is_ok() {
             return Err(Error::InsideRuntime);
         }
-        let lost = async {
-            match &self.inner {
-                Some(Inner::Read(g)) => g.lost().await,
-                Some(Inner::Write(g)) => g.lost().await,
-                None => {}
-            }
-        };
+        let Some(inner) = &self.inner else { return Ok(true) };
         Ok(self
             .rt
-            .block_on(async { tokio::time::timeout(timeout, lost).await.is_ok() }))
+            .block_on(async { tokio::time::timeout(timeout, inner.lost()).await.is_ok() }))
     }
 
     /// Releases the lock and reports the outcome (see [`crate::WriteGuard::release`]).
@@ -281,12 +254,7 @@ impl Guard {
             drop(inner);
             return Err(Error::InsideRuntime);
         }
-        self.rt.block_on(async {
-            match inner {
-                Inner::Read(g) => g.release().await,
-                Inner::Write(g) => g.release().await,
-            }
-        })
+        self.rt.block_on(inner.release())
     }
 }
 

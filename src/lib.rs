@@ -21,7 +21,7 @@ pub mod ordering;
 
 pub use error::Error;
 pub use lock::{
-    validate_identity, validate_path, Contender, ContenderState, LockBuilder, ReadGuard, SharedLock,
+    validate_identity, validate_path, Contender, ContenderState, Guard, LockBuilder, ReadGuard, SharedLock,
     WriteGuard, DEFAULT_CONNECT_TIMEOUT, DEFAULT_SESSION_TIMEOUT,
 };
 pub use node_name::{Mode, NodeName};

@@ -296,7 +296,7 @@ impl SharedLock {
     ///
     /// Dropping the future leaves no node behind (see [`SharedLock`]).
     pub async fn read(&self) -> Result<ReadGuard, Error> {
-        let held = self.acquire(Mode::Read, Patience::Forever).await?;
+        let held = self.acquire_held(Mode::Read, Patience::Forever).await?;
         held.map(ReadGuard).ok_or_else(unreachable_timeout)
     }
 
@@ -310,7 +310,7 @@ impl SharedLock {
     ///
     /// Dropping the future leaves no node behind (see [`SharedLock`]).
     pub async fn write(&self) -> Result<WriteGuard, Error> {
-        let held = self.acquire(Mode::Write, Patience::Forever).await?;
+        let held = self.acquire_held(Mode::Write, Patience::Forever).await?;
         held.map(WriteGuard).ok_or_else(unreachable_timeout)
     }
 
@@ -321,7 +321,10 @@ impl SharedLock {
     ///
     /// As [`SharedLock::read`].
     pub async fn try_read(&self) -> Result<Option<ReadGuard>, Error> {
-        Ok(self.acquire(Mode::Read, Patience::None).await?.map(ReadGuard))
+        Ok(self
+            .acquire_held(Mode::Read, Patience::None)
+            .await?
+            .map(ReadGuard))
     }
 
     /// Acquires the lock for writing if that is possible without waiting;
@@ -331,7 +334,10 @@ impl SharedLock {
     ///
     /// As [`SharedLock::read`].
     pub async fn try_write(&self) -> Result<Option<WriteGuard>, Error> {
-        Ok(self.acquire(Mode::Write, Patience::None).await?.map(WriteGuard))
+        Ok(self
+            .acquire_held(Mode::Write, Patience::None)
+            .await?
+            .map(WriteGuard))
     }
 
     /// Acquires the lock for reading, waiting at most `timeout`; `Ok(None)`
@@ -341,7 +347,10 @@ impl SharedLock {
     ///
     /// As [`SharedLock::read`].
     pub async fn read_timeout(&self, timeout: Duration) -> Result<Option<ReadGuard>, Error> {
-        Ok(self.acquire(Mode::Read, deadline(timeout)).await?.map(ReadGuard))
+        Ok(self
+            .acquire_held(Mode::Read, deadline(timeout))
+            .await?
+            .map(ReadGuard))
     }
 
     /// Acquires the lock for writing, waiting at most `timeout`; `Ok(None)`
@@ -352,7 +361,7 @@ impl SharedLock {
     /// As [`SharedLock::read`].
     pub async fn write_timeout(&self, timeout: Duration) -> Result<Option<WriteGuard>, Error> {
         Ok(self
-            .acquire(Mode::Write, deadline(timeout))
+            .acquire_held(Mode::Write, deadline(timeout))
             .await?
             .map(WriteGuard))
     }
@@ -414,8 +423,49 @@ impl SharedLock {
         })
     }
 
+    /// Acquires the lock in `mode`, waiting as long as it takes: [`SharedLock::read`]
+    /// or [`SharedLock::write`] for code that chooses the mode at run time.
+    ///
+    /// # Errors
+    ///
+    /// As [`SharedLock::read`].
+    ///
+    /// # Cancellation safety
+    ///
+    /// Dropping the future leaves no node behind (see [`SharedLock`]).
+    pub async fn acquire(&self, mode: Mode) -> Result<Guard, Error> {
+        let held = self.acquire_held(mode, Patience::Forever).await?;
+        held.map(|h| Guard::new(mode, h)).ok_or_else(unreachable_timeout)
+    }
+
+    /// Acquires the lock in `mode` if that is possible without waiting;
+    /// `Ok(None)` otherwise, with the contender node deleted again.
+    ///
+    /// # Errors
+    ///
+    /// As [`SharedLock::read`].
+    pub async fn try_acquire(&self, mode: Mode) -> Result<Option<Guard>, Error> {
+        Ok(self
+            .acquire_held(mode, Patience::None)
+            .await?
+            .map(|h| Guard::new(mode, h)))
+    }
+
+    /// Acquires the lock in `mode`, waiting at most `timeout`; `Ok(None)`
+    /// on timeout, with the contender node deleted.
+    ///
+    /// # Errors
+    ///
+    /// As [`SharedLock::read`].
+    pub async fn acquire_timeout(&self, mode: Mode, timeout: Duration) -> Result<Option<Guard>, Error> {
+        Ok(self
+            .acquire_held(mode, deadline(timeout))
+            .await?
+            .map(|h| Guard::new(mode, h)))
+    }
+
     /// The acquire loop: create, snapshot, decide, act.
-    async fn acquire(&self, mode: Mode, patience: Patience) -> Result<Option<Held>, Error> {
+    async fn acquire_held(&self, mode: Mode, patience: Patience) -> Result<Option<Held>, Error> {
         let span = info_span!("acquire", lock = %self.inner.path, mode = %mode);
         self.acquire_inner(mode, patience).instrument(span).await
     }
@@ -1131,6 +1181,75 @@ macro_rules! guard {
             }
         }
     };
+}
+
+/// A held lock of either mode, from [`SharedLock::acquire`] and friends.
+///
+/// The same methods as [`ReadGuard`] and [`WriteGuard`]; dropping it
+/// releases the lock in the background.
+#[derive(Debug)]
+#[must_use = "dropping the guard releases the lock"]
+pub enum Guard {
+    /// A read (shared) lock.
+    Read(ReadGuard),
+    /// A write (exclusive) lock.
+    Write(WriteGuard),
+}
+
+impl Guard {
+    fn new(mode: Mode, held: Held) -> Guard {
+        match mode {
+            Mode::Read => Guard::Read(ReadGuard(held)),
+            Mode::Write => Guard::Write(WriteGuard(held)),
+        }
+    }
+
+    fn held(&self) -> &Held {
+        match self {
+            Guard::Read(g) => &g.0,
+            Guard::Write(g) => &g.0,
+        }
+    }
+
+    /// Full path of this guard's contender node.
+    pub fn node(&self) -> &str {
+        &self.held().node
+    }
+
+    /// The fencing token: the czxid of the contender node (see [`WriteGuard::fencing_token`]).
+    pub fn fencing_token(&self) -> i64 {
+        self.held().fencing_token
+    }
+
+    /// Read or write.
+    pub fn mode(&self) -> Mode {
+        match self {
+            Guard::Read(_) => Mode::Read,
+            Guard::Write(_) => Mode::Write,
+        }
+    }
+
+    /// False as soon as the lock is known lost (see [`WriteGuard::is_held`]).
+    pub fn is_held(&self) -> bool {
+        self.held().is_held()
+    }
+
+    /// Completes when the lock is lost (see [`WriteGuard::lost`]).
+    pub async fn lost(&self) {
+        self.held().lost().await
+    }
+
+    /// Releases the lock and reports the outcome (see [`WriteGuard::release`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`WriteGuard::release`].
+    pub async fn release(self) -> Result<(), Error> {
+        match self {
+            Guard::Read(g) => g.0.release().await,
+            Guard::Write(g) => g.0.release().await,
+        }
+    }
 }
 
 guard!(

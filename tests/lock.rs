@@ -506,3 +506,24 @@ async fn a_guard_granted_after_waiting_learns_when_its_node_is_deleted() {
     g.release().await.unwrap();
     assert_drained(&path).await;
 }
+
+#[tokio::test]
+async fn the_mode_can_be_chosen_at_run_time() {
+    let path = unique_path("any-mode");
+    let (a, b) = (lock(&path).await, lock(&path).await);
+    let w = a.acquire(Mode::Write).await.unwrap();
+    assert_eq!(w.mode(), Mode::Write);
+    assert!(matches!(w, zk_rwlock::Guard::Write(_)));
+    assert!(b.try_acquire(Mode::Read).await.unwrap().is_none());
+    assert!(b
+        .acquire_timeout(Mode::Read, Duration::from_millis(100))
+        .await
+        .unwrap()
+        .is_none());
+    let token = w.fencing_token();
+    w.release().await.unwrap();
+    let r = b.acquire_timeout(Mode::Read, SHORT).await.unwrap().expect("free");
+    assert!(r.is_held() && r.fencing_token() > token);
+    r.release().await.unwrap();
+    assert_drained(&path).await;
+}

@@ -26,7 +26,7 @@ use tracing::span::{Attributes, Id};
 use tracing::{Event, Subscriber};
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
 use tracing_subscriber::registry::LookupSpan;
-use zk_rwlock::{zk, ReadGuard, SharedLock, WriteGuard};
+use zk_rwlock::{zk, Guard, Mode, SharedLock};
 
 use crate::common::{self, exit, Failure};
 
@@ -468,32 +468,20 @@ enum Kind {
     Write,
 }
 
-enum Guard {
-    Read(ReadGuard),
-    Write(WriteGuard),
-}
-
-impl Guard {
-    async fn release(self) -> Result<(), zk_rwlock::Error> {
-        match self {
-            Guard::Read(guard) => guard.release().await,
-            Guard::Write(guard) => guard.release().await,
-        }
-    }
-}
-
 /// Acquires `kind`, waiting at most `timeout` (forever if `None`).
 async fn acquire(
     lock: &SharedLock,
     kind: Kind,
     timeout: Option<Duration>,
 ) -> Result<Option<Guard>, zk_rwlock::Error> {
-    Ok(match (kind, timeout) {
-        (Kind::Read, None) => Some(Guard::Read(lock.read().await?)),
-        (Kind::Write, None) => Some(Guard::Write(lock.write().await?)),
-        (Kind::Read, Some(t)) => lock.read_timeout(t).await?.map(Guard::Read),
-        (Kind::Write, Some(t)) => lock.write_timeout(t).await?.map(Guard::Write),
-    })
+    let mode = match kind {
+        Kind::Read => Mode::Read,
+        Kind::Write => Mode::Write,
+    };
+    match timeout {
+        None => lock.acquire(mode).await.map(Some),
+        Some(t) => lock.acquire_timeout(mode, t).await,
+    }
 }
 
 /// `--warmup` uncounted write cycles by `client` on PATH-warmup.

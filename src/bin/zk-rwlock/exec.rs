@@ -17,7 +17,7 @@ use std::time::Duration;
 use clap::ArgGroup;
 use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::time::Instant;
-use zk_rwlock::{zk, Mode, ReadGuard, SharedLock, WriteGuard};
+use zk_rwlock::{zk, Guard, Mode, SharedLock};
 
 use crate::common::{self, exit, Failure};
 
@@ -310,61 +310,16 @@ fn waiting_failure(err: zk_rwlock::Error, mode: Mode, path: &str) -> Failure {
     )
 }
 
-/// Either kind of guard.
-enum Guard {
-    Read(ReadGuard),
-    Write(WriteGuard),
-}
-
-impl Guard {
-    fn node(&self) -> &str {
-        match self {
-            Guard::Read(g) => g.node(),
-            Guard::Write(g) => g.node(),
-        }
-    }
-
-    fn fencing_token(&self) -> i64 {
-        match self {
-            Guard::Read(g) => g.fencing_token(),
-            Guard::Write(g) => g.fencing_token(),
-        }
-    }
-
-    fn is_held(&self) -> bool {
-        match self {
-            Guard::Read(g) => g.is_held(),
-            Guard::Write(g) => g.is_held(),
-        }
-    }
-
-    async fn lost(&self) {
-        match self {
-            Guard::Read(g) => g.lost().await,
-            Guard::Write(g) => g.lost().await,
-        }
-    }
-
-    async fn release(self) -> Result<(), zk_rwlock::Error> {
-        match self {
-            Guard::Read(g) => g.release().await,
-            Guard::Write(g) => g.release().await,
-        }
-    }
-}
-
 /// Acquires in `mode`; `Ok(None)` if `timeout` passed first.
 async fn acquire(
     lock: &SharedLock,
     mode: Mode,
     timeout: Option<Duration>,
 ) -> Result<Option<Guard>, zk_rwlock::Error> {
-    Ok(match (mode, timeout) {
-        (Mode::Read, None) => Some(Guard::Read(lock.read().await?)),
-        (Mode::Write, None) => Some(Guard::Write(lock.write().await?)),
-        (Mode::Read, Some(t)) => lock.read_timeout(t).await?.map(Guard::Read),
-        (Mode::Write, Some(t)) => lock.write_timeout(t).await?.map(Guard::Write),
-    })
+    match timeout {
+        None => lock.acquire(mode).await.map(Some),
+        Some(t) => lock.acquire_timeout(mode, t).await,
+    }
 }
 
 /// The running command and where its signals go.

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::time::Instant;
-use zk_rwlock::{zk, Mode, ReadGuard, SharedLock, WriteGuard};
+use zk_rwlock::{zk, Mode, SharedLock};
 
 use super::event::{now_us, Kind, Line};
 use super::WorkerArgs;
@@ -71,48 +71,6 @@ impl Out {
     /// Sends `kind` stamped now.
     fn send(&self, kind: Kind) -> bool {
         self.send_at(now_us(), kind)
-    }
-}
-
-enum Guard {
-    Read(ReadGuard),
-    Write(WriteGuard),
-}
-
-impl Guard {
-    fn token(&self) -> i64 {
-        match self {
-            Guard::Read(g) => g.fencing_token(),
-            Guard::Write(g) => g.fencing_token(),
-        }
-    }
-
-    fn node(&self) -> String {
-        match self {
-            Guard::Read(g) => g.node().to_owned(),
-            Guard::Write(g) => g.node().to_owned(),
-        }
-    }
-
-    async fn lost(&self) {
-        match self {
-            Guard::Read(g) => g.lost().await,
-            Guard::Write(g) => g.lost().await,
-        }
-    }
-
-    async fn release(self) -> Result<(), zk_rwlock::Error> {
-        match self {
-            Guard::Read(g) => g.release().await,
-            Guard::Write(g) => g.release().await,
-        }
-    }
-}
-
-async fn acquire(lock: &SharedLock, mode: Mode) -> Result<Guard, zk_rwlock::Error> {
-    match mode {
-        Mode::Read => lock.read().await.map(Guard::Read),
-        Mode::Write => lock.write().await.map(Guard::Write),
     }
 }
 
@@ -239,7 +197,7 @@ async fn work(args: WorkerArgs, out: &Out) -> ExitCode {
         }
         let mut stop = stdin.clone();
         let acquired = tokio::select! {
-            acquired = acquire(&lock, mode) => {
+            acquired = lock.acquire(mode) => {
                 let t = now_us();
                 Some((t, acquired))
             }
@@ -265,8 +223,8 @@ async fn work(args: WorkerArgs, out: &Out) -> ExitCode {
         out.send_at(
             t_grant,
             Kind::Grant {
-                token: guard.token(),
-                node: guard.node(),
+                token: guard.fencing_token(),
+                node: guard.node().to_owned(),
             },
         );
         let hold = Duration::from_millis(rng.range(hold_ms));
