@@ -380,16 +380,35 @@ impl SharedLock {
 
     /// Lists the lock directory: contenders in queue order (with their
     /// stats) and the children that are not contenders.
-    pub(crate) async fn snapshot(&self) -> Result<Snapshot, Error> {
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoAuth`], [`Error::SessionExpired`], [`Error::ZooKeeper`].
+    pub async fn snapshot(&self) -> Result<Snapshot, Error> {
         let client = &self.inner.client;
         let dir = &self.inner.path;
         let children = match with_retry(|| client.list_children(dir)).await {
-            Ok(children) => children,
-            Err(zk::Error::NoNode) => return Ok(Snapshot::default()),
+            Ok(children) => Some(children),
+            Err(zk::Error::NoNode) => None,
             Err(e) => return Err(Error::from_zk(e, dir)),
         };
+        self.describe(children).await
+    }
+
+    /// Classifies a listing of the lock directory that the caller made
+    /// (`None`: the directory does not exist), e.g. with a children watch,
+    /// and reads each contender's stat. All stat requests are sent before
+    /// any reply is awaited.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoAuth`], [`Error::SessionExpired`], [`Error::ZooKeeper`].
+    pub async fn describe(&self, children: Option<Vec<String>>) -> Result<Snapshot, Error> {
+        let client = &self.inner.client;
+        let dir = &self.inner.path;
+        let exists = children.is_some();
+        let children = children.unwrap_or_default();
         let queue = ordering::queue(&children);
-        // One pipelined stat per contender: all requests are sent before any reply is awaited.
         let paths: Vec<String> = queue.contenders.iter().map(|p| child_path(dir, p.name)).collect();
         let stats: Vec<_> = paths.iter().map(|p| client.check_stat(p)).collect();
         let mut contenders = Vec::with_capacity(paths.len());
@@ -399,9 +418,8 @@ impl SharedLock {
                 Err(e) if is_connection_error(&e) => None,
                 Err(e) => return Err(Error::from_zk(e, path)),
             };
-            let name: NodeName = match place.name.parse() {
-                Ok(name) => name,
-                Err(_) => continue,
+            let Ok(name) = place.name.parse::<NodeName>() else {
+                continue;
             };
             contenders.push(Contender {
                 path: path.clone(),
@@ -418,6 +436,7 @@ impl SharedLock {
             });
         }
         Ok(Snapshot {
+            exists,
             contenders,
             foreign: queue.foreign.iter().map(|s| (*s).to_owned()).collect(),
         })
@@ -721,12 +740,15 @@ impl SharedLock {
     }
 }
 
-/// A lock directory listing: contenders in queue order, and foreign children.
-#[derive(Debug, Default)]
-pub(crate) struct Snapshot {
-    pub(crate) contenders: Vec<Contender>,
-    #[allow(dead_code)]
-    pub(crate) foreign: Vec<String>,
+/// The lock directory at one moment, from [`SharedLock::snapshot`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    /// Whether the lock directory exists.
+    pub exists: bool,
+    /// Contenders in queue order (head first).
+    pub contenders: Vec<Contender>,
+    /// Children that are not contender nodes (ignored by the lock).
+    pub foreign: Vec<String>,
 }
 
 /// One contender of a lock, as seen by [`SharedLock::contenders`].

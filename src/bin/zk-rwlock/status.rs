@@ -14,8 +14,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 use tokio::signal::unix::{signal, SignalKind};
-use zk_rwlock::ordering::{self, Decision};
-use zk_rwlock::{zk, Contender, ContenderState, Mode, NodeName, SharedLock};
+use zk_rwlock::{zk, Contender, ContenderState, Mode, SharedLock};
 
 use crate::common::{self, exit, Failure};
 
@@ -143,17 +142,13 @@ async fn recv(signal: &mut Option<tokio::signal::unix::Signal>) {
 
 /// One snapshot, printed once.
 async fn once(lock: &SharedLock, out: &Output) -> Result<(), Failure> {
-    let client = lock.client();
-    let dir = lock.path();
-    let children = loop {
-        match client.list_children(dir).await {
-            Ok(children) => break Some(children),
-            Err(zk::Error::NoNode) => break None,
-            Err(zk::Error::ConnectionLoss) => continue,
-            Err(e) => return Err(common::zk_failure(e, dir)),
-        }
+    let s = lock.snapshot().await.map_err(Failure::from)?;
+    let snapshot = Snapshot {
+        path: lock.path().to_owned(),
+        exists: s.exists,
+        contenders: s.contenders,
+        foreign: s.foreign,
     };
-    let snapshot = describe(client, dir, children).await?;
     out.show(&snapshot).map_err(write_failure)
 }
 
@@ -175,7 +170,7 @@ async fn watch(
             continue;
         };
         let snapshot = tokio::select! {
-            snapshot = describe(client, dir, children) => snapshot?,
+            snapshot = describe(lock, children) => snapshot?,
             _ = recv(interrupt) => return Ok(()),
         };
         out.show(&snapshot).map_err(write_failure)?;
@@ -246,50 +241,14 @@ struct Snapshot {
 }
 
 /// Classifies one listing (`None`: no directory) and reads each
-/// contender's stat, all requests sent before any reply is awaited.
-async fn describe(
-    client: &zk::Client,
-    dir: &str,
-    children: Option<Vec<String>>,
-) -> Result<Snapshot, Failure> {
-    let exists = children.is_some();
-    let children = children.unwrap_or_default();
-    let queue = ordering::queue(&children);
-    let paths: Vec<String> = queue
-        .contenders
-        .iter()
-        .map(|p| format!("{dir}/{}", p.name))
-        .collect();
-    let stats: Vec<_> = paths.iter().map(|p| client.check_stat(p)).collect();
-    let mut contenders = Vec::with_capacity(paths.len());
-    for ((place, path), stat) in queue.contenders.iter().zip(&paths).zip(stats) {
-        let stat = match stat.await {
-            Ok(stat) => stat,
-            Err(zk::Error::ConnectionLoss) => None,
-            Err(e) => return Err(common::zk_failure(e, path)),
-        };
-        let Ok(name) = place.name.parse::<NodeName>() else {
-            continue;
-        };
-        contenders.push(Contender {
-            path: path.clone(),
-            name,
-            state: match place.decision {
-                Decision::Granted => ContenderState::Holds,
-                Decision::Wait { watch, .. } => ContenderState::WaitsOn(watch.to_owned()),
-            },
-            fencing_token: stat.as_ref().map(|s| s.czxid),
-            created: stat
-                .as_ref()
-                .map(|s| UNIX_EPOCH + Duration::from_millis(s.ctime.max(0) as u64)),
-            session: stat.as_ref().map(|s| s.ephemeral_owner),
-        });
-    }
+/// contender's stat (the library sends all stat requests at once).
+async fn describe(lock: &SharedLock, children: Option<Vec<String>>) -> Result<Snapshot, Failure> {
+    let s = lock.describe(children).await.map_err(Failure::from)?;
     Ok(Snapshot {
-        path: dir.to_owned(),
-        exists,
-        contenders,
-        foreign: queue.foreign.iter().map(|s| (*s).to_owned()).collect(),
+        path: lock.path().to_owned(),
+        exists: s.exists,
+        contenders: s.contenders,
+        foreign: s.foreign,
     })
 }
 
