@@ -7,5 +7,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/ensure-zookeeper.sh
-cargo build --release --quiet
-exec target/release/zk-rwlock demo --duration 10s --svg target/demo.svg "$@"
+cargo build --quiet --bin zk-rwlock
+exec target/debug/zk-rwlock demo --duration 10s --svg target/demo.svg "$@"
