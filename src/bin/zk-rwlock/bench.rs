@@ -870,21 +870,30 @@ async fn floor_one(client: &zk::Client, dir: &str, list: bool) -> Result<Duratio
     Ok(took)
 }
 
-/// `floor_cycle` (`list`) and `floor_create_delete`.
-async fn floor_cycle(b: &Bench, list: bool) -> Result<Outcome, Failure> {
-    let clients = connect_all(b, 1).await?;
-    let client = &clients[0];
-    let warmup_dir = b.warmup_path();
-    for dir in [&b.path, &warmup_dir] {
+/// The frame shared by the floor workloads: make `b.path` and the warmup
+/// directory, run `b.warmup` uncounted rounds on the warmup directory, then
+/// up to `b.grants` timed rounds on `b.path` (until `b.max`, or the first
+/// error, which is recorded). `round(warmup)` runs one round on the
+/// directory it selects and returns the latency it measured. Returns the
+/// latencies (ms), the elapsed seconds and the CPU seconds of the timed part.
+async fn floor_rounds<F, Fut>(
+    b: &Bench,
+    client: &zk::Client,
+    warmup_dir: &str,
+    round: F,
+) -> Result<(Vec<f64>, f64, f64), Failure>
+where
+    F: Fn(bool) -> Fut,
+    Fut: std::future::Future<Output = Result<Duration, zk::Error>>,
+{
+    for dir in [b.path.as_str(), warmup_dir] {
         client
             .mkdir(dir, &dir_options())
             .await
             .map_err(|e| common::zk_failure(e, dir))?;
     }
     for _ in 0..b.warmup {
-        floor_one(client, &warmup_dir, list)
-            .await
-            .map_err(|e| common::zk_failure(e, &warmup_dir))?;
+        round(true).await.map_err(|e| common::zk_failure(e, warmup_dir))?;
     }
     let mut lat = Vec::with_capacity(b.grants as usize);
     let cpu0 = cpu_secs();
@@ -894,7 +903,7 @@ async fn floor_cycle(b: &Bench, list: bool) -> Result<Outcome, Failure> {
         if Instant::now() >= deadline {
             break;
         }
-        match floor_one(client, &b.path, list).await {
+        match round(false).await {
             Ok(took) => lat.push(ms(took)),
             Err(e) => {
                 b.errors.record(&e);
@@ -902,8 +911,25 @@ async fn floor_cycle(b: &Bench, list: bool) -> Result<Outcome, Failure> {
             }
         }
     }
-    let secs = start.elapsed().as_secs_f64();
-    let cpu_s = cpu_secs() - cpu0;
+    Ok((lat, start.elapsed().as_secs_f64(), cpu_secs() - cpu0))
+}
+
+/// `floor_cycle` (`list`) and `floor_create_delete`.
+async fn floor_cycle(b: &Bench, list: bool) -> Result<Outcome, Failure> {
+    let clients = connect_all(b, 1).await?;
+    let client = &clients[0];
+    let warmup_dir = b.warmup_path();
+    let dir = |warmup: bool| {
+        if warmup {
+            warmup_dir.as_str()
+        } else {
+            b.path.as_str()
+        }
+    };
+    let (lat, secs, cpu_s) = floor_rounds(b, client, &warmup_dir, |warmup| {
+        floor_one(client, dir(warmup), list)
+    })
+    .await?;
     close_all(clients).await;
     Ok(Outcome {
         clients: 1,
@@ -946,34 +972,14 @@ async fn floor_handoff(b: &Bench) -> Result<Outcome, Failure> {
     let clients = connect_all(b, 2).await?;
     let (a, w) = (&clients[0], &clients[1]);
     let warmup_dir = b.warmup_path();
-    for dir in [&b.path, &warmup_dir] {
-        a.mkdir(dir, &dir_options())
-            .await
-            .map_err(|e| common::zk_failure(e, dir))?;
-    }
-    for _ in 0..b.warmup {
-        handoff_one(a, w, &warmup_dir)
-            .await
-            .map_err(|e| common::zk_failure(e, &warmup_dir))?;
-    }
-    let mut lat = Vec::with_capacity(b.grants as usize);
-    let cpu0 = cpu_secs();
-    let start = Instant::now();
-    let deadline = start + b.max;
-    for _ in 0..b.grants {
-        if Instant::now() >= deadline {
-            break;
+    let dir = |warmup: bool| {
+        if warmup {
+            warmup_dir.as_str()
+        } else {
+            b.path.as_str()
         }
-        match handoff_one(a, w, &b.path).await {
-            Ok(took) => lat.push(ms(took)),
-            Err(e) => {
-                b.errors.record(&e);
-                break;
-            }
-        }
-    }
-    let secs = start.elapsed().as_secs_f64();
-    let cpu_s = cpu_secs() - cpu0;
+    };
+    let (lat, secs, cpu_s) = floor_rounds(b, a, &warmup_dir, |warmup| handoff_one(a, w, dir(warmup))).await?;
     close_all(clients).await;
     Ok(Outcome {
         clients: 2,
