@@ -86,29 +86,17 @@ async fn standalone_restart_keeps_holders_and_the_queue() {
     assert!(!writer.is_finished() && !reader.is_finished() && !in_flight.is_finished());
 
     h.release().await.unwrap();
-    let w = tokio::time::timeout(WITHIN, writer)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    let w = support::joined(WITHIN, writer).await.unwrap();
     assert!(!reader.is_finished(), "the reader waits for the writer");
     let w_token = w.fencing_token();
     w.release().await.unwrap();
-    let r = tokio::time::timeout(WITHIN, reader)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    let r = support::joined(WITHIN, reader).await.unwrap();
     assert!(
         !in_flight.is_finished(),
         "the in-flight writer waits for the reader"
     );
     r.release().await.unwrap();
-    let f = tokio::time::timeout(WITHIN, in_flight)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    let f = support::joined(WITHIN, in_flight).await.unwrap();
     assert!(f.fencing_token() > w_token);
     f.release().await.unwrap();
     drained(&hc, &path).await;
@@ -155,11 +143,7 @@ async fn ensemble_survives_a_killed_leader_and_a_paused_follower() {
         r.release().await.unwrap();
     }
     let mut writers = writers.into_iter();
-    let w1 = tokio::time::timeout(WITHIN, writers.next().unwrap())
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    let w1 = support::joined(WITHIN, writers.next().unwrap()).await.unwrap();
     let second = writers.next().unwrap();
 
     // Bring the old leader back, then freeze a follower: the quorum holds.
@@ -170,11 +154,7 @@ async fn ensemble_survives_a_killed_leader_and_a_paused_follower() {
     assert!(!second.is_finished(), "the second writer waits for the first");
     let w1_token = w1.fencing_token();
     w1.release().await.unwrap();
-    let w2 = tokio::time::timeout(WITHIN, second)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    let w2 = support::joined(WITHIN, second).await.unwrap();
     assert!(w2.fencing_token() > w1_token);
     w2.release().await.unwrap();
     zk.resume(follower).unwrap();
@@ -230,11 +210,7 @@ async fn connection_cut_right_after_create_finds_the_node_by_its_token() {
     })
     .await;
     g.release().await.unwrap();
-    let r = tokio::time::timeout(WITHIN, waiter)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    let r = support::joined(WITHIN, waiter).await.unwrap();
     assert_eq!(children(&direct, &path).await, vec![name_of(r.node())]);
     r.release().await.unwrap();
     drained(&direct, &path).await;
@@ -303,11 +279,7 @@ async fn a_waiter_survives_a_cut_connection() {
     wait_state(&c, zk::SessionState::SyncConnected).await;
     assert!(!waiter.is_finished());
     h.release().await.unwrap();
-    let w = tokio::time::timeout(WITHIN, waiter)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    let w = support::joined(WITHIN, waiter).await.unwrap();
     assert_eq!(children(&direct, &path).await, vec![name_of(w.node())]);
     w.release().await.unwrap();
     drained(&direct, &path).await;
@@ -447,11 +419,7 @@ async fn strangers_without_credentials_cannot_touch_the_lock() {
     let waiter = tokio::spawn(async move { fl2.read().await });
     wait_contenders(&fl, 2).await;
     g.release().await.unwrap();
-    let r = tokio::time::timeout(WITHIN, waiter)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    let r = support::joined(WITHIN, waiter).await.unwrap();
     r.release().await.unwrap();
     drained(&owner, &path).await;
 }

@@ -137,3 +137,13 @@ pub async fn expire_behind(proxy: &proxy::Proxy, victim: &zk::Client, direct: &s
     .await;
     proxy.set_blocked(false);
 }
+
+/// Waits for a spawned task to finish, failing the test after `within`
+/// (or if the task panicked), and returns its output.
+pub async fn joined<T>(within: Duration, task: tokio::task::JoinHandle<T>) -> T {
+    match tokio::time::timeout(within, task).await {
+        Ok(Ok(output)) => output,
+        Ok(Err(e)) => panic!("the task failed: {e}"),
+        Err(_) => panic!("the task did not finish within {within:?}"),
+    }
+}
