@@ -543,8 +543,7 @@ impl SharedLock {
             let (watch, deletion_grants) = match decision {
                 Decision::Granted => {
                     debug!(node = %node, "granted");
-                    pending.forget();
-                    return Ok(Some(Held::new(self.inner.clone(), node, czxid, own_watch.take())));
+                    return Ok(Some(self.grant(&mut pending, node, czxid, own_watch.take())));
                 }
                 Decision::Wait {
                     watch,
@@ -564,10 +563,9 @@ impl SharedLock {
             // Both requests leave now: one on the node to wait for, and,
             // once per acquire, one on our own node, so that its deletion by
             // someone else is noticed before a hand-off can grant a lock
-            // whose node is gone.
-            // The watch on our own node only matters when a deletion could
-            // grant the lock without a new listing; otherwise the listing
-            // after the wake-up finds our node missing.
+            // whose node is gone. That watch only matters when a deletion
+            // can grant without a new listing; otherwise the listing after
+            // the wake-up finds our node missing.
             let own_request =
                 (own_watch.is_none() && deletion_grants).then(|| client.get_and_watch_data(&node));
             let watch_request = client.get_and_watch_data(&watch_path);
@@ -598,8 +596,7 @@ impl SharedLock {
                 Err(zk::Error::NoNode) => {
                     if deletion_grants && !own_deleted(&mut own_watch) {
                         debug!(node = %node, gone = %watch, "watched node already gone: granted");
-                        pending.forget();
-                        return Ok(Some(Held::new(self.inner.clone(), node, czxid, own_watch.take())));
+                        return Ok(Some(self.grant(&mut pending, node, czxid, own_watch.take())));
                     }
                     continue;
                 }
@@ -648,8 +645,7 @@ impl SharedLock {
             match event.event_type {
                 zk::EventType::NodeDeleted if deletion_grants && !own_deleted(&mut own_watch) => {
                     debug!(node = %node, "hand-off: granted without a new snapshot");
-                    pending.forget();
-                    return Ok(Some(Held::new(self.inner.clone(), node, czxid, own_watch.take())));
+                    return Ok(Some(self.grant(&mut pending, node, czxid, own_watch.take())));
                 }
                 zk::EventType::Session => {
                     if let Some(err) = terminal_error(event.session_state) {
@@ -716,6 +712,12 @@ impl SharedLock {
                 }
             }
         }
+    }
+
+    /// Hands a granted node to a guard: the pending clean-up is disarmed.
+    fn grant(&self, pending: &mut Pending, node: String, czxid: i64, own_watch: Option<OwnWatch>) -> Held {
+        pending.forget();
+        Held::new(self.inner.clone(), node, czxid, own_watch)
     }
 
     /// The error for a contender node that vanished.
