@@ -51,8 +51,16 @@ pub enum Error {
         /// The lock directory.
         path: String,
     },
+    /// The connect string is malformed.
+    #[error("invalid connect string `{servers}`: {reason}; expected host:port[,host:port...]")]
+    InvalidConnectString {
+        /// The connect string as given.
+        servers: String,
+        /// What the client said is wrong with it.
+        reason: &'static str,
+    },
     /// No ZooKeeper server answered in time.
-    #[error("cannot reach ZooKeeper at `{servers}`: no server answered (tried for up to {timeout:?}); is a server running there?")]
+    #[error("cannot reach ZooKeeper at {servers}: no server answered (tried for up to {timeout:?}); is a server running there?")]
     Unreachable {
         /// The connect string.
         servers: String,

@@ -21,8 +21,8 @@ pub mod ordering;
 
 pub use error::Error;
 pub use lock::{
-    validate_identity, validate_path, Contender, ContenderState, Guard, LockBuilder, ReadGuard, SharedLock,
-    Snapshot, WriteGuard, DEFAULT_CONNECT_TIMEOUT, DEFAULT_SESSION_TIMEOUT,
+    connect_client, validate_identity, validate_path, Contender, ContenderState, Guard, LockBuilder,
+    ReadGuard, SharedLock, Snapshot, WriteGuard, DEFAULT_CONNECT_TIMEOUT, DEFAULT_SESSION_TIMEOUT,
 };
 pub use node_name::{Mode, NodeName};
 /// The ZooKeeper client crate, re-exported so that users need not pin the same version.

@@ -779,8 +779,15 @@ pub enum ContenderState {
     WaitsOn(String),
 }
 
-/// Connects a client, bounded in time.
-pub(crate) async fn connect_client(
+/// Connects a new client session to `servers` (a connect string like
+/// `"127.0.0.1:2181,127.0.0.1:2182"`), asking for `session_timeout`, and
+/// gives up after `connect_timeout` or as soon as every server has refused.
+///
+/// # Errors
+///
+/// [`Error::InvalidConnectString`] for a malformed connect string;
+/// [`Error::Unreachable`] if no session is established in time.
+pub async fn connect_client(
     servers: &str,
     session_timeout: Duration,
     connect_timeout: Duration,
@@ -795,9 +802,9 @@ pub(crate) async fn connect_client(
             servers: servers.to_owned(),
             timeout: connect_timeout,
         }),
-        Ok(Err(zk::Error::BadArguments(_))) => Err(Error::Unreachable {
+        Ok(Err(zk::Error::BadArguments(reason))) => Err(Error::InvalidConnectString {
             servers: servers.to_owned(),
-            timeout: connect_timeout,
+            reason,
         }),
         Ok(Err(e)) => Err(Error::from_zk(e, servers)),
     }

@@ -492,11 +492,7 @@ async fn a_guard_granted_after_waiting_learns_when_its_node_is_deleted() {
     wait_contenders(&holder, 2).await;
     h.release().await.unwrap();
     // Granted on the hand-off: the guard keeps the watch set while waiting.
-    let g = tokio::time::timeout(SHORT, waiter)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    let g = support::joined(SHORT, waiter).await.unwrap();
     let other = client().await;
     other.delete(g.node(), None).await.unwrap();
     tokio::time::timeout(SHORT, g.lost())
@@ -526,4 +522,12 @@ async fn the_mode_can_be_chosen_at_run_time() {
     assert!(r.is_held() && r.fencing_token() > token);
     r.release().await.unwrap();
     assert_drained(&path).await;
+}
+
+#[tokio::test]
+async fn a_malformed_connect_string_is_a_typed_error() {
+    match SharedLock::connect("127.0.0.1:notaport", "/x").await {
+        Err(Error::InvalidConnectString { servers, .. }) => assert_eq!(servers, "127.0.0.1:notaport"),
+        other => panic!("expected InvalidConnectString, got {other:?}"),
+    }
 }

@@ -115,7 +115,9 @@ impl From<zk_rwlock::Error> for Failure {
     fn from(err: zk_rwlock::Error) -> Failure {
         use zk_rwlock::Error;
         let code = match &err {
-            Error::InvalidPath { .. } | Error::InvalidIdentity { .. } => exit::USAGE,
+            Error::InvalidPath { .. }
+            | Error::InvalidIdentity { .. }
+            | Error::InvalidConnectString { .. } => exit::USAGE,
             Error::Unreachable { .. } => exit::UNAVAILABLE,
             Error::NoAuth { .. } => exit::NOPERM,
             _ => exit::SOFTWARE,
@@ -155,31 +157,9 @@ pub async fn connect(
     session_timeout: Duration,
     connect_timeout: Duration,
 ) -> Result<zk_rwlock::zk::Client, Failure> {
-    use zk_rwlock::zk;
-    let connecting = zk::Client::connector()
-        .with_session_timeout(session_timeout)
-        .with_fail_eagerly()
-        .connect(servers);
-    let unreachable = |why: String| {
-        Failure::new(
-            exit::UNAVAILABLE,
-            format!("cannot reach ZooKeeper at {servers}: {why}"),
-        )
-    };
-    match tokio::time::timeout(connect_timeout, connecting).await {
-        Ok(Ok(client)) => Ok(client),
-        Ok(Err(zk::Error::NoHosts)) => Err(unreachable(
-            "no server accepted a connection (is a server running there?)".to_owned(),
-        )),
-        Ok(Err(zk::Error::Timeout)) | Err(_) => Err(unreachable(format!(
-            "no session established within {connect_timeout:?}"
-        ))),
-        Ok(Err(zk::Error::BadArguments(why))) => Err(Failure::new(
-            exit::USAGE,
-            format!("invalid connect string `{servers}`: {why}; expected host:port[,host:port...]"),
-        )),
-        Ok(Err(e)) => Err(unreachable(e.to_string())),
-    }
+    zk_rwlock::connect_client(servers, session_timeout, connect_timeout)
+        .await
+        .map_err(Failure::from)
 }
 
 /// Waits until the session watched by `states` is over, at most `within`.

@@ -299,20 +299,9 @@ pub fn run(cfg: Config) -> ExitCode {
 
 /// Connects the parent's own session (to check the server and the path).
 async fn connect_parent(connect: &str) -> Result<zk::Client, String> {
-    let connecting = zk::Client::connector()
-        .with_session_timeout(Duration::from_secs(10))
-        .with_fail_eagerly()
-        .connect(connect);
-    match tokio::time::timeout(Duration::from_secs(15), connecting).await {
-        Ok(Ok(client)) => Ok(client),
-        Ok(Err(zk::Error::NoHosts | zk::Error::Timeout)) => Err(format!(
-            "cannot reach ZooKeeper at {connect}: no server answered; is one running there?"
-        )),
-        Ok(Err(e)) => Err(format!("cannot connect to ZooKeeper at {connect}: {e}")),
-        Err(_) => Err(format!(
-            "cannot reach ZooKeeper at {connect}: no server answered within 15s; is one running there?"
-        )),
-    }
+    zk_rwlock::connect_client(connect, Duration::from_secs(10), Duration::from_secs(15))
+        .await
+        .map_err(|e| e.to_string())
 }
 
 /// Reads lines from a pipe. (The crate's tokio has no `io-util` feature, so
