@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""Checks every target of the comparison, run by run, from run.sh JSONL files.
+
+  python3 bench/targets.py bench/peers/results/run-A.jsonl [run-B.jsonl ...]
+
+One column per file (run), one line per target, each cell the measured ratio and
+"ok" or "MISS". Ratios are taken within one run: zk-rwlock ("rust") against Curator,
+or against the better of Curator and kazoo for herd_release. Exit status 1 if any
+target is missed in any run. Standard library only.
+
+The targets (README, "Measured"):
+  uncontended_{write,read,mutex}           grants/s >= 1.25 x Curator
+  contended_{write,mutex}, mixed_90r10w    grants/s >= 1.5 x Curator
+  herd_release                             total and hand-off p50 <= 0.5 x the better peer
+  (the *_hold1ms safety rows have no throughput target)
+  every row                                violations 0, ZooKeeper requests per grant <= Curator's,
+                                           client CPU per grant <= 0.25 x Curator's
+"""
+import json
+import sys
+
+PEERS = ("curator", "kazoo")
+
+
+def load(path):
+    rows = {}
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line.startswith("{"):
+                r = json.loads(line)
+                rows[(r["workload"], r["clients"], r["impl"])] = r
+    return rows
+
+
+def per_grant(r, key):
+    if not r or not r.get("grants") or r.get(key) is None:
+        return None
+    return r[key] / r["grants"]
+
+
+def checks(run):
+    """Yields (target, ratio, ok) for one run."""
+    for (w, c, impl), r in sorted(run.items()):
+        if impl != "rust":
+            continue
+        cur = run.get((w, c, "curator"))
+        row = f"{w}({c})"
+        if w == "herd_release":
+            peers = [run.get((w, c, p)) for p in PEERS]
+            peers = [p for p in peers if p and p.get("secs")]
+            if peers and r.get("secs"):
+                best = min(p["secs"] for p in peers)
+                yield f"{row} total / better peer <= 0.5", r["secs"] / best, r["secs"] / best <= 0.5
+                best_p50 = min(p["p50_ms"] for p in peers)
+                yield f"{row} p50 / better peer <= 0.5", r["p50_ms"] / best_p50, r["p50_ms"] / best_p50 <= 0.5
+        elif cur and cur.get("grants_per_s") and "_hold" not in w:
+            floor = 1.25 if w.startswith("uncontended") else 1.5
+            ratio = r["grants_per_s"] / cur["grants_per_s"]
+            yield f"{row} grants/s / Curator >= {floor}", ratio, ratio >= floor
+        yield f"{row} violations == 0", r.get("violations", 0), r.get("violations", 0) == 0
+        rx, rx_cur = per_grant(r, "zk_rx"), per_grant(cur, "zk_rx")
+        if rx is not None and rx_cur:
+            yield f"{row} requests/grant / Curator <= 1", rx / rx_cur, rx <= rx_cur
+        cpu, cpu_cur = per_grant(r, "proc_cpu_s"), per_grant(cur, "proc_cpu_s")
+        if cpu is not None and cpu_cur:
+            yield f"{row} CPU/grant / Curator <= 0.25", cpu / cpu_cur, cpu / cpu_cur <= 0.25
+
+
+def main(paths):
+    results = [dict((t, (v, ok)) for t, v, ok in checks(load(p))) for p in paths]
+    targets = []
+    for res in results:
+        targets += [t for t in res if t not in targets]
+    width = max(len(t) for t in targets) if targets else 10
+    print(f"{'target':<{width}}  " + "  ".join(f"run {i + 1:<10}" for i in range(len(paths))))
+    missed = 0
+    for t in targets:
+        cells = []
+        for res in results:
+            if t not in res:
+                cells.append(f"{'-':<14}")
+                continue
+            v, ok = res[t]
+            missed += not ok
+            cells.append(f"{v:<8.2f}{'ok' if ok else 'MISS':<6}")
+        print(f"{t:<{width}}  " + "  ".join(cells))
+    print()
+    print(f"{missed} miss(es) over {len(paths)} run(s)")
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    sys.exit(main(sys.argv[1:]))
