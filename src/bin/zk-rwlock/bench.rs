@@ -264,7 +264,14 @@ pub fn run(args: Args) -> ExitCode {
         Err(e) => return Failure::new(exit::SOFTWARE, format!("cannot start the runtime: {e}")).report(),
     };
     let bench = Arc::new(bench);
-    let result = runtime.block_on(measure(bench.clone()));
+    let result = runtime.block_on(async {
+        tokio::spawn(measure(bench.clone())).await.unwrap_or_else(|e| {
+            Err(Failure::new(
+                exit::SOFTWARE,
+                format!("the benchmark task failed: {e}"),
+            ))
+        })
+    });
     runtime.shutdown_timeout(Duration::from_secs(2));
     let outcome = match result {
         Ok(outcome) => outcome,
