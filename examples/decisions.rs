@@ -24,11 +24,14 @@ fn main() {
             Decision::Wait {
                 watch,
                 deletion_grants: true,
+                ..
             } => format!("waits on {watch} (its deletion grants)"),
             Decision::Wait {
                 watch,
-                deletion_grants: false,
-            } => format!("waits on {watch}"),
+                release_grants: true,
+                ..
+            } => format!("waits on {watch} (its release grants)"),
+            Decision::Wait { watch, .. } => format!("waits on {watch}"),
         };
         println!("{:<4} {:<54} {:<6} {what}", i + 1, place.name, place.mode);
     }

@@ -540,7 +540,7 @@ impl SharedLock {
                     return Err(Error::ZooKeeper(zk::Error::UnexpectedError(e.to_string())))
                 }
             };
-            let (watch, deletion_grants) = match decision {
+            let (watch, deletion_grants, release_grants) = match decision {
                 Decision::Granted => {
                     debug!(node = %node, "granted");
                     return Ok(Some(self.grant(&mut pending, node, czxid, own_watch.take())));
@@ -548,7 +548,8 @@ impl SharedLock {
                 Decision::Wait {
                     watch,
                     deletion_grants,
-                } => (watch.to_owned(), deletion_grants),
+                    release_grants,
+                } => (watch.to_owned(), deletion_grants, release_grants),
             };
             // A waiter keeps nothing of the listing while it waits.
             drop(children_now);
@@ -563,11 +564,11 @@ impl SharedLock {
             // Both requests leave now: one on the node to wait for, and,
             // once per acquire, one on our own node, so that its deletion by
             // someone else is noticed before a hand-off can grant a lock
-            // whose node is gone. That watch only matters when a deletion
-            // can grant without a new listing; otherwise the listing after
-            // the wake-up finds our node missing.
-            let own_request =
-                (own_watch.is_none() && deletion_grants).then(|| client.get_and_watch_data(&node));
+            // whose node is gone. That watch only matters when the watched
+            // node's deletion or release can grant without a new listing;
+            // otherwise the listing after the wake-up finds our node missing.
+            let own_request = (own_watch.is_none() && (deletion_grants || release_grants))
+                .then(|| client.get_and_watch_data(&node));
             let watch_request = client.get_and_watch_data(&watch_path);
             let requests = async {
                 let own = match own_request {
@@ -594,6 +595,8 @@ impl SharedLock {
             let watcher = match watched {
                 Ok((_, _, watcher)) => watcher,
                 Err(zk::Error::NoNode) => {
+                    // Gone already: whether it was released or given up is
+                    // unknown, so only `deletion_grants` can grant here.
                     if deletion_grants && !own_deleted(&mut own_watch) {
                         debug!(node = %node, gone = %watch, "watched node already gone: granted");
                         return Ok(Some(self.grant(&mut pending, node, czxid, own_watch.take())));
@@ -603,7 +606,7 @@ impl SharedLock {
                 Err(e) if is_connection_error(&e) => continue,
                 Err(e) => return Err(Error::from_zk(e, &watch_path)),
             };
-            debug!(node = %node, watch = %watch, deletion_grants, "waiting");
+            debug!(node = %node, watch = %watch, deletion_grants, release_grants, "waiting");
             let own_changed = async {
                 match own_watch.as_mut() {
                     Some(changed) => changed.await,
@@ -642,18 +645,22 @@ impl SharedLock {
                 }
             };
             debug!(node = %node, event = ?event.event_type, "woke up");
-            match event.event_type {
-                zk::EventType::NodeDeleted if deletion_grants && !own_deleted(&mut own_watch) => {
-                    debug!(node = %node, "hand-off: granted without a new snapshot");
-                    return Ok(Some(self.grant(&mut pending, node, czxid, own_watch.take())));
-                }
+            let granted = match event.event_type {
+                zk::EventType::NodeDeleted => deletion_grants,
+                // The mark a holder leaves in the transaction that deletes its node.
+                zk::EventType::NodeDataChanged => release_grants,
                 zk::EventType::Session => {
                     if let Some(err) = terminal_error(event.session_state) {
                         pending.forget();
                         return Err(err);
                     }
+                    false
                 }
-                _ => {}
+                _ => false,
+            };
+            if granted && !own_deleted(&mut own_watch) {
+                debug!(node = %node, "hand-off: granted without a new snapshot");
+                return Ok(Some(self.grant(&mut pending, node, czxid, own_watch.take())));
             }
         }
     }
@@ -938,6 +945,28 @@ async fn delete_node(client: &zk::Client, path: &str) -> Result<(), Error> {
     }
 }
 
+/// The data a holder writes on its node in the transaction that deletes it.
+const RELEASE_MARK: &[u8] = b"released";
+
+/// Releases a held node: one transaction marks it (a data change, which
+/// tells the contender watching it that a holder left, see
+/// [`ordering`](crate::ordering)) and deletes it. Retried through connection
+/// loss until confirmed or the session is over; a missing node counts as
+/// released. Where an ACL refuses the mark, a plain deletion.
+async fn release_node(client: &zk::Client, path: &str) -> Result<(), Error> {
+    let release = || async {
+        let mut multi = client.new_multi_writer();
+        multi.add_set_data(path, RELEASE_MARK, None)?;
+        multi.add_delete(path, None)?;
+        multi.commit().await.map_err(zk::Error::from)
+    };
+    match with_retry(release).await {
+        Ok(_) | Err(zk::Error::NoNode) => Ok(()),
+        Err(zk::Error::NoAuth) => delete_node(client, path).await,
+        Err(e) => Err(Error::from_zk(e, path)),
+    }
+}
+
 /// A contender node that has not been handed to a guard yet. Dropping it
 /// deletes the node in the background (cancellation safety).
 struct Pending {
@@ -1108,7 +1137,7 @@ impl Held {
         let client = self.inner.client.clone();
         let node = std::mem::take(&mut self.node);
         async move {
-            let result = delete_node(&client, &node).await;
+            let result = release_node(&client, &node).await;
             debug!(?result, "released");
             result
         }
@@ -1127,7 +1156,7 @@ impl Drop for Held {
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
                 handle.spawn(async move {
-                    match delete_node(&client, &node).await {
+                    match release_node(&client, &node).await {
                         Ok(()) => debug!(node = %node, "released on drop"),
                         Err(e) => warn!(node = %node, error = %e, "release on drop failed"),
                     }
@@ -1190,6 +1219,12 @@ macro_rules! guard {
             /// Releases the lock: deletes the contender node, retrying
             /// through connection loss until the deletion is confirmed or
             /// the session is over. A node already gone counts as released.
+            ///
+            /// The deletion is one transaction that first marks the node
+            /// (a data change): the contender watching it learns that a
+            /// holder left, and takes the lock without listing the
+            /// directory again where the [`ordering`](crate::ordering)
+            /// rules allow.
             ///
             /// # Errors
             ///

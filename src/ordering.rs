@@ -19,6 +19,26 @@
 //! concern, so a release wakes one writer or the readers behind one writer:
 //! there is no herd.
 //!
+//! # Hand-offs without a new listing
+//!
+//! A fired watch usually means "look again": the watched node may have been
+//! a waiter that gave up, with others still ahead. Two cases are known in
+//! advance, and [`Decision::Wait`] says so:
+//!
+//! - `deletion_grants`: the watched node is the only one that stands in the
+//!   way (the only node before a writer, the only writer before a reader),
+//!   so its deletion, for whatever reason, grants the lock.
+//! - `release_grants`: the watched node's *release by a holder* grants the
+//!   lock. A holder releases by marking its node (a data change) and
+//!   deleting it in one transaction, so the watcher sees the data change.
+//!   A writer holds only once nothing precedes it, and nothing new can
+//!   precede it later; so when a watched writer that held is gone, nothing
+//!   stands before the watcher any more (a writer watches its immediate
+//!   predecessor; a reader watches the last writer before it). This holds
+//!   whenever the watched node is a writer, and whenever `deletion_grants`
+//!   holds. A deletion without the mark (a waiter that gave up, an expired
+//!   session) still needs a fresh snapshot.
+//!
 //! # Ordering that survives the wrap
 //!
 //! ZooKeeper's sequence counter is a signed 32-bit number that wraps from
@@ -36,11 +56,14 @@
 //!     children = list the lock directory
 //!     match decide(me, children)? {
 //!         Granted => return the guard,
-//!         Wait { watch, deletion_grants } => {
+//!         Wait { watch, deletion_grants, release_grants } => {
 //!             set a data watch on `watch`
-//!             if the node is already gone: continue (decide again)
+//!             if the node is already gone:
+//!                 if deletion_grants: return the guard
+//!                 continue (decide again)
 //!             wait for the watch to fire
 //!             if deletion_grants and the event is `watch` deleted: return the guard
+//!             if release_grants and the event is `watch`'s data changed: return the guard
 //!             continue (a fired watch is not a grant: take a fresh snapshot)
 //!         }
 //!     }
@@ -54,7 +77,7 @@
 //! assert_eq!(decide("a-R-0000000001", &children)?, Decision::Granted);
 //! assert_eq!(
 //!     decide("c-R-0000000003", &children)?,
-//!     Decision::Wait { watch: "b-W-0000000002", deletion_grants: true },
+//!     Decision::Wait { watch: "b-W-0000000002", deletion_grants: true, release_grants: true },
 //! );
 //! # Ok::<(), zk_rwlock::ordering::OrderingError>(())
 //! ```
@@ -79,6 +102,13 @@ pub enum Decision<'a> {
         /// writer before it. Any other change to `watch` still needs a fresh
         /// snapshot.
         deletion_grants: bool,
+        /// True when the release of `watch` by a contender that held the
+        /// lock alone grants it. Such a release marks the node with a data
+        /// change in the transaction that deletes it, so the driver may
+        /// take the lock when the watch reports that data change, without
+        /// listing the directory again. Holds whenever `watch` is a writer,
+        /// and whenever `deletion_grants` holds.
+        release_grants: bool,
     },
 }
 
@@ -132,6 +162,7 @@ pub(crate) fn decide_noting_foreign<'a, S: AsRef<str>>(
     // The closest predecessor, the closest preceding writer, and counts.
     let mut predecessor: Option<(i32, &'a str)> = None;
     let mut predecessors = 0usize;
+    let mut predecessor_writes = false;
     let mut writer: Option<(i32, &'a str)> = None;
     let mut writers = 0usize;
     for child in children {
@@ -151,6 +182,7 @@ pub(crate) fn decide_noting_foreign<'a, S: AsRef<str>>(
         predecessors += 1;
         if closer(key, name, predecessor) {
             predecessor = Some((key, name));
+            predecessor_writes = parts.mode == Mode::Write;
         }
         if parts.mode == Mode::Write {
             writers += 1;
@@ -162,15 +194,22 @@ pub(crate) fn decide_noting_foreign<'a, S: AsRef<str>>(
     if !found {
         return Err(OrderingError::Missing { me: me.to_owned() });
     }
-    let wait = match mine.mode {
-        Mode::Read => writer.map(|(_, w)| (w, writers == 1)),
-        Mode::Write => predecessor.map(|(_, p)| (p, predecessors == 1)),
-    };
-    Ok(match wait {
-        None => Decision::Granted,
-        Some((watch, deletion_grants)) => Decision::Wait {
-            watch,
-            deletion_grants,
+    Ok(match mine.mode {
+        Mode::Read => match writer {
+            None => Decision::Granted,
+            Some((_, watch)) => Decision::Wait {
+                watch,
+                deletion_grants: writers == 1,
+                release_grants: true,
+            },
+        },
+        Mode::Write => match predecessor {
+            None => Decision::Granted,
+            Some((_, watch)) => Decision::Wait {
+                watch,
+                deletion_grants: predecessors == 1,
+                release_grants: predecessors == 1 || predecessor_writes,
+            },
         },
     })
 }
@@ -245,7 +284,7 @@ pub fn queue<S: AsRef<str>>(children: &[S]) -> Queue<'_> {
     let r = parsed.first().map_or(0, |(p, _)| p.seq);
     parsed.sort_unstable_by(|(a, an), (b, bn)| serial_cmp(a.seq, b.seq, r).then_with(|| an.cmp(bn)));
     let mut contenders = Vec::with_capacity(parsed.len());
-    let mut last: Option<&str> = None;
+    let mut last: Option<(&str, Mode)> = None;
     let mut last_writer: Option<&str> = None;
     let mut writers = 0usize;
     for (i, (parts, name)) in parsed.iter().enumerate() {
@@ -255,13 +294,15 @@ pub fn queue<S: AsRef<str>>(children: &[S]) -> Queue<'_> {
                 Some(w) => Decision::Wait {
                     watch: w,
                     deletion_grants: writers == 1,
+                    release_grants: true,
                 },
             },
             Mode::Write => match last {
                 None => Decision::Granted,
-                Some(p) => Decision::Wait {
+                Some((p, mode)) => Decision::Wait {
                     watch: p,
                     deletion_grants: i == 1,
+                    release_grants: i == 1 || mode == Mode::Write,
                 },
             },
         };
@@ -272,7 +313,7 @@ pub fn queue<S: AsRef<str>>(children: &[S]) -> Queue<'_> {
             seq: parts.seq,
             decision,
         });
-        last = Some(name);
+        last = Some((name, parts.mode));
         if parts.mode == Mode::Write {
             last_writer = Some(name);
             writers += 1;
@@ -285,8 +326,9 @@ pub fn queue<S: AsRef<str>>(children: &[S]) -> Queue<'_> {
 mod tests {
     //! Table-driven: each row is a queue in order, one node marked `[ ]` as
     //! "me", and the expected decision: `granted`, `wait N` (watch the N-th
-    //! node of the row, 0-based, deletion does not grant), `wait! N` (its
-    //! deletion alone grants), or `missing`.
+    //! node of the row, 0-based, neither its deletion nor its release
+    //! grants), `wait^ N` (its release by a holder grants), `wait! N` (its
+    //! deletion alone grants, and so does its release), or `missing`.
     use super::*;
 
     /// Builds child names from a row like `R W [R] x W`; `x` is a foreign
@@ -318,6 +360,9 @@ mod tests {
         ("[W]", "granted"),
         ("R R [R] W", "granted"),
         ("R R R [W]", "wait 2"),
+        ("W W [W]", "wait^ 1"),
+        ("R W [W]", "wait^ 1"),
+        ("W R W W [W]", "wait^ 3"),
         ("R [W] R", "wait! 0"),
         ("R W [R]", "wait! 1"),
         ("W R [W]", "wait 1"),
@@ -325,9 +370,10 @@ mod tests {
         ("W [R]", "wait! 0"),
         ("R [W]", "wait! 0"),
         ("W R [R]", "wait! 0"),
-        ("W W [R]", "wait 1"),
-        ("W R W R [R]", "wait 2"),
-        ("R W R W [W]", "wait 3"),
+        ("W W [R]", "wait^ 1"),
+        ("W R W R [R]", "wait^ 2"),
+        ("R W R W [W]", "wait^ 3"),
+        ("W R W R [W]", "wait 3"),
         ("[R] W R", "granted"),
         ("[W] R W", "granted"),
         ("x [W] x", "granted"),
@@ -339,6 +385,7 @@ mod tests {
             "granted",
         ),
         ("W@2147483646 R@2147483647 [W@-2147483648]", "wait 1"),
+        ("R@2147483646 W@2147483647 [W@-2147483648]", "wait^ 1"),
         // Input order does not matter: later-listed smaller sequences precede.
         ("[W@5] R@3", "wait! 1"),
         ("R@9 [W@7] W@2", "wait! 2"),
@@ -352,13 +399,10 @@ mod tests {
             let got = decide(&me, &names).unwrap();
             let expect = match want.split_once(' ') {
                 None if *want == "granted" => Decision::Granted,
-                Some(("wait", n)) => Decision::Wait {
+                Some((kind @ ("wait" | "wait^" | "wait!"), n)) => Decision::Wait {
                     watch: &names[n.parse::<usize>().unwrap()],
-                    deletion_grants: false,
-                },
-                Some(("wait!", n)) => Decision::Wait {
-                    watch: &names[n.parse::<usize>().unwrap()],
-                    deletion_grants: true,
+                    deletion_grants: kind == "wait!",
+                    release_grants: kind != "wait",
                 },
                 _ => panic!("bad table row {row:?}: {want:?}"),
             };

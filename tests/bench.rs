@@ -213,9 +213,12 @@ fn herd_release_hands_off_in_queue_order() {
     assert_eq!(row["acquire_timeouts"], 0, "{row}");
     assert!(f(&row, "enqueue_secs") > 0.0, "{row}");
     check_latencies(&row);
-    // Each waiter watches its own predecessor: one wake-up each, no herd.
+    // Each waiter watches its own predecessor: one wake-up each, no herd;
+    // each predecessor held the lock and released it with the mark, so no
+    // hand-off needs a new listing.
     let (wakeups, spurious) = check_wakeups(&row);
     assert_eq!((wakeups, spurious), (8, 0), "{row}");
+    assert_eq!(u(&row, "relisted_wakeups"), 0, "{row}");
 }
 
 #[test]

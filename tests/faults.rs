@@ -224,9 +224,10 @@ async fn release_is_retried_through_connection_loss() {
     let direct = client_on(&server().connect_string()).await;
     let l = SharedLock::new(c.clone(), &path).unwrap();
 
-    // The delete reaches the server, its reply is lost.
+    // The release (a transaction that marks and deletes the node) reaches
+    // the server, its reply is lost.
     let g = l.write().await.unwrap();
-    proxy.cut_after_request(&[op::DELETE]);
+    proxy.cut_after_request(&[op::DELETE, op::MULTI]);
     tokio::time::timeout(WITHIN, g.release())
         .await
         .expect("release completes")

@@ -531,3 +531,70 @@ async fn a_malformed_connect_string_is_a_typed_error() {
         other => panic!("expected InvalidConnectString, got {other:?}"),
     }
 }
+
+/// The wire protocol: a holder releases with one transaction that marks its
+/// node (a data change) and deletes it, so whoever watches the node sees
+/// the mark, and the node is gone.
+#[tokio::test]
+async fn release_marks_the_node_in_the_transaction_that_deletes_it() {
+    let path = unique_path("release-mark");
+    for mode in [Mode::Write, Mode::Read] {
+        let l = lock(&path).await;
+        let g = l.acquire(mode).await.unwrap();
+        let watcher = client().await;
+        let (_, _, watch) = watcher.get_and_watch_data(g.node()).await.unwrap();
+        let node = g.node().to_owned();
+        g.release().await.unwrap();
+        let event = tokio::time::timeout(SHORT, watch.changed())
+            .await
+            .expect("the watch fires");
+        assert_eq!(event.event_type, zk::EventType::NodeDataChanged, "{mode}");
+        assert_eq!(watcher.check_stat(&node).await.unwrap(), None, "{mode}: deleted");
+    }
+    assert_drained(&path).await;
+}
+
+/// A watched writer that goes without the release mark (its session
+/// expired, or it gave up) may still have others ahead of it: the watcher
+/// looks again and waits on them instead of taking the lock.
+#[tokio::test]
+async fn a_writer_gone_without_the_release_mark_does_not_grant_the_next() {
+    let path = unique_path("unmarked");
+    let holder = lock(&path).await;
+    let h = holder.write().await.unwrap();
+    let second = lock(&path).await;
+    let w2 = tokio::spawn(async move { second.write().await });
+    wait_contenders(&holder, 2).await;
+    let third = lock(&path).await;
+    let session = format!("0x{:x}", third.client().session_id().0);
+    let w3 = tokio::spawn(async move { third.write().await });
+    wait_contenders(&holder, 3).await;
+    let queue = holder.contenders().await.unwrap();
+    assert_eq!(queue[2].state, ContenderState::WaitsOn(queue[1].name.to_string()));
+    // The middle writer's node goes without a mark.
+    client().await.delete(&queue[1].path, None).await.unwrap();
+    assert!(matches!(
+        support::joined(SHORT, w2).await,
+        Err(Error::Lost { .. })
+    ));
+    // The third writer now watches the holder: it listed again.
+    let (holder_node, session, w3_ref) = (&queue[0].path, &session, &w3);
+    eventually("the third writer watches the holder", SHORT, || async move {
+        assert!(
+            !w3_ref.is_finished(),
+            "the third writer took the lock while the holder held it"
+        );
+        let watches = server().four_letter(0, "wchp").unwrap_or_default();
+        let mut watchers = (watches.lines())
+            .skip_while(|line| line != holder_node)
+            .skip(1)
+            .take_while(|line| line.starts_with('\t'));
+        watchers.any(|line| line.trim() == session)
+    })
+    .await;
+    assert!(h.is_held());
+    h.release().await.unwrap();
+    let g3 = support::joined(SHORT, w3).await.unwrap();
+    g3.release().await.unwrap();
+    assert_drained(&path).await;
+}

@@ -84,19 +84,22 @@ fn queue_spec() -> impl Strategy<Value = QueueSpec> {
         })
 }
 
-/// Decision with the watched node replaced by its index in queue order.
-fn decision_index(d: Decision<'_>, order: &[String]) -> Option<(usize, bool)> {
+/// Decision with the watched node replaced by its index in queue order,
+/// and its two flags (deletion grants, release grants).
+fn decision_index(d: Decision<'_>, order: &[String]) -> Option<(usize, bool, bool)> {
     match d {
         Decision::Granted => None,
         Decision::Wait {
             watch,
             deletion_grants,
+            release_grants,
         } => Some((
             order
                 .iter()
                 .position(|n| n == watch)
                 .expect("watched node is a contender"),
             deletion_grants,
+            release_grants,
         )),
     }
 }
@@ -115,8 +118,13 @@ proptest! {
         for (i, me) in order.iter().enumerate() {
             match decision_index(decide(me, &children).unwrap(), &order) {
                 None => granted.push(i),
-                Some((w, _)) => {
+                Some((w, deletion_grants, release_grants)) => {
                     prop_assert!(w < i, "{me} watches a later node");
+                    prop_assert_eq!(
+                        release_grants,
+                        deletion_grants || spec.modes[w] == Mode::Write,
+                        "the release of a watched writer grants; so does any deletion that grants"
+                    );
                     if spec.modes[i] == Mode::Read {
                         prop_assert_eq!(spec.modes[w], Mode::Write, "a reader watches a writer");
                         prop_assert!(spec.modes[w + 1..i].iter().all(|m| *m == Mode::Read), "the last writer before it");
@@ -216,7 +224,10 @@ fn config() -> ProptestConfig {
 #[derive(Debug, Clone, Copy)]
 enum Op {
     Arrive(Mode),
+    /// A holder releases: its node is marked and deleted in one transaction.
     ReleaseHolder(Index),
+    /// A holder's session expires: its node goes without the mark.
+    ExpireHolder(Index),
     CancelWaiter(Index),
 }
 
@@ -224,6 +235,7 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         3 => mode().prop_map(Op::Arrive),
         2 => any::<Index>().prop_map(Op::ReleaseHolder),
+        1 => any::<Index>().prop_map(Op::ExpireHolder),
         1 => any::<Index>().prop_map(Op::CancelWaiter),
     ]
 }
@@ -231,12 +243,26 @@ fn op() -> impl Strategy<Value = Op> {
 #[derive(Debug, Clone)]
 enum State {
     Holding,
-    Waiting { watch: String, deletion_grants: bool },
+    Waiting {
+        watch: String,
+        deletion_grants: bool,
+        release_grants: bool,
+    },
+}
+
+/// How a node went away, as its watchers see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Gone {
+    /// Released by a holder: the watcher sees the mark (a data change).
+    Released,
+    /// Deleted without the mark: a waiter gave up, or a session expired.
+    Deleted,
 }
 
 /// Contenders driven exactly like the adapter drives them: decide on a
-/// snapshot; on `Wait`, re-decide only when the watched node is deleted (or
-/// take the lock at once if the decision said that deletion alone grants).
+/// snapshot; on `Wait`, re-decide only when the watched node goes, unless
+/// the decision said that its deletion, or its release by a holder, alone
+/// grants: then take the lock at once.
 struct Sim {
     next_seq: i32,
     live: BTreeMap<String, (Mode, State)>,
@@ -254,9 +280,11 @@ impl Sim {
             Decision::Wait {
                 watch,
                 deletion_grants,
+                release_grants,
             } => State::Waiting {
                 watch: watch.to_owned(),
                 deletion_grants,
+                release_grants,
             },
         };
         if let Some(entry) = self.live.get_mut(me) {
@@ -275,14 +303,15 @@ impl Sim {
                 State::Waiting {
                     watch: String::new(),
                     deletion_grants: false,
+                    release_grants: false,
                 },
             ),
         );
         self.decide_for(&me)
     }
 
-    /// Deletes a node and delivers the deletion to whoever watched it.
-    fn delete(&mut self, gone: &str) -> Result<(), TestCaseError> {
+    /// Removes a node and delivers the event to whoever watched it.
+    fn delete(&mut self, gone: &str, how: Gone) -> Result<(), TestCaseError> {
         self.live.remove(gone);
         let watchers: Vec<(String, bool)> = self
             .live
@@ -291,18 +320,23 @@ impl Sim {
                 State::Waiting {
                     watch,
                     deletion_grants,
-                } if watch == gone => Some((n.clone(), *deletion_grants)),
+                    release_grants,
+                } if watch == gone => Some((
+                    n.clone(),
+                    *deletion_grants || (how == Gone::Released && *release_grants),
+                )),
                 _ => None,
             })
             .collect();
-        for (w, deletion_grants) in watchers {
-            if deletion_grants {
+        for (w, grants) in watchers {
+            if grants {
                 // The claim must be true: a fresh decision agrees.
                 let children = self.children();
                 prop_assert_eq!(
                     decide(&w, &children).unwrap(),
                     Decision::Granted,
-                    "deletion of {} was claimed to grant {}",
+                    "{:?} of {} was claimed to grant {}",
+                    how,
                     gone,
                     w
                 );
@@ -380,16 +414,17 @@ proptest! {
         for (i, op) in ops.iter().enumerate() {
             match *op {
                 Op::Arrive(m) => sim.arrive(i, m)?,
-                Op::ReleaseHolder(ix) => {
+                Op::ReleaseHolder(ix) | Op::ExpireHolder(ix) => {
                     let holders = sim.holders();
+                    let how = if matches!(op, Op::ReleaseHolder(_)) { Gone::Released } else { Gone::Deleted };
                     if !holders.is_empty() {
-                        sim.delete(&holders[ix.index(holders.len())])?;
+                        sim.delete(&holders[ix.index(holders.len())], how)?;
                     }
                 }
                 Op::CancelWaiter(ix) => {
                     let waiters = sim.waiters();
                     if !waiters.is_empty() {
-                        sim.delete(&waiters[ix.index(waiters.len())])?;
+                        sim.delete(&waiters[ix.index(waiters.len())], Gone::Deleted)?;
                     }
                 }
             }
@@ -398,7 +433,7 @@ proptest! {
         // Drain: release holders until nothing is left.
         let mut steps = 0;
         while let Some(h) = sim.holders().first().cloned() {
-            sim.delete(&h)?;
+            sim.delete(&h, Gone::Released)?;
             sim.check_safety()?;
             steps += 1;
             prop_assert!(steps <= ops.len(), "the queue does not drain");

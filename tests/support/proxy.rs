@@ -24,6 +24,8 @@ pub mod op {
     pub const GET_DATA: i32 = 4;
     /// `getChildren`.
     pub const GET_CHILDREN: i32 = 8;
+    /// `multi` (a transaction: a release is one).
+    pub const MULTI: i32 = 14;
     /// `create2` (create returning a stat).
     pub const CREATE2: i32 = 15;
 }
