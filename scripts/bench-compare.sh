@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # zk-rwlock against Apache Curator 5.4.0 and kazoo 2.11 on one throwaway local
 # ZooKeeper, every workload interleaved (bench/peers/README.md has the contract),
-# then ZooKeeper's own floor measured with plain client calls on a fresh server.
+# then, on a fresh server, ZooKeeper's own floor measured with plain client
+# calls and the herd at 64 and 1,000 waiters (scale). Prints the comparison
+# table, then every target checked run by run (bench/targets.py); exits 1 if
+# a target was missed in any run.
 # Installs Debian's zookeeper and Curator packages and a kazoo venv when missing.
 #
 #   ./scripts/bench-compare.sh            # one run; prints the comparison table
@@ -23,6 +26,9 @@ for i in $(seq 1 "${RUNS:-1}"); do
   files+=("bench/peers/results/run-$stamp-$i.jsonl")
 done
 python3 bench/report.py "${files[@]}"
+echo
+missed=0
+python3 bench/targets.py "${files[@]}" || missed=1
 
 echo
 echo "Floor (plain client calls, no lock logic; one client; median of ${RUNS:-1} round(s)):"
@@ -46,3 +52,35 @@ for w, rs in by.items():
     p50 = statistics.median(r["p50_ms"] for r in rs)
     print(f"  {w:<22} {gps:8.0f} per s   p50 {p50:.3f} ms")
 PY
+
+# Scale: the herd with 64 and with SCALE_WAITERS (1,000) waiters, alternating
+# on the same server, SCALE_ROUNDS times; per hand-off = chain time / waiters.
+big=${SCALE_WAITERS:-1000}
+echo
+echo "Scale (herd_release, 64 vs $big waiters, alternating on one server; medians of ${SCALE_ROUNDS:-3} rounds):"
+scale=bench/peers/results/scale-$stamp.jsonl
+for i in $(seq 1 "${SCALE_ROUNDS:-3}"); do
+  for n in 64 "$big"; do
+    "$bin" bench --zk "127.0.0.1:$port" --workload herd_release --clients "$n" --warmup 200 --path "/scale-$i-$n" | tail -1
+  done
+done > "$scale"
+python3 - "$scale" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+by = {}
+for r in rows:
+    by.setdefault(r["clients"], []).append(r)
+med = {}
+for n, rs in sorted(by.items()):
+    per = [1e3 * r["secs"] / r["grants"] for r in rs]
+    med[n] = statistics.median(per)
+    p50 = statistics.median(r["p50_ms"] for r in rs)
+    rss = max(r["max_rss_kb"] for r in rs) / 1024
+    relisted = sum(r["relisted_wakeups"] for r in rs)
+    print(f"  {n:>5} waiters: {med[n]:.3f} ms per hand-off (rounds: "
+          + ", ".join(f"{x:.3f}" for x in per)
+          + f"), p50 {p50:.3f} ms, client RSS {rss:.0f} MB, re-listed wake-ups {relisted}")
+small, big = min(med), max(med)
+print(f"  per hand-off, {big} / {small} waiters: {med[big] / med[small]:.2f}x")
+PY
+exit $missed
