@@ -543,7 +543,13 @@ impl SharedLock {
             let (watch, deletion_grants, release_grants) = match decision {
                 Decision::Granted => {
                     debug!(node = %node, "granted");
-                    return Ok(Some(self.grant(&mut pending, node, czxid, own_watch.take())));
+                    return Ok(Some(self.grant(
+                        &mut pending,
+                        mode,
+                        node,
+                        czxid,
+                        own_watch.take(),
+                    )));
                 }
                 Decision::Wait {
                     watch,
@@ -599,7 +605,13 @@ impl SharedLock {
                     // unknown, so only `deletion_grants` can grant here.
                     if deletion_grants && !own_deleted(&mut own_watch) {
                         debug!(node = %node, gone = %watch, "watched node already gone: granted");
-                        return Ok(Some(self.grant(&mut pending, node, czxid, own_watch.take())));
+                        return Ok(Some(self.grant(
+                            &mut pending,
+                            mode,
+                            node,
+                            czxid,
+                            own_watch.take(),
+                        )));
                     }
                     continue;
                 }
@@ -660,7 +672,13 @@ impl SharedLock {
             };
             if granted && !own_deleted(&mut own_watch) {
                 debug!(node = %node, "hand-off: granted without a new snapshot");
-                return Ok(Some(self.grant(&mut pending, node, czxid, own_watch.take())));
+                return Ok(Some(self.grant(
+                    &mut pending,
+                    mode,
+                    node,
+                    czxid,
+                    own_watch.take(),
+                )));
             }
         }
     }
@@ -722,9 +740,16 @@ impl SharedLock {
     }
 
     /// Hands a granted node to a guard: the pending clean-up is disarmed.
-    fn grant(&self, pending: &mut Pending, node: String, czxid: i64, own_watch: Option<OwnWatch>) -> Held {
+    fn grant(
+        &self,
+        pending: &mut Pending,
+        mode: Mode,
+        node: String,
+        czxid: i64,
+        own_watch: Option<OwnWatch>,
+    ) -> Held {
         pending.forget();
-        Held::new(self.inner.clone(), node, czxid, own_watch)
+        Held::new(self.inner.clone(), mode, node, czxid, own_watch)
     }
 
     /// The error for a contender node that vanished.
@@ -948,12 +973,13 @@ async fn delete_node(client: &zk::Client, path: &str) -> Result<(), Error> {
 /// The data a holder writes on its node in the transaction that deletes it.
 const RELEASE_MARK: &[u8] = b"released";
 
-/// Releases a held node: one transaction marks it (a data change, which
-/// tells the contender watching it that a holder left, see
-/// [`ordering`](crate::ordering)) and deletes it. Retried through connection
-/// loss until confirmed or the session is over; a missing node counts as
-/// released. Where an ACL refuses the mark, a plain deletion.
-async fn release_node(client: &zk::Client, path: &str) -> Result<(), Error> {
+/// Releases a writer's held node: one transaction marks it (a data change,
+/// which tells the contender watching it that a writer that held the lock
+/// left, see [`ordering`](crate::ordering)) and deletes it. Retried through
+/// connection loss until confirmed or the session is over; a missing node
+/// counts as released. Where an ACL refuses the mark, a plain deletion.
+/// (A reader's release is a plain deletion: no rule takes a reader's mark.)
+async fn release_marked(client: &zk::Client, path: &str) -> Result<(), Error> {
     let release = || async {
         let mut multi = client.new_multi_writer();
         multi.add_set_data(path, RELEASE_MARK, None)?;
@@ -964,6 +990,14 @@ async fn release_node(client: &zk::Client, path: &str) -> Result<(), Error> {
         Ok(_) | Err(zk::Error::NoNode) => Ok(()),
         Err(zk::Error::NoAuth) => delete_node(client, path).await,
         Err(e) => Err(Error::from_zk(e, path)),
+    }
+}
+
+/// Releases a held node: marked for a writer, a plain deletion for a reader.
+async fn release_node(client: &zk::Client, mode: Mode, path: &str) -> Result<(), Error> {
+    match mode {
+        Mode::Write => release_marked(client, path).await,
+        Mode::Read => delete_node(client, path).await,
     }
 }
 
@@ -1059,6 +1093,7 @@ struct LostFlag {
 /// The state common to read and write guards.
 struct Held {
     inner: Arc<Inner>,
+    mode: Mode,
     node: String,
     fencing_token: i64,
     lost: Arc<LostFlag>,
@@ -1070,9 +1105,16 @@ struct Held {
 }
 
 impl Held {
-    fn new(inner: Arc<Inner>, node: String, fencing_token: i64, own_watch: Option<OwnWatch>) -> Held {
+    fn new(
+        inner: Arc<Inner>,
+        mode: Mode,
+        node: String,
+        fencing_token: i64,
+        own_watch: Option<OwnWatch>,
+    ) -> Held {
         Held {
             inner,
+            mode,
             node,
             fencing_token,
             own_watch: Mutex::new(own_watch),
@@ -1136,8 +1178,9 @@ impl Held {
         let span = info_span!("release", node = %self.node);
         let client = self.inner.client.clone();
         let node = std::mem::take(&mut self.node);
+        let mode = self.mode;
         async move {
-            let result = release_node(&client, &node).await;
+            let result = release_node(&client, mode, &node).await;
             debug!(?result, "released");
             result
         }
@@ -1153,10 +1196,11 @@ impl Drop for Held {
         }
         let client = self.inner.client.clone();
         let node = std::mem::take(&mut self.node);
+        let mode = self.mode;
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
                 handle.spawn(async move {
-                    match release_node(&client, &node).await {
+                    match release_node(&client, mode, &node).await {
                         Ok(()) => debug!(node = %node, "released on drop"),
                         Err(e) => warn!(node = %node, error = %e, "release on drop failed"),
                     }
@@ -1220,11 +1264,10 @@ macro_rules! guard {
             /// through connection loss until the deletion is confirmed or
             /// the session is over. A node already gone counts as released.
             ///
-            /// The deletion is one transaction that first marks the node
-            /// (a data change): the contender watching it learns that a
-            /// holder left, and takes the lock without listing the
-            /// directory again where the [`ordering`](crate::ordering)
-            /// rules allow.
+            /// A writer's deletion is one transaction that first marks the
+            /// node (a data change): the contender watching it learns that
+            /// a writer that held the lock left, and takes the lock without
+            /// listing the directory again (see [`ordering`](crate::ordering)).
             ///
             /// # Errors
             ///

@@ -29,15 +29,16 @@
 //!   way (the only node before a writer, the only writer before a reader),
 //!   so its deletion, for whatever reason, grants the lock.
 //! - `release_grants`: the watched node's *release by a holder* grants the
-//!   lock. A holder releases by marking its node (a data change) and
-//!   deleting it in one transaction, so the watcher sees the data change.
-//!   A writer holds only once nothing precedes it, and nothing new can
-//!   precede it later; so when a watched writer that held is gone, nothing
-//!   stands before the watcher any more (a writer watches its immediate
-//!   predecessor; a reader watches the last writer before it). This holds
-//!   whenever the watched node is a writer, and whenever `deletion_grants`
-//!   holds. A deletion without the mark (a waiter that gave up, an expired
-//!   session) still needs a fresh snapshot.
+//!   lock. A writer that held the lock releases by marking its node (a data
+//!   change) and deleting it in one transaction, so the watcher sees the
+//!   data change. A writer holds only once nothing precedes it, and nothing
+//!   new can precede it later; so when a watched writer that held is gone,
+//!   nothing stands before the watcher any more (a writer watches its
+//!   immediate predecessor; a reader watches the last writer before it).
+//!   This holds whenever the watched node is a writer, and whenever
+//!   `deletion_grants` holds. A deletion without the mark (a waiter that
+//!   gave up, an expired session, a reader) still needs a fresh snapshot,
+//!   unless `deletion_grants` holds.
 //!
 //! # Ordering that survives the wrap
 //!
@@ -103,11 +104,11 @@ pub enum Decision<'a> {
         /// snapshot.
         deletion_grants: bool,
         /// True when the release of `watch` by a contender that held the
-        /// lock alone grants it. Such a release marks the node with a data
-        /// change in the transaction that deletes it, so the driver may
-        /// take the lock when the watch reports that data change, without
-        /// listing the directory again. Holds whenever `watch` is a writer,
-        /// and whenever `deletion_grants` holds.
+        /// lock alone grants it. A writer's release marks its node with a
+        /// data change in the transaction that deletes it, so the driver
+        /// may take the lock when the watch reports that data change,
+        /// without listing the directory again. Holds whenever `watch` is a
+        /// writer, and whenever `deletion_grants` holds.
         release_grants: bool,
     },
 }

@@ -532,13 +532,16 @@ async fn a_malformed_connect_string_is_a_typed_error() {
     }
 }
 
-/// The wire protocol: a holder releases with one transaction that marks its
+/// The wire protocol: a writer releases with one transaction that marks its
 /// node (a data change) and deletes it, so whoever watches the node sees
-/// the mark, and the node is gone.
+/// the mark; a reader just deletes its node.
 #[tokio::test]
-async fn release_marks_the_node_in_the_transaction_that_deletes_it() {
+async fn a_writer_marks_its_node_in_the_transaction_that_deletes_it() {
     let path = unique_path("release-mark");
-    for mode in [Mode::Write, Mode::Read] {
+    for (mode, seen) in [
+        (Mode::Write, zk::EventType::NodeDataChanged),
+        (Mode::Read, zk::EventType::NodeDeleted),
+    ] {
         let l = lock(&path).await;
         let g = l.acquire(mode).await.unwrap();
         let watcher = client().await;
@@ -548,7 +551,7 @@ async fn release_marks_the_node_in_the_transaction_that_deletes_it() {
         let event = tokio::time::timeout(SHORT, watch.changed())
             .await
             .expect("the watch fires");
-        assert_eq!(event.event_type, zk::EventType::NodeDataChanged, "{mode}");
+        assert_eq!(event.event_type, seen, "{mode}");
         assert_eq!(watcher.check_stat(&node).await.unwrap(), None, "{mode}: deleted");
     }
     assert_drained(&path).await;

@@ -253,7 +253,7 @@ enum State {
 /// How a node went away, as its watchers see it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Gone {
-    /// Released by a holder: the watcher sees the mark (a data change).
+    /// Released by a writer that held: the watcher sees the mark (a data change).
     Released,
     /// Deleted without the mark: a waiter gave up, or a session expired.
     Deleted,
@@ -310,9 +310,13 @@ impl Sim {
         self.decide_for(&me)
     }
 
-    /// Removes a node and delivers the event to whoever watched it.
+    /// Removes a node and delivers the event to whoever watched it. Only a
+    /// writer's release carries the mark; a reader's is a plain deletion.
     fn delete(&mut self, gone: &str, how: Gone) -> Result<(), TestCaseError> {
-        self.live.remove(gone);
+        let how = match self.live.remove(gone) {
+            Some((Mode::Read, _)) => Gone::Deleted,
+            _ => how,
+        };
         let watchers: Vec<(String, bool)> = self
             .live
             .iter()
