@@ -37,8 +37,10 @@ bash bench/peers/zk.sh start "$port" > /dev/null
 trap 'bash bench/peers/zk.sh stop "$port" 2>/dev/null || true' EXIT
 floors=bench/peers/results/floors-$stamp.jsonl
 for i in $(seq 1 "${RUNS:-1}"); do
-  for w in floor_cycle floor_create_delete floor_handoff uncontended_write; do
-    "$bin" bench --zk "127.0.0.1:$port" --workload "$w" --grants 2000 --warmup 200 --path "/floor-$i-$w" | tail -1
+  for w in floor_cycle floor_create_delete floor_handoff uncontended_write "floor_cycle --clients 2" \
+    "contended_write --clients 2"; do
+    # shellcheck disable=SC2086 # the workload carries its --clients
+    "$bin" bench --zk "127.0.0.1:$port" --workload $w --grants 2000 --warmup 200 --path "/floor-$i-${w%% *}-${#w}" | tail -1
   done
 done > "$floors"
 python3 - "$floors" <<'PY'
@@ -46,11 +48,16 @@ import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 by = {}
 for r in rows:
-    by.setdefault(r["workload"], []).append(r)
-for w, rs in by.items():
+    by.setdefault((r["workload"], r["clients"]), []).append(r)
+for (w, c), rs in by.items():
     gps = statistics.median(r["grants_per_s"] for r in rs)
     p50 = statistics.median(r["p50_ms"] for r in rs)
-    print(f"  {w:<22} {gps:8.0f} per s   p50 {p50:.3f} ms")
+    print(f"  {w:<22} {c:>2} client(s) {gps:8.0f} per s   p50 {p50:.3f} ms")
+one, two = by.get(("floor_cycle", 1)), by.get(("floor_cycle", 2))
+for (w, c), floor in ((("uncontended_write", 1), one), (("contended_write", 2), two)):
+    if (w, c) in by and floor:
+        ratio = statistics.median(r["grants_per_s"] for r in by[(w, c)]) / statistics.median(r["grants_per_s"] for r in floor)
+        print(f"  {w} ({c}) / floor_cycle ({c}): {ratio:.2f}")
 PY
 
 # Scale: the herd with 64 and with SCALE_WAITERS (1,000) waiters, alternating

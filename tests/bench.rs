@@ -235,6 +235,15 @@ fn floors() {
             }),
         ),
         (
+            "floor_cycle with 3 clients",
+            Box::new(|| {
+                let row = bench("floor_cycle", &["--grants", "50", "--clients", "3"]);
+                assert_eq!(row["clients"], 3, "{row}");
+                assert_eq!(row["grants"], 50, "cycles in all, not per client: {row}");
+                check_latencies(&row);
+            }),
+        ),
+        (
             "floor_create_delete",
             Box::new(|| {
                 let row = bench("floor_create_delete", &["--grants", "50"]);

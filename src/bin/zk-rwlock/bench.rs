@@ -66,11 +66,13 @@ default to the values of peers/run.sh):
                       is granted. Latencies are hand-offs (previous holder's
                       release call -> this grant); secs = holder's release
                       call -> last grant.
-  floor_cycle         no lock logic: 1 client, G x (create ephemeral-sequential
-                      + list children, pipelined; then delete). grants = cycles;
-                      latency = create+list
-  floor_create_delete 1 client, G x (create ephemeral-sequential; delete),
-                      sequential; latency = create
+  floor_cycle         no lock logic: C clients (default 1) at once on one
+                      directory, G cycles in all of (create ephemeral-
+                      sequential + list children, pipelined; then delete).
+                      grants = cycles; latency = create+list. With C=2 it is
+                      the floor for contended_write with 2 clients.
+  floor_create_delete the same, each cycle (create ephemeral-sequential;
+                      delete), sequential; latency = create
   floor_handoff       client A deletes a node that client B watches with a data
                       watch, G rounds (default 500); latency = A's delete call
                       -> B's notification
@@ -330,11 +332,7 @@ impl Bench {
         let workload = args.workload;
         let clients = args.clients.map_or(workload.default_clients(), |c| c as usize);
         let clients = match workload {
-            Workload::UncontendedWrite
-            | Workload::UncontendedRead
-            | Workload::UncontendedMutex
-            | Workload::FloorCycle
-            | Workload::FloorCreateDelete => 1,
+            Workload::UncontendedWrite | Workload::UncontendedRead | Workload::UncontendedMutex => 1,
             Workload::FloorHandoff => 2,
             _ => clients,
         };
@@ -877,18 +875,15 @@ async fn floor_one(client: &zk::Client, dir: &str, list: bool) -> Result<Duratio
     Ok(took)
 }
 
-/// The frame shared by the floor workloads: make `b.path` and the warmup
-/// directory, run `b.warmup` uncounted rounds on the warmup directory, then
-/// up to `b.grants` timed rounds on `b.path` (until `b.max`, or the first
-/// error, which is recorded). `round(warmup)` runs one round on the
-/// directory it selects and returns the latency it measured. Returns the
-/// latencies (ms), the elapsed seconds and the CPU seconds of the timed part.
-async fn floor_rounds<F, Fut>(
+/// Makes `b.path` and the warmup directory, then runs `b.warmup`
+/// uncounted rounds on the warmup directory. `round(warmup)` runs one round
+/// on the directory it selects.
+async fn floor_setup<F, Fut>(
     b: &Bench,
     client: &zk::Client,
     warmup_dir: &str,
     round: F,
-) -> Result<(Vec<f64>, f64, f64), Failure>
+) -> Result<(), Failure>
 where
     F: Fn(bool) -> Fut,
     Fut: std::future::Future<Output = Result<Duration, zk::Error>>,
@@ -902,15 +897,20 @@ where
     for _ in 0..b.warmup {
         round(true).await.map_err(|e| common::zk_failure(e, warmup_dir))?;
     }
-    let mut lat = Vec::with_capacity(b.grants as usize);
-    let cpu0 = cpu_secs();
-    let start = Instant::now();
-    let deadline = start + b.max;
-    for _ in 0..b.grants {
-        if Instant::now() >= deadline {
-            break;
-        }
-        match round(false).await {
+    Ok(())
+}
+
+/// Timed rounds on `b.path` for one client, until `taken` (shared by every
+/// client of the run) reaches `b.grants`, the deadline passes, or a round
+/// fails (recorded). Returns the latencies (ms) `round` measured.
+async fn timed_rounds<F, Fut>(b: &Bench, taken: &AtomicU64, deadline: Instant, round: F) -> Vec<f64>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<Duration, zk::Error>>,
+{
+    let mut lat = Vec::new();
+    while taken.fetch_add(1, Ordering::AcqRel) < b.grants && Instant::now() < deadline {
+        match round().await {
             Ok(took) => lat.push(ms(took)),
             Err(e) => {
                 b.errors.record(&e);
@@ -918,28 +918,40 @@ where
             }
         }
     }
-    Ok((lat, start.elapsed().as_secs_f64(), cpu_secs() - cpu0))
+    lat
 }
 
-/// `floor_cycle` (`list`) and `floor_create_delete`.
-async fn floor_cycle(b: &Bench, list: bool) -> Result<Outcome, Failure> {
-    let clients = connect_all(b, 1).await?;
-    let client = &clients[0];
+/// `floor_cycle` (`list`) and `floor_create_delete`: every client cycles
+/// on the same directory at once, `b.grants` cycles in all.
+async fn floor_cycle(b: &Arc<Bench>, list: bool) -> Result<Outcome, Failure> {
+    let clients = connect_all(b, b.clients).await?;
     let warmup_dir = b.warmup_path();
-    let dir = |warmup: bool| {
-        if warmup {
-            warmup_dir.as_str()
-        } else {
-            b.path.as_str()
+    let first = &clients[0];
+    floor_setup(b, first, &warmup_dir, |_| floor_one(first, &warmup_dir, list)).await?;
+    let taken = Arc::new(AtomicU64::new(0));
+    let cpu0 = cpu_secs();
+    let start = Instant::now();
+    let deadline = start + b.max;
+    let tasks: Vec<_> = clients
+        .iter()
+        .map(|client| {
+            let (b, client, taken) = (b.clone(), client.clone(), taken.clone());
+            tokio::spawn(async move {
+                timed_rounds(&b, &taken, deadline, || floor_one(&client, &b.path, list)).await
+            })
+        })
+        .collect();
+    let mut lat = Vec::with_capacity(b.grants as usize);
+    for task in tasks {
+        match task.await {
+            Ok(mut part) => lat.append(&mut part),
+            Err(e) => b.errors.record(&format!("floor client task failed: {e}")),
         }
-    };
-    let (lat, secs, cpu_s) = floor_rounds(b, client, &warmup_dir, |warmup| {
-        floor_one(client, dir(warmup), list)
-    })
-    .await?;
+    }
+    let (secs, cpu_s) = (start.elapsed().as_secs_f64(), cpu_secs() - cpu0);
     close_all(clients).await;
     Ok(Outcome {
-        clients: 1,
+        clients: b.clients,
         grants: lat.len() as u64,
         secs: Some(secs),
         lat_ms: lat,
@@ -986,7 +998,13 @@ async fn floor_handoff(b: &Bench) -> Result<Outcome, Failure> {
             b.path.as_str()
         }
     };
-    let (lat, secs, cpu_s) = floor_rounds(b, a, &warmup_dir, |warmup| handoff_one(a, w, dir(warmup))).await?;
+    floor_setup(b, a, &warmup_dir, |warmup| handoff_one(a, w, dir(warmup))).await?;
+    let (cpu0, start) = (cpu_secs(), Instant::now());
+    let lat = timed_rounds(b, &AtomicU64::new(0), start + b.max, || {
+        handoff_one(a, w, dir(false))
+    })
+    .await;
+    let (secs, cpu_s) = (start.elapsed().as_secs_f64(), cpu_secs() - cpu0);
     close_all(clients).await;
     Ok(Outcome {
         clients: 2,
