@@ -16,21 +16,11 @@ The targets (README, "Measured"):
   every row                                violations 0, ZooKeeper requests per grant <= Curator's,
                                            client CPU per grant <= 0.25 x Curator's
 """
-import json
 import sys
 
+from report import load
+
 PEERS = ("curator", "kazoo")
-
-
-def load(path):
-    rows = {}
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if line.startswith("{"):
-                r = json.loads(line)
-                rows[(r["workload"], r["clients"], r["impl"])] = r
-    return rows
 
 
 def per_grant(r, key):

@@ -31,7 +31,7 @@ missed=0
 python3 bench/targets.py "${files[@]}" || missed=1
 
 echo
-echo "Floor (plain client calls, no lock logic; one client; median of ${RUNS:-1} round(s)):"
+echo "Floor (plain client calls, no lock logic; the lock beside it; median of ${RUNS:-1} round(s)):"
 port=$(bash bench/peers/zk.sh freeport)
 bash bench/peers/zk.sh start "$port" > /dev/null
 trap 'bash bench/peers/zk.sh stop "$port" 2>/dev/null || true' EXIT
