@@ -659,7 +659,7 @@ impl SharedLock {
             debug!(node = %node, event = ?event.event_type, "woke up");
             let granted = match event.event_type {
                 zk::EventType::NodeDeleted => deletion_grants,
-                // The mark a holder leaves in the transaction that deletes its node.
+                // The mark a writer that held leaves in the transaction that deletes its node.
                 zk::EventType::NodeDataChanged => release_grants,
                 zk::EventType::Session => {
                     if let Some(err) = terminal_error(event.session_state) {
