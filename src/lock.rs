@@ -511,6 +511,9 @@ impl SharedLock {
         debug!(node = %node, "created contender node");
         // The watch on our own node, set at the first wait.
         let mut own_watch: Option<OwnWatch> = None;
+        // Whether a decision said to wait: only then can a writer's release
+        // mark be of use (see `Held::mark`).
+        let mut waited = false;
         loop {
             let children_now = match children.take() {
                 Some(children) => children,
@@ -545,7 +548,7 @@ impl SharedLock {
                     debug!(node = %node, "granted");
                     return Ok(Some(self.grant(
                         &mut pending,
-                        mode,
+                        mode == Mode::Write && waited,
                         node,
                         czxid,
                         own_watch.take(),
@@ -559,6 +562,7 @@ impl SharedLock {
             };
             // A waiter keeps nothing of the listing while it waits.
             drop(children_now);
+            waited = true;
             if let Patience::None = patience {
                 debug!(node = %node, watch = %watch, "not free; giving up at once");
                 pending.remove().await?;
@@ -607,7 +611,7 @@ impl SharedLock {
                         debug!(node = %node, gone = %watch, "watched node already gone: granted");
                         return Ok(Some(self.grant(
                             &mut pending,
-                            mode,
+                            mode == Mode::Write && waited,
                             node,
                             czxid,
                             own_watch.take(),
@@ -674,7 +678,7 @@ impl SharedLock {
                 debug!(node = %node, "hand-off: granted without a new snapshot");
                 return Ok(Some(self.grant(
                     &mut pending,
-                    mode,
+                    mode == Mode::Write && waited,
                     node,
                     czxid,
                     own_watch.take(),
@@ -743,13 +747,13 @@ impl SharedLock {
     fn grant(
         &self,
         pending: &mut Pending,
-        mode: Mode,
+        mark: bool,
         node: String,
         czxid: i64,
         own_watch: Option<OwnWatch>,
     ) -> Held {
         pending.forget();
-        Held::new(self.inner.clone(), mode, node, czxid, own_watch)
+        Held::new(self.inner.clone(), mark, node, czxid, own_watch)
     }
 
     /// The error for a contender node that vanished.
@@ -978,7 +982,6 @@ const RELEASE_MARK: &[u8] = b"released";
 /// left, see [`ordering`](crate::ordering)) and deletes it. Retried through
 /// connection loss until confirmed or the session is over; a missing node
 /// counts as released. Where an ACL refuses the mark, a plain deletion.
-/// (A reader's release is a plain deletion: no rule takes a reader's mark.)
 async fn release_marked(client: &zk::Client, path: &str) -> Result<(), Error> {
     let release = || async {
         let mut multi = client.new_multi_writer();
@@ -993,11 +996,12 @@ async fn release_marked(client: &zk::Client, path: &str) -> Result<(), Error> {
     }
 }
 
-/// Releases a held node: marked for a writer, a plain deletion for a reader.
-async fn release_node(client: &zk::Client, mode: Mode, path: &str) -> Result<(), Error> {
-    match mode {
-        Mode::Write => release_marked(client, path).await,
-        Mode::Read => delete_node(client, path).await,
+/// Releases a held node: marked or not (see `Held::mark`).
+async fn release_node(client: &zk::Client, mark: bool, path: &str) -> Result<(), Error> {
+    if mark {
+        release_marked(client, path).await
+    } else {
+        delete_node(client, path).await
     }
 }
 
@@ -1093,7 +1097,14 @@ struct LostFlag {
 /// The state common to read and write guards.
 struct Held {
     inner: Arc<Inner>,
-    mode: Mode,
+    /// Release with the mark: a writer that had to wait. Only a contender
+    /// that saw others before this writer can take the lock on its mark;
+    /// a writer granted on its first listing had none before it, so its
+    /// successor's decision already says its deletion alone grants. (A
+    /// successor that listed just before that first listing may still have
+    /// seen an older node: without the mark it lists again, as it must.)
+    /// Readers never mark: no rule takes a reader's mark.
+    mark: bool,
     node: String,
     fencing_token: i64,
     lost: Arc<LostFlag>,
@@ -1107,14 +1118,14 @@ struct Held {
 impl Held {
     fn new(
         inner: Arc<Inner>,
-        mode: Mode,
+        mark: bool,
         node: String,
         fencing_token: i64,
         own_watch: Option<OwnWatch>,
     ) -> Held {
         Held {
             inner,
-            mode,
+            mark,
             node,
             fencing_token,
             own_watch: Mutex::new(own_watch),
@@ -1178,9 +1189,9 @@ impl Held {
         let span = info_span!("release", node = %self.node);
         let client = self.inner.client.clone();
         let node = std::mem::take(&mut self.node);
-        let mode = self.mode;
+        let mark = self.mark;
         async move {
-            let result = release_node(&client, mode, &node).await;
+            let result = release_node(&client, mark, &node).await;
             debug!(?result, "released");
             result
         }
@@ -1196,11 +1207,11 @@ impl Drop for Held {
         }
         let client = self.inner.client.clone();
         let node = std::mem::take(&mut self.node);
-        let mode = self.mode;
+        let mark = self.mark;
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
                 handle.spawn(async move {
-                    match release_node(&client, mode, &node).await {
+                    match release_node(&client, mark, &node).await {
                         Ok(()) => debug!(node = %node, "released on drop"),
                         Err(e) => warn!(node = %node, error = %e, "release on drop failed"),
                     }
@@ -1264,10 +1275,11 @@ macro_rules! guard {
             /// through connection loss until the deletion is confirmed or
             /// the session is over. A node already gone counts as released.
             ///
-            /// A writer's deletion is one transaction that first marks the
-            /// node (a data change): the contender watching it learns that
-            /// a writer that held the lock left, and takes the lock without
-            /// listing the directory again (see [`ordering`](crate::ordering)).
+            /// For a writer that had to wait, the deletion is one transaction
+            /// that first marks the node (a data change): the contender
+            /// watching it learns that a writer that held the lock left, and
+            /// takes the lock without listing the directory again (see
+            /// [`ordering`](crate::ordering)).
             ///
             /// # Errors
             ///

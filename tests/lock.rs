@@ -532,28 +532,43 @@ async fn a_malformed_connect_string_is_a_typed_error() {
     }
 }
 
-/// The wire protocol: a writer releases with one transaction that marks its
-/// node (a data change) and deletes it, so whoever watches the node sees
-/// the mark; a reader just deletes its node.
+/// The wire protocol: a writer that had to wait releases with one
+/// transaction that marks its node (a data change) and deletes it, so
+/// whoever watches the node sees the mark; a writer granted at once, and a
+/// reader, just delete their node.
 #[tokio::test]
-async fn a_writer_marks_its_node_in_the_transaction_that_deletes_it() {
+async fn a_writer_that_waited_marks_its_node_in_the_transaction_that_deletes_it() {
     let path = unique_path("release-mark");
-    for (mode, seen) in [
-        (Mode::Write, zk::EventType::NodeDataChanged),
-        (Mode::Read, zk::EventType::NodeDeleted),
-    ] {
-        let l = lock(&path).await;
-        let g = l.acquire(mode).await.unwrap();
-        let watcher = client().await;
-        let (_, _, watch) = watcher.get_and_watch_data(g.node()).await.unwrap();
-        let node = g.node().to_owned();
-        g.release().await.unwrap();
+    let watcher = client().await;
+    // Watches `node`, runs `release`, and returns what the watch saw.
+    async fn seen(
+        watcher: &zk::Client,
+        node: &str,
+        release: impl std::future::Future<Output = ()>,
+    ) -> zk::EventType {
+        let (_, _, watch) = watcher.get_and_watch_data(node).await.unwrap();
+        release.await;
         let event = tokio::time::timeout(SHORT, watch.changed())
             .await
             .expect("the watch fires");
-        assert_eq!(event.event_type, seen, "{mode}");
-        assert_eq!(watcher.check_stat(&node).await.unwrap(), None, "{mode}: deleted");
+        assert_eq!(watcher.check_stat(node).await.unwrap(), None, "deleted");
+        event.event_type
     }
+    for mode in [Mode::Write, Mode::Read] {
+        let g = lock(&path).await.acquire(mode).await.unwrap();
+        let node = g.node().to_owned();
+        let event = seen(&watcher, &node, async { g.release().await.unwrap() }).await;
+        assert_eq!(event, zk::EventType::NodeDeleted, "{mode} granted at once");
+    }
+    let holder = lock(&path).await.write().await.unwrap();
+    let l = lock(&path).await;
+    let waiter = tokio::spawn(async move { l.write().await });
+    wait_contenders(&lock(&path).await, 2).await;
+    holder.release().await.unwrap();
+    let g = support::joined(SHORT, waiter).await.unwrap();
+    let node = g.node().to_owned();
+    let event = seen(&watcher, &node, async { g.release().await.unwrap() }).await;
+    assert_eq!(event, zk::EventType::NodeDataChanged, "a writer that waited");
     assert_drained(&path).await;
 }
 

@@ -242,7 +242,9 @@ fn op() -> impl Strategy<Value = Op> {
 
 #[derive(Debug, Clone)]
 enum State {
-    Holding,
+    /// `waited`: granted after a decision to wait (its release is marked,
+    /// if it is a writer), not on its first decision.
+    Holding { waited: bool },
     Waiting {
         watch: String,
         deletion_grants: bool,
@@ -253,7 +255,8 @@ enum State {
 /// How a node went away, as its watchers see it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Gone {
-    /// Released by a writer that held: the watcher sees the mark (a data change).
+    /// Released by a writer that held after waiting: the watcher sees the
+    /// mark (a data change).
     Released,
     /// Deleted without the mark: a waiter gave up, or a session expired.
     Deleted,
@@ -273,10 +276,11 @@ impl Sim {
         self.live.keys().cloned().collect()
     }
 
-    fn decide_for(&mut self, me: &str) -> Result<(), TestCaseError> {
+    /// Decides for `me`; `first` for its first decision, right after it arrived.
+    fn decide_for(&mut self, me: &str, first: bool) -> Result<(), TestCaseError> {
         let children = self.children();
         let state = match decide(me, &children).map_err(|e| TestCaseError::fail(e.to_string()))? {
-            Decision::Granted => State::Holding,
+            Decision::Granted => State::Holding { waited: !first },
             Decision::Wait {
                 watch,
                 deletion_grants,
@@ -307,15 +311,16 @@ impl Sim {
                 },
             ),
         );
-        self.decide_for(&me)
+        self.decide_for(&me, true)
     }
 
-    /// Removes a node and delivers the event to whoever watched it. Only a
-    /// writer's release carries the mark; a reader's is a plain deletion.
+    /// Removes a node and delivers the event to whoever watched it. Only the
+    /// release of a writer that waited carries the mark; any other release
+    /// is a plain deletion.
     fn delete(&mut self, gone: &str, how: Gone) -> Result<(), TestCaseError> {
         let how = match self.live.remove(gone) {
-            Some((Mode::Read, _)) => Gone::Deleted,
-            _ => how,
+            Some((Mode::Write, State::Holding { waited: true })) => how,
+            _ => Gone::Deleted,
         };
         let watchers: Vec<(String, bool)> = self
             .live
@@ -345,10 +350,10 @@ impl Sim {
                     w
                 );
                 if let Some(entry) = self.live.get_mut(&w) {
-                    entry.1 = State::Holding;
+                    entry.1 = State::Holding { waited: true };
                 }
             } else {
-                self.decide_for(&w)?;
+                self.decide_for(&w, false)?;
             }
         }
         Ok(())
@@ -357,7 +362,7 @@ impl Sim {
     fn holders(&self) -> Vec<String> {
         self.live
             .iter()
-            .filter(|(_, (_, s))| matches!(s, State::Holding))
+            .filter(|(_, (_, s))| matches!(s, State::Holding { .. }))
             .map(|(n, _)| n.clone())
             .collect()
     }
