@@ -876,16 +876,15 @@ async fn floor_one(client: &zk::Client, dir: &str, list: bool) -> Result<Duratio
 }
 
 /// Makes `b.path` and the warmup directory, then runs `b.warmup`
-/// uncounted rounds on the warmup directory. `round(warmup)` runs one round
-/// on the directory it selects.
+/// uncounted rounds of `warmup_round` (one round on the warmup directory).
 async fn floor_setup<F, Fut>(
     b: &Bench,
     client: &zk::Client,
     warmup_dir: &str,
-    round: F,
+    warmup_round: F,
 ) -> Result<(), Failure>
 where
-    F: Fn(bool) -> Fut,
+    F: Fn() -> Fut,
     Fut: std::future::Future<Output = Result<Duration, zk::Error>>,
 {
     for dir in [b.path.as_str(), warmup_dir] {
@@ -895,7 +894,9 @@ where
             .map_err(|e| common::zk_failure(e, dir))?;
     }
     for _ in 0..b.warmup {
-        round(true).await.map_err(|e| common::zk_failure(e, warmup_dir))?;
+        warmup_round()
+            .await
+            .map_err(|e| common::zk_failure(e, warmup_dir))?;
     }
     Ok(())
 }
@@ -927,7 +928,7 @@ async fn floor_cycle(b: &Arc<Bench>, list: bool) -> Result<Outcome, Failure> {
     let clients = connect_all(b, b.clients).await?;
     let warmup_dir = b.warmup_path();
     let first = &clients[0];
-    floor_setup(b, first, &warmup_dir, |_| floor_one(first, &warmup_dir, list)).await?;
+    floor_setup(b, first, &warmup_dir, || floor_one(first, &warmup_dir, list)).await?;
     let taken = Arc::new(AtomicU64::new(0));
     let cpu0 = cpu_secs();
     let start = Instant::now();
@@ -991,17 +992,10 @@ async fn floor_handoff(b: &Bench) -> Result<Outcome, Failure> {
     let clients = connect_all(b, 2).await?;
     let (a, w) = (&clients[0], &clients[1]);
     let warmup_dir = b.warmup_path();
-    let dir = |warmup: bool| {
-        if warmup {
-            warmup_dir.as_str()
-        } else {
-            b.path.as_str()
-        }
-    };
-    floor_setup(b, a, &warmup_dir, |warmup| handoff_one(a, w, dir(warmup))).await?;
+    floor_setup(b, a, &warmup_dir, || handoff_one(a, w, &warmup_dir)).await?;
     let (cpu0, start) = (cpu_secs(), Instant::now());
     let lat = timed_rounds(b, &AtomicU64::new(0), start + b.max, || {
-        handoff_one(a, w, dir(false))
+        handoff_one(a, w, &b.path)
     })
     .await;
     let (secs, cpu_s) = (start.elapsed().as_secs_f64(), cpu_secs() - cpu0);
