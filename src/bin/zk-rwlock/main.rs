@@ -4,6 +4,7 @@
 mod bench;
 mod common;
 mod demo;
+mod drive;
 mod exec;
 mod status;
 
