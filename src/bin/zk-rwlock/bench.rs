@@ -5,8 +5,8 @@
 //!
 //! Every benchmark client is its own ZooKeeper session (its own
 //! `zk::Client`, session timeout 4 s), opened before the clock starts;
-//! clients are tasks (the peers use threads), run as `--executor` says
-//! (`drive`). One JSON object is printed as the last line of stdout.
+//! clients are tasks on a multi-thread tokio runtime (the peers use
+//! threads). One JSON object is printed as the last line of stdout.
 //!
 //! Wake-ups are counted without any hook in the library: the library emits
 //! `debug!` events ("waiting", "woke up", "...granted...") inside its
@@ -29,7 +29,6 @@ use tracing_subscriber::registry::LookupSpan;
 use zk_rwlock::{zk, Guard, Mode, SharedLock};
 
 use crate::common::{self, exit, Failure};
-use crate::drive::{self, Executor};
 
 /// Session timeout of every benchmark client (the peers' value: the server
 /// maximum with `tickTime=200`).
@@ -165,18 +164,10 @@ pub struct Args {
     #[arg(long, value_name = "NAME", default_value = "rust")]
     impl_name: String,
 
-    /// Where the client tasks run. async-io: on the one thread that also
-    /// polls the sockets (zookeeper-client's I/O is async-io's), so an
-    /// answer is handled on the thread it arrives on. tokio: on the tokio
-    /// worker threads (--threads), one cross-thread wake-up per answer
-    #[arg(long, value_enum, value_name = "EXECUTOR", default_value = "async-io")]
-    executor: Executor,
-
-    /// Tokio worker threads (with --executor tokio they drive the clients;
-    /// with async-io they serve the lock's timers and background releases).
-    /// One is enough: the work is waiting on ZooKeeper; more workers add
-    /// cross-thread wake-ups (measured: steadier latency and less CPU per
-    /// grant with 1 on 2 cores)
+    /// Runtime worker threads driving the clients. One is enough: the work
+    /// is waiting on ZooKeeper, and the client's sockets are served by its
+    /// own I/O thread; more workers add cross-thread wake-ups (measured:
+    /// steadier latency and less CPU per grant with 1 on 2 cores)
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1024))]
     threads: u64,
 }
@@ -275,11 +266,13 @@ pub fn run(args: Args) -> ExitCode {
         Err(e) => return Failure::new(exit::SOFTWARE, format!("cannot start the runtime: {e}")).report(),
     };
     let bench = Arc::new(bench);
-    let result = drive::block_on(bench.executor, &runtime, measure(bench.clone())).unwrap_or_else(|e| {
-        Err(Failure::new(
-            exit::SOFTWARE,
-            format!("the benchmark task failed: {e}"),
-        ))
+    let result = runtime.block_on(async {
+        tokio::spawn(measure(bench.clone())).await.unwrap_or_else(|e| {
+            Err(Failure::new(
+                exit::SOFTWARE,
+                format!("the benchmark task failed: {e}"),
+            ))
+        })
     });
     runtime.shutdown_timeout(Duration::from_secs(2));
     let outcome = match result {
@@ -315,7 +308,6 @@ struct Bench {
     hold: Duration,
     hold_ms: f64,
     impl_name: String,
-    executor: Executor,
     threads: usize,
     holders: Holders,
     errors: Errors,
@@ -374,7 +366,6 @@ impl Bench {
             hold: Duration::from_secs_f64(args.hold_ms / 1000.0),
             hold_ms: args.hold_ms,
             impl_name: args.impl_name,
-            executor: args.executor,
             threads: usize::try_from(args.threads).unwrap_or(1),
             holders: Holders::default(),
             errors: Errors::default(),
@@ -422,7 +413,6 @@ impl Bench {
         if let Some(first) = self.errors.first.get() {
             fields.push(("first_error", first.clone().into()));
         }
-        fields.push(("executor", self.executor.name().into()));
         fields.push((
             "version",
             format!("zk-rwlock-{} zookeeper-client-0.11", env!("CARGO_PKG_VERSION")).into(),
@@ -591,7 +581,7 @@ async fn contended(b: &Arc<Bench>, fixed: Option<Kind>) -> Result<Outcome, Failu
     for (i, client) in clients.iter().enumerate() {
         let lock = SharedLock::new(client.clone(), &b.path)?;
         let (b, shared) = (b.clone(), shared.clone());
-        tasks.push(drive::spawn(client_loop(b, shared, lock, i as u64, fixed)));
+        tasks.push(tokio::spawn(client_loop(b, shared, lock, i as u64, fixed)));
     }
     b.wakes.reset();
     let cpu0 = cpu_secs();
@@ -602,12 +592,14 @@ async fn contended(b: &Arc<Bench>, fixed: Option<Kind>) -> Result<Outcome, Failu
     let mut stuck = false;
     let join_until = tokio::time::Instant::from_std(start + b.max + Duration::from_secs(30));
     for task in tasks {
-        // A task that is still running at `join_until` is cancelled as its
-        // handle is dropped.
+        let abort = task.abort_handle();
         match tokio::time::timeout_at(join_until, task).await {
             Ok(Ok(mine)) => samples.extend(mine),
             Ok(Err(e)) => b.errors.record(&format!("client task failed: {e}")),
-            Err(_) => stuck = true,
+            Err(_) => {
+                stuck = true;
+                abort.abort();
+            }
         }
     }
     let cpu_s = cpu_secs() - cpu0;
@@ -706,7 +698,8 @@ async fn client_loop(
         if !b.hold.is_zero() {
             // A thread that sleeps, as in the peers (a tokio timer would
             // round 1 ms up to the next millisecond tick).
-            drive::hold(b.hold).await;
+            let hold = b.hold;
+            tokio::task::block_in_place(|| std::thread::sleep(hold));
         }
         b.holders.releasing(kind);
         if let Err(e) = guard.release().await {
@@ -760,7 +753,7 @@ async fn herd(b: &Arc<Bench>) -> Result<Outcome, Failure> {
     for (id, client) in clients.iter().enumerate().skip(1) {
         let lock = SharedLock::new(client.clone(), &b.path)?;
         let (b2, log2) = (b.clone(), log.clone());
-        tasks.push(drive::spawn(herd_waiter(b2, log2, lock, id, patience)));
+        tasks.push(tokio::spawn(herd_waiter(b2, log2, lock, id, patience)));
         // Start the next waiter only once this one's node is in the queue.
         let until = Instant::now() + ENQUEUE_LIMIT;
         loop {
@@ -944,7 +937,7 @@ async fn floor_cycle(b: &Arc<Bench>, list: bool) -> Result<Outcome, Failure> {
         .iter()
         .map(|client| {
             let (b, client, taken) = (b.clone(), client.clone(), taken.clone());
-            drive::spawn(async move {
+            tokio::spawn(async move {
                 timed_rounds(&b, &taken, deadline, || floor_one(&client, &b.path, list)).await
             })
         })
@@ -1030,7 +1023,7 @@ async fn connect_all(b: &Bench, n: usize) -> Result<Vec<zk::Client>, Failure> {
         let connecting: Vec<_> = (0..batch)
             .map(|_| {
                 let servers = b.servers.clone();
-                drive::spawn(async move { common::connect(&servers, SESSION_TIMEOUT, CONNECT_TIMEOUT).await })
+                tokio::spawn(async move { common::connect(&servers, SESSION_TIMEOUT, CONNECT_TIMEOUT).await })
             })
             .collect();
         for task in connecting {
@@ -1050,7 +1043,7 @@ async fn close_all(clients: Vec<zk::Client>) {
     drop(clients);
     let ends: Vec<_> = states
         .into_iter()
-        .map(|s| drive::spawn(common::await_session_end(s, Duration::from_secs(5))))
+        .map(|s| tokio::spawn(common::await_session_end(s, Duration::from_secs(5))))
         .collect();
     for end in ends {
         let _ = end.await;

@@ -4,7 +4,6 @@
 mod bench;
 mod common;
 mod demo;
-mod drive;
 mod exec;
 mod status;
 
