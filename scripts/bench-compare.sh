@@ -43,22 +43,7 @@ for i in $(seq 1 "${RUNS:-1}"); do
     "$bin" bench --zk "127.0.0.1:$port" --workload $w --grants 2000 --warmup 200 --path "/floor-$i-${w%% *}-${#w}" | tail -1
   done
 done > "$floors"
-python3 - "$floors" <<'PY'
-import json, statistics, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
-by = {}
-for r in rows:
-    by.setdefault((r["workload"], r["clients"]), []).append(r)
-for (w, c), rs in by.items():
-    gps = statistics.median(r["grants_per_s"] for r in rs)
-    p50 = statistics.median(r["p50_ms"] for r in rs)
-    print(f"  {w:<22} {c:>2} client(s) {gps:8.0f} per s   p50 {p50:.3f} ms")
-one, two = by.get(("floor_cycle", 1)), by.get(("floor_cycle", 2))
-for (w, c), floor in ((("uncontended_write", 1), one), (("contended_write", 2), two)):
-    if (w, c) in by and floor:
-        ratio = statistics.median(r["grants_per_s"] for r in by[(w, c)]) / statistics.median(r["grants_per_s"] for r in floor)
-        print(f"  {w} ({c}) / floor_cycle ({c}): {ratio:.2f}")
-PY
+python3 bench/summaries.py floors "$floors"
 
 # Scale: the herd with 64 and with SCALE_WAITERS (1,000) waiters, alternating
 # on the same server, SCALE_ROUNDS times; per hand-off = chain time / waiters.
@@ -71,23 +56,5 @@ for i in $(seq 1 "${SCALE_ROUNDS:-3}"); do
     "$bin" bench --zk "127.0.0.1:$port" --workload herd_release --clients "$n" --warmup 200 --path "/scale-$i-$n" | tail -1
   done
 done > "$scale"
-python3 - "$scale" <<'PY'
-import json, statistics, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
-by = {}
-for r in rows:
-    by.setdefault(r["clients"], []).append(r)
-med = {}
-for n, rs in sorted(by.items()):
-    per = [1e3 * r["secs"] / r["grants"] for r in rs]
-    med[n] = statistics.median(per)
-    p50 = statistics.median(r["p50_ms"] for r in rs)
-    rss = max(r["max_rss_kb"] for r in rs) / 1024
-    relisted = sum(r["relisted_wakeups"] for r in rs)
-    print(f"  {n:>5} waiters: {med[n]:.3f} ms per hand-off (rounds: "
-          + ", ".join(f"{x:.3f}" for x in per)
-          + f"), p50 {p50:.3f} ms, client RSS {rss:.0f} MB, re-listed wake-ups {relisted}")
-small, big = min(med), max(med)
-print(f"  per hand-off, {big} / {small} waiters: {med[big] / med[small]:.2f}x")
-PY
+python3 bench/summaries.py scale "$scale"
 exit $missed

@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""The floor and scale summaries of scripts/bench-compare.sh, from `zk-rwlock bench` JSON lines.
+
+  python3 bench/summaries.py floors FILE   # medians per (workload, clients), lock / floor ratios
+  python3 bench/summaries.py scale FILE    # herd per hand-off time by waiters, and their ratio
+
+Standard library only.
+"""
+import json
+import statistics
+import sys
+
+
+def grouped(path, key):
+    """The JSON rows of `path` (lines starting with "{"), grouped by key(row), in file order."""
+    by = {}
+    with open(path) as f:
+        for line in f:
+            if line.startswith("{"):
+                r = json.loads(line)
+                by.setdefault(key(r), []).append(r)
+    return by
+
+
+def median(rs, field):
+    return statistics.median(r[field] for r in rs)
+
+
+def floors(path):
+    by = grouped(path, lambda r: (r["workload"], r["clients"]))
+    for (w, c), rs in by.items():
+        print(f"  {w:<22} {c:>2} client(s) {median(rs, 'grants_per_s'):8.0f} per s   p50 {median(rs, 'p50_ms'):.3f} ms")
+    one, two = by.get(("floor_cycle", 1)), by.get(("floor_cycle", 2))
+    for (w, c), floor in ((("uncontended_write", 1), one), (("contended_write", 2), two)):
+        if (w, c) in by and floor:
+            ratio = median(by[(w, c)], "grants_per_s") / median(floor, "grants_per_s")
+            print(f"  {w} ({c}) / floor_cycle ({c}): {ratio:.2f}")
+
+
+def scale(path):
+    by = grouped(path, lambda r: r["clients"])
+    med = {}
+    for n, rs in sorted(by.items()):
+        per = [1e3 * r["secs"] / r["grants"] for r in rs]
+        med[n] = statistics.median(per)
+        rss = max(r["max_rss_kb"] for r in rs) / 1024
+        relisted = sum(r["relisted_wakeups"] for r in rs)
+        print(f"  {n:>5} waiters: {med[n]:.3f} ms per hand-off (rounds: "
+              + ", ".join(f"{x:.3f}" for x in per)
+              + f"), p50 {median(rs, 'p50_ms'):.3f} ms, client RSS {rss:.0f} MB, re-listed wake-ups {relisted}")
+    small, big = min(med), max(med)
+    print(f"  per hand-off, {big} / {small} waiters: {med[big] / med[small]:.2f}x")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or sys.argv[1] not in ("floors", "scale"):
+        sys.exit(__doc__)
+    {"floors": floors, "scale": scale}[sys.argv[1]](sys.argv[2])
