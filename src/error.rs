@@ -39,6 +39,21 @@ pub enum Error {
         /// Full path of the deleted node.
         node: String,
     },
+    /// ZooKeeper's sequence counter of the lock directory is used up: it
+    /// stops at `2147483647` instead of wrapping, so new contender nodes no
+    /// longer get unique, ordered sequence numbers. The acquire withdrew its
+    /// node. The directory is deleted by whoever leaves it empty (and by
+    /// ZooKeeper itself for the container directories this crate creates),
+    /// after which the next contender recreates it with a fresh counter.
+    #[error(
+        "lock directory `{path}` has used up ZooKeeper's sequence numbers (the counter stops at 2147483647): \
+         the request was withdrawn; the lock works again once the directory is idle and removed \
+         (automatic when its last contender leaves), or delete `{path}` by hand when no one holds the lock"
+    )]
+    SequenceExhausted {
+        /// The lock directory.
+        path: String,
+    },
     /// The server refused the operation for lack of permission (ACL).
     #[error("ZooKeeper refused access to `{path}` (NoAuth): add credentials with `Connector::with_auth` or fix the node's ACL")]
     NoAuth {
@@ -79,6 +94,22 @@ pub enum Error {
 }
 
 impl Error {
+    /// The error for a session state that ends the session for good
+    /// (expired, closed, authentication failed); `None` for the others.
+    pub fn from_session_state(state: zk::SessionState) -> Option<Error> {
+        match state {
+            zk::SessionState::Expired => Some(Error::SessionExpired),
+            zk::SessionState::Closed | zk::SessionState::AuthFailed => Some(Error::SessionClosed),
+            _ => None,
+        }
+    }
+
+    /// True when the session is over ([`Error::SessionExpired`],
+    /// [`Error::SessionClosed`]): every ephemeral node of it is gone.
+    pub fn is_session_over(&self) -> bool {
+        matches!(self, Error::SessionExpired | Error::SessionClosed)
+    }
+
     /// Maps a ZooKeeper error of an operation on `path` to the most specific variant.
     pub(crate) fn from_zk(err: zk::Error, path: &str) -> Error {
         match err {
@@ -92,5 +123,73 @@ impl Error {
             },
             other => Error::ZooKeeper(other),
         }
+    }
+}
+
+/// True for a ZooKeeper error that does not come from the server's verdict
+/// on the request but from the way to it: the connection broke while the
+/// request was in flight (`ConnectionLoss`, an I/O error, a lost or garbled
+/// reply), or the server shed it (`Throttled`). The request may or may not
+/// have been applied; once the session is reconnected it can be sent again
+/// (an idempotent one as it is, a sequential create only after looking for
+/// its node). Errors that end the session (`SessionExpired`, `ClientClosed`,
+/// `AuthFailed`, `SessionMoved`) and the server's answers (`NoNode`,
+/// `NoAuth`, ...) are not retryable.
+///
+/// The library, the command line and the benchmark all classify errors with
+/// this one function.
+pub fn is_retryable(e: &zk::Error) -> bool {
+    matches!(
+        e,
+        zk::Error::ConnectionLoss
+            | zk::Error::Custom(_)
+            | zk::Error::UnexpectedError(_)
+            | zk::Error::UnmarshalError { .. }
+            | zk::Error::Timeout
+            | zk::Error::Throttled
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retryable_errors_are_the_broken_connections_and_throttling() {
+        for e in [
+            zk::Error::ConnectionLoss,
+            zk::Error::UnexpectedError("recv response with xid 7 but no pending request".into()),
+            zk::Error::Timeout,
+            zk::Error::Throttled,
+        ] {
+            assert!(is_retryable(&e), "{e}");
+        }
+        for e in [
+            zk::Error::NoNode,
+            zk::Error::NoAuth,
+            zk::Error::NodeExists,
+            zk::Error::NotEmpty,
+            zk::Error::SessionExpired,
+            zk::Error::SessionMoved,
+            zk::Error::ClientClosed,
+            zk::Error::AuthFailed,
+            zk::Error::BadVersion,
+        ] {
+            assert!(!is_retryable(&e), "{e}");
+        }
+    }
+
+    #[test]
+    fn session_states() {
+        assert!(matches!(
+            Error::from_session_state(zk::SessionState::Expired),
+            Some(Error::SessionExpired)
+        ));
+        assert!(matches!(
+            Error::from_session_state(zk::SessionState::Closed),
+            Some(Error::SessionClosed)
+        ));
+        assert!(Error::from_session_state(zk::SessionState::Disconnected).is_none());
+        assert!(Error::from_session_state(zk::SessionState::SyncConnected).is_none());
     }
 }

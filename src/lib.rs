@@ -19,7 +19,7 @@ mod lock;
 pub mod node_name;
 pub mod ordering;
 
-pub use error::Error;
+pub use error::{is_retryable, Error};
 pub use lock::{
     connect_client, validate_identity, validate_path, Contender, ContenderState, Guard, LockBuilder,
     ReadGuard, SharedLock, Snapshot, WriteGuard, DEFAULT_CONNECT_TIMEOUT, DEFAULT_SESSION_TIMEOUT,

@@ -891,23 +891,12 @@ fn child_path(dir: &str, name: &str) -> String {
     path
 }
 
-/// The error for a terminal session state, if it is one.
 fn terminal_error(state: zk::SessionState) -> Option<Error> {
-    match state {
-        zk::SessionState::Expired => Some(Error::SessionExpired),
-        zk::SessionState::Closed | zk::SessionState::AuthFailed => Some(Error::SessionClosed),
-        _ => None,
-    }
+    Error::from_session_state(state)
 }
 
-/// True for errors that say the connection broke while a request was in
-/// flight (the request may or may not have been applied), as opposed to an
-/// answer from the server. The client reports the broken connection's own
-/// error (`ConnectionLoss`, an I/O error, "no response from connection")
-/// to every request in flight; once the session is over, requests fail with
-/// its terminal error instead.
 fn is_connection_error(e: &zk::Error) -> bool {
-    matches!(e, zk::Error::ConnectionLoss | zk::Error::Custom(_))
+    crate::error::is_retryable(e)
 }
 
 /// Runs an idempotent request again after a connection loss. A request
