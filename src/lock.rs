@@ -14,7 +14,8 @@ use tokio::time::Instant;
 use tracing::{debug, info_span, warn, Instrument};
 use uuid::Uuid;
 
-use crate::error::Error;
+use crate::background;
+use crate::error::{is_retryable, Error};
 use crate::node_name::{Mode, NodeName};
 use crate::ordering::{self, Decision, OrderingError};
 use crate::zk;
@@ -68,8 +69,30 @@ struct Inner {
     path: String,
     identity: String,
     acls: Vec<zk::Acl>,
-    /// Foreign child names already warned about, so each is logged once.
+    /// Foreign child names (and persistent contenders) already warned
+    /// about, so each is logged once.
     warned: Mutex<HashSet<String>>,
+    /// Releases and deletions running in the background.
+    tasks: Arc<background::Tasks>,
+}
+
+impl Drop for Inner {
+    /// The last handle of the lock (the lock itself, its clones, guards and
+    /// acquires) is gone: wait, while connected, for the releases and
+    /// deletions it left running in the background, so that a program that
+    /// returns from `main` right after dropping a guard has released it.
+    ///
+    /// Only for sessions that run on the library's background thread
+    /// ([`connect_client`]): a session driven by the caller's runtime may
+    /// need this very thread to make progress.
+    fn drop(&mut self) {
+        let client = &self.client;
+        if background::runs_session(client.session_id().0) {
+            self.tasks.wait_idle(FLUSH_TIMEOUT, || {
+                client.state() == zk::SessionState::SyncConnected
+            });
+        }
+    }
 }
 
 impl std::fmt::Debug for SharedLock {
@@ -128,6 +151,7 @@ impl LockBuilder {
                 identity,
                 acls: self.acls,
                 warned: Mutex::new(HashSet::new()),
+                tasks: Arc::default(),
             }),
         })
     }
@@ -415,7 +439,7 @@ impl SharedLock {
         for ((place, path), stat) in queue.contenders.iter().zip(&paths).zip(stats) {
             let stat = match stat.await {
                 Ok(stat) => stat,
-                Err(e) if is_connection_error(&e) => None,
+                Err(e) if is_retryable(&e) => None,
                 Err(e) => return Err(Error::from_zk(e, path)),
             };
             let Ok(name) = place.name.parse::<NodeName>() else {
@@ -426,6 +450,7 @@ impl SharedLock {
                 state: match place.decision {
                     Decision::Granted => ContenderState::Holds,
                     Decision::Wait { watch, .. } => ContenderState::WaitsOn(watch.to_owned()),
+                    _ => ContenderState::Exhausted,
                 },
                 fencing_token: stat.as_ref().map(|s| s.czxid),
                 created: stat
@@ -495,6 +520,10 @@ impl SharedLock {
         let dir = inner.path.as_str();
         let token = Uuid::new_v4();
         let prefix = NodeName::prefix(&inner.identity, token, mode);
+        // Every session state change from here on: after a reconnect, the
+        // client re-registers watches in no particular order, so events of
+        // our own node and of the watched node may come in either order.
+        let mut states = client.state_watcher();
         // From here on, dropping this future deletes whatever node it made.
         let mut pending = Pending::new(self.inner.clone(), token);
         let until = match patience {
@@ -503,12 +532,12 @@ impl SharedLock {
         };
         let Some(created) = before(until, self.create(&prefix, &mut pending)).await else {
             debug!("timed out while creating the contender node");
-            pending.remove().await?;
-            return Ok(None);
+            return pending.give_up().await;
         };
-        let (me, czxid, mut children) = created?;
+        let (me, seq, czxid, mut children) = created?;
         let node = child_path(dir, &me);
         debug!(node = %node, "created contender node");
+        pending.seq = seq;
         // The watch on our own node, set at the first wait.
         let mut own_watch: Option<OwnWatch> = None;
         // Whether a decision said to wait: only then can a writer's release
@@ -523,8 +552,7 @@ impl SharedLock {
                     Some(Err(e)) => return Err(Error::from_zk(e, dir)),
                     None => {
                         debug!(node = %node, "timed out while listing");
-                        pending.remove().await?;
-                        return Ok(None);
+                        return pending.give_up().await;
                     }
                 },
             };
@@ -550,6 +578,7 @@ impl SharedLock {
                         &mut pending,
                         mode == Mode::Write && waited,
                         node,
+                        seq,
                         czxid,
                         own_watch.take(),
                     )));
@@ -559,18 +588,29 @@ impl SharedLock {
                     deletion_grants,
                     release_grants,
                 } => (watch.to_owned(), deletion_grants, release_grants),
+                Decision::Exhausted => {
+                    warn!(node = %node, "the lock directory's sequence counter is used up: withdrawing");
+                    let _ = pending.give_up().await;
+                    return Err(Error::SequenceExhausted { path: dir.to_owned() });
+                }
+                // `Decision` is non-exhaustive for other crates only.
+                #[allow(unreachable_patterns)]
+                _ => {
+                    return Err(Error::ZooKeeper(zk::Error::UnexpectedError(
+                        "unknown ordering decision".to_owned(),
+                    )))
+                }
             };
             // A waiter keeps nothing of the listing while it waits.
             drop(children_now);
             waited = true;
             if let Patience::None = patience {
                 debug!(node = %node, watch = %watch, "not free; giving up at once");
-                pending.remove().await?;
-                return Ok(None);
+                return pending.give_up().await;
             }
             let watch_path = child_path(dir, &watch);
-            // Data watches: on a missing node a data watch is not set (an
-            // `exists` watch would stay behind, waiting for a creation).
+            // `exists` watches: they need no permission on the node, so
+            // contenders whose nodes are `creator_all` can watch each other.
             // Both requests leave now: one on the node to wait for, and,
             // once per acquire, one on our own node, so that its deletion by
             // someone else is noticed before a hand-off can grant a lock
@@ -578,8 +618,8 @@ impl SharedLock {
             // node's deletion or release can grant without a new listing;
             // otherwise the listing after the wake-up finds our node missing.
             let own_request = (own_watch.is_none() && (deletion_grants || release_grants))
-                .then(|| client.get_and_watch_data(&node));
-            let watch_request = client.get_and_watch_data(&watch_path);
+                .then(|| client.check_and_watch_stat(&node));
+            let watch_request = client.check_and_watch_stat(&watch_path);
             let requests = async {
                 let own = match own_request {
                     Some(request) => Some(request.await),
@@ -587,99 +627,124 @@ impl SharedLock {
                 };
                 (own, watch_request.await)
             };
+            // Changes of state before the watches were set do not matter.
+            drain_states(&mut states);
             let Some((own, watched)) = before(until, requests).await else {
                 debug!(node = %node, "timed out while setting the watch");
-                pending.remove().await?;
-                return Ok(None);
+                return pending.give_up().await;
             };
             match own {
                 None => {}
-                Some(Ok((_, _, watcher))) => own_watch = Some(Box::pin(watcher.changed())),
-                Some(Err(zk::Error::NoNode)) => {
+                Some(Ok((Some(_), watcher))) => own_watch = Some(Box::pin(watcher.changed())),
+                Some(Ok((None, _))) => {
                     pending.forget();
                     return Err(self.gone_error(&node));
                 }
-                Some(Err(e)) if is_connection_error(&e) => continue,
+                Some(Err(e)) if is_retryable(&e) => continue,
                 Some(Err(e)) => return Err(Error::from_zk(e, &node)),
             }
-            let watcher = match watched {
-                Ok((_, _, watcher)) => watcher,
-                Err(zk::Error::NoNode) => {
+            let mut watcher = match watched {
+                Ok((Some(stat), watcher)) => {
+                    if stat.ephemeral_owner == 0 {
+                        self.warn_persistent(&watch_path);
+                    }
+                    watcher
+                }
+                Ok((None, _)) => {
                     // Gone already: whether it was released or given up is
                     // unknown, so only `deletion_grants` can grant here.
-                    if deletion_grants && !own_deleted(&mut own_watch) {
+                    if deletion_grants && self.own_still_there(&mut own_watch, &mut states, &node).await? {
                         debug!(node = %node, gone = %watch, "watched node already gone: granted");
                         return Ok(Some(self.grant(
                             &mut pending,
-                            mode == Mode::Write && waited,
+                            mode == Mode::Write,
                             node,
+                            seq,
                             czxid,
                             own_watch.take(),
                         )));
                     }
                     continue;
                 }
-                Err(e) if is_connection_error(&e) => continue,
+                Err(e) if is_retryable(&e) => continue,
                 Err(e) => return Err(Error::from_zk(e, &watch_path)),
             };
             debug!(node = %node, watch = %watch, deletion_grants, release_grants, "waiting");
-            let own_changed = async {
-                match own_watch.as_mut() {
-                    Some(changed) => changed.await,
-                    None => std::future::pending().await,
-                }
-            };
-            let deadline = async {
-                match until {
-                    Some(until) => tokio::time::sleep_until(until).await,
-                    None => std::future::pending().await,
-                }
-            };
-            let event = tokio::select! {
-                // Our own node first: ZooKeeper delivers a session's events in
-                // order, so a deletion of our node that happened before the
-                // watched node's is seen here first.
-                biased;
-                event = own_changed => {
-                    own_watch = None;
-                    debug!(node = %node, event = ?event.event_type, "own node changed");
-                    if let Some(err) = terminal_error(event.session_state) {
-                        pending.forget();
-                        return Err(err);
+            // Wait until the watched node's change grants the lock, or says
+            // to take a fresh snapshot.
+            let granted = loop {
+                let own_changed = async {
+                    match own_watch.as_mut() {
+                        Some(changed) => changed.await,
+                        None => std::future::pending().await,
                     }
-                    if event.event_type == zk::EventType::NodeDeleted {
-                        pending.forget();
-                        return Err(self.gone_error(&node));
+                };
+                let deadline = async {
+                    match until {
+                        Some(until) => tokio::time::sleep_until(until).await,
+                        None => std::future::pending().await,
                     }
-                    continue;
-                }
-                event = watcher.changed() => event,
-                () = deadline => {
-                    debug!(node = %node, "timed out");
-                    pending.remove().await?;
-                    return Ok(None);
+                };
+                let event = tokio::select! {
+                    biased;
+                    event = own_changed => {
+                        own_watch = None;
+                        debug!(node = %node, event = ?event.event_type, "own node changed");
+                        if let Some(err) = Error::from_session_state(event.session_state) {
+                            pending.forget();
+                            return Err(err);
+                        }
+                        if event.event_type == zk::EventType::NodeDeleted {
+                            pending.forget();
+                            return Err(self.gone_error(&node));
+                        }
+                        // Someone wrote to our node; it is still ours.
+                        break false;
+                    }
+                    event = watcher.changed() => event,
+                    () = deadline => {
+                        debug!(node = %node, "timed out");
+                        return pending.give_up().await;
+                    }
+                };
+                debug!(node = %node, event = ?event.event_type, "woke up");
+                match event.event_type {
+                    zk::EventType::NodeDeleted => break deletion_grants,
+                    // The mark a writer that held leaves in the transaction
+                    // that deletes its node, or anyone's write: only the
+                    // node's absence makes it a release.
+                    zk::EventType::NodeDataChanged => {
+                        match before(until, client.check_and_watch_stat(&watch_path)).await {
+                            None => {
+                                debug!(node = %node, "timed out while checking the watched node");
+                                return pending.give_up().await;
+                            }
+                            Some(Ok((Some(_), again))) => {
+                                debug!(node = %node, watch = %watch, "data written to the watched node, which is still there: waiting on");
+                                watcher = again;
+                            }
+                            Some(Ok((None, _))) => break release_grants,
+                            Some(Err(e)) if is_retryable(&e) => break false,
+                            Some(Err(e)) => return Err(Error::from_zk(e, &watch_path)),
+                        }
+                    }
+                    zk::EventType::Session => {
+                        if let Some(err) = Error::from_session_state(event.session_state) {
+                            pending.forget();
+                            return Err(err);
+                        }
+                        break false;
+                    }
+                    _ => break false,
                 }
             };
-            debug!(node = %node, event = ?event.event_type, "woke up");
-            let granted = match event.event_type {
-                zk::EventType::NodeDeleted => deletion_grants,
-                // The mark a writer that held leaves in the transaction that deletes its node.
-                zk::EventType::NodeDataChanged => release_grants,
-                zk::EventType::Session => {
-                    if let Some(err) = terminal_error(event.session_state) {
-                        pending.forget();
-                        return Err(err);
-                    }
-                    false
-                }
-                _ => false,
-            };
-            if granted && !own_deleted(&mut own_watch) {
+            if granted && self.own_still_there(&mut own_watch, &mut states, &node).await? {
                 debug!(node = %node, "hand-off: granted without a new snapshot");
                 return Ok(Some(self.grant(
                     &mut pending,
-                    mode == Mode::Write && waited,
+                    mode == Mode::Write,
                     node,
+                    seq,
                     czxid,
                     own_watch.take(),
                 )));
@@ -687,59 +752,130 @@ impl SharedLock {
         }
     }
 
+    /// Before a hand-off grants without a new listing: true if our own node
+    /// is known to still exist. Its watch must not have fired; and if the
+    /// connection was lost since the watches were set, the order of the
+    /// re-registered watches' events proves nothing, so one `exists` asks.
+    async fn own_still_there(
+        &self,
+        own_watch: &mut Option<OwnWatch>,
+        states: &mut zk::StateWatcher,
+        node: &str,
+    ) -> Result<bool, Error> {
+        if own_changed(own_watch) {
+            return Ok(false);
+        }
+        if !drain_states(states) {
+            return Ok(true);
+        }
+        debug!(node = %node, "reconnected while waiting: checking our own node before the hand-off");
+        match with_retry(|| self.inner.client.check_stat(node)).await {
+            Ok(Some(_)) => Ok(true),
+            Ok(None) => Ok(false),
+            Err(e) => Err(Error::from_zk(e, node)),
+        }
+    }
+
     /// Creates the contender node, pipelined with the first listing of the
-    /// directory. Returns the node's name, its czxid, and the listing if it
-    /// is known to contain the node.
+    /// directory. Returns the node's name, its sequence, its czxid, and the
+    /// listing if it is known to contain the node. Creates the directory
+    /// when it is missing, also when it vanishes between attempts (it is
+    /// removed when empty).
     async fn create(
         &self,
         prefix: &str,
         pending: &mut Pending,
-    ) -> Result<(String, i64, Option<Vec<String>>), Error> {
+    ) -> Result<(String, i32, i64, Option<Vec<String>>), Error> {
         let inner = &self.inner;
         let client = &inner.client;
         let dir = inner.path.as_str();
         let prefix_path = child_path(dir, prefix);
         let acls = zk::Acls::new(&inner.acls);
         let options = zk::CreateMode::EphemeralSequential.with_acls(acls);
-        let mut made_dir = false;
+        let mut missing = 0;
         loop {
             pending.creating = true;
             // Both requests leave now; the server answers a session's requests
             // in order, so the listing already contains the new node.
             let create = client.create(&prefix_path, &[], &options);
             let list = client.list_children(dir);
-            match create.await {
-                Ok((stat, seq)) => {
-                    let me = format!("{prefix}{:010}", seq.into_i64() as i32);
-                    pending.node = Some(child_path(dir, &me));
-                    pending.creating = false;
-                    let children = list.await.ok().filter(|c| c.contains(&me));
-                    return Ok((me, stat.czxid, children));
-                }
-                Err(zk::Error::NoNode) if !made_dir => {
+            let (me, czxid, list) = match create.await {
+                Ok((stat, seq)) => (
+                    format!("{prefix}{:010}", seq.into_i64() as i32),
+                    stat.czxid,
+                    Some(list),
+                ),
+                Err(zk::Error::NoNode) => {
                     drop(list);
-                    made_dir = true;
-                    let dir_options = zk::CreateMode::Persistent.with_acls(acls);
-                    match client.mkdir(dir, &dir_options).await {
-                        Ok(()) => {}
-                        Err(e) => return Err(Error::from_zk(e, dir)),
+                    pending.creating = false;
+                    missing += 1;
+                    if missing > MAX_DIRECTORY_ATTEMPTS {
+                        return Err(Error::from_zk(zk::Error::NoNode, dir));
                     }
+                    self.make_dir().await?;
+                    continue;
                 }
-                Err(e) if is_connection_error(&e) => {
+                Err(e) if is_retryable(&e) => {
                     drop(list);
                     // The create may have been applied: look for the token.
-                    if let Some((me, czxid)) = find_own(client, dir, pending.token).await? {
-                        pending.node = Some(child_path(dir, &me));
-                        pending.creating = false;
-                        debug!(node = %me, "found own node after connection loss during create");
-                        return Ok((me, czxid, None));
-                    }
+                    let Some((me, czxid)) = find_own(client, dir, pending.token).await? else {
+                        continue;
+                    };
+                    debug!("found own node after connection loss during create");
+                    (me, czxid, None)
                 }
                 Err(e) => {
                     pending.creating = false;
                     return Err(Error::from_zk(e, dir));
                 }
+            };
+            pending.node = Some(child_path(dir, &me));
+            pending.creating = false;
+            let seq = me
+                .parse::<NodeName>()
+                .map(|n| n.seq())
+                .unwrap_or(ordering::SEQUENCE_LIMIT);
+            if seq >= ordering::RECYCLE_THRESHOLD {
+                warn_threshold(dir, seq);
             }
+            let children = match list {
+                Some(list) => list.await.ok().filter(|c| c.contains(&me)),
+                None => None,
+            };
+            return Ok((me, seq, czxid, children));
+        }
+    }
+
+    /// Creates the lock directory: its parents as persistent nodes, the
+    /// directory itself as a container node, which the server removes once
+    /// it is empty (so its sequence counter starts again from 0). Servers
+    /// before 3.6 get a persistent directory.
+    async fn make_dir(&self) -> Result<(), Error> {
+        let client = &self.inner.client;
+        let dir = self.inner.path.as_str();
+        let acls = zk::Acls::new(&self.inner.acls);
+        if let Some(parent) = dir
+            .rsplit_once('/')
+            .map(|(parent, _)| parent)
+            .filter(|p| !p.is_empty())
+        {
+            let options = zk::CreateMode::Persistent.with_acls(acls);
+            match with_retry(|| client.mkdir(parent, &options)).await {
+                Ok(()) | Err(zk::Error::NodeExists) => {}
+                Err(e) => return Err(Error::from_zk(e, parent)),
+            }
+        }
+        let container = zk::CreateMode::Container.with_acls(acls);
+        match with_retry(|| client.create(dir, &[], &container)).await {
+            Ok(_) | Err(zk::Error::NodeExists) | Err(zk::Error::NoNode) => Ok(()),
+            Err(zk::Error::Unimplemented) => {
+                let persistent = zk::CreateMode::Persistent.with_acls(acls);
+                match with_retry(|| client.create(dir, &[], &persistent)).await {
+                    Ok(_) | Err(zk::Error::NodeExists) | Err(zk::Error::NoNode) => Ok(()),
+                    Err(e) => Err(Error::from_zk(e, dir)),
+                }
+            }
+            Err(e) => Err(Error::from_zk(e, dir)),
         }
     }
 
@@ -749,16 +885,17 @@ impl SharedLock {
         pending: &mut Pending,
         mark: bool,
         node: String,
+        seq: i32,
         czxid: i64,
         own_watch: Option<OwnWatch>,
     ) -> Held {
         pending.forget();
-        Held::new(self.inner.clone(), mark, node, czxid, own_watch)
+        Held::new(self.inner.clone(), mark, node, seq, czxid, own_watch)
     }
 
     /// The error for a contender node that vanished.
     fn gone_error(&self, node: &str) -> Error {
-        terminal_error(self.inner.client.state()).unwrap_or_else(|| Error::Lost {
+        Error::from_session_state(self.inner.client.state()).unwrap_or_else(|| Error::Lost {
             node: node.to_owned(),
         })
     }
@@ -774,6 +911,17 @@ impl SharedLock {
                     warn!(lock = %self.inner.path, child = %child, "ignoring a child that is not a contender node");
                 }
             }
+        }
+    }
+
+    /// Logs, once per node, that a watched contender is not ephemeral: it
+    /// stays, and blocks the lock, until someone deletes it.
+    fn warn_persistent(&self, path: &str) {
+        let Ok(mut warned) = self.inner.warned.lock() else {
+            return;
+        };
+        if warned.insert(path.to_owned()) {
+            warn!(node = %path, "a contender node in the queue is not ephemeral: it blocks the lock until someone deletes it");
         }
     }
 }
@@ -808,16 +956,26 @@ pub struct Contender {
 
 /// Whether a contender holds the lock or waits.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ContenderState {
     /// Holds the lock.
     Holds,
     /// Waits on the node with this child name.
     WaitsOn(String),
+    /// Cannot be ordered (its sequence is at ZooKeeper's limit, negative, or
+    /// shared with another node): it is never granted, and its owner
+    /// withdraws it (see [`Error::SequenceExhausted`]).
+    Exhausted,
 }
 
 /// Connects a new client session to `servers` (a connect string like
 /// `"127.0.0.1:2181,127.0.0.1:2182"`), asking for `session_timeout`, and
 /// gives up after `connect_timeout` or as soon as every server has refused.
+///
+/// The session runs on the library's background thread, not on the
+/// caller's runtime: it outlives that runtime, so that guards dropped as
+/// the runtime shuts down (as `#[tokio::main]` returns) are still released
+/// (see [`SharedLock`]).
 ///
 /// # Errors
 ///
@@ -828,12 +986,30 @@ pub async fn connect_client(
     session_timeout: Duration,
     connect_timeout: Duration,
 ) -> Result<zk::Client, Error> {
-    let connecting = zk::Client::connector()
-        .with_session_timeout(session_timeout)
-        .with_fail_eagerly()
-        .connect(servers);
-    match tokio::time::timeout(connect_timeout, connecting).await {
-        Ok(Ok(client)) => Ok(client),
+    let cluster = servers.to_owned();
+    let connecting = async move {
+        zk::Client::connector()
+            .with_session_timeout(session_timeout)
+            .with_fail_eagerly()
+            .connect(&cluster)
+            .await
+    };
+    let connected = match background::handle() {
+        Some(background) => {
+            let task = AbortOnDrop(background.spawn(connecting));
+            match tokio::time::timeout(connect_timeout, task).await {
+                Ok(Ok(result)) => Ok(result),
+                Ok(Err(e)) => Ok(Err(zk::Error::UnexpectedError(format!("connecting failed: {e}")))),
+                Err(elapsed) => Err(elapsed),
+            }
+        }
+        None => tokio::time::timeout(connect_timeout, connecting).await,
+    };
+    match connected {
+        Ok(Ok(client)) => {
+            background::register_session(client.session_id().0);
+            Ok(client)
+        }
         Ok(Err(zk::Error::NoHosts)) | Ok(Err(zk::Error::Timeout)) | Err(_) => Err(Error::Unreachable {
             servers: servers.to_owned(),
             timeout: connect_timeout,
@@ -846,12 +1022,32 @@ pub async fn connect_client(
     }
 }
 
-/// A pending data watch on the contender's own node.
+/// A background task that is cancelled when its handle is dropped.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> std::future::Future for AbortOnDrop<T> {
+    type Output = Result<T, tokio::task::JoinError>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        std::pin::Pin::new(&mut self.0).poll(cx)
+    }
+}
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// A pending watch on the contender's own node.
 type OwnWatch = std::pin::Pin<Box<dyn std::future::Future<Output = zk::WatchedEvent> + Send>>;
 
 /// True if the watch on our own node has already fired (checked without
 /// waiting). Any change to our own node counts: it is not ours to change.
-fn own_deleted(own_watch: &mut Option<OwnWatch>) -> bool {
+fn own_changed(own_watch: &mut Option<OwnWatch>) -> bool {
     let Some(changed) = own_watch.as_mut() else {
         return false;
     };
@@ -862,6 +1058,21 @@ fn own_deleted(own_watch: &mut Option<OwnWatch>) -> bool {
         return true;
     }
     false
+}
+
+/// Takes every session state change seen since the last call, without
+/// waiting; true if there was any (the connection was lost, at least for
+/// a moment).
+fn drain_states(states: &mut zk::StateWatcher) -> bool {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    let mut changed = false;
+    loop {
+        let next = std::pin::pin!(states.changed());
+        if std::future::Future::poll(next, &mut cx).is_pending() {
+            return changed;
+        }
+        changed = true;
+    }
 }
 
 /// Runs `fut` unless the deadline passes first (`None` then).
@@ -891,18 +1102,11 @@ fn child_path(dir: &str, name: &str) -> String {
     path
 }
 
-fn terminal_error(state: zk::SessionState) -> Option<Error> {
-    Error::from_session_state(state)
-}
-
-fn is_connection_error(e: &zk::Error) -> bool {
-    crate::error::is_retryable(e)
-}
-
-/// Runs an idempotent request again after a connection loss. A request
-/// sent while the client is disconnected waits for the reconnection, so
-/// this does not spin; once the session is over, requests fail with its
-/// terminal error.
+/// Runs an idempotent request again after a retryable error (see
+/// [`is_retryable`]). A request sent while the client is disconnected waits
+/// for the reconnection, so this does not spin; a throttled request waits a
+/// moment first. Once the session is over, requests fail with its terminal
+/// error.
 async fn with_retry<T, F, Fut>(op: F) -> Result<T, zk::Error>
 where
     F: Fn() -> Fut,
@@ -910,7 +1114,8 @@ where
 {
     loop {
         match op().await {
-            Err(e) if is_connection_error(&e) => continue,
+            Err(zk::Error::Throttled) => tokio::time::sleep(Duration::from_millis(10)).await,
+            Err(e) if is_retryable(&e) => continue,
             result => return result,
         }
     }
@@ -954,12 +1159,42 @@ async fn find_own(client: &zk::Client, dir: &str, token: Uuid) -> Result<Option<
     Ok(first)
 }
 
-/// Deletes a node, retrying through connection loss until the deletion is
-/// confirmed or the session is over. A missing node counts as deleted.
+/// Deletes a node, retrying until the deletion is confirmed or the session
+/// is over. A missing node counts as deleted.
 async fn delete_node(client: &zk::Client, path: &str) -> Result<(), Error> {
     match with_retry(|| client.delete(path, None)).await {
         Ok(()) | Err(zk::Error::NoNode) => Ok(()),
         Err(e) => Err(Error::from_zk(e, path)),
+    }
+}
+
+/// Deletes the lock directory if it is empty, once its sequence counter is
+/// near the limit (see [`ordering::needs_recycling`]): the next contender
+/// recreates it, with a counter from 0. Fails harmlessly (and silently) if
+/// someone has queued in the meantime or the directory is gone already.
+async fn recycle_dir(client: &zk::Client, dir: &str) {
+    match client.delete(dir, None).await {
+        Ok(()) => {
+            warn!(lock = %dir, "deleted the idle lock directory: its sequence counter was near its limit; the next contender recreates it")
+        }
+        Err(e) => debug!(lock = %dir, error = %e, "the lock directory stays"),
+    }
+}
+
+/// Logs, once per directory in this process, that its sequence counter has
+/// passed [`ordering::RECYCLE_THRESHOLD`].
+fn warn_threshold(dir: &str, seq: i32) {
+    static WARNED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+    let Ok(mut warned) = WARNED.lock() else {
+        return;
+    };
+    if warned.get_or_insert_with(HashSet::new).insert(dir.to_owned()) {
+        warn!(
+            lock = %dir,
+            seq,
+            limit = ordering::SEQUENCE_LIMIT,
+            "the lock directory's sequence counter is near its limit: the directory is deleted and recreated as soon as it is idle"
+        );
     }
 }
 
@@ -968,9 +1203,9 @@ const RELEASE_MARK: &[u8] = b"released";
 
 /// Releases a writer's held node: one transaction marks it (a data change,
 /// which tells the contender watching it that a writer that held the lock
-/// left, see [`ordering`](crate::ordering)) and deletes it. Retried through
-/// connection loss until confirmed or the session is over; a missing node
-/// counts as released. Where an ACL refuses the mark, a plain deletion.
+/// left, see [`ordering`](crate::ordering)) and deletes it. Retried until
+/// confirmed or the session is over; a missing node counts as released.
+/// Where an ACL refuses the mark, a plain deletion.
 async fn release_marked(client: &zk::Client, path: &str) -> Result<(), Error> {
     let release = || async {
         let mut multi = client.new_multi_writer();
@@ -985,14 +1220,33 @@ async fn release_marked(client: &zk::Client, path: &str) -> Result<(), Error> {
     }
 }
 
-/// Releases a held node: marked or not (see `Held::mark`).
-async fn release_node(client: &zk::Client, mark: bool, path: &str) -> Result<(), Error> {
-    if mark {
+/// Releases a held node, marked or not (see `Held::mark`), and recycles
+/// the directory if its counter is near the limit.
+async fn release_node(client: &zk::Client, dir: &str, mark: bool, path: &str, seq: i32) -> Result<(), Error> {
+    let result = if mark {
         release_marked(client, path).await
     } else {
         delete_node(client, path).await
+    };
+    if result.is_ok() && ordering::needs_recycling(seq) {
+        recycle_dir(client, dir).await;
     }
+    result
 }
+
+/// How long a giving-up acquire (timed out, `try_*` that found the lock
+/// taken, or refused at the counter's limit) waits for its node's deletion
+/// before it returns; the deletion goes on in the background after that
+/// (for example until the client has reconnected).
+pub const GIVE_UP_SLACK: Duration = Duration::from_millis(250);
+
+/// How often an acquire recreates a lock directory that vanishes under it
+/// (it is removed when empty) before it reports `NoNode`.
+const MAX_DIRECTORY_ATTEMPTS: u32 = 10;
+
+/// How long the last handle of a lock waits, while connected, for the
+/// releases and deletions it started in the background.
+const FLUSH_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// A contender node that has not been handed to a guard yet. Dropping it
 /// deletes the node in the background (cancellation safety).
@@ -1001,6 +1255,8 @@ struct Pending {
     token: Uuid,
     /// Full path, once known.
     node: Option<String>,
+    /// The node's sequence, once known.
+    seq: i32,
     /// A create request may have been sent whose result is not known.
     creating: bool,
     armed: bool,
@@ -1012,6 +1268,7 @@ impl Pending {
             inner,
             token,
             node: None,
+            seq: 0,
             creating: false,
             armed: true,
         }
@@ -1022,58 +1279,68 @@ impl Pending {
         self.armed = false;
     }
 
-    /// Deletes the node now and reports the outcome. If this future is
-    /// dropped first, the deletion goes on in the background.
-    async fn remove(&mut self) -> Result<(), Error> {
-        let result = remove_pending(&self.inner, self.token, self.node.clone(), self.creating).await;
-        self.armed = false;
-        result
+    /// Withdraws the request: starts deleting the node now, waits for the
+    /// deletion at most [`GIVE_UP_SLACK`], and lets it go on in the
+    /// background after that. Reports a deletion the server refused.
+    async fn give_up(&mut self) -> Result<Option<Held>, Error> {
+        if let Some(removal) = self.start_removal() {
+            if let Ok(Ok(Err(e))) = tokio::time::timeout(GIVE_UP_SLACK, removal).await {
+                return Err(e);
+            }
+        }
+        Ok(None)
+    }
+
+    /// Starts the deletion of the node, if there is one to delete. The
+    /// delete request leaves at once, so any later request of this session
+    /// (a new acquire) is answered after it.
+    fn start_removal(&mut self) -> Option<tokio::task::JoinHandle<Result<(), Error>>> {
+        if !std::mem::take(&mut self.armed) || (self.node.is_none() && !self.creating) {
+            return None;
+        }
+        let client = self.inner.client.clone();
+        let dir = self.inner.path.clone();
+        let (token, node, creating, seq) = (self.token, self.node.take(), self.creating, self.seq);
+        let first = node.as_deref().map(|node| client.delete(node, None));
+        self.inner.tasks.spawn(async move {
+            let result = match (node, first) {
+                (Some(node), Some(first)) => match first.await {
+                    Ok(()) | Err(zk::Error::NoNode) => Ok(Some(seq)),
+                    Err(e) if is_retryable(&e) => delete_node(&client, &node).await.map(|()| Some(seq)),
+                    Err(e) => Err(Error::from_zk(e, &node)),
+                },
+                _ if creating => match find_own(&client, &dir, token).await {
+                    Ok(Some((me, _))) => {
+                        let seq = me.parse::<NodeName>().map_or(seq, |n| n.seq());
+                        delete_node(&client, &child_path(&dir, &me))
+                            .await
+                            .map(|()| Some(seq))
+                    }
+                    Ok(None) => Ok(None),
+                    Err(e) => Err(e),
+                },
+                _ => Ok(None),
+            };
+            match result {
+                Ok(Some(seq)) if ordering::needs_recycling(seq) => {
+                    recycle_dir(&client, &dir).await;
+                    Ok(())
+                }
+                Ok(_) => Ok(()),
+                // The session is over: its ephemeral nodes are gone with it.
+                Err(e) if e.is_session_over() => Ok(()),
+                Err(e) => {
+                    warn!(lock = %dir, error = %e, "could not delete the node of a withdrawn acquire");
+                    Err(e)
+                }
+            }
+        })
     }
 }
 
 impl Drop for Pending {
     fn drop(&mut self) {
-        if !self.armed || (self.node.is_none() && !self.creating) {
-            return;
-        }
-        let (inner, token, node, creating) =
-            (self.inner.clone(), self.token, self.node.take(), self.creating);
-        match tokio::runtime::Handle::try_current() {
-            Ok(handle) => {
-                handle.spawn(async move {
-                    if let Err(e) = remove_pending(&inner, token, node, creating).await {
-                        warn!(lock = %inner.path, error = %e, "could not delete the node of a cancelled acquire");
-                    }
-                });
-            }
-            Err(_) => warn!(
-                lock = %inner.path,
-                "acquire cancelled outside a runtime: its node stays until the session ends"
-            ),
-        }
-    }
-}
-
-async fn remove_pending(
-    inner: &Inner,
-    token: Uuid,
-    node: Option<String>,
-    creating: bool,
-) -> Result<(), Error> {
-    let client = &inner.client;
-    let result = match node {
-        Some(node) => delete_node(client, &node).await,
-        None if creating => match find_own(client, &inner.path, token).await {
-            Ok(Some((me, _))) => delete_node(client, &child_path(&inner.path, &me)).await,
-            Ok(None) => Ok(()),
-            Err(e) => Err(e),
-        },
-        None => Ok(()),
-    };
-    match result {
-        // The session is over: its ephemeral nodes are gone with it.
-        Err(Error::SessionExpired) | Err(Error::SessionClosed) => Ok(()),
-        other => other,
+        self.start_removal();
     }
 }
 
@@ -1095,11 +1362,12 @@ struct Held {
     /// Readers never mark: no rule takes a reader's mark.
     mark: bool,
     node: String,
+    seq: i32,
     fencing_token: i64,
     lost: Arc<LostFlag>,
-    /// The data watch on the node set while waiting, if any: `lost()` uses
-    /// it instead of setting a new one, and the release fires it, so it
-    /// never costs a request to remove.
+    /// The watch on the node set while waiting, if any: `lost()` uses it
+    /// instead of setting a new one, and the release fires it, so it never
+    /// costs a request to remove.
     own_watch: Mutex<Option<OwnWatch>>,
     released: bool,
 }
@@ -1109,6 +1377,7 @@ impl Held {
         inner: Arc<Inner>,
         mark: bool,
         node: String,
+        seq: i32,
         fencing_token: i64,
         own_watch: Option<OwnWatch>,
     ) -> Held {
@@ -1116,6 +1385,7 @@ impl Held {
             inner,
             mark,
             node,
+            seq,
             fencing_token,
             own_watch: Mutex::new(own_watch),
             lost: Arc::new(LostFlag {
@@ -1127,7 +1397,8 @@ impl Held {
     }
 
     fn is_held(&self) -> bool {
-        !self.lost.lost.load(Ordering::Acquire) && terminal_error(self.inner.client.state()).is_none()
+        !self.lost.lost.load(Ordering::Acquire)
+            && Error::from_session_state(self.inner.client.state()).is_none()
     }
 
     fn mark_lost(&self) {
@@ -1141,6 +1412,9 @@ impl Held {
     async fn lost(&self) {
         let client = &self.inner.client;
         let mut states = client.state_watcher();
+        // Once the node cannot be watched (the server refuses), only the
+        // session's end can tell: no request is retried in a loop.
+        let mut watchable = true;
         loop {
             if !self.is_held() {
                 self.mark_lost();
@@ -1149,25 +1423,41 @@ impl Held {
             let flagged = self.lost.notify.notified();
             let set = self.own_watch.lock().ok().and_then(|mut w| w.take());
             let watched = async {
+                if !watchable {
+                    return std::future::pending::<Watched>().await;
+                }
                 let changed: OwnWatch = match set {
                     Some(changed) => changed,
-                    None => match client.get_and_watch_data(&self.node).await {
-                        Ok((_, _, watcher)) => Box::pin(watcher.changed()),
-                        Err(zk::Error::NoNode) => return true,
-                        Err(e) if is_connection_error(&e) => return false,
+                    None => match client.check_and_watch_stat(&self.node).await {
+                        Ok((Some(_), watcher)) => Box::pin(watcher.changed()),
+                        Ok((None, _)) => return Watched::Gone,
+                        // Waits for the reconnection: no spin.
+                        Err(e) if is_retryable(&e) => return Watched::Again,
+                        Err(zk::Error::SessionExpired) | Err(zk::Error::ClientClosed) => {
+                            return Watched::Gone
+                        }
                         Err(e) => {
-                            return terminal_error(client.state()).is_some()
-                                || matches!(e, zk::Error::SessionExpired)
+                            warn!(node = %self.node, error = %e, "cannot watch the held node: only the session's end will be noticed");
+                            return Watched::Unwatchable;
                         }
                     },
                 };
                 let event = changed.await;
-                event.event_type == zk::EventType::NodeDeleted
-                    || terminal_error(event.session_state).is_some()
+                if event.event_type == zk::EventType::NodeDeleted
+                    || Error::from_session_state(event.session_state).is_some()
+                {
+                    Watched::Gone
+                } else {
+                    Watched::Again
+                }
             };
             tokio::select! {
-                gone = watched => if gone { self.mark_lost(); return },
-                state = states.changed() => if terminal_error(state).is_some() { self.mark_lost(); return },
+                watched = watched => match watched {
+                    Watched::Gone => { self.mark_lost(); return }
+                    Watched::Again => {}
+                    Watched::Unwatchable => watchable = false,
+                },
+                state = states.changed() => if Error::from_session_state(state).is_some() { self.mark_lost(); return },
                 () = flagged => return,
             }
         }
@@ -1178,9 +1468,10 @@ impl Held {
         let span = info_span!("release", node = %self.node);
         let client = self.inner.client.clone();
         let node = std::mem::take(&mut self.node);
-        let mark = self.mark;
+        let (mark, seq) = (self.mark, self.seq);
+        let dir = self.inner.path.as_str();
         async move {
-            let result = release_node(&client, mark, &node).await;
+            let result = release_node(&client, dir, mark, &node, seq).await;
             debug!(?result, "released");
             result
         }
@@ -1189,27 +1480,33 @@ impl Held {
     }
 }
 
+/// What became of a watch on a held node.
+enum Watched {
+    /// The node is gone, or the session ended.
+    Gone,
+    /// Something else happened: watch again.
+    Again,
+    /// The server refuses the watch.
+    Unwatchable,
+}
+
 impl Drop for Held {
     fn drop(&mut self) {
         if self.released {
             return;
         }
         let client = self.inner.client.clone();
+        let dir = self.inner.path.clone();
         let node = std::mem::take(&mut self.node);
-        let mark = self.mark;
-        match tokio::runtime::Handle::try_current() {
-            Ok(handle) => {
-                handle.spawn(async move {
-                    match release_node(&client, mark, &node).await {
-                        Ok(()) => debug!(node = %node, "released on drop"),
-                        Err(e) => warn!(node = %node, error = %e, "release on drop failed"),
-                    }
-                });
+        let (mark, seq) = (self.mark, self.seq);
+        // On the library's background runtime: the caller's runtime may be
+        // shutting down, or there may be none (a plain thread).
+        self.inner.tasks.spawn(async move {
+            match release_node(&client, &dir, mark, &node, seq).await {
+                Ok(()) => debug!(node = %node, "released on drop"),
+                Err(e) => warn!(node = %node, error = %e, "release on drop failed"),
             }
-            Err(_) => {
-                warn!(node = %node, "guard dropped outside a runtime: its node stays until the session ends")
-            }
-        }
+        });
     }
 }
 

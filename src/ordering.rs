@@ -40,14 +40,22 @@
 //!   gave up, an expired session, a reader) still needs a fresh snapshot,
 //!   unless `deletion_grants` holds.
 //!
-//! # Ordering that survives the wrap
+//! # The sequence counter's limit
 //!
-//! ZooKeeper's sequence counter is a signed 32-bit number that wraps from
-//! `2147483647` to `-2147483648`. Live sequences always lie within a window
-//! smaller than 2^31, so comparing `a.wrapping_sub(r) as i32` with
-//! `b.wrapping_sub(r) as i32` for any live `r` (RFC 1982 serial-number
-//! arithmetic) is a total order that survives the wrap. Names and suffix
-//! strings are never compared.
+//! The sequence is the lock directory's child-version counter, a signed
+//! 32-bit number. ZooKeeper 3.5 and later do not wrap it: past `2147483647`
+//! every new child gets `2147483647` again (and, while creates are still in
+//! flight, the server may hand out negative numbers once). Such sequences
+//! are neither unique nor ordered, so a contender whose own sequence is
+//! [`SEQUENCE_LIMIT`], negative, or shared with another child is never
+//! granted: [`decide`] answers [`Decision::Exhausted`], and the driver
+//! withdraws the node. Other contenders ignore nodes at the limit or below
+//! zero (they were created after every valid node and never hold).
+//!
+//! A directory is recycled before that: whoever leaves it empty while its
+//! counter is past [`RECYCLE_THRESHOLD`] deletes it
+//! ([`needs_recycling`]), and the next contender recreates it with a fresh
+//! counter.
 //!
 //! # The loop a driver runs
 //!
@@ -64,9 +72,13 @@
 //!                 continue (decide again)
 //!             wait for the watch to fire
 //!             if deletion_grants and the event is `watch` deleted: return the guard
-//!             if release_grants and the event is `watch`'s data changed: return the guard
+//!             if release_grants and the event is `watch`'s data changed:
+//!                 check that `watch` is gone (a data change alone proves nothing:
+//!                 anyone may write to a node); if it is, return the guard,
+//!                 if it is not, watch it again
 //!             continue (a fired watch is not a grant: take a fresh snapshot)
 //!         }
+//!         Exhausted => delete my node, recycle the directory if it is empty, fail
 //!     }
 //! }
 //! ```
@@ -83,12 +95,33 @@
 //! # Ok::<(), zk_rwlock::ordering::OrderingError>(())
 //! ```
 
-use std::cmp::Ordering;
-
 use crate::node_name::{parse_parts, Mode, ParseNameError, Parts};
+
+/// The value at which ZooKeeper's sequence counter sticks: `2147483647`.
+pub const SEQUENCE_LIMIT: i32 = i32::MAX;
+
+/// Sequences from here on are in the last 2^20 before [`SEQUENCE_LIMIT`]:
+/// the directory is due for recycling (see [`needs_recycling`]).
+pub const RECYCLE_THRESHOLD: i32 = SEQUENCE_LIMIT - (1 << 20);
+
+/// True if a sequence can be trusted for order: not negative, not at the limit.
+#[inline]
+pub fn is_valid_seq(seq: i32) -> bool {
+    (0..SEQUENCE_LIMIT).contains(&seq)
+}
+
+/// True if a contender that leaves a directory with this sequence should
+/// try to delete the directory afterwards (the deletion fails harmlessly
+/// if the directory is not empty): its counter is close to, or at, the
+/// limit, and only a new directory starts again from 0.
+#[inline]
+pub fn needs_recycling(seq: i32) -> bool {
+    !(0..RECYCLE_THRESHOLD).contains(&seq)
+}
 
 /// What one contender should do now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Decision<'a> {
     /// The contender holds the lock.
     Granted,
@@ -111,6 +144,10 @@ pub enum Decision<'a> {
         /// writer, and whenever `deletion_grants` holds.
         release_grants: bool,
     },
+    /// The contender's sequence cannot be ordered: it is at
+    /// [`SEQUENCE_LIMIT`], negative, or shared with another child. It is
+    /// never granted; the driver withdraws the node.
+    Exhausted,
 }
 
 /// Why no decision could be made for a contender.
@@ -127,12 +164,6 @@ pub enum OrderingError {
     /// The contender's own name is not a contender node name.
     #[error("cannot decide for a node that is not a contender: {0}")]
     InvalidName(#[from] ParseNameError),
-}
-
-/// Compares two sequences relative to a live reference `r`, surviving the wrap.
-#[inline]
-fn serial_cmp(a: i32, b: i32, r: i32) -> Ordering {
-    (a.wrapping_sub(r)).cmp(&b.wrapping_sub(r))
 }
 
 /// Decides for the contender named `me` given the raw, unordered child names
@@ -158,8 +189,8 @@ pub(crate) fn decide_noting_foreign<'a, S: AsRef<str>>(
     foreign: &mut bool,
 ) -> Result<Decision<'a>, OrderingError> {
     let mine = parse_parts(me).map_err(|reason| ParseNameError::new(me, reason))?;
-    let r = mine.seq;
     let mut found = false;
+    let mut shared = false;
     // The closest predecessor, the closest preceding writer, and counts.
     let mut predecessor: Option<(i32, &'a str)> = None;
     let mut predecessors = 0usize;
@@ -176,10 +207,11 @@ pub(crate) fn decide_noting_foreign<'a, S: AsRef<str>>(
             found = true;
             continue;
         }
+        shared |= parts.seq == mine.seq;
         if !precedes(&parts, name, &mine, me) {
             continue;
         }
-        let key = parts.seq.wrapping_sub(r);
+        let key = parts.seq;
         predecessors += 1;
         if closer(key, name, predecessor) {
             predecessor = Some((key, name));
@@ -194,6 +226,9 @@ pub(crate) fn decide_noting_foreign<'a, S: AsRef<str>>(
     }
     if !found {
         return Err(OrderingError::Missing { me: me.to_owned() });
+    }
+    if shared || !is_valid_seq(mine.seq) {
+        return Ok(Decision::Exhausted);
     }
     Ok(match mine.mode {
         Mode::Read => match writer {
@@ -215,15 +250,20 @@ pub(crate) fn decide_noting_foreign<'a, S: AsRef<str>>(
     })
 }
 
-/// True if the contender `(parts, name)` comes before `(mine, me)`.
-/// Equal sequences can only come from forged names; the name breaks the tie
-/// so that the order stays total.
+/// True if the contender `(parts, name)` comes before `(mine, me)`. Nodes
+/// whose sequence is not valid (at the limit, negative) come after every
+/// valid one. Equal valid sequences can only come from forged names; they
+/// count as predecessors of each other (the name breaks the tie), which is
+/// the cautious reading: nobody is granted past them by mistake.
 #[inline]
 fn precedes(parts: &Parts<'_>, name: &str, mine: &Parts<'_>, me: &str) -> bool {
-    match serial_cmp(parts.seq, mine.seq, mine.seq) {
-        Ordering::Less => true,
-        Ordering::Greater => false,
-        Ordering::Equal => name < me,
+    if !is_valid_seq(parts.seq) {
+        return false;
+    }
+    match parts.seq.cmp(&mine.seq) {
+        std::cmp::Ordering::Less => true,
+        std::cmp::Ordering::Greater => false,
+        std::cmp::Ordering::Equal => name < me,
     }
 }
 
@@ -281,39 +321,34 @@ pub fn queue<S: AsRef<str>>(children: &[S]) -> Queue<'_> {
             Err(_) => foreign.push(name),
         }
     }
-    // Any live sequence is a valid reference for serial-number order.
-    let r = parsed.first().map_or(0, |(p, _)| p.seq);
-    parsed.sort_unstable_by(|(a, an), (b, bn)| serial_cmp(a.seq, b.seq, r).then_with(|| an.cmp(bn)));
+    // Valid sequences in order, then those that cannot be ordered.
+    parsed.sort_unstable_by_key(|(p, name)| (!is_valid_seq(p.seq), p.seq, *name));
     let mut contenders = Vec::with_capacity(parsed.len());
     let mut last: Option<(&str, Mode)> = None;
     let mut last_writer: Option<&str> = None;
     let mut writers = 0usize;
     for (i, (parts, name)) in parsed.iter().enumerate() {
-        let decision = match parts.mode {
-            Mode::Read => match last_writer {
-                None => Decision::Granted,
-                Some(w) => Decision::Wait {
-                    watch: w,
-                    deletion_grants: writers == 1,
-                    release_grants: true,
-                },
-            },
-            Mode::Write => match last {
-                None => Decision::Granted,
-                Some((p, mode)) => Decision::Wait {
-                    watch: p,
-                    deletion_grants: i == 1,
-                    release_grants: i == 1 || mode == Mode::Write,
-                },
-            },
-        };
-        contenders.push(Place {
-            name,
-            host: parts.host,
-            mode: parts.mode,
-            seq: parts.seq,
-            decision,
-        });
+        let shared = |j: usize| parsed.get(j).is_some_and(|(p, _)| p.seq == parts.seq);
+        if !is_valid_seq(parts.seq) || (i > 0 && shared(i - 1)) || shared(i + 1) {
+            contenders.push(Place {
+                name,
+                host: parts.host,
+                mode: parts.mode,
+                seq: parts.seq,
+                decision: Decision::Exhausted,
+            });
+            if !is_valid_seq(parts.seq) {
+                continue;
+            }
+        } else {
+            contenders.push(Place {
+                name,
+                host: parts.host,
+                mode: parts.mode,
+                seq: parts.seq,
+                decision: decision_in_queue(i, parts.mode, last, last_writer, writers),
+            });
+        }
         last = Some((name, parts.mode));
         if parts.mode == Mode::Write {
             last_writer = Some(name);
@@ -323,13 +358,43 @@ pub fn queue<S: AsRef<str>>(children: &[S]) -> Queue<'_> {
     Queue { contenders, foreign }
 }
 
+/// The decision of the `i`-th valid contender in queue order, given the one
+/// before it, the last writer before it, and how many writers precede it.
+fn decision_in_queue<'a>(
+    i: usize,
+    mode: Mode,
+    last: Option<(&'a str, Mode)>,
+    last_writer: Option<&'a str>,
+    writers: usize,
+) -> Decision<'a> {
+    match mode {
+        Mode::Read => match last_writer {
+            None => Decision::Granted,
+            Some(w) => Decision::Wait {
+                watch: w,
+                deletion_grants: writers == 1,
+                release_grants: true,
+            },
+        },
+        Mode::Write => match last {
+            None => Decision::Granted,
+            Some((p, mode)) => Decision::Wait {
+                watch: p,
+                deletion_grants: i == 1,
+                release_grants: i == 1 || mode == Mode::Write,
+            },
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     //! Table-driven: each row is a queue in order, one node marked `[ ]` as
     //! "me", and the expected decision: `granted`, `wait N` (watch the N-th
     //! node of the row, 0-based, neither its deletion nor its release
     //! grants), `wait^ N` (its release by a holder grants), `wait! N` (its
-    //! deletion alone grants, and so does its release), or `missing`.
+    //! deletion alone grants, and so does its release), `exhausted` (the
+    //! sequence cannot be ordered), or `missing`.
     use super::*;
 
     /// Builds child names from a row like `R W [R] x W`; `x` is a foreign
@@ -379,14 +444,21 @@ mod tests {
         ("[W] R W", "granted"),
         ("x [W] x", "granted"),
         ("x W x [R]", "wait! 1"),
-        // Wrap: 2147483647 precedes -2147483648.
-        ("W@2147483647 [R@-2147483648]", "wait! 0"),
-        (
-            "R@2147483646 R@2147483647 [R@-2147483648] W@-2147483647",
-            "granted",
-        ),
-        ("W@2147483646 R@2147483647 [W@-2147483648]", "wait 1"),
-        ("R@2147483646 W@2147483647 [W@-2147483648]", "wait^ 1"),
+        // The counter's limit: 2147483647 sticks, so nodes there (and
+        // negative ones) cannot be ordered: never granted, never watched.
+        ("W@2147483646 [R@2147483647]", "exhausted"),
+        ("[W@2147483647]", "exhausted"),
+        ("W@2147483647 [R@-2147483648]", "exhausted"),
+        ("[R@2147483646] W@2147483647 W@2147483647", "granted"),
+        ("R@2147483645 [W@2147483646] W@2147483647", "wait! 0"),
+        ("W@-5 [R@7]", "granted"),
+        // A sequence shared with another node: never granted; the pair
+        // counts as predecessors of later nodes.
+        ("[R@4] W@4", "exhausted"),
+        ("R@4 [W@4]", "exhausted"),
+        ("R@3 R@3 [R@5]", "granted"),
+        ("R@3 W@3 [R@5]", "wait! 1"),
+        ("R@3 W@3 [W@5]", "wait^ 1"),
         // Input order does not matter: later-listed smaller sequences precede.
         ("[W@5] R@3", "wait! 1"),
         ("R@9 [W@7] W@2", "wait! 2"),
@@ -400,6 +472,7 @@ mod tests {
             let got = decide(&me, &names).unwrap();
             let expect = match want.split_once(' ') {
                 None if *want == "granted" => Decision::Granted,
+                None if *want == "exhausted" => Decision::Exhausted,
                 Some((kind @ ("wait" | "wait^" | "wait!"), n)) => Decision::Wait {
                     watch: &names[n.parse::<usize>().unwrap()],
                     deletion_grants: kind == "wait!",
@@ -432,11 +505,13 @@ mod tests {
 
     #[test]
     fn queue_orders_and_lists_foreign() {
-        let (names, _) = build("W@-2147483648 x R@2147483647 R@2147483646 x");
+        let (names, _) = build("W@-2147483648 x R@2147483647 R@2147483646 x W@5");
         let q = queue(&names);
         let seqs: Vec<i32> = q.contenders.iter().map(|p| p.seq).collect();
-        assert_eq!(seqs, vec![2147483646, 2147483647, -2147483648]);
+        assert_eq!(seqs, vec![5, 2147483646, -2147483648, 2147483647]);
         assert_eq!(q.foreign.len(), 2);
-        assert_eq!(q.holders().count(), 2);
+        assert_eq!(q.holders().count(), 1);
+        let exhausted = q.contenders.iter().filter(|p| p.decision == Decision::Exhausted);
+        assert_eq!(exhausted.count(), 2);
     }
 }

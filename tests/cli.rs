@@ -489,6 +489,7 @@ async fn status_shows_the_real_queue() {
                 assert_eq!(g["state"], "waits");
                 assert_eq!(g["waits_on"], node.as_str());
             }
+            other => panic!("unexpected state {other:?}"),
         }
         assert!(g["created_ms"].as_i64().unwrap() > 0);
         assert!(g["age_ms"].as_u64().is_some());

@@ -342,6 +342,7 @@ fn table(snapshot: &Snapshot, now: SystemTime) -> String {
                 match &c.state {
                     ContenderState::Holds => "holds".to_owned(),
                     ContenderState::WaitsOn(node) => format!("waits on {node}"),
+                    _ => "sequence at the limit: never granted".to_owned(),
                 },
                 c.fencing_token.map_or_else(|| "-".to_owned(), |t| t.to_string()),
                 c.created
@@ -424,10 +425,11 @@ fn json(snapshot: &Snapshot, now: SystemTime) -> JsonStatus<'_> {
             state: match c.state {
                 ContenderState::Holds => "holds",
                 ContenderState::WaitsOn(_) => "waits",
+                _ => "exhausted",
             },
             waits_on: match &c.state {
-                ContenderState::Holds => None,
                 ContenderState::WaitsOn(node) => Some(node.clone()),
+                _ => None,
             },
             fencing_token: c.fencing_token,
             session: c.session.map(|s| format!("{:#x}", s as u64)),

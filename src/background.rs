@@ -1,0 +1,145 @@
+//! The library's background thread, and the work it tracks.
+//!
+//! Some work must outlive the code that started it: the release of a guard
+//! that was dropped, the deletion of a cancelled or timed-out acquire's
+//! node, and the ZooKeeper session itself. If that work ran on the caller's
+//! runtime, it would die with it: a guard dropped as `#[tokio::main]`
+//! returns would hold the lock until the session expired. It therefore runs
+//! on one thread of the library's own, started on first use, with a
+//! current-thread runtime that lives as long as the process.
+//!
+//! Each lock counts the work it started there ([`Tasks`]); when the last
+//! handle of a lock goes away, it waits (briefly, and only while connected)
+//! for that work to finish, so that a program that drops its guards and
+//! returns from `main` has released them by the time it exits.
+
+use std::collections::HashSet;
+use std::future::Future;
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use tokio::runtime::Handle;
+use tracing::warn;
+
+/// The handle of the background runtime, started on first use; `None` if
+/// the thread could not be started.
+pub(crate) fn handle() -> Option<&'static Handle> {
+    static BACKGROUND: OnceLock<Option<Handle>> = OnceLock::new();
+    BACKGROUND
+        .get_or_init(|| {
+            let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                Ok(rt) => rt,
+                Err(e) => {
+                    warn!(error = %e, "cannot start the background runtime");
+                    return None;
+                }
+            };
+            let handle = rt.handle().clone();
+            let started = std::thread::Builder::new()
+                .name("zk-rwlock-background".to_owned())
+                .spawn(move || rt.block_on(std::future::pending::<()>()));
+            match started {
+                Ok(_) => Some(handle),
+                Err(e) => {
+                    warn!(error = %e, "cannot start the background thread");
+                    None
+                }
+            }
+        })
+        .as_ref()
+}
+
+/// The ids of the sessions that run on the background thread.
+static SESSIONS: Mutex<Option<HashSet<i64>>> = Mutex::new(None);
+
+/// Notes that the session `id` runs on the background thread.
+pub(crate) fn register_session(id: i64) {
+    if let Ok(mut sessions) = SESSIONS.lock() {
+        sessions.get_or_insert_with(HashSet::new).insert(id);
+    }
+}
+
+/// True if the session `id` runs on the background thread: waiting for
+/// background work that needs it cannot block its progress.
+pub(crate) fn runs_session(id: i64) -> bool {
+    SESSIONS
+        .lock()
+        .is_ok_and(|sessions| sessions.as_ref().is_some_and(|s| s.contains(&id)))
+}
+
+/// Work of one lock that runs in the background: counted, so that the
+/// lock's last handle can wait for it.
+#[derive(Default)]
+pub(crate) struct Tasks {
+    running: Mutex<usize>,
+    idle: Condvar,
+}
+
+impl Tasks {
+    /// Runs `work` on the background runtime (on the current runtime if the
+    /// background thread cannot be started; nowhere, with a warning, if
+    /// there is neither). Returns a handle to await its result.
+    pub(crate) fn spawn<T, F>(self: &Arc<Self>, work: F) -> Option<tokio::task::JoinHandle<T>>
+    where
+        F: Future<Output = T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let handle = match handle() {
+            Some(handle) => handle.clone(),
+            None => match Handle::try_current() {
+                Ok(handle) => handle,
+                Err(_) => {
+                    warn!("no runtime to run background work on: it is dropped");
+                    return None;
+                }
+            },
+        };
+        self.add(1);
+        let tasks = self.clone();
+        let done = Done(tasks);
+        Some(handle.spawn(async move {
+            let result = work.await;
+            drop(done);
+            result
+        }))
+    }
+
+    fn add(&self, n: isize) {
+        if let Ok(mut running) = self.running.lock() {
+            *running = running.saturating_add_signed(n);
+            if *running == 0 {
+                self.idle.notify_all();
+            }
+        }
+    }
+
+    /// Blocks until no work is running, `timeout` has passed, or
+    /// `keep_waiting` turns false (checked every few milliseconds).
+    pub(crate) fn wait_idle(&self, timeout: Duration, keep_waiting: impl Fn() -> bool) {
+        let until = Instant::now() + timeout;
+        let Ok(mut running) = self.running.lock() else {
+            return;
+        };
+        while *running > 0 && keep_waiting() {
+            let now = Instant::now();
+            if now >= until {
+                return;
+            }
+            let slice = (until - now).min(Duration::from_millis(20));
+            running = match self.idle.wait_timeout(running, slice) {
+                Ok((guard, _)) => guard,
+                Err(_) => return,
+            };
+        }
+    }
+}
+
+/// Marks one background task done when dropped: also when the task is
+/// cancelled with its runtime.
+struct Done(Arc<Tasks>);
+
+impl Drop for Done {
+    fn drop(&mut self) {
+        self.0.add(-1);
+    }
+}
