@@ -820,3 +820,65 @@ async fn node_deleted_while_waiting_is_an_error() {
     assert_drained(&path).await;
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// Children of the lock directory that are not contender nodes are
+/// ignored with one warning per name, however often `exec` lists the
+/// directory while it waits.
+#[tokio::test]
+async fn exec_warns_once_per_foreign_child() {
+    let path = unique_path("foreign-warn");
+    let holder = lock(&path).await;
+    let guard = holder.write().await.unwrap();
+    let c = holder.client();
+    let persistent = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+    let foreign = ["junk-a", "junk-b"];
+    for name in foreign {
+        c.create(&format!("{path}/{name}"), &[], &persistent)
+            .await
+            .unwrap();
+    }
+    // Readers queued behind the writer, then exec's writer behind them: it
+    // watches the last reader, and each reader that gives up makes it list
+    // the directory again.
+    let mut readers = Vec::new();
+    for _ in 0..3 {
+        let l = lock(&path).await;
+        let waiting = tokio::spawn(async move { l.read().await });
+        readers.push(waiting);
+    }
+    wait_children(c, &path, 2 + 1 + 3).await;
+    let exec = zk_rwlock(&["exec", "--write", &path, "--", "true"])
+        .env("RUST_LOG", "zk_rwlock=debug")
+        .spawn()
+        .unwrap();
+    wait_children(c, &path, 2 + 1 + 3 + 1).await;
+    // Newest first: each one is the node exec's writer watches.
+    for (i, reader) in readers.into_iter().enumerate().rev() {
+        reader.abort();
+        wait_children(c, &path, 2 + 1 + i + 1).await;
+    }
+    guard.release().await.unwrap();
+    let out = finish(exec).await;
+    out.expect_code(0);
+    // It listed the directory before each wait: at least twice, since the
+    // first reader's deletion does not grant it the lock (up to four times
+    // when it sees each reader go).
+    let waits = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("zk_rwlock::lock: waiting "))
+        .count();
+    assert!(waits >= 2, "{out:#?}");
+    for name in foreign {
+        let warnings = out
+            .stderr
+            .lines()
+            .filter(|l| l.contains("not a contender") && l.contains(name))
+            .count();
+        assert_eq!(warnings, 1, "{name}: {out:#?}");
+    }
+    for name in foreign {
+        c.delete(&format!("{path}/{name}"), None).await.unwrap();
+    }
+    assert_drained(&path).await;
+}
