@@ -9,7 +9,8 @@ pub enum Error {
     /// The lock path is not a valid absolute ZooKeeper path for a lock directory.
     #[error(
         "invalid lock path `{path}`: {reason}; a lock path is absolute, like `/locks/orders`: \
-         it starts with '/', has no empty, '.' or '..' segments, no trailing '/', no NUL, and is not `/` itself"
+         it starts with '/', has no empty, '.' or '..' segments, no trailing '/', no NUL, \
+         no segment named like a contender node (`<host>-<R|W>-<seq>`), and is not `/` itself"
     )]
     InvalidPath {
         /// The path as given.

@@ -134,7 +134,15 @@ impl LockBuilder {
 }
 
 /// Checks that `path` can name a lock directory: absolute, not the root,
-/// no empty, `.` or `..` segments, no trailing `/`, no NUL. Does no I/O.
+/// no empty, `.` or `..` segments, no trailing `/`, no NUL, and no segment
+/// that parses as a contender node name (`<host>-<R|W>-<seq>`, see
+/// [`node_name::is_contender_name`](crate::node_name::is_contender_name)).
+/// Does no I/O.
+///
+/// The last rule protects the lock one level up: the lock directory and
+/// its parents are created as persistent nodes, and a persistent child
+/// named like a contender would count there as a contender that never
+/// leaves, blocking that lock until someone deletes it.
 ///
 /// # Errors
 ///
@@ -167,6 +175,21 @@ pub fn validate_path(path: &str) -> Result<(), Error> {
             "." | ".." => return bad("it has a '.' or '..' segment"),
             _ => {}
         }
+    }
+    let mut segments = path[1..].split('/').rev();
+    if segments.next().is_some_and(crate::node_name::is_contender_name) {
+        return bad(
+            "its last segment looks like a contender node name (`<host>-<R|W>-<seq>`): \
+             the lock one level up would count this lock's persistent directory as a contender \
+             that holds it forever",
+        );
+    }
+    if segments.any(crate::node_name::is_contender_name) {
+        return bad(
+            "one of its segments looks like a contender node name (`<host>-<R|W>-<seq>`): \
+             the lock one level above that segment would count its persistent node as a contender \
+             that holds it forever",
+        );
     }
     Ok(())
 }
@@ -1379,7 +1402,18 @@ mod tests {
 
     #[test]
     fn paths() {
-        for ok in ["/a", "/shared_lock", "/a/b-c/d.e", "/..a", "/a./b"] {
+        for ok in [
+            "/a",
+            "/shared_lock",
+            "/a/b-c/d.e",
+            "/..a",
+            "/a./b",
+            // Near misses of contender names.
+            "/locks/web01-W-1",
+            "/locks/web01-X-0000000001",
+            "/locks/-W-0000000001",
+            "/locks/web01-W-0000000001x",
+        ] {
             assert!(validate_path(ok).is_ok(), "{ok}");
         }
         for (bad, why) in [
@@ -1393,6 +1427,18 @@ mod tests {
             ("/a/./b", "'.'"),
             ("/a/..", "'.'"),
             ("/a\0b", "NUL"),
+            (
+                "/locks/web01-W-0000000001",
+                "its last segment looks like a contender node name",
+            ),
+            (
+                "/web01-R--000000005",
+                "its last segment looks like a contender node name",
+            ),
+            (
+                "/locks/a-W-0000000001/b",
+                "one of its segments looks like a contender node name",
+            ),
         ] {
             let err = validate_path(bad).unwrap_err().to_string();
             assert!(err.contains(why), "{bad:?}: {err}");
