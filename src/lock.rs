@@ -825,8 +825,21 @@ pub struct Contender {
     pub fencing_token: Option<i64>,
     /// When the node was created (server clock), if it still existed when read.
     pub created: Option<SystemTime>,
-    /// The id of the session that owns the node, if it still existed when read.
+    /// The id of the session that owns the node, if it still existed when
+    /// read: the node's `ephemeralOwner`, `0` for a node that is not
+    /// ephemeral (see [`Contender::is_persistent`]).
     pub session: Option<i64>,
+}
+
+impl Contender {
+    /// True for a node that is not ephemeral (`session` is `Some(0)`): no
+    /// session's request for the lock, but a persistent node that has a
+    /// contender's name (made by hand or by another tool). The lock still
+    /// counts it as a contender, one that never leaves: it blocks everyone
+    /// queued after it until someone deletes it.
+    pub fn is_persistent(&self) -> bool {
+        self.session == Some(0)
+    }
 }
 
 /// Whether a contender holds the lock or waits.

@@ -882,3 +882,78 @@ async fn exec_warns_once_per_foreign_child() {
     }
     assert_drained(&path).await;
 }
+
+/// A persistent node named like a contender (left by hand or by another
+/// tool) counts as a contender that never leaves: it blocks the lock, and
+/// `status` flags it. A lock path that would make such a node is refused.
+#[tokio::test]
+async fn status_flags_a_permanent_node_named_like_a_contender() {
+    let path = unique_path("permanent");
+    let c = client().await;
+    let persistent = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+    c.mkdir(&path, &persistent).await.unwrap();
+    let blocker = format!("{path}/web01-W-0000000000");
+    c.create(&blocker, &[], &persistent).await.unwrap();
+
+    // The lock counts it as the writer that holds.
+    let l = lock(&path).await;
+    assert!(l.try_write().await.unwrap().is_none(), "granted past the node");
+    let reader = tokio::spawn(async move { l.read().await });
+    wait_children(&c, &path, 2).await;
+
+    let out = run(&["status", "--json", &path]).await;
+    out.expect_code(0);
+    let status: Value = serde_json::from_str(&out.stdout).expect("JSON");
+    let got = status["contenders"].as_array().unwrap();
+    assert_eq!(got.len(), 2, "{status}");
+    assert_eq!(got[0]["node"], "web01-W-0000000000");
+    assert_eq!(got[0]["state"], "holds");
+    assert_eq!(got[0]["ephemeral"], false);
+    assert_eq!(got[0]["session"], "0x0");
+    assert_eq!(got[1]["state"], "waits");
+    assert_eq!(got[1]["waits_on"], "web01-W-0000000000");
+    assert_eq!(got[1]["ephemeral"], true);
+
+    let out = run(&["status", &path]).await;
+    out.expect_code(0);
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert!(
+        lines[2].contains("web01-W-0000000000") && lines[2].contains("holds (PERMANENT node)"),
+        "{}",
+        out.stdout
+    );
+    assert!(!lines[3].contains("PERMANENT"), "{}", out.stdout);
+    assert!(
+        lines[4].starts_with(&format!("WARNING: {blocker} is a PERMANENT node"))
+            && lines[4].contains("blocks the lock until it is deleted")
+            && lines[4].contains(&format!("`delete {blocker}`")),
+        "{}",
+        out.stdout
+    );
+
+    // The lock path that made such a node in the first place is refused.
+    let out = run(&["exec", "--write", &blocker, "--", "true"]).await;
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains(&format!(
+            "zk-rwlock: invalid lock path `{blocker}`: its last segment looks like a contender node name"
+        )),
+        "{out:#?}"
+    );
+    let out = run(&["status", &blocker]).await;
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains("looks like a contender node name"),
+        "{out:#?}"
+    );
+
+    // Deleting it lets the lock go on.
+    c.delete(&blocker, None).await.unwrap();
+    let r = tokio::time::timeout(SHORT, reader)
+        .await
+        .expect("granted once the node is gone")
+        .unwrap()
+        .unwrap();
+    r.release().await.unwrap();
+    assert_drained(&path).await;
+}
