@@ -111,8 +111,14 @@ impl Error {
         matches!(self, Error::SessionExpired | Error::SessionClosed)
     }
 
-    /// Maps a ZooKeeper error of an operation on `path` to the most specific variant.
-    pub(crate) fn from_zk(err: zk::Error, path: &str) -> Error {
+    /// Maps a ZooKeeper error of an operation on `path` to the most specific
+    /// variant: the errors that end the session to [`Error::SessionExpired`]
+    /// or [`Error::SessionClosed`], `NoAuth` to [`Error::NoAuth`],
+    /// `NoChildrenForEphemerals` to [`Error::EphemeralDirectory`], any other
+    /// to [`Error::ZooKeeper`]. Use it for requests made on the lock's client
+    /// directly (e.g. with [`SharedLock::client`](crate::SharedLock::client)),
+    /// so that they are classified as the lock's own are.
+    pub fn from_zk(err: zk::Error, path: &str) -> Error {
         match err {
             zk::Error::SessionExpired | zk::Error::SessionMoved => Error::SessionExpired,
             zk::Error::ClientClosed | zk::Error::AuthFailed => Error::SessionClosed,
@@ -192,5 +198,26 @@ mod tests {
         ));
         assert!(Error::from_session_state(zk::SessionState::Disconnected).is_none());
         assert!(Error::from_session_state(zk::SessionState::SyncConnected).is_none());
+    }
+
+    #[test]
+    fn zk_errors_map_to_the_most_specific_variant() {
+        for e in [
+            zk::Error::SessionExpired,
+            zk::Error::SessionMoved,
+            zk::Error::ClientClosed,
+            zk::Error::AuthFailed,
+        ] {
+            assert!(Error::from_zk(e, "/a").is_session_over());
+        }
+        assert!(matches!(Error::from_zk(zk::Error::NoAuth, "/a"), Error::NoAuth { path } if path == "/a"));
+        assert!(matches!(
+            Error::from_zk(zk::Error::NoChildrenForEphemerals, "/a"),
+            Error::EphemeralDirectory { path } if path == "/a"
+        ));
+        assert!(matches!(
+            Error::from_zk(zk::Error::ConnectionLoss, "/a"),
+            Error::ZooKeeper(zk::Error::ConnectionLoss)
+        ));
     }
 }

@@ -114,7 +114,7 @@ async fn status(args: Args) -> Result<(), Failure> {
     } else {
         None
     };
-    common::check_lock_path(&args.path).await?;
+    common::check_lock_path(&args.path)?;
     let servers = common::connect_string(args.connect.clone());
     let client = tokio::select! {
         client = common::connect(&servers, Duration::from_secs(10), args.connect_timeout) => client?,
@@ -192,20 +192,12 @@ async fn watch(
             }
         };
         tracing::debug!(?event, "lock directory changed");
-        match event.session_state {
-            zk::SessionState::Expired => {
-                return Err(Failure::new(
-                    exit::SOFTWARE,
-                    "ZooKeeper session expired while watching",
-                ))
-            }
-            zk::SessionState::Closed | zk::SessionState::AuthFailed => {
-                return Err(Failure::new(
-                    exit::SOFTWARE,
-                    "ZooKeeper session closed while watching",
-                ))
-            }
-            _ => {}
+        if let Some(err) = zk_rwlock::Error::from_session_state(event.session_state) {
+            let what = common::session_end(&err).unwrap_or("the ZooKeeper session ended");
+            return Err(Failure::new(
+                exit::SOFTWARE,
+                format!("{what} while watching {dir}"),
+            ));
         }
     }
 }
@@ -224,10 +216,10 @@ async fn list_and_watch(
             // Created in between: list it. (The existence watch fires on
             // the next change of the node and is then gone.)
             Ok((Some(_), _)) => Ok(None),
-            Err(zk::Error::ConnectionLoss) => Ok(None),
+            Err(e) if zk_rwlock::is_retryable(&e) => Ok(None),
             Err(e) => Err(common::zk_failure(e, dir)),
         },
-        Err(zk::Error::ConnectionLoss) => {
+        Err(e) if zk_rwlock::is_retryable(&e) => {
             // Requests wait for the reconnection; this only avoids a spin if
             // the client reports the loss at once.
             tokio::time::sleep(Duration::from_millis(100)).await;
