@@ -200,6 +200,69 @@ mod tests {
         assert!(Error::from_session_state(zk::SessionState::SyncConnected).is_none());
     }
 
+    /// README's error bullet names every variant. The match is exhaustive
+    /// (no wildcard inside the crate): a new variant stops it compiling
+    /// until it is added here, and then the README is checked for it.
+    #[test]
+    fn readme_lists_every_variant() {
+        fn name(e: &Error) -> &'static str {
+            match e {
+                Error::InvalidPath { .. } => "InvalidPath",
+                Error::InvalidIdentity { .. } => "InvalidIdentity",
+                Error::SessionExpired => "SessionExpired",
+                Error::SessionClosed => "SessionClosed",
+                Error::Lost { .. } => "Lost",
+                Error::SequenceExhausted { .. } => "SequenceExhausted",
+                Error::NoAuth { .. } => "NoAuth",
+                Error::EphemeralDirectory { .. } => "EphemeralDirectory",
+                Error::InvalidConnectString { .. } => "InvalidConnectString",
+                Error::Unreachable { .. } => "Unreachable",
+                Error::InsideRuntime => "InsideRuntime",
+                Error::Runtime(_) => "Runtime",
+                Error::ZooKeeper(_) => "ZooKeeper",
+            }
+        }
+        let s = String::new;
+        let all = [
+            Error::InvalidPath {
+                path: s(),
+                reason: "",
+            },
+            Error::InvalidIdentity {
+                identity: s(),
+                reason: "",
+            },
+            Error::SessionExpired,
+            Error::SessionClosed,
+            Error::Lost { node: s() },
+            Error::SequenceExhausted { path: s() },
+            Error::NoAuth { path: s() },
+            Error::EphemeralDirectory { path: s() },
+            Error::InvalidConnectString {
+                servers: s(),
+                reason: "",
+            },
+            Error::Unreachable {
+                servers: s(),
+                timeout: std::time::Duration::ZERO,
+            },
+            Error::InsideRuntime,
+            Error::Runtime(std::io::Error::other("x")),
+            Error::ZooKeeper(zk::Error::NoNode),
+        ];
+        let readme = include_str!("../README.md");
+        let start = readme.find("- **Errors**").expect("README has the errors bullet");
+        let bullet = &readme[start..];
+        let bullet = &bullet[..bullet[2..].find("\n- ").map_or(bullet.len(), |end| end + 2)];
+        for e in &all {
+            let name = name(e);
+            assert!(
+                bullet.contains(&format!("`{name}`")) || bullet.contains(&format!("`{name}(")),
+                "README's errors bullet lacks `{name}`: {bullet}"
+            );
+        }
+    }
+
     #[test]
     fn zk_errors_map_to_the_most_specific_variant() {
         for e in [

@@ -120,6 +120,8 @@ impl From<zk_rwlock::Error> for Failure {
             | Error::InvalidConnectString { .. } => exit::USAGE,
             Error::Unreachable { .. } => exit::UNAVAILABLE,
             Error::NoAuth { .. } => exit::NOPERM,
+            // Its text says what happened and what to do about it.
+            Error::SequenceExhausted { .. } => exit::SOFTWARE,
             _ => exit::SOFTWARE,
         };
         match err {

@@ -64,8 +64,10 @@ Exit codes:
   2    usage error: bad option or argument, invalid lock path, identity
        or connect string (CMD not run)
   69   ZooKeeper unreachable (CMD not run)
-  70   other lock or ZooKeeper error, e.g. the session expired while
-       waiting; or the release failed after CMD exited 0
+  70   other lock or ZooKeeper error (CMD not run), e.g. the session
+       expired while waiting, or the lock directory used up ZooKeeper's
+       sequence numbers (the message says how to recover); or the release
+       failed after CMD exited 0
   75   timed out waiting for the lock (--timeout; CMD not run)
   77   permission denied by ZooKeeper (NoAuth)
   79   the lock was lost while CMD ran (CMD was terminated)
@@ -299,6 +301,7 @@ fn waiting_failure(err: zk_rwlock::Error, mode: Mode, path: &str) -> Failure {
     let what = match (&err, common::session_end(&err)) {
         (Error::Lost { node }, _) => format!("someone deleted its node {node}"),
         (_, Some(what)) => what.to_owned(),
+        // Among them `SequenceExhausted`, whose text says what to do.
         _ => return Failure::from(err),
     };
     Failure::new(
@@ -662,6 +665,46 @@ mod tests {
         ] {
             assert!(Cli::try_parse_from(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn failures_while_waiting() {
+        let exhausted = zk_rwlock::Error::SequenceExhausted {
+            path: "/locks/a".to_owned(),
+        };
+        let text = exhausted.to_string();
+        let f = waiting_failure(exhausted, Mode::Write, "/locks/a");
+        assert_eq!(f.code, exit::SOFTWARE);
+        // The library's own words: what happened and what to do.
+        assert_eq!(f.message, text);
+        assert!(
+            f.message.contains("2147483647") && f.message.contains("delete `/locks/a`"),
+            "{}",
+            f.message
+        );
+
+        for (err, what) in [
+            (zk_rwlock::Error::SessionExpired, "the ZooKeeper session expired"),
+            (
+                zk_rwlock::Error::SessionClosed,
+                "the ZooKeeper session was closed",
+            ),
+        ] {
+            let f = waiting_failure(err, Mode::Read, "/locks/a");
+            assert_eq!(f.code, exit::SOFTWARE);
+            assert_eq!(
+                f.message,
+                format!("{what} while waiting for the read lock on /locks/a")
+            );
+        }
+        let f = waiting_failure(
+            zk_rwlock::Error::NoAuth {
+                path: "/locks/a".to_owned(),
+            },
+            Mode::Read,
+            "/locks/a",
+        );
+        assert_eq!(f.code, exit::NOPERM);
     }
 
     #[test]
