@@ -861,8 +861,8 @@ async fn exec_warns_once_per_foreign_child() {
     let out = finish(exec).await;
     out.expect_code(0);
     // It listed the directory before each wait: at least twice, since the
-    // first reader's deletion does not grant it the lock (up to four times
-    // when it sees each reader go).
+    // deletion of the reader it watched first does not grant it the lock
+    // (four times when it sees each reader go on its own).
     let waits = out
         .stderr
         .lines()
