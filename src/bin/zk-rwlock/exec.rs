@@ -64,7 +64,7 @@ Exit codes:
   2    usage error: bad option or argument, invalid lock path, identity
        or connect string (CMD not run)
   69   ZooKeeper unreachable (CMD not run)
-  70   other lock or ZooKeeper error (CMD not run), e.g. the session
+  70   other lock or ZooKeeper error before CMD ran, e.g. the session
        expired while waiting, or the lock directory used up ZooKeeper's
        sequence numbers (the message says how to recover); or the release
        failed after CMD exited 0
