@@ -9,7 +9,8 @@ pub enum Error {
     /// The lock path is not a valid absolute ZooKeeper path for a lock directory.
     #[error(
         "invalid lock path `{path}`: {reason}; a lock path is absolute, like `/locks/orders`: \
-         it starts with '/', has no empty, '.' or '..' segments, no trailing '/', no NUL, and is not `/` itself"
+         it starts with '/', has no empty, '.' or '..' segments, no trailing '/', no NUL, \
+         no segment named like a contender node (`<host>-<R|W>-<seq>`), and is not `/` itself"
     )]
     InvalidPath {
         /// The path as given.
@@ -110,8 +111,14 @@ impl Error {
         matches!(self, Error::SessionExpired | Error::SessionClosed)
     }
 
-    /// Maps a ZooKeeper error of an operation on `path` to the most specific variant.
-    pub(crate) fn from_zk(err: zk::Error, path: &str) -> Error {
+    /// Maps a ZooKeeper error of an operation on `path` to the most specific
+    /// variant: the errors that end the session to [`Error::SessionExpired`]
+    /// or [`Error::SessionClosed`], `NoAuth` to [`Error::NoAuth`],
+    /// `NoChildrenForEphemerals` to [`Error::EphemeralDirectory`], any other
+    /// to [`Error::ZooKeeper`]. Use it for requests made on the lock's client
+    /// directly (e.g. with [`SharedLock::client`](crate::SharedLock::client)),
+    /// so that they are classified as the lock's own are.
+    pub fn from_zk(err: zk::Error, path: &str) -> Error {
         match err {
             zk::Error::SessionExpired | zk::Error::SessionMoved => Error::SessionExpired,
             zk::Error::ClientClosed | zk::Error::AuthFailed => Error::SessionClosed,
@@ -191,5 +198,89 @@ mod tests {
         ));
         assert!(Error::from_session_state(zk::SessionState::Disconnected).is_none());
         assert!(Error::from_session_state(zk::SessionState::SyncConnected).is_none());
+    }
+
+    /// README's error bullet names every variant. The match is exhaustive
+    /// (no wildcard inside the crate): a new variant stops it compiling
+    /// until it is added here, and then the README is checked for it.
+    #[test]
+    fn readme_lists_every_variant() {
+        fn name(e: &Error) -> &'static str {
+            match e {
+                Error::InvalidPath { .. } => "InvalidPath",
+                Error::InvalidIdentity { .. } => "InvalidIdentity",
+                Error::SessionExpired => "SessionExpired",
+                Error::SessionClosed => "SessionClosed",
+                Error::Lost { .. } => "Lost",
+                Error::SequenceExhausted { .. } => "SequenceExhausted",
+                Error::NoAuth { .. } => "NoAuth",
+                Error::EphemeralDirectory { .. } => "EphemeralDirectory",
+                Error::InvalidConnectString { .. } => "InvalidConnectString",
+                Error::Unreachable { .. } => "Unreachable",
+                Error::InsideRuntime => "InsideRuntime",
+                Error::Runtime(_) => "Runtime",
+                Error::ZooKeeper(_) => "ZooKeeper",
+            }
+        }
+        let s = String::new;
+        let all = [
+            Error::InvalidPath {
+                path: s(),
+                reason: "",
+            },
+            Error::InvalidIdentity {
+                identity: s(),
+                reason: "",
+            },
+            Error::SessionExpired,
+            Error::SessionClosed,
+            Error::Lost { node: s() },
+            Error::SequenceExhausted { path: s() },
+            Error::NoAuth { path: s() },
+            Error::EphemeralDirectory { path: s() },
+            Error::InvalidConnectString {
+                servers: s(),
+                reason: "",
+            },
+            Error::Unreachable {
+                servers: s(),
+                timeout: std::time::Duration::ZERO,
+            },
+            Error::InsideRuntime,
+            Error::Runtime(std::io::Error::other("x")),
+            Error::ZooKeeper(zk::Error::NoNode),
+        ];
+        let readme = include_str!("../README.md");
+        let start = readme.find("- **Errors**").expect("README has the errors bullet");
+        let bullet = &readme[start..];
+        let bullet = &bullet[..bullet[2..].find("\n- ").map_or(bullet.len(), |end| end + 2)];
+        for e in &all {
+            let name = name(e);
+            assert!(
+                bullet.contains(&format!("`{name}`")) || bullet.contains(&format!("`{name}(")),
+                "README's errors bullet lacks `{name}`: {bullet}"
+            );
+        }
+    }
+
+    #[test]
+    fn zk_errors_map_to_the_most_specific_variant() {
+        for e in [
+            zk::Error::SessionExpired,
+            zk::Error::SessionMoved,
+            zk::Error::ClientClosed,
+            zk::Error::AuthFailed,
+        ] {
+            assert!(Error::from_zk(e, "/a").is_session_over());
+        }
+        assert!(matches!(Error::from_zk(zk::Error::NoAuth, "/a"), Error::NoAuth { path } if path == "/a"));
+        assert!(matches!(
+            Error::from_zk(zk::Error::NoChildrenForEphemerals, "/a"),
+            Error::EphemeralDirectory { path } if path == "/a"
+        ));
+        assert!(matches!(
+            Error::from_zk(zk::Error::ConnectionLoss, "/a"),
+            Error::ZooKeeper(zk::Error::ConnectionLoss)
+        ));
     }
 }

@@ -158,7 +158,15 @@ impl LockBuilder {
 }
 
 /// Checks that `path` can name a lock directory: absolute, not the root,
-/// no empty, `.` or `..` segments, no trailing `/`, no NUL. Does no I/O.
+/// no empty, `.` or `..` segments, no trailing `/`, no NUL, and no segment
+/// that parses as a contender node name (`<host>-<R|W>-<seq>`, see
+/// [`node_name::is_contender_name`](crate::node_name::is_contender_name)).
+/// Does no I/O.
+///
+/// The last rule protects the lock one level up: the lock directory and
+/// its parents are created as persistent nodes, and a persistent child
+/// named like a contender would count there as a contender that never
+/// leaves, blocking that lock until someone deletes it.
 ///
 /// # Errors
 ///
@@ -191,6 +199,21 @@ pub fn validate_path(path: &str) -> Result<(), Error> {
             "." | ".." => return bad("it has a '.' or '..' segment"),
             _ => {}
         }
+    }
+    let mut segments = path[1..].split('/').rev();
+    if segments.next().is_some_and(crate::node_name::is_contender_name) {
+        return bad(
+            "its last segment looks like a contender node name (`<host>-<R|W>-<seq>`): \
+             the lock one level up would count this lock's persistent directory as a contender \
+             that holds it forever",
+        );
+    }
+    if segments.any(crate::node_name::is_contender_name) {
+        return bad(
+            "one of its segments looks like a contender node name (`<host>-<R|W>-<seq>`): \
+             the lock one level above that segment would count its persistent node as a contender \
+             that holds it forever",
+        );
     }
     Ok(())
 }
@@ -950,8 +973,21 @@ pub struct Contender {
     pub fencing_token: Option<i64>,
     /// When the node was created (server clock), if it still existed when read.
     pub created: Option<SystemTime>,
-    /// The id of the session that owns the node, if it still existed when read.
+    /// The id of the session that owns the node, if it still existed when
+    /// read: the node's `ephemeralOwner`, `0` for a node that is not
+    /// ephemeral (see [`Contender::is_persistent`]).
     pub session: Option<i64>,
+}
+
+impl Contender {
+    /// True for a node that is not ephemeral (`session` is `Some(0)`): no
+    /// session's request for the lock, but a persistent node that has a
+    /// contender's name (made by hand or by another tool). The lock still
+    /// counts it as a contender, one that never leaves: it blocks everyone
+    /// queued after it until someone deletes it.
+    pub fn is_persistent(&self) -> bool {
+        self.session == Some(0)
+    }
 }
 
 /// Whether a contender holds the lock or waits.
@@ -1676,7 +1712,18 @@ mod tests {
 
     #[test]
     fn paths() {
-        for ok in ["/a", "/shared_lock", "/a/b-c/d.e", "/..a", "/a./b"] {
+        for ok in [
+            "/a",
+            "/shared_lock",
+            "/a/b-c/d.e",
+            "/..a",
+            "/a./b",
+            // Near misses of contender names.
+            "/locks/web01-W-1",
+            "/locks/web01-X-0000000001",
+            "/locks/-W-0000000001",
+            "/locks/web01-W-0000000001x",
+        ] {
             assert!(validate_path(ok).is_ok(), "{ok}");
         }
         for (bad, why) in [
@@ -1690,6 +1737,18 @@ mod tests {
             ("/a/./b", "'.'"),
             ("/a/..", "'.'"),
             ("/a\0b", "NUL"),
+            (
+                "/locks/web01-W-0000000001",
+                "its last segment looks like a contender node name",
+            ),
+            (
+                "/web01-R--000000005",
+                "its last segment looks like a contender node name",
+            ),
+            (
+                "/locks/a-W-0000000001/b",
+                "one of its segments looks like a contender node name",
+            ),
         ] {
             let err = validate_path(bad).unwrap_err().to_string();
             assert!(err.contains(why), "{bad:?}: {err}");

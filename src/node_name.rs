@@ -163,6 +163,18 @@ pub(crate) fn parse_parts(name: &str) -> Result<Parts<'_>, ParseNameReason> {
     Ok(Parts { host, mode, seq })
 }
 
+/// True if `name` parses as a contender node name `<host>-<R|W>-<seq>`:
+/// a lock counts a child with such a name as a contender, whatever the node
+/// is. Does not allocate.
+///
+/// ```
+/// assert!(zk_rwlock::node_name::is_contender_name("web01-W-0000000001"));
+/// assert!(!zk_rwlock::node_name::is_contender_name("orders"));
+/// ```
+pub fn is_contender_name(name: &str) -> bool {
+    parse_parts(name).is_ok()
+}
+
 /// True if `s` is exactly how ZooKeeper prints `seq` (`%010d`): zero-padded
 /// to ten characters, the sign included. `s` is known to parse to `seq`, so
 /// only its length remains to be checked.
@@ -353,6 +365,20 @@ mod tests {
         );
         assert_eq!(n.to_string(), format!("h-1@{TOKEN}-R--000000007"));
         assert_eq!(n.to_string().parse::<NodeName>().unwrap(), n);
+    }
+
+    #[test]
+    fn contender_names_are_what_parses() {
+        for name in [
+            "web01-W-0000000001",
+            "a-R--000000005",
+            &format!("h@{TOKEN}-R-0000000007"),
+        ] {
+            assert!(is_contender_name(name), "{name}");
+        }
+        for name in ["orders", "web01-W-1", "web01-X-0000000001", "-W-0000000001", ""] {
+            assert!(!is_contender_name(name), "{name}");
+        }
     }
 
     #[test]

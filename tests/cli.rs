@@ -821,3 +821,140 @@ async fn node_deleted_while_waiting_is_an_error() {
     assert_drained(&path).await;
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// Children of the lock directory that are not contender nodes are
+/// ignored with one warning per name, however often `exec` lists the
+/// directory while it waits.
+#[tokio::test]
+async fn exec_warns_once_per_foreign_child() {
+    let path = unique_path("foreign-warn");
+    let holder = lock(&path).await;
+    let guard = holder.write().await.unwrap();
+    let c = holder.client();
+    let persistent = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+    let foreign = ["junk-a", "junk-b"];
+    for name in foreign {
+        c.create(&format!("{path}/{name}"), &[], &persistent)
+            .await
+            .unwrap();
+    }
+    // Readers queued behind the writer, then exec's writer behind them: it
+    // watches the last reader, and each reader that gives up makes it list
+    // the directory again.
+    let mut readers = Vec::new();
+    for _ in 0..3 {
+        let l = lock(&path).await;
+        let waiting = tokio::spawn(async move { l.read().await });
+        readers.push(waiting);
+    }
+    wait_children(c, &path, 2 + 1 + 3).await;
+    let exec = zk_rwlock(&["exec", "--write", &path, "--", "true"])
+        .env("RUST_LOG", "zk_rwlock=debug")
+        .spawn()
+        .unwrap();
+    wait_children(c, &path, 2 + 1 + 3 + 1).await;
+    // Newest first: each one is the node exec's writer watches.
+    for (i, reader) in readers.into_iter().enumerate().rev() {
+        reader.abort();
+        wait_children(c, &path, 2 + 1 + i + 1).await;
+    }
+    guard.release().await.unwrap();
+    let out = finish(exec).await;
+    out.expect_code(0);
+    // It listed the directory before each wait: at least twice, since the
+    // deletion of the reader it watched first does not grant it the lock
+    // (four times when it sees each reader go on its own).
+    let waits = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("zk_rwlock::lock: waiting "))
+        .count();
+    assert!(waits >= 2, "{out:#?}");
+    for name in foreign {
+        let warnings = out
+            .stderr
+            .lines()
+            .filter(|l| l.contains("not a contender") && l.contains(name))
+            .count();
+        assert_eq!(warnings, 1, "{name}: {out:#?}");
+    }
+    for name in foreign {
+        c.delete(&format!("{path}/{name}"), None).await.unwrap();
+    }
+    assert_drained(&path).await;
+}
+
+/// A persistent node named like a contender (left by hand or by another
+/// tool) counts as a contender that never leaves: it blocks the lock, and
+/// `status` flags it. A lock path that would make such a node is refused.
+#[tokio::test]
+async fn status_flags_a_permanent_node_named_like_a_contender() {
+    let path = unique_path("permanent");
+    let c = client().await;
+    let persistent = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+    c.mkdir(&path, &persistent).await.unwrap();
+    let blocker = format!("{path}/web01-W-0000000000");
+    c.create(&blocker, &[], &persistent).await.unwrap();
+
+    // The lock counts it as the writer that holds.
+    let l = lock(&path).await;
+    assert!(l.try_write().await.unwrap().is_none(), "granted past the node");
+    let reader = tokio::spawn(async move { l.read().await });
+    wait_children(&c, &path, 2).await;
+
+    let out = run(&["status", "--json", &path]).await;
+    out.expect_code(0);
+    let status: Value = serde_json::from_str(&out.stdout).expect("JSON");
+    let got = status["contenders"].as_array().unwrap();
+    assert_eq!(got.len(), 2, "{status}");
+    assert_eq!(got[0]["node"], "web01-W-0000000000");
+    assert_eq!(got[0]["state"], "holds");
+    assert_eq!(got[0]["ephemeral"], false);
+    assert_eq!(got[0]["session"], "0x0");
+    assert_eq!(got[1]["state"], "waits");
+    assert_eq!(got[1]["waits_on"], "web01-W-0000000000");
+    assert_eq!(got[1]["ephemeral"], true);
+
+    let out = run(&["status", &path]).await;
+    out.expect_code(0);
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert!(
+        lines[2].contains("web01-W-0000000000") && lines[2].contains("holds (PERMANENT node)"),
+        "{}",
+        out.stdout
+    );
+    assert!(!lines[3].contains("PERMANENT"), "{}", out.stdout);
+    assert!(
+        lines[4].starts_with(&format!("WARNING: {blocker} is a PERMANENT node"))
+            && lines[4].contains("blocks the lock until it is deleted")
+            && lines[4].contains(&format!("`delete {blocker}`")),
+        "{}",
+        out.stdout
+    );
+
+    // The lock path that made such a node in the first place is refused.
+    let out = run(&["exec", "--write", &blocker, "--", "true"]).await;
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains(&format!(
+            "zk-rwlock: invalid lock path `{blocker}`: its last segment looks like a contender node name"
+        )),
+        "{out:#?}"
+    );
+    let out = run(&["status", &blocker]).await;
+    out.expect_code(2);
+    assert!(
+        out.stderr.contains("looks like a contender node name"),
+        "{out:#?}"
+    );
+
+    // Deleting it lets the lock go on.
+    c.delete(&blocker, None).await.unwrap();
+    let r = tokio::time::timeout(SHORT, reader)
+        .await
+        .expect("granted once the node is gone")
+        .unwrap()
+        .unwrap();
+    r.release().await.unwrap();
+    assert_drained(&path).await;
+}

@@ -120,6 +120,8 @@ impl From<zk_rwlock::Error> for Failure {
             | Error::InvalidConnectString { .. } => exit::USAGE,
             Error::Unreachable { .. } => exit::UNAVAILABLE,
             Error::NoAuth { .. } => exit::NOPERM,
+            // Its text says what happened and what to do about it.
+            Error::SequenceExhausted { .. } => exit::SOFTWARE,
             _ => exit::SOFTWARE,
         };
         match err {
@@ -130,18 +132,32 @@ impl From<zk_rwlock::Error> for Failure {
     }
 }
 
-/// A failure for a ZooKeeper error of an operation on `path`.
+/// A failure for a ZooKeeper error of an operation on `path`, classified
+/// as the library classifies its own ([`zk_rwlock::Error::from_zk`]).
 pub fn zk_failure(err: zk_rwlock::zk::Error, path: &str) -> Failure {
-    use zk_rwlock::zk::Error;
-    match err {
-        Error::NoAuth => Failure::new(
+    use zk_rwlock::Error;
+    match Error::from_zk(err, path) {
+        Error::NoAuth { .. } => Failure::new(
             exit::NOPERM,
             format!(
                 "ZooKeeper refused access to `{path}` (NoAuth): this client may not \
                  create nodes there; fix the node's ACL or choose another lock path"
             ),
         ),
-        other => Failure::new(exit::SOFTWARE, format!("ZooKeeper error on `{path}`: {other}")),
+        Error::ZooKeeper(other) => {
+            Failure::new(exit::SOFTWARE, format!("ZooKeeper error on `{path}`: {other}"))
+        }
+        err => Failure::from(err),
+    }
+}
+
+/// How an error that ends the session ([`zk_rwlock::Error::is_session_over`])
+/// reads in a sentence; `None` for the others.
+pub fn session_end(err: &zk_rwlock::Error) -> Option<&'static str> {
+    match err {
+        zk_rwlock::Error::SessionExpired => Some("the ZooKeeper session expired"),
+        zk_rwlock::Error::SessionClosed => Some("the ZooKeeper session was closed"),
+        _ => None,
     }
 }
 
@@ -171,13 +187,7 @@ pub async fn connect(
 /// clone of the client, so this also waits for them. Returns whether the
 /// session was seen to end.
 pub async fn await_session_end(mut states: zk_rwlock::zk::StateWatcher, within: Duration) -> bool {
-    use zk_rwlock::zk::SessionState;
-    let ended = |s: SessionState| {
-        matches!(
-            s,
-            SessionState::Closed | SessionState::Expired | SessionState::AuthFailed
-        )
-    };
+    let ended = |s| zk_rwlock::Error::from_session_state(s).is_some();
     tokio::time::timeout(within, async {
         let mut state = states.peek_state();
         while !ended(state) {
@@ -188,13 +198,9 @@ pub async fn await_session_end(mut states: zk_rwlock::zk::StateWatcher, within: 
     .is_ok()
 }
 
-/// Checks a lock path before connecting, so that a bad path is reported as
-/// such (exit 2) even when no server is reachable.
-///
-/// The library has no public path check yet: `SharedLock::connect`
-/// validates the path before anything else, and an empty connect string
-/// then fails while being parsed, without any I/O. A public
-/// `zk_rwlock::validate_path` would replace this.
-pub async fn check_lock_path(path: &str) -> Result<(), Failure> {
+/// Checks a lock path before connecting, with the library's one path check
+/// ([`zk_rwlock::validate_path`]), so that a bad path is reported as such
+/// (exit 2) even when no server is reachable.
+pub fn check_lock_path(path: &str) -> Result<(), Failure> {
     zk_rwlock::validate_path(path).map_err(Failure::from)
 }

@@ -17,7 +17,7 @@ use std::time::Duration;
 use clap::ArgGroup;
 use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::time::Instant;
-use zk_rwlock::{zk, Guard, Mode, SharedLock};
+use zk_rwlock::{Guard, Mode, SharedLock};
 
 use crate::common::{self, exit, Failure};
 
@@ -64,8 +64,10 @@ Exit codes:
   2    usage error: bad option or argument, invalid lock path, identity
        or connect string (CMD not run)
   69   ZooKeeper unreachable (CMD not run)
-  70   other lock or ZooKeeper error, e.g. the session expired while
-       waiting; or the release failed after CMD exited 0
+  70   other lock or ZooKeeper error before CMD ran, e.g. the session
+       expired while waiting, or the lock directory used up ZooKeeper's
+       sequence numbers (the message says how to recover); or the release
+       failed after CMD exited 0
   75   timed out waiting for the lock (--timeout; CMD not run)
   77   permission denied by ZooKeeper (NoAuth)
   79   the lock was lost while CMD ran (CMD was terminated)
@@ -164,7 +166,7 @@ pub fn run(args: Args) -> ExitCode {
 async fn exec(args: Args) -> Result<u8, Failure> {
     let mut signals = Signals::new()
         .map_err(|e| Failure::new(exit::SOFTWARE, format!("cannot install signal handlers: {e}")))?;
-    common::check_lock_path(&args.path).await?;
+    common::check_lock_path(&args.path)?;
     let servers = common::connect_string(args.connect.clone());
     let client = tokio::select! {
         client = common::connect(&servers, args.session_timeout, args.connect_timeout) => client?,
@@ -248,7 +250,7 @@ async fn with_lock(lock: SharedLock, args: &Args, signals: &mut Signals) -> Resu
     }
     match guard.release().await {
         Ok(()) => Ok(outcome.code),
-        Err(zk_rwlock::Error::SessionExpired | zk_rwlock::Error::SessionClosed) => {
+        Err(e) if e.is_session_over() => {
             eprintln!(
                 "zk-rwlock: lock lost: the ZooKeeper session ended before the lock was released, \
                  possibly while the command ran"
@@ -282,15 +284,13 @@ async fn check_node(lock: &SharedLock, guard: &Guard, mode: Mode) -> Result<(), 
                     lock.path(),
                 ))
             }
-            Err(zk::Error::ConnectionLoss) => continue,
-            Err(zk::Error::SessionExpired) => {
-                return Err(waiting_failure(
-                    zk_rwlock::Error::SessionExpired,
-                    mode,
-                    lock.path(),
-                ))
+            Err(e) if zk_rwlock::is_retryable(&e) => continue,
+            Err(e) => {
+                return Err(match zk_rwlock::Error::from_zk(e, node) {
+                    zk_rwlock::Error::ZooKeeper(e) => common::zk_failure(e, node),
+                    err => waiting_failure(err, mode, lock.path()),
+                })
             }
-            Err(e) => return Err(common::zk_failure(e, node)),
         }
     }
 }
@@ -298,10 +298,10 @@ async fn check_node(lock: &SharedLock, guard: &Guard, mode: Mode) -> Result<(), 
 /// Says what went wrong while waiting for the lock.
 fn waiting_failure(err: zk_rwlock::Error, mode: Mode, path: &str) -> Failure {
     use zk_rwlock::Error;
-    let what = match &err {
-        Error::SessionExpired => "the ZooKeeper session expired".to_owned(),
-        Error::SessionClosed => "the ZooKeeper session was closed".to_owned(),
-        Error::Lost { node } => format!("someone deleted its node {node}"),
+    let what = match (&err, common::session_end(&err)) {
+        (Error::Lost { node }, _) => format!("someone deleted its node {node}"),
+        (_, Some(what)) => what.to_owned(),
+        // Among them `SequenceExhausted`, whose text says what to do.
         _ => return Failure::from(err),
     };
     Failure::new(
@@ -562,12 +562,11 @@ async fn sleep_until(at: Option<Instant>) {
 
 /// Says how the lock was lost.
 fn loss_reason(lock: &SharedLock, guard: &Guard) -> String {
-    match lock.client().state() {
-        zk::SessionState::Expired => "the ZooKeeper session expired".to_owned(),
-        zk::SessionState::Closed | zk::SessionState::AuthFailed => {
-            "the ZooKeeper session was closed".to_owned()
-        }
-        _ => format!("node {} was deleted", guard.node()),
+    match zk_rwlock::Error::from_session_state(lock.client().state()) {
+        Some(err) => common::session_end(&err)
+            .unwrap_or("the ZooKeeper session ended")
+            .to_owned(),
+        None => format!("node {} was deleted", guard.node()),
     }
 }
 
@@ -666,6 +665,46 @@ mod tests {
         ] {
             assert!(Cli::try_parse_from(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn failures_while_waiting() {
+        let exhausted = zk_rwlock::Error::SequenceExhausted {
+            path: "/locks/a".to_owned(),
+        };
+        let text = exhausted.to_string();
+        let f = waiting_failure(exhausted, Mode::Write, "/locks/a");
+        assert_eq!(f.code, exit::SOFTWARE);
+        // The library's own words: what happened and what to do.
+        assert_eq!(f.message, text);
+        assert!(
+            f.message.contains("2147483647") && f.message.contains("delete `/locks/a`"),
+            "{}",
+            f.message
+        );
+
+        for (err, what) in [
+            (zk_rwlock::Error::SessionExpired, "the ZooKeeper session expired"),
+            (
+                zk_rwlock::Error::SessionClosed,
+                "the ZooKeeper session was closed",
+            ),
+        ] {
+            let f = waiting_failure(err, Mode::Read, "/locks/a");
+            assert_eq!(f.code, exit::SOFTWARE);
+            assert_eq!(
+                f.message,
+                format!("{what} while waiting for the read lock on /locks/a")
+            );
+        }
+        let f = waiting_failure(
+            zk_rwlock::Error::NoAuth {
+                path: "/locks/a".to_owned(),
+            },
+            Mode::Read,
+            "/locks/a",
+        );
+        assert_eq!(f.code, exit::NOPERM);
     }
 
     #[test]

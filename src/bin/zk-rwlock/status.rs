@@ -29,14 +29,20 @@ What it shows:
   node's czxid) and age. Children of PATH that are not contender nodes are
   listed as foreign: the lock ignores them. A lock directory that does not
   exist has no contenders.
+  Contender nodes are ephemeral. A persistent node with a contender's name
+  (made by hand or by another tool) still counts as a contender, one that
+  never leaves: it is marked PERMANENT and named in a warning under the
+  table, since it blocks the lock until someone deletes it.
 
 JSON (--json): one object per snapshot:
   {\"path\": \"/locks/x\", \"contenders\": [{\"position\": 1, \"node\": <child name>,
    \"path\": <full path>, \"identity\": ..., \"token\": <uuid hex or null>,
    \"mode\": \"read\"|\"write\", \"seq\": <sequence>, \"state\": \"holds\"|\"waits\",
    \"waits_on\": <child name or null>, \"fencing_token\": <czxid or null>,
-   \"session\": \"0x...\" or null, \"created_ms\": <ms since epoch or null>,
-   \"age_ms\": <ms or null>}, ...], \"foreign\": [<child name>, ...]}
+   \"session\": \"0x...\" or null, \"ephemeral\": true|false|null (false: a
+   persistent node that blocks the lock until deleted),
+   \"created_ms\": <ms since epoch or null>, \"age_ms\": <ms or null>}, ...],
+   \"foreign\": [<child name>, ...]}
   Stat fields are null for a node deleted between listing and reading it.
   With --watch, one object per line, per change.
 
@@ -108,7 +114,7 @@ async fn status(args: Args) -> Result<(), Failure> {
     } else {
         None
     };
-    common::check_lock_path(&args.path).await?;
+    common::check_lock_path(&args.path)?;
     let servers = common::connect_string(args.connect.clone());
     let client = tokio::select! {
         client = common::connect(&servers, Duration::from_secs(10), args.connect_timeout) => client?,
@@ -186,20 +192,12 @@ async fn watch(
             }
         };
         tracing::debug!(?event, "lock directory changed");
-        match event.session_state {
-            zk::SessionState::Expired => {
-                return Err(Failure::new(
-                    exit::SOFTWARE,
-                    "ZooKeeper session expired while watching",
-                ))
-            }
-            zk::SessionState::Closed | zk::SessionState::AuthFailed => {
-                return Err(Failure::new(
-                    exit::SOFTWARE,
-                    "ZooKeeper session closed while watching",
-                ))
-            }
-            _ => {}
+        if let Some(err) = zk_rwlock::Error::from_session_state(event.session_state) {
+            let what = common::session_end(&err).unwrap_or("the ZooKeeper session ended");
+            return Err(Failure::new(
+                exit::SOFTWARE,
+                format!("{what} while watching {dir}"),
+            ));
         }
     }
 }
@@ -218,10 +216,10 @@ async fn list_and_watch(
             // Created in between: list it. (The existence watch fires on
             // the next change of the node and is then gone.)
             Ok((Some(_), _)) => Ok(None),
-            Err(zk::Error::ConnectionLoss) => Ok(None),
+            Err(e) if zk_rwlock::is_retryable(&e) => Ok(None),
             Err(e) => Err(common::zk_failure(e, dir)),
         },
-        Err(zk::Error::ConnectionLoss) => {
+        Err(e) if zk_rwlock::is_retryable(&e) => {
             // Requests wait for the reconnection; this only avoids a spin if
             // the client reports the loss at once.
             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -339,10 +337,16 @@ fn table(snapshot: &Snapshot, now: SystemTime) -> String {
                 c.name.to_string(),
                 c.name.identity().to_owned(),
                 c.name.mode().to_string(),
-                match &c.state {
-                    ContenderState::Holds => "holds".to_owned(),
-                    ContenderState::WaitsOn(node) => format!("waits on {node}"),
-                    _ => "sequence at the limit: never granted".to_owned(),
+                {
+                    let mut state = match &c.state {
+                        ContenderState::Holds => "holds".to_owned(),
+                        ContenderState::WaitsOn(node) => format!("waits on {node}"),
+                        _ => "sequence at the limit: never granted".to_owned(),
+                    };
+                    if c.is_persistent() {
+                        state.push_str(" (PERMANENT node)");
+                    }
+                    state
                 },
                 c.fencing_token.map_or_else(|| "-".to_owned(), |t| t.to_string()),
                 c.created
@@ -371,6 +375,9 @@ fn table(snapshot: &Snapshot, now: SystemTime) -> String {
             out.push_str(line.trim_end());
             out.push('\n');
         }
+        for c in snapshot.contenders.iter().filter(|c| c.is_persistent()) {
+            out.push_str(&permanent_warning(&c.path));
+        }
     }
     if !snapshot.foreign.is_empty() {
         out.push_str(&format!(
@@ -379,6 +386,15 @@ fn table(snapshot: &Snapshot, now: SystemTime) -> String {
         ));
     }
     out
+}
+
+/// The warning under the table for a persistent node with a contender's name.
+fn permanent_warning(path: &str) -> String {
+    format!(
+        "WARNING: {path} is a PERMANENT node, not a lock holder or waiter: contender nodes are \
+         ephemeral, and this one never goes away by itself, so it blocks the lock until it is \
+         deleted (zkCli.sh: `delete {path}`, or `deleteall {path}` if it has children)\n"
+    )
 }
 
 /// The JSON form.
@@ -402,6 +418,8 @@ struct JsonContender {
     waits_on: Option<String>,
     fencing_token: Option<i64>,
     session: Option<String>,
+    /// False for a persistent node with a contender's name: it blocks the lock until deleted.
+    ephemeral: Option<bool>,
     created_ms: Option<i64>,
     age_ms: Option<u64>,
 }
@@ -433,6 +451,7 @@ fn json(snapshot: &Snapshot, now: SystemTime) -> JsonStatus<'_> {
             },
             fencing_token: c.fencing_token,
             session: c.session.map(|s| format!("{:#x}", s as u64)),
+            ephemeral: c.session.map(|s| s != 0),
             created_ms: c
                 .created
                 .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
@@ -479,6 +498,43 @@ mod tests {
         assert_eq!(format_age(Duration::from_secs(245)), "4m05s");
         assert_eq!(format_age(Duration::from_secs(2 * 3600 + 180)), "2h03m");
         assert_eq!(format_age(Duration::from_secs(3 * 86400 + 4 * 3600)), "3d04h");
+    }
+
+    #[test]
+    fn permanent_nodes_are_flagged() {
+        let contender = |name: &str, state, session| Contender {
+            path: format!("/x/{name}"),
+            name: name.parse().unwrap(),
+            state,
+            fencing_token: Some(7),
+            created: Some(UNIX_EPOCH),
+            session,
+        };
+        let s = Snapshot {
+            path: "/x".to_owned(),
+            exists: true,
+            contenders: vec![
+                contender("a-W-0000000000", ContenderState::Holds, Some(0)),
+                contender(
+                    "b-R-0000000001",
+                    ContenderState::WaitsOn("a-W-0000000000".to_owned()),
+                    Some(0x1234),
+                ),
+            ],
+            foreign: Vec::new(),
+        };
+        let now = SystemTime::now();
+        let t = table(&s, now);
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(lines[2].contains("holds (PERMANENT node)"), "{t}");
+        assert!(!lines[3].contains("PERMANENT"), "{t}");
+        assert_eq!(lines[4], permanent_warning("/x/a-W-0000000000").trim_end(), "{t}");
+        assert!(lines[4].contains("`delete /x/a-W-0000000000`"), "{t}");
+        assert_eq!(lines.len(), 5, "{t}");
+        let j = serde_json::to_value(json(&s, now)).unwrap();
+        assert_eq!(j["contenders"][0]["ephemeral"], false);
+        assert_eq!(j["contenders"][0]["session"], "0x0");
+        assert_eq!(j["contenders"][1]["ephemeral"], true);
     }
 
     #[test]
