@@ -24,7 +24,7 @@ pub use error::{is_retryable, Error};
 pub use lock::{
     connect_client, validate_identity, validate_path, Contender, ContenderState, Guard, LockBuilder,
     ReadGuard, SharedLock, Snapshot, WriteGuard, DEFAULT_CONNECT_TIMEOUT, DEFAULT_SESSION_TIMEOUT,
-    GIVE_UP_SLACK,
+    GIVE_UP_SLACK, TRY_TIMEOUT,
 };
 pub use node_name::{Mode, NodeName};
 /// The ZooKeeper client crate, re-exported so that users need not pin the same version.

@@ -362,7 +362,8 @@ impl SharedLock {
     }
 
     /// Acquires the lock for reading if that is possible without waiting;
-    /// `Ok(None)` otherwise, with the contender node deleted again.
+    /// `Ok(None)` otherwise, with the contender node deleted again. See
+    /// [`SharedLock::try_acquire`] for when the server does not answer.
     ///
     /// # Errors
     ///
@@ -375,7 +376,8 @@ impl SharedLock {
     }
 
     /// Acquires the lock for writing if that is possible without waiting;
-    /// `Ok(None)` otherwise, with the contender node deleted again.
+    /// `Ok(None)` otherwise, with the contender node deleted again. See
+    /// [`SharedLock::try_acquire`] for when the server does not answer.
     ///
     /// # Errors
     ///
@@ -388,7 +390,8 @@ impl SharedLock {
     }
 
     /// Acquires the lock for reading, waiting at most `timeout`; `Ok(None)`
-    /// on timeout, with the contender node deleted.
+    /// on timeout. See [`SharedLock::acquire_timeout`] for the deadline's
+    /// precision.
     ///
     /// # Errors
     ///
@@ -401,7 +404,8 @@ impl SharedLock {
     }
 
     /// Acquires the lock for writing, waiting at most `timeout`; `Ok(None)`
-    /// on timeout, with the contender node deleted.
+    /// on timeout. See [`SharedLock::acquire_timeout`] for the deadline's
+    /// precision.
     ///
     /// # Errors
     ///
@@ -434,7 +438,7 @@ impl SharedLock {
     pub async fn snapshot(&self) -> Result<Snapshot, Error> {
         let client = &self.inner.client;
         let dir = &self.inner.path;
-        let children = match with_retry(|| client.list_children(dir)).await {
+        let children = match with_retry(client, || client.list_children(dir)).await {
             Ok(children) => Some(children),
             Err(zk::Error::NoNode) => None,
             Err(e) => return Err(Error::from_zk(e, dir)),
@@ -508,6 +512,12 @@ impl SharedLock {
     /// Acquires the lock in `mode` if that is possible without waiting;
     /// `Ok(None)` otherwise, with the contender node deleted again.
     ///
+    /// It never waits for another contender, and it waits for ZooKeeper's
+    /// answers at most [`TRY_TIMEOUT`]: while the client is disconnected it
+    /// returns `Ok(None)` after that (plus [`GIVE_UP_SLACK`]), and its node,
+    /// if the create was sent, is deleted in the background once the client
+    /// has reconnected.
+    ///
     /// # Errors
     ///
     /// As [`SharedLock::read`].
@@ -520,6 +530,13 @@ impl SharedLock {
 
     /// Acquires the lock in `mode`, waiting at most `timeout`; `Ok(None)`
     /// on timeout, with the contender node deleted.
+    ///
+    /// The deadline holds whatever the connection does: the call returns at
+    /// most [`GIVE_UP_SLACK`] after it, also while the client is
+    /// disconnected. The node's deletion is awaited for that long; if it is
+    /// not confirmed by then (no server reachable), it goes on in the
+    /// background and completes after the client reconnects, or with the
+    /// session's end.
     ///
     /// # Errors
     ///
@@ -551,7 +568,8 @@ impl SharedLock {
         let mut pending = Pending::new(self.inner.clone(), token);
         let until = match patience {
             Patience::Until(until) => Some(until),
-            Patience::None | Patience::Forever => None,
+            Patience::None => Some(Instant::now() + TRY_TIMEOUT),
+            Patience::Forever => None,
         };
         let Some(created) = before(until, self.create(&prefix, &mut pending)).await else {
             debug!("timed out while creating the contender node");
@@ -563,13 +581,15 @@ impl SharedLock {
         pending.seq = seq;
         // The watch on our own node, set at the first wait.
         let mut own_watch: Option<OwnWatch> = None;
+        // Our node's ACL does not let us read it, so it cannot be watched.
+        let mut own_unreadable = false;
         // Whether a decision said to wait: only then can a writer's release
         // mark be of use (see `Held::mark`).
         let mut waited = false;
         loop {
             let children_now = match children.take() {
                 Some(children) => children,
-                None => match before(until, with_retry(|| client.list_children(dir))).await {
+                None => match before(until, with_retry(client, || client.list_children(dir))).await {
                     Some(Ok(children)) => children,
                     Some(Err(zk::Error::NoNode)) => Vec::new(),
                     Some(Err(e)) => return Err(Error::from_zk(e, dir)),
@@ -632,17 +652,20 @@ impl SharedLock {
                 return pending.give_up().await;
             }
             let watch_path = child_path(dir, &watch);
-            // `exists` watches: they need no permission on the node, so
-            // contenders whose nodes are `creator_all` can watch each other.
+            // Data watches (`getData`): on a missing node no watch is left
+            // behind (an `exists` watch would stay, waiting for a creation).
+            // The server delivers a watch's events only to a client that may
+            // READ the node, whatever request set the watch; a node this
+            // identity cannot read is watched by polling instead.
             // Both requests leave now: one on the node to wait for, and,
             // once per acquire, one on our own node, so that its deletion by
             // someone else is noticed before a hand-off can grant a lock
             // whose node is gone. That watch only matters when the watched
             // node's deletion or release can grant without a new listing;
             // otherwise the listing after the wake-up finds our node missing.
-            let own_request = (own_watch.is_none() && (deletion_grants || release_grants))
-                .then(|| client.check_and_watch_stat(&node));
-            let watch_request = client.check_and_watch_stat(&watch_path);
+            let own_request = (own_watch.is_none() && !own_unreadable && (deletion_grants || release_grants))
+                .then(|| client.get_and_watch_data(&node));
+            let watch_request = client.get_and_watch_data(&watch_path);
             let requests = async {
                 let own = match own_request {
                     Some(request) => Some(request.await),
@@ -658,25 +681,32 @@ impl SharedLock {
             };
             match own {
                 None => {}
-                Some(Ok((Some(_), watcher))) => own_watch = Some(Box::pin(watcher.changed())),
-                Some(Ok((None, _))) => {
+                Some(Ok((_, _, watcher))) => own_watch = Some(Box::pin(watcher.changed())),
+                Some(Err(zk::Error::NoNode)) => {
                     pending.forget();
                     return Err(self.gone_error(&node));
                 }
+                // Our own ACL does not let us read our node: every hand-off
+                // asks with `exists` instead.
+                Some(Err(zk::Error::NoAuth)) => own_unreadable = true,
                 Some(Err(e)) if is_retryable(&e) => continue,
                 Some(Err(e)) => return Err(Error::from_zk(e, &node)),
             }
             let mut watcher = match watched {
-                Ok((Some(stat), watcher)) => {
+                Ok((_, stat, watcher)) => {
                     if stat.ephemeral_owner == 0 {
                         self.warn_persistent(&watch_path);
                     }
-                    watcher
+                    Some(watcher)
                 }
-                Ok((None, _)) => {
+                Err(zk::Error::NoNode) => {
                     // Gone already: whether it was released or given up is
                     // unknown, so only `deletion_grants` can grant here.
-                    if deletion_grants && self.own_still_there(&mut own_watch, &mut states, &node).await? {
+                    if deletion_grants
+                        && self
+                            .own_still_there(&mut own_watch, own_unreadable, &mut states, &node, until)
+                            .await?
+                    {
                         debug!(node = %node, gone = %watch, "watched node already gone: granted");
                         return Ok(Some(self.grant(
                             &mut pending,
@@ -689,10 +719,14 @@ impl SharedLock {
                     }
                     continue;
                 }
+                Err(zk::Error::NoAuth) => {
+                    self.warn_unreadable(&watch_path);
+                    None
+                }
                 Err(e) if is_retryable(&e) => continue,
                 Err(e) => return Err(Error::from_zk(e, &watch_path)),
             };
-            debug!(node = %node, watch = %watch, deletion_grants, release_grants, "waiting");
+            debug!(node = %node, watch = %watch, deletion_grants, release_grants, polling = watcher.is_none(), "waiting");
             // Wait until the watched node's change grants the lock, or says
             // to take a fresh snapshot.
             let granted = loop {
@@ -708,7 +742,22 @@ impl SharedLock {
                         None => std::future::pending().await,
                     }
                 };
-                let event = tokio::select! {
+                let watched = watcher.take();
+                let woke = async {
+                    match watched {
+                        Some(watched) => {
+                            let event = watched.changed().await;
+                            match event.event_type {
+                                zk::EventType::NodeDeleted => Woke::Deleted,
+                                zk::EventType::NodeDataChanged => Woke::DataChanged,
+                                zk::EventType::Session => Woke::Session(event.session_state),
+                                _ => Woke::Other,
+                            }
+                        }
+                        None => poll_until_gone(client, &watch_path).await,
+                    }
+                };
+                let woke = tokio::select! {
                     biased;
                     event = own_changed => {
                         own_watch = None;
@@ -724,44 +773,47 @@ impl SharedLock {
                         // Someone wrote to our node; it is still ours.
                         break false;
                     }
-                    event = watcher.changed() => event,
+                    woke = woke => woke,
                     () = deadline => {
                         debug!(node = %node, "timed out");
                         return pending.give_up().await;
                     }
                 };
-                debug!(node = %node, event = ?event.event_type, "woke up");
-                match event.event_type {
-                    zk::EventType::NodeDeleted => break deletion_grants,
+                debug!(node = %node, event = ?woke, "woke up");
+                match woke {
+                    Woke::Deleted => break deletion_grants,
                     // The mark a writer that held leaves in the transaction
                     // that deletes its node, or anyone's write: only the
                     // node's absence makes it a release.
-                    zk::EventType::NodeDataChanged => {
-                        match before(until, client.check_and_watch_stat(&watch_path)).await {
-                            None => {
-                                debug!(node = %node, "timed out while checking the watched node");
-                                return pending.give_up().await;
-                            }
-                            Some(Ok((Some(_), again))) => {
-                                debug!(node = %node, watch = %watch, "data written to the watched node, which is still there: waiting on");
-                                watcher = again;
-                            }
-                            Some(Ok((None, _))) => break release_grants,
-                            Some(Err(e)) if is_retryable(&e) => break false,
-                            Some(Err(e)) => return Err(Error::from_zk(e, &watch_path)),
+                    Woke::DataChanged => match before(until, client.get_and_watch_data(&watch_path)).await {
+                        None => {
+                            debug!(node = %node, "timed out while checking the watched node");
+                            return pending.give_up().await;
                         }
-                    }
-                    zk::EventType::Session => {
-                        if let Some(err) = Error::from_session_state(event.session_state) {
+                        Some(Ok((_, _, again))) => {
+                            debug!(node = %node, watch = %watch, "data written to the watched node, which is still there: waiting on");
+                            watcher = Some(again);
+                        }
+                        Some(Err(zk::Error::NoNode)) => break release_grants,
+                        Some(Err(e)) if is_retryable(&e) => break false,
+                        Some(Err(e)) => return Err(Error::from_zk(e, &watch_path)),
+                    },
+                    Woke::Session(state) => {
+                        if let Some(err) = Error::from_session_state(state) {
                             pending.forget();
                             return Err(err);
                         }
                         break false;
                     }
-                    _ => break false,
+                    Woke::Other => break false,
+                    Woke::Failed(e) => return Err(Error::from_zk(e, &watch_path)),
                 }
             };
-            if granted && self.own_still_there(&mut own_watch, &mut states, &node).await? {
+            if granted
+                && self
+                    .own_still_there(&mut own_watch, own_unreadable, &mut states, &node, until)
+                    .await?
+            {
                 debug!(node = %node, "hand-off: granted without a new snapshot");
                 return Ok(Some(self.grant(
                     &mut pending,
@@ -779,23 +831,33 @@ impl SharedLock {
     /// is known to still exist. Its watch must not have fired; and if the
     /// connection was lost since the watches were set, the order of the
     /// re-registered watches' events proves nothing, so one `exists` asks.
+    /// Without a watch on our own node (its ACL does not let us read it)
+    /// that `exists` is asked every time. `false` (take a fresh snapshot)
+    /// also when the deadline passes meanwhile.
     async fn own_still_there(
         &self,
         own_watch: &mut Option<OwnWatch>,
+        own_unreadable: bool,
         states: &mut zk::StateWatcher,
         node: &str,
+        until: Option<Instant>,
     ) -> Result<bool, Error> {
         if own_changed(own_watch) {
             return Ok(false);
         }
-        if !drain_states(states) {
+        if !drain_states(states) && !own_unreadable {
             return Ok(true);
         }
-        debug!(node = %node, "reconnected while waiting: checking our own node before the hand-off");
-        match with_retry(|| self.inner.client.check_stat(node)).await {
-            Ok(Some(_)) => Ok(true),
-            Ok(None) => Ok(false),
-            Err(e) => Err(Error::from_zk(e, node)),
+        debug!(node = %node, "checking our own node before the hand-off");
+        match before(
+            until,
+            with_retry(&self.inner.client, || self.inner.client.check_stat(node)),
+        )
+        .await
+        {
+            Some(Ok(Some(_))) => Ok(true),
+            Some(Ok(None)) | None => Ok(false),
+            Some(Err(e)) => Err(Error::from_zk(e, node)),
         }
     }
 
@@ -883,17 +945,17 @@ impl SharedLock {
             .filter(|p| !p.is_empty())
         {
             let options = zk::CreateMode::Persistent.with_acls(acls);
-            match with_retry(|| client.mkdir(parent, &options)).await {
+            match with_retry(client, || client.mkdir(parent, &options)).await {
                 Ok(()) | Err(zk::Error::NodeExists) => {}
                 Err(e) => return Err(Error::from_zk(e, parent)),
             }
         }
         let container = zk::CreateMode::Container.with_acls(acls);
-        match with_retry(|| client.create(dir, &[], &container)).await {
+        match with_retry(client, || client.create(dir, &[], &container)).await {
             Ok(_) | Err(zk::Error::NodeExists) | Err(zk::Error::NoNode) => Ok(()),
             Err(zk::Error::Unimplemented) => {
                 let persistent = zk::CreateMode::Persistent.with_acls(acls);
-                match with_retry(|| client.create(dir, &[], &persistent)).await {
+                match with_retry(client, || client.create(dir, &[], &persistent)).await {
                     Ok(_) | Err(zk::Error::NodeExists) | Err(zk::Error::NoNode) => Ok(()),
                     Err(e) => Err(Error::from_zk(e, dir)),
                 }
@@ -934,6 +996,22 @@ impl SharedLock {
                     warn!(lock = %self.inner.path, child = %child, "ignoring a child that is not a contender node");
                 }
             }
+        }
+    }
+
+    /// Logs, once per node, that a watched contender cannot be read by this
+    /// identity: the server would not deliver its watch events, so it is
+    /// polled.
+    fn warn_unreadable(&self, path: &str) {
+        let Ok(mut warned) = self.inner.warned.lock() else {
+            return;
+        };
+        if warned.insert(path.to_owned()) {
+            warn!(
+                node = %path,
+                "cannot read the contender node to wait on (its ACL): polling it instead of watching; \
+                 give every contender READ on contender nodes (e.g. world:anyone:r) for prompt hand-offs"
+            );
         }
     }
 
@@ -1078,6 +1156,50 @@ impl<T> Drop for AbortOnDrop<T> {
     }
 }
 
+/// What woke a waiter.
+#[derive(Debug)]
+enum Woke {
+    /// The watched node is gone.
+    Deleted,
+    /// Data was written to the watched node.
+    DataChanged,
+    /// The session's state changed.
+    Session(zk::SessionState),
+    /// Any other event.
+    Other,
+    /// Polling the watched node failed for good.
+    Failed(zk::Error),
+}
+
+/// The shortest and the longest pause between two checks of a node that
+/// cannot be watched.
+const POLL_INTERVALS: (Duration, Duration) = (Duration::from_millis(10), Duration::from_millis(200));
+
+/// Checks with `exists` (which needs no permission) until the node at
+/// `path` is gone, pausing between checks from 10 ms up to 200 ms.
+async fn poll_until_gone(client: &zk::Client, path: &str) -> Woke {
+    let mut pause = POLL_INTERVALS.0;
+    let mut failing_since: Option<Instant> = None;
+    loop {
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(POLL_INTERVALS.1);
+        match client.check_stat(path).await {
+            Ok(None) => return Woke::Deleted,
+            Ok(Some(_)) => failing_since = None,
+            Err(e) if is_retryable(&e) => {
+                let since = *failing_since.get_or_insert_with(Instant::now);
+                if since.elapsed() > client.session_timeout() * 2 {
+                    return Woke::Failed(e);
+                }
+            }
+            Err(e) => match Error::from_session_state(client.state()) {
+                Some(_) => return Woke::Session(client.state()),
+                None => return Woke::Failed(e),
+            },
+        }
+    }
+}
+
 /// A pending watch on the contender's own node.
 type OwnWatch = std::pin::Pin<Box<dyn std::future::Future<Output = zk::WatchedEvent> + Send>>;
 
@@ -1139,19 +1261,31 @@ fn child_path(dir: &str, name: &str) -> String {
 }
 
 /// Runs an idempotent request again after a retryable error (see
-/// [`is_retryable`]). A request sent while the client is disconnected waits
-/// for the reconnection, so this does not spin; a throttled request waits a
-/// moment first. Once the session is over, requests fail with its terminal
-/// error.
-async fn with_retry<T, F, Fut>(op: F) -> Result<T, zk::Error>
+/// [`is_retryable`]), until it gets the server's answer or the session is
+/// over. A request sent while the client is disconnected waits for the
+/// reconnection; once the session is over, requests fail with its terminal
+/// error. Retries are spaced out (up to 100 ms apart), and they stop after
+/// twice the session timeout: by then the client has declared the session
+/// expired if it could not reconnect, so an error still coming back means
+/// the client's session task is gone (its runtime shut down), which ends
+/// the session just the same.
+async fn with_retry<T, F, Fut>(client: &zk::Client, op: F) -> Result<T, zk::Error>
 where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = Result<T, zk::Error>>,
 {
+    let started = Instant::now();
+    let mut pause = Duration::ZERO;
     loop {
         match op().await {
-            Err(zk::Error::Throttled) => tokio::time::sleep(Duration::from_millis(10)).await,
-            Err(e) if is_retryable(&e) => continue,
+            Err(e) if is_retryable(&e) => {
+                if started.elapsed() > client.session_timeout() * 2 {
+                    debug!(error = %e, "giving up retrying: the session cannot be reached");
+                    return Err(e);
+                }
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).clamp(Duration::from_millis(1), Duration::from_millis(100));
+            }
             result => return result,
         }
     }
@@ -1163,8 +1297,8 @@ where
 /// earlier, expired one) are not ours.
 async fn find_own(client: &zk::Client, dir: &str, token: Uuid) -> Result<Option<(String, i64)>, Error> {
     let session = client.session_id().0;
-    let _ = with_retry(|| client.sync(dir)).await;
-    let children = match with_retry(|| client.list_children(dir)).await {
+    let _ = with_retry(client, || client.sync(dir)).await;
+    let children = match with_retry(client, || client.list_children(dir)).await {
         Ok(children) => children,
         Err(zk::Error::NoNode) => return Ok(None),
         Err(e) => return Err(Error::from_zk(e, dir)),
@@ -1178,7 +1312,7 @@ async fn find_own(client: &zk::Client, dir: &str, token: Uuid) -> Result<Option<
             continue;
         }
         let path = child_path(dir, &child);
-        match with_retry(|| client.check_stat(&path)).await {
+        match with_retry(client, || client.check_stat(&path)).await {
             Ok(Some(stat)) if stat.ephemeral_owner == session => mine.push((child, stat.czxid)),
             Ok(_) => {}
             Err(e) => return Err(Error::from_zk(e, &path)),
@@ -1198,7 +1332,7 @@ async fn find_own(client: &zk::Client, dir: &str, token: Uuid) -> Result<Option<
 /// Deletes a node, retrying until the deletion is confirmed or the session
 /// is over. A missing node counts as deleted.
 async fn delete_node(client: &zk::Client, path: &str) -> Result<(), Error> {
-    match with_retry(|| client.delete(path, None)).await {
+    match with_retry(client, || client.delete(path, None)).await {
         Ok(()) | Err(zk::Error::NoNode) => Ok(()),
         Err(e) => Err(Error::from_zk(e, path)),
     }
@@ -1249,7 +1383,7 @@ async fn release_marked(client: &zk::Client, path: &str) -> Result<(), Error> {
         multi.add_delete(path, None)?;
         multi.commit().await.map_err(zk::Error::from)
     };
-    match with_retry(release).await {
+    match with_retry(client, release).await {
         Ok(_) | Err(zk::Error::NoNode) => Ok(()),
         Err(zk::Error::NoAuth) => delete_node(client, path).await,
         Err(e) => Err(Error::from_zk(e, path)),
@@ -1275,6 +1409,11 @@ async fn release_node(client: &zk::Client, dir: &str, mark: bool, path: &str, se
 /// before it returns; the deletion goes on in the background after that
 /// (for example until the client has reconnected).
 pub const GIVE_UP_SLACK: Duration = Duration::from_millis(250);
+
+/// How long `try_*` waits for ZooKeeper's answers (it never waits for
+/// another contender): when no answer comes in time, for example while
+/// the client is disconnected, it gives up with `Ok(None)`.
+pub const TRY_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// How often an acquire recreates a lock directory that vanishes under it
 /// (it is removed when empty) before it reports `NoNode`.
@@ -1464,11 +1603,16 @@ impl Held {
                 }
                 let changed: OwnWatch = match set {
                     Some(changed) => changed,
-                    None => match client.check_and_watch_stat(&self.node).await {
-                        Ok((Some(_), watcher)) => Box::pin(watcher.changed()),
-                        Ok((None, _)) => return Watched::Gone,
-                        // Waits for the reconnection: no spin.
-                        Err(e) if is_retryable(&e) => return Watched::Again,
+                    None => match client.get_and_watch_data(&self.node).await {
+                        Ok((_, _, watcher)) => Box::pin(watcher.changed()),
+                        Err(zk::Error::NoNode) => return Watched::Gone,
+                        // A request waits for the reconnection; the pause
+                        // keeps a client whose session task is gone from
+                        // spinning.
+                        Err(e) if is_retryable(&e) => {
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                            return Watched::Again;
+                        }
                         Err(zk::Error::SessionExpired) | Err(zk::Error::ClientClosed) => {
                             return Watched::Gone
                         }

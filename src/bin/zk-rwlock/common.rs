@@ -185,17 +185,23 @@ pub async fn connect(
 /// session's ephemeral nodes on the server, and reports `Closed` once the
 /// server has answered. Background clean-ups of the lock library hold a
 /// clone of the client, so this also waits for them. Returns whether the
-/// session was seen to end.
+/// session was seen to end. While the client is disconnected nothing can
+/// be closed: it returns at once (false), and the server removes the
+/// session's nodes when the session expires.
 pub async fn await_session_end(mut states: zk_rwlock::zk::StateWatcher, within: Duration) -> bool {
     let ended = |s| zk_rwlock::Error::from_session_state(s).is_some();
     tokio::time::timeout(within, async {
         let mut state = states.peek_state();
         while !ended(state) {
+            if state == zk_rwlock::zk::SessionState::Disconnected {
+                return false;
+            }
             state = states.changed().await;
         }
+        true
     })
     .await
-    .is_ok()
+    .unwrap_or(false)
 }
 
 /// Checks a lock path before connecting, with the library's one path check

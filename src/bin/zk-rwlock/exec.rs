@@ -191,7 +191,7 @@ async fn exec(args: Args) -> Result<u8, Failure> {
     tracing::debug!(closed, "ZooKeeper session over");
     if !closed {
         tracing::warn!(
-            "the ZooKeeper session did not close within {CLOSE_WITHIN:?}; \
+            "the ZooKeeper session could not be closed (disconnected, or not within {CLOSE_WITHIN:?}); \
              the server removes its nodes when it expires"
         );
     }
