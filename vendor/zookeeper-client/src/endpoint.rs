@@ -211,34 +211,37 @@ impl IterableEndpoints {
         self.start = self.next;
     }
 
-    pub async fn next(&mut self, max_delay: Duration) -> Option<EndpointRef<'_>> {
-        let (endpoint, timeout) = self.next_with_delay(max_delay)?;
+    /// Waits a backoff delay, at most `max_backoff` plus jitter and at most `max_delay`, and returns
+    /// next endpoint.
+    pub async fn next(&mut self, max_delay: Duration, max_backoff: Duration) -> Option<EndpointRef<'_>> {
+        let (endpoint, timeout) = self.next_with_delay(max_delay, max_backoff)?;
         if timeout != Duration::ZERO {
             Timer::after(timeout).await;
         }
         Some(endpoint)
     }
 
-    fn next_with_delay(&mut self, max_delay: Duration) -> Option<(EndpointRef<'_>, Duration)> {
+    fn next_with_delay(&mut self, max_delay: Duration, max_backoff: Duration) -> Option<(EndpointRef<'_>, Duration)> {
         let index = self.index()?;
-        let timeout = max_delay.min(Self::timeout(index, self.endpoints.len()));
+        let timeout = max_delay.min(Self::timeout(index, self.endpoints.len(), max_backoff));
         self.step();
         Some((self.endpoints[index.offset].to_ref(), timeout))
     }
 
-    fn timeout(index: Index, size: usize) -> Duration {
+    fn timeout(index: Index, size: usize, max_backoff: Duration) -> Duration {
         if index.cycles == 0 {
             return Duration::ZERO;
         }
         let unit = Duration::from_millis(100);
-        if index.offset == 0 {
+        let (backoff, jitter) = if index.offset == 0 {
             let jitter = Duration::from_millis(fastrand::u32(0..100).into());
             let base = Duration::from_millis(1000).min(unit * size as u32);
-            base.saturating_mul(2u32.saturating_pow(index.cycles as u32 - 1)).saturating_add(jitter)
+            (base.saturating_mul(2u32.saturating_pow(index.cycles as u32 - 1)), jitter)
         } else {
             let jitter = Duration::from_millis(fastrand::u32(0..50).into());
-            (unit * (index.offset as u32)) / 2 + jitter
-        }
+            ((unit * (index.offset as u32)) / 2, jitter)
+        };
+        backoff.min(max_backoff).saturating_add(jitter)
     }
 
     /// Index for `next` and `peek`.
@@ -348,19 +351,19 @@ mod tests {
         use super::{parse_connect_string, EndpointRef, Index, IterableEndpoints};
         let (endpoints, _) = parse_connect_string("host1:2181,tcp://host2,tcp+tls://host3:2182", true).unwrap();
         let mut endpoints = IterableEndpoints::from(endpoints.as_slice());
-        assert_eq!(endpoints.next(Duration::MAX).await, Some(EndpointRef::new("host1", 2181, true)));
-        assert_eq!(endpoints.next(Duration::MAX).await, Some(EndpointRef::new("host2", 2181, false)));
-        assert_eq!(endpoints.next(Duration::MAX).await, Some(EndpointRef::new("host3", 2182, true)));
-        assert_eq!(endpoints.next(Duration::MAX).await, None);
+        assert_eq!(endpoints.next(Duration::MAX, Duration::MAX).await, Some(EndpointRef::new("host1", 2181, true)));
+        assert_eq!(endpoints.next(Duration::MAX, Duration::MAX).await, Some(EndpointRef::new("host2", 2181, false)));
+        assert_eq!(endpoints.next(Duration::MAX, Duration::MAX).await, Some(EndpointRef::new("host3", 2182, true)));
+        assert_eq!(endpoints.next(Duration::MAX, Duration::MAX).await, None);
 
         endpoints.cycle();
         let start = std::time::Instant::now();
-        assert_eq!(endpoints.next(Duration::MAX).await, Some(EndpointRef::new("host1", 2181, true)));
-        assert_eq!(endpoints.next(Duration::MAX).await, Some(EndpointRef::new("host2", 2181, false)));
-        assert_eq!(endpoints.next(Duration::MAX).await, Some(EndpointRef::new("host3", 2182, true)));
-        assert_eq!(endpoints.next(Duration::MAX).await, Some(EndpointRef::new("host1", 2181, true)));
-        let delay = IterableEndpoints::timeout(Index { offset: 0, cycles: 1 }, 3)
-            + IterableEndpoints::timeout(Index { offset: 1, cycles: 1 }, 3);
+        assert_eq!(endpoints.next(Duration::MAX, Duration::MAX).await, Some(EndpointRef::new("host1", 2181, true)));
+        assert_eq!(endpoints.next(Duration::MAX, Duration::MAX).await, Some(EndpointRef::new("host2", 2181, false)));
+        assert_eq!(endpoints.next(Duration::MAX, Duration::MAX).await, Some(EndpointRef::new("host3", 2182, true)));
+        assert_eq!(endpoints.next(Duration::MAX, Duration::MAX).await, Some(EndpointRef::new("host1", 2181, true)));
+        let delay = IterableEndpoints::timeout(Index { offset: 0, cycles: 1 }, 3, Duration::MAX)
+            + IterableEndpoints::timeout(Index { offset: 1, cycles: 1 }, 3, Duration::MAX);
         let now = std::time::Instant::now();
         assert_that!(now).is_greater_than(start + delay);
 
@@ -371,10 +374,17 @@ mod tests {
         while endpoints.index().unwrap().offset != 0 {
             endpoints.step();
         }
-        let (_endpoint, delay) = endpoints.next_with_delay(Duration::from_secs(10)).unwrap();
+        let (_endpoint, delay) = endpoints.next_with_delay(Duration::from_secs(10), Duration::MAX).unwrap();
         assert_that!(delay).is_equal_to(Duration::from_secs(10));
-        let (_endpoint, delay) = endpoints.next_with_delay(Duration::from_secs(10)).unwrap();
+        let (_endpoint, delay) = endpoints.next_with_delay(Duration::from_secs(10), Duration::MAX).unwrap();
         assert_that!(delay).is_less_than(Duration::from_secs(10));
+
+        while endpoints.index().unwrap().offset != 0 {
+            endpoints.step();
+        }
+        let max_backoff = Duration::from_millis(500);
+        let (_endpoint, delay) = endpoints.next_with_delay(Duration::from_secs(10), max_backoff).unwrap();
+        assert_that!(delay).is_less_than(max_backoff + Duration::from_millis(100));
     }
 
     #[test]

@@ -433,6 +433,14 @@ impl Session {
         self.session_expired_timeout = self.session_timeout * 7 / 5;
     }
 
+    /// Caps backoff between connection attempts to `1/10` of session timeout and at most one
+    /// second, so that a server that comes back before session timeout is reached in time.
+    /// Exponential backoff without cap sleeps past client side session expiration after a few
+    /// seconds of outage. Java client sleeps up to one second between attempts.
+    fn max_reconnect_backoff(&self) -> Duration {
+        Duration::from_secs(1).min(self.session_timeout / 10)
+    }
+
     fn complete_connect(&mut self) {
         let state = if self.session.readonly { SessionState::ConnectedReadOnly } else { SessionState::SyncConnected };
         self.change_state(state);
@@ -637,7 +645,13 @@ impl Session {
         buf: &mut Vec<u8>,
         depot: &mut Depot,
     ) -> Result<Connection, Error> {
-        let Some(endpoint) = endpoints.next(deadline.timeout()).await else {
+        // Wakes up half a backoff before deadline so that a last attempt is made in time.
+        let max_backoff = self.max_reconnect_backoff();
+        let max_delay = match deadline.timeout() {
+            remaining if remaining > max_backoff / 2 => remaining - max_backoff / 2,
+            remaining => remaining,
+        };
+        let Some(endpoint) = endpoints.next(max_delay, max_backoff).await else {
             return Err(Error::NoHosts);
         };
         let mut conn = match self.connector.connect(endpoint, deadline).await {
