@@ -6,12 +6,14 @@
 //
 // Usage: SeedCversion <dataDir> [<dataDir>...] -- <path> <cversion> [<path> <cversion>...]
 //
-// For each path: the path and its missing parents are created as persistent
-// nodes (open ACL), then a child is created with parentCVersion = cversion,
-// which sets the path's cversion to that value, and deleted again (a delete
-// leaves cversion alone). The resulting tree is saved as a snapshot into
-// <dataDir>/version-2 of every data directory, where the server loads it at
-// start-up. Each path's cversion is checked after all paths are seeded.
+// The paths and their missing parents are created as persistent nodes (open
+// ACL) in a DataTree; then each path's persisted cversion is set to its value
+// (any int: the next sequential child gets that value as its suffix, and a
+// negative value gives the wrapped numbers ZooKeeper hands out to creates in
+// flight past 2147483647). The tree is saved with FileTxnSnapLog as a
+// snapshot into <dataDir>/version-2 of every data directory, where the server
+// loads it at start-up. The snapshot carries no digest (ZooKeeper's digest
+// would not cover the changed counters); the server computes its own on load.
 
 import java.io.File;
 import java.util.ArrayList;
@@ -23,6 +25,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import org.apache.zookeeper.ZooDefs;
 import org.apache.zookeeper.server.DataNode;
 import org.apache.zookeeper.server.DataTree;
+import org.apache.zookeeper.server.ZooKeeperServer;
 import org.apache.zookeeper.server.persistence.FileTxnSnapLog;
 
 public final class SeedCversion {
@@ -44,23 +47,16 @@ public final class SeedCversion {
             System.exit(2);
         }
 
+        ZooKeeperServer.setDigestEnabled(false);
         DataTree tree = new DataTree();
         long now = System.currentTimeMillis();
-        for (Map.Entry<String, Integer> seed : seeds.entrySet()) {
-            String path = seed.getKey();
+        for (String path : seeds.keySet()) {
             createWithParents(tree, path, now);
-            String child = path + "/zk-rwlock-seed";
-            tree.createNode(child, new byte[0], ZooDefs.Ids.OPEN_ACL_UNSAFE, 0, seed.getValue(), ++zxid, now);
-            tree.deleteNode(child, ++zxid);
         }
         for (Map.Entry<String, Integer> seed : seeds.entrySet()) {
             DataNode node = tree.getNode(seed.getKey());
-            int cversion = node.stat.getCversion();
-            if (cversion != seed.getValue() || node.getChildren().size() != 0) {
-                System.err.println("SeedCversion: " + seed.getKey() + " has cversion " + cversion + " and "
-                        + node.getChildren().size() + " children, wanted cversion " + seed.getValue()
-                        + " and none (a later path under it changed it?)");
-                System.exit(1);
+            synchronized (node) {
+                node.stat.setCversion(seed.getValue());
             }
         }
         tree.lastProcessedZxid = zxid;
