@@ -28,6 +28,15 @@
 //!   (or [`ZkClusterBuilder::jar_dir`]). On Debian/Ubuntu:
 //!   `sudo apt-get install -y zookeeper`.
 //!
+//! # Seeded data
+//!
+//! [`ZkClusterBuilder::seed_cversion`] starts the servers on a data
+//! directory in which a persistent node's child version counter (the source
+//! of sequential nodes' suffixes) already stands at a chosen value, e.g. near
+//! its limit `2147483647`, without creating that many children. This needs a
+//! Java compiler (`javac`, from a JDK) to build a small helper
+//! (`src/launcher/SeedCversion.java`) against the server's jars.
+//!
 //! # Robustness
 //!
 //! Ports are chosen by binding `127.0.0.1:0` and releasing the socket; if a
@@ -61,6 +70,10 @@ pub const JAR_DIR_ENV: &str = "ZK_RWLOCK_JAR_DIR";
 
 /// Environment variable naming the `java` binary to run.
 pub const JAVA_ENV: &str = "JAVA";
+
+/// Environment variable naming the `javac` binary (used by
+/// [`ZkClusterBuilder::seed_cversion`]; default: `javac` on `PATH`).
+pub const JAVAC_ENV: &str = "JAVAC";
 
 /// Directory searched for the ZooKeeper jars when neither
 /// [`ZkClusterBuilder::jar_dir`] nor [`JAR_DIR_ENV`] is set.
@@ -97,6 +110,9 @@ const OPTIONAL_JARS: [&str; 14] = [
 ];
 
 const MAIN_CLASS: &str = "org.apache.zookeeper.server.quorum.QuorumPeerMain";
+
+/// Source of the helper that writes seeded snapshots ([`ZkClusterBuilder::seed_cversion`]).
+const SEED_SOURCE: &str = include_str!("launcher/SeedCversion.java");
 
 /// JVM flags: small heap, fast start-up (measured: C1-only and the serial
 /// collector start a standalone server ~10-30% faster on a 2-CPU machine).
@@ -169,6 +185,33 @@ pub enum LaunchError {
         /// Why spawning it failed.
         #[source]
         source: io::Error,
+    },
+
+    /// The Java compiler could not be run; it is needed to seed data
+    /// directories ([`ZkClusterBuilder::seed_cversion`]).
+    #[error(
+        "could not run the Java compiler `{javac}`: {source}; seeding a node's cversion compiles \
+         a small Java helper against the ZooKeeper jars: install a JDK (e.g. \
+         `sudo apt-get install -y openjdk-17-jdk-headless`, or run scripts/ensure-zookeeper.sh) \
+         or set {JAVAC_ENV} to the path of a `javac` binary"
+    )]
+    JavacNotFound {
+        /// The binary that was tried.
+        javac: String,
+        /// Why spawning it failed.
+        #[source]
+        source: io::Error,
+    },
+
+    /// Compiling or running the seeding helper failed.
+    #[error("seeding the ZooKeeper data directories failed: {step} {status}; its output:\n{output}")]
+    SeedFailed {
+        /// What was being done (`compiling ...`, `running ...`).
+        step: String,
+        /// Its exit status.
+        status: String,
+        /// Its standard output and error.
+        output: String,
     },
 
     /// An argument was out of range.
@@ -347,6 +390,7 @@ pub struct ZkClusterBuilder {
     jar_dir: Option<PathBuf>,
     java: Option<PathBuf>,
     startup_timeout: Duration,
+    seeds: Vec<(String, i32)>,
 }
 
 impl Default for ZkClusterBuilder {
@@ -357,6 +401,7 @@ impl Default for ZkClusterBuilder {
             jar_dir: None,
             java: None,
             startup_timeout: DEFAULT_STARTUP_TIMEOUT,
+            seeds: Vec::new(),
         }
     }
 }
@@ -396,6 +441,25 @@ impl ZkClusterBuilder {
         self
     }
 
+    /// Starts the servers on data in which the persistent node `path` (and
+    /// its parents, as persistent nodes with the open ACL) exists without
+    /// children and with its child version counter (`cversion`) at
+    /// `cversion`: the next sequential child created under `path` gets
+    /// the suffix `cversion`, the one after it `cversion + 1`, up to
+    /// ZooKeeper's limit `2147483647`. A negative value gives the wrapped
+    /// numbers ZooKeeper hands out to creates in flight past the limit.
+    /// Repeatable for several paths. Applied to every member's data
+    /// directory before its first start.
+    ///
+    /// This compiles a small Java helper (`$JAVAC`, else `javac` on `PATH`)
+    /// that writes a snapshot with ZooKeeper's own `DataTree` and
+    /// `FileTxnSnapLog`; without a JDK the start fails with
+    /// [`LaunchError::JavacNotFound`].
+    pub fn seed_cversion(mut self, path: &str, cversion: i32) -> Self {
+        self.seeds.push((path.to_owned(), cversion));
+        self
+    }
+
     /// Starts the servers and waits until all of them serve (and, for an
     /// ensemble, exactly one of them is the leader).
     ///
@@ -428,6 +492,19 @@ impl ZkClusterBuilder {
             )));
         }
         let tick_ms = u64::try_from(tick_ms).unwrap_or(200);
+        for (path, cversion) in &self.seeds {
+            let valid = path.len() > 1
+                && path.starts_with('/')
+                && !path.ends_with('/')
+                && !path.contains("//")
+                && !path.contains('\0');
+            if !valid {
+                return Err(LaunchError::InvalidArgument(format!(
+                    "cannot seed cversion {cversion} of `{path}`: the path must be absolute \
+                     (like `/locks/a`), not `/`, and without empty segments"
+                )));
+            }
+        }
         let jar_dir = self
             .jar_dir
             .or_else(|| std::env::var_os(JAR_DIR_ENV).map(PathBuf::from))
@@ -458,6 +535,7 @@ impl ZkClusterBuilder {
             tick_ms,
             startup_timeout: self.startup_timeout,
             members,
+            seeds: self.seeds,
         })
     }
 }
@@ -530,6 +608,8 @@ pub struct ZkCluster {
     tick_ms: u64,
     startup_timeout: Duration,
     members: Vec<Member>,
+    /// Applied to fresh data directories ([`ZkClusterBuilder::seed_cversion`]).
+    seeds: Vec<(String, i32)>,
 }
 
 impl ZkCluster {
@@ -937,6 +1017,9 @@ impl ZkCluster {
         for &i in all {
             self.prepare_member(i)?;
         }
+        if !self.seeds.is_empty() {
+            self.seed(all)?;
+        }
         for &i in all {
             self.spawn(i)?;
         }
@@ -958,6 +1041,59 @@ impl ZkCluster {
             write_file(&data.join("myid"), &format!("{}\n", i + 1))?;
         }
         Ok(())
+    }
+
+    /// Writes the seeded snapshot ([`ZkClusterBuilder::seed_cversion`]) into
+    /// the (fresh) data directories of the members in `which`, compiling the
+    /// helper on first use.
+    fn seed(&self, which: &[usize]) -> Result<(), LaunchError> {
+        let dir = self.root.join("seed");
+        let classes = dir.join("classes");
+        if !classes.join("SeedCversion.class").is_file() {
+            fs::create_dir_all(&classes)
+                .map_err(|e| LaunchError::io(format!("creating {}", classes.display()), e))?;
+            let source = dir.join("SeedCversion.java");
+            write_file(&source, SEED_SOURCE)?;
+            let javac = std::env::var_os(JAVAC_ENV)
+                .filter(|j| !j.is_empty())
+                .unwrap_or_else(|| OsString::from("javac"));
+            let mut cmd = Command::new(&javac);
+            cmd.arg("-nowarn")
+                .arg("-d")
+                .arg(&classes)
+                .arg("-cp")
+                .arg(&self.classpath)
+                .arg(&source);
+            run_helper(cmd, "compiling SeedCversion.java").map_err(|e| match e {
+                LaunchError::JavaNotFound { source, .. } => LaunchError::JavacNotFound {
+                    javac: javac.to_string_lossy().into_owned(),
+                    source,
+                },
+                other => other,
+            })?;
+        }
+        let mut classpath = OsString::from(&classes);
+        classpath.push(":");
+        classpath.push(&self.classpath);
+        let mut cmd = Command::new(&self.java);
+        cmd.args([
+            "-Xmx256m",
+            "-XX:+UseSerialGC",
+            "-XX:TieredStopAtLevel=1",
+            "-XX:-UsePerfData",
+            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+        ])
+        .arg("-cp")
+        .arg(classpath)
+        .arg("SeedCversion");
+        for &i in which {
+            cmd.arg(self.members[i].data_dir());
+        }
+        cmd.arg("--");
+        for (path, cversion) in &self.seeds {
+            cmd.arg(path).arg(cversion.to_string());
+        }
+        run_helper(cmd, "running SeedCversion")
     }
 
     fn config(&self, i: usize) -> String {
@@ -1296,6 +1432,30 @@ fn free_ports(n: usize) -> Result<Vec<Ports>, LaunchError> {
         .collect())
 }
 
+/// Runs a helper of [`ZkCluster::seed`] to completion; `JavaNotFound` when
+/// it cannot be spawned, `SeedFailed` (with its output) when it fails.
+fn run_helper(mut cmd: Command, step: &str) -> Result<(), LaunchError> {
+    let out = cmd.stdin(Stdio::null()).output().map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound | io::ErrorKind::PermissionDenied => LaunchError::JavaNotFound {
+            java: cmd.get_program().to_string_lossy().into_owned(),
+            source: e,
+        },
+        _ => LaunchError::io(step.to_owned(), e),
+    })?;
+    if out.status.success() {
+        return Ok(());
+    }
+    Err(LaunchError::SeedFailed {
+        step: step.to_owned(),
+        status: out.status.to_string(),
+        output: format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    })
+}
+
 fn write_file(path: &Path, contents: &str) -> Result<(), LaunchError> {
     fs::write(path, contents).map_err(|e| LaunchError::io(format!("writing {}", path.display()), e))
 }
@@ -1542,6 +1702,7 @@ mod tests {
             classpath: OsString::new(),
             tick_ms: 200,
             startup_timeout: DEFAULT_STARTUP_TIMEOUT,
+            seeds: Vec::new(),
             members: (0..n)
                 .map(|i| Member {
                     dir: PathBuf::from(format!("/nonexistent/zk-rwlock-unit-test/member-{i}")),
@@ -1554,6 +1715,17 @@ mod tests {
                     proc: Mutex::new(Proc::Stopped),
                 })
                 .collect(),
+        }
+    }
+
+    #[test]
+    fn seeds_are_checked_before_anything_starts() {
+        for path in ["relative", "/", "/a/", "/a//b"] {
+            let err = ZkCluster::builder()
+                .seed_cversion(path, 1)
+                .prepare()
+                .expect_err(path);
+            assert!(matches!(err, LaunchError::InvalidArgument(_)), "{path}: {err}");
         }
     }
 

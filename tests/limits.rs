@@ -1,0 +1,735 @@
+//! ZooKeeper's sequence counter at its limit, against a real server whose
+//! lock directories start with their child version counter (cversion) near
+//! `2147483647` (seeded with `ZkClusterBuilder::seed_cversion`, no 2^31
+//! creates). The counter does not wrap: after `2147483647` the server hands
+//! out `2147483647` again, and creates that are in flight together even get
+//! wrapped, negative and repeated numbers (see the first test). Such nodes
+//! must never be granted: the acquire withdraws its node and fails with
+//! `Error::SequenceExhausted`, and whoever leaves the directory empty near
+//! the limit deletes it, so that the next contender starts again from 0.
+#![cfg(feature = "cli")]
+
+mod support;
+
+use std::io::Write;
+use std::process::Stdio;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use support::{children, client_on, eventually, joined};
+use zk_rwlock::launcher::ZkCluster;
+use zk_rwlock::{zk, Error, NodeName, SharedLock};
+
+const BIN: &str = env!("CARGO_BIN_EXE_zk-rwlock");
+/// Upper bound for anything that should happen promptly.
+const SHORT: Duration = Duration::from_secs(15);
+/// ZooKeeper's last sequence number: the counter stops there.
+const LIMIT: i32 = i32::MAX;
+/// The start of the last 2^20 counter values before the limit, where the
+/// lock recycles directories that become empty and warns once.
+const THRESHOLD: i32 = LIMIT - (1 << 20);
+
+/// The server's own behaviour at the limit (no lock involved).
+const SERVER: &str = "/limits/server";
+/// Test a: contenders run into the limit.
+const RACE: &str = "/limits/race";
+/// Test a: contenders run through the limit on a directory that is recycled.
+const RECYCLED_RACE: &str = "/limits/recycled-race";
+/// Test b: a lone contender at the limit, by try, timeout and plain wait.
+const ALONE_TRY: &str = "/limits/alone-try";
+const ALONE_TIMEOUT: &str = "/limits/alone-timeout";
+const ALONE_WAIT: &str = "/limits/alone-wait";
+const ALONE_WRAPPED: &str = "/limits/alone-wrapped";
+/// Test c: recovery of plain persistent directories.
+const RECYCLED: &str = "/limits/recycled";
+const HELD: &str = "/limits/held";
+/// Test d: `zk-rwlock exec` at the limit.
+const CLI: &str = "/limits/cli";
+/// Test a, with the command line: `exec --write` loops run into the limit.
+const CLI_RACE: &str = "/limits/cli-race";
+/// Test e: the warning past the threshold.
+const WARNED: &str = "/limits/warned";
+
+/// One server for the tests of this binary, with every test's directory
+/// seeded (as a plain persistent node, the way older versions or other
+/// clients leave them). The next child of a seeded directory gets the
+/// seeded value as its sequence number. Fails (never skips) with
+/// installation advice when ZooKeeper, Java or javac is missing.
+fn server() -> &'static ZkCluster {
+    static SERVER_: OnceLock<ZkCluster> = OnceLock::new();
+    SERVER_.get_or_init(|| {
+        ZkCluster::builder()
+            .seed_cversion(SERVER, LIMIT - 7)
+            .seed_cversion(RACE, LIMIT - 7)
+            .seed_cversion(RECYCLED_RACE, LIMIT - 7)
+            .seed_cversion(ALONE_TRY, LIMIT)
+            .seed_cversion(ALONE_TIMEOUT, LIMIT)
+            .seed_cversion(ALONE_WAIT, LIMIT)
+            .seed_cversion(ALONE_WRAPPED, i32::MIN)
+            .seed_cversion(RECYCLED, LIMIT)
+            .seed_cversion(HELD, LIMIT - 1)
+            .seed_cversion(CLI, LIMIT)
+            .seed_cversion(CLI_RACE, LIMIT - 7)
+            .seed_cversion(WARNED, THRESHOLD - 10)
+            .start()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "these tests need a real ZooKeeper server and a JDK (javac): {e}\n\
+                     install them with `sudo apt-get install -y zookeeper openjdk-17-jdk-headless` \
+                     (or run ./scripts/ensure-zookeeper.sh, which does)"
+                )
+            })
+    })
+}
+
+async fn client() -> zk::Client {
+    client_on(&server().connect_string()).await
+}
+
+/// A lock on `path` through a new session.
+async fn lock(path: &str) -> SharedLock {
+    SharedLock::new(client().await, path).expect("valid lock path")
+}
+
+/// The sequence number of a contender node (full path or name).
+fn seq_of(node: &str) -> i32 {
+    let name = node.rsplit('/').next().unwrap_or(node);
+    NodeName::from_str(name)
+        .unwrap_or_else(|e| panic!("{node} is not a contender name: {e:?}"))
+        .seq()
+}
+
+/// Creates an ephemeral child `pin` under `path`: not a contender (the
+/// name does not parse), but it keeps the directory from being empty, so
+/// nobody deletes it. It takes one sequence number. The returned session
+/// must live as long as the pin is needed.
+async fn pin(path: &str) -> zk::Client {
+    let c = client().await;
+    c.create(
+        &format!("{path}/pin"),
+        &[],
+        &zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all()),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("create {path}/pin: {e}"));
+    c
+}
+
+/// The directory's stat, `None` once it is gone.
+async fn dir_stat(c: &zk::Client, path: &str) -> Option<zk::Stat> {
+    c.check_stat(path)
+        .await
+        .unwrap_or_else(|e| panic!("stat {path}: {e}"))
+}
+
+/// Asserts that `result` is `SequenceExhausted` for `path`.
+fn assert_exhausted<T: std::fmt::Debug>(result: Result<T, Error>, path: &str, how: &str) {
+    match result {
+        Err(Error::SequenceExhausted { path: p }) => assert_eq!(p, path, "{how}"),
+        other => {
+            panic!("{how} on {path} at the counter's limit: expected Err(SequenceExhausted), got {other:?}")
+        }
+    }
+}
+
+/// What the server does at the limit, which the lock has to cope with.
+/// A seeded directory's next child gets the seeded value; one create after
+/// another then counts up to 2147483647 and stays there (a second node with
+/// the same prefix is refused: NodeExists). Creates in flight at the same
+/// time get numbers past the limit, wrapped to negative ones, some twice.
+/// Clients see the counter in `Stat::cversion` doubled (minus the number of
+/// children), so it wraps there long before the limit.
+#[tokio::test]
+async fn the_server_sticks_at_the_limit_and_wraps_creates_in_flight() {
+    let c = client().await;
+    let stat = dir_stat(&c, SERVER).await.expect("seeded directory");
+    assert_eq!(
+        stat.cversion,
+        (LIMIT - 7).wrapping_mul(2),
+        "Stat::cversion is 2 * counter - children"
+    );
+    let mode = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
+    let mut seqs = Vec::new();
+    for i in 0..10 {
+        let (_, seq) = c
+            .create(&format!("{SERVER}/n{i}-"), &[], &mode)
+            .await
+            .unwrap_or_else(|e| panic!("create {i}: {e}"));
+        seqs.push(seq.into_i64());
+    }
+    let expected: Vec<i64> = (0..10)
+        .map(|i| (i64::from(LIMIT) - 7 + i).min(i64::from(LIMIT)))
+        .collect();
+    assert_eq!(seqs, expected, "counts up to the limit, then stays");
+    let again = c.create(&format!("{SERVER}/n9-"), &[], &mode).await;
+    assert!(
+        matches!(again, Err(zk::Error::NodeExists)),
+        "same prefix at the limit: {again:?}"
+    );
+
+    // Creates sent together, from two sessions: none below the limit.
+    let other = client().await;
+    let names: Vec<String> = (0..20).map(|i| format!("{SERVER}/p{i}-")).collect();
+    let pending: Vec<_> = names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| if i % 2 == 0 { &c } else { &other }.create(name, &[], &mode))
+        .collect();
+    let mut in_flight = Vec::new();
+    for p in pending {
+        in_flight.push(p.await.expect("create in flight").1.into_i64());
+    }
+    assert!(
+        in_flight.iter().all(|&s| s == i64::from(LIMIT) || s < 0),
+        "past the limit every sequence is 2147483647 or wrapped: {in_flight:?}"
+    );
+    let wrapped = in_flight.iter().filter(|&&s| s < 0).count();
+    let mut distinct = in_flight.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    println!(
+        "20 creates in flight at the limit: {wrapped} wrapped to negative numbers, \
+         {} distinct numbers: {in_flight:?}",
+        distinct.len()
+    );
+}
+
+/// One grant of a race.
+#[derive(Debug)]
+struct Grant {
+    contender: usize,
+    seq: i32,
+    token: i64,
+    start: Instant,
+    end: Instant,
+    /// Another grant was held when this one began.
+    overlapped: bool,
+}
+
+/// What one contender of a race saw.
+#[derive(Debug, Default)]
+struct Outcome {
+    grants: Vec<Grant>,
+    exhausted: usize,
+    other: Vec<String>,
+}
+
+/// `contenders` sessions each take the write lock on `path` again and
+/// again, holding it 1-5 ms, until `done` says so about what they saw, or
+/// after `rounds` attempts, or once `within` has passed. `refused` counts
+/// the `SequenceExhausted` answers of all of them as they come.
+async fn race(
+    path: &'static str,
+    contenders: usize,
+    rounds: usize,
+    within: Duration,
+    done: fn(&Outcome) -> bool,
+    refused: Arc<AtomicUsize>,
+) -> Vec<Outcome> {
+    let deadline = Instant::now() + within;
+    let holders = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for contender in 0..contenders {
+        let lock = lock(path).await;
+        let holders = holders.clone();
+        let refused = refused.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut out = Outcome::default();
+            for _ in 0..rounds {
+                if done(&out) || Instant::now() >= deadline {
+                    break;
+                }
+                match lock.write_timeout(SHORT).await {
+                    Ok(Some(guard)) => {
+                        let start = Instant::now();
+                        let overlapped = holders.fetch_add(1, Ordering::SeqCst) != 0;
+                        let hold = 1 + (uuid::Uuid::new_v4().as_u128() % 5) as u64;
+                        tokio::time::sleep(Duration::from_millis(hold)).await;
+                        holders.fetch_sub(1, Ordering::SeqCst);
+                        let end = Instant::now();
+                        out.grants.push(Grant {
+                            contender,
+                            seq: seq_of(guard.node()),
+                            token: guard.fencing_token(),
+                            start,
+                            end,
+                            overlapped,
+                        });
+                        if let Err(e) = guard.release().await {
+                            out.other.push(format!("release: {e}"));
+                        }
+                    }
+                    Ok(None) => out.other.push(format!("not granted within {SHORT:?}")),
+                    Err(Error::SequenceExhausted { path: p }) if p == path => {
+                        out.exhausted += 1;
+                        refused.fetch_add(1, Ordering::SeqCst);
+                    }
+                    Err(e) => out.other.push(format!("acquire: {e}")),
+                }
+            }
+            out
+        }));
+    }
+    let mut outcomes = Vec::new();
+    for t in tasks {
+        outcomes.push(joined(within + 2 * SHORT, t).await);
+    }
+    outcomes
+}
+
+/// Asserts that no two grants of a race overlapped, that none was of a
+/// node at or past the limit, that fencing tokens grew from grant to grant,
+/// and that nothing but `SequenceExhausted` went wrong. Returns the granted
+/// sequences in grant order.
+fn check_race(outcomes: &[Outcome]) -> Vec<i32> {
+    let mut grants: Vec<&Grant> = outcomes.iter().flat_map(|o| &o.grants).collect();
+    grants.sort_by_key(|g| g.start);
+    // Recorded intervals lie inside the real ones (after the grant, before
+    // the release), so every overlap found here is real.
+    let overlapping: Vec<(&Grant, &Grant)> = grants
+        .iter()
+        .enumerate()
+        .flat_map(|(i, a)| {
+            grants[i + 1..]
+                .iter()
+                .filter(|b| b.start < a.end)
+                .map(move |b| (*a, *b))
+        })
+        .collect();
+    let began_while_held = grants.iter().filter(|g| g.overlapped).count();
+    let t0 = grants.first().map_or_else(Instant::now, |g| g.start);
+    let show = |g: &Grant| {
+        format!(
+            "contender {} seq {} {:.1}..{:.1} ms",
+            g.contender,
+            g.seq,
+            (g.start - t0).as_secs_f64() * 1e3,
+            (g.end - t0).as_secs_f64() * 1e3
+        )
+    };
+    let overlaps: Vec<String> = overlapping
+        .iter()
+        .map(|(a, b)| format!("{} / {}", show(a), show(b)))
+        .collect();
+    let seqs: Vec<i32> = grants.iter().map(|g| g.seq).collect();
+    let at_limit = seqs.iter().filter(|&&s| s == LIMIT).count();
+    let wrapped = seqs.iter().filter(|&&s| s < 0).count();
+    let summary = format!(
+        "{} grants ({at_limit} at 2147483647, {wrapped} negative), {} overlapping pairs, \
+         {began_while_held} began while another was held, refused {:?}; first sequences: {:?}",
+        grants.len(),
+        overlaps.len(),
+        outcomes.iter().map(|o| o.exhausted).collect::<Vec<_>>(),
+        &seqs[..seqs.len().min(40)]
+    );
+    println!("{summary}");
+    assert!(
+        overlaps.is_empty() && began_while_held == 0,
+        "overlapping writers: {summary}; the first overlaps: {:#?}",
+        &overlaps[..overlaps.len().min(20)]
+    );
+    assert!(
+        at_limit == 0 && wrapped == 0,
+        "granted nodes at or past the limit: {summary}"
+    );
+    for w in grants.windows(2) {
+        assert!(
+            w[1].token > w[0].token,
+            "fencing token {} granted after {}",
+            w[1].token,
+            w[0].token
+        );
+    }
+    for (i, o) in outcomes.iter().enumerate() {
+        assert!(o.other.is_empty(), "contender {i}: {:?}", o.other);
+    }
+    seqs
+}
+
+/// a. Writers race into the limit: no two are granted at the same time,
+/// none is granted a node at or past the limit, every contender ends with
+/// `SequenceExhausted`, no contender node is left behind, and later
+/// acquires keep failing (a non-contender child keeps the directory from
+/// being recycled).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn at_the_limit_no_writer_is_granted_twice() {
+    const ROUNDS: usize = 12;
+    let _pin = pin(RACE).await; // takes LIMIT - 7
+    let refused = Arc::new(AtomicUsize::new(0));
+    let outcomes = race(
+        RACE,
+        4,
+        ROUNDS,
+        Duration::from_secs(60),
+        |o| o.exhausted > 0,
+        refused,
+    )
+    .await;
+    check_race(&outcomes);
+    for (i, o) in outcomes.iter().enumerate() {
+        assert_eq!(
+            o.exhausted,
+            1,
+            "contender {i} never got SequenceExhausted in {ROUNDS} rounds (grants {:?})",
+            o.grants.iter().map(|g| g.seq).collect::<Vec<_>>()
+        );
+    }
+    let c = client().await;
+    eventually("only the pin is left", SHORT, || {
+        let c = c.clone();
+        async move { children(&c, RACE).await == ["pin"] }
+    })
+    .await;
+    // The counter stays at the limit: the next acquire is refused too.
+    let late = lock(RACE).await;
+    assert_exhausted(late.try_write().await, RACE, "a later try_write");
+    assert_exhausted(
+        late.read_timeout(Duration::from_millis(500)).await,
+        RACE,
+        "a later read_timeout",
+    );
+    assert_eq!(children(&c, RACE).await, ["pin"], "refused acquires left nodes");
+}
+
+/// a. Writers keep going through the limit: once they are refused there,
+/// the non-contender child that kept the directory is removed; refused
+/// contenders retry, the directory is recycled once empty, and grants go on
+/// from a fresh counter, still one at a time, with growing fencing tokens,
+/// never at or past the limit. Each contender goes on until it has been
+/// granted a node of the new counter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn writers_keep_going_through_the_recycling() {
+    let pinned = pin(RECYCLED_RACE).await;
+    let fresh = |o: &Outcome| o.grants.iter().any(|g| (0..1000).contains(&g.seq));
+    let refused = Arc::new(AtomicUsize::new(0));
+    let racing = tokio::spawn(race(
+        RECYCLED_RACE,
+        4,
+        5000,
+        Duration::from_secs(30),
+        fresh,
+        refused.clone(),
+    ));
+    eventually("a contender was refused at the limit", SHORT, || {
+        let n = refused.load(Ordering::SeqCst);
+        async move { n > 0 }
+    })
+    .await;
+    pinned
+        .delete(&format!("{RECYCLED_RACE}/pin"), None)
+        .await
+        .expect("delete the pin");
+    let outcomes = joined(Duration::from_secs(30) + 3 * SHORT, racing).await;
+    check_race(&outcomes);
+    for (i, o) in outcomes.iter().enumerate() {
+        assert!(
+            fresh(o),
+            "contender {i} got no grant from a fresh counter within 30 s and 1000 attempts \
+             (the directory was not recycled?): {} refused, grants {:?}",
+            o.exhausted,
+            o.grants.iter().map(|g| g.seq).collect::<Vec<_>>()
+        );
+    }
+    let c = client().await;
+    eventually("no contender is left", SHORT, || {
+        let c = c.clone();
+        async move { children(&c, RECYCLED_RACE).await.is_empty() }
+    })
+    .await;
+}
+
+/// b. A node at 2147483647 is never granted, even when it is alone in the
+/// directory (and so first): by `try_write`, `write_timeout` and `write`.
+/// Nor is a node with a wrapped, negative number, as creates in flight past
+/// the limit get them: unique or not, a later node can get a smaller one
+/// (-2147483648 after -2147483647, once the first in-flight batch is
+/// applied and the next batch wraps again) and sort before a holder.
+/// Nothing is left behind.
+#[tokio::test]
+async fn a_node_at_the_limit_is_never_granted_even_alone() {
+    let c = client().await;
+    for path in [ALONE_TRY, ALONE_TIMEOUT, ALONE_WAIT, ALONE_WRAPPED] {
+        assert!(children(&c, path).await.is_empty());
+    }
+    assert_exhausted(lock(ALONE_TRY).await.try_write().await, ALONE_TRY, "try_write");
+    assert_exhausted(
+        lock(ALONE_TIMEOUT)
+            .await
+            .write_timeout(Duration::from_secs(1))
+            .await,
+        ALONE_TIMEOUT,
+        "write_timeout",
+    );
+    let waiting = lock(ALONE_WAIT).await;
+    let result = tokio::time::timeout(SHORT, waiting.write())
+        .await
+        .expect("write() at the limit returns");
+    assert_exhausted(result, ALONE_WAIT, "write");
+    assert_exhausted(
+        lock(ALONE_WRAPPED).await.try_write().await,
+        ALONE_WRAPPED,
+        "try_write with a wrapped sequence (-2147483648)",
+    );
+    for path in [ALONE_TRY, ALONE_TIMEOUT, ALONE_WAIT, ALONE_WRAPPED] {
+        assert!(
+            children(&c, path).await.is_empty(),
+            "{path}: the refused acquire left {:?}",
+            children(&c, path).await
+        );
+    }
+}
+
+/// c. A plain persistent directory at the limit recovers by itself: the
+/// refused acquirer leaves it empty and deletes it, and the next acquire
+/// recreates it with a fresh counter.
+#[tokio::test]
+async fn an_exhausted_directory_is_deleted_and_recreated() {
+    let c = client().await;
+    assert!(dir_stat(&c, RECYCLED).await.is_some(), "seeded directory");
+    let l = lock(RECYCLED).await;
+    assert_exhausted(l.try_write().await, RECYCLED, "try_write");
+    eventually("the refused acquirer deleted the empty directory", SHORT, || {
+        let c = c.clone();
+        async move { dir_stat(&c, RECYCLED).await.is_none() }
+    })
+    .await;
+    let g = l
+        .try_write()
+        .await
+        .expect("acquire on the recreated directory")
+        .expect("free");
+    assert!(
+        (0..10).contains(&seq_of(g.node())),
+        "a fresh counter: {}",
+        g.node()
+    );
+    // (Whether it came back as a container node cannot be seen from a
+    // client: ZooKeeper reports ephemeralOwner 0 for containers.)
+    g.release().await.expect("release");
+}
+
+/// c. With a holder below the limit, the refused acquirer cannot delete the
+/// directory; once the holder releases (leaving it empty near the limit),
+/// the directory goes and a new acquire works from a fresh counter.
+#[tokio::test]
+async fn the_last_contender_to_leave_deletes_the_directory() {
+    let c = client().await;
+    let holder = lock(HELD).await;
+    let held = holder
+        .try_write()
+        .await
+        .expect("try_write below the limit")
+        .expect("free");
+    assert_eq!(seq_of(held.node()), LIMIT - 1);
+    let refused = lock(HELD).await;
+    assert_exhausted(refused.try_write().await, HELD, "try_write behind a holder");
+    let held_name = held.node().rsplit('/').next().unwrap().to_owned();
+    assert_eq!(
+        children(&c, HELD).await,
+        [held_name],
+        "the refused node is withdrawn, the directory stays"
+    );
+    assert!(held.is_held());
+    held.release().await.expect("release");
+    eventually("the holder's release deleted the directory", SHORT, || {
+        let c = c.clone();
+        async move { dir_stat(&c, HELD).await.is_none() }
+    })
+    .await;
+    let g = refused
+        .try_write()
+        .await
+        .expect("acquire on the recreated directory")
+        .expect("free");
+    assert!(
+        (0..10).contains(&seq_of(g.node())),
+        "a fresh counter: {}",
+        g.node()
+    );
+    g.release().await.expect("release");
+}
+
+/// d. `zk-rwlock exec` at the limit does not run the command, exits 70 and
+/// says that the sequence numbers are used up.
+#[tokio::test]
+async fn exec_at_the_limit_exits_70_and_says_why() {
+    let marker = std::env::temp_dir().join(format!("zk-rwlock-limits-ran-{}", std::process::id()));
+    let _ = std::fs::remove_file(&marker);
+    let out = tokio::process::Command::new(BIN)
+        .args(["exec", "--write", CLI, "--", "touch"])
+        .arg(&marker)
+        .env("ZK_CONNECT", server().connect_string())
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(SHORT, out)
+        .await
+        .expect("zk-rwlock finished in time")
+        .expect("run zk-rwlock");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let ran = std::fs::remove_file(&marker).is_ok();
+    assert_eq!(out.status.code(), Some(70), "stderr: {stderr}");
+    assert!(!ran, "the command ran");
+    let lower = stderr.to_lowercase();
+    for word in ["sequence", "2147483647", CLI] {
+        assert!(lower.contains(word), "stderr lacks {word:?}: {stderr}");
+    }
+    assert!(!lower.contains("panicked"), "{stderr}");
+    let c = client().await;
+    assert!(children(&c, CLI).await.is_empty(), "a node was left behind");
+}
+
+/// a, with the command line: four `zk-rwlock exec --write` loops on one
+/// directory near the limit. The commands log when they start and end
+/// (nanoseconds) and their node: no two overlap, none ran on a node at or
+/// past the limit, and each loop ends with exit 70 (refused at the limit)
+/// rather than a grant.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn exec_loops_at_the_limit_never_overlap() {
+    const ROUNDS: usize = 12;
+    let _pin = pin(CLI_RACE).await; // keeps the directory; takes LIMIT - 7
+    let dir = std::env::temp_dir().join(format!("zk-rwlock-limits-exec-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let script = r#"echo "start $(date +%s%N) $ZK_RWLOCK_NODE" >> "$1"; sleep 0.00$2; echo "end $(date +%s%N)" >> "$1""#;
+    let mut loops = Vec::new();
+    for i in 0..4 {
+        let log = dir.join(format!("loop-{i}"));
+        loops.push(tokio::spawn(async move {
+            let mut last = None;
+            for round in 0..ROUNDS {
+                let hold = 1 + (round + i) % 5;
+                let out = tokio::process::Command::new(BIN)
+                    .args(["exec", "--write", CLI_RACE, "--", "sh", "-c", script, "sh"])
+                    .arg(&log)
+                    .arg(hold.to_string())
+                    .env("ZK_CONNECT", server().connect_string())
+                    .env_remove("RUST_LOG")
+                    .stdin(Stdio::null())
+                    .kill_on_drop(true)
+                    .output();
+                let out = tokio::time::timeout(SHORT, out)
+                    .await
+                    .expect("zk-rwlock finished in time")
+                    .expect("run zk-rwlock");
+                let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+                last = Some((out.status.code(), stderr));
+                if out.status.code() != Some(0) {
+                    break;
+                }
+            }
+            (log, last)
+        }));
+    }
+    let mut runs = Vec::new(); // (start, end, node)
+    let mut ends = Vec::new();
+    for l in loops {
+        let (log, last) = joined(Duration::from_secs(120), l).await;
+        ends.push(last.expect("ran at least once"));
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let mut lines = text.lines();
+        while let Some(start) = lines.next() {
+            let mut words = start.split_whitespace().skip(1);
+            let begin: u128 = words.next().and_then(|w| w.parse().ok()).expect(start);
+            let node = words.next().expect(start).to_owned();
+            let end = lines.next().expect("an end line after each start");
+            let end: u128 = end
+                .split_whitespace()
+                .nth(1)
+                .and_then(|w| w.parse().ok())
+                .expect(end);
+            runs.push((begin, end, node));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    runs.sort();
+    let seqs: Vec<i32> = runs.iter().map(|(_, _, node)| seq_of(node)).collect();
+    let overlaps = runs
+        .iter()
+        .enumerate()
+        .map(|(i, a)| runs[i + 1..].iter().filter(|b| b.0 < a.1).count())
+        .sum::<usize>();
+    println!(
+        "exec loops: {} runs, {overlaps} overlapping pairs, sequences {seqs:?}",
+        runs.len()
+    );
+    assert_eq!(overlaps, 0, "overlapping commands; sequences {seqs:?}");
+    assert!(
+        seqs.iter().all(|s| (0..LIMIT).contains(s)),
+        "commands ran on nodes at or past the limit: {seqs:?}"
+    );
+    for (code, stderr) in ends {
+        assert_eq!(
+            code,
+            Some(70),
+            "a loop of {ROUNDS} runs did not end refused at the limit; last stderr: {stderr}"
+        );
+        assert!(stderr.contains("2147483647"), "{stderr}");
+    }
+    let c = client().await;
+    eventually("only the pin is left", SHORT, || {
+        let c = c.clone();
+        async move { children(&c, CLI_RACE).await == ["pin"] }
+    })
+    .await;
+}
+
+/// Everything logged at WARN or above in this process since the first call.
+fn warnings() -> &'static Mutex<Vec<u8>> {
+    static LOG: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+    static INSTALLED: OnceLock<()> = OnceLock::new();
+    INSTALLED.get_or_init(|| {
+        struct Sink;
+        impl Write for Sink {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                LOG.lock().unwrap().extend_from_slice(buf);
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::WARN)
+            .with_ansi(false)
+            .with_writer(|| Sink)
+            .init();
+    });
+    &LOG
+}
+
+/// e. Crossing the threshold (the last 2^20 numbers before the limit) is
+/// logged as a warning once per directory, not on every acquire.
+#[tokio::test]
+async fn passing_the_threshold_warns_once() {
+    let _ = warnings();
+    let _pin = pin(WARNED).await; // keeps the directory
+    let l = lock(WARNED).await;
+    let mut last = 0;
+    for _ in 0..25 {
+        let g = l.try_write().await.expect("try_write").expect("free");
+        last = seq_of(g.node());
+        g.release().await.expect("release");
+    }
+    assert!(last > THRESHOLD + 10, "the counter passed the threshold: {last}");
+    let log = String::from_utf8_lossy(&warnings().lock().unwrap()).into_owned();
+    // (The pin draws a warning of its own: not a contender.)
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains(WARNED) && !l.contains("not a contender"))
+        .collect();
+    assert_eq!(
+        lines.len(),
+        1,
+        "expected one warning about {WARNED} past the threshold, got: {lines:#?}"
+    );
+    let line = lines[0].to_lowercase();
+    assert!(
+        line.contains("sequence") || line.contains("counter"),
+        "{}",
+        lines[0]
+    );
+}
