@@ -9,10 +9,9 @@ use zk_rwlock::ordering::{decide, queue};
 use zk_rwlock::{Mode, NodeName};
 
 /// A realistic directory listing: `n` contenders written by this library,
-/// one writer in ten, straddling the sequence wrap, in ZooKeeper's
-/// (unordered) listing order.
+/// one writer in ten, in ZooKeeper's (unordered) listing order.
 fn children(n: usize) -> Vec<String> {
-    let base = i32::MAX - (n as i32 / 2);
+    let base: i32 = 1_000_000;
     let mut names: Vec<String> = (0..n)
         .map(|i| {
             let mode = if i % 10 == 3 { Mode::Write } else { Mode::Read };
