@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use support::proxy::{op, Proxy};
-use support::{children, client_on, eventually, server, unique_path, wait_nodes, wait_watching};
+use support::{children, client_on, eventually, server, settles_to, unique_path, wait_nodes, wait_watching};
 use zk_rwlock::launcher::ZkCluster;
 use zk_rwlock::{zk, ContenderState, Error, Mode, SharedLock};
 
@@ -49,23 +49,6 @@ fn name_of(node: &str) -> String {
 
 async fn drained(client: &zk::Client, path: &str) {
     settles_to(client, path, &[]).await;
-}
-
-/// Waits until the children of `path` are exactly `want`; on timeout the
-/// message names what is left.
-async fn settles_to(client: &zk::Client, path: &str, want: &[String]) {
-    let deadline = tokio::time::Instant::now() + WITHIN;
-    loop {
-        let now = children(client, path).await;
-        if now == want {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{path}: after {WITHIN:?} its children are {now:?}, not {want:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 /// Runs `fut` (bounded by `WITHIN`) while checking the children of `path`:
@@ -735,9 +718,11 @@ async fn a_killed_holder_process_is_replaced_only_after_its_session_expires() {
         .expect("granted after expiry")
         .unwrap()
         .unwrap();
+    // The session (2 s) was last renewed at most a ping interval (a few
+    // hundred ms) before the kill: its node lives on for about 2 s.
     assert!(
-        expired_after >= Duration::from_millis(500),
-        "the node outlived its process until expiry"
+        expired_after >= Duration::from_secs(1),
+        "the node outlived its process until expiry, not {expired_after:?}"
     );
     g.release().await.unwrap();
     drained(&direct, &path).await;

@@ -87,17 +87,25 @@ pub async fn children(client: &zk::Client, path: &str) -> Vec<String> {
 /// Asserts that the lock directory ends up with no contender nodes (a
 /// background release may still be in flight, so this polls).
 pub async fn assert_drained(path: &str) {
-    let c = client().await;
-    eventually(
-        &format!("{path} has no contender nodes"),
-        Duration::from_secs(10),
-        || {
-            let c = c.clone();
-            let path = path.to_owned();
-            async move { children(&c, &path).await.is_empty() }
-        },
-    )
-    .await;
+    settles_to(&client().await, path, &[]).await;
+}
+
+/// Waits until the children of `path` are exactly `want`; on timeout the
+/// message names what is left.
+pub async fn settles_to(client: &zk::Client, path: &str, want: &[String]) {
+    let within = Duration::from_secs(20);
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let now = children(client, path).await;
+        if now == want {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{path}: after {within:?} its children are {now:?}, not {want:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 /// Expires the session of `victim`, which must be connected through
