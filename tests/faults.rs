@@ -4,12 +4,15 @@
 
 mod support;
 
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use support::proxy::{op, Proxy};
-use support::{children, client_on, eventually, server, unique_path};
+use support::{children, client_on, eventually, server, settles_to, unique_path, wait_nodes, wait_watching};
 use zk_rwlock::launcher::ZkCluster;
-use zk_rwlock::{zk, ContenderState, Error, SharedLock};
+use zk_rwlock::{zk, ContenderState, Error, Mode, SharedLock};
 
 const WITHIN: Duration = Duration::from_secs(20);
 
@@ -45,10 +48,158 @@ fn name_of(node: &str) -> String {
 }
 
 async fn drained(client: &zk::Client, path: &str) {
-    eventually(&format!("{path} is empty"), WITHIN, || async {
-        children(client, path).await.is_empty()
+    settles_to(client, path, &[]).await;
+}
+
+/// Runs `fut` (bounded by `WITHIN`) while checking the children of `path`:
+/// fails at once, naming them, if two nodes carry one contender's token.
+async fn unless_duplicated<T>(
+    direct: &zk::Client,
+    path: &str,
+    fut: impl std::future::Future<Output = T>,
+) -> T {
+    let check = async {
+        loop {
+            support::assert_no_duplicate(path, &children(direct, path).await);
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    match tokio::time::timeout(WITHIN, async {
+        tokio::select! {
+            out = fut => out,
+            never = check => never,
+        }
     })
-    .await;
+    .await
+    {
+        Ok(out) => out,
+        Err(_) => {
+            let now = children(direct, path).await;
+            panic!("{path}: not done within {WITHIN:?}; children {now:?}")
+        }
+    }
+}
+
+/// Runs `fut` while `task` (an acquire that must keep waiting) is pending;
+/// fails at once, with its result, if the task finishes first.
+async fn while_pending<T: std::fmt::Debug, U>(
+    task: &mut tokio::task::JoinHandle<T>,
+    what: &str,
+    fut: impl std::future::Future<Output = U>,
+) -> U {
+    tokio::select! {
+        out = fut => out,
+        done = task => panic!("{what}: finished while it should wait: {done:?}"),
+    }
+}
+
+/// Whether process `pid` exists and is not a zombie.
+fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => false,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z"),
+    }
+}
+
+/// The member of `zk` whose `cons` lists a connection of `session`.
+fn connected_member(zk: &ZkCluster, session: i64) -> Option<usize> {
+    let sid = format!("sid=0x{session:x},");
+    (0..zk.members())
+        .filter(|&i| zk.is_running(i) && !zk.is_paused(i))
+        .find(|&i| zk.four_letter(i, "cons").is_ok_and(|cons| cons.contains(&sid)))
+}
+
+/// Connect string of every member of `zk` but `except`.
+fn others(zk: &ZkCluster, except: usize) -> String {
+    (0..zk.members())
+        .filter(|&i| i != except)
+        .map(|i| zk.member_connect_string(i))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// A client that knows every member of an ensemble, each through a proxy of
+/// its own, and whose first connection provably goes to member `victim`:
+/// the other proxies refuse connections until the victim's `cons` lists the
+/// session. (The client shuffles its server list, so listing the victim
+/// first would not do.)
+struct Pinned {
+    client: zk::Client,
+    proxies: Vec<Proxy>,
+    victim: usize,
+}
+
+impl Pinned {
+    async fn connect(zk: &ZkCluster, victim: usize) -> Pinned {
+        let proxies: Vec<Proxy> = (0..zk.members())
+            .map(|i| Proxy::start(&zk.member_connect_string(i)))
+            .collect();
+        let connect = proxies.iter().map(Proxy::addr).collect::<Vec<_>>().join(",");
+        let pinned = Pinned {
+            client: {
+                for (i, proxy) in proxies.iter().enumerate() {
+                    proxy.set_blocked(i != victim);
+                }
+                client_on(&connect).await
+            },
+            proxies,
+            victim,
+        };
+        let session = pinned.client.session_id().0;
+        assert_eq!(
+            connected_member(zk, session),
+            Some(victim),
+            "session 0x{session:x} is connected to member {victim}"
+        );
+        pinned.block_others(false);
+        pinned
+    }
+
+    /// Whether the members other than the victim refuse new connections.
+    fn block_others(&self, blocked: bool) {
+        for (i, proxy) in self.proxies.iter().enumerate() {
+            if i != self.victim {
+                proxy.set_blocked(blocked);
+            }
+        }
+    }
+
+    fn session(&self) -> i64 {
+        self.client.session_id().0
+    }
+
+    /// The victim has just been killed or paused: the client must notice
+    /// (Disconnected: the others refuse connections until the test has seen
+    /// it, so that it cannot be missed) and reconnect elsewhere to the same
+    /// session (SyncConnected).
+    async fn fails_over(&self, zk: &ZkCluster) {
+        let session = self.session();
+        wait_state(&self.client, zk::SessionState::Disconnected).await;
+        self.block_others(false);
+        wait_state(&self.client, zk::SessionState::SyncConnected).await;
+        assert_eq!(self.session(), session, "the same session");
+        eventually(
+            &format!("session 0x{session:x} is connected to another member"),
+            WITHIN,
+            || async { connected_member(zk, session).is_some_and(|m| m != self.victim) },
+        )
+        .await;
+    }
+}
+
+/// Asserts that `node` still exists, is owned by `session`, and holds.
+async fn assert_still_holds(observer: &SharedLock, node: &str, session: i64) {
+    let stat = (observer.client().check_stat(node).await)
+        .unwrap()
+        .unwrap_or_else(|| panic!("{node} is gone"));
+    assert_eq!(stat.ephemeral_owner, session, "{node}: same ephemeralOwner");
+    let queue = observer.contenders().await.unwrap();
+    let me = (queue.iter().find(|c| c.path == node))
+        .unwrap_or_else(|| panic!("{node} is not a contender: {queue:?}"));
+    assert_eq!(me.state, ContenderState::Holds, "{node} still holds: {queue:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -64,6 +215,7 @@ async fn standalone_restart_keeps_holders_and_the_queue() {
     );
     let holder = SharedLock::new(hc.clone(), &path).unwrap();
     let h = holder.write().await.unwrap();
+    let (w_session, r_session, f_session) = (wc.session_id().0, rc.session_id().0, fc.session_id().0);
     let wl = SharedLock::new(wc, &path).unwrap();
     let writer = tokio::spawn(async move { wl.write().await });
     wait_contenders(&holder, 2).await;
@@ -83,16 +235,27 @@ async fn standalone_restart_keeps_holders_and_the_queue() {
     let queue = holder.contenders().await.unwrap();
     assert_eq!(queue[0].path, h.node(), "same node");
     wait_contenders(&holder, 4).await;
+    let queue = holder.contenders().await.unwrap();
+    assert_eq!(queue[0].path, h.node(), "same node");
+    // The queue is W [W] R W; each waiter watches its node again after the
+    // restart (a restarted server has no watches of its own).
+    wait_watching(&zk, &queue[0].path, w_session).await;
+    wait_watching(&zk, &queue[1].path, r_session).await;
+    wait_watching(&zk, &queue[2].path, f_session).await;
     assert!(!writer.is_finished() && !reader.is_finished() && !in_flight.is_finished());
 
     h.release().await.unwrap();
     let w = support::joined(WITHIN, writer).await.unwrap();
-    assert!(!reader.is_finished(), "the reader waits for the writer");
+    assert_eq!(w.node(), queue[1].path);
+    assert!(
+        support::watches(&zk, w.node(), r_session) && !reader.is_finished(),
+        "the reader waits for the writer"
+    );
     let w_token = w.fencing_token();
     w.release().await.unwrap();
     let r = support::joined(WITHIN, reader).await.unwrap();
     assert!(
-        !in_flight.is_finished(),
+        support::watches(&zk, r.node(), f_session) && !in_flight.is_finished(),
         "the in-flight writer waits for the reader"
     );
     r.release().await.unwrap();
@@ -102,60 +265,96 @@ async fn standalone_restart_keeps_holders_and_the_queue() {
     drained(&hc, &path).await;
 }
 
+/// A reader holds through the leader, which is killed; later a writer holds
+/// through a follower, which is paused. Each holder's client provably was
+/// on the member that failed: it goes Disconnected, reconnects to another
+/// member with the same session, and keeps its node and the lock.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ensemble_survives_a_killed_leader_and_a_paused_follower() {
     let mut zk = start(ZkCluster::ensemble(3));
     let connect = zk.connect_string();
     let path = unique_path("failover");
-    let mut readers = Vec::new();
-    let mut clients = Vec::new();
-    for _ in 0..2 {
-        let c = client_on(&connect).await;
-        clients.push(c.clone());
-        readers.push(SharedLock::new(c, &path).unwrap().read().await.unwrap());
-    }
-    let observer = SharedLock::new(client_on(&connect).await, &path).unwrap();
-    let mut writers = Vec::new();
-    for i in 0..2 {
-        let l = SharedLock::new(client_on(&connect).await, &path).unwrap();
-        writers.push(tokio::spawn(async move { l.write().await }));
-        wait_contenders(&observer, 3 + i).await;
-    }
-
     let leader = zk.leader().expect("an ensemble has a leader");
+
+    // Two readers hold, the first through the leader; a writer waits.
+    let pinned = Pinned::connect(&zk, leader).await;
+    let r0 = SharedLock::new(pinned.client.clone(), &path)
+        .unwrap()
+        .read()
+        .await
+        .unwrap();
+    let r1 = SharedLock::new(client_on(&connect).await, &path)
+        .unwrap()
+        .read()
+        .await
+        .unwrap();
+    let observer = SharedLock::new(client_on(&connect).await, &path).unwrap();
+    let wl = SharedLock::new(client_on(&connect).await, &path).unwrap();
+    let w_session = wl.client().session_id().0;
+    let writer = tokio::spawn(async move { wl.write().await });
+    wait_contenders(&observer, 3).await;
+    wait_watching(&zk, r1.node(), w_session).await;
+
+    pinned.block_others(true);
     zk.kill(leader).unwrap();
-    // The remaining two elect a leader; every session fails over.
+    pinned.fails_over(&zk).await;
     eventually("a new leader", WITHIN, || async {
         zk.leader().is_some_and(|l| l != leader)
     })
     .await;
-    wait_contenders(&observer, 4).await;
-    assert!(
-        readers.iter().all(|r| r.is_held()),
-        "readers still hold after failover"
-    );
-    assert!(
-        writers.iter().all(|w| !w.is_finished()),
-        "no writer was granted while readers hold"
-    );
+    assert!(r0.is_held() && r1.is_held(), "readers still hold after failover");
+    assert_still_holds(&observer, r0.node(), pinned.session()).await;
+    // The writer, failed over too, still waits on the readers.
+    wait_watching(&zk, r1.node(), w_session).await;
+    assert!(!writer.is_finished(), "no writer was granted while readers hold");
 
-    for r in readers {
-        r.release().await.unwrap();
-    }
-    let mut writers = writers.into_iter();
-    let w1 = support::joined(WITHIN, writers.next().unwrap()).await.unwrap();
-    let second = writers.next().unwrap();
-
-    // Bring the old leader back, then freeze a follower: the quorum holds.
-    zk.start(leader).unwrap();
-    let current = zk.leader().expect("leader");
-    let follower = (0..3).find(|i| *i != current).unwrap();
-    zk.pause(follower).unwrap();
-    assert!(!second.is_finished(), "the second writer waits for the first");
+    r0.release().await.unwrap();
+    r1.release().await.unwrap();
+    let w1 = support::joined(WITHIN, writer).await.unwrap();
     let w1_token = w1.fencing_token();
     w1.release().await.unwrap();
+
+    // Bring the old leader back, then pause a follower under a holder.
+    zk.start(leader).unwrap();
+    let mut current = None;
+    eventually("a leader after the restart", WITHIN, || {
+        current = zk.leader();
+        let found = current.is_some();
+        async move { found }
+    })
+    .await;
+    let current = current.unwrap();
+    let follower = (0..3).find(|i| *i != current).unwrap();
+    // Everyone else stays off the follower: only the holder is pinned to it.
+    let elsewhere = others(&zk, follower);
+    let observer = SharedLock::new(client_on(&elsewhere).await, &path).unwrap();
+    let pinned = Pinned::connect(&zk, follower).await;
+    let h = SharedLock::new(pinned.client.clone(), &path)
+        .unwrap()
+        .write()
+        .await
+        .unwrap();
+    assert!(h.fencing_token() > w1_token);
+    let wl = SharedLock::new(client_on(&elsewhere).await, &path).unwrap();
+    let w_session = wl.client().session_id().0;
+    let second = tokio::spawn(async move { wl.write().await });
+    wait_watching(&zk, h.node(), w_session).await;
+
+    pinned.block_others(true);
+    // A paused member's port still accepts connections and then never
+    // answers; its proxy refuses new ones, so that the reconnection does not
+    // wait on it. The holder's open connection stalls for real.
+    pinned.proxies[follower].set_blocked(true);
+    zk.pause(follower).unwrap();
+    pinned.fails_over(&zk).await;
+    assert!(h.is_held(), "the holder still holds after the pause");
+    assert_still_holds(&observer, h.node(), pinned.session()).await;
+    wait_watching(&zk, h.node(), w_session).await;
+    assert!(!second.is_finished(), "the second writer waits for the holder");
+    let h_token = h.fencing_token();
+    h.release().await.unwrap();
     let w2 = support::joined(WITHIN, second).await.unwrap();
-    assert!(w2.fencing_token() > w1_token);
+    assert!(w2.fencing_token() > h_token);
     w2.release().await.unwrap();
     zk.resume(follower).unwrap();
     // No grant was lost or duplicated: the queue drained completely.
@@ -179,12 +378,10 @@ async fn connection_cut_right_after_create_finds_the_node_by_its_token() {
         .await
         .unwrap();
 
-    // Uncontended: the create is applied, its reply is lost.
+    // Uncontended: the create is applied, its reply is lost. A duplicate
+    // would make the acquire wait behind itself: it fails at once instead.
     proxy.cut_after_request(&[op::CREATE, op::CREATE2]);
-    let g = tokio::time::timeout(WITHIN, l.write())
-        .await
-        .expect("acquire completes")
-        .unwrap();
+    let g = unless_duplicated(&direct, &path, l.write()).await.unwrap();
     assert_eq!(
         proxy.fired(),
         1,
@@ -205,10 +402,15 @@ async fn connection_cut_right_after_create_finds_the_node_by_its_token() {
     let l2 = l.clone();
     let waiter = tokio::spawn(async move { l2.read().await });
     eventually("the second cut fired", WITHIN, || async { proxy.fired() == 2 }).await;
-    eventually("holder and one waiter node", WITHIN, || async {
-        children(&direct, &path).await.len() == 2
-    })
+    // Holder and one waiter node; a duplicate fails here at once, named.
+    wait_nodes(&direct, &path, 2).await;
+    unless_duplicated(
+        &direct,
+        &path,
+        wait_watching(server(), g.node(), c.session_id().0),
+    )
     .await;
+    assert_eq!(wait_nodes(&direct, &path, 2).await.len(), 2);
     g.release().await.unwrap();
     let r = support::joined(WITHIN, waiter).await.unwrap();
     assert_eq!(children(&direct, &path).await, vec![name_of(r.node())]);
@@ -241,20 +443,24 @@ async fn release_is_retried_through_connection_loss() {
     proxy.set_blocked(true);
     proxy.cut_all();
     wait_state(&c, zk::SessionState::Disconnected).await;
-    let release = tokio::spawn(async move { g.release().await });
+    // The release is pending while the client tries to reconnect and is
+    // refused: it must not report anything before it sees the deletion.
+    let mut release = Box::pin(g.release());
+    let refused = proxy.refused();
+    tokio::select! {
+        result = &mut release => panic!("release finished while disconnected: {result:?}"),
+        () = eventually("a reconnection refused during the release", WITHIN, || async {
+            proxy.refused() > refused
+        }) => {}
+    }
     assert!(
         direct.check_stat(&node).await.unwrap().is_some(),
         "not deleted while disconnected"
-    );
-    assert!(
-        !release.is_finished(),
-        "release does not report success it did not see"
     );
     proxy.set_blocked(false);
     tokio::time::timeout(WITHIN, release)
         .await
         .expect("release completes")
-        .unwrap()
         .unwrap();
     assert!(direct.check_stat(&node).await.unwrap().is_none());
     drained(&direct, &path).await;
@@ -278,6 +484,8 @@ async fn a_waiter_survives_a_cut_connection() {
     })
     .await;
     wait_state(&c, zk::SessionState::SyncConnected).await;
+    // Still waiting: its watch on the holder is set again on the new connection.
+    wait_watching(server(), h.node(), c.session_id().0).await;
     assert!(!waiter.is_finished());
     h.release().await.unwrap();
     let w = support::joined(WITHIN, waiter).await.unwrap();
@@ -319,10 +527,7 @@ async fn acquires_given_up_during_a_disconnect_remove_their_nodes() {
     proxy.set_blocked(false);
     let timed = tokio::time::timeout(WITHIN, timed).await.unwrap().unwrap();
     assert!(matches!(timed, Ok(None)), "timed out: {timed:?}");
-    eventually("only the holder's node is left", WITHIN, || async {
-        children(&direct, &path).await == vec![name_of(h.node())]
-    })
-    .await;
+    settles_to(&direct, &path, &[name_of(h.node())]).await;
     h.release().await.unwrap();
     drained(&direct, &path).await;
 }
@@ -429,6 +634,8 @@ async fn strangers_without_credentials_cannot_touch_the_lock() {
 async fn a_killed_holder_process_is_replaced_only_after_its_session_expires() {
     let connect = server().connect_string();
     let path = unique_path("kill9");
+    let pidfile = std::env::temp_dir().join(format!("zk-rwlock-{}", &path[1..].replace('/', "-")));
+    let _ = std::fs::remove_file(&pidfile);
     let mut holder = std::process::Command::new(env!("CARGO_BIN_EXE_zk-rwlock"))
         .args([
             "exec",
@@ -439,9 +646,13 @@ async fn a_killed_holder_process_is_replaced_only_after_its_session_expires() {
             &connect,
             &path,
             "--",
-            "sleep",
-            "600",
+            "sh",
+            "-c",
+            // The command writes its pid, then becomes `sleep` (same pid).
+            r#"echo $$ > "$1.tmp" && mv "$1.tmp" "$1" && exec sleep 600"#,
+            "sh",
         ])
+        .arg(&pidfile)
         .stdin(std::process::Stdio::null())
         .spawn()
         .expect("run zk-rwlock exec");
@@ -455,6 +666,18 @@ async fn a_killed_holder_process_is_replaced_only_after_its_session_expires() {
     })
     .await;
     let held = observer.contenders().await.unwrap().remove(0).path;
+    let mut command = None;
+    eventually("the command wrote its pid", WITHIN, || {
+        command = std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|pid| pid.trim().parse::<u32>().ok());
+        let found = command.is_some();
+        async move { found }
+    })
+    .await;
+    let command = command.unwrap();
+    let _ = std::fs::remove_file(&pidfile);
+    assert!(alive(command), "the command runs");
     let waiter_lock = observer.clone();
     let waiter = tokio::spawn(async move { waiter_lock.write().await });
     wait_contenders(&observer, 2).await;
@@ -462,6 +685,15 @@ async fn a_killed_holder_process_is_replaced_only_after_its_session_expires() {
     holder.kill().expect("kill -9 the holder");
     let killed = std::time::Instant::now();
     let _ = holder.wait();
+    // exec cannot forward a SIGKILL; on Linux its command gets one when
+    // exec dies (`exec --help`: "CMD is killed (SIGKILL) if zk-rwlock itself
+    // dies"): no command keeps running without the lock.
+    eventually(
+        "the command died with exec",
+        WITHIN,
+        || async move { !alive(command) },
+    )
+    .await;
     let direct = client_on(&connect).await;
     // Not before: while the dead holder's node exists, nobody else is granted.
     loop {
@@ -486,10 +718,176 @@ async fn a_killed_holder_process_is_replaced_only_after_its_session_expires() {
         .expect("granted after expiry")
         .unwrap()
         .unwrap();
+    // The session (2 s) was last renewed at most a ping interval (a few
+    // hundred ms) before the kill: its node lives on for about 2 s.
     assert!(
-        expired_after >= Duration::from_millis(500),
-        "the node outlived its process until expiry"
+        expired_after >= Duration::from_secs(1),
+        "the node outlived its process until expiry, not {expired_after:?}"
     );
     g.release().await.unwrap();
     drained(&direct, &path).await;
+}
+
+/// Where a cut hits a waiter: during its first acquire, or after it was
+/// woken (its watched node deleted without granting it) and looks again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    Acquire,
+    Rewait,
+}
+
+/// The listing requests a cut follows: whichever the acquire loop sends.
+const LISTING: &[i32] = &[op::GET_CHILDREN, op::GET_CHILDREN2];
+/// The watch requests a cut follows: `getData` or `exists` (the acquire
+/// loop may set its watches with either); the first one sent is cut.
+const WATCH: &[i32] = &[op::GET_DATA, op::EXISTS];
+
+/// Lists `path` over and over until `stop`, and returns every node name
+/// seen per identity, or the first listing where one identity had two
+/// nodes at once.
+async fn record_nodes(
+    client: zk::Client,
+    path: String,
+    stop: Arc<AtomicBool>,
+) -> Result<BTreeMap<String, BTreeSet<String>>, String> {
+    let mut seen: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    loop {
+        let last = stop.load(Ordering::SeqCst);
+        let now = children(&client, &path).await;
+        let mut at_once: BTreeMap<&str, Vec<&String>> = BTreeMap::new();
+        for child in &now {
+            let identity = child.split_once('@').map_or(child.as_str(), |(id, _)| id);
+            at_once.entry(identity).or_default().push(child);
+            seen.entry(identity.to_owned()).or_default().insert(child.clone());
+        }
+        if let Some((identity, nodes)) = at_once.iter().find(|(_, nodes)| nodes.len() > 1) {
+            return Err(format!("{identity} had {} nodes at once: {nodes:?}", nodes.len()));
+        }
+        if last {
+            return Ok(seen);
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+/// A holder (writer) and a waiter of `mode` whose connection is cut right
+/// after it sends one of `ops` at `step`. The waiter reconnects, watches
+/// the holder again, is granted once the holder releases, and each
+/// contender has exactly one node all along; nothing is left afterwards.
+async fn cut_while_waiting(mode: Mode, step: Step, ops: &[i32]) {
+    let what = format!("a {mode} waiter cut after {ops:?} at {step:?}");
+    let proxy = Proxy::start(&server().connect_string());
+    let path = unique_path("cut-step");
+    let direct = client_on(&server().connect_string()).await;
+    let as_identity = |client: zk::Client, identity: &str| {
+        SharedLock::builder(client, &path)
+            .identity(identity)
+            .build()
+            .unwrap()
+    };
+    let h = as_identity(direct.clone(), "holder").write().await.unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let recorder = tokio::spawn(record_nodes(direct.clone(), path.clone(), stop.clone()));
+    // For `Rewait`: a writer between the holder and the waiter.
+    let middle = if step == Step::Rewait {
+        let ml = as_identity(client_on(&server().connect_string()).await, "middle");
+        let session = ml.client().session_id().0;
+        let middle = tokio::spawn(async move { ml.write().await });
+        wait_watching(server(), h.node(), session).await;
+        Some(middle)
+    } else {
+        None
+    };
+    let c = client_on(proxy.addr()).await;
+    let session = c.session_id().0;
+    let vl = as_identity(c.clone(), "victim");
+    if step == Step::Acquire {
+        proxy.cut_after_request(ops);
+    }
+    let mut victim = tokio::spawn(async move { vl.acquire(mode).await });
+    if let Some(middle) = middle {
+        let nodes = wait_nodes(&direct, &path, 3).await;
+        let middle_node = nodes
+            .iter()
+            .find(|n| n.starts_with("middle@"))
+            .map(|n| format!("{path}/{n}"))
+            .unwrap();
+        while_pending(&mut victim, &what, wait_watching(server(), &middle_node, session)).await;
+        // The middle writer gives up without the release mark: the waiter
+        // wakes up, lists again and watches the holder.
+        proxy.cut_after_request(ops);
+        direct.delete(&middle_node, None).await.unwrap();
+        assert!(
+            matches!(support::joined(WITHIN, middle).await, Err(Error::Lost { .. })),
+            "{what}: the middle writer learns its node is gone"
+        );
+    }
+    let cut_fired = format!("{what}: the cut fired");
+    let fired = eventually(&cut_fired, WITHIN, || async { proxy.fired() == 1 });
+    while_pending(&mut victim, &what, fired).await;
+    // Reconnected and really waiting: its watch on the holder is set.
+    while_pending(&mut victim, &what, wait_watching(server(), h.node(), session)).await;
+    let nodes = wait_nodes(&direct, &path, 2).await;
+    assert!(
+        nodes.iter().any(|n| n.starts_with("victim@")),
+        "{what}: {nodes:?}"
+    );
+    assert!(!victim.is_finished(), "{what}: granted while the holder holds");
+    h.release().await.unwrap();
+    let g = support::joined(WITHIN, victim)
+        .await
+        .unwrap_or_else(|e| panic!("{what}: not granted: {e}"));
+    assert_eq!(g.mode(), mode);
+    assert_eq!(children(&direct, &path).await, vec![name_of(g.node())], "{what}");
+    let stat = direct.check_stat(g.node()).await.unwrap().unwrap();
+    assert_eq!(
+        stat.ephemeral_owner, session,
+        "{what}: owned by the waiter's session"
+    );
+    g.release().await.unwrap();
+    drained(&direct, &path).await;
+    stop.store(true, Ordering::SeqCst);
+    let seen = support::joined(WITHIN, recorder)
+        .await
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    for (identity, nodes) in &seen {
+        assert_eq!(
+            nodes.len(),
+            1,
+            "{what}: {identity} had more than one node over time: {nodes:?}"
+        );
+    }
+    assert_eq!(
+        seen.keys().map(String::as_str).collect::<Vec<_>>(),
+        match step {
+            Step::Acquire => vec!["holder", "victim"],
+            Step::Rewait => vec!["holder", "middle", "victim"],
+        },
+        "{what}"
+    );
+}
+
+#[tokio::test]
+async fn a_reader_cut_after_listing_keeps_one_node_and_is_granted() {
+    cut_while_waiting(Mode::Read, Step::Acquire, LISTING).await;
+    cut_while_waiting(Mode::Read, Step::Rewait, LISTING).await;
+}
+
+#[tokio::test]
+async fn a_writer_cut_after_listing_keeps_one_node_and_is_granted() {
+    cut_while_waiting(Mode::Write, Step::Acquire, LISTING).await;
+    cut_while_waiting(Mode::Write, Step::Rewait, LISTING).await;
+}
+
+/// Between the listing and the watch: the watch request is sent, its reply lost.
+#[tokio::test]
+async fn a_reader_cut_after_setting_its_watch_keeps_one_node_and_is_granted() {
+    cut_while_waiting(Mode::Read, Step::Acquire, WATCH).await;
+    cut_while_waiting(Mode::Read, Step::Rewait, WATCH).await;
+}
+
+#[tokio::test]
+async fn a_writer_cut_after_setting_its_watch_keeps_one_node_and_is_granted() {
+    cut_while_waiting(Mode::Write, Step::Acquire, WATCH).await;
+    cut_while_waiting(Mode::Write, Step::Rewait, WATCH).await;
 }

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use support::{assert_drained, children, client, eventually, lock, server, unique_path};
+use support::{assert_drained, children, client, eventually, lock, server, unique_path, wait_watching};
 use zk_rwlock::{zk, ContenderState, Error, Mode, SharedLock};
 
 const SHORT: Duration = Duration::from_secs(10);
@@ -83,11 +83,14 @@ async fn readers_behind_a_writer_wait_and_then_go_together() {
     let l = lock(&path).await;
     let r1 = l.read().await.unwrap();
     let lw = lock(&path).await;
+    let writer_session = lw.client().session_id().0;
     let writer = tokio::spawn(async move { lw.write().await });
     wait_contenders(&l, 2).await;
     let mut readers = Vec::new();
+    let mut reader_sessions = Vec::new();
     for i in 0..3 {
         let lr = lock(&path).await;
+        reader_sessions.push(lr.client().session_id().0);
         readers.push(tokio::spawn(async move { lr.read().await }));
         wait_contenders(&l, 3 + i).await;
     }
@@ -103,13 +106,33 @@ async fn readers_behind_a_writer_wait_and_then_go_together() {
             "readers wait on the writer"
         );
     }
-    assert!(!writer.is_finished());
+    // Each really waits: the writer watches the reader that holds, the
+    // readers watch the writer.
+    wait_watching(server(), &queue[0].path, writer_session).await;
+    for session in &reader_sessions {
+        wait_watching(server(), &queue[1].path, *session).await;
+    }
     r1.release().await.unwrap();
     let w = tokio::time::timeout(SHORT, writer)
         .await
         .expect("writer granted")
         .unwrap()
         .unwrap();
+    assert_eq!(w.node(), queue[1].path);
+    // The readers still wait while the writer holds: still watching it, and
+    // the queue says so.
+    for session in &reader_sessions {
+        assert!(
+            support::watches(server(), w.node(), *session),
+            "reader session 0x{session:x} stopped watching the writer while it holds"
+        );
+    }
+    let queue_now = l.contenders().await.unwrap();
+    assert_eq!(queue_now.len(), 4, "{queue_now:?}");
+    assert_eq!(queue_now[0].path, w.node());
+    assert!(queue_now[1..]
+        .iter()
+        .all(|c| c.state == ContenderState::WaitsOn(w_name.clone())));
     assert!(
         readers.iter().all(|r| !r.is_finished()),
         "readers still wait while the writer holds"
@@ -195,21 +218,21 @@ async fn cancelled_acquires_leave_no_nodes() {
         };
         tasks.push(tokio::spawn(async move {
             let wait = Duration::from_micros(i * 700);
-            if i % 3 == 0 {
-                tokio::time::timeout(wait, l.read()).await.is_ok()
-            } else {
-                tokio::time::timeout(wait, l.write()).await.is_ok()
+            let mode = if i % 3 == 0 { Mode::Read } else { Mode::Write };
+            // Anything but the deadline (a grant, an error) is wrong.
+            match tokio::time::timeout(wait, l.acquire(mode)).await {
+                Err(_elapsed) => None,
+                Ok(outcome) => Some(format!("{mode} after {wait:?}: {outcome:?}")),
             }
         }));
     }
     for t in tasks {
-        assert!(!t.await.unwrap(), "nobody is granted while the writer holds");
+        if let Some(outcome) = t.await.unwrap() {
+            panic!("an acquire ended before its deadline while the writer holds: {outcome}");
+        }
     }
     let holder_name = holder.node().rsplit('/').next().unwrap().to_owned();
-    eventually("only the holder's node is left", SHORT, || async {
-        children(holder_lock.client(), &path).await == vec![holder_name.clone()]
-    })
-    .await;
+    support::settles_to(holder_lock.client(), &path, &[holder_name]).await;
     holder.release().await.unwrap();
     assert_drained(&path).await;
 }
@@ -269,36 +292,57 @@ async fn guard_learns_when_its_session_closes() {
     assert_drained(&path).await;
 }
 
+/// A hold recorded by the test: its mode and when it began and ended, as
+/// seen by the holder (after the acquire returned, before the release began).
+#[derive(Debug, Clone, Copy)]
+struct Hold {
+    mode: Mode,
+    start: std::time::Instant,
+    end: std::time::Instant,
+}
+
+/// Fails, naming the pair, if a writer's hold overlaps any other hold.
+fn assert_no_writer_overlaps(holds: &[Hold]) {
+    for (i, a) in holds.iter().enumerate() {
+        for b in &holds[i + 1..] {
+            if a.mode == Mode::Write || b.mode == Mode::Write {
+                assert!(
+                    a.end <= b.start || b.end <= a.start,
+                    "overlapping holds, one of them a writer's: {a:?} and {b:?}"
+                );
+            }
+        }
+    }
+}
+
+/// A random hold time of 1 to 5 ms (a fresh `RandomState` is randomly keyed).
+fn random_hold() -> Duration {
+    use std::hash::BuildHasher;
+    let r = std::collections::hash_map::RandomState::new().hash_one(0u8);
+    Duration::from_micros(1_000 + r % 4_000)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_tasks_share_one_session() {
     let path = unique_path("tasks");
     let l = lock(&path).await;
-    let inside = Arc::new(AtomicUsize::new(0));
-    let violations = Arc::new(AtomicUsize::new(0));
+    let holds = Arc::new(Mutex::new(Vec::new()));
     let tokens = Arc::new(Mutex::new(Vec::new()));
     let mut tasks = Vec::new();
     for i in 0..20 {
-        let (l, inside, violations, tokens) = (l.clone(), inside.clone(), violations.clone(), tokens.clone());
+        let (l, holds, tokens) = (l.clone(), holds.clone(), tokens.clone());
         tasks.push(tokio::spawn(async move {
             for _ in 0..5 {
-                if i % 4 == 0 {
-                    let g = l.write().await.unwrap();
-                    if inside.fetch_add(1000, Ordering::SeqCst) != 0 {
-                        violations.fetch_add(1, Ordering::SeqCst);
-                    }
+                let mode = if i % 4 == 0 { Mode::Write } else { Mode::Read };
+                let g = l.acquire(mode).await.unwrap();
+                let start = std::time::Instant::now();
+                tokio::time::sleep(random_hold()).await;
+                let end = std::time::Instant::now();
+                if mode == Mode::Write {
                     tokens.lock().unwrap().push(g.fencing_token());
-                    tokio::task::yield_now().await;
-                    inside.fetch_sub(1000, Ordering::SeqCst);
-                    g.release().await.unwrap();
-                } else {
-                    let g = l.read().await.unwrap();
-                    if inside.fetch_add(1, Ordering::SeqCst) >= 1000 {
-                        violations.fetch_add(1, Ordering::SeqCst);
-                    }
-                    tokio::task::yield_now().await;
-                    inside.fetch_sub(1, Ordering::SeqCst);
-                    g.release().await.unwrap();
                 }
+                holds.lock().unwrap().push(Hold { mode, start, end });
+                g.release().await.unwrap();
             }
         }));
     }
@@ -308,7 +352,16 @@ async fn many_tasks_share_one_session() {
             .expect("all tasks finish")
             .unwrap();
     }
-    assert_eq!(violations.load(Ordering::SeqCst), 0);
+    let holds = holds.lock().unwrap().clone();
+    assert_eq!(holds.len(), 100);
+    assert_no_writer_overlaps(&holds);
+    // Readers did share: some two read holds overlapped.
+    let shared = holds.iter().enumerate().any(|(i, a)| {
+        holds[i + 1..]
+            .iter()
+            .any(|b| a.mode == Mode::Read && b.mode == Mode::Read && a.start < b.end && b.start < a.end)
+    });
+    assert!(shared, "no two readers ever held at once");
     let tokens = tokens.lock().unwrap().clone();
     let mut unique = tokens.clone();
     unique.sort();
@@ -323,10 +376,13 @@ fn blocking_api_from_plain_threads() {
     let connect = server().connect_string();
     let inside = Arc::new(AtomicUsize::new(0));
     let violations = Arc::new(AtomicUsize::new(0));
+    let all_done = Arc::new(std::sync::Barrier::new(4));
+    let one_at_a_time = Arc::new(Mutex::new(()));
     let threads: Vec<_> = (0..4)
         .map(|i| {
             let (connect, path, inside, violations) =
                 (connect.clone(), path.clone(), inside.clone(), violations.clone());
+            let (all_done, one_at_a_time) = (all_done.clone(), one_at_a_time.clone());
             std::thread::spawn(move || {
                 let l = zk_rwlock::blocking::SharedLock::connect(&connect, &path).unwrap();
                 for _ in 0..5 {
@@ -345,7 +401,13 @@ fn blocking_api_from_plain_threads() {
                     inside.fetch_sub(add, Ordering::SeqCst);
                     drop(g); // releases
                 }
-                assert!(l.try_write().unwrap().map(|g| g.release()).transpose().is_ok());
+                // Every thread has dropped its last guard: the lock is free
+                // for each thread in turn.
+                all_done.wait();
+                let _turn = one_at_a_time.lock().unwrap();
+                let g = l.try_write().unwrap().expect("free once every guard was dropped");
+                assert!(g.is_held());
+                g.release().expect("released");
             })
         })
         .collect();
@@ -464,8 +526,11 @@ async fn a_waiter_whose_node_is_deleted_is_never_granted() {
     // The waiter's deletion of the holder's node alone would grant it (a
     // hand-off); its own node is deleted first.
     let l = lock(&path).await;
+    let session = l.client().session_id().0;
     let waiter = tokio::spawn(async move { l.read().await });
     wait_contenders(&holder, 2).await;
+    // Really waiting, its watches set: not still listing.
+    wait_watching(server(), h.node(), session).await;
     let queue = holder.contenders().await.unwrap();
     let other = client().await;
     other.delete(&queue[1].path, None).await.unwrap();
@@ -488,8 +553,10 @@ async fn a_guard_granted_after_waiting_learns_when_its_node_is_deleted() {
     let holder = lock(&path).await;
     let h = holder.write().await.unwrap();
     let l = lock(&path).await;
+    let session = l.client().session_id().0;
     let waiter = tokio::spawn(async move { l.write().await });
     wait_contenders(&holder, 2).await;
+    wait_watching(server(), h.node(), session).await;
     h.release().await.unwrap();
     // Granted on the hand-off: the guard keeps the watch set while waiting.
     let g = support::joined(SHORT, waiter).await.unwrap();
@@ -562,8 +629,10 @@ async fn a_writer_that_waited_marks_its_node_in_the_transaction_that_deletes_it(
     }
     let holder = lock(&path).await.write().await.unwrap();
     let l = lock(&path).await;
+    let session = l.client().session_id().0;
     let waiter = tokio::spawn(async move { l.write().await });
-    wait_contenders(&lock(&path).await, 2).await;
+    // It must have had to wait: watching the holder, not merely queued.
+    wait_watching(server(), holder.node(), session).await;
     holder.release().await.unwrap();
     let g = support::joined(SHORT, waiter).await.unwrap();
     let node = g.node().to_owned();
@@ -603,11 +672,7 @@ async fn a_writer_gone_without_the_release_mark_does_not_grant_the_next() {
             "the third writer took the lock while the holder held it"
         );
         let watches = server().four_letter(0, "wchp").unwrap_or_default();
-        let mut watchers = (watches.lines())
-            .skip_while(|line| line != holder_node)
-            .skip(1)
-            .take_while(|line| line.starts_with('\t'));
-        watchers.any(|line| line.trim() == session)
+        support::watchers_in(&watches, holder_node).contains(session)
     })
     .await;
     assert!(h.is_held());
@@ -615,4 +680,107 @@ async fn a_writer_gone_without_the_release_mark_does_not_grant_the_next() {
     let g3 = support::joined(SHORT, w3).await.unwrap();
     g3.release().await.unwrap();
     assert_drained(&path).await;
+}
+
+/// Waits for `what` with a deadline, from a plain thread (no runtime).
+fn eventually_blocking(what: &str, within: Duration, mut cond: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + within;
+    while !cond() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out after {within:?} waiting for: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Dropping a held async guard, without `release()`, inside a runtime frees
+/// the lock: another session's waiting writer is granted, and the dropped
+/// guard's node is gone. For a `ReadGuard` and a `WriteGuard`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_a_held_guard_releases_the_lock() {
+    for mode in [Mode::Read, Mode::Write] {
+        let path = unique_path("drop");
+        let holder = lock(&path).await;
+        // The guard, and how to drop it: its own type, not a `Guard`.
+        let (node, drop_guard): (String, Box<dyn FnOnce() + Send>) = match mode {
+            Mode::Read => {
+                let g = holder.read().await.unwrap();
+                (g.node().to_owned(), Box::new(move || drop(g)))
+            }
+            Mode::Write => {
+                let g = holder.write().await.unwrap();
+                (g.node().to_owned(), Box::new(move || drop(g)))
+            }
+        };
+        let waiter_lock = lock(&path).await;
+        let session = waiter_lock.client().session_id().0;
+        let waiter = tokio::spawn(async move { waiter_lock.write().await });
+        wait_watching(server(), &node, session).await;
+        drop_guard();
+        let w = support::joined(SHORT, waiter)
+            .await
+            .unwrap_or_else(|e| panic!("{mode}: the waiter failed after the drop: {e}"));
+        let observer = holder.client();
+        assert_eq!(
+            observer.check_stat(&node).await.unwrap(),
+            None,
+            "{mode}: the dropped guard's node is gone"
+        );
+        assert_eq!(
+            children(observer, &path).await,
+            vec![w.node().rsplit('/').next().unwrap().to_owned()],
+            "{mode}: only the new holder's node is left"
+        );
+        // The holder's session is still there: its node went by the drop,
+        // not with the session.
+        assert_eq!(observer.state(), zk::SessionState::SyncConnected);
+        w.release().await.unwrap();
+        assert_drained(&path).await;
+    }
+}
+
+/// The same for the blocking API: dropping its guard releases the lock
+/// before `drop` returns, and another session's waiting writer is granted.
+#[test]
+fn dropping_a_blocking_guard_releases_the_lock() {
+    use zk_rwlock::blocking::SharedLock as BlockingLock;
+    let connect = server().connect_string();
+    for mode in [Mode::Read, Mode::Write] {
+        let path = unique_path("drop-blocking");
+        let holder = BlockingLock::connect(&connect, &path).unwrap();
+        let g = match mode {
+            Mode::Read => holder.read(),
+            Mode::Write => holder.write(),
+        }
+        .unwrap();
+        assert_eq!(g.mode(), mode);
+        let node = g.node().to_owned();
+        let waiter_lock = BlockingLock::connect(&connect, &path).unwrap();
+        let session = waiter_lock.client().session_id().0;
+        let waiter = std::thread::spawn(move || {
+            let w = waiter_lock.write_timeout(SHORT);
+            (waiter_lock, w)
+        });
+        eventually_blocking(&format!("the waiter watches {node}"), SHORT, || {
+            support::watches(server(), &node, session)
+        });
+        drop(g);
+        // No polling: the blocking guard's drop waits for the deletion.
+        let left = holder.contenders().unwrap();
+        assert!(
+            left.iter().all(|c| c.path != node),
+            "{mode}: the dropped guard's node is still there: {left:?}"
+        );
+        let (waiter_lock, w) = waiter.join().unwrap();
+        let w = w
+            .unwrap()
+            .unwrap_or_else(|| panic!("{mode}: the waiter was not granted within {SHORT:?}"));
+        assert!(w.is_held());
+        let left = holder.contenders().unwrap();
+        assert_eq!(left.len(), 1, "{left:?}");
+        assert_eq!(left[0].path, w.node());
+        w.release().unwrap();
+        assert_eq!(waiter_lock.contenders().unwrap(), vec![]);
+    }
 }

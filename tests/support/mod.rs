@@ -87,17 +87,25 @@ pub async fn children(client: &zk::Client, path: &str) -> Vec<String> {
 /// Asserts that the lock directory ends up with no contender nodes (a
 /// background release may still be in flight, so this polls).
 pub async fn assert_drained(path: &str) {
-    let c = client().await;
-    eventually(
-        &format!("{path} has no contender nodes"),
-        Duration::from_secs(10),
-        || {
-            let c = c.clone();
-            let path = path.to_owned();
-            async move { children(&c, &path).await.is_empty() }
-        },
-    )
-    .await;
+    settles_to(&client().await, path, &[]).await;
+}
+
+/// Waits until the children of `path` are exactly `want`; on timeout the
+/// message names what is left.
+pub async fn settles_to(client: &zk::Client, path: &str, want: &[String]) {
+    let within = Duration::from_secs(20);
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let now = children(client, path).await;
+        if now == want {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{path}: after {within:?} its children are {now:?}, not {want:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 /// Expires the session of `victim`, which must be connected through
@@ -145,5 +153,84 @@ pub async fn joined<T>(within: Duration, task: tokio::task::JoinHandle<T>) -> T 
         Ok(Ok(output)) => output,
         Ok(Err(e)) => panic!("the task failed: {e}"),
         Err(_) => panic!("the task did not finish within {within:?}"),
+    }
+}
+
+/// The sessions (as `0x…` hex) that the server's `wchp` answer lists as
+/// watching `node`.
+pub fn watchers_in(wchp: &str, node: &str) -> Vec<String> {
+    wchp.lines()
+        .skip_while(|line| *line != node)
+        .skip(1)
+        .take_while(|line| line.starts_with('\t'))
+        .map(|line| line.trim().to_owned())
+        .collect()
+}
+
+/// Whether `session` has a watch on `node` on any running, unpaused member
+/// of `cluster` (a session's watches live on the member it is connected to).
+pub fn watches(cluster: &ZkCluster, node: &str, session: i64) -> bool {
+    let session = format!("0x{session:x}");
+    (0..cluster.members())
+        .filter(|&i| cluster.is_running(i) && !cluster.is_paused(i))
+        .filter_map(|i| cluster.four_letter(i, "wchp").ok())
+        .any(|wchp| watchers_in(&wchp, node).contains(&session))
+}
+
+/// Waits until `session` watches `node` on `cluster`: the contender of that
+/// session is really waiting on that node (its request is in the queue and
+/// its watch is set), not merely not finished yet.
+pub async fn wait_watching(cluster: &ZkCluster, node: &str, session: i64) {
+    eventually(
+        &format!("session 0x{session:x} watches {node}"),
+        Duration::from_secs(20),
+        || async { watches(cluster, node, session) },
+    )
+    .await;
+}
+
+/// The per-attempt token of a contender node name (`identity@token-M-seq`),
+/// or the whole name when it has none.
+pub fn token_of(child: &str) -> &str {
+    let rest = child.split_once('@').map_or(child, |(_, rest)| rest);
+    rest.split_once('-').map_or(rest, |(token, _)| token)
+}
+
+/// Fails at once, naming them, if two children carry one contender's token:
+/// a create retried after a cut left a duplicate.
+pub fn assert_no_duplicate(path: &str, children: &[String]) {
+    for (i, a) in children.iter().enumerate() {
+        for b in &children[i + 1..] {
+            assert!(
+                token_of(a) != token_of(b),
+                "{path}: duplicate contender node: {a} and {b} carry the same token {} (children: {children:?})",
+                token_of(a)
+            );
+        }
+    }
+}
+
+/// Waits until the lock directory `path` has exactly `n` children and
+/// returns them. Fails at once, with the listing, if there are more than
+/// `n` or two of them belong to one contender, instead of timing out.
+pub async fn wait_nodes(client: &zk::Client, path: &str, n: usize) -> Vec<String> {
+    let within = Duration::from_secs(20);
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let now = children(client, path).await;
+        assert_no_duplicate(path, &now);
+        assert!(
+            now.len() <= n,
+            "{path}: {} nodes where {n} contenders exist: {now:?}",
+            now.len()
+        );
+        if now.len() == n {
+            return now;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out after {within:?} waiting for {n} contender nodes in {path}: {now:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }

@@ -20,10 +20,14 @@ pub mod op {
     pub const CREATE: i32 = 1;
     /// `delete`.
     pub const DELETE: i32 = 2;
+    /// `exists` (also sets a watch when asked to).
+    pub const EXISTS: i32 = 3;
     /// `getData`.
     pub const GET_DATA: i32 = 4;
     /// `getChildren`.
     pub const GET_CHILDREN: i32 = 8;
+    /// `getChildren2` (children with the parent's stat).
+    pub const GET_CHILDREN2: i32 = 12;
     /// `multi` (a transaction: a release is one).
     pub const MULTI: i32 = 14;
     /// `create2` (create returning a stat).
@@ -60,6 +64,7 @@ pub struct Proxy {
     stopped: Arc<AtomicBool>,
     fired: Arc<AtomicUsize>,
     accepted: Arc<AtomicUsize>,
+    refused: Arc<AtomicUsize>,
 }
 
 impl Proxy {
@@ -74,13 +79,15 @@ impl Proxy {
             stopped: Arc::default(),
             fired: Arc::default(),
             accepted: Arc::default(),
+            refused: Arc::default(),
         };
-        let (state, blocked, stopped, fired, accepted) = (
+        let (state, blocked, stopped, fired, accepted, refused) = (
             proxy.state.clone(),
             proxy.blocked.clone(),
             proxy.stopped.clone(),
             proxy.fired.clone(),
             proxy.accepted.clone(),
+            proxy.refused.clone(),
         );
         let upstream = upstream.to_owned();
         thread::spawn(move || {
@@ -91,6 +98,7 @@ impl Proxy {
                 let Ok(client) = client else { continue };
                 if blocked.load(Ordering::SeqCst) {
                     let _ = client.shutdown(Shutdown::Both);
+                    refused.fetch_add(1, Ordering::SeqCst);
                     continue;
                 }
                 let Ok(server) = TcpStream::connect(&upstream) else {
@@ -138,6 +146,11 @@ impl Proxy {
     /// How many connections were accepted and forwarded.
     pub fn accepted(&self) -> usize {
         self.accepted.load(Ordering::SeqCst)
+    }
+
+    /// How many connections were closed at once because the proxy was blocked.
+    pub fn refused(&self) -> usize {
+        self.refused.load(Ordering::SeqCst)
     }
 }
 
