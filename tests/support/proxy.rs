@@ -54,6 +54,14 @@ struct State {
     conns: Vec<Conn>,
     /// Cut the connection right after forwarding the next request with one of these op codes.
     cut_after: Vec<i32>,
+    /// Right after forwarding the next request with one of these op codes,
+    /// send the client a reply it never asked for (an unknown xid) instead
+    /// of the server's.
+    garble_after: Vec<i32>,
+    /// Watch notifications for paths containing this text are held back
+    /// for this long, while later packets pass (events delivered out of
+    /// order).
+    delay_events: Option<(String, std::time::Duration)>,
 }
 
 /// The proxy; stops when dropped.
@@ -138,7 +146,23 @@ impl Proxy {
         self.state.lock().unwrap().cut_after = ops.to_vec();
     }
 
-    /// How many armed cuts have fired.
+    /// Arms a garbled reply: the next request with one of `ops` is
+    /// forwarded to the server, and the client gets, instead of its reply, a
+    /// reply with an xid it never sent. The client drops the connection and
+    /// fails every request in flight with `UnexpectedError`; the request may
+    /// well have been applied.
+    pub fn garble_after_request(&self, ops: &[i32]) {
+        self.state.lock().unwrap().garble_after = ops.to_vec();
+    }
+
+    /// Holds back watch notifications whose path contains `path_part` for
+    /// `delay`, on every connection from now on, while later packets pass:
+    /// the client sees those events after ones the server sent later.
+    pub fn delay_events_for(&self, path_part: &str, delay: std::time::Duration) {
+        self.state.lock().unwrap().delay_events = Some((path_part.to_owned(), delay));
+    }
+
+    /// How many armed cuts (and garbled replies) have fired.
     pub fn fired(&self) -> usize {
         self.fired.load(Ordering::SeqCst)
     }
@@ -183,21 +207,48 @@ fn spawn_pumps(client: TcpStream, server: TcpStream, state: Arc<Mutex<State>>, f
         st.conns.len()
     };
     let _ = id;
-    // Server to client: raw bytes, unless replies are blocked.
+    // Server to client: packet by packet (the first is the connect
+    // response), unless replies are blocked; some watch notifications may
+    // be held back.
     {
-        let (mut from, mut to, blocked) = (s2, c2, replies_blocked.clone());
+        let (mut from, to, blocked) = (s2, c2, replies_blocked.clone());
+        let state = state.clone();
         thread::spawn(move || {
-            let mut buf = vec![0u8; 64 * 1024];
+            let to = Arc::new(Mutex::new(to));
+            let mut first = true;
             loop {
-                let n = match from.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => n,
+                let mut len = [0u8; 4];
+                if from.read_exact(&mut len).is_err() {
+                    break;
+                }
+                let n = i32::from_be_bytes(len).max(0) as usize;
+                let mut packet = len.to_vec();
+                packet.resize(4 + n, 0);
+                if from.read_exact(&mut packet[4..]).is_err() {
+                    break;
+                }
+                if blocked.load(Ordering::SeqCst) {
+                    break;
+                }
+                let delay = if first {
+                    None
+                } else {
+                    event_delay(&packet[4..], &state)
                 };
-                if blocked.load(Ordering::SeqCst) || to.write_all(&buf[..n]).is_err() {
+                first = false;
+                if let Some(delay) = delay {
+                    let to = to.clone();
+                    thread::spawn(move || {
+                        thread::sleep(delay);
+                        let _ = to.lock().unwrap().write_all(&packet);
+                    });
+                    continue;
+                }
+                if to.lock().unwrap().write_all(&packet).is_err() {
                     break;
                 }
             }
-            let _ = to.shutdown(Shutdown::Both);
+            let _ = to.lock().unwrap().shutdown(Shutdown::Both);
             let _ = from.shutdown(Shutdown::Both);
         });
     }
@@ -221,14 +272,18 @@ fn spawn_pumps(client: TcpStream, server: TcpStream, state: Arc<Mutex<State>>, f
                 Some(i32::from_be_bytes([body[4], body[5], body[6], body[7]]))
             };
             first = false;
-            let cut = {
+            let (cut, garble) = {
                 let mut st = state.lock().unwrap();
                 match op {
                     Some(op) if st.cut_after.contains(&op) => {
                         st.cut_after.clear();
-                        true
+                        (true, false)
                     }
-                    _ => false,
+                    Some(op) if st.garble_after.contains(&op) => {
+                        st.garble_after.clear();
+                        (true, true)
+                    }
+                    _ => (false, false),
                 }
             };
             if cut {
@@ -243,6 +298,15 @@ fn spawn_pumps(client: TcpStream, server: TcpStream, state: Arc<Mutex<State>>, f
             }
             if cut {
                 let _ = to.flush();
+                if garble {
+                    // xid, zxid, err: a reply header for a request never sent.
+                    let mut reply = 16i32.to_be_bytes().to_vec();
+                    reply.extend_from_slice(&0x3fff_fff0i32.to_be_bytes());
+                    reply.extend_from_slice(&0i64.to_be_bytes());
+                    reply.extend_from_slice(&0i32.to_be_bytes());
+                    let _ = from.write_all(&reply);
+                    let _ = from.flush();
+                }
                 fired.fetch_add(1, Ordering::SeqCst);
                 break;
             }
@@ -251,4 +315,18 @@ fn spawn_pumps(client: TcpStream, server: TcpStream, state: Arc<Mutex<State>>, f
         // Let the server read the request before the connection closes.
         let _ = to.shutdown(Shutdown::Write);
     });
+}
+
+/// How long to hold back a reply body from the server, if it is a watch
+/// notification (xid -1) for a path the proxy was told to delay.
+fn event_delay(body: &[u8], state: &Mutex<State>) -> Option<std::time::Duration> {
+    // xid (4), zxid (8), err (4), type (4), state (4), path length (4), path.
+    if body.len() < 28 || i32::from_be_bytes([body[0], body[1], body[2], body[3]]) != -1 {
+        return None;
+    }
+    let len = i32::from_be_bytes([body[24], body[25], body[26], body[27]]).max(0) as usize;
+    let path = String::from_utf8_lossy(body.get(28..28 + len)?);
+    let st = state.lock().unwrap();
+    let (part, delay) = st.delay_events.as_ref()?;
+    path.contains(part.as_str()).then_some(*delay)
 }
