@@ -999,14 +999,15 @@ impl SharedLock {
         }
     }
 
-    /// Logs, once per node, that a watched contender cannot be read by this
+    /// Logs, once per lock, that a watched contender cannot be read by this
     /// identity: the server would not deliver its watch events, so it is
-    /// polled.
+    /// polled. (Once per lock, not per node: every acquire waits on a new
+    /// node, and the set of names warned about must not grow without end.)
     fn warn_unreadable(&self, path: &str) {
         let Ok(mut warned) = self.inner.warned.lock() else {
             return;
         };
-        if warned.insert(path.to_owned()) {
+        if warned.insert("\0unreadable".to_owned()) {
             warn!(
                 node = %path,
                 "cannot read the contender node to wait on (its ACL): polling it instead of watching; \
