@@ -36,7 +36,37 @@ use crate::{zk, Contender, Mode, DEFAULT_CONNECT_TIMEOUT, DEFAULT_SESSION_TIMEOU
 #[derive(Clone, Debug)]
 pub struct SharedLock {
     lock: crate::SharedLock,
-    rt: Arc<Runtime>,
+    rt: Arc<OwnedRuntime>,
+}
+
+/// The runtime of the blocking API. Dropping a runtime inside another
+/// runtime's context panics, and the last handle of a blocking lock may go
+/// anywhere (a guard moved into a task, say): there it is shut down in the
+/// background instead. Nothing the lock needs runs on it after that: the
+/// session and the releases of dropped guards run on the library's
+/// background thread.
+#[derive(Debug)]
+struct OwnedRuntime(Option<Runtime>);
+
+impl OwnedRuntime {
+    /// Runs `f` to completion on this runtime.
+    fn block_on<F: std::future::Future>(&self, f: F) -> Result<F::Output, Error> {
+        match &self.0 {
+            Some(rt) => Ok(rt.block_on(f)),
+            // Taken only when dropped, so never seen here.
+            None => Err(Error::Runtime(std::io::Error::other("the runtime is gone"))),
+        }
+    }
+}
+
+impl Drop for OwnedRuntime {
+    fn drop(&mut self) {
+        if let Some(rt) = self.0.take() {
+            if tokio::runtime::Handle::try_current().is_ok() {
+                rt.shutdown_background();
+            }
+        }
+    }
 }
 
 fn runtime() -> Result<Runtime, Error> {
@@ -85,7 +115,7 @@ impl SharedLock {
         }
         Ok(SharedLock {
             lock: builder.build()?,
-            rt: Arc::new(rt),
+            rt: Arc::new(OwnedRuntime(Some(rt))),
         })
     }
 
@@ -108,7 +138,7 @@ impl SharedLock {
         if tokio::runtime::Handle::try_current().is_ok() {
             return Err(Error::InsideRuntime);
         }
-        Ok(self.rt.block_on(f))
+        self.rt.block_on(f)
     }
 
     fn wrap(&self, guard: crate::Guard) -> Guard {
@@ -197,7 +227,7 @@ impl SharedLock {
 #[must_use = "dropping the guard releases the lock"]
 pub struct Guard {
     inner: Option<crate::Guard>,
-    rt: Arc<Runtime>,
+    rt: Arc<OwnedRuntime>,
 }
 
 impl Guard {
@@ -231,9 +261,8 @@ impl Guard {
             return Err(Error::InsideRuntime);
         }
         let Some(inner) = &self.inner else { return Ok(true) };
-        Ok(self
-            .rt
-            .block_on(async { tokio::time::timeout(timeout, inner.lost()).await.is_ok() }))
+        self.rt
+            .block_on(async { tokio::time::timeout(timeout, inner.lost()).await.is_ok() })
     }
 
     /// Releases the lock and reports the outcome (see [`crate::WriteGuard::release`]).
@@ -254,7 +283,7 @@ impl Guard {
             drop(inner);
             return Err(Error::InsideRuntime);
         }
-        self.rt.block_on(inner.release())
+        self.rt.block_on(inner.release())?
     }
 }
 

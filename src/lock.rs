@@ -780,11 +780,11 @@ impl SharedLock {
                     }
                 };
                 debug!(node = %node, event = ?woke, "woke up");
-                match woke {
-                    Woke::Deleted => break deletion_grants,
-                    // The mark a writer that held leaves in the transaction
-                    // that deletes its node, or anyone's write: only the
-                    // node's absence makes it a release.
+                let gone = match woke {
+                    Woke::Deleted => true,
+                    // Someone wrote to the watched node (contender data is
+                    // reserved, but anyone with WRITE permission can): watch
+                    // it again, unless it is gone by now.
                     Woke::DataChanged => match before(until, client.get_and_watch_data(&watch_path)).await {
                         None => {
                             debug!(node = %node, "timed out while checking the watched node");
@@ -793,8 +793,9 @@ impl SharedLock {
                         Some(Ok((_, _, again))) => {
                             debug!(node = %node, watch = %watch, "data written to the watched node, which is still there: waiting on");
                             watcher = Some(again);
+                            continue;
                         }
-                        Some(Err(zk::Error::NoNode)) => break release_grants,
+                        Some(Err(zk::Error::NoNode)) => true,
                         Some(Err(e)) if is_retryable(&e) => break false,
                         Some(Err(e)) => return Err(Error::from_zk(e, &watch_path)),
                     },
@@ -807,6 +808,26 @@ impl SharedLock {
                     }
                     Woke::Other => break false,
                     Woke::Failed(e) => return Err(Error::from_zk(e, &watch_path)),
+                };
+                if !gone || deletion_grants {
+                    break gone;
+                }
+                if !release_grants {
+                    break false;
+                }
+                // Gone: released by a writer that held the lock, if the
+                // directory's release record names it; otherwise it gave up
+                // or its session ended, and a fresh snapshot decides.
+                match before(until, with_retry(client, || client.get_data(dir))).await {
+                    None => {
+                        debug!(node = %node, "timed out while reading the release record");
+                        return pending.give_up().await;
+                    }
+                    Some(Ok((record, _))) => break record == watch.as_bytes(),
+                    Some(Err(e)) => {
+                        debug!(node = %node, error = %e, "cannot read the release record: listing again");
+                        break false;
+                    }
                 }
             };
             if granted
@@ -1339,14 +1360,35 @@ async fn delete_node(client: &zk::Client, path: &str) -> Result<(), Error> {
     }
 }
 
-/// Deletes the lock directory if it is empty, once its sequence counter is
-/// near the limit (see [`ordering::needs_recycling`]): the next contender
-/// recreates it, with a counter from 0. Fails harmlessly (and silently) if
-/// someone has queued in the meantime or the directory is gone already.
+/// Recycles the lock directory if it is empty, once its sequence counter
+/// is near the limit (see [`ordering::needs_recycling`]): one transaction
+/// deletes it and creates it again, as a persistent node with the same
+/// ACL, so its counter starts from 0 and whatever access an operator (or
+/// another identity) gave it stays as it was. Fails harmlessly (and
+/// silently) if someone has queued in the meantime or the directory is
+/// gone; if its ACL cannot be read, the directory is left alone.
 async fn recycle_dir(client: &zk::Client, dir: &str) {
-    match client.delete(dir, None).await {
-        Ok(()) => {
-            warn!(lock = %dir, "deleted the idle lock directory: its sequence counter was near its limit; the next contender recreates it")
+    let acl = match client.get_acl(dir).await {
+        Ok((acl, stat)) if stat.num_children == 0 => acl,
+        Ok(_) => return,
+        Err(e) => {
+            debug!(lock = %dir, error = %e, "cannot read the lock directory's ACL: not recycling it");
+            return;
+        }
+    };
+    let recycle = async {
+        let mut multi = client.new_multi_writer();
+        multi.add_delete(dir, None)?;
+        multi.add_create(
+            dir,
+            &[],
+            &zk::CreateMode::Persistent.with_acls(zk::Acls::new(&acl)),
+        )?;
+        multi.commit().await.map_err(zk::Error::from)
+    };
+    match recycle.await {
+        Ok(_) => {
+            warn!(lock = %dir, "recycled the idle lock directory: its sequence counter was near its limit and starts from 0 again")
         }
         Err(e) => debug!(lock = %dir, error = %e, "the lock directory stays"),
     }
@@ -1369,18 +1411,18 @@ fn warn_threshold(dir: &str, seq: i32) {
     }
 }
 
-/// The data a holder writes on its node in the transaction that deletes it.
-const RELEASE_MARK: &[u8] = b"released";
-
-/// Releases a writer's held node: one transaction marks it (a data change,
-/// which tells the contender watching it that a writer that held the lock
-/// left, see [`ordering`](crate::ordering)) and deletes it. Retried until
-/// confirmed or the session is over; a missing node counts as released.
-/// Where an ACL refuses the mark, a plain deletion.
-async fn release_marked(client: &zk::Client, path: &str) -> Result<(), Error> {
+/// Releases a writer's held node with the release record: one transaction
+/// writes the node's name as the lock directory's data and deletes the node.
+/// The contender watching the node reads the record after the deletion: a
+/// node named there held the lock and released it (see
+/// [`ordering`](crate::ordering)). Retried until confirmed or the session is
+/// over; a missing node counts as released. Where an ACL refuses the
+/// record, a plain deletion.
+async fn release_marked(client: &zk::Client, dir: &str, path: &str) -> Result<(), Error> {
+    let name = path.rsplit('/').next().unwrap_or(path);
     let release = || async {
         let mut multi = client.new_multi_writer();
-        multi.add_set_data(path, RELEASE_MARK, None)?;
+        multi.add_set_data(dir, name.as_bytes(), None)?;
         multi.add_delete(path, None)?;
         multi.commit().await.map_err(zk::Error::from)
     };
@@ -1395,7 +1437,7 @@ async fn release_marked(client: &zk::Client, path: &str) -> Result<(), Error> {
 /// the directory if its counter is near the limit.
 async fn release_node(client: &zk::Client, dir: &str, mark: bool, path: &str, seq: i32) -> Result<(), Error> {
     let result = if mark {
-        release_marked(client, path).await
+        release_marked(client, dir, path).await
     } else {
         delete_node(client, path).await
     };

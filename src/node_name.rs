@@ -184,7 +184,8 @@ fn is_canonical_seq(seq: i32, s: &str) -> bool {
         m => m.ilog10() as usize + 1,
     };
     let natural = digits + usize::from(seq < 0);
-    s.len() == natural.max(10)
+    // `-000000000` parses to 0, which ZooKeeper prints `0000000000`.
+    s.len() == natural.max(10) && !(seq == 0 && s.starts_with('-'))
 }
 
 /// Splits a host part into identity and per-attempt token, if it carries one.
@@ -313,6 +314,7 @@ mod tests {
             ("a-W-9999999999", Err(BadSequence)),
             ("a-W--5", Err(BadSequence)),
             ("a-W--0000000005", Err(BadSequence)),
+            ("a-W--000000000", Err(BadSequence)),
             ("a-X-0000000001", Err(MissingMode)),
             ("aW-0000000001", Err(MissingMode)),
             ("W-0000000001", Err(MissingMode)),

@@ -29,16 +29,19 @@
 //!   way (the only node before a writer, the only writer before a reader),
 //!   so its deletion, for whatever reason, grants the lock.
 //! - `release_grants`: the watched node's *release by a holder* grants the
-//!   lock. A writer that held the lock releases by marking its node (a data
-//!   change) and deleting it in one transaction, so the watcher sees the
-//!   data change. A writer holds only once nothing precedes it, and nothing
-//!   new can precede it later; so when a watched writer that held is gone,
-//!   nothing stands before the watcher any more (a writer watches its
-//!   immediate predecessor; a reader watches the last writer before it).
-//!   This holds whenever the watched node is a writer, and whenever
-//!   `deletion_grants` holds. A deletion without the mark (a waiter that
-//!   gave up, an expired session, a reader) still needs a fresh snapshot,
-//!   unless `deletion_grants` holds.
+//!   lock. A writer that held the lock after waiting releases by writing
+//!   its node's name into the lock directory's data (the release record)
+//!   and deleting the node, in one transaction; the watcher, woken by the
+//!   deletion, reads the record. A writer holds only once nothing precedes
+//!   it, and nothing new can precede it later; so when a watched writer that
+//!   held is gone, nothing stands before the watcher any more (a writer
+//!   watches its immediate predecessor; a reader watches the last writer
+//!   before it). This holds whenever the watched node is a writer, and
+//!   whenever `deletion_grants` holds. A deletion the record does not name
+//!   (a waiter that gave up, an expired session, a reader, a writer granted
+//!   at once) still needs a fresh snapshot, unless `deletion_grants` holds.
+//!   A data change on the watched node proves nothing (anyone with WRITE
+//!   permission may write to it): the watcher just watches it again.
 //!
 //! # The sequence counter's limit
 //!
@@ -54,8 +57,8 @@
 //!
 //! A directory is recycled before that: whoever leaves it empty while its
 //! counter is past [`RECYCLE_THRESHOLD`] deletes it
-//! ([`needs_recycling`]), and the next contender recreates it with a fresh
-//! counter.
+//! ([`needs_recycling`]): it deletes it and creates it again, with the same
+//! ACL, in one transaction, so its counter starts from 0.
 //!
 //! # The loop a driver runs
 //!
@@ -72,10 +75,10 @@
 //!                 continue (decide again)
 //!             wait for the watch to fire
 //!             if deletion_grants and the event is `watch` deleted: return the guard
-//!             if release_grants and the event is `watch`'s data changed:
-//!                 check that `watch` is gone (a data change alone proves nothing:
-//!                 anyone may write to a node); if it is, return the guard,
-//!                 if it is not, watch it again
+//!             if the event is `watch`'s data changed (anyone may write to it):
+//!                 watch it again, unless it is gone by now
+//!             if release_grants and `watch` is gone: read the directory's data;
+//!                 if it names `watch` (its release record), return the guard
 //!             continue (a fired watch is not a grant: take a fresh snapshot)
 //!         }
 //!         Exhausted => delete my node, recycle the directory if it is empty, fail
@@ -137,11 +140,12 @@ pub enum Decision<'a> {
         /// snapshot.
         deletion_grants: bool,
         /// True when the release of `watch` by a contender that held the
-        /// lock alone grants it. A writer's release marks its node with a
-        /// data change in the transaction that deletes it, so the driver
-        /// may take the lock when the watch reports that data change,
-        /// without listing the directory again. Holds whenever `watch` is a
-        /// writer, and whenever `deletion_grants` holds.
+        /// lock alone grants it. A writer that held after waiting names its
+        /// node in the lock directory's data (the release record) in the
+        /// transaction that deletes it, so the driver may take the lock when
+        /// `watch` is deleted and the record names it, without listing the
+        /// directory again. Holds whenever `watch` is a writer, and whenever
+        /// `deletion_grants` holds.
         release_grants: bool,
     },
     /// The contender's sequence cannot be ordered: it is at

@@ -482,17 +482,19 @@ async fn a_node_at_the_limit_is_never_granted_even_alone() {
 }
 
 /// c. A plain persistent directory at the limit recovers by itself: the
-/// refused acquirer leaves it empty and deletes it, and the next acquire
-/// recreates it with a fresh counter.
+/// refused acquirer leaves it empty and recycles it (deleted and created
+/// again in one transaction), and the next acquire gets a fresh counter.
 #[tokio::test]
 async fn an_exhausted_directory_is_deleted_and_recreated() {
     let c = client().await;
     assert!(dir_stat(&c, RECYCLED).await.is_some(), "seeded directory");
+    let before = dir_stat(&c, RECYCLED).await.map(|s| s.czxid);
     let l = lock(RECYCLED).await;
     assert_exhausted(l.try_write().await, RECYCLED, "try_write");
-    eventually("the refused acquirer deleted the empty directory", SHORT, || {
+    // Recycled in place: deleted and created again in one transaction.
+    eventually("the refused acquirer recycled the empty directory", SHORT, || {
         let c = c.clone();
-        async move { dir_stat(&c, RECYCLED).await.is_none() }
+        async move { dir_stat(&c, RECYCLED).await.map(|s| s.czxid) != before }
     })
     .await;
     let g = l
@@ -532,10 +534,11 @@ async fn the_last_contender_to_leave_deletes_the_directory() {
         "the refused node is withdrawn, the directory stays"
     );
     assert!(held.is_held());
+    let before = dir_stat(&c, HELD).await.map(|s| s.czxid);
     held.release().await.expect("release");
-    eventually("the holder's release deleted the directory", SHORT, || {
+    eventually("the holder's release recycled the directory", SHORT, || {
         let c = c.clone();
-        async move { dir_stat(&c, HELD).await.is_none() }
+        async move { dir_stat(&c, HELD).await.map(|s| s.czxid) != before }
     })
     .await;
     let g = refused

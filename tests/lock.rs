@@ -604,28 +604,23 @@ async fn a_malformed_connect_string_is_a_typed_error() {
 /// whoever watches the node sees the mark; a writer granted at once, and a
 /// reader, just delete their node.
 #[tokio::test]
-async fn a_writer_that_waited_marks_its_node_in_the_transaction_that_deletes_it() {
-    let path = unique_path("release-mark");
+async fn a_writer_that_waited_leaves_the_release_record_in_the_transaction_that_deletes_it() {
+    let path = unique_path("release-record");
     let watcher = client().await;
-    // Watches `node`, runs `release`, and returns what the watch saw.
-    async fn seen(
-        watcher: &zk::Client,
-        node: &str,
-        release: impl std::future::Future<Output = ()>,
-    ) -> zk::EventType {
-        let (_, _, watch) = watcher.get_and_watch_data(node).await.unwrap();
-        release.await;
-        let event = tokio::time::timeout(SHORT, watch.changed())
-            .await
-            .expect("the watch fires");
-        assert_eq!(watcher.check_stat(node).await.unwrap(), None, "deleted");
-        event.event_type
-    }
+    let record = |watcher: zk::Client, path: String| async move {
+        match watcher.get_data(&path).await {
+            Ok((data, _)) => String::from_utf8(data).unwrap(),
+            Err(e) => panic!("read {path}: {e}"),
+        }
+    };
     for mode in [Mode::Write, Mode::Read] {
         let g = lock(&path).await.acquire(mode).await.unwrap();
-        let node = g.node().to_owned();
-        let event = seen(&watcher, &node, async { g.release().await.unwrap() }).await;
-        assert_eq!(event, zk::EventType::NodeDeleted, "{mode} granted at once");
+        g.release().await.unwrap();
+        assert_eq!(
+            record(watcher.clone(), path.clone()).await,
+            "",
+            "{mode} granted at once leaves no record"
+        );
     }
     let holder = lock(&path).await.write().await.unwrap();
     let l = lock(&path).await;
@@ -636,8 +631,17 @@ async fn a_writer_that_waited_marks_its_node_in_the_transaction_that_deletes_it(
     holder.release().await.unwrap();
     let g = support::joined(SHORT, waiter).await.unwrap();
     let node = g.node().to_owned();
-    let event = seen(&watcher, &node, async { g.release().await.unwrap() }).await;
-    assert_eq!(event, zk::EventType::NodeDataChanged, "a writer that waited");
+    let (_, _, watch) = watcher.get_and_watch_data(&node).await.unwrap();
+    g.release().await.unwrap();
+    let event = tokio::time::timeout(SHORT, watch.changed())
+        .await
+        .expect("the watch fires");
+    assert_eq!(event.event_type, zk::EventType::NodeDeleted);
+    assert_eq!(
+        record(watcher.clone(), path.clone()).await,
+        node.rsplit('/').next().unwrap(),
+        "a writer that waited names itself in the directory's data as it goes"
+    );
     assert_drained(&path).await;
 }
 
