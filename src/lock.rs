@@ -661,9 +661,11 @@ impl SharedLock {
             // once per acquire, one on our own node, so that its deletion by
             // someone else is noticed before a hand-off can grant a lock
             // whose node is gone. That watch only matters when the watched
-            // node's deletion or release can grant without a new listing;
-            // otherwise the listing after the wake-up finds our node missing.
-            let own_request = (own_watch.is_none() && !own_unreadable && (deletion_grants || release_grants))
+            // node's deletion alone grants (a hand-off with no request at
+            // all). A release grants after one read of the release record,
+            // which reads our own node in the same request; any other
+            // wake-up lists the directory, which finds our node missing.
+            let own_request = (own_watch.is_none() && !own_unreadable && deletion_grants)
                 .then(|| client.get_and_watch_data(&node));
             let watch_request = client.get_and_watch_data(&watch_path);
             let requests = async {
@@ -818,12 +820,34 @@ impl SharedLock {
                 // Gone: released by a writer that held the lock, if the
                 // directory's release record names it; otherwise it gave up
                 // or its session ended, and a fresh snapshot decides.
-                match before(until, with_retry(client, || client.get_data(dir))).await {
+                // One read request, with our own node: it is not watched
+                // when only a release can grant (see below).
+                let verify = || async {
+                    let mut reads = client.new_multi_reader();
+                    reads.add_get_data(dir)?;
+                    reads.add_get_data(&node)?;
+                    reads.commit().await
+                };
+                match before(until, with_retry(client, verify)).await {
                     None => {
                         debug!(node = %node, "timed out while reading the release record");
                         return pending.give_up().await;
                     }
-                    Some(Ok((record, _))) => break record == watch.as_bytes(),
+                    Some(Ok(reads)) => match reads.as_slice() {
+                        [zk::MultiReadResult::Data { data: record, .. }, mine] => {
+                            let named = record.as_slice() == watch.as_bytes();
+                            match mine {
+                                zk::MultiReadResult::Data { .. } => break named,
+                                // Not readable by us: `own_still_there` asks.
+                                zk::MultiReadResult::Error {
+                                    err: zk::Error::NoAuth,
+                                } => break named,
+                                // Our node is gone: the listing says so.
+                                _ => break false,
+                            }
+                        }
+                        _ => break false,
+                    },
                     Some(Err(e)) => {
                         debug!(node = %node, error = %e, "cannot read the release record: listing again");
                         break false;
@@ -1143,7 +1167,9 @@ pub async fn connect_client(
     };
     match connected {
         Ok(Ok(client)) => {
-            background::register_session(client.session_id().0);
+            if background::handle().is_some() {
+                background::register_session(client.session_id().0);
+            }
             Ok(client)
         }
         Ok(Err(zk::Error::NoHosts)) | Ok(Err(zk::Error::Timeout)) | Err(_) => Err(Error::Unreachable {

@@ -492,3 +492,37 @@ async fn a_garbled_reply_strands_no_node() {
     holder.release().await.unwrap();
     support::assert_drained(&path).await;
 }
+
+/// A waiter that only a release can grant (its watched writer has others
+/// before it) has no watch on its own node: the read of the release record
+/// reads its node too, so a waiter whose node someone deleted is never
+/// granted by the release.
+#[tokio::test]
+async fn a_release_does_not_grant_a_waiter_whose_node_is_gone() {
+    let path = unique_path("release-gone");
+    let first_lock = support::lock(&path).await;
+    let first = first_lock.write().await.unwrap();
+    let second_lock = support::lock(&path).await;
+    let second = tokio::spawn(async move { second_lock.write().await });
+    wait_contenders(&first_lock, 2).await;
+    let third_lock = support::lock(&path).await;
+    let third_session = session_of(third_lock.client());
+    let third = tokio::spawn(async move { third_lock.write().await });
+    wait_contenders(&first_lock, 3).await;
+    let queue = first_lock.contenders().await.unwrap();
+    eventually("the third writer watches the second", SHORT, || async {
+        watches(&queue[1].path, &third_session)
+    })
+    .await;
+    // The third writer's node goes; nothing tells it yet.
+    client().await.delete(&queue[2].path, None).await.unwrap();
+    first.release().await.unwrap();
+    let second = joined(SHORT, second).await.unwrap();
+    // The second writer waited: it releases with the record naming it.
+    second.release().await.unwrap();
+    match joined(SHORT, third).await {
+        Err(Error::Lost { node }) => assert_eq!(node, queue[2].path),
+        other => panic!("a writer whose node was deleted got {other:?}"),
+    }
+    support::assert_drained(&path).await;
+}

@@ -223,14 +223,6 @@ async fn with_lock(lock: SharedLock, args: &Args, signals: &mut Signals) -> Resu
         ));
     };
     tracing::debug!(node = guard.node(), token = guard.fencing_token(), "lock granted");
-    // The library can grant a waiter whose own node was deleted meanwhile
-    // (the hand-off grant does not re-read the directory): make sure the
-    // node is there before running anything under it.
-    if let Err(failure) = check_node(&lock, &guard, mode).await {
-        let _ = guard.release().await;
-        return Err(failure);
-    }
-
     let child = match spawn(&args.command, &guard) {
         Ok(child) => child,
         Err((code, message)) => {
@@ -264,33 +256,6 @@ async fn with_lock(lock: SharedLock, args: &Args, signals: &mut Signals) -> Resu
             } else {
                 outcome.code
             })
-        }
-    }
-}
-
-/// Checks that the granted node exists and belongs to this session.
-async fn check_node(lock: &SharedLock, guard: &Guard, mode: Mode) -> Result<(), Failure> {
-    let client = lock.client();
-    let node = guard.node();
-    loop {
-        match client.check_stat(node).await {
-            Ok(Some(stat)) if stat.ephemeral_owner == client.session_id().0 => return Ok(()),
-            Ok(_) => {
-                return Err(waiting_failure(
-                    zk_rwlock::Error::Lost {
-                        node: node.to_owned(),
-                    },
-                    mode,
-                    lock.path(),
-                ))
-            }
-            Err(e) if zk_rwlock::is_retryable(&e) => continue,
-            Err(e) => {
-                return Err(match zk_rwlock::Error::from_zk(e, node) {
-                    zk_rwlock::Error::ZooKeeper(e) => common::zk_failure(e, node),
-                    err => waiting_failure(err, mode, lock.path()),
-                })
-            }
         }
     }
 }
