@@ -584,7 +584,7 @@ impl SharedLock {
         // Our node's ACL does not let us read it, so it cannot be watched.
         let mut own_unreadable = false;
         // Whether a decision said to wait: only then can a writer's release
-        // mark be of use (see `Held::mark`).
+        // record be of use (see `Held::mark`).
         let mut waited = false;
         loop {
             let children_now = match children.take() {
@@ -1459,7 +1459,7 @@ async fn release_marked(client: &zk::Client, dir: &str, path: &str) -> Result<()
     }
 }
 
-/// Releases a held node, marked or not (see `Held::mark`), and recycles
+/// Releases a held node, with the release record or not (see `Held::mark`), and recycles
 /// the directory if its counter is near the limit.
 async fn release_node(client: &zk::Client, dir: &str, mark: bool, path: &str, seq: i32) -> Result<(), Error> {
     let result = if mark {
@@ -1597,13 +1597,14 @@ struct LostFlag {
 /// The state common to read and write guards.
 struct Held {
     inner: Arc<Inner>,
-    /// Release with the mark: a writer that had to wait. Only a contender
-    /// that saw others before this writer can take the lock on its mark;
+    /// Release with the release record (the mark): a writer that had to
+    /// wait. Only a contender that saw others before this writer can take
+    /// the lock on its record;
     /// a writer granted on its first listing had none before it, so its
     /// successor's decision already says its deletion alone grants. (A
     /// successor that listed just before that first listing may still have
-    /// seen an older node: without the mark it lists again, as it must.)
-    /// Readers never mark: no rule takes a reader's mark.
+    /// seen an older node: without the record it lists again, as it must.)
+    /// Readers never write the record: no rule takes a reader's.
     mark: bool,
     node: String,
     seq: i32,
@@ -1811,9 +1812,10 @@ macro_rules! guard {
             /// the session is over. A node already gone counts as released.
             ///
             /// For a writer that had to wait, the deletion is one transaction
-            /// that first marks the node (a data change): the contender
-            /// watching it learns that a writer that held the lock left, and
-            /// takes the lock without listing the directory again (see
+            /// that also writes the node's name as the lock directory's data
+            /// (the release record): the contender watching the node learns
+            /// that a writer that held the lock left, and takes the lock
+            /// without listing the directory again (see
             /// [`ordering`](crate::ordering)).
             ///
             /// # Errors
