@@ -659,13 +659,12 @@ impl SharedLock {
             // identity cannot read is watched by polling instead.
             // Both requests leave now: one on the node to wait for, and,
             // once per acquire, one on our own node, so that its deletion by
-            // someone else is noticed before a hand-off can grant a lock
-            // whose node is gone. That watch only matters when the watched
-            // node's deletion alone grants (a hand-off with no request at
-            // all). A release grants after one read of the release record,
-            // which reads our own node in the same request; any other
-            // wake-up lists the directory, which finds our node missing.
-            let own_request = (own_watch.is_none() && !own_unreadable && deletion_grants)
+            // someone else is noticed at once (a waiter whose node is gone
+            // fails with `Lost`, also while the holder holds for hours), and
+            // before a hand-off can grant a lock whose node is gone. Where no
+            // hand-off can grant, the listing after the wake-up finds our
+            // node missing.
+            let own_request = (own_watch.is_none() && !own_unreadable && (deletion_grants || release_grants))
                 .then(|| client.get_and_watch_data(&node));
             let watch_request = client.get_and_watch_data(&watch_path);
             let requests = async {
@@ -820,8 +819,8 @@ impl SharedLock {
                 // Gone: released by a writer that held the lock, if the
                 // directory's release record names it; otherwise it gave up
                 // or its session ended, and a fresh snapshot decides.
-                // One read request, with our own node: it is not watched
-                // when only a release can grant (see below).
+                // One read request, with our own node (whatever order the
+                // events came in).
                 let verify = || async {
                     let mut reads = client.new_multi_reader();
                     reads.add_get_data(dir)?;
@@ -1454,8 +1453,14 @@ async fn release_marked(client: &zk::Client, dir: &str, path: &str) -> Result<()
     };
     match with_retry(client, release).await {
         Ok(_) | Err(zk::Error::NoNode) => Ok(()),
-        Err(zk::Error::NoAuth) => delete_node(client, path).await,
-        Err(e) => Err(Error::from_zk(e, path)),
+        Err(e) if Error::from_zk(e.clone(), path).is_session_over() => Err(Error::from_zk(e, path)),
+        // The server refused the record (no WRITE on the directory, a
+        // quota, ...): the transaction, deletion included, did not happen.
+        // A plain deletion releases all the same; successors list again.
+        Err(e) => {
+            debug!(node = %path, error = %e, "the release record was refused: deleting without it");
+            delete_node(client, path).await
+        }
     }
 }
 

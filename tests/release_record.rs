@@ -1,0 +1,178 @@
+//! The release record (see README, "Wire protocol") under attack, each
+//! against a real server: a record the server refuses, and a waiter that
+//! only a release could grant whose node is deleted.
+#![cfg(feature = "cli")]
+
+mod support;
+
+use std::time::Duration;
+
+use support::{client, client_on, eventually, joined, server, unique_path};
+use zk_rwlock::launcher::ZkCluster;
+use zk_rwlock::{zk, Error, SharedLock};
+
+const SHORT: Duration = Duration::from_secs(10);
+
+fn watches_on(cluster: &ZkCluster, node: &str, session: &str) -> bool {
+    let listing = cluster.four_letter(0, "wchp").unwrap_or_default();
+    let mut watchers = (listing.lines())
+        .skip_while(|line| *line != node)
+        .skip(1)
+        .take_while(|line| line.starts_with('\t'));
+    watchers.any(|line| line.trim() == session)
+}
+
+fn session_of(client: &zk::Client) -> String {
+    format!("0x{:x}", client.session_id().0)
+}
+
+async fn wait_contenders(lock: &SharedLock, n: usize) {
+    eventually(&format!("{n} contenders on {}", lock.path()), SHORT, || async {
+        lock.contenders().await.map(|c| c.len() == n).unwrap_or(false)
+    })
+    .await;
+}
+
+/// No orphan when the record is refused. The marked release is one multi:
+/// setData(dir, name), delete(node); if the server refuses the setData, the
+/// deletion is rolled back with it, so the release must delete again, plainly. ZooKeeper 3.7+ enforces
+/// hard byte quotas (`zookeeper.enforceQuota=true`, zkCli `setquota -B`): the
+/// contender nodes carry no data, so every create passes, but the ~47-byte
+/// record pushes the directory past a small byte limit, and the whole multi
+/// fails with `QuotaExceeded`. The plain-delete protocol (and every release
+/// by a writer granted at once) works fine under the same quota.
+///
+/// Interleaving:
+///   1. Server with enforceQuota; hard byte quota of 16 on the lock path.
+///   2. A takes the write lock at once (no mark).
+///   3. B queues as a writer, waits on A (so B is `waited`: mark = true).
+///   4. A releases (plain delete): B is granted by the hand-off.
+///   5. B releases: the multi fails with QuotaExceeded. Without a plain
+///      deletion after it, B's node would stay, and C would wait behind it
+///      for as long as B's session lives.
+#[tokio::test]
+async fn a_release_record_refused_by_a_quota_still_releases() {
+    let mut cluster = ZkCluster::standalone().expect("a ZooKeeper server");
+    cluster.stop(0).unwrap();
+    {
+        use std::io::Write;
+        let cfg = cluster.dir().join("member-0").join("zoo.cfg");
+        let mut f = std::fs::OpenOptions::new().append(true).open(&cfg).unwrap();
+        // Unknown zoo.cfg keys become `zookeeper.<key>` system properties.
+        writeln!(f, "enforceQuota=true").unwrap();
+    }
+    cluster.start(0).unwrap();
+    let connect = cluster.connect_string();
+    let admin = client_on(&connect).await;
+    let path = "/quota-app/lock";
+    let open = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+    admin.create("/quota-app", &[], &open).await.unwrap();
+    admin.create(path, &[], &open).await.unwrap();
+    // What zkCli's `setquota -B 16 /quota-app/lock` writes.
+    for p in ["/zookeeper/quota/quota-app", "/zookeeper/quota/quota-app/lock"] {
+        match admin.create(p, &[], &open).await {
+            Ok(_) | Err(zk::Error::NodeExists) => {}
+            Err(e) => panic!("create {p}: {e}"),
+        }
+    }
+    admin
+        .create(
+            "/zookeeper/quota/quota-app/lock/zookeeper_limits",
+            b"count=-1,bytes=-1,countHardLimit=-1,byteHardLimit=16",
+            &open,
+        )
+        .await
+        .unwrap();
+    admin
+        .create(
+            "/zookeeper/quota/quota-app/lock/zookeeper_stats",
+            b"count=1,bytes=0",
+            &open,
+        )
+        .await
+        .unwrap();
+    // The quota is enforced: a 47-byte write to the directory is refused.
+    assert!(
+        matches!(
+            admin.set_data(path, &[b'x'; 47], None).await,
+            Err(zk::Error::QuotaExceeded)
+        ),
+        "the server does not enforce the quota: the test proves nothing"
+    );
+
+    let mk = |c: zk::Client| SharedLock::new(c, path).unwrap();
+    let a_lock = mk(client_on(&connect).await);
+    let a = a_lock.write().await.unwrap();
+    let b_lock = mk(client_on(&connect).await);
+    let b_session = session_of(b_lock.client());
+    let b = tokio::spawn(async move {
+        let guard = b_lock.write().await;
+        (b_lock, guard)
+    });
+    let a_node = a.node().to_owned();
+    eventually("B watches A", SHORT, || async {
+        watches_on(&cluster, &a_node, &b_session)
+    })
+    .await;
+    a.release().await.unwrap();
+    let (_b_lock, b) = joined(SHORT, b).await;
+    let b = b.unwrap();
+    let b_node = b.node().to_owned();
+    let released = b.release().await;
+    // The lock must be free now, whatever `release` said.
+    let c_lock = mk(client_on(&connect).await);
+    let c = c_lock.write_timeout(Duration::from_secs(3)).await.unwrap();
+    assert!(
+        c.is_some(),
+        "B's release returned {released:?} and left {b_node} in place: C cannot take the lock \
+         (children: {:?})",
+        support::children(&admin, path).await
+    );
+}
+
+/// No hang. README: "A waiter whose session
+/// ends or whose node is deleted fails with ... `Lost`" and "No hang".
+/// A waiter whose decision has `release_grants` but not `deletion_grants`
+/// no longer watches its own node. If someone deletes its node (an
+/// operator clearing a stuck queue, `zk-rwlock`'s own tooling), nothing
+/// wakes it: it sleeps on its predecessor, which sleeps on the holder, for
+/// as long as the holder holds (forever for `write()` behind a long job).
+/// So every waiter that a hand-off could grant watches its own node.
+///
+/// Interleaving:
+///   1. first holds W; second waits on first (deletion_grants: own watch).
+///   2. third (W) waits on second: two predecessors, second is a writer:
+///      Wait { deletion_grants: false, release_grants: true }: no own watch.
+///   3. Another client deletes third's node.
+///   4. first keeps holding: third never learns, until first and second move.
+#[tokio::test]
+async fn a_waiter_whose_node_is_deleted_fails_while_the_holder_still_holds() {
+    let path = unique_path("own-deleted-hang");
+    let first_lock = support::lock(&path).await;
+    let first = first_lock.write().await.unwrap();
+    let second_lock = support::lock(&path).await;
+    let second = tokio::spawn(async move { second_lock.write().await });
+    wait_contenders(&first_lock, 2).await;
+    let third_lock = support::lock(&path).await;
+    let third_session = session_of(third_lock.client());
+    let third = tokio::spawn(async move { third_lock.write().await });
+    wait_contenders(&first_lock, 3).await;
+    let queue = first_lock.contenders().await.unwrap();
+    eventually("the third writer watches the second", SHORT, || async {
+        watches_on(server(), &queue[1].path, &third_session)
+    })
+    .await;
+    client().await.delete(&queue[2].path, None).await.unwrap();
+    // first still holds: third must still find out its node is gone.
+    let outcome = tokio::time::timeout(Duration::from_secs(5), third).await;
+    drop(first);
+    drop(second);
+    match outcome {
+        Ok(Ok(Err(Error::Lost { .. }))) => {}
+        Ok(other) => panic!("a waiter whose node was deleted got {other:?}"),
+        Err(_) => panic!(
+            "a waiter whose node was deleted is still waiting 5 s later (it sleeps until the \
+             holder releases)"
+        ),
+    }
+}
