@@ -14,20 +14,6 @@ use zk_rwlock::{zk, Mode, SharedLock};
 
 const SHORT: Duration = Duration::from_secs(10);
 
-/// True if the server lists `session` (`0x...`) among the watchers of `node`.
-fn watches(node: &str, session: &str) -> bool {
-    let listing = server().four_letter(0, "wchp").unwrap_or_default();
-    let mut watchers = (listing.lines())
-        .skip_while(|line| *line != node)
-        .skip(1)
-        .take_while(|line| line.starts_with('\t'));
-    watchers.any(|line| line.trim() == session)
-}
-
-fn session_of(client: &zk::Client) -> String {
-    format!("0x{:x}", client.session_id().0)
-}
-
 /// Two holders, if `release_grants` trusted "a data change on the
 /// watched node, then getData says NoNode" as proof that a writer that
 /// HELD the lock released it. But a data change followed by a deletion of
@@ -70,10 +56,10 @@ async fn stray_write_round(mode: Mode, marked: bool) -> Option<String> {
         .unwrap();
     let f_node = format!("{path}/f-W-{:010}", seq.into_i64());
     let c = support::lock(&path).await;
-    let c_session = session_of(c.client());
+    let c_session = c.client().session_id().0;
     let waiter = tokio::spawn(async move { c.acquire(mode).await });
     eventually("C watches F's node", SHORT, || async {
-        watches(&f_node, &c_session)
+        support::watches(server(), &f_node, c_session)
     })
     .await;
     // Step 4: a stray write, then F withdraws.
@@ -91,7 +77,7 @@ async fn stray_write_round(mode: Mode, marked: bool) -> Option<String> {
     // Correct: C lists again and watches A's node. Wrong: C is granted.
     let a_node = held.node().to_owned();
     eventually("C re-decides (watches A) or is granted", SHORT, || async {
-        waiter.is_finished() || watches(&a_node, &c_session)
+        waiter.is_finished() || support::watches(server(), &a_node, c_session)
     })
     .await;
     let wrong = if waiter.is_finished() {

@@ -23,20 +23,6 @@ async fn wait_contenders(lock: &SharedLock, n: usize) {
     .await;
 }
 
-/// True if the server lists `session` (`0x...`) among the watchers of `node`.
-fn watches(node: &str, session: &str) -> bool {
-    let listing = server().four_letter(0, "wchp").unwrap_or_default();
-    let mut watchers = (listing.lines())
-        .skip_while(|line| *line != node)
-        .skip(1)
-        .take_while(|line| line.starts_with('\t'));
-    watchers.any(|line| line.trim() == session)
-}
-
-fn session_of(client: &zk::Client) -> String {
-    format!("0x{:x}", client.session_id().0)
-}
-
 /// Anyone may write to a contender node (zkCli's `set`, a monitoring tool,
 /// the holder's own code through `client()`): the waiter that watches it
 /// sees a data change, which is also what a release's mark looks like. It
@@ -47,11 +33,11 @@ async fn a_data_write_on_the_holders_node_grants_nobody() {
     let holder_lock = support::lock(&path).await;
     let holder = holder_lock.write().await.unwrap();
     let waiter_lock = support::lock(&path).await;
-    let waiter_session = session_of(waiter_lock.client());
+    let waiter_session = waiter_lock.client().session_id().0;
     let waiter = tokio::spawn(async move { waiter_lock.write().await });
     let node = holder.node().to_owned();
     eventually("the waiter watches the holder", SHORT, || async {
-        watches(&node, &waiter_session)
+        support::watches(server(), &node, waiter_session)
     })
     .await;
     let stranger = client().await;
@@ -60,7 +46,7 @@ async fn a_data_write_on_the_holders_node_grants_nobody() {
         // The write fired the waiter's watch; it checks the node, finds it
         // still there and watches it again (or, wrongly, takes the lock).
         eventually("the waiter watches the holder again", SHORT, || async {
-            waiter.is_finished() || watches(&node, &waiter_session)
+            waiter.is_finished() || support::watches(server(), &node, waiter_session)
         })
         .await;
         assert!(
@@ -407,12 +393,12 @@ async fn a_hand_off_after_a_reconnect_checks_its_own_node() {
             .connect(proxy.addr())
             .await
             .unwrap();
-        let waiter_session = session_of(&waiter_client);
+        let waiter_session = waiter_client.session_id().0;
         let waiter_lock = SharedLock::new(waiter_client, &path).unwrap();
         let waiter = tokio::spawn(async move { waiter_lock.write().await.map(|g| g.node().to_owned()) });
         let node = holder.node().to_owned();
         eventually("the waiter watches the holder", SHORT, || async {
-            watches(&node, &waiter_session)
+            support::watches(server(), &node, waiter_session)
         })
         .await;
         let queue = holder_lock.contenders().await.unwrap();
@@ -506,12 +492,12 @@ async fn a_release_does_not_grant_a_waiter_whose_node_is_gone() {
     let second = tokio::spawn(async move { second_lock.write().await });
     wait_contenders(&first_lock, 2).await;
     let third_lock = support::lock(&path).await;
-    let third_session = session_of(third_lock.client());
+    let third_session = third_lock.client().session_id().0;
     let third = tokio::spawn(async move { third_lock.write().await });
     wait_contenders(&first_lock, 3).await;
     let queue = first_lock.contenders().await.unwrap();
     eventually("the third writer watches the second", SHORT, || async {
-        watches(&queue[1].path, &third_session)
+        support::watches(server(), &queue[1].path, third_session)
     })
     .await;
     // The third writer's node goes; nothing tells it yet.

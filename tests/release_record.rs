@@ -13,19 +13,6 @@ use zk_rwlock::{zk, Error, SharedLock};
 
 const SHORT: Duration = Duration::from_secs(10);
 
-fn watches_on(cluster: &ZkCluster, node: &str, session: &str) -> bool {
-    let listing = cluster.four_letter(0, "wchp").unwrap_or_default();
-    let mut watchers = (listing.lines())
-        .skip_while(|line| *line != node)
-        .skip(1)
-        .take_while(|line| line.starts_with('\t'));
-    watchers.any(|line| line.trim() == session)
-}
-
-fn session_of(client: &zk::Client) -> String {
-    format!("0x{:x}", client.session_id().0)
-}
-
 async fn wait_contenders(lock: &SharedLock, n: usize) {
     eventually(&format!("{n} contenders on {}", lock.path()), SHORT, || async {
         lock.contenders().await.map(|c| c.len() == n).unwrap_or(false)
@@ -104,14 +91,14 @@ async fn a_release_record_refused_by_a_quota_still_releases() {
     let a_lock = mk(client_on(&connect).await);
     let a = a_lock.write().await.unwrap();
     let b_lock = mk(client_on(&connect).await);
-    let b_session = session_of(b_lock.client());
+    let b_session = b_lock.client().session_id().0;
     let b = tokio::spawn(async move {
         let guard = b_lock.write().await;
         (b_lock, guard)
     });
     let a_node = a.node().to_owned();
     eventually("B watches A", SHORT, || async {
-        watches_on(&cluster, &a_node, &b_session)
+        support::watches(&cluster, &a_node, b_session)
     })
     .await;
     a.release().await.unwrap();
@@ -154,12 +141,12 @@ async fn a_waiter_whose_node_is_deleted_fails_while_the_holder_still_holds() {
     let second = tokio::spawn(async move { second_lock.write().await });
     wait_contenders(&first_lock, 2).await;
     let third_lock = support::lock(&path).await;
-    let third_session = session_of(third_lock.client());
+    let third_session = third_lock.client().session_id().0;
     let third = tokio::spawn(async move { third_lock.write().await });
     wait_contenders(&first_lock, 3).await;
     let queue = first_lock.contenders().await.unwrap();
     eventually("the third writer watches the second", SHORT, || async {
-        watches_on(server(), &queue[1].path, &third_session)
+        support::watches(server(), &queue[1].path, third_session)
     })
     .await;
     client().await.delete(&queue[2].path, None).await.unwrap();
