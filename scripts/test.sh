@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 
 bash scripts/ensure-zookeeper.sh
 
+echo "== rust-version true for the locked dependencies"
+python3 scripts/check-rust-version.py
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy --all-targets -- -D warnings"
