@@ -20,9 +20,10 @@ use crate::node_name::{Mode, NodeName};
 use crate::ordering::{self, Decision, OrderingError};
 use crate::zk;
 
-/// How long [`SharedLock::connect`] tries to reach a server.
+/// How long [`SharedLock::connect`] tries to reach a server: 10 s.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// The session timeout [`SharedLock::connect`] asks for.
+/// The session timeout [`SharedLock::connect`] asks for: 10 s (the server
+/// may grant another, between 2 and 20 ticks).
 pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A read/write lock on one lock directory, used through one ZooKeeper
@@ -1145,6 +1146,13 @@ pub async fn connect_client(
     session_timeout: Duration,
     connect_timeout: Duration,
 ) -> Result<zk::Client, Error> {
+    // The client calls a stray comma an "empty connect string".
+    if servers.split(',').any(|server| server.trim().is_empty()) && !servers.trim().is_empty() {
+        return Err(Error::InvalidConnectString {
+            servers: servers.to_owned(),
+            reason: "it has an empty entry (a stray ',')",
+        });
+    }
     let cluster = servers.to_owned();
     let connecting = async move {
         zk::Client::connector()
@@ -1481,12 +1489,12 @@ async fn release_node(client: &zk::Client, dir: &str, mark: bool, path: &str, se
 /// How long a giving-up acquire (timed out, `try_*` that found the lock
 /// taken, or refused at the counter's limit) waits for its node's deletion
 /// before it returns; the deletion goes on in the background after that
-/// (for example until the client has reconnected).
+/// (for example until the client has reconnected). 250 ms.
 pub const GIVE_UP_SLACK: Duration = Duration::from_millis(250);
 
 /// How long `try_*` waits for ZooKeeper's answers (it never waits for
 /// another contender): when no answer comes in time, for example while
-/// the client is disconnected, it gives up with `Ok(None)`.
+/// the client is disconnected, it gives up with `Ok(None)`. 500 ms.
 pub const TRY_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// How often an acquire recreates a lock directory that vanishes under it

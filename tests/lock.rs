@@ -597,11 +597,18 @@ async fn a_malformed_connect_string_is_a_typed_error() {
         Err(Error::InvalidConnectString { servers, .. }) => assert_eq!(servers, "127.0.0.1:notaport"),
         other => panic!("expected InvalidConnectString, got {other:?}"),
     }
+    let trailing = format!("{},", server().connect_string());
+    match SharedLock::connect(&trailing, "/x").await {
+        Err(e @ Error::InvalidConnectString { .. }) => {
+            assert!(e.to_string().contains("stray ','"), "{e}")
+        }
+        other => panic!("expected InvalidConnectString for {trailing:?}, got {other:?}"),
+    }
 }
 
 /// The wire protocol: a writer that had to wait releases with one
-/// transaction that marks its node (a data change) and deletes it, so
-/// whoever watches the node sees the mark; a writer granted at once, and a
+/// transaction that writes its node's name as the directory's data (the
+/// release record) and deletes the node; a writer granted at once, and a
 /// reader, just delete their node.
 #[tokio::test]
 async fn a_writer_that_waited_leaves_the_release_record_in_the_transaction_that_deletes_it() {

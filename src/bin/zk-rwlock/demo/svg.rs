@@ -255,7 +255,7 @@ pub fn render(p: &Picture) -> String {
             axis_y + 5.0,
             TOP + rows * ROW
         );
-        let label = if t % 1_000_000 == 0 {
+        let label = if t.is_multiple_of(1_000_000) {
             format!("{} s", t / 1_000_000)
         } else {
             format!("{:.1} s", t as f64 / 1e6)

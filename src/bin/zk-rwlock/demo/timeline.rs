@@ -148,11 +148,11 @@ pub fn secs(us: i64) -> String {
 
 /// A tick label: `0s`, `0.5s`, `12s`, `2m`, `2m30s`.
 pub fn axis_label(t_us: u64) -> String {
-    if t_us % 1_000_000 != 0 {
+    if !t_us.is_multiple_of(1_000_000) {
         format!("{:.1}s", t_us as f64 / 1e6)
     } else if t_us < 120_000_000 {
         format!("{}s", t_us / 1_000_000)
-    } else if t_us % 60_000_000 == 0 {
+    } else if t_us.is_multiple_of(60_000_000) {
         format!("{}m", t_us / 60_000_000)
     } else {
         format!("{}m{:02}s", t_us / 60_000_000, t_us / 1_000_000 % 60)
