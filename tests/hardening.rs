@@ -10,18 +10,11 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use support::proxy::Proxy;
-use support::{children, client, client_on, eventually, joined, server, unique_path};
+use support::{children, client, client_on, eventually, joined, server, unique_path, wait_contenders};
 use zk_rwlock::launcher::ZkCluster;
 use zk_rwlock::{zk, ContenderState, Error, SharedLock, GIVE_UP_SLACK, TRY_TIMEOUT};
 
 const SHORT: Duration = Duration::from_secs(10);
-
-async fn wait_contenders(lock: &SharedLock, n: usize) {
-    eventually(&format!("{n} contenders on {}", lock.path()), SHORT, || async {
-        lock.contenders().await.map(|c| c.len() == n).unwrap_or(false)
-    })
-    .await;
-}
 
 /// Anyone may write to a contender node (zkCli's `set`, a monitoring tool,
 /// the holder's own code through `client()`): the waiter that watches it

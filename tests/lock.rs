@@ -8,19 +8,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use support::{assert_drained, children, client, eventually, lock, server, unique_path, wait_watching};
+use support::{
+    assert_drained, children, client, eventually, lock, server, unique_path, wait_contenders, wait_watching,
+};
 use zk_rwlock::{zk, ContenderState, Error, Mode, SharedLock};
 
 const SHORT: Duration = Duration::from_secs(10);
 
 /// Waits until `lock` shows `n` contenders.
-async fn wait_contenders(lock: &SharedLock, n: usize) {
-    eventually(&format!("{n} contenders on {}", lock.path()), SHORT, || async {
-        lock.contenders().await.map(|c| c.len() == n).unwrap_or(false)
-    })
-    .await;
-}
-
 #[tokio::test]
 async fn readers_share() {
     let path = unique_path("share");

@@ -7,18 +7,11 @@ mod support;
 
 use std::time::Duration;
 
-use support::{client, client_on, eventually, joined, server, unique_path};
+use support::{client, client_on, eventually, joined, server, unique_path, wait_contenders};
 use zk_rwlock::launcher::ZkCluster;
 use zk_rwlock::{zk, Error, SharedLock};
 
 const SHORT: Duration = Duration::from_secs(10);
-
-async fn wait_contenders(lock: &SharedLock, n: usize) {
-    eventually(&format!("{n} contenders on {}", lock.path()), SHORT, || async {
-        lock.contenders().await.map(|c| c.len() == n).unwrap_or(false)
-    })
-    .await;
-}
 
 /// No orphan when the record is refused. The marked release is one multi:
 /// setData(dir, name), delete(node); if the server refuses the setData, the

@@ -75,6 +75,16 @@ where
     }
 }
 
+/// Waits until `lock` has exactly `n` contenders, failing the test after 10 s.
+pub async fn wait_contenders(lock: &SharedLock, n: usize) {
+    eventually(
+        &format!("{n} contenders on {}", lock.path()),
+        Duration::from_secs(10),
+        || async { lock.contenders().await.map(|c| c.len() == n).unwrap_or(false) },
+    )
+    .await;
+}
+
 /// The children of `path` (empty if it does not exist).
 pub async fn children(client: &zk::Client, path: &str) -> Vec<String> {
     match client.list_children(path).await {
