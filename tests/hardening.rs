@@ -479,20 +479,13 @@ async fn a_garbled_reply_strands_no_node() {
 #[tokio::test]
 async fn a_release_does_not_grant_a_waiter_whose_node_is_gone() {
     let path = unique_path("release-gone");
-    let first_lock = support::lock(&path).await;
-    let first = first_lock.write().await.unwrap();
-    let second_lock = support::lock(&path).await;
-    let second = tokio::spawn(async move { second_lock.write().await });
-    wait_contenders(&first_lock, 2).await;
-    let third_lock = support::lock(&path).await;
-    let third_session = third_lock.client().session_id().0;
-    let third = tokio::spawn(async move { third_lock.write().await });
-    wait_contenders(&first_lock, 3).await;
-    let queue = first_lock.contenders().await.unwrap();
-    eventually("the third writer watches the second", SHORT, || async {
-        support::watches(server(), &queue[1].path, third_session)
-    })
-    .await;
+    let support::WriterChain {
+        first,
+        second,
+        third,
+        queue,
+        ..
+    } = support::writer_chain(&path).await;
     // The third writer's node goes; nothing tells it yet.
     client().await.delete(&queue[2].path, None).await.unwrap();
     first.release().await.unwrap();

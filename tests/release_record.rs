@@ -7,7 +7,7 @@ mod support;
 
 use std::time::Duration;
 
-use support::{client, client_on, eventually, joined, server, unique_path, wait_contenders};
+use support::{client, client_on, eventually, joined, unique_path};
 use zk_rwlock::launcher::ZkCluster;
 use zk_rwlock::{zk, Error, SharedLock};
 
@@ -128,20 +128,13 @@ async fn a_release_record_refused_by_a_quota_still_releases() {
 #[tokio::test]
 async fn a_waiter_whose_node_is_deleted_fails_while_the_holder_still_holds() {
     let path = unique_path("own-deleted-hang");
-    let first_lock = support::lock(&path).await;
-    let first = first_lock.write().await.unwrap();
-    let second_lock = support::lock(&path).await;
-    let second = tokio::spawn(async move { second_lock.write().await });
-    wait_contenders(&first_lock, 2).await;
-    let third_lock = support::lock(&path).await;
-    let third_session = third_lock.client().session_id().0;
-    let third = tokio::spawn(async move { third_lock.write().await });
-    wait_contenders(&first_lock, 3).await;
-    let queue = first_lock.contenders().await.unwrap();
-    eventually("the third writer watches the second", SHORT, || async {
-        support::watches(server(), &queue[1].path, third_session)
-    })
-    .await;
+    let support::WriterChain {
+        first,
+        second,
+        third,
+        queue,
+        ..
+    } = support::writer_chain(&path).await;
     client().await.delete(&queue[2].path, None).await.unwrap();
     // first still holds: third must still find out its node is gone.
     let outcome = tokio::time::timeout(Duration::from_secs(5), third).await;

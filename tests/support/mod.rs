@@ -85,6 +85,49 @@ pub async fn wait_contenders(lock: &SharedLock, n: usize) {
     .await;
 }
 
+/// A queue of three writers on `path`, each on its own session: `first`
+/// holds; `second` waits on it; `third` waits on `second`, which has
+/// another node before it, so only a release by `second` after holding can
+/// grant `third` without a listing. Returns once `third` watches `second`,
+/// with the queue as `contenders()` saw it.
+pub struct WriterChain {
+    pub first_lock: SharedLock,
+    pub first: zk_rwlock::WriteGuard,
+    pub second: tokio::task::JoinHandle<Result<zk_rwlock::WriteGuard, zk_rwlock::Error>>,
+    pub third: tokio::task::JoinHandle<Result<zk_rwlock::WriteGuard, zk_rwlock::Error>>,
+    pub queue: Vec<zk_rwlock::Contender>,
+}
+
+pub async fn writer_chain(path: &str) -> WriterChain {
+    let first_lock = lock(path).await;
+    let first = first_lock.write().await.expect("the first writer holds");
+    let second_lock = lock(path).await;
+    let second = tokio::spawn(async move { second_lock.write().await });
+    wait_contenders(&first_lock, 2).await;
+    let third_lock = lock(path).await;
+    let third_session = third_lock.client().session_id().0;
+    let third = tokio::spawn(async move { third_lock.write().await });
+    wait_contenders(&first_lock, 3).await;
+    let queue = first_lock.contenders().await.expect("contenders");
+    let watched = queue[1].path.clone();
+    eventually(
+        "the third writer watches the second",
+        Duration::from_secs(10),
+        || {
+            let watched = watched.clone();
+            async move { watches(server(), &watched, third_session) }
+        },
+    )
+    .await;
+    WriterChain {
+        first_lock,
+        first,
+        second,
+        third,
+        queue,
+    }
+}
+
 /// The children of `path` (empty if it does not exist).
 pub async fn children(client: &zk::Client, path: &str) -> Vec<String> {
     match client.list_children(path).await {
