@@ -1030,16 +1030,20 @@ impl SharedLock {
         })
     }
 
+    /// True the first time this lock is asked about `key`: what is logged
+    /// under it is logged once.
+    fn first_time(&self, key: &str) -> bool {
+        self.inner
+            .warned
+            .lock()
+            .is_ok_and(|mut warned| warned.insert(key.to_owned()))
+    }
+
     /// Logs each child that is not a contender, once per name.
     fn warn_foreign(&self, children: &[String]) {
         for child in children {
-            if crate::node_name::parse_parts(child).is_err() {
-                let Ok(mut warned) = self.inner.warned.lock() else {
-                    return;
-                };
-                if warned.insert(child.clone()) {
-                    warn!(lock = %self.inner.path, child = %child, "ignoring a child that is not a contender node");
-                }
+            if crate::node_name::parse_parts(child).is_err() && self.first_time(child) {
+                warn!(lock = %self.inner.path, child = %child, "ignoring a child that is not a contender node");
             }
         }
     }
@@ -1049,10 +1053,7 @@ impl SharedLock {
     /// polled. (Once per lock, not per node: every acquire waits on a new
     /// node, and the set of names warned about must not grow without end.)
     fn warn_unreadable(&self, path: &str) {
-        let Ok(mut warned) = self.inner.warned.lock() else {
-            return;
-        };
-        if warned.insert("\0unreadable".to_owned()) {
+        if self.first_time("\0unreadable") {
             warn!(
                 node = %path,
                 "cannot read the contender node to wait on (its ACL): polling it instead of watching; \
@@ -1064,10 +1065,7 @@ impl SharedLock {
     /// Logs, once per node, that a watched contender is not ephemeral: it
     /// stays, and blocks the lock, until someone deletes it.
     fn warn_persistent(&self, path: &str) {
-        let Ok(mut warned) = self.inner.warned.lock() else {
-            return;
-        };
-        if warned.insert(path.to_owned()) {
+        if self.first_time(path) {
             warn!(node = %path, "a contender node in the queue is not ephemeral: it blocks the lock until someone deletes it");
         }
     }
