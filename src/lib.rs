@@ -12,6 +12,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod acquire;
 mod background;
 pub mod blocking;
 mod error;

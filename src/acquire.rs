@@ -1,0 +1,580 @@
+//! When a wake-up grants the lock: the acquire rules as a pure state machine.
+//!
+//! [`Acquire`] holds everything one acquire knows: its node's name, its
+//! watches, whether the connection was interrupted since they were set,
+//! what it is waiting for. It is fed [`Input`]s (the answers to requests
+//! and the events that arrive) and answers each with the next [`Action`].
+//! It performs no I/O, reads no clock and holds no ZooKeeper types: the
+//! driver ([`crate::SharedLock`]) performs the actions, and a simulation
+//! (`tests/simulation.rs`) runs many machines against an in-memory model of
+//! ZooKeeper. Which contender precedes which is [`crate::ordering`]'s
+//! business; this module decides what to *do* about it.
+//!
+//! # The run loop
+//!
+//! A driver owns one machine per acquire and runs it like this (this is
+//! what [`crate::SharedLock`] does):
+//!
+//! ```text
+//! create my node (ephemeral, sequential; pipelined with a first listing)
+//! action = machine.created(name, listing if it contains my node)
+//! loop {
+//!     match action {
+//!         List            => action = machine.step(Listed(list the directory, retried until answered))
+//!         SetWatches{..}  => forget session changes seen so far;
+//!                            send a data watch on `watched` (and on my own node if `own`);
+//!                            action = machine.step(WatchesSet{..})
+//!         Wait{poll}      => wait for the first of: my node's watch, the watched node's
+//!                            watch (or, with `poll`, `exists` checks until it is gone),
+//!                            a session state change, the deadline; feed it as an input
+//!         Rewatch{..}     => action = machine.step(Rewatched(data watch on `watched` again))
+//!         ReadRecord{..}  => action = machine.step(RecordRead(one multi-read: the lock
+//!                            directory's data and my node))
+//!         CheckOwn        => action = machine.step(OwnChecked(`exists` on my node, retried))
+//!         Grant{mark}     => return a guard (that releases with the release record if `mark`)
+//!         GiveUp          => delete my node, return "not acquired"
+//!         Fail(why)       => return the error (withdrawing my node for `Exhausted`)
+//!     }
+//!     before feeding any answer: machine.event(..) for each event that arrived
+//!     meanwhile (my node's watch fired, the session's state changed)
+//! }
+//! ```
+//!
+//! A request that the deadline overtakes is answered with
+//! [`Input::Deadline`]. Retryable errors ([`crate::is_retryable`]) are
+//! [`Reply::Retry`]; requests that the driver retries until they are
+//! answered (`List`, `CheckOwn`) report one only once retrying is over.
+//!
+//! # Rules
+//!
+//! - A listing is decided by [`crate::ordering::decide`]: granted, wait on a
+//!   node, or withdraw (the counter's limit). A waiter whose node is missing
+//!   has lost it.
+//! - A waiter watches the node [`crate::ordering`] names, and also its own
+//!   node when a hand-off could grant it (`deletion_grants` or
+//!   `release_grants`): its deletion by someone else must be known before a
+//!   hand-off trusts that the node still exists.
+//! - The watched node's deletion grants at once if `deletion_grants`; if only
+//!   `release_grants`, once the release record names it and my node is still
+//!   there; otherwise it means "list again".
+//! - A data change on the watched node grants nothing: it is watched again.
+//!   A data change on my own node means "list again".
+//! - Before a hand-off grants without a new listing, my node must be known to
+//!   exist: its watch has not fired, and if the connection was interrupted
+//!   since the watches were set (a reconnect re-registers watches in any
+//!   order, so the order of their events proves nothing), or my node cannot
+//!   be watched (its ACL), one `exists` asks.
+//! - A writer that waited releases with the release record (`Grant { mark }`).
+//! - An acquire that may not wait (`try_*`) gives up at the first wait.
+
+use crate::node_name::Mode;
+use crate::ordering::{self, Decision, OrderingError};
+
+/// The answer to a request, reduced to what the rules look at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply<T> {
+    /// The request succeeded.
+    Ok(T),
+    /// The node does not exist.
+    NoNode,
+    /// The node's ACL refuses this identity.
+    NoAuth,
+    /// A retryable error (the connection was lost): the request may or may
+    /// not have been applied.
+    Retry,
+    /// Any other error: the acquire fails with it.
+    Failed,
+}
+
+/// What happened to a watched node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeEvent {
+    /// The node was deleted.
+    Deleted,
+    /// Data was written to the node.
+    DataChanged,
+    /// The session is over (expired, closed, authentication failed).
+    SessionEnded,
+    /// Anything else a watch can report.
+    Other,
+}
+
+/// An event that arrives without being asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// My own node's watch fired.
+    Own(NodeEvent),
+    /// The watched node's watch fired, or polling found it gone
+    /// ([`NodeEvent::Deleted`]).
+    Watched(NodeEvent),
+    /// The connection was lost or re-established: watch events may come in
+    /// any order until the watches are set again.
+    Interrupted,
+    /// The session is over.
+    SessionEnded,
+}
+
+/// What a multi-read of the release record and my own node found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// The lock directory's data names the watched node: it held the lock
+    /// and released it.
+    pub names_watched: bool,
+    /// What reading my own node gave.
+    pub own: Reply<()>,
+}
+
+/// An input to [`Acquire::step`]: the answer to the last [`Action`], or
+/// an event that ends a wait.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Input<'a> {
+    /// The answer to [`Action::List`]: the lock directory's child names.
+    Listed(Reply<&'a [String]>),
+    /// The answers to [`Action::SetWatches`]: on my own node (`None` if not
+    /// asked), and on the watched node.
+    WatchesSet {
+        /// The data watch on my own node.
+        own: Option<Reply<()>>,
+        /// The data watch on the watched node.
+        watched: Reply<()>,
+    },
+    /// The answer to [`Action::Rewatch`].
+    Rewatched(Reply<()>),
+    /// The answer to [`Action::ReadRecord`].
+    RecordRead(Reply<Record>),
+    /// The answer to [`Action::CheckOwn`]: whether my node exists.
+    OwnChecked(Reply<bool>),
+    /// An event, during [`Action::Wait`].
+    Event(Event),
+    /// The deadline passed.
+    Deadline,
+}
+
+/// Why an acquire failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// My node was deleted by someone else (or with my session).
+    Lost,
+    /// The session is over.
+    SessionEnded,
+    /// The sequence counter is used up: withdraw my node and fail.
+    Exhausted,
+    /// My node's name is not a contender name.
+    InvalidName,
+    /// A request failed for good: the driver returns its error.
+    Request,
+}
+
+/// What the driver does next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// List the lock directory (retried until answered).
+    List,
+    /// Forget the session changes seen so far, then set a data watch on
+    /// `watched` (a child name), and on my own node if `own`.
+    SetWatches {
+        /// Also watch my own node.
+        own: bool,
+        /// The child name of the node to watch.
+        watched: String,
+    },
+    /// Wait for the next event. With `poll`, the watched node cannot be
+    /// watched (its ACL): check it with `exists` until it is gone.
+    Wait {
+        /// Poll the watched node instead of waiting on its watch.
+        poll: bool,
+    },
+    /// Set the data watch on `watched` again.
+    Rewatch {
+        /// The child name of the watched node.
+        watched: String,
+    },
+    /// Read, in one multi-read, the lock directory's data and my own node.
+    ReadRecord {
+        /// The child name the record must name.
+        watched: String,
+    },
+    /// Ask whether my node exists (retried until answered).
+    CheckOwn,
+    /// The lock is mine.
+    Grant {
+        /// Release with the release record.
+        mark: bool,
+    },
+    /// Not acquired (deadline, or not free for `try_*`): delete my node.
+    GiveUp,
+    /// The acquire fails.
+    Fail(Failure),
+}
+
+/// Counts of what one acquire did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Listings of the lock directory, the first included.
+    pub listings: u32,
+    /// Events that woke a wait (watch events and polls that found the node gone).
+    pub wakeups: u32,
+    /// Retryable errors seen.
+    pub retries: u32,
+    /// The grant came from a watch event, without a new listing.
+    pub handoff: bool,
+}
+
+/// The state of my own node's watch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OwnWatch {
+    /// Not set (or its event was used).
+    None,
+    /// Set and not fired.
+    Set,
+    /// Fired with a change that is not a deletion: list again.
+    Fired,
+}
+
+/// What the machine waits for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Phase {
+    /// Not created yet.
+    Creating,
+    Listing,
+    SettingWatches(Waiting),
+    Waiting(Waiting, bool),
+    Rewatching(Waiting),
+    ReadingRecord(Waiting),
+    CheckingOwn,
+    Done,
+}
+
+/// The node waited on, and what its deletion means.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Waiting {
+    watched: String,
+    deletion_grants: bool,
+    release_grants: bool,
+}
+
+/// One acquire's state: see the [module documentation](self).
+#[derive(Debug, Clone)]
+pub struct Acquire {
+    mode: Mode,
+    may_wait: bool,
+    me: String,
+    phase: Phase,
+    own_watch: OwnWatch,
+    own_unreadable: bool,
+    interrupted: bool,
+    waited: bool,
+    foreign: bool,
+    end_state: Option<Failure>,
+    counts: Counts,
+}
+
+impl Acquire {
+    /// A machine for an acquire in `mode`; `may_wait` is false for `try_*`.
+    pub fn new(mode: Mode, may_wait: bool) -> Acquire {
+        Acquire {
+            mode,
+            may_wait,
+            me: String::new(),
+            phase: Phase::Creating,
+            own_watch: OwnWatch::None,
+            own_unreadable: false,
+            interrupted: false,
+            waited: false,
+            foreign: false,
+            end_state: None,
+            counts: Counts::default(),
+        }
+    }
+
+    /// My node was created as `name`; `listing` is a listing known to
+    /// contain it (pipelined with the create), if any.
+    pub fn created(&mut self, name: &str, listing: Option<&[String]>) -> Action {
+        self.me = name.to_owned();
+        match listing {
+            Some(children) => {
+                self.counts.listings += 1;
+                self.decide(children)
+            }
+            None => self.list(),
+        }
+    }
+
+    /// Records an event that arrived while a request was in flight (my
+    /// node's watch fired, the session's state changed). Its consequences
+    /// are drawn at the next [`Acquire::step`].
+    pub fn event(&mut self, event: Event) {
+        match event {
+            Event::Own(NodeEvent::Deleted) | Event::Own(NodeEvent::SessionEnded) | Event::SessionEnded => {
+                self.end(event)
+            }
+            Event::Own(_) => self.own_watch = OwnWatch::Fired,
+            Event::Interrupted => self.interrupted = true,
+            // Only a wait listens to the watched node.
+            Event::Watched(_) => {}
+        }
+    }
+
+    /// Feeds the answer to the last action (or an event ending a wait) and
+    /// returns the next action.
+    pub fn step(&mut self, input: Input<'_>) -> Action {
+        if let Phase::Done = self.phase {
+            return Action::Fail(Failure::Request);
+        }
+        if let Some(failure) = self.ended() {
+            return self.finish(Action::Fail(failure));
+        }
+        if let Input::Deadline = input {
+            return self.finish(Action::GiveUp);
+        }
+        let phase = std::mem::replace(&mut self.phase, Phase::Done);
+        match (phase, input) {
+            (Phase::Listing, Input::Listed(reply)) => match reply {
+                Reply::Ok(children) => self.decide(children),
+                Reply::NoNode => self.decide::<&str>(&[]),
+                Reply::Retry => {
+                    self.counts.retries += 1;
+                    self.finish(Action::Fail(Failure::Request))
+                }
+                Reply::NoAuth | Reply::Failed => self.finish(Action::Fail(Failure::Request)),
+            },
+            (Phase::SettingWatches(waiting), Input::WatchesSet { own, watched }) => {
+                self.watches_set(waiting, own, watched)
+            }
+            (Phase::Waiting(waiting, poll), Input::Event(event)) => self.woke(waiting, poll, event),
+            (Phase::Rewatching(waiting), Input::Rewatched(reply)) => match reply {
+                Reply::Ok(()) => self.wait(waiting, false),
+                Reply::NoNode => self.gone(waiting),
+                Reply::NoAuth => self.wait(waiting, true),
+                Reply::Retry => {
+                    self.counts.retries += 1;
+                    self.list()
+                }
+                Reply::Failed => self.finish(Action::Fail(Failure::Request)),
+            },
+            (Phase::ReadingRecord(_), Input::RecordRead(reply)) => match reply {
+                // Our node is gone (or unknown): the listing says so.
+                Reply::Ok(Record {
+                    names_watched: true,
+                    own: Reply::Ok(()) | Reply::NoAuth,
+                }) => self.hand_off(),
+                Reply::Ok(_) => self.list(),
+                Reply::Retry => {
+                    self.counts.retries += 1;
+                    self.list()
+                }
+                // The record cannot be read: a fresh listing decides.
+                Reply::NoNode | Reply::NoAuth | Reply::Failed => self.list(),
+            },
+            (Phase::CheckingOwn, Input::OwnChecked(reply)) => match reply {
+                Reply::Ok(true) => self.grant(true),
+                Reply::Ok(false) | Reply::NoNode => self.list(),
+                Reply::Retry => {
+                    self.counts.retries += 1;
+                    self.list()
+                }
+                Reply::NoAuth | Reply::Failed => self.finish(Action::Fail(Failure::Request)),
+            },
+            // An answer to a question not asked: a driver error.
+            (_, _) => self.finish(Action::Fail(Failure::Request)),
+        }
+    }
+
+    /// The counts so far.
+    pub fn counts(&self) -> Counts {
+        self.counts
+    }
+
+    /// True if the last listing had children that are not contender nodes
+    /// (for the driver's warning).
+    pub fn saw_foreign(&self) -> bool {
+        self.foreign
+    }
+
+    /// True once the machine has answered `Grant`, `GiveUp` or `Fail`.
+    pub fn is_done(&self) -> bool {
+        self.phase == Phase::Done
+    }
+
+    /// Records that my node is gone or the session is over.
+    fn end(&mut self, event: Event) {
+        let failure = match event {
+            Event::Own(NodeEvent::Deleted) => Failure::Lost,
+            _ => Failure::SessionEnded,
+        };
+        // The session's end explains a deletion, not the other way round.
+        if self.end_state != Some(Failure::SessionEnded) {
+            self.end_state = Some(failure);
+        }
+    }
+
+    fn ended(&self) -> Option<Failure> {
+        self.end_state
+    }
+
+    fn finish(&mut self, action: Action) -> Action {
+        self.phase = Phase::Done;
+        action
+    }
+
+    fn list(&mut self) -> Action {
+        self.counts.listings += 1;
+        self.phase = Phase::Listing;
+        Action::List
+    }
+
+    fn grant(&mut self, handoff: bool) -> Action {
+        self.counts.handoff = handoff;
+        let mark = self.mode == Mode::Write && self.waited;
+        self.finish(Action::Grant { mark })
+    }
+
+    /// A listing: decide, and act on the decision.
+    fn decide<S: AsRef<str>>(&mut self, children: &[S]) -> Action {
+        let mut foreign = false;
+        let decided = ordering::decide_noting_foreign(&self.me, children, &mut foreign);
+        self.foreign = foreign;
+        match decided {
+            Ok(Decision::Granted) => self.grant(false),
+            Ok(Decision::Wait {
+                watch,
+                deletion_grants,
+                release_grants,
+            }) => {
+                self.waited = true;
+                if !self.may_wait {
+                    return self.finish(Action::GiveUp);
+                }
+                let own = self.own_watch != OwnWatch::Set
+                    && !self.own_unreadable
+                    && (deletion_grants || release_grants);
+                if own {
+                    self.own_watch = OwnWatch::None;
+                }
+                let waiting = Waiting {
+                    watched: watch.to_owned(),
+                    deletion_grants,
+                    release_grants,
+                };
+                // Session changes before the watches exist do not matter.
+                self.interrupted = false;
+                self.phase = Phase::SettingWatches(waiting);
+                Action::SetWatches {
+                    own,
+                    watched: watch.to_owned(),
+                }
+            }
+            Ok(Decision::Exhausted) => self.finish(Action::Fail(Failure::Exhausted)),
+            Err(OrderingError::Missing { .. }) => self.finish(Action::Fail(Failure::Lost)),
+            Err(OrderingError::InvalidName(_)) => self.finish(Action::Fail(Failure::InvalidName)),
+        }
+    }
+
+    fn watches_set(&mut self, waiting: Waiting, own: Option<Reply<()>>, watched: Reply<()>) -> Action {
+        match own {
+            None => {}
+            Some(Reply::Ok(())) => self.own_watch = OwnWatch::Set,
+            Some(Reply::NoNode) => return self.finish(Action::Fail(Failure::Lost)),
+            // Our own ACL does not let us read our node: every hand-off
+            // asks with `exists` instead.
+            Some(Reply::NoAuth) => self.own_unreadable = true,
+            Some(Reply::Retry) => {
+                self.counts.retries += 1;
+                return self.list();
+            }
+            Some(Reply::Failed) => return self.finish(Action::Fail(Failure::Request)),
+        }
+        match watched {
+            Reply::Ok(()) => self.wait(waiting, false),
+            // Gone already: whether it was released or given up is
+            // unknown, so only `deletion_grants` can grant here.
+            Reply::NoNode if waiting.deletion_grants => self.hand_off(),
+            Reply::NoNode => self.list(),
+            // The server would not deliver its events: poll it.
+            Reply::NoAuth => self.wait(waiting, true),
+            Reply::Retry => {
+                self.counts.retries += 1;
+                self.list()
+            }
+            Reply::Failed => self.finish(Action::Fail(Failure::Request)),
+        }
+    }
+
+    fn wait(&mut self, waiting: Waiting, poll: bool) -> Action {
+        self.phase = Phase::Waiting(waiting, poll);
+        Action::Wait { poll }
+    }
+
+    /// An event during a wait.
+    fn woke(&mut self, waiting: Waiting, poll: bool, event: Event) -> Action {
+        match event {
+            Event::Watched(NodeEvent::Deleted) => {
+                self.counts.wakeups += 1;
+                self.gone(waiting)
+            }
+            // Anyone with WRITE permission can write to it: watch it again.
+            Event::Watched(NodeEvent::DataChanged) => {
+                self.counts.wakeups += 1;
+                let watched = waiting.watched.clone();
+                self.phase = Phase::Rewatching(waiting);
+                Action::Rewatch { watched }
+            }
+            Event::Watched(NodeEvent::SessionEnded) => {
+                self.end(Event::SessionEnded);
+                self.finish(Action::Fail(Failure::SessionEnded))
+            }
+            Event::Watched(NodeEvent::Other) => {
+                self.counts.wakeups += 1;
+                self.list()
+            }
+            Event::Own(_) | Event::SessionEnded => {
+                self.event(event);
+                if let Some(failure) = self.ended() {
+                    return self.finish(Action::Fail(failure));
+                }
+                // Someone wrote to our node; it is still ours: list again.
+                self.counts.wakeups += 1;
+                self.own_watch = OwnWatch::None;
+                self.list()
+            }
+            Event::Interrupted => {
+                self.interrupted = true;
+                self.wait(waiting, poll)
+            }
+        }
+    }
+
+    /// The watched node is gone.
+    fn gone(&mut self, waiting: Waiting) -> Action {
+        if waiting.deletion_grants {
+            self.hand_off()
+        } else if waiting.release_grants {
+            // Released by a writer that held the lock, if the release
+            // record names it; otherwise it gave up or its session ended.
+            let watched = waiting.watched.clone();
+            self.phase = Phase::ReadingRecord(waiting);
+            Action::ReadRecord { watched }
+        } else {
+            self.list()
+        }
+    }
+
+    /// A hand-off grants, once my node is known to still exist.
+    fn hand_off(&mut self) -> Action {
+        if self.own_watch == OwnWatch::Fired {
+            self.own_watch = OwnWatch::None;
+            return self.list();
+        }
+        if self.interrupted || self.own_unreadable || self.own_watch != OwnWatch::Set {
+            self.phase = Phase::CheckingOwn;
+            return Action::CheckOwn;
+        }
+        self.grant(true)
+    }
+
+    /// True if the own node's watch is set and has not fired (the driver
+    /// hands it to the guard, whose `lost()` then needs no new watch).
+    pub fn own_watch_set(&self) -> bool {
+        self.own_watch == OwnWatch::Set
+    }
+}
