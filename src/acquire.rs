@@ -97,6 +97,8 @@ pub enum NodeEvent {
     SessionEnded,
     /// Anything else a watch can report.
     Other,
+    /// Watching (or polling) the node failed for good: the acquire fails.
+    Failed,
 }
 
 /// An event that arrives without being asked for.
@@ -527,6 +529,7 @@ impl Acquire {
                 self.counts.wakeups += 1;
                 self.list()
             }
+            Event::Watched(NodeEvent::Failed) => self.finish(Action::Fail(Failure::Request)),
             Event::Own(_) | Event::SessionEnded => {
                 self.event(event);
                 if let Some(failure) = self.ended() {
@@ -576,5 +579,666 @@ impl Acquire {
     /// hands it to the guard, whose `lost()` then needs no new watch).
     pub fn own_watch_set(&self) -> bool {
         self.own_watch == OwnWatch::Set
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Event sequences and the actions they lead to. A case starts with the
+    //! listing its node was created into (`[X]` marks mine; see
+    //! `ordering`'s table for the row syntax), then alternates an input and
+    //! the expected action:
+    //!
+    //! - inputs: `listed ROW`, `listed nonode`, `set OWN WATCHED` (each `ok`,
+    //!   `nonode`, `noauth`, `retry`, `failed`, or `-` for an own watch not
+    //!   asked), `deleted`, `data`, `other`, `own-deleted`, `own-data`,
+    //!   `interrupted`, `ended` (events during a wait), `~own-deleted`,
+    //!   `~own-data`, `~interrupted`, `~ended` (events recorded while a
+    //!   request is in flight, followed by the next input on the same line
+    //!   after `;`), `rewatched R`, `record named|other OWN`, `checked
+    //!   yes|no|retry`, `deadline`;
+    //! - actions: `list`, `watch N` / `watch+own N` (the child at position
+    //!   N), `wait`, `poll`, `rewatch`, `read`, `check`, `grant`, `grant
+    //!   mark`, `give up`, `fail lost|ended|exhausted|request`.
+    use super::*;
+
+    fn build(row: &str) -> (Vec<String>, Option<String>) {
+        let mut names = Vec::new();
+        let mut me = None;
+        for (i, tok) in row.split_whitespace().enumerate() {
+            let marked = tok.starts_with('[') && tok.ends_with(']');
+            let tok = tok.trim_start_matches('[').trim_end_matches(']');
+            let (letter, seq) = match tok.split_once('@') {
+                Some((l, s)) => (l, s.parse::<i32>().unwrap()),
+                None => (tok, i as i32),
+            };
+            let name = match letter {
+                "x" => format!("foreign-node-{i}"),
+                l => format!("h{seq}-{l}-{seq:010}"),
+            };
+            if marked {
+                me = Some(name.clone());
+            }
+            names.push(name);
+        }
+        (names, me)
+    }
+
+    fn reply(word: &str) -> Reply<()> {
+        match word {
+            "ok" => Reply::Ok(()),
+            "nonode" => Reply::NoNode,
+            "noauth" => Reply::NoAuth,
+            "retry" => Reply::Retry,
+            "failed" => Reply::Failed,
+            other => panic!("bad reply {other}"),
+        }
+    }
+
+    fn show(action: &Action, names: &[String]) -> String {
+        let pos = |watched: &str| names.iter().position(|n| n == watched).unwrap();
+        match action {
+            Action::List => "list".into(),
+            Action::SetWatches { own: false, watched } => format!("watch {}", pos(watched)),
+            Action::SetWatches { own: true, watched } => format!("watch+own {}", pos(watched)),
+            Action::Wait { poll: false } => "wait".into(),
+            Action::Wait { poll: true } => "poll".into(),
+            Action::Rewatch { .. } => "rewatch".into(),
+            Action::ReadRecord { .. } => "read".into(),
+            Action::CheckOwn => "check".into(),
+            Action::Grant { mark: false } => "grant".into(),
+            Action::Grant { mark: true } => "grant mark".into(),
+            Action::GiveUp => "give up".into(),
+            Action::Fail(Failure::Lost) => "fail lost".into(),
+            Action::Fail(Failure::SessionEnded) => "fail ended".into(),
+            Action::Fail(Failure::Exhausted) => "fail exhausted".into(),
+            Action::Fail(Failure::InvalidName) => "fail name".into(),
+            Action::Fail(Failure::Request) => "fail request".into(),
+        }
+    }
+
+    fn event(word: &str) -> Event {
+        match word {
+            "deleted" => Event::Watched(NodeEvent::Deleted),
+            "data" => Event::Watched(NodeEvent::DataChanged),
+            "other" => Event::Watched(NodeEvent::Other),
+            "watch-failed" => Event::Watched(NodeEvent::Failed),
+            "own-deleted" => Event::Own(NodeEvent::Deleted),
+            "own-data" => Event::Own(NodeEvent::DataChanged),
+            "interrupted" => Event::Interrupted,
+            "ended" => Event::SessionEnded,
+            other => panic!("bad event {other}"),
+        }
+    }
+
+    /// Runs one case; returns the machine's counts at the end.
+    fn run(may_wait: bool, created: &str, steps: &[(&str, &str)]) -> Counts {
+        let (first, me) = build(created);
+        let me = me.expect("a row with [me]");
+        let mode = if me.contains("-W-") {
+            Mode::Write
+        } else {
+            Mode::Read
+        };
+        let mut machine = Acquire::new(mode, may_wait);
+        let (open, rest) = steps.split_first().expect("a first action");
+        assert_eq!(open.0, "created", "{created}: the first step is `created`");
+        let mut names = first.clone();
+        let got = machine.created(&me, Some(&first));
+        assert_eq!(show(&got, &names), open.1, "{created}: after creation");
+        for (input, want) in rest {
+            let mut line = *input;
+            while let Some((pumped, next)) = line.split_once(';') {
+                machine.event(event(pumped.trim().trim_start_matches('~')));
+                line = next.trim();
+            }
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let listing;
+            let got = match words.as_slice() {
+                ["listed", "nonode"] => machine.step(Input::Listed(Reply::NoNode)),
+                ["listed", row @ ..] => {
+                    listing = build(&row.join(" ")).0;
+                    names = listing.clone();
+                    machine.step(Input::Listed(Reply::Ok(&listing)))
+                }
+                ["set", own, watched] => machine.step(Input::WatchesSet {
+                    own: (*own != "-").then(|| reply(own)),
+                    watched: reply(watched),
+                }),
+                ["rewatched", r] => machine.step(Input::Rewatched(reply(r))),
+                ["record", named, own] => machine.step(Input::RecordRead(Reply::Ok(Record {
+                    names_watched: *named == "named",
+                    own: reply(own),
+                }))),
+                ["record", r] => machine.step(Input::RecordRead(match reply(r) {
+                    Reply::Retry => Reply::Retry,
+                    _ => Reply::Failed,
+                })),
+                ["checked", "yes"] => machine.step(Input::OwnChecked(Reply::Ok(true))),
+                ["checked", "no"] => machine.step(Input::OwnChecked(Reply::Ok(false))),
+                ["checked", r] => machine.step(Input::OwnChecked(match reply(r) {
+                    Reply::Retry => Reply::Retry,
+                    Reply::NoNode => Reply::NoNode,
+                    _ => Reply::Failed,
+                })),
+                ["deadline"] => machine.step(Input::Deadline),
+                [word] => machine.step(Input::Event(event(word))),
+                _ => panic!("bad input {input}"),
+            };
+            assert_eq!(
+                show(&got, &names),
+                *want,
+                "{created}: after `{input}` in {steps:?}"
+            );
+        }
+        machine.counts()
+    }
+
+    type Steps = &'static [(&'static str, &'static str)];
+
+    /// Cases of an acquire that may wait.
+    const CASES: &[(&str, Steps)] = &[
+        // Granted at once: no watch, no mark.
+        ("[W]", &[("created", "grant")]),
+        ("R [R]", &[("created", "grant")]),
+        // A writer behind the head: its deletion alone grants (hand-off).
+        (
+            "W [W]",
+            &[
+                ("created", "watch+own 0"),
+                ("set ok ok", "wait"),
+                ("deleted", "grant mark"),
+            ],
+        ),
+        // ... unless my node is gone or changed meanwhile.
+        (
+            "W [W]",
+            &[
+                ("created", "watch+own 0"),
+                ("set ok ok", "wait"),
+                ("own-deleted", "fail lost"),
+            ],
+        ),
+        (
+            "W [W]",
+            &[
+                ("created", "watch+own 0"),
+                ("set ok ok", "wait"),
+                ("own-data", "list"),
+                ("listed W@0 [W@1]", "watch+own 0"),
+            ],
+        ),
+        // Own node deleted while the watches were being set: lost.
+        (
+            "W [W]",
+            &[
+                ("created", "watch+own 0"),
+                ("~own-deleted; set ok ok", "fail lost"),
+            ],
+        ),
+        (
+            "W [W]",
+            &[("created", "watch+own 0"), ("set nonode ok", "fail lost")],
+        ),
+        // An interruption makes a hand-off ask first.
+        (
+            "W [W]",
+            &[
+                ("created", "watch+own 0"),
+                ("set ok ok", "wait"),
+                ("interrupted", "wait"),
+                ("deleted", "check"),
+                ("checked yes", "grant mark"),
+            ],
+        ),
+        (
+            "W [W]",
+            &[
+                ("created", "watch+own 0"),
+                ("set ok ok", "wait"),
+                ("interrupted", "wait"),
+                ("deleted", "check"),
+                ("checked no", "list"),
+            ],
+        ),
+        (
+            "W [W]",
+            &[
+                ("created", "watch+own 0"),
+                ("~interrupted; set ok ok", "wait"),
+                ("deleted", "check"),
+            ],
+        ),
+        // An own-node event recorded during a request blocks the hand-off.
+        (
+            "W [W]",
+            &[
+                ("created", "watch+own 0"),
+                ("set ok ok", "wait"),
+                ("deleted", "grant mark"),
+            ],
+        ),
+        (
+            "W W [W]",
+            &[
+                ("created", "watch+own 1"),
+                ("set ok ok", "wait"),
+                ("deleted", "read"),
+                ("~own-data; record named ok", "list"),
+            ],
+        ),
+        // The watched node already gone when the watch is set.
+        (
+            "W [W]",
+            &[("created", "watch+own 0"), ("set ok nonode", "grant mark")],
+        ),
+        (
+            "W W [W]",
+            &[("created", "watch+own 1"), ("set ok nonode", "list")],
+        ),
+        // Release record: a writer behind a waiting writer.
+        (
+            "W W [W]",
+            &[
+                ("created", "watch+own 1"),
+                ("set ok ok", "wait"),
+                ("deleted", "read"),
+                ("record named ok", "grant mark"),
+            ],
+        ),
+        (
+            "W W [W]",
+            &[
+                ("created", "watch+own 1"),
+                ("set ok ok", "wait"),
+                ("deleted", "read"),
+                ("record other ok", "list"),
+            ],
+        ),
+        (
+            "W W [W]",
+            &[
+                ("created", "watch+own 1"),
+                ("set ok ok", "wait"),
+                ("deleted", "read"),
+                ("record named nonode", "list"),
+            ],
+        ),
+        (
+            "W W [W]",
+            &[
+                ("created", "watch+own 1"),
+                ("set ok ok", "wait"),
+                ("deleted", "read"),
+                ("record retry", "list"),
+            ],
+        ),
+        (
+            "W W [W]",
+            &[
+                ("created", "watch+own 1"),
+                ("set ok ok", "wait"),
+                ("deleted", "read"),
+                ("record failed", "list"),
+            ],
+        ),
+        (
+            "W W [W]",
+            &[
+                ("created", "watch+own 1"),
+                ("set ok ok", "wait"),
+                ("interrupted", "wait"),
+                ("deleted", "read"),
+                ("record named ok", "check"),
+                ("checked yes", "grant mark"),
+            ],
+        ),
+        // A stray data change grants nothing: watch again.
+        (
+            "W [W]",
+            &[
+                ("created", "watch+own 0"),
+                ("set ok ok", "wait"),
+                ("data", "rewatch"),
+                ("rewatched ok", "wait"),
+                ("deleted", "grant mark"),
+            ],
+        ),
+        (
+            "W [W]",
+            &[
+                ("created", "watch+own 0"),
+                ("set ok ok", "wait"),
+                ("data", "rewatch"),
+                ("rewatched nonode", "grant mark"),
+            ],
+        ),
+        (
+            "W W [W]",
+            &[
+                ("created", "watch+own 1"),
+                ("set ok ok", "wait"),
+                ("data", "rewatch"),
+                ("rewatched nonode", "read"),
+            ],
+        ),
+        (
+            "W [W]",
+            &[
+                ("created", "watch+own 0"),
+                ("set ok ok", "wait"),
+                ("data", "rewatch"),
+                ("rewatched noauth", "poll"),
+                ("deleted", "grant mark"),
+            ],
+        ),
+        (
+            "W [W]",
+            &[
+                ("created", "watch+own 0"),
+                ("set ok ok", "wait"),
+                ("data", "rewatch"),
+                ("rewatched retry", "list"),
+            ],
+        ),
+        (
+            "W [W]",
+            &[
+                ("created", "watch+own 0"),
+                ("set ok ok", "wait"),
+                ("data", "rewatch"),
+                ("rewatched failed", "fail request"),
+            ],
+        ),
+        // No hand-off possible: a reader-predecessor of a writer.
+        (
+            "R W R [W]",
+            &[
+                ("created", "watch 2"),
+                ("set - ok", "wait"),
+                ("deleted", "list"),
+                ("listed R@0 W@1 [W@3]", "watch+own 1"),
+            ],
+        ),
+        // Readers: the only writer before me.
+        (
+            "W R [R]",
+            &[
+                ("created", "watch+own 0"),
+                ("set ok ok", "wait"),
+                ("deleted", "grant"),
+            ],
+        ),
+        (
+            "W W [R]",
+            &[
+                ("created", "watch+own 1"),
+                ("set ok ok", "wait"),
+                ("deleted", "read"),
+                ("record named ok", "grant"),
+            ],
+        ),
+        // Unreadable nodes: poll the watched one; ask about my own one.
+        (
+            "W [W]",
+            &[
+                ("created", "watch+own 0"),
+                ("set ok noauth", "poll"),
+                ("deleted", "grant mark"),
+            ],
+        ),
+        (
+            "W [W]",
+            &[
+                ("created", "watch+own 0"),
+                ("set noauth ok", "wait"),
+                ("deleted", "check"),
+                ("checked yes", "grant mark"),
+            ],
+        ),
+        (
+            "W W [W]",
+            &[
+                ("created", "watch+own 1"),
+                ("set noauth ok", "wait"),
+                ("deleted", "read"),
+                ("record named noauth", "check"),
+            ],
+        ),
+        // Retryable errors while setting watches: list again.
+        (
+            "W [W]",
+            &[
+                ("created", "watch+own 0"),
+                ("set retry ok", "list"),
+                ("listed [W@1]", "grant mark"),
+            ],
+        ),
+        (
+            "W [W]",
+            &[
+                ("created", "watch+own 0"),
+                ("set ok retry", "list"),
+                ("listed W@0 [W@1]", "watch 0"),
+            ],
+        ),
+        (
+            "W [W]",
+            &[("created", "watch+own 0"), ("set failed ok", "fail request")],
+        ),
+        (
+            "W [W]",
+            &[("created", "watch+own 0"), ("set ok failed", "fail request")],
+        ),
+        // The session ends: during a wait, or noticed between requests.
+        (
+            "W [W]",
+            &[
+                ("created", "watch+own 0"),
+                ("set ok ok", "wait"),
+                ("ended", "fail ended"),
+            ],
+        ),
+        (
+            "W W [W]",
+            &[
+                ("created", "watch+own 1"),
+                ("set ok ok", "wait"),
+                ("deleted", "read"),
+                ("~ended; record named ok", "fail ended"),
+            ],
+        ),
+        // A watch that fails for good fails the acquire.
+        (
+            "W [W]",
+            &[
+                ("created", "watch+own 0"),
+                ("set ok noauth", "poll"),
+                ("watch-failed", "fail request"),
+            ],
+        ),
+        // Other watch events: list again.
+        (
+            "W W [W]",
+            &[
+                ("created", "watch+own 1"),
+                ("set ok ok", "wait"),
+                ("other", "list"),
+                ("listed W@1 [W@2]", "watch 0"),
+            ],
+        ),
+        // Missing from a listing: lost; the counter's limit: withdraw.
+        (
+            "W W [W]",
+            &[
+                ("created", "watch+own 1"),
+                ("set ok ok", "wait"),
+                ("other", "list"),
+                ("listed W@0 W@1", "fail lost"),
+            ],
+        ),
+        ("[W@2147483647]", &[("created", "fail exhausted")]),
+        ("W@5 [R@5]", &[("created", "fail exhausted")]),
+        (
+            "W [W]",
+            &[
+                ("created", "watch+own 0"),
+                ("set ok ok", "wait"),
+                ("other", "list"),
+                ("listed nonode", "fail lost"),
+            ],
+        ),
+        // The deadline, at any step.
+        ("W [W]", &[("created", "watch+own 0"), ("deadline", "give up")]),
+        (
+            "W [W]",
+            &[
+                ("created", "watch+own 0"),
+                ("set ok ok", "wait"),
+                ("deadline", "give up"),
+            ],
+        ),
+        (
+            "W W [W]",
+            &[
+                ("created", "watch+own 1"),
+                ("set ok ok", "wait"),
+                ("deleted", "read"),
+                ("deadline", "give up"),
+            ],
+        ),
+        (
+            "W [W]",
+            &[
+                ("created", "watch+own 0"),
+                ("set ok ok", "wait"),
+                ("interrupted", "wait"),
+                ("deleted", "check"),
+                ("deadline", "give up"),
+            ],
+        ),
+        // Answers to questions not asked are driver errors.
+        (
+            "W [W]",
+            &[("created", "watch+own 0"), ("checked yes", "fail request")],
+        ),
+    ];
+
+    #[test]
+    fn event_sequences() {
+        for (created, steps) in CASES {
+            run(true, created, steps);
+        }
+    }
+
+    #[test]
+    fn try_gives_up_at_the_first_wait() {
+        run(false, "W [W]", &[("created", "give up")]);
+        run(false, "R R [R]", &[("created", "grant")]);
+        run(false, "W [R]", &[("created", "give up")]);
+    }
+
+    #[test]
+    fn a_writer_granted_at_once_does_not_mark_but_one_granted_after_a_listing_does() {
+        run(
+            true,
+            "W [W]",
+            &[
+                ("created", "watch+own 0"),
+                ("set ok retry", "list"),
+                ("listed [W@1]", "grant mark"),
+            ],
+        );
+        run(
+            true,
+            "R [W]",
+            &[
+                ("created", "watch+own 0"),
+                ("set ok ok", "wait"),
+                ("deleted", "grant mark"),
+            ],
+        );
+        run(
+            true,
+            "W [R]",
+            &[
+                ("created", "watch+own 0"),
+                ("set ok ok", "wait"),
+                ("deleted", "grant"),
+            ],
+        );
+    }
+
+    #[test]
+    fn counts() {
+        let hand_off = run(
+            true,
+            "W [W]",
+            &[
+                ("created", "watch+own 0"),
+                ("set ok ok", "wait"),
+                ("deleted", "grant mark"),
+            ],
+        );
+        assert_eq!(
+            hand_off,
+            Counts {
+                listings: 1,
+                wakeups: 1,
+                retries: 0,
+                handoff: true
+            }
+        );
+        let listed = run(
+            true,
+            "W W [W]",
+            &[
+                ("created", "watch+own 1"),
+                ("set ok retry", "list"),
+                ("listed W@1 [W@2]", "watch 0"),
+                ("set - ok", "wait"),
+                ("deleted", "grant mark"),
+            ],
+        );
+        assert_eq!(
+            listed,
+            Counts {
+                listings: 2,
+                wakeups: 1,
+                retries: 1,
+                handoff: true
+            }
+        );
+        let at_once = run(true, "[W]", &[("created", "grant")]);
+        assert!(!at_once.handoff);
+    }
+
+    #[test]
+    fn the_own_watch_is_kept_across_waits() {
+        let (names, me) = build("W W [W]");
+        let mut machine = Acquire::new(Mode::Write, true);
+        let me = me.unwrap();
+        assert_eq!(show(&machine.created(&me, Some(&names)), &names), "watch+own 1");
+        machine.step(Input::WatchesSet {
+            own: Some(Reply::Ok(())),
+            watched: Reply::Ok(()),
+        });
+        assert!(machine.own_watch_set());
+        machine.step(Input::Event(Event::Watched(NodeEvent::Other)));
+        let (again, _) = build("W@1 [W@2]");
+        // Still set: not asked for again.
+        assert_eq!(
+            show(&machine.step(Input::Listed(Reply::Ok(&again))), &again),
+            "watch 0"
+        );
+        assert!(!machine.is_done());
+    }
+
+    #[test]
+    fn foreign_children_are_noted() {
+        let (names, me) = build("x W [W]");
+        let mut machine = Acquire::new(Mode::Write, true);
+        machine.created(&me.unwrap(), Some(&names));
+        assert!(machine.saw_foreign());
     }
 }

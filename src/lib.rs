@@ -20,6 +20,7 @@ pub mod launcher;
 mod lock;
 pub mod node_name;
 pub mod ordering;
+mod stats;
 
 pub use error::{is_retryable, Error};
 pub use lock::{
@@ -28,5 +29,6 @@ pub use lock::{
     GIVE_UP_SLACK, TRY_TIMEOUT,
 };
 pub use node_name::{Mode, NodeName};
+pub use stats::Stats;
 /// The ZooKeeper client crate, re-exported so that users need not pin the same version.
 pub use zookeeper_client as zk;

@@ -1,8 +1,9 @@
 //! The ZooKeeper adapter: [`SharedLock`] and its guards.
 //!
 //! The adapter is thin: it creates, lists, watches and deletes nodes, and
-//! asks [`crate::ordering`] what to do after every snapshot. No rule lives
-//! here.
+//! feeds what comes back to [`crate::acquire`]'s state machine, which says
+//! what to do next (the run loop in that module's documentation). No rule
+//! of when a contender holds lives here.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,10 +15,12 @@ use tokio::time::Instant;
 use tracing::{debug, info_span, warn, Instrument};
 use uuid::Uuid;
 
+use crate::acquire::{Acquire, Action, Counts, Event, Failure, Input, NodeEvent, Record, Reply};
 use crate::background;
 use crate::error::{is_retryable, Error};
 use crate::node_name::{Mode, NodeName};
-use crate::ordering::{self, Decision, OrderingError};
+use crate::ordering::{self, Decision};
+use crate::stats::{End, Recorder, Stats};
 use crate::zk;
 
 /// How long [`SharedLock::connect`] tries to reach a server: 10 s.
@@ -75,6 +78,8 @@ struct Inner {
     warned: Mutex<HashSet<String>>,
     /// Releases and deletions running in the background.
     tasks: Arc<background::Tasks>,
+    /// What the acquires did.
+    stats: Recorder,
 }
 
 impl Drop for Inner {
@@ -153,6 +158,7 @@ impl LockBuilder {
                 acls: self.acls,
                 warned: Mutex::new(HashSet::new()),
                 tasks: Arc::default(),
+                stats: Recorder::default(),
             }),
         })
     }
@@ -552,10 +558,37 @@ impl SharedLock {
     /// The acquire loop: create, snapshot, decide, act.
     async fn acquire_held(&self, mode: Mode, patience: Patience) -> Result<Option<Held>, Error> {
         let span = info_span!("acquire", lock = %self.inner.path, mode = %mode);
-        self.acquire_inner(mode, patience).instrument(span).await
+        let started = Instant::now();
+        self.inner.stats.started();
+        let mut counts = Counts::default();
+        let result = self
+            .acquire_inner(mode, patience, &mut counts)
+            .instrument(span)
+            .await;
+        let end = match &result {
+            Ok(Some(_)) => End::Granted,
+            Ok(None) => End::GaveUp,
+            Err(_) => End::Failed,
+        };
+        self.inner.stats.record(end, counts, started.elapsed());
+        result
     }
 
-    async fn acquire_inner(&self, mode: Mode, patience: Patience) -> Result<Option<Held>, Error> {
+    /// What the acquires through this lock (and its clones) did so far:
+    /// counts of grants, hand-offs, wake-ups, listings and retries, and
+    /// wait times. Reading them costs no request.
+    pub fn stats(&self) -> Stats {
+        self.inner.stats.get()
+    }
+
+    /// The driver of [`Acquire`]: performs its actions and feeds back what
+    /// came of them (the run loop of [`crate::acquire`]).
+    async fn acquire_inner(
+        &self,
+        mode: Mode,
+        patience: Patience,
+        counts: &mut Counts,
+    ) -> Result<Option<Held>, Error> {
         let inner = &self.inner;
         let client = &inner.client;
         let dir = inner.path.as_str();
@@ -564,7 +597,7 @@ impl SharedLock {
         // Every session state change from here on: after a reconnect, the
         // client re-registers watches in no particular order, so events of
         // our own node and of the watched node may come in either order.
-        let mut states = client.state_watcher();
+        let states = client.state_watcher();
         // From here on, dropping this future deletes whatever node it made.
         let mut pending = Pending::new(self.inner.clone(), token);
         let until = match patience {
@@ -572,337 +605,55 @@ impl SharedLock {
             Patience::None => Some(Instant::now() + TRY_TIMEOUT),
             Patience::Forever => None,
         };
+        let mut machine = Acquire::new(mode, !matches!(patience, Patience::None));
         let Some(created) = before(until, self.create(&prefix, &mut pending)).await else {
             debug!("timed out while creating the contender node");
             return pending.give_up().await;
         };
-        let (me, seq, czxid, mut children) = created?;
+        let (me, seq, czxid, children) = created?;
         let node = child_path(dir, &me);
         debug!(node = %node, "created contender node");
         pending.seq = seq;
-        // The watch on our own node, set at the first wait.
-        let mut own_watch: Option<OwnWatch> = None;
-        // Our node's ACL does not let us read it, so it cannot be watched.
-        let mut own_unreadable = false;
-        // Whether a decision said to wait: only then can a writer's release
-        // record be of use (see `Held::mark`).
-        let mut waited = false;
-        loop {
-            let children_now = match children.take() {
-                Some(children) => children,
-                None => match before(until, with_retry(client, || client.list_children(dir))).await {
-                    Some(Ok(children)) => children,
-                    Some(Err(zk::Error::NoNode)) => Vec::new(),
-                    Some(Err(e)) => return Err(Error::from_zk(e, dir)),
-                    None => {
-                        debug!(node = %node, "timed out while listing");
-                        return pending.give_up().await;
-                    }
-                },
-            };
-            let mut foreign = false;
-            let decided = ordering::decide_noting_foreign(&me, &children_now, &mut foreign);
-            if foreign {
-                self.warn_foreign(&children_now);
+        let mut driver = Driver {
+            lock: self,
+            states,
+            node,
+            until,
+            own_watch: None,
+            watched: None,
+            watched_path: String::new(),
+            last_error: None,
+            ended: None,
+        };
+        let mut action = machine.created(&me, children.as_deref());
+        if machine.saw_foreign() {
+            if let Some(children) = &children {
+                self.warn_foreign(children);
             }
-            let decision = match decided {
-                Ok(decision) => decision,
-                Err(OrderingError::Missing { .. }) => {
-                    pending.forget();
-                    return Err(self.gone_error(&node));
-                }
-                Err(OrderingError::InvalidName(e)) => {
-                    return Err(Error::ZooKeeper(zk::Error::UnexpectedError(e.to_string())))
-                }
-            };
-            let (watch, deletion_grants, release_grants) = match decision {
-                Decision::Granted => {
-                    debug!(node = %node, "granted");
+        }
+        drop(children);
+        loop {
+            *counts = machine.counts();
+            action = match action {
+                Action::Grant { mark } => {
+                    debug!(node = %driver.node, handoff = machine.counts().handoff, "granted");
+                    let own_watch = driver.own_watch.take();
                     return Ok(Some(self.grant(
                         &mut pending,
-                        mode == Mode::Write && waited,
-                        node,
+                        mark,
+                        driver.node,
                         seq,
                         czxid,
-                        own_watch.take(),
+                        own_watch,
                     )));
                 }
-                Decision::Wait {
-                    watch,
-                    deletion_grants,
-                    release_grants,
-                } => (watch.to_owned(), deletion_grants, release_grants),
-                Decision::Exhausted => {
-                    warn!(node = %node, "the lock directory's sequence counter is used up: withdrawing");
-                    let _ = pending.give_up().await;
-                    return Err(Error::SequenceExhausted { path: dir.to_owned() });
+                Action::GiveUp => {
+                    debug!(node = %driver.node, "giving up");
+                    return pending.give_up().await;
                 }
-                // `Decision` is non-exhaustive for other crates only.
-                #[allow(unreachable_patterns)]
-                _ => {
-                    return Err(Error::ZooKeeper(zk::Error::UnexpectedError(
-                        "unknown ordering decision".to_owned(),
-                    )))
-                }
+                Action::Fail(failure) => return Err(driver.failed(failure, &mut pending).await),
+                action => driver.perform(&mut machine, action).await,
             };
-            // A waiter keeps nothing of the listing while it waits.
-            drop(children_now);
-            waited = true;
-            if let Patience::None = patience {
-                debug!(node = %node, watch = %watch, "not free; giving up at once");
-                return pending.give_up().await;
-            }
-            let watch_path = child_path(dir, &watch);
-            // Data watches (`getData`): on a missing node no watch is left
-            // behind (an `exists` watch would stay, waiting for a creation).
-            // The server delivers a watch's events only to a client that may
-            // READ the node, whatever request set the watch; a node this
-            // identity cannot read is watched by polling instead.
-            // Both requests leave now: one on the node to wait for, and,
-            // once per acquire, one on our own node, so that its deletion by
-            // someone else is noticed at once (a waiter whose node is gone
-            // fails with `Lost`, also while the holder holds for hours), and
-            // before a hand-off can grant a lock whose node is gone. Where no
-            // hand-off can grant, the listing after the wake-up finds our
-            // node missing.
-            let own_request = (own_watch.is_none() && !own_unreadable && (deletion_grants || release_grants))
-                .then(|| client.get_and_watch_data(&node));
-            let watch_request = client.get_and_watch_data(&watch_path);
-            let requests = async {
-                let own = match own_request {
-                    Some(request) => Some(request.await),
-                    None => None,
-                };
-                (own, watch_request.await)
-            };
-            // Changes of state before the watches were set do not matter.
-            drain_states(&mut states);
-            let Some((own, watched)) = before(until, requests).await else {
-                debug!(node = %node, "timed out while setting the watch");
-                return pending.give_up().await;
-            };
-            match own {
-                None => {}
-                Some(Ok((_, _, watcher))) => own_watch = Some(Box::pin(watcher.changed())),
-                Some(Err(zk::Error::NoNode)) => {
-                    pending.forget();
-                    return Err(self.gone_error(&node));
-                }
-                // Our own ACL does not let us read our node: every hand-off
-                // asks with `exists` instead.
-                Some(Err(zk::Error::NoAuth)) => own_unreadable = true,
-                Some(Err(e)) if is_retryable(&e) => continue,
-                Some(Err(e)) => return Err(Error::from_zk(e, &node)),
-            }
-            let mut watcher = match watched {
-                Ok((_, stat, watcher)) => {
-                    if stat.ephemeral_owner == 0 {
-                        self.warn_persistent(&watch_path);
-                    }
-                    Some(watcher)
-                }
-                Err(zk::Error::NoNode) => {
-                    // Gone already: whether it was released or given up is
-                    // unknown, so only `deletion_grants` can grant here.
-                    if deletion_grants
-                        && self
-                            .own_still_there(&mut own_watch, own_unreadable, &mut states, &node, until)
-                            .await?
-                    {
-                        debug!(node = %node, gone = %watch, "watched node already gone: granted");
-                        return Ok(Some(self.grant(
-                            &mut pending,
-                            mode == Mode::Write,
-                            node,
-                            seq,
-                            czxid,
-                            own_watch.take(),
-                        )));
-                    }
-                    continue;
-                }
-                Err(zk::Error::NoAuth) => {
-                    self.warn_unreadable(&watch_path);
-                    None
-                }
-                Err(e) if is_retryable(&e) => continue,
-                Err(e) => return Err(Error::from_zk(e, &watch_path)),
-            };
-            debug!(node = %node, watch = %watch, deletion_grants, release_grants, polling = watcher.is_none(), "waiting");
-            // Wait until the watched node's change grants the lock, or says
-            // to take a fresh snapshot.
-            let granted = loop {
-                let own_changed = async {
-                    match own_watch.as_mut() {
-                        Some(changed) => changed.await,
-                        None => std::future::pending().await,
-                    }
-                };
-                let deadline = async {
-                    match until {
-                        Some(until) => tokio::time::sleep_until(until).await,
-                        None => std::future::pending().await,
-                    }
-                };
-                let watched = watcher.take();
-                let woke = async {
-                    match watched {
-                        Some(watched) => {
-                            let event = watched.changed().await;
-                            match event.event_type {
-                                zk::EventType::NodeDeleted => Woke::Deleted,
-                                zk::EventType::NodeDataChanged => Woke::DataChanged,
-                                zk::EventType::Session => Woke::Session(event.session_state),
-                                _ => Woke::Other,
-                            }
-                        }
-                        None => poll_until_gone(client, &watch_path).await,
-                    }
-                };
-                let woke = tokio::select! {
-                    biased;
-                    event = own_changed => {
-                        own_watch = None;
-                        debug!(node = %node, event = ?event.event_type, "own node changed");
-                        if let Some(err) = Error::from_session_state(event.session_state) {
-                            pending.forget();
-                            return Err(err);
-                        }
-                        if event.event_type == zk::EventType::NodeDeleted {
-                            pending.forget();
-                            return Err(self.gone_error(&node));
-                        }
-                        // Someone wrote to our node; it is still ours.
-                        break false;
-                    }
-                    woke = woke => woke,
-                    () = deadline => {
-                        debug!(node = %node, "timed out");
-                        return pending.give_up().await;
-                    }
-                };
-                debug!(node = %node, event = ?woke, "woke up");
-                let gone = match woke {
-                    Woke::Deleted => true,
-                    // Someone wrote to the watched node (contender data is
-                    // reserved, but anyone with WRITE permission can): watch
-                    // it again, unless it is gone by now.
-                    Woke::DataChanged => match before(until, client.get_and_watch_data(&watch_path)).await {
-                        None => {
-                            debug!(node = %node, "timed out while checking the watched node");
-                            return pending.give_up().await;
-                        }
-                        Some(Ok((_, _, again))) => {
-                            debug!(node = %node, watch = %watch, "data written to the watched node, which is still there: waiting on");
-                            watcher = Some(again);
-                            continue;
-                        }
-                        Some(Err(zk::Error::NoNode)) => true,
-                        Some(Err(e)) if is_retryable(&e) => break false,
-                        Some(Err(e)) => return Err(Error::from_zk(e, &watch_path)),
-                    },
-                    Woke::Session(state) => {
-                        if let Some(err) = Error::from_session_state(state) {
-                            pending.forget();
-                            return Err(err);
-                        }
-                        break false;
-                    }
-                    Woke::Other => break false,
-                    Woke::Failed(e) => return Err(Error::from_zk(e, &watch_path)),
-                };
-                if !gone || deletion_grants {
-                    break gone;
-                }
-                if !release_grants {
-                    break false;
-                }
-                // Gone: released by a writer that held the lock, if the
-                // directory's release record names it; otherwise it gave up
-                // or its session ended, and a fresh snapshot decides.
-                // One read request, with our own node (whatever order the
-                // events came in).
-                let verify = || async {
-                    let mut reads = client.new_multi_reader();
-                    reads.add_get_data(dir)?;
-                    reads.add_get_data(&node)?;
-                    reads.commit().await
-                };
-                match before(until, with_retry(client, verify)).await {
-                    None => {
-                        debug!(node = %node, "timed out while reading the release record");
-                        return pending.give_up().await;
-                    }
-                    Some(Ok(reads)) => match reads.as_slice() {
-                        [zk::MultiReadResult::Data { data: record, .. }, mine] => {
-                            let named = record.as_slice() == watch.as_bytes();
-                            match mine {
-                                zk::MultiReadResult::Data { .. } => break named,
-                                // Not readable by us: `own_still_there` asks.
-                                zk::MultiReadResult::Error {
-                                    err: zk::Error::NoAuth,
-                                } => break named,
-                                // Our node is gone: the listing says so.
-                                _ => break false,
-                            }
-                        }
-                        _ => break false,
-                    },
-                    Some(Err(e)) => {
-                        debug!(node = %node, error = %e, "cannot read the release record: listing again");
-                        break false;
-                    }
-                }
-            };
-            if granted
-                && self
-                    .own_still_there(&mut own_watch, own_unreadable, &mut states, &node, until)
-                    .await?
-            {
-                debug!(node = %node, "hand-off: granted without a new snapshot");
-                return Ok(Some(self.grant(
-                    &mut pending,
-                    mode == Mode::Write,
-                    node,
-                    seq,
-                    czxid,
-                    own_watch.take(),
-                )));
-            }
-        }
-    }
-
-    /// Before a hand-off grants without a new listing: true if our own node
-    /// is known to still exist. Its watch must not have fired; and if the
-    /// connection was lost since the watches were set, the order of the
-    /// re-registered watches' events proves nothing, so one `exists` asks.
-    /// Without a watch on our own node (its ACL does not let us read it)
-    /// that `exists` is asked every time. `false` (take a fresh snapshot)
-    /// also when the deadline passes meanwhile.
-    async fn own_still_there(
-        &self,
-        own_watch: &mut Option<OwnWatch>,
-        own_unreadable: bool,
-        states: &mut zk::StateWatcher,
-        node: &str,
-        until: Option<Instant>,
-    ) -> Result<bool, Error> {
-        if own_changed(own_watch) {
-            return Ok(false);
-        }
-        if !drain_states(states) && !own_unreadable {
-            return Ok(true);
-        }
-        debug!(node = %node, "checking our own node before the hand-off");
-        match before(
-            until,
-            with_retry(&self.inner.client, || self.inner.client.check_stat(node)),
-        )
-        .await
-        {
-            Some(Ok(Some(_))) => Ok(true),
-            Some(Ok(None)) | None => Ok(false),
-            Some(Err(e)) => Err(Error::from_zk(e, node)),
         }
     }
 
@@ -1017,7 +768,7 @@ impl SharedLock {
         node: String,
         seq: i32,
         czxid: i64,
-        own_watch: Option<OwnWatch>,
+        own_watch: Option<WatchFuture>,
     ) -> Held {
         pending.forget();
         Held::new(self.inner.clone(), mark, node, seq, czxid, own_watch)
@@ -1209,19 +960,328 @@ impl<T> Drop for AbortOnDrop<T> {
     }
 }
 
-/// What woke a waiter.
-#[derive(Debug)]
-enum Woke {
-    /// The watched node is gone.
-    Deleted,
-    /// Data was written to the watched node.
-    DataChanged,
-    /// The session's state changed.
-    Session(zk::SessionState),
-    /// Any other event.
-    Other,
-    /// Polling the watched node failed for good.
-    Failed(zk::Error),
+/// What the driver of one acquire holds besides the machine: the watches'
+/// futures, the deadline, and what it saw last.
+struct Driver<'a> {
+    lock: &'a SharedLock,
+    states: zk::StateWatcher,
+    /// The full path of our node.
+    node: String,
+    until: Option<Instant>,
+    /// The pending watch on our own node.
+    own_watch: Option<WatchFuture>,
+    /// The pending watch on the watched node.
+    watched: Option<WatchFuture>,
+    watched_path: String,
+    /// The error behind the last failed request, for `Failure::Request`.
+    last_error: Option<Error>,
+    /// The terminal session state seen, if any.
+    ended: Option<zk::SessionState>,
+}
+
+impl Driver<'_> {
+    /// Performs one action that is not an end, and returns the machine's next action.
+    async fn perform(&mut self, machine: &mut Acquire, action: Action) -> Action {
+        let client = &self.lock.inner.client;
+        let dir = self.lock.inner.path.as_str();
+        match action {
+            Action::List => {
+                let listed = before(self.until, with_retry(client, || client.list_children(dir))).await;
+                self.pump(machine);
+                match listed {
+                    None => machine.step(Input::Deadline),
+                    Some(Ok(children)) => {
+                        let next = machine.step(Input::Listed(Reply::Ok(&children)));
+                        if machine.saw_foreign() {
+                            self.lock.warn_foreign(&children);
+                        }
+                        next
+                    }
+                    Some(Err(e)) => {
+                        let reply = self.reply(e, dir);
+                        machine.step(Input::Listed(reply))
+                    }
+                }
+            }
+            Action::SetWatches { own, watched } => {
+                self.watched_path = child_path(dir, &watched);
+                self.watched = None;
+                if own {
+                    self.own_watch = None;
+                }
+                // Data watches (`getData`): on a missing node no watch is
+                // left behind. Both requests leave now.
+                let own_request = own.then(|| client.get_and_watch_data(&self.node));
+                let watch_request = client.get_and_watch_data(&self.watched_path);
+                let requests = async {
+                    let own = match own_request {
+                        Some(request) => Some(request.await),
+                        None => None,
+                    };
+                    (own, watch_request.await)
+                };
+                // Changes of state before the watches were set do not matter.
+                drain_states(&mut self.states);
+                let Some((own, watched)) = before(self.until, requests).await else {
+                    return machine.step(Input::Deadline);
+                };
+                let own = own.map(|own| match own {
+                    Ok((_, _, watcher)) => {
+                        self.own_watch = Some(Box::pin(watcher.changed()));
+                        Reply::Ok(())
+                    }
+                    Err(e) => {
+                        let node = self.node.clone();
+                        self.reply(e, &node)
+                    }
+                });
+                let watched = match watched {
+                    Ok((_, stat, watcher)) => {
+                        if stat.ephemeral_owner == 0 {
+                            self.lock.warn_persistent(&self.watched_path);
+                        }
+                        self.watched = Some(Box::pin(watcher.changed()));
+                        Reply::Ok(())
+                    }
+                    Err(e) => {
+                        if e == zk::Error::NoAuth {
+                            self.lock.warn_unreadable(&self.watched_path);
+                        }
+                        let path = self.watched_path.clone();
+                        self.reply(e, &path)
+                    }
+                };
+                self.pump(machine);
+                let next = machine.step(Input::WatchesSet { own, watched });
+                if let Action::Wait { poll } = next {
+                    debug!(node = %self.node, watch = %self.watched_path, polling = poll, "waiting");
+                }
+                next
+            }
+            Action::Wait { poll } => {
+                let input = self.wait(poll).await;
+                debug!(node = %self.node, input = ?input, "woke up");
+                machine.step(input)
+            }
+            Action::Rewatch { .. } => {
+                let again = before(self.until, client.get_and_watch_data(&self.watched_path)).await;
+                self.pump(machine);
+                match again {
+                    None => machine.step(Input::Deadline),
+                    Some(Ok((_, _, watcher))) => {
+                        debug!(node = %self.node, watch = %self.watched_path, "data written to the watched node, which is still there: waiting on");
+                        self.watched = Some(Box::pin(watcher.changed()));
+                        machine.step(Input::Rewatched(Reply::Ok(())))
+                    }
+                    Some(Err(e)) => {
+                        let path = self.watched_path.clone();
+                        let reply = self.reply(e, &path);
+                        machine.step(Input::Rewatched(reply))
+                    }
+                }
+            }
+            Action::ReadRecord { watched } => {
+                // One read request, with our own node.
+                let node = self.node.as_str();
+                let verify = || async {
+                    let mut reads = client.new_multi_reader();
+                    reads.add_get_data(dir)?;
+                    reads.add_get_data(node)?;
+                    reads.commit().await
+                };
+                let read = before(self.until, with_retry(client, verify)).await;
+                self.pump(machine);
+                let reply = match read {
+                    None => return machine.step(Input::Deadline),
+                    Some(Ok(reads)) => match reads.as_slice() {
+                        [zk::MultiReadResult::Data { data: record, .. }, mine] => Reply::Ok(Record {
+                            names_watched: record.as_slice() == watched.as_bytes(),
+                            own: match mine {
+                                zk::MultiReadResult::Data { .. } => Reply::Ok(()),
+                                zk::MultiReadResult::Error { err } => error_reply(err),
+                                _ => Reply::Failed,
+                            },
+                        }),
+                        _ => Reply::Failed,
+                    },
+                    Some(Err(e)) => {
+                        debug!(node = %self.node, error = %e, "cannot read the release record: listing again");
+                        error_reply(&e)
+                    }
+                };
+                machine.step(Input::RecordRead(reply))
+            }
+            Action::CheckOwn => {
+                debug!(node = %self.node, "checking our own node before the hand-off");
+                let node = self.node.as_str();
+                let checked = before(self.until, with_retry(client, || client.check_stat(node))).await;
+                self.pump(machine);
+                match checked {
+                    None => machine.step(Input::Deadline),
+                    Some(Ok(stat)) => machine.step(Input::OwnChecked(Reply::Ok(stat.is_some()))),
+                    Some(Err(e)) => {
+                        let node = self.node.clone();
+                        let reply = self.reply(e, &node);
+                        machine.step(Input::OwnChecked(reply))
+                    }
+                }
+            }
+            Action::Grant { .. } | Action::GiveUp | Action::Fail(_) => action,
+        }
+    }
+
+    /// Waits for the next event of an acquire that waits.
+    async fn wait(&mut self, poll: bool) -> Input<'static> {
+        let client = &self.lock.inner.client;
+        let own = async {
+            match self.own_watch.as_mut() {
+                Some(changed) => changed.await,
+                None => std::future::pending().await,
+            }
+        };
+        let watched = async {
+            if poll {
+                return match poll_until_gone(client, &self.watched_path).await {
+                    Ok(()) => Event::Watched(NodeEvent::Deleted),
+                    Err(e) => {
+                        let error = Error::from_zk(e, &self.watched_path);
+                        let event = if error.is_session_over() {
+                            Event::SessionEnded
+                        } else {
+                            Event::Watched(NodeEvent::Failed)
+                        };
+                        self.last_error = Some(error);
+                        event
+                    }
+                };
+            }
+            match self.watched.as_mut() {
+                Some(changed) => Event::Watched(node_event(&changed.await)),
+                // Nothing to wait on: a fresh snapshot decides.
+                None => Event::Watched(NodeEvent::Other),
+            }
+        };
+        let deadline = async {
+            match self.until {
+                Some(until) => tokio::time::sleep_until(until).await,
+                None => std::future::pending().await,
+            }
+        };
+        let states = &mut self.states;
+        let (input, own_fired, watched_fired) = tokio::select! {
+            biased;
+            event = own => (Input::Event(Event::Own(node_event(&event))), true, false),
+            state = states.changed() => (Input::Event(session_event(state)), false, false),
+            event = watched => (Input::Event(event), false, !poll),
+            () = deadline => (Input::Deadline, false, false),
+        };
+        if own_fired {
+            self.own_watch = None;
+        }
+        if watched_fired {
+            self.watched = None;
+        }
+        if let Input::Event(
+            Event::SessionEnded
+            | Event::Own(NodeEvent::SessionEnded)
+            | Event::Watched(NodeEvent::SessionEnded),
+        ) = input
+        {
+            self.ended = Some(client.state());
+        }
+        input
+    }
+
+    /// Tells the machine what arrived while a request was in flight: our own
+    /// node's watch, and the session's state changes.
+    fn pump(&mut self, machine: &mut Acquire) {
+        if let Some(event) = take_ready(&mut self.own_watch) {
+            machine.event(Event::Own(node_event(&event)));
+        }
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        loop {
+            let next = std::pin::pin!(self.states.changed());
+            match std::future::Future::poll(next, &mut cx) {
+                std::task::Poll::Pending => return,
+                std::task::Poll::Ready(state) => {
+                    let event = session_event(state);
+                    if event == Event::SessionEnded {
+                        self.ended = Some(state);
+                    }
+                    machine.event(event);
+                }
+            }
+        }
+    }
+
+    /// The machine's view of a failed request; the error is kept for `Failure::Request`.
+    fn reply<T>(&mut self, e: zk::Error, path: &str) -> Reply<T> {
+        let reply = error_reply(&e);
+        self.last_error = Some(Error::from_zk(e, path));
+        reply
+    }
+
+    /// The error for a failed acquire.
+    async fn failed(&mut self, failure: Failure, pending: &mut Pending) -> Error {
+        let lock = self.lock;
+        match failure {
+            Failure::Lost => {
+                pending.forget();
+                lock.gone_error(&self.node)
+            }
+            Failure::SessionEnded => {
+                pending.forget();
+                self.ended
+                    .and_then(Error::from_session_state)
+                    .unwrap_or_else(|| lock.gone_error(&self.node))
+            }
+            Failure::Exhausted => {
+                warn!(node = %self.node, "the lock directory's sequence counter is used up: withdrawing");
+                let _ = pending.give_up().await;
+                Error::SequenceExhausted {
+                    path: lock.inner.path.clone(),
+                }
+            }
+            Failure::InvalidName => Error::ZooKeeper(zk::Error::UnexpectedError(format!(
+                "the contender node {} is not named as a contender",
+                self.node
+            ))),
+            Failure::Request => self.last_error.take().unwrap_or_else(|| {
+                Error::ZooKeeper(zk::Error::UnexpectedError("the acquire failed".to_owned()))
+            }),
+        }
+    }
+}
+
+/// The machine's view of an error.
+fn error_reply<T>(e: &zk::Error) -> Reply<T> {
+    match e {
+        zk::Error::NoNode => Reply::NoNode,
+        zk::Error::NoAuth => Reply::NoAuth,
+        e if is_retryable(e) => Reply::Retry,
+        _ => Reply::Failed,
+    }
+}
+
+/// The machine's view of a watch event.
+fn node_event(event: &zk::WatchedEvent) -> NodeEvent {
+    if Error::from_session_state(event.session_state).is_some() {
+        return NodeEvent::SessionEnded;
+    }
+    match event.event_type {
+        zk::EventType::NodeDeleted => NodeEvent::Deleted,
+        zk::EventType::NodeDataChanged => NodeEvent::DataChanged,
+        _ => NodeEvent::Other,
+    }
+}
+
+/// The machine's view of a session state change.
+fn session_event(state: zk::SessionState) -> Event {
+    if Error::from_session_state(state).is_some() {
+        Event::SessionEnded
+    } else {
+        Event::Interrupted
+    }
 }
 
 /// The shortest and the longest pause between two checks of a node that
@@ -1229,46 +1289,44 @@ enum Woke {
 const POLL_INTERVALS: (Duration, Duration) = (Duration::from_millis(10), Duration::from_millis(200));
 
 /// Checks with `exists` (which needs no permission) until the node at
-/// `path` is gone, pausing between checks from 10 ms up to 200 ms.
-async fn poll_until_gone(client: &zk::Client, path: &str) -> Woke {
+/// `path` is gone, pausing between checks from 10 ms up to 200 ms. Fails
+/// with the last error once checks fail for good: a non-retryable error,
+/// or retryable ones for twice the session timeout.
+async fn poll_until_gone(client: &zk::Client, path: &str) -> Result<(), zk::Error> {
     let mut pause = POLL_INTERVALS.0;
     let mut failing_since: Option<Instant> = None;
     loop {
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(POLL_INTERVALS.1);
         match client.check_stat(path).await {
-            Ok(None) => return Woke::Deleted,
+            Ok(None) => return Ok(()),
             Ok(Some(_)) => failing_since = None,
             Err(e) if is_retryable(&e) => {
                 let since = *failing_since.get_or_insert_with(Instant::now);
                 if since.elapsed() > client.session_timeout() * 2 {
-                    return Woke::Failed(e);
+                    return Err(e);
                 }
             }
-            Err(e) => match Error::from_session_state(client.state()) {
-                Some(_) => return Woke::Session(client.state()),
-                None => return Woke::Failed(e),
-            },
+            Err(e) => return Err(e),
         }
     }
 }
 
-/// A pending watch on the contender's own node.
-type OwnWatch = std::pin::Pin<Box<dyn std::future::Future<Output = zk::WatchedEvent> + Send>>;
+/// A pending watch: its event, once it fires.
+type WatchFuture = std::pin::Pin<Box<dyn std::future::Future<Output = zk::WatchedEvent> + Send>>;
 
-/// True if the watch on our own node has already fired (checked without
-/// waiting). Any change to our own node counts: it is not ours to change.
-fn own_changed(own_watch: &mut Option<OwnWatch>) -> bool {
-    let Some(changed) = own_watch.as_mut() else {
-        return false;
-    };
+/// The event of a watch that has fired (checked without waiting); a
+/// finished watch is taken out, as it must not be polled again.
+fn take_ready(watch: &mut Option<WatchFuture>) -> Option<zk::WatchedEvent> {
+    let changed = watch.as_mut()?;
     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-    if changed.as_mut().poll(&mut cx).is_ready() {
-        // A finished future must not be polled again: the next wait sets a new watch.
-        *own_watch = None;
-        return true;
+    match changed.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(event) => {
+            *watch = None;
+            Some(event)
+        }
+        std::task::Poll::Pending => None,
     }
-    false
 }
 
 /// Takes every session state change seen since the last call, without
@@ -1624,7 +1682,7 @@ struct Held {
     /// The watch on the node set while waiting, if any: `lost()` uses it
     /// instead of setting a new one, and the release fires it, so it never
     /// costs a request to remove.
-    own_watch: Mutex<Option<OwnWatch>>,
+    own_watch: Mutex<Option<WatchFuture>>,
     released: bool,
 }
 
@@ -1635,7 +1693,7 @@ impl Held {
         node: String,
         seq: i32,
         fencing_token: i64,
-        own_watch: Option<OwnWatch>,
+        own_watch: Option<WatchFuture>,
     ) -> Held {
         Held {
             inner,
@@ -1682,7 +1740,7 @@ impl Held {
                 if !watchable {
                     return std::future::pending::<Watched>().await;
                 }
-                let changed: OwnWatch = match set {
+                let changed: WatchFuture = match set {
                     Some(changed) => changed,
                     None => match client.get_and_watch_data(&self.node).await {
                         Ok((_, _, watcher)) => Box::pin(watcher.changed()),

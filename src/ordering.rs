@@ -60,31 +60,12 @@
 //! ([`needs_recycling`]): it deletes it and creates it again, with the same
 //! ACL, in one transaction, so its counter starts from 0.
 //!
-//! # The loop a driver runs
+//! # Who acts on a decision
 //!
-//! ```text
-//! create my node (ephemeral, sequential)
-//! loop {
-//!     children = list the lock directory
-//!     match decide(me, children)? {
-//!         Granted => return the guard,
-//!         Wait { watch, deletion_grants, release_grants } => {
-//!             set a data watch on `watch`
-//!             if the node is already gone:
-//!                 if deletion_grants: return the guard
-//!                 continue (decide again)
-//!             wait for the watch to fire
-//!             if deletion_grants and the event is `watch` deleted: return the guard
-//!             if the event is `watch`'s data changed (anyone may write to it):
-//!                 watch it again, unless it is gone by now
-//!             if release_grants and `watch` is gone: read the directory's data;
-//!                 if it names `watch` (its release record), return the guard
-//!             continue (a fired watch is not a grant: take a fresh snapshot)
-//!         }
-//!         Exhausted => delete my node, recycle the directory if it is empty, fail
-//!     }
-//! }
-//! ```
+//! [`crate::acquire`] holds the rest of the rules: when a watch event grants
+//! (a hand-off) and when it means "list again", the release record, the
+//! own-node check, giving up. Its module documentation has the driver's
+//! run loop.
 //!
 //! ```
 //! use zk_rwlock::ordering::{decide, Decision};
