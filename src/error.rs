@@ -83,8 +83,14 @@ pub enum Error {
         /// How long connecting was tried.
         timeout: std::time::Duration,
     },
-    /// The blocking API was called from inside an asynchronous runtime, where it would block a worker thread.
-    #[error("the blocking API cannot be used inside an async runtime: use the async `SharedLock` there")]
+    /// The blocking API was called on a thread that runs a Tokio runtime's
+    /// tasks, where blocking would stop them (and wait for ever if one of
+    /// them holds the lock). `spawn_blocking` and plain threads are fine:
+    /// see [`crate::blocking`].
+    #[error(
+        "the blocking API cannot be used on a thread that runs async tasks: call it inside \
+         `tokio::task::spawn_blocking`, or use the async `SharedLock` there"
+    )]
     InsideRuntime,
     /// Starting the runtime of the blocking API failed.
     #[error("cannot start the runtime of the blocking API")]

@@ -421,10 +421,107 @@ fn blocking_api_from_plain_threads() {
     g.release().unwrap();
 }
 
+/// On a thread that runs a runtime's tasks (here the test's
+/// current_thread runtime) the blocking API would starve them: refused,
+/// also for a lock made elsewhere.
 #[tokio::test]
 async fn blocking_api_refuses_to_run_inside_a_runtime() {
     let err = zk_rwlock::blocking::SharedLock::connect(&server().connect_string(), "/x").unwrap_err();
     assert!(matches!(err, Error::InsideRuntime), "{err}");
+    let connect = server().connect_string();
+    let path = unique_path("blocking-refused");
+    let l = std::thread::spawn(move || zk_rwlock::blocking::SharedLock::connect(&connect, &path))
+        .join()
+        .unwrap()
+        .unwrap();
+    assert!(matches!(l.try_write(), Err(Error::InsideRuntime)));
+    assert!(matches!(l.contenders(), Err(Error::InsideRuntime)));
+    // A task on a multi-thread runtime's worker: refused as well.
+    let on_worker = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let task = rt.spawn(async move { l.try_write().map(|g| g.is_some()) });
+        rt.block_on(task).unwrap()
+    })
+    .join()
+    .unwrap();
+    assert!(matches!(on_worker, Err(Error::InsideRuntime)), "{on_worker:?}");
+}
+
+/// Acquires and releases through the blocking API in `spawn_blocking` on
+/// `rt`, while a task of the same runtime holds the lock at first: the
+/// blocking writer waits for it, and the runtime's thread is free to run
+/// that task's release.
+fn blocking_api_in_spawn_blocking(rt: tokio::runtime::Runtime) {
+    let path = unique_path("spawn-blocking");
+    rt.block_on(async {
+        let holder = lock(&path).await;
+        let held = holder.read().await.unwrap();
+        let connect = server().connect_string();
+        let p = path.clone();
+        let blocking = tokio::task::spawn_blocking(move || {
+            let l = zk_rwlock::blocking::SharedLock::connect(&connect, &p)?;
+            let r = l.try_read()?.expect("readers share");
+            r.release()?;
+            let w = l.write_timeout(SHORT)?.expect("granted once the task releases");
+            let token = w.fencing_token();
+            w.release()?;
+            assert_eq!(l.contenders()?, vec![]);
+            Ok::<_, Error>(token)
+        });
+        // (Or it failed: then its error is shown below.)
+        eventually("the blocking writer waits", SHORT, || async {
+            let c = holder.contenders().await.unwrap_or_default();
+            blocking.is_finished() || (c.len() == 2 && c[1].name.mode() == Mode::Write)
+        })
+        .await;
+        held.release().await.unwrap();
+        let token = support::joined(SHORT, blocking)
+            .await
+            .unwrap_or_else(|e| panic!("the blocking API failed in spawn_blocking: {e}"));
+        assert!(token > 0);
+        assert_drained(&path).await;
+    });
+}
+
+#[test]
+fn blocking_api_inside_spawn_blocking_on_a_multi_thread_runtime() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    blocking_api_in_spawn_blocking(rt);
+}
+
+/// A multi-thread runtime's `block_on` runs none of its tasks, and
+/// `block_in_place` hands a worker's tasks to another thread: the blocking
+/// API works in both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blocking_api_in_a_multi_thread_block_on_and_in_block_in_place() {
+    let path = unique_path("mt-block-on");
+    let l = zk_rwlock::blocking::SharedLock::connect(&server().connect_string(), &path).unwrap();
+    l.try_write().unwrap().expect("free").release().unwrap();
+    let in_place = tokio::spawn(async move {
+        tokio::task::block_in_place(|| {
+            let g = l.write_timeout(SHORT)?.expect("free");
+            g.release()
+        })
+    });
+    support::joined(SHORT, in_place).await.unwrap();
+    assert_drained(&path).await;
+}
+
+#[test]
+fn blocking_api_inside_spawn_blocking_on_a_current_thread_runtime() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    blocking_api_in_spawn_blocking(rt);
 }
 
 #[tokio::test]
