@@ -195,7 +195,9 @@ impl SharedLock {
     /// # Errors
     ///
     /// [`Error::InvalidPath`] before connecting; [`Error::Unreachable`] if no
-    /// server answers within [`DEFAULT_CONNECT_TIMEOUT`]; [`Error::InsideRuntime`].
+    /// server answers within [`DEFAULT_CONNECT_TIMEOUT`];
+    /// [`Error::ChrootMissing`] if the chroot of `servers` does not exist;
+    /// [`Error::InsideRuntime`].
     pub fn connect(servers: &str, path: &str) -> Result<SharedLock, Error> {
         SharedLock::connect_with(servers, path, None, DEFAULT_SESSION_TIMEOUT)
     }
@@ -216,7 +218,9 @@ impl SharedLock {
             crate::lock::validate_identity(identity)?;
         }
         let rt = runtime()?;
-        let client = rt.block_on(connect_client(servers, session_timeout, DEFAULT_CONNECT_TIMEOUT))??;
+        let client = rt
+            .block_on(connect_client(servers, session_timeout, DEFAULT_CONNECT_TIMEOUT))?
+            .map_err(|e| e.for_lock(path))?;
         let mut builder = crate::SharedLock::builder(client, path);
         if let Some(identity) = identity {
             builder = builder.identity(identity);

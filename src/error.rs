@@ -75,6 +75,17 @@ pub enum Error {
         /// What the client said is wrong with it.
         reason: &'static str,
     },
+    /// The chroot of the connect string (`host:port/app`) does not exist.
+    /// ZooKeeper resolves every path of the client under it and never
+    /// creates it: a chroot must exist before clients use it.
+    #[error("{}", chroot_missing(.chroot, .path.as_deref()))]
+    ChrootMissing {
+        /// The chroot, as in the connect string (`/app`).
+        chroot: String,
+        /// The lock directory, relative to the chroot; `None` where no lock
+        /// is involved ([`connect_client`](crate::connect_client)).
+        path: Option<String>,
+    },
     /// No ZooKeeper server answered in time.
     #[error("cannot reach ZooKeeper at {servers}: no server answered (tried for up to {timeout:?}); is a server running there?")]
     Unreachable {
@@ -100,7 +111,34 @@ pub enum Error {
     ZooKeeper(#[from] zk::Error),
 }
 
+/// The text of [`Error::ChrootMissing`].
+fn chroot_missing(chroot: &str, path: Option<&str>) -> String {
+    let what = match path {
+        Some(path) => format!(
+            "the chroot `{chroot}` of the connect string does not exist, so the lock `{path}` \
+             (`{chroot}{path}` on the server) cannot be used"
+        ),
+        None => format!("the chroot `{chroot}` of the connect string does not exist"),
+    };
+    format!(
+        "{what}: a chroot must exist before clients use it; create `{chroot}` (and its parents) \
+         first, e.g. with zkCli.sh `create {chroot}`, or leave it out of the connect string"
+    )
+}
+
 impl Error {
+    /// Names the lock directory `path` in an [`Error::ChrootMissing`] that
+    /// does not name one yet (from connecting for that lock).
+    pub(crate) fn for_lock(self, path: &str) -> Error {
+        match self {
+            Error::ChrootMissing { chroot, path: None } => Error::ChrootMissing {
+                chroot,
+                path: Some(path.to_owned()),
+            },
+            other => other,
+        }
+    }
+
     /// The error for a session state that ends the session for good
     /// (expired, closed, authentication failed); `None` for the others.
     pub fn from_session_state(state: zk::SessionState) -> Option<Error> {
@@ -222,6 +260,7 @@ mod tests {
                 Error::NoAuth { .. } => "NoAuth",
                 Error::EphemeralDirectory { .. } => "EphemeralDirectory",
                 Error::InvalidConnectString { .. } => "InvalidConnectString",
+                Error::ChrootMissing { .. } => "ChrootMissing",
                 Error::Unreachable { .. } => "Unreachable",
                 Error::InsideRuntime => "InsideRuntime",
                 Error::Runtime(_) => "Runtime",
@@ -247,6 +286,10 @@ mod tests {
             Error::InvalidConnectString {
                 servers: s(),
                 reason: "",
+            },
+            Error::ChrootMissing {
+                chroot: s(),
+                path: None,
             },
             Error::Unreachable {
                 servers: s(),

@@ -309,10 +309,14 @@ impl SharedLock {
     /// # Errors
     ///
     /// [`Error::InvalidPath`] before connecting; [`Error::Unreachable`] if no
-    /// server answers within [`DEFAULT_CONNECT_TIMEOUT`].
+    /// server answers within [`DEFAULT_CONNECT_TIMEOUT`];
+    /// [`Error::ChrootMissing`] (naming `path`) if the chroot of `servers`
+    /// does not exist.
     pub async fn connect(servers: &str, path: &str) -> Result<SharedLock, Error> {
         validate_path(path)?;
-        let client = connect_client(servers, DEFAULT_SESSION_TIMEOUT, DEFAULT_CONNECT_TIMEOUT).await?;
+        let client = connect_client(servers, DEFAULT_SESSION_TIMEOUT, DEFAULT_CONNECT_TIMEOUT)
+            .await
+            .map_err(|e| e.for_lock(path))?;
         SharedLock::new(client, path)
     }
 
@@ -337,7 +341,8 @@ impl SharedLock {
     ///
     /// [`Error::SessionExpired`] or [`Error::SessionClosed`] if the session
     /// ends while waiting; [`Error::Lost`] if someone deletes the contender
-    /// node; [`Error::NoAuth`], [`Error::EphemeralDirectory`],
+    /// node; [`Error::ChrootMissing`] if the client's chroot does not exist;
+    /// [`Error::NoAuth`], [`Error::EphemeralDirectory`],
     /// [`Error::ZooKeeper`] for what the server refuses.
     ///
     /// # Cancellation safety
@@ -425,7 +430,9 @@ impl SharedLock {
     ///
     /// # Errors
     ///
-    /// [`Error::NoAuth`], [`Error::SessionExpired`], [`Error::ZooKeeper`].
+    /// [`Error::ChrootMissing`] if the client's chroot does not exist (not an
+    /// empty queue); [`Error::NoAuth`], [`Error::SessionExpired`],
+    /// [`Error::ZooKeeper`].
     pub async fn contenders(&self) -> Result<Vec<Contender>, Error> {
         Ok(self.snapshot().await?.contenders)
     }
@@ -435,13 +442,16 @@ impl SharedLock {
     ///
     /// # Errors
     ///
-    /// [`Error::NoAuth`], [`Error::SessionExpired`], [`Error::ZooKeeper`].
+    /// As [`SharedLock::contenders`].
     pub async fn snapshot(&self) -> Result<Snapshot, Error> {
         let client = &self.inner.client;
         let dir = &self.inner.path;
         let children = match with_retry(client, || client.list_children(dir)).await {
             Ok(children) => Some(children),
-            Err(zk::Error::NoNode) => None,
+            Err(zk::Error::NoNode) => match missing_chroot(client, Some(dir)).await {
+                Some(e) => return Err(e),
+                None => None,
+            },
             Err(e) => return Err(Error::from_zk(e, dir)),
         };
         self.describe(children).await
@@ -552,7 +562,16 @@ impl SharedLock {
     /// The acquire loop: create, snapshot, decide, act.
     async fn acquire_held(&self, mode: Mode, patience: Patience) -> Result<Option<Held>, Error> {
         let span = info_span!("acquire", lock = %self.inner.path, mode = %mode);
-        self.acquire_inner(mode, patience).instrument(span).await
+        match self.acquire_inner(mode, patience).instrument(span).await {
+            // Neither the directory nor its parents could be created: a
+            // missing chroot is the one cause the server does not name.
+            Err(Error::ZooKeeper(zk::Error::NoNode)) => {
+                Err(missing_chroot(&self.inner.client, Some(&self.inner.path))
+                    .await
+                    .unwrap_or(Error::ZooKeeper(zk::Error::NoNode)))
+            }
+            result => result,
+        }
     }
 
     async fn acquire_inner(&self, mode: Mode, patience: Patience) -> Result<Option<Held>, Error> {
@@ -1135,10 +1154,14 @@ pub enum ContenderState {
 /// the runtime shuts down (as `#[tokio::main]` returns) are still released
 /// (see [`SharedLock`]).
 ///
+/// A chroot in `servers` (`host:port/app`) must exist: one `exists` request
+/// checks it once connected.
+///
 /// # Errors
 ///
 /// [`Error::InvalidConnectString`] for a malformed connect string;
-/// [`Error::Unreachable`] if no session is established in time.
+/// [`Error::Unreachable`] if no session is established in time;
+/// [`Error::ChrootMissing`] if the chroot does not exist.
 pub async fn connect_client(
     servers: &str,
     session_timeout: Duration,
@@ -1175,7 +1198,10 @@ pub async fn connect_client(
             if background::handle().is_some() {
                 background::register_session(client.session_id().0);
             }
-            Ok(client)
+            match missing_chroot(&client, None).await {
+                Some(e) => Err(e),
+                None => Ok(client),
+            }
         }
         Ok(Err(zk::Error::NoHosts)) | Ok(Err(zk::Error::Timeout)) | Err(_) => Err(Error::Unreachable {
             servers: servers.to_owned(),
@@ -1186,6 +1212,24 @@ pub async fn connect_client(
             reason,
         }),
         Ok(Err(e)) => Err(Error::from_zk(e, servers)),
+    }
+}
+
+/// [`Error::ChrootMissing`] (naming the lock directory `path`, if given) if
+/// `client` has a chroot and it does not exist; `None` if it exists, there
+/// is none, or the check fails (the caller's own error stands then).
+async fn missing_chroot(client: &zk::Client, path: Option<&str>) -> Option<Error> {
+    let chroot = client.path();
+    if chroot == "/" {
+        return None;
+    }
+    // Under a chroot, `/` is the chroot itself.
+    match with_retry(client, || client.check_stat("/")).await {
+        Ok(None) => Some(Error::ChrootMissing {
+            chroot: chroot.to_owned(),
+            path: path.map(str::to_owned),
+        }),
+        _ => None,
     }
 }
 

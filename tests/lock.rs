@@ -698,6 +698,86 @@ async fn a_malformed_connect_string_is_a_typed_error() {
     }
 }
 
+/// Whether `err` names the missing chroot and, if given, the lock path, and
+/// says that the chroot must exist.
+fn names_the_chroot(err: &Error, chroot: &str, path: Option<&str>) -> bool {
+    let text = err.to_string();
+    text.contains(&format!("chroot `{chroot}`"))
+        && text.contains("must exist")
+        && path.is_none_or(|p| text.contains(&format!("`{p}`")) && text.contains(&format!("`{chroot}{p}`")))
+}
+
+/// A connect string whose chroot (`host:port/app`) does not exist: connecting
+/// says so, and a client that has such a chroot (set after connecting) gets
+/// the same error, naming the lock, from every acquire, `contenders()` and
+/// `snapshot()`, instead of a bare `NoNode` or an empty queue. Once the
+/// chroot exists, the lock works under it.
+#[tokio::test]
+async fn a_missing_chroot_is_named_with_the_lock_path() {
+    let chroot = unique_path("chroot");
+    let servers = format!("{}{chroot}", server().connect_string());
+    let short = zk_rwlock::DEFAULT_SESSION_TIMEOUT;
+
+    let err = zk_rwlock::connect_client(&servers, short, SHORT)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::ChrootMissing { chroot: c, path: None } if *c == chroot),
+        "{err:?}"
+    );
+    assert!(names_the_chroot(&err, &chroot, None), "{err}");
+    for path in ["/locks/a", "/a"] {
+        let err = SharedLock::connect(&servers, path).await.unwrap_err();
+        assert!(
+            matches!(&err, Error::ChrootMissing { chroot: c, path: Some(p) } if *c == chroot && p == path),
+            "{err:?}"
+        );
+        assert!(names_the_chroot(&err, &chroot, Some(path)), "{err}");
+    }
+    let (s, c) = (servers.clone(), chroot.clone());
+    let blocking = std::thread::spawn(move || zk_rwlock::blocking::SharedLock::connect(&s, "/locks/a"))
+        .join()
+        .unwrap()
+        .unwrap_err();
+    assert!(names_the_chroot(&blocking, &c, Some("/locks/a")), "{blocking}");
+
+    let root = client().await;
+    let chrooted = root.clone().chroot(chroot.as_str()).unwrap();
+    for path in ["/locks/a", "/a"] {
+        let l = SharedLock::new(chrooted.clone(), path).unwrap();
+        let missing = |err: Error| {
+            assert!(
+                matches!(&err, Error::ChrootMissing { path: Some(p), .. } if p == path),
+                "{path}: {err:?}"
+            );
+            assert!(names_the_chroot(&err, &chroot, Some(path)), "{err}");
+        };
+        missing(l.try_write().await.unwrap_err());
+        missing(l.read_timeout(SHORT).await.unwrap_err());
+        missing(l.contenders().await.unwrap_err());
+        missing(l.snapshot().await.unwrap_err());
+    }
+    assert_eq!(
+        root.check_stat(&chroot).await.unwrap(),
+        None,
+        "nothing was created"
+    );
+
+    root.mkdir(
+        &chroot,
+        &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
+    )
+    .await
+    .unwrap();
+    let l = SharedLock::connect(&servers, "/locks/a").await.unwrap();
+    assert_eq!(l.contenders().await.unwrap(), vec![]);
+    assert!(!l.snapshot().await.unwrap().exists);
+    let g = l.write().await.unwrap();
+    assert!(g.node().starts_with("/locks/a/"), "{}", g.node());
+    assert_eq!(children(&root, &format!("{chroot}/locks/a")).await.len(), 1);
+    g.release().await.unwrap();
+}
+
 /// The wire protocol: a writer that had to wait releases with one
 /// transaction that writes its node's name as the directory's data (the
 /// release record) and deletes the node; a writer granted at once, and a

@@ -117,7 +117,8 @@ impl From<zk_rwlock::Error> for Failure {
         let code = match &err {
             Error::InvalidPath { .. }
             | Error::InvalidIdentity { .. }
-            | Error::InvalidConnectString { .. } => exit::USAGE,
+            | Error::InvalidConnectString { .. }
+            | Error::ChrootMissing { .. } => exit::USAGE,
             Error::Unreachable { .. } => exit::UNAVAILABLE,
             Error::NoAuth { .. } => exit::NOPERM,
             // Its text says what happened and what to do about it.
