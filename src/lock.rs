@@ -457,15 +457,10 @@ impl SharedLock {
         self.describe(children).await
     }
 
-    /// Classifies a listing of the lock directory that the caller made
-    /// (`None`: the directory does not exist), e.g. with a children watch,
-    /// and reads each contender's stat. All stat requests are sent before
-    /// any reply is awaited.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::NoAuth`], [`Error::SessionExpired`], [`Error::ZooKeeper`].
-    pub async fn describe(&self, children: Option<Vec<String>>) -> Result<Snapshot, Error> {
+    /// Classifies a listing of the lock directory (`None`: the directory
+    /// does not exist) with [`ordering::queue`] and reads each contender's
+    /// stat. All stat requests are sent before any reply is awaited.
+    async fn describe(&self, children: Option<Vec<String>>) -> Result<Snapshot, Error> {
         let client = &self.inner.client;
         let dir = &self.inner.path;
         let exists = children.is_some();
