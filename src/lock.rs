@@ -1086,7 +1086,11 @@ impl SharedLock {
 }
 
 /// The lock directory at one moment, from [`SharedLock::snapshot`].
+///
+/// Non-exhaustive: fields may be added. Outside this crate, start from
+/// `Snapshot::default()` and set the fields.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Snapshot {
     /// Whether the lock directory exists.
     pub exists: bool,
@@ -1097,7 +1101,11 @@ pub struct Snapshot {
 }
 
 /// One contender of a lock, as seen by [`SharedLock::contenders`].
+///
+/// Non-exhaustive: fields may be added. Outside this crate, build one with
+/// [`Contender::new`] and set the fields.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Contender {
     /// Full path of the contender node.
     pub path: String,
@@ -1116,6 +1124,20 @@ pub struct Contender {
 }
 
 impl Contender {
+    /// The contender `name` in the lock directory `dir`, in `state`, with
+    /// no stat (`fencing_token`, `created` and `session` are `None`, as
+    /// for a node deleted before its stat was read).
+    pub fn new(dir: &str, name: NodeName, state: ContenderState) -> Contender {
+        Contender {
+            path: child_path(dir, &name.to_string()),
+            name,
+            state,
+            fencing_token: None,
+            created: None,
+            session: None,
+        }
+    }
+
     /// True for a node that is not ephemeral (`session` is `Some(0)`): no
     /// session's request for the lock, but a persistent node that has a
     /// contender's name (made by hand or by another tool). The lock still

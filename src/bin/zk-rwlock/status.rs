@@ -502,13 +502,10 @@ mod tests {
 
     #[test]
     fn permanent_nodes_are_flagged() {
-        let contender = |name: &str, state, session| Contender {
-            path: format!("/x/{name}"),
-            name: name.parse().unwrap(),
-            state,
-            fencing_token: Some(7),
-            created: Some(UNIX_EPOCH),
-            session,
+        let contender = |name: &str, state, session| {
+            let mut c = Contender::new("/x", name.parse().unwrap(), state);
+            (c.fencing_token, c.created, c.session) = (Some(7), Some(UNIX_EPOCH), session);
+            c
         };
         let s = Snapshot {
             path: "/x".to_owned(),
