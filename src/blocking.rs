@@ -1,11 +1,43 @@
 //! The synchronous API: the same lock for code without an async runtime.
 //!
-//! [`SharedLock`] here owns a small runtime (one worker thread) that runs
-//! the ZooKeeper session in the background, so heartbeats keep flowing while
-//! the calling thread does other work. Guards release when dropped.
+//! [`SharedLock`] here owns a small runtime (one worker thread) for its
+//! timers; the ZooKeeper session runs on the library's background thread,
+//! so heartbeats keep flowing while the calling thread does other work.
+//! Guards release when dropped.
 //!
-//! Do not use this module from inside an async runtime: calls there return
-//! [`Error::InsideRuntime`] instead of blocking a worker thread.
+//! # Where it can be called
+//!
+//! A call blocks the calling thread until the lock's work, which runs on
+//! the library's threads, is done. It works from any thread that does not
+//! run a Tokio runtime's tasks: a plain thread, a closure given to
+//! [`tokio::task::spawn_blocking`] (of any runtime, `current_thread`
+//! included) or to [`tokio::task::block_in_place`], and the thread that
+//! drives a multi-thread runtime's `block_on` (it runs no tasks).
+//!
+//! On a thread that runs a runtime's tasks (the thread of a
+//! `current_thread` runtime, in its `block_on` or in any of its tasks, and
+//! the worker threads of a multi-thread runtime) a call returns
+//! [`Error::InsideRuntime`] instead: blocking there stops every other task
+//! of that thread, and if one of them holds the lock, or must release it,
+//! the call would wait for ever. Move the call into `spawn_blocking`, or use
+//! the async [`crate::SharedLock`] there.
+//!
+//! How such a thread is told apart: inside `spawn_blocking` a runtime's
+//! handle is set too ([`tokio::runtime::Handle::try_current`] succeeds), so
+//! that cannot tell. Tokio itself decides it when a task yields:
+//! [`tokio::task::yield_now`] hands its wake-up to the scheduler that runs
+//! on the current thread, to be delivered when the task has yielded, and
+//! wakes at once on a thread that runs no scheduler. The check polls
+//! `yield_now` once with a waker of its own and looks whether it was woken
+//! at once. The lock's futures are then polled on the calling thread, with
+//! a plain thread park between polls (not `Runtime::block_on`, which
+//! refuses to start where a runtime's `block_on` already runs), outside
+//! Tokio's cooperative budget, in the context of this module's runtime for
+//! their timers.
+//!
+//! Not seen by the check: a [`tokio::task::LocalSet`] driven from a
+//! multi-thread runtime's `block_on` runs its tasks on that thread without
+//! a scheduler of the runtime there; blocking inside it stops them.
 //!
 //! ```no_run
 //! use zk_rwlock::blocking::SharedLock;
@@ -17,8 +49,25 @@
 //! } // released here
 //! # Ok::<(), zk_rwlock::Error>(())
 //! ```
+//!
+//! From async code, through `spawn_blocking`:
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+//! let token = tokio::task::spawn_blocking(|| {
+//!     let lock = zk_rwlock::blocking::SharedLock::connect("127.0.0.1:2181", "/locks/orders")?;
+//!     let guard = lock.write()?;
+//!     Ok::<_, zk_rwlock::Error>(guard.fencing_token())
+//! })
+//! .await??;
+//! # let _ = token; Ok(()) }
+//! ```
 
+use std::future::Future;
+use std::pin::pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 use tokio::runtime::Runtime;
@@ -28,6 +77,8 @@ use crate::lock::{connect_client, validate_path};
 use crate::{zk, Contender, Mode, DEFAULT_CONNECT_TIMEOUT, DEFAULT_SESSION_TIMEOUT};
 
 /// A read/write lock for synchronous code. Cheap to clone; clones share the session.
+///
+/// See the [module documentation](self) for the threads it can be used from.
 ///
 /// # Deadlocks
 ///
@@ -39,7 +90,8 @@ pub struct SharedLock {
     rt: Arc<OwnedRuntime>,
 }
 
-/// The runtime of the blocking API. Dropping a runtime inside another
+/// The runtime of the blocking API: it drives the timers of the futures
+/// that [`OwnedRuntime::block_on`] polls. Dropping a runtime inside another
 /// runtime's context panics, and the last handle of a blocking lock may go
 /// anywhere (a guard moved into a task, say): there it is shut down in the
 /// background instead. Nothing the lock needs runs on it after that: the
@@ -49,13 +101,18 @@ pub struct SharedLock {
 struct OwnedRuntime(Option<Runtime>);
 
 impl OwnedRuntime {
-    /// Runs `f` to completion on this runtime.
-    fn block_on<F: std::future::Future>(&self, f: F) -> Result<F::Output, Error> {
-        match &self.0 {
-            Some(rt) => Ok(rt.block_on(f)),
-            // Taken only when dropped, so never seen here.
-            None => Err(Error::Runtime(std::io::Error::other("the runtime is gone"))),
+    /// Runs `f` to completion, blocking this thread, unless this thread
+    /// runs a runtime's tasks (see the [module documentation](self)).
+    fn block_on<F: Future>(&self, f: F) -> Result<F::Output, Error> {
+        if runs_tasks() {
+            return Err(Error::InsideRuntime);
         }
+        let Some(rt) = &self.0 else {
+            // Taken only when dropped, so never seen here.
+            return Err(Error::Runtime(std::io::Error::other("the runtime is gone")));
+        };
+        let _context = rt.enter();
+        Ok(park_until_ready(tokio::task::unconstrained(f)))
     }
 }
 
@@ -69,8 +126,58 @@ impl Drop for OwnedRuntime {
     }
 }
 
-fn runtime() -> Result<Runtime, Error> {
-    if tokio::runtime::Handle::try_current().is_ok() {
+/// True if this thread runs the tasks of a Tokio runtime: `yield_now`
+/// hands its wake-up to a scheduler of this thread instead of waking at
+/// once (see the [module documentation](self)).
+fn runs_tasks() -> bool {
+    let woken = Arc::new(Flag::default());
+    let waker = Waker::from(woken.clone());
+    let yielding = pin!(tokio::task::yield_now());
+    yielding.poll(&mut Context::from_waker(&waker)).is_pending() && !woken.0.load(Ordering::Acquire)
+}
+
+/// A waker that notes that it was woken.
+#[derive(Default)]
+struct Flag(AtomicBool);
+
+impl Wake for Flag {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.store(true, Ordering::Release);
+    }
+}
+
+/// A waker that unparks the thread that polls.
+struct Unpark(std::thread::Thread);
+
+impl Wake for Unpark {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// Polls `f` on this thread until it is ready, parking the thread in between.
+fn park_until_ready<F: Future>(f: F) -> F::Output {
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut f = pin!(f);
+    loop {
+        if let Poll::Ready(output) = f.as_mut().poll(&mut cx) {
+            return output;
+        }
+        std::thread::park();
+    }
+}
+
+fn runtime() -> Result<OwnedRuntime, Error> {
+    if runs_tasks() {
         return Err(Error::InsideRuntime);
     }
     tokio::runtime::Builder::new_multi_thread()
@@ -78,6 +185,7 @@ fn runtime() -> Result<Runtime, Error> {
         .thread_name("zk-rwlock")
         .enable_all()
         .build()
+        .map(|rt| OwnedRuntime(Some(rt)))
         .map_err(Error::Runtime)
 }
 
@@ -87,7 +195,9 @@ impl SharedLock {
     /// # Errors
     ///
     /// [`Error::InvalidPath`] before connecting; [`Error::Unreachable`] if no
-    /// server answers within [`DEFAULT_CONNECT_TIMEOUT`]; [`Error::InsideRuntime`].
+    /// server answers within [`DEFAULT_CONNECT_TIMEOUT`];
+    /// [`Error::ChrootMissing`] if the chroot of `servers` does not exist;
+    /// [`Error::InsideRuntime`].
     pub fn connect(servers: &str, path: &str) -> Result<SharedLock, Error> {
         SharedLock::connect_with(servers, path, None, DEFAULT_SESSION_TIMEOUT)
     }
@@ -108,14 +218,16 @@ impl SharedLock {
             crate::lock::validate_identity(identity)?;
         }
         let rt = runtime()?;
-        let client = rt.block_on(connect_client(servers, session_timeout, DEFAULT_CONNECT_TIMEOUT))?;
+        let client = rt
+            .block_on(connect_client(servers, session_timeout, DEFAULT_CONNECT_TIMEOUT))?
+            .map_err(|e| e.for_lock(path))?;
         let mut builder = crate::SharedLock::builder(client, path);
         if let Some(identity) = identity {
             builder = builder.identity(identity);
         }
         Ok(SharedLock {
             lock: builder.build()?,
-            rt: Arc::new(OwnedRuntime(Some(rt))),
+            rt: Arc::new(rt),
         })
     }
 
@@ -134,10 +246,7 @@ impl SharedLock {
         self.lock.client()
     }
 
-    fn block_on<F: std::future::Future>(&self, f: F) -> Result<F::Output, Error> {
-        if tokio::runtime::Handle::try_current().is_ok() {
-            return Err(Error::InsideRuntime);
-        }
+    fn block_on<F: Future>(&self, f: F) -> Result<F::Output, Error> {
         self.rt.block_on(f)
     }
 
@@ -257,9 +366,6 @@ impl Guard {
     ///
     /// [`Error::InsideRuntime`].
     pub fn wait_lost(&self, timeout: Duration) -> Result<bool, Error> {
-        if tokio::runtime::Handle::try_current().is_ok() {
-            return Err(Error::InsideRuntime);
-        }
         let Some(inner) = &self.inner else { return Ok(true) };
         self.rt
             .block_on(async { tokio::time::timeout(timeout, inner.lost()).await.is_ok() })
@@ -278,7 +384,7 @@ impl Guard {
         let Some(inner) = self.inner.take() else {
             return Ok(());
         };
-        if tokio::runtime::Handle::try_current().is_ok() {
+        if runs_tasks() {
             // Dropping the async guard releases in the background.
             drop(inner);
             return Err(Error::InsideRuntime);
@@ -289,8 +395,13 @@ impl Guard {
 
 impl Drop for Guard {
     fn drop(&mut self) {
-        if let Err(e) = self.release_inner() {
-            tracing::warn!(error = %e, "release on drop failed");
+        match self.release_inner() {
+            Ok(()) => {}
+            // Dropped where blocking is refused: released in the background.
+            Err(Error::InsideRuntime) => {
+                tracing::debug!("guard dropped inside a runtime: released in the background")
+            }
+            Err(e) => tracing::warn!(error = %e, "release on drop failed"),
         }
     }
 }

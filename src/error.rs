@@ -75,6 +75,17 @@ pub enum Error {
         /// What the client said is wrong with it.
         reason: &'static str,
     },
+    /// The chroot of the connect string (`host:port/app`) does not exist.
+    /// ZooKeeper resolves every path of the client under it and never
+    /// creates it: a chroot must exist before clients use it.
+    #[error("{}", chroot_missing(.chroot, .path.as_deref()))]
+    ChrootMissing {
+        /// The chroot, as in the connect string (`/app`).
+        chroot: String,
+        /// The lock directory, relative to the chroot; `None` where no lock
+        /// is involved ([`connect_client`](crate::connect_client)).
+        path: Option<String>,
+    },
     /// No ZooKeeper server answered in time.
     #[error("cannot reach ZooKeeper at {servers}: no server answered (tried for up to {timeout:?}); is a server running there?")]
     Unreachable {
@@ -83,8 +94,14 @@ pub enum Error {
         /// How long connecting was tried.
         timeout: std::time::Duration,
     },
-    /// The blocking API was called from inside an asynchronous runtime, where it would block a worker thread.
-    #[error("the blocking API cannot be used inside an async runtime: use the async `SharedLock` there")]
+    /// The blocking API was called on a thread that runs a Tokio runtime's
+    /// tasks, where blocking would stop them (and wait for ever if one of
+    /// them holds the lock). `spawn_blocking` and plain threads are fine:
+    /// see [`crate::blocking`].
+    #[error(
+        "the blocking API cannot be used on a thread that runs async tasks: call it inside \
+         `tokio::task::spawn_blocking`, or use the async `SharedLock` there"
+    )]
     InsideRuntime,
     /// Starting the runtime of the blocking API failed.
     #[error("cannot start the runtime of the blocking API")]
@@ -94,7 +111,34 @@ pub enum Error {
     ZooKeeper(#[from] zk::Error),
 }
 
+/// The text of [`Error::ChrootMissing`].
+fn chroot_missing(chroot: &str, path: Option<&str>) -> String {
+    let what = match path {
+        Some(path) => format!(
+            "the chroot `{chroot}` of the connect string does not exist, so the lock `{path}` \
+             (`{chroot}{path}` on the server) cannot be used"
+        ),
+        None => format!("the chroot `{chroot}` of the connect string does not exist"),
+    };
+    format!(
+        "{what}: a chroot must exist before clients use it; create `{chroot}` (and its parents) \
+         first, e.g. with zkCli.sh `create {chroot}`, or leave it out of the connect string"
+    )
+}
+
 impl Error {
+    /// Names the lock directory `path` in an [`Error::ChrootMissing`] that
+    /// does not name one yet (from connecting for that lock).
+    pub(crate) fn for_lock(self, path: &str) -> Error {
+        match self {
+            Error::ChrootMissing { chroot, path: None } => Error::ChrootMissing {
+                chroot,
+                path: Some(path.to_owned()),
+            },
+            other => other,
+        }
+    }
+
     /// The error for a session state that ends the session for good
     /// (expired, closed, authentication failed); `None` for the others.
     pub fn from_session_state(state: zk::SessionState) -> Option<Error> {
@@ -200,11 +244,12 @@ mod tests {
         assert!(Error::from_session_state(zk::SessionState::SyncConnected).is_none());
     }
 
-    /// README's error bullet names every variant. The match is exhaustive
-    /// (no wildcard inside the crate): a new variant stops it compiling
-    /// until it is added here, and then the README is checked for it.
+    /// README's error bullet lists exactly the variants, in the enum's
+    /// order. The match is exhaustive (no wildcard inside the crate): a new
+    /// variant stops it compiling until it is added here, and then the
+    /// README is checked for it.
     #[test]
-    fn readme_lists_every_variant() {
+    fn readme_lists_exactly_the_variants() {
         fn name(e: &Error) -> &'static str {
             match e {
                 Error::InvalidPath { .. } => "InvalidPath",
@@ -216,6 +261,7 @@ mod tests {
                 Error::NoAuth { .. } => "NoAuth",
                 Error::EphemeralDirectory { .. } => "EphemeralDirectory",
                 Error::InvalidConnectString { .. } => "InvalidConnectString",
+                Error::ChrootMissing { .. } => "ChrootMissing",
                 Error::Unreachable { .. } => "Unreachable",
                 Error::InsideRuntime => "InsideRuntime",
                 Error::Runtime(_) => "Runtime",
@@ -223,6 +269,7 @@ mod tests {
             }
         }
         let s = String::new;
+        // In the order of the enum.
         let all = [
             Error::InvalidPath {
                 path: s(),
@@ -242,6 +289,10 @@ mod tests {
                 servers: s(),
                 reason: "",
             },
+            Error::ChrootMissing {
+                chroot: s(),
+                path: None,
+            },
             Error::Unreachable {
                 servers: s(),
                 timeout: std::time::Duration::ZERO,
@@ -250,17 +301,22 @@ mod tests {
             Error::Runtime(std::io::Error::other("x")),
             Error::ZooKeeper(zk::Error::NoNode),
         ];
+        let want: Vec<&str> = all.iter().map(name).collect();
         let readme = include_str!("../README.md");
         let start = readme.find("- **Errors**").expect("README has the errors bullet");
         let bullet = &readme[start..];
         let bullet = &bullet[..bullet[2..].find("\n- ").map_or(bullet.len(), |end| end + 2)];
-        for e in &all {
-            let name = name(e);
-            assert!(
-                bullet.contains(&format!("`{name}`")) || bullet.contains(&format!("`{name}(")),
-                "README's errors bullet lacks `{name}`: {bullet}"
-            );
-        }
+        let list = bullet
+            .split_once("`zk_rwlock::Error`:")
+            .map_or("", |(_, list)| list);
+        // Every `Name` or `Name(...)` in backticks after the enum's name.
+        let listed: Vec<&str> = list
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .map(|span| span.split('(').next().unwrap_or(span))
+            .collect();
+        assert_eq!(listed, want, "README's errors bullet: {bullet}");
     }
 
     #[test]

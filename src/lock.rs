@@ -315,10 +315,14 @@ impl SharedLock {
     /// # Errors
     ///
     /// [`Error::InvalidPath`] before connecting; [`Error::Unreachable`] if no
-    /// server answers within [`DEFAULT_CONNECT_TIMEOUT`].
+    /// server answers within [`DEFAULT_CONNECT_TIMEOUT`];
+    /// [`Error::ChrootMissing`] (naming `path`) if the chroot of `servers`
+    /// does not exist.
     pub async fn connect(servers: &str, path: &str) -> Result<SharedLock, Error> {
         validate_path(path)?;
-        let client = connect_client(servers, DEFAULT_SESSION_TIMEOUT, DEFAULT_CONNECT_TIMEOUT).await?;
+        let client = connect_client(servers, DEFAULT_SESSION_TIMEOUT, DEFAULT_CONNECT_TIMEOUT)
+            .await
+            .map_err(|e| e.for_lock(path))?;
         SharedLock::new(client, path)
     }
 
@@ -343,7 +347,8 @@ impl SharedLock {
     ///
     /// [`Error::SessionExpired`] or [`Error::SessionClosed`] if the session
     /// ends while waiting; [`Error::Lost`] if someone deletes the contender
-    /// node; [`Error::NoAuth`], [`Error::EphemeralDirectory`],
+    /// node; [`Error::ChrootMissing`] if the client's chroot does not exist;
+    /// [`Error::NoAuth`], [`Error::EphemeralDirectory`],
     /// [`Error::ZooKeeper`] for what the server refuses.
     ///
     /// # Cancellation safety
@@ -431,7 +436,9 @@ impl SharedLock {
     ///
     /// # Errors
     ///
-    /// [`Error::NoAuth`], [`Error::SessionExpired`], [`Error::ZooKeeper`].
+    /// [`Error::ChrootMissing`] if the client's chroot does not exist (not an
+    /// empty queue); [`Error::NoAuth`], [`Error::SessionExpired`],
+    /// [`Error::ZooKeeper`].
     pub async fn contenders(&self) -> Result<Vec<Contender>, Error> {
         Ok(self.snapshot().await?.contenders)
     }
@@ -441,27 +448,25 @@ impl SharedLock {
     ///
     /// # Errors
     ///
-    /// [`Error::NoAuth`], [`Error::SessionExpired`], [`Error::ZooKeeper`].
+    /// As [`SharedLock::contenders`].
     pub async fn snapshot(&self) -> Result<Snapshot, Error> {
         let client = &self.inner.client;
         let dir = &self.inner.path;
         let children = match with_retry(client, || client.list_children(dir)).await {
             Ok(children) => Some(children),
-            Err(zk::Error::NoNode) => None,
+            Err(zk::Error::NoNode) => match missing_chroot(client, Some(dir)).await {
+                Some(e) => return Err(e),
+                None => None,
+            },
             Err(e) => return Err(Error::from_zk(e, dir)),
         };
         self.describe(children).await
     }
 
-    /// Classifies a listing of the lock directory that the caller made
-    /// (`None`: the directory does not exist), e.g. with a children watch,
-    /// and reads each contender's stat. All stat requests are sent before
-    /// any reply is awaited.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::NoAuth`], [`Error::SessionExpired`], [`Error::ZooKeeper`].
-    pub async fn describe(&self, children: Option<Vec<String>>) -> Result<Snapshot, Error> {
+    /// Classifies a listing of the lock directory (`None`: the directory
+    /// does not exist) with [`ordering::queue`] and reads each contender's
+    /// stat. All stat requests are sent before any reply is awaited.
+    async fn describe(&self, children: Option<Vec<String>>) -> Result<Snapshot, Error> {
         let client = &self.inner.client;
         let dir = &self.inner.path;
         let exists = children.is_some();
@@ -561,10 +566,20 @@ impl SharedLock {
         let started = Instant::now();
         self.inner.stats.started();
         let mut counts = Counts::default();
-        let result = self
+        let result = match self
             .acquire_inner(mode, patience, &mut counts)
             .instrument(span)
-            .await;
+            .await
+        {
+            // Neither the directory nor its parents could be created: a
+            // missing chroot is the one cause the server does not name.
+            Err(Error::ZooKeeper(zk::Error::NoNode)) => {
+                Err(missing_chroot(&self.inner.client, Some(&self.inner.path))
+                    .await
+                    .unwrap_or(Error::ZooKeeper(zk::Error::NoNode)))
+            }
+            result => result,
+        };
         let end = match &result {
             Ok(Some(_)) => End::Granted,
             Ok(None) => End::GaveUp,
@@ -823,7 +838,11 @@ impl SharedLock {
 }
 
 /// The lock directory at one moment, from [`SharedLock::snapshot`].
+///
+/// Non-exhaustive: fields may be added. Outside this crate, start from
+/// `Snapshot::default()` and set the fields.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Snapshot {
     /// Whether the lock directory exists.
     pub exists: bool,
@@ -834,7 +853,11 @@ pub struct Snapshot {
 }
 
 /// One contender of a lock, as seen by [`SharedLock::contenders`].
+///
+/// Non-exhaustive: fields may be added. Outside this crate, build one with
+/// [`Contender::new`] and set the fields.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Contender {
     /// Full path of the contender node.
     pub path: String,
@@ -853,6 +876,20 @@ pub struct Contender {
 }
 
 impl Contender {
+    /// The contender `name` in the lock directory `dir`, in `state`, with
+    /// no stat (`fencing_token`, `created` and `session` are `None`, as
+    /// for a node deleted before its stat was read).
+    pub fn new(dir: &str, name: NodeName, state: ContenderState) -> Contender {
+        Contender {
+            path: child_path(dir, &name.to_string()),
+            name,
+            state,
+            fencing_token: None,
+            created: None,
+            session: None,
+        }
+    }
+
     /// True for a node that is not ephemeral (`session` is `Some(0)`): no
     /// session's request for the lock, but a persistent node that has a
     /// contender's name (made by hand or by another tool). The lock still
@@ -886,10 +923,14 @@ pub enum ContenderState {
 /// the runtime shuts down (as `#[tokio::main]` returns) are still released
 /// (see [`SharedLock`]).
 ///
+/// A chroot in `servers` (`host:port/app`) must exist: one `exists` request
+/// checks it once connected.
+///
 /// # Errors
 ///
 /// [`Error::InvalidConnectString`] for a malformed connect string;
-/// [`Error::Unreachable`] if no session is established in time.
+/// [`Error::Unreachable`] if no session is established in time;
+/// [`Error::ChrootMissing`] if the chroot does not exist.
 pub async fn connect_client(
     servers: &str,
     session_timeout: Duration,
@@ -926,7 +967,10 @@ pub async fn connect_client(
             if background::handle().is_some() {
                 background::register_session(client.session_id().0);
             }
-            Ok(client)
+            match missing_chroot(&client, None).await {
+                Some(e) => Err(e),
+                None => Ok(client),
+            }
         }
         Ok(Err(zk::Error::NoHosts)) | Ok(Err(zk::Error::Timeout)) | Err(_) => Err(Error::Unreachable {
             servers: servers.to_owned(),
@@ -937,6 +981,24 @@ pub async fn connect_client(
             reason,
         }),
         Ok(Err(e)) => Err(Error::from_zk(e, servers)),
+    }
+}
+
+/// [`Error::ChrootMissing`] (naming the lock directory `path`, if given) if
+/// `client` has a chroot and it does not exist; `None` if it exists, there
+/// is none, or the check fails (the caller's own error stands then).
+async fn missing_chroot(client: &zk::Client, path: Option<&str>) -> Option<Error> {
+    let chroot = client.path();
+    if chroot == "/" {
+        return None;
+    }
+    // Under a chroot, `/` is the chroot itself.
+    match with_retry(client, || client.check_stat("/")).await {
+        Ok(None) => Some(Error::ChrootMissing {
+            chroot: chroot.to_owned(),
+            path: path.map(str::to_owned),
+        }),
+        _ => None,
     }
 }
 

@@ -262,7 +262,9 @@ fn closer(key: i32, name: &str, best: Option<(i32, &str)>) -> bool {
 }
 
 /// One contender's place in the queue, as classified by [`queue`].
+/// Non-exhaustive: fields may be added.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Place<'a> {
     /// The child name.
     pub name: &'a str,
@@ -278,7 +280,9 @@ pub struct Place<'a> {
 
 /// A whole lock directory classified: every contender in queue order with
 /// what it holds or waits on, and the children that are not contenders.
+/// Non-exhaustive: fields may be added.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct Queue<'a> {
     /// Contenders in queue order (head first).
     pub contenders: Vec<Place<'a>>,

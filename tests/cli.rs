@@ -619,6 +619,8 @@ async fn bad_arguments_are_reported_clearly() {
         listener.local_addr().unwrap().port()
     };
     let unreachable = format!("127.0.0.1:{free_port}");
+    let chroot = unique_path("no-chroot");
+    let no_chroot = format!("{}{chroot}", server().connect_string());
     let cases: Vec<(Vec<&str>, i32, String)> = vec![
         (
             vec!["exec", "--write", "locks/x", "--", "true"],
@@ -681,6 +683,17 @@ async fn bad_arguments_are_reported_clearly() {
             vec!["status", "locks/x"],
             2,
             "zk-rwlock: invalid lock path `locks/x`".to_owned(),
+        ),
+        // A chroot that does not exist is named, as a connect string error.
+        (
+            vec!["exec", "--write", "--connect", &no_chroot, &path, "--", "true"],
+            2,
+            format!("zk-rwlock: the chroot `{chroot}` of the connect string does not exist"),
+        ),
+        (
+            vec!["status", "--connect", &no_chroot, &path],
+            2,
+            format!("zk-rwlock: the chroot `{chroot}` of the connect string does not exist"),
         ),
     ];
     for (args, code, message) in cases {

@@ -421,10 +421,107 @@ fn blocking_api_from_plain_threads() {
     g.release().unwrap();
 }
 
+/// On a thread that runs a runtime's tasks (here the test's
+/// current_thread runtime) the blocking API would starve them: refused,
+/// also for a lock made elsewhere.
 #[tokio::test]
 async fn blocking_api_refuses_to_run_inside_a_runtime() {
     let err = zk_rwlock::blocking::SharedLock::connect(&server().connect_string(), "/x").unwrap_err();
     assert!(matches!(err, Error::InsideRuntime), "{err}");
+    let connect = server().connect_string();
+    let path = unique_path("blocking-refused");
+    let l = std::thread::spawn(move || zk_rwlock::blocking::SharedLock::connect(&connect, &path))
+        .join()
+        .unwrap()
+        .unwrap();
+    assert!(matches!(l.try_write(), Err(Error::InsideRuntime)));
+    assert!(matches!(l.contenders(), Err(Error::InsideRuntime)));
+    // A task on a multi-thread runtime's worker: refused as well.
+    let on_worker = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let task = rt.spawn(async move { l.try_write().map(|g| g.is_some()) });
+        rt.block_on(task).unwrap()
+    })
+    .join()
+    .unwrap();
+    assert!(matches!(on_worker, Err(Error::InsideRuntime)), "{on_worker:?}");
+}
+
+/// Acquires and releases through the blocking API in `spawn_blocking` on
+/// `rt`, while a task of the same runtime holds the lock at first: the
+/// blocking writer waits for it, and the runtime's thread is free to run
+/// that task's release.
+fn blocking_api_in_spawn_blocking(rt: tokio::runtime::Runtime) {
+    let path = unique_path("spawn-blocking");
+    rt.block_on(async {
+        let holder = lock(&path).await;
+        let held = holder.read().await.unwrap();
+        let connect = server().connect_string();
+        let p = path.clone();
+        let blocking = tokio::task::spawn_blocking(move || {
+            let l = zk_rwlock::blocking::SharedLock::connect(&connect, &p)?;
+            let r = l.try_read()?.expect("readers share");
+            r.release()?;
+            let w = l.write_timeout(SHORT)?.expect("granted once the task releases");
+            let token = w.fencing_token();
+            w.release()?;
+            assert_eq!(l.contenders()?, vec![]);
+            Ok::<_, Error>(token)
+        });
+        // (Or it failed: then its error is shown below.)
+        eventually("the blocking writer waits", SHORT, || async {
+            let c = holder.contenders().await.unwrap_or_default();
+            blocking.is_finished() || (c.len() == 2 && c[1].name.mode() == Mode::Write)
+        })
+        .await;
+        held.release().await.unwrap();
+        let token = support::joined(SHORT, blocking)
+            .await
+            .unwrap_or_else(|e| panic!("the blocking API failed in spawn_blocking: {e}"));
+        assert!(token > 0);
+        assert_drained(&path).await;
+    });
+}
+
+#[test]
+fn blocking_api_inside_spawn_blocking_on_a_multi_thread_runtime() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    blocking_api_in_spawn_blocking(rt);
+}
+
+/// A multi-thread runtime's `block_on` runs none of its tasks, and
+/// `block_in_place` hands a worker's tasks to another thread: the blocking
+/// API works in both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blocking_api_in_a_multi_thread_block_on_and_in_block_in_place() {
+    let path = unique_path("mt-block-on");
+    let l = zk_rwlock::blocking::SharedLock::connect(&server().connect_string(), &path).unwrap();
+    l.try_write().unwrap().expect("free").release().unwrap();
+    let in_place = tokio::spawn(async move {
+        tokio::task::block_in_place(|| {
+            let g = l.write_timeout(SHORT)?.expect("free");
+            g.release()
+        })
+    });
+    support::joined(SHORT, in_place).await.unwrap();
+    assert_drained(&path).await;
+}
+
+#[test]
+fn blocking_api_inside_spawn_blocking_on_a_current_thread_runtime() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    blocking_api_in_spawn_blocking(rt);
 }
 
 #[tokio::test]
@@ -599,6 +696,86 @@ async fn a_malformed_connect_string_is_a_typed_error() {
         }
         other => panic!("expected InvalidConnectString for {trailing:?}, got {other:?}"),
     }
+}
+
+/// Whether `err` names the missing chroot and, if given, the lock path, and
+/// says that the chroot must exist.
+fn names_the_chroot(err: &Error, chroot: &str, path: Option<&str>) -> bool {
+    let text = err.to_string();
+    text.contains(&format!("chroot `{chroot}`"))
+        && text.contains("must exist")
+        && path.is_none_or(|p| text.contains(&format!("`{p}`")) && text.contains(&format!("`{chroot}{p}`")))
+}
+
+/// A connect string whose chroot (`host:port/app`) does not exist: connecting
+/// says so, and a client that has such a chroot (set after connecting) gets
+/// the same error, naming the lock, from every acquire, `contenders()` and
+/// `snapshot()`, instead of a bare `NoNode` or an empty queue. Once the
+/// chroot exists, the lock works under it.
+#[tokio::test]
+async fn a_missing_chroot_is_named_with_the_lock_path() {
+    let chroot = unique_path("chroot");
+    let servers = format!("{}{chroot}", server().connect_string());
+    let short = zk_rwlock::DEFAULT_SESSION_TIMEOUT;
+
+    let err = zk_rwlock::connect_client(&servers, short, SHORT)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::ChrootMissing { chroot: c, path: None } if *c == chroot),
+        "{err:?}"
+    );
+    assert!(names_the_chroot(&err, &chroot, None), "{err}");
+    for path in ["/locks/a", "/a"] {
+        let err = SharedLock::connect(&servers, path).await.unwrap_err();
+        assert!(
+            matches!(&err, Error::ChrootMissing { chroot: c, path: Some(p) } if *c == chroot && p == path),
+            "{err:?}"
+        );
+        assert!(names_the_chroot(&err, &chroot, Some(path)), "{err}");
+    }
+    let (s, c) = (servers.clone(), chroot.clone());
+    let blocking = std::thread::spawn(move || zk_rwlock::blocking::SharedLock::connect(&s, "/locks/a"))
+        .join()
+        .unwrap()
+        .unwrap_err();
+    assert!(names_the_chroot(&blocking, &c, Some("/locks/a")), "{blocking}");
+
+    let root = client().await;
+    let chrooted = root.clone().chroot(chroot.as_str()).unwrap();
+    for path in ["/locks/a", "/a"] {
+        let l = SharedLock::new(chrooted.clone(), path).unwrap();
+        let missing = |err: Error| {
+            assert!(
+                matches!(&err, Error::ChrootMissing { path: Some(p), .. } if p == path),
+                "{path}: {err:?}"
+            );
+            assert!(names_the_chroot(&err, &chroot, Some(path)), "{err}");
+        };
+        missing(l.try_write().await.unwrap_err());
+        missing(l.read_timeout(SHORT).await.unwrap_err());
+        missing(l.contenders().await.unwrap_err());
+        missing(l.snapshot().await.unwrap_err());
+    }
+    assert_eq!(
+        root.check_stat(&chroot).await.unwrap(),
+        None,
+        "nothing was created"
+    );
+
+    root.mkdir(
+        &chroot,
+        &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
+    )
+    .await
+    .unwrap();
+    let l = SharedLock::connect(&servers, "/locks/a").await.unwrap();
+    assert_eq!(l.contenders().await.unwrap(), vec![]);
+    assert!(!l.snapshot().await.unwrap().exists);
+    let g = l.write().await.unwrap();
+    assert!(g.node().starts_with("/locks/a/"), "{}", g.node());
+    assert_eq!(children(&root, &format!("{chroot}/locks/a")).await.len(), 1);
+    g.release().await.unwrap();
 }
 
 /// The wire protocol: a writer that had to wait releases with one

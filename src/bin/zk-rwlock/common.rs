@@ -117,7 +117,8 @@ impl From<zk_rwlock::Error> for Failure {
         let code = match &err {
             Error::InvalidPath { .. }
             | Error::InvalidIdentity { .. }
-            | Error::InvalidConnectString { .. } => exit::USAGE,
+            | Error::InvalidConnectString { .. }
+            | Error::ChrootMissing { .. } => exit::USAGE,
             Error::Unreachable { .. } => exit::UNAVAILABLE,
             Error::NoAuth { .. } => exit::NOPERM,
             // Its text says what happened and what to do about it.
@@ -151,14 +152,18 @@ pub fn zk_failure(err: zk_rwlock::zk::Error, path: &str) -> Failure {
     }
 }
 
-/// How an error that ends the session ([`zk_rwlock::Error::is_session_over`])
-/// reads in a sentence; `None` for the others.
+/// How an error that ends the session reads in a sentence; `None` for the
+/// others. Which errors end it is the library's call
+/// ([`zk_rwlock::Error::is_session_over`]); only the wording is chosen here.
 pub fn session_end(err: &zk_rwlock::Error) -> Option<&'static str> {
-    match err {
-        zk_rwlock::Error::SessionExpired => Some("the ZooKeeper session expired"),
-        zk_rwlock::Error::SessionClosed => Some("the ZooKeeper session was closed"),
-        _ => None,
+    if !err.is_session_over() {
+        return None;
     }
+    Some(match err {
+        zk_rwlock::Error::SessionExpired => "the ZooKeeper session expired",
+        zk_rwlock::Error::SessionClosed => "the ZooKeeper session was closed",
+        _ => "the ZooKeeper session ended",
+    })
 }
 
 /// The connect string: `--connect`, else `$ZK_CONNECT`, else [`DEFAULT_CONNECT`].

@@ -4,9 +4,9 @@
 //! One listing of the lock directory is classified by the pure
 //! [`zk_rwlock::ordering::queue`], then each contender's stat (fencing
 //! token, creation time, owner session) is read with pipelined requests. In
-//! `--watch` mode the listing sets a children watch (or, while the directory
-//! does not exist, an existence watch), so every snapshot is consistent with
-//! the watch that triggers the next one.
+//! `--watch` mode a children watch (or, while the directory does not exist,
+//! an existence watch) is set before each snapshot, so every change after a
+//! snapshot's listing triggers the next one.
 
 use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
@@ -172,11 +172,11 @@ async fn watch(
             listed = list_and_watch(client, dir) => listed?,
             _ = recv(interrupt) => return Ok(()),
         };
-        let Some((children, watcher)) = listed else {
+        let Some((_, watcher)) = listed else {
             continue;
         };
         let snapshot = tokio::select! {
-            snapshot = describe(lock, children) => snapshot?,
+            snapshot = describe(lock) => snapshot?,
             _ = recv(interrupt) => return Ok(()),
         };
         out.show(&snapshot).map_err(write_failure)?;
@@ -238,10 +238,10 @@ struct Snapshot {
     foreign: Vec<String>,
 }
 
-/// Classifies one listing (`None`: no directory) and reads each
-/// contender's stat (the library sends all stat requests at once).
-async fn describe(lock: &SharedLock, children: Option<Vec<String>>) -> Result<Snapshot, Failure> {
-    let s = lock.describe(children).await.map_err(Failure::from)?;
+/// A snapshot taken after the watch was set: any change after it fires
+/// the watch (the library sends all stat requests at once).
+async fn describe(lock: &SharedLock) -> Result<Snapshot, Failure> {
+    let s = lock.snapshot().await.map_err(Failure::from)?;
     Ok(Snapshot {
         path: lock.path().to_owned(),
         exists: s.exists,
@@ -502,13 +502,10 @@ mod tests {
 
     #[test]
     fn permanent_nodes_are_flagged() {
-        let contender = |name: &str, state, session| Contender {
-            path: format!("/x/{name}"),
-            name: name.parse().unwrap(),
-            state,
-            fencing_token: Some(7),
-            created: Some(UNIX_EPOCH),
-            session,
+        let contender = |name: &str, state, session| {
+            let mut c = Contender::new("/x", name.parse().unwrap(), state);
+            (c.fencing_token, c.created, c.session) = (Some(7), Some(UNIX_EPOCH), session);
+            c
         };
         let s = Snapshot {
             path: "/x".to_owned(),
