@@ -8,12 +8,9 @@
 //! clients are tasks on a multi-thread tokio runtime (the peers use
 //! threads). One JSON object is printed as the last line of stdout.
 //!
-//! Wake-ups are counted without any hook in the library: the library emits
-//! `debug!` events ("waiting", "woke up", "...granted...") inside its
-//! `acquire` span, and a `tracing` layer installed here (on every runtime
-//! thread, next to the usual `RUST_LOG` output) counts them per acquire.
+//! Wake-ups are the library's own counts ([`SharedLock::stats`]), summed
+//! over every lock of the run.
 
-use std::cell::RefCell;
 use std::fmt::Write as _;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -21,11 +18,6 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
-use tracing::field::{Field, Visit};
-use tracing::span::{Attributes, Id};
-use tracing::{Event, Subscriber};
-use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
-use tracing_subscriber::registry::LookupSpan;
 use zk_rwlock::{zk, Guard, Mode, SharedLock};
 
 use crate::common::{self, exit, Failure};
@@ -246,21 +238,9 @@ pub fn run(args: Args) -> ExitCode {
         Ok(bench) => bench,
         Err(failure) => return failure.report(),
     };
-    let wakes = bench.wakes.clone();
-    let dispatch = counting_dispatch(wakes);
-    // This thread and every runtime thread report to `dispatch` (the global
-    // subscriber installed by main stays the fallback elsewhere).
-    let _main_thread = tracing::dispatcher::set_default(&dispatch);
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
     runtime.enable_all();
     runtime.worker_threads(bench.threads);
-    let on_start = dispatch.clone();
-    runtime
-        .on_thread_start(move || {
-            let guard = tracing::dispatcher::set_default(&on_start);
-            THREAD_DISPATCH.with(|slot| *slot.borrow_mut() = Some(guard));
-        })
-        .on_thread_stop(|| THREAD_DISPATCH.with(|slot| drop(slot.borrow_mut().take())));
     let runtime = match runtime.build() {
         Ok(runtime) => runtime,
         Err(e) => return Failure::new(exit::SOFTWARE, format!("cannot start the runtime: {e}")).report(),
@@ -286,11 +266,6 @@ pub fn run(args: Args) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
-}
-
-thread_local! {
-    /// Keeps the counting dispatcher the default of a runtime thread.
-    static THREAD_DISPATCH: RefCell<Option<tracing::dispatcher::DefaultGuard>> = const { RefCell::new(None) };
 }
 
 /// Everything a run needs, shared by its tasks.
@@ -506,6 +481,7 @@ async fn uncontended(b: &Bench, kind: Kind) -> Result<Outcome, Failure> {
     let clients = connect_all(b, 1).await?;
     warmup(b, &clients[0]).await?;
     let lock = SharedLock::new(clients[0].clone(), &b.path)?;
+    b.wakes.track(&lock);
     let mut lat = Vec::with_capacity(b.grants as usize);
     b.wakes.reset();
     let cpu0 = cpu_secs();
@@ -580,6 +556,7 @@ async fn contended(b: &Arc<Bench>, fixed: Option<Kind>) -> Result<Outcome, Failu
     let mut tasks = Vec::with_capacity(b.clients);
     for (i, client) in clients.iter().enumerate() {
         let lock = SharedLock::new(client.clone(), &b.path)?;
+        b.wakes.track(&lock);
         let (b, shared) = (b.clone(), shared.clone());
         tasks.push(tokio::spawn(client_loop(b, shared, lock, i as u64, fixed)));
     }
@@ -735,6 +712,7 @@ async fn herd(b: &Arc<Bench>) -> Result<Outcome, Failure> {
     let clients = connect_all(b, waiters + 1).await?;
     warmup(b, &clients[0]).await?;
     let holder = SharedLock::new(clients[0].clone(), &b.path)?;
+    b.wakes.track(&holder);
     let held = holder.write().await?;
     b.holders.acquired(Kind::Write);
     let slots = || (0..=waiters).map(|_| AtomicU64::new(0)).collect::<Vec<_>>();
@@ -752,6 +730,7 @@ async fn herd(b: &Arc<Bench>) -> Result<Outcome, Failure> {
     let mut tasks = Vec::with_capacity(waiters);
     for (id, client) in clients.iter().enumerate().skip(1) {
         let lock = SharedLock::new(client.clone(), &b.path)?;
+        b.wakes.track(&lock);
         let (b2, log2) = (b.clone(), log.clone());
         tasks.push(tokio::spawn(herd_waiter(b2, log2, lock, id, patience)));
         // Start the next waiter only once this one's node is in the queue.
@@ -1133,161 +1112,64 @@ impl Errors {
     }
 }
 
-/// Wake-ups of waiting acquires, counted from the library's `debug!` events.
+/// Wake-ups of waiting acquires, from the stats of every lock of the run
+/// ([`SharedLock::stats`]), counted from the last reset.
 #[derive(Default)]
 struct WakeCounters {
-    wakeups: AtomicU64,
-    spurious: AtomicU64,
-    /// Wake-ups that ended in a grant only after a new listing.
-    relisted: AtomicU64,
+    locks: Mutex<Vec<SharedLock>>,
+    base: Mutex<Option<Wakes>>,
 }
 
 impl WakeCounters {
+    /// Counts the acquires of `lock` from now on (and those it made before
+    /// the next reset).
+    fn track(&self, lock: &SharedLock) {
+        self.locks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(lock.clone());
+    }
+
+    fn total(&self) -> Wakes {
+        let locks = self.locks.lock().unwrap_or_else(|p| p.into_inner());
+        locks.iter().map(SharedLock::stats).fold(
+            Wakes {
+                wakeups: 0,
+                spurious: 0,
+                relisted: 0,
+            },
+            |sum, stats| Wakes {
+                wakeups: sum.wakeups + stats.wakeups,
+                spurious: sum.spurious + stats.spurious_wakeups,
+                relisted: sum.relisted + stats.relisted_grants,
+            },
+        )
+    }
+
     fn reset(&self) {
-        self.wakeups.store(0, Ordering::Relaxed);
-        self.spurious.store(0, Ordering::Relaxed);
-        self.relisted.store(0, Ordering::Relaxed);
+        let total = self.total();
+        *self.base.lock().unwrap_or_else(|p| p.into_inner()) = Some(total);
     }
 
     fn get(&self) -> Wakes {
-        Wakes {
-            wakeups: self.wakeups.load(Ordering::Relaxed),
-            spurious: self.spurious.load(Ordering::Relaxed),
-            relisted: self.relisted.load(Ordering::Relaxed),
+        let total = self.total();
+        match *self.base.lock().unwrap_or_else(|p| p.into_inner()) {
+            Some(base) => Wakes {
+                wakeups: total.wakeups - base.wakeups,
+                spurious: total.spurious - base.spurious,
+                relisted: total.relisted - base.relisted,
+            },
+            None => total,
         }
     }
 }
 
 /// A snapshot of [`WakeCounters`].
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 struct Wakes {
     wakeups: u64,
     spurious: u64,
     relisted: u64,
-}
-
-/// The library's events that matter here, by message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Step {
-    /// "waiting": the acquire set its watch and sleeps.
-    Waiting,
-    /// "woke up" (watched node) or "own node changed": a watch event.
-    Woke,
-    /// "hand-off: granted without a new snapshot": the watched node's
-    /// deletion alone granted the lock.
-    HandOff,
-    /// "granted" (decided on a listing), "watched node already gone: granted".
-    Granted,
-}
-
-fn classify(message: &str) -> Option<Step> {
-    match message {
-        "waiting" => Some(Step::Waiting),
-        "woke up" | "own node changed" => Some(Step::Woke),
-        m if m.starts_with("hand-off") => Some(Step::HandOff),
-        m if m.contains("granted") => Some(Step::Granted),
-        _ => None,
-    }
-}
-
-/// Per-`acquire`-span state: a wake-up not yet followed by a grant.
-struct Woken(bool);
-
-/// Counts wake-ups: each "woke up" is one; one is spurious when the same
-/// acquire then waits again, or ends (span closed) without a grant.
-struct WakeLayer {
-    counters: Arc<WakeCounters>,
-}
-
-impl<S> Layer<S> for WakeLayer
-where
-    S: Subscriber + for<'a> LookupSpan<'a>,
-{
-    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
-        if attrs.metadata().name() == "acquire" {
-            if let Some(span) = ctx.span(id) {
-                span.extensions_mut().insert(Woken(false));
-            }
-        }
-    }
-
-    fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
-        let mut message = Message(String::new());
-        event.record(&mut message);
-        let Some(step) = classify(&message.0) else {
-            return;
-        };
-        let Some(span) = ctx.event_span(event) else {
-            return;
-        };
-        let Some(acquire) = span.scope().find(|s| s.name() == "acquire") else {
-            return;
-        };
-        let mut extensions = acquire.extensions_mut();
-        let Some(woken) = extensions.get_mut::<Woken>() else {
-            return;
-        };
-        match step {
-            Step::Woke => {
-                self.counters.wakeups.fetch_add(1, Ordering::Relaxed);
-                if woken.0 {
-                    // Two watch events without a wait in between (own node, then watched).
-                    self.counters.spurious.fetch_add(1, Ordering::Relaxed);
-                }
-                woken.0 = true;
-            }
-            Step::Waiting => {
-                if std::mem::replace(&mut woken.0, false) {
-                    self.counters.spurious.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-            Step::HandOff => woken.0 = false,
-            Step::Granted => {
-                if std::mem::replace(&mut woken.0, false) {
-                    self.counters.relisted.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-        }
-    }
-
-    fn on_close(&self, id: Id, ctx: Context<'_, S>) {
-        if let Some(span) = ctx.span(&id) {
-            if span.extensions().get::<Woken>().is_some_and(|w| w.0) {
-                self.counters.spurious.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-    }
-}
-
-/// Collects an event's `message`.
-struct Message(String);
-
-impl Visit for Message {
-    fn record_str(&mut self, field: &Field, value: &str) {
-        if field.name() == "message" {
-            self.0.push_str(value);
-        }
-    }
-
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        if field.name() == "message" {
-            let _ = write!(self.0, "{value:?}");
-        }
-    }
-}
-
-/// The dispatcher of a run: the wake-up counter on the library's acquire
-/// events, and the usual `RUST_LOG` output on stderr.
-fn counting_dispatch(counters: Arc<WakeCounters>) -> tracing::Dispatch {
-    use tracing_subscriber::filter::{EnvFilter, Targets};
-    let env = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
-    let fmt = tracing_subscriber::fmt::layer()
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::io::stderr)
-        .with_filter(env);
-    let wakes = WakeLayer { counters }
-        .with_filter(Targets::new().with_target("zk_rwlock::lock", tracing::Level::DEBUG));
-    tracing::Dispatch::new(tracing_subscriber::registry().with(wakes).with(fmt))
 }
 
 // ---------------------------------------------------------------------------
@@ -1375,22 +1257,6 @@ mod tests {
             .all(|&x| x == b.next_f64() && (0.0..1.0).contains(&x)));
         let reads = draws.iter().filter(|&&x| x < 0.9).count();
         assert!((8800..9200).contains(&reads), "{reads}");
-    }
-
-    #[test]
-    fn messages() {
-        assert_eq!(classify("waiting"), Some(Step::Waiting));
-        assert_eq!(classify("woke up"), Some(Step::Woke));
-        assert_eq!(
-            classify("hand-off: granted without a new snapshot"),
-            Some(Step::HandOff)
-        );
-        assert_eq!(
-            classify("watched node already gone: granted"),
-            Some(Step::Granted)
-        );
-        assert_eq!(classify("granted"), Some(Step::Granted));
-        assert_eq!(classify("created contender node"), None);
     }
 
     #[test]
