@@ -475,7 +475,9 @@ impl Acquire {
     fn watches_set(&mut self, waiting: Waiting, own: Option<Reply<()>>, watched: Reply<()>) -> Action {
         match own {
             None => {}
-            Some(Reply::Ok(())) => self.own_watch = OwnWatch::Set,
+            // Unless its event already came (a one-shot watch fires once).
+            Some(Reply::Ok(())) if self.own_watch == OwnWatch::None => self.own_watch = OwnWatch::Set,
+            Some(Reply::Ok(())) => {}
             Some(Reply::NoNode) => return self.finish(Action::Fail(Failure::Lost)),
             // Our own ACL does not let us read our node: every hand-off
             // asks with `exists` instead.
@@ -766,6 +768,20 @@ mod tests {
                 ("set ok ok", "wait"),
                 ("own-data", "list"),
                 ("listed W@0 [W@1]", "watch+own 0"),
+            ],
+        ),
+        // My node's watch fired before the answers were fed: it stays fired,
+        // so no hand-off trusts it.
+        (
+            "W [W]",
+            &[("created", "watch+own 0"), ("~own-data; set ok nonode", "list")],
+        ),
+        (
+            "W [W]",
+            &[
+                ("created", "watch+own 0"),
+                ("~own-data; set ok ok", "wait"),
+                ("deleted", "list"),
             ],
         ),
         // Own node deleted while the watches were being set: lost.

@@ -90,19 +90,13 @@
 //! Scenario tests replay the tricky interleavings by hand, each also
 //! against the mutation it is there to catch.
 //!
-//! # Known failure
+//! # A bug it found
 //!
-//! `Acquire` forgets that my own node's watch fired when the event comes
-//! between the answers of a `SetWatches { own: true, .. }`: `event`
-//! records `Own(DataChanged)` as fired, and `watches_set`, given the own
-//! watch's `Ok`, sets it back to "set". The watch is one-shot and gone, so
-//! a later deletion of my node sends nothing, and a hand-off grants with my
-//! node gone. `known_failure_own_watch_fired_while_setting_watches` replays
-//! it (ignored until `src/acquire.rs` is fixed). Until then the random
-//! schedules excuse exactly this: a grant whose node is gone, by a
-//! contender that saw that event at that moment (the contender holds
-//! nothing then, which the other checks already allow for); the totals
-//! count them as `known_failures`.
+//! `Acquire` once forgot that my own node's watch had fired when the event
+//! came between the answers of a `SetWatches { own: true, .. }` (the
+//! answer's `Ok` set the one-shot watch back to "set"), so a later deletion
+//! of my node sent nothing and a hand-off granted with my node gone.
+//! `own_watch_fired_while_setting_watches` replays it.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Mutex;
@@ -400,9 +394,6 @@ struct Acq {
     last: &'static str,
     mark: bool,
     outcome: Option<Outcome>,
-    /// My node's watch fired with a data change between the answers of a
-    /// `SetWatches` that set it: the known failure (see "Known failure" in the module documentation).
-    own_fired_while_setting: bool,
 }
 
 struct Contender {
@@ -433,8 +424,6 @@ struct Stats {
     disconnects: u64,
     expiries: u64,
     foreign: u64,
-    /// Grants excused as the known failure.
-    known_failures: u64,
 }
 
 impl Stats {
@@ -453,7 +442,6 @@ impl Stats {
         self.disconnects += other.disconnects;
         self.expiries += other.expiries;
         self.foreign += other.foreign;
-        self.known_failures += other.known_failures;
     }
 }
 
@@ -476,8 +464,6 @@ struct World {
     tracing: bool,
     trace: Vec<String>,
     stats: Stats,
-    /// Excuse the known failure (see "Known failure" in the module documentation).
-    excuse_known: bool,
 }
 
 impl World {
@@ -498,7 +484,6 @@ impl World {
             tracing: true,
             trace: Vec::new(),
             stats: Stats::default(),
-            excuse_known: true,
         };
         for c in 0..contenders {
             let session = world.new_session(c);
@@ -875,7 +860,6 @@ impl World {
             last: "created",
             mark: false,
             outcome: None,
-            own_fired_while_setting: false,
         });
         let s = self.contenders[c].session;
         note!(
@@ -1015,13 +999,6 @@ impl World {
                     let action = machine.step(Input::Event(event));
                     self.act(c, action)
                 } else {
-                    if event == Event::Own(NodeEvent::DataChanged)
-                        && acq.last == "SetWatches"
-                        && acq.set_own
-                        && acq.own_reply == Some(Reply::Ok(()))
-                    {
-                        acq.own_fired_while_setting = true;
-                    }
                     machine.event(event);
                     Ok(())
                 }
@@ -1262,12 +1239,7 @@ impl World {
         let children = self.children_at(basis);
         let acq = self.contenders[c].acq.as_ref().expect("an acquire");
         let (mode, waited, last) = (acq.mode, acq.waited, acq.last);
-        if !children.contains(&me) && self.excuse_known && acq.own_fired_while_setting {
-            // The known failure: this contender holds nothing (its node is
-            // gone), which the other checks take into account.
-            note!(self, "c{c}: the known failure, excused");
-            self.stats.known_failures += 1;
-        } else if !children.contains(&me) {
+        if !children.contains(&me) {
             return self.fail(format!(
                 "c{c} granted on a message of zxid {basis}, when its node {me} was gone (deleted at {:?})",
                 self.nodes[&me].dzxid
@@ -2017,7 +1989,7 @@ fn scenario_the_counter_at_its_limit() {
     .unwrap();
 }
 
-/// The known failure (see the module documentation): a writer waits on a
+/// The bug the simulation found (see the module documentation): a writer waits on a
 /// reader that holds. Between the answers of its `SetWatches { own: true }`
 /// a stranger writes to its node (the own watch fires: `Own(DataChanged)`,
 /// fed with `Acquire::event`), then deletes it (no watch left: no event);
@@ -2025,10 +1997,8 @@ fn scenario_the_counter_at_its_limit() {
 /// with `deletion_grants` the machine hands the lock over, as its own watch
 /// is "set" again. It must list again instead, and fail with `Lost`.
 #[test]
-#[ignore = "known failure in src/acquire.rs: a fired own watch is set back by the SetWatches answer"]
-fn known_failure_own_watch_fired_while_setting_watches() {
+fn own_watch_fired_while_setting_watches() {
     scenario(Mutation::None, 2, 0, |w| {
-        w.excuse_known = false;
         w.start(0, Mode::Read, true, false);
         w.settle()?;
         w.start(1, Mode::Write, true, false);
