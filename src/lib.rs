@@ -15,7 +15,6 @@
 mod background;
 pub mod blocking;
 mod error;
-pub mod launcher;
 mod lock;
 pub mod node_name;
 pub mod ordering;

@@ -6,9 +6,9 @@
 //! temporary directory, and removes everything again when dropped.
 //!
 //! ```no_run
-//! use zk_rwlock::launcher::ZkCluster;
+//! use zk_rwlock_testkit::ZkCluster;
 //!
-//! # fn main() -> Result<(), zk_rwlock::launcher::LaunchError> {
+//! # fn main() -> Result<(), zk_rwlock_testkit::LaunchError> {
 //! let mut zk = ZkCluster::standalone()?;
 //! assert_eq!(zk.four_letter(0, "ruok")?, "imok");
 //! let connect = zk.connect_string(); // "127.0.0.1:<port>"
@@ -1100,7 +1100,7 @@ impl ZkCluster {
         let m = &self.members[i];
         let tick = self.tick_ms;
         let mut cfg = format!(
-            "# written by zk_rwlock::launcher\n\
+            "# written by zk_rwlock_testkit::launcher\n\
              tickTime={tick}\n\
              initLimit=10\n\
              syncLimit=5\n\
@@ -1154,7 +1154,7 @@ impl ZkCluster {
             .map_err(|e| LaunchError::io(format!("reading {}", log_path.display()), e))?
             .len();
         // Best effort: a marker between runs of the same member.
-        let _ = writeln!(log, "==== zk_rwlock::launcher: starting member {i} ====");
+        let _ = writeln!(log, "==== zk_rwlock_testkit::launcher: starting member {i} ====");
         let stderr = log
             .try_clone()
             .map_err(|e| LaunchError::io(format!("duplicating {}", log_path.display()), e))?;

@@ -1,10 +1,10 @@
 //! Integration tests of the throwaway ZooKeeper launcher, against real
-//! servers (needs Java and the ZooKeeper 3.8 jars; see `zk_rwlock::launcher`).
+//! servers (needs Java and the ZooKeeper 3.8 jars; see `zk_rwlock_testkit::launcher`).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use zk_rwlock::launcher::{LaunchError, ServerMode, ZkCluster};
+use zk_rwlock_testkit::launcher::{LaunchError, ServerMode, ZkCluster};
 
 /// Polls `f` every 20 ms until it returns `Some`, or panics after `timeout`.
 fn poll<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
