@@ -8,6 +8,10 @@
 //! * The fixtures at the crate root: one server per test binary
 //!   ([`server`]), clients and locks on it, polling with a deadline instead
 //!   of sleeping, and helpers that read the server's watch lists.
+//!
+//! The binary `zk-dev-server` runs one [`ZkCluster`] until Ctrl-C, for
+//! trying the command line or an application by hand
+//! (`scripts/dev-server.sh`).
 
 mod fixtures;
 pub mod launcher;

@@ -22,6 +22,13 @@ fn process_exists(pid: u32) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()
 }
 
+/// The state letter of process `pid` in `/proc/<pid>/stat` (`T`: stopped).
+fn proc_state(pid: u32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().next().map(str::to_owned)
+}
+
 fn port_accepts(port: u16) -> bool {
     std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
 }
@@ -76,9 +83,12 @@ fn standalone_lifecycle() {
     assert_eq!(zk.client_port(0), port);
     assert_eq!(zk.four_letter(0, "ruok").expect("ruok"), "imok");
 
-    // pause: no answers; resume: answers again.
+    // pause: no answers; resume: answers again. Both have taken effect
+    // when they return.
+    let pid = zk.pid(0).expect("pid");
     zk.pause(0).expect("pause");
     assert!(zk.is_paused(0));
+    assert_eq!(proc_state(pid).as_deref(), Some("T"), "stopped after pause");
     let paused = zk.four_letter_timeout(0, "ruok", Duration::from_millis(300));
     assert!(
         matches!(paused, Err(LaunchError::FourLetter { .. })),
@@ -91,6 +101,7 @@ fn standalone_lifecycle() {
     ));
     zk.resume(0).expect("resume");
     assert!(!zk.is_paused(0));
+    assert_ne!(proc_state(pid).as_deref(), Some("T"), "running after resume");
     zk.wait_serving(0, Duration::from_secs(10))
         .expect("serving after resume");
     assert_eq!(zk.four_letter(0, "ruok").expect("ruok"), "imok");
@@ -109,6 +120,32 @@ fn standalone_lifecycle() {
     assert!(!dir.exists(), "{} still exists", dir.display());
     assert!(!process_exists(pid), "process {pid} survived drop");
     assert!(!port_accepts(port));
+}
+
+#[test]
+fn chosen_client_ports() {
+    let free = std::net::TcpListener::bind(("127.0.0.1", 0))
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let zk = ZkCluster::builder()
+        .client_port(free)
+        .start()
+        .expect("start on a chosen port");
+    assert_eq!(zk.connect_string(), format!("127.0.0.1:{free}"));
+    assert_eq!(zk.four_letter(0, "ruok").expect("ruok"), "imok");
+    let err = ZkCluster::builder()
+        .client_port(free)
+        .start()
+        .expect_err("the port is taken");
+    assert!(
+        matches!(err, LaunchError::PortInUse { port, .. } if port == free),
+        "{err}"
+    );
+    assert!(matches!(
+        ZkCluster::builder().members(3).client_port(65534).start(),
+        Err(LaunchError::InvalidArgument(_))
+    ));
 }
 
 #[test]
