@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The floor and scale summaries of scripts/bench-compare.sh, from `zk-rwlock bench` JSON lines.
+"""The floor and scale summaries of scripts/bench-compare.sh, from `zk-rwlock-bench` JSON lines.
 
   python3 bench/summaries.py floors FILE   # medians per (workload, clients), lock / floor ratios
   python3 bench/summaries.py scale FILE    # herd per hand-off time by waiters, and their ratio

@@ -15,14 +15,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/ensure-zookeeper.sh
-cargo build --release --quiet
-bin=$PWD/target/release/zk-rwlock
+cargo build --release --quiet -p zk-rwlock-bench
+bin=$PWD/target/release/zk-rwlock-bench
 stamp=$(date +%Y%m%d-%H%M%S)-$$
 files=()
 for i in $(seq 1 "${RUNS:-1}"); do
   echo "bench-compare: run $i of ${RUNS:-1}" >&2
-  # entity_locks is not a workload of `zk-rwlock bench` yet: left out unless asked for.
-  RUN_ID=$stamp-$i IMPLS=${IMPLS:-"curator kazoo rust"} IMPL_CMD_rust="$bin bench" \
+  # entity_locks is not a workload of `zk-rwlock-bench` yet: left out unless asked for.
+  RUN_ID=$stamp-$i IMPLS=${IMPLS:-"curator kazoo rust"} IMPL_CMD_rust="$bin" \
     WORKLOADS=${WORKLOADS:-"uncontended_write uncontended_read uncontended_mutex contended_write contended_mutex mixed_90r10w herd_release"} \
     bash bench/peers/run.sh > /dev/null
   files+=("bench/peers/results/run-$stamp-$i.jsonl")
@@ -42,7 +42,7 @@ for i in $(seq 1 "${RUNS:-1}"); do
   for w in floor_cycle floor_create_delete floor_handoff uncontended_write "floor_cycle --clients 2" \
     "contended_write --clients 2"; do
     # shellcheck disable=SC2086 # the workload carries its --clients
-    "$bin" bench --zk "127.0.0.1:$port" --workload $w --grants 2000 --warmup 200 --path "/floor-$i-${w%% *}-${#w}" | tail -1
+    "$bin" --zk "127.0.0.1:$port" --workload $w --grants 2000 --warmup 200 --path "/floor-$i-${w%% *}-${#w}" | tail -1
   done
 done > "$floors"
 python3 bench/summaries.py floors "$floors"
@@ -55,7 +55,7 @@ echo "Scale (herd_release, 64 vs $big waiters, alternating on one server; median
 scale=bench/peers/results/scale-$stamp.jsonl
 for i in $(seq 1 "${SCALE_ROUNDS:-3}"); do
   for n in 64 "$big"; do
-    "$bin" bench --zk "127.0.0.1:$port" --workload herd_release --clients "$n" --warmup 200 --path "/scale-$i-$n" | tail -1
+    "$bin" --zk "127.0.0.1:$port" --workload herd_release --clients "$n" --warmup 200 --path "/scale-$i-$n" | tail -1
   done
 done > "$scale"
 python3 bench/summaries.py scale "$scale"

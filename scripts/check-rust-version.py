@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Checks that the manifest's `rust-version` is true for the locked dependencies:
-no package in Cargo.lock (as `cargo metadata --locked` resolves it) asks for a newer Rust."""
+"""Checks that the `rust-version` of every publishable workspace member is true for the
+locked dependencies: no package in Cargo.lock (as `cargo metadata --locked` resolves it,
+for every member and platform) asks for a newer Rust than a member that users build."""
 import json
 import subprocess
 import sys
@@ -19,15 +20,29 @@ meta = json.loads(
         text=True,
     ).stdout
 )
-ours = {p["name"]: p for p in meta["packages"] if p["id"] in meta["workspace_members"]}
-declared = ours["zk-rwlock"].get("rust_version")
-if not declared:
-    sys.exit("check-rust-version: zk-rwlock declares no rust-version")
-newer = [
-    f"{p['name']} {p['version']} needs Rust {p['rust_version']}"
-    for p in meta["packages"]
-    if p.get("rust_version") and version(p["rust_version"]) > version(declared)
-]
-if newer:
-    sys.exit(f"check-rust-version: rust-version = {declared}, but\n  " + "\n  ".join(newer))
-print(f"check-rust-version: every locked dependency builds with Rust {declared}")
+members = [p for p in meta["packages"] if p["id"] in meta["workspace_members"]]
+# `publish = false` reads as an empty list; no `publish` key as null.
+publishable = sorted(
+    (p for p in members if p.get("publish") is None or p["publish"]), key=lambda p: p["name"]
+)
+if not publishable:
+    sys.exit("check-rust-version: no publishable workspace member found")
+failures = []
+for member in publishable:
+    declared = member.get("rust_version")
+    if not declared:
+        failures.append(f"{member['name']} declares no rust-version")
+        continue
+    failures += [
+        f"{member['name']} has rust-version = {declared}, but {p['name']} {p['version']} "
+        f"needs Rust {p['rust_version']}"
+        for p in meta["packages"]
+        if p.get("rust_version") and version(p["rust_version"]) > version(declared)
+    ]
+if failures:
+    sys.exit("check-rust-version:\n  " + "\n  ".join(failures))
+for member in publishable:
+    print(
+        f"check-rust-version: {member['name']}: every locked dependency builds with "
+        f"Rust {member['rust_version']}"
+    )

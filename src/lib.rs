@@ -9,6 +9,39 @@
 //! What this crate does not do: it does not manage ZooKeeper ensembles in
 //! production, and it cannot stop a process that lost its lock from acting:
 //! use the fencing token for that.
+//!
+//! # Example
+//!
+//! It needs a ZooKeeper server (`scripts/dev-server.sh` in the repository
+//! runs one on `127.0.0.1:2181`), so it is compiled but not run here.
+//!
+//! ```no_run
+//! use zk_rwlock::SharedLock;
+//!
+//! # async fn example() -> Result<(), zk_rwlock::Error> {
+//! let lock = SharedLock::connect("127.0.0.1:2181", "/locks/orders").await?;
+//! let guard = lock.write().await?; // or read(), try_write(), write_timeout(d)
+//! let token = guard.fencing_token(); // the store rejects writes with older tokens
+//! tokio::select! {
+//!     _ = do_the_work(token) => {}
+//!     // The session expired or the node was deleted: stop acting as the holder.
+//!     _ = guard.lost() => return Ok(()),
+//! }
+//! guard.release().await?; // dropping the guard releases it too, in the background
+//! # Ok(())
+//! # }
+//! # async fn do_the_work(_token: i64) {}
+//! ```
+//!
+//! Without an async runtime, [`blocking::SharedLock`] offers the same with
+//! blocking calls.
+//!
+//! # Cargo features
+//!
+//! None: the crate has no optional parts. Its dependencies are the ZooKeeper
+//! client [`zk`] (`zookeeper-client`, with its `tokio` feature), `tokio`,
+//! `tracing`, `thiserror` and `uuid`. The `zk-rwlock` command line (`exec`,
+//! `status`) is the separate package `zk-rwlock-cli`.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -16,7 +49,6 @@ pub mod acquire;
 mod background;
 pub mod blocking;
 mod error;
-pub mod launcher;
 mod lock;
 pub mod node_name;
 pub mod ordering;

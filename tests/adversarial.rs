@@ -3,9 +3,8 @@
 //! runtime, a recycled directory and other identities, forged names, a
 //! reconnect storm during hand-offs, and the last handle dropped in a
 //! current-thread task.
-#![cfg(feature = "cli")]
 
-mod support;
+use zk_rwlock_testkit as support;
 
 use std::time::Duration;
 
@@ -223,10 +222,10 @@ fn queue_agrees_with_decide_exhaustively() {
 
 /// A server of this binary's own whose `/adversarial/acl-flip` directory
 /// (open to anyone, as seeded) has its sequence counter at the limit.
-fn seeded_server() -> &'static zk_rwlock::launcher::ZkCluster {
-    static SEEDED: std::sync::OnceLock<zk_rwlock::launcher::ZkCluster> = std::sync::OnceLock::new();
+fn seeded_server() -> &'static zk_rwlock_testkit::launcher::ZkCluster {
+    static SEEDED: std::sync::OnceLock<zk_rwlock_testkit::launcher::ZkCluster> = std::sync::OnceLock::new();
     SEEDED.get_or_init(|| {
-        zk_rwlock::launcher::ZkCluster::builder()
+        zk_rwlock_testkit::launcher::ZkCluster::builder()
             .seed_cversion("/adversarial/acl-flip", i32::MAX)
             .start()
             .expect("seeded server")

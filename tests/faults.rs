@@ -2,7 +2,7 @@
 //! members, connections cut at the worst moments, session expiry, and
 //! strangers without credentials. Each test starts the servers it breaks.
 
-mod support;
+use zk_rwlock_testkit as support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,12 +11,12 @@ use std::time::Duration;
 
 use support::proxy::{op, Proxy};
 use support::{children, client_on, eventually, server, settles_to, unique_path, wait_nodes, wait_watching};
-use zk_rwlock::launcher::ZkCluster;
 use zk_rwlock::{zk, ContenderState, Error, Mode, SharedLock};
+use zk_rwlock_testkit::launcher::ZkCluster;
 
 const WITHIN: Duration = Duration::from_secs(20);
 
-fn start(cluster: Result<ZkCluster, zk_rwlock::launcher::LaunchError>) -> ZkCluster {
+fn start(cluster: Result<ZkCluster, zk_rwlock_testkit::launcher::LaunchError>) -> ZkCluster {
     cluster.unwrap_or_else(|e| {
         panic!("these tests need a real ZooKeeper server: {e}\ninstall it with `sudo apt-get install -y zookeeper`")
     })
@@ -90,17 +90,6 @@ async fn while_pending<T: std::fmt::Debug, U>(
     tokio::select! {
         out = fut => out,
         done = task => panic!("{what}: finished while it should wait: {done:?}"),
-    }
-}
-
-/// Whether process `pid` exists and is not a zombie.
-fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => false,
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            .is_some_and(|state| state != "Z"),
     }
 }
 
@@ -628,104 +617,6 @@ async fn strangers_without_credentials_cannot_touch_the_lock() {
     let r = support::joined(WITHIN, waiter).await.unwrap();
     r.release().await.unwrap();
     drained(&owner, &path).await;
-}
-
-#[tokio::test]
-async fn a_killed_holder_process_is_replaced_only_after_its_session_expires() {
-    let connect = server().connect_string();
-    let path = unique_path("kill9");
-    let pidfile = std::env::temp_dir().join(format!("zk-rwlock-{}", &path[1..].replace('/', "-")));
-    let _ = std::fs::remove_file(&pidfile);
-    let mut holder = std::process::Command::new(env!("CARGO_BIN_EXE_zk-rwlock"))
-        .args([
-            "exec",
-            "--write",
-            "--session-timeout",
-            "2s",
-            "--connect",
-            &connect,
-            &path,
-            "--",
-            "sh",
-            "-c",
-            // The command writes its pid, then becomes `sleep` (same pid).
-            r#"echo $$ > "$1.tmp" && mv "$1.tmp" "$1" && exec sleep 600"#,
-            "sh",
-        ])
-        .arg(&pidfile)
-        .stdin(std::process::Stdio::null())
-        .spawn()
-        .expect("run zk-rwlock exec");
-    let observer = SharedLock::new(client_on(&connect).await, &path).unwrap();
-    eventually("the holder process holds the lock", WITHIN, || async {
-        observer
-            .contenders()
-            .await
-            .map(|c| c.len() == 1 && c[0].state == ContenderState::Holds)
-            .unwrap_or(false)
-    })
-    .await;
-    let held = observer.contenders().await.unwrap().remove(0).path;
-    let mut command = None;
-    eventually("the command wrote its pid", WITHIN, || {
-        command = std::fs::read_to_string(&pidfile)
-            .ok()
-            .and_then(|pid| pid.trim().parse::<u32>().ok());
-        let found = command.is_some();
-        async move { found }
-    })
-    .await;
-    let command = command.unwrap();
-    let _ = std::fs::remove_file(&pidfile);
-    assert!(alive(command), "the command runs");
-    let waiter_lock = observer.clone();
-    let waiter = tokio::spawn(async move { waiter_lock.write().await });
-    wait_contenders(&observer, 2).await;
-
-    holder.kill().expect("kill -9 the holder");
-    let killed = std::time::Instant::now();
-    let _ = holder.wait();
-    // exec cannot forward a SIGKILL; on Linux its command gets one when
-    // exec dies (`exec --help`: "CMD is killed (SIGKILL) if zk-rwlock itself
-    // dies"): no command keeps running without the lock.
-    eventually(
-        "the command died with exec",
-        WITHIN,
-        || async move { !alive(command) },
-    )
-    .await;
-    let direct = client_on(&connect).await;
-    // Not before: while the dead holder's node exists, nobody else is granted.
-    loop {
-        let granted = waiter.is_finished();
-        let exists = direct.check_stat(&held).await.unwrap().is_some();
-        assert!(
-            !(granted && exists),
-            "granted while the killed holder's node still existed"
-        );
-        if !exists {
-            break;
-        }
-        assert!(
-            killed.elapsed() < WITHIN,
-            "the killed holder's session never expired"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let expired_after = killed.elapsed();
-    let g = tokio::time::timeout(WITHIN, waiter)
-        .await
-        .expect("granted after expiry")
-        .unwrap()
-        .unwrap();
-    // The session (2 s) was last renewed at most a ping interval (a few
-    // hundred ms) before the kill: its node lives on for about 2 s.
-    assert!(
-        expired_after >= Duration::from_secs(1),
-        "the node outlived its process until expiry, not {expired_after:?}"
-    );
-    g.release().await.unwrap();
-    drained(&direct, &path).await;
 }
 
 /// Where a cut hits a waiter: during its first acquire, or after it was

@@ -4,15 +4,15 @@
 //! guards dropped outside a runtime or as the program ends, and events
 //! that arrive out of order after a reconnect.
 
-mod support;
+use zk_rwlock_testkit as support;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use support::proxy::Proxy;
 use support::{children, client, client_on, eventually, joined, server, unique_path, wait_contenders};
-use zk_rwlock::launcher::ZkCluster;
 use zk_rwlock::{zk, ContenderState, Error, SharedLock, GIVE_UP_SLACK, TRY_TIMEOUT};
+use zk_rwlock_testkit::launcher::ZkCluster;
 
 const SHORT: Duration = Duration::from_secs(10);
 
@@ -197,51 +197,6 @@ async fn deadlines_hold_while_the_server_is_down() {
     .await;
     assert!(holder.is_held());
     holder.release().await.unwrap();
-}
-
-/// The same for `zk-rwlock exec --timeout`: it exits 75 by its deadline.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn exec_timeout_holds_while_the_server_is_down() {
-    let mut zk = own_server();
-    let servers = zk.connect_string();
-    let path = unique_path("exec-deadline");
-    let holder_lock = SharedLock::new(client_on(&servers).await, &path).unwrap();
-    let _holder = holder_lock.write().await.unwrap();
-    let started = Instant::now();
-    let exec = Command::new(env!("CARGO_BIN_EXE_zk-rwlock"))
-        .args([
-            "exec",
-            "--write",
-            "--timeout",
-            "2s",
-            "--connect",
-            &servers,
-            &path,
-            "--",
-            "true",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_contenders(&holder_lock, 2).await;
-    zk.kill(0).unwrap();
-    let status = tokio::task::spawn_blocking(move || exec.wait_with_output())
-        .await
-        .unwrap()
-        .unwrap();
-    let took = started.elapsed();
-    assert_eq!(
-        status.status.code(),
-        Some(75),
-        "{}",
-        String::from_utf8_lossy(&status.stderr)
-    );
-    let bound = Duration::from_secs(2) + GIVE_UP_SLACK + Duration::from_secs(1);
-    assert!(
-        took <= bound,
-        "exec --timeout 2s took {took:?} with the server down (bound {bound:?})"
-    );
 }
 
 /// A guard dropped on a plain thread, outside any runtime, is released.

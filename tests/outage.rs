@@ -3,14 +3,14 @@
 //! and its node survive. Each test stops a standalone server for a fraction
 //! of the negotiated session timeout and starts it again on the same port.
 
-mod support;
+use zk_rwlock_testkit as support;
 
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::time::Duration;
 
 use tokio::time::Instant;
-use zk_rwlock::launcher::ZkCluster;
 use zk_rwlock::{connect_client, zk, SharedLock};
+use zk_rwlock_testkit::launcher::ZkCluster;
 
 /// The session timeout asked for; the server below grants 1–10 s.
 const SESSION_TIMEOUT: Duration = Duration::from_secs(8);
@@ -23,7 +23,7 @@ const WITHIN: Duration = Duration::from_secs(30);
 /// takes longer, which would stretch the outage beyond its planned length.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-fn need_zookeeper<T>(e: zk_rwlock::launcher::LaunchError) -> T {
+fn need_zookeeper<T>(e: zk_rwlock_testkit::launcher::LaunchError) -> T {
     panic!(
         "this test needs a real ZooKeeper server: {e}\ninstall it with `sudo apt-get install -y zookeeper`"
     )

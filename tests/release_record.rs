@@ -1,15 +1,14 @@
 //! The release record (see README, "Wire protocol") under attack, each
 //! against a real server: a record the server refuses, and a waiter that
 //! only a release could grant whose node is deleted.
-#![cfg(feature = "cli")]
 
-mod support;
+use zk_rwlock_testkit as support;
 
 use std::time::Duration;
 
 use support::{client, client_on, eventually, joined, unique_path};
-use zk_rwlock::launcher::ZkCluster;
 use zk_rwlock::{zk, Error, SharedLock};
+use zk_rwlock_testkit::launcher::ZkCluster;
 
 const SHORT: Duration = Duration::from_secs(10);
 

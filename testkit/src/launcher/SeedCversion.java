@@ -1,7 +1,7 @@
 // Writes a ZooKeeper 3.8 snapshot in which persistent nodes exist whose child
 // version counter (cversion, the source of sequential nodes' suffixes) stands
 // at chosen values, without creating that many children. Used by
-// zk_rwlock::launcher (ZkClusterBuilder::seed_cversion), which compiles it
+// zk_rwlock_testkit::launcher (ZkClusterBuilder::seed_cversion), which compiles it
 // with javac against the server's jars and runs it on fresh data directories.
 //
 // Usage: SeedCversion <dataDir> [<dataDir>...] -- <path> <cversion> [<path> <cversion>...]

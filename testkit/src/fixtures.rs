@@ -1,17 +1,17 @@
 //! Shared fixtures of the integration tests: one ZooKeeper server per test
 //! binary (unique lock paths keep tests apart), clients, and polling with a
-//! deadline instead of sleeping.
-#![allow(dead_code)]
-
-pub mod proxy;
+//! deadline instead of sleeping. They fail the test (panic) with a message
+//! rather than return errors.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use zk_rwlock::launcher::ZkCluster;
 use zk_rwlock::{zk, SharedLock};
+
+use crate::launcher::ZkCluster;
+use crate::proxy;
 
 /// The server shared by the tests of one binary. It fails the test (never
 /// skips it) with installation advice when ZooKeeper is missing.

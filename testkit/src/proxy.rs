@@ -6,7 +6,6 @@
 //! It understands just enough of ZooKeeper's framing: every packet is a
 //! 4-byte big-endian length and a body; the first packet of a connection is
 //! the connect request, every later one starts with `xid` and the op code.
-#![allow(dead_code)]
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};

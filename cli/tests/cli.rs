@@ -2,9 +2,8 @@
 //! commands under the lock (exit codes, environment, exclusion, timeouts,
 //! loss, signals, bad input) and `status` shows the real queue. Every test
 //! checks that its lock directory ends up empty.
-#![cfg(feature = "cli")]
 
-mod support;
+use zk_rwlock_testkit as support;
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};

@@ -1,14 +1,19 @@
-//! `zk-rwlock demo`: many worker processes share one lock; the parent draws
+//! `zk-rwlock-demo`: many worker processes share one lock; the parent draws
 //! their timeline live and checks from their reports that no writer ever
 //! overlapped anyone and that writer fencing tokens only grew.
 //!
-//! Each worker is this binary run again as `zk-rwlock demo-worker`, with its
-//! own ZooKeeper session. It reports events as JSON lines on stdout (see
+//! Each worker is this binary run again as `zk-rwlock-demo worker` (a hidden
+//! subcommand), with its own ZooKeeper session. It reports events as JSON lines on stdout (see
 //! [`event`]), stamped with `CLOCK_MONOTONIC`, which all processes of a
 //! machine share. A grant is stamped right after the acquire returned and a
 //! release right before the release call, so the checked hold intervals are
 //! exactly the times the worker believed it held the lock.
 
+// The command line's helpers (tracing set-up, durations), shared as source:
+// the demo uses two of them.
+#[allow(dead_code)]
+#[path = "../../cli/src/common.rs"]
+mod common;
 mod event;
 mod parent;
 mod svg;
@@ -20,16 +25,52 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use clap::{Parser, Subcommand};
 use zk_rwlock::Mode;
 
 use crate::common::parse_duration;
+
+/// Many processes share one ZooKeeper read/write lock: watch their timeline
+/// live, then the totals and the safety verdict (exit 1 on a violation).
+///
+/// Set RUST_LOG (e.g. RUST_LOG=zk_rwlock=debug) for diagnostics on stderr.
+#[derive(Debug, Parser)]
+#[command(
+    name = "zk-rwlock-demo",
+    version,
+    about,
+    long_about = None,
+    args_conflicts_with_subcommands = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    args: Args,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// One worker process of the demo (internal).
+    #[command(hide = true)]
+    Worker(WorkerArgs),
+}
+
+fn main() -> ExitCode {
+    common::init_tracing();
+    let cli = Cli::parse();
+    match cli.command {
+        Some(Command::Worker(args)) => worker::run(args),
+        None => run(cli.args),
+    }
+}
 
 /// Most worker processes a demo may start.
 pub const MAX_WORKERS: usize = 64;
 /// Longest demo run.
 pub const MAX_DURATION: Duration = Duration::from_secs(3600);
 
-/// Arguments of `demo`.
+/// Arguments of the demo.
 ///
 /// Without --connect the demo starts a throwaway ZooKeeper on 127.0.0.1
 /// (standalone, or a local ensemble with --ensemble) and removes it
@@ -206,8 +247,8 @@ impl Config {
     }
 }
 
-/// Runs `demo`.
-pub fn run(args: Args) -> ExitCode {
+/// Runs the demo.
+fn run(args: Args) -> ExitCode {
     match Config::new(args) {
         Ok(config) => parent::run(config),
         Err(msg) => {
@@ -215,11 +256,6 @@ pub fn run(args: Args) -> ExitCode {
             ExitCode::from(2)
         }
     }
-}
-
-/// Runs one demo worker.
-pub fn run_worker(args: WorkerArgs) -> ExitCode {
-    worker::run(args)
 }
 
 #[cfg(test)]

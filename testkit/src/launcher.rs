@@ -6,9 +6,9 @@
 //! temporary directory, and removes everything again when dropped.
 //!
 //! ```no_run
-//! use zk_rwlock::launcher::ZkCluster;
+//! use zk_rwlock_testkit::ZkCluster;
 //!
-//! # fn main() -> Result<(), zk_rwlock::launcher::LaunchError> {
+//! # fn main() -> Result<(), zk_rwlock_testkit::LaunchError> {
 //! let mut zk = ZkCluster::standalone()?;
 //! assert_eq!(zk.four_letter(0, "ruok")?, "imok");
 //! let connect = zk.connect_string(); // "127.0.0.1:<port>"
@@ -42,16 +42,19 @@
 //! Ports are chosen by binding `127.0.0.1:0` and releasing the socket; if a
 //! server then fails to bind because another process took the port in the
 //! meantime, the launch is retried on a fresh set of ports (a bounded number
-//! of times). Readiness is established by polling the four-letter words
+//! of times). Client ports chosen by the caller
+//! ([`ZkClusterBuilder::client_port`]) are checked the same way, but never
+//! replaced: a taken one fails the start with [`LaunchError::PortInUse`]. Readiness is established by polling the four-letter words
 //! `ruok`, `srvr` and `conf` (the latter to make sure the answering server is
 //! really ours) with a deadline; nothing sleeps "to let things settle".
 //!
 //! Dropping a [`ZkCluster`] kills its servers and deletes its directory. If
-//! the owning process dies without running destructors (e.g. `SIGKILL`), its
-//! servers are orphaned; the next [`ZkCluster`] started on the same machine
-//! (Linux only, via `/proc`) kills such orphans - only processes whose
-//! command line names a launcher directory whose owning process is gone - and
-//! deletes their directories.
+//! the owning process dies without running destructors (e.g. `SIGKILL`), a
+//! watchdog process (`sh`, reading a pipe from the owner until it closes)
+//! kills its servers. Should that fail too, the next [`ZkCluster`] started on
+//! the same machine (Linux only: it reads `/proc/<pid>/cmdline`) kills such
+//! orphans - only processes whose command line names a launcher directory
+//! whose owning process is gone - and deletes their directories.
 
 use std::ffi::OsString;
 use std::fmt;
@@ -60,10 +63,12 @@ use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
+
+use rustix::process::{kill_process, test_kill_process, waitid, Pid, Signal, WaitId, WaitIdOptions};
+use tempfile::TempDir;
 
 /// Environment variable naming the directory that holds the ZooKeeper jars.
 pub const JAR_DIR_ENV: &str = "ZK_RWLOCK_JAR_DIR";
@@ -152,8 +157,6 @@ const LOG_TAIL_LINES: usize = 40;
 
 /// Maximum number of log bytes read for the tail included in errors.
 const LOG_TAIL_BYTES: u64 = 16 * 1024;
-
-static DIR_COUNTER: AtomicUsize = AtomicUsize::new(0);
 
 /// Errors of the ZooKeeper launcher.
 #[derive(Debug, thiserror::Error)]
@@ -314,6 +317,19 @@ pub enum LaunchError {
         source: io::Error,
     },
 
+    /// A client port asked for ([`ZkClusterBuilder::client_port`]) is taken.
+    #[error(
+        "cannot serve on 127.0.0.1:{port}: {source}; stop whatever listens there \
+         (another ZooKeeper?) or choose another port"
+    )]
+    PortInUse {
+        /// The client port.
+        port: u16,
+        /// Why binding it failed.
+        #[source]
+        source: io::Error,
+    },
+
     /// A member's process exited but its client port still accepts connections.
     #[error(
         "ZooKeeper member {member} has exited but 127.0.0.1:{port} still accepts \
@@ -391,6 +407,7 @@ pub struct ZkClusterBuilder {
     java: Option<PathBuf>,
     startup_timeout: Duration,
     seeds: Vec<(String, i32)>,
+    client_port: Option<u16>,
 }
 
 impl Default for ZkClusterBuilder {
@@ -402,6 +419,7 @@ impl Default for ZkClusterBuilder {
             java: None,
             startup_timeout: DEFAULT_STARTUP_TIMEOUT,
             seeds: Vec::new(),
+            client_port: None,
         }
     }
 }
@@ -411,6 +429,15 @@ impl ZkClusterBuilder {
     /// start an ensemble (quorum: a majority of `n`).
     pub fn members(mut self, n: usize) -> Self {
         self.members = n;
+        self
+    }
+
+    /// Client port of member 0; member `i` listens on `port + i` (default:
+    /// free ports chosen by the system). Peer and election ports are always
+    /// chosen freely. A taken port fails the start with
+    /// [`LaunchError::PortInUse`].
+    pub fn client_port(mut self, port: u16) -> Self {
+        self.client_port = Some(port);
         self
     }
 
@@ -492,6 +519,14 @@ impl ZkClusterBuilder {
             )));
         }
         let tick_ms = u64::try_from(tick_ms).unwrap_or(200);
+        if let Some(port) = self.client_port {
+            let last = usize::from(port) + self.members - 1;
+            if port == 0 || last > usize::from(u16::MAX) {
+                return Err(LaunchError::InvalidArgument(format!(
+                    "client ports {port}..={last} are outside 1..=65535"
+                )));
+            }
+        }
         for (path, cversion) in &self.seeds {
             let valid = path.len() > 1
                 && path.starts_with('/')
@@ -518,7 +553,8 @@ impl ZkClusterBuilder {
 
         let tmp = std::env::temp_dir();
         reap_stale_dirs(&tmp);
-        let root = create_root(&tmp)?;
+        let dir = create_root(&tmp)?;
+        let root = dir.path().to_path_buf();
         let members = (0..self.members)
             .map(|i| Member {
                 dir: root.join(format!("member-{i}")),
@@ -530,6 +566,8 @@ impl ZkClusterBuilder {
         // From here on, Drop cleans up (kills processes, removes `root`).
         Ok(ZkCluster {
             root,
+            dir: Some(dir),
+            client_port: self.client_port,
             java,
             classpath,
             tick_ms,
@@ -597,12 +635,16 @@ impl Member {
 /// server id `i + 1`. Each member keeps its ports and data directory across
 /// [`stop`](ZkCluster::stop)/[`start`](ZkCluster::start). Dropping the
 /// cluster kills all members and deletes the temporary directory
-/// (`$TMPDIR/zk-rwlock-zk-<pid>-<n>`).
+/// (`$TMPDIR/zk-rwlock-zk-<pid>-<random>`).
 ///
 /// `ZkCluster` is `Send` and `Sync`.
 #[derive(Debug)]
 pub struct ZkCluster {
     root: PathBuf,
+    /// Owns `root`: removed on drop (after the members are killed).
+    dir: Option<TempDir>,
+    /// Client port of member 0, if chosen ([`ZkClusterBuilder::client_port`]).
+    client_port: Option<u16>,
     java: OsString,
     classpath: OsString,
     tick_ms: u64,
@@ -813,7 +855,7 @@ impl ZkCluster {
         if let Proc::Running { child, paused, .. } = member.proc_mut() {
             if !*paused {
                 let pid = child.id();
-                signal(pid, "STOP")?;
+                signal(pid, Signal::STOP)?;
                 *paused = true;
                 wait_proc_state(pid, true);
             }
@@ -840,7 +882,7 @@ impl ZkCluster {
             Proc::Running { child, paused, .. } => {
                 if *paused {
                     let pid = child.id();
-                    signal(pid, "CONT")?;
+                    signal(pid, Signal::CONT)?;
                     *paused = false;
                     wait_proc_state(pid, false);
                 }
@@ -977,7 +1019,8 @@ impl ZkCluster {
 
     /// Starts all members, retrying on fresh ports when a port was raced away.
     fn launch(&mut self) -> Result<(), LaunchError> {
-        self.launch_with(free_ports)
+        let first_client = self.client_port;
+        self.launch_with(|n| free_ports(n, first_client))
     }
 
     /// [`launch`](Self::launch) with the port picker as a parameter (for tests).
@@ -1100,7 +1143,7 @@ impl ZkCluster {
         let m = &self.members[i];
         let tick = self.tick_ms;
         let mut cfg = format!(
-            "# written by zk_rwlock::launcher\n\
+            "# written by zk_rwlock_testkit::launcher\n\
              tickTime={tick}\n\
              initLimit=10\n\
              syncLimit=5\n\
@@ -1154,7 +1197,7 @@ impl ZkCluster {
             .map_err(|e| LaunchError::io(format!("reading {}", log_path.display()), e))?
             .len();
         // Best effort: a marker between runs of the same member.
-        let _ = writeln!(log, "==== zk_rwlock::launcher: starting member {i} ====");
+        let _ = writeln!(log, "==== zk_rwlock_testkit::launcher: starting member {i} ====");
         let stderr = log
             .try_clone()
             .map_err(|e| LaunchError::io(format!("duplicating {}", log_path.display()), e))?;
@@ -1302,9 +1345,9 @@ impl ZkCluster {
             } else {
                 let pid = child.id();
                 if *paused {
-                    signal(pid, "CONT")?;
+                    signal(pid, Signal::CONT)?;
                 }
-                signal(pid, "TERM")?;
+                signal(pid, Signal::TERM)?;
                 if !wait_exit(child, STOP_GRACE)? {
                     tracing::warn!(member = i, "ZooKeeper did not exit on SIGTERM; killing it");
                     child
@@ -1338,7 +1381,7 @@ impl ZkCluster {
         {
             stop_watchdog(watchdog);
             if *paused {
-                let _ = signal(child.id(), "CONT");
+                let _ = signal(child.id(), Signal::CONT);
             }
             let _ = child.kill();
             let _ = child.wait();
@@ -1352,9 +1395,11 @@ impl Drop for ZkCluster {
         for i in 0..self.members.len() {
             self.kill_quietly(i);
         }
-        if let Err(e) = fs::remove_dir_all(&self.root) {
-            if e.kind() != io::ErrorKind::NotFound {
-                tracing::warn!(dir = %self.root.display(), error = %e, "could not remove ZooKeeper temp dir");
+        if let Some(dir) = self.dir.take() {
+            if let Err(e) = dir.close() {
+                if e.kind() != io::ErrorKind::NotFound {
+                    tracing::warn!(dir = %self.root.display(), error = %e, "could not remove ZooKeeper temp dir");
+                }
             }
         }
     }
@@ -1388,34 +1433,40 @@ fn classpath(dir: &Path) -> Result<OsString, LaunchError> {
     })
 }
 
-/// Creates `<tmp>/zk-rwlock-zk-<pid>-<counter>`.
-fn create_root(tmp: &Path) -> Result<PathBuf, LaunchError> {
-    let pid = std::process::id();
-    loop {
-        let n = DIR_COUNTER.fetch_add(1, Ordering::Relaxed);
-        let dir = tmp.join(format!("{DIR_PREFIX}{pid}-{n}"));
-        match fs::create_dir(&dir) {
-            Ok(()) => return Ok(dir),
-            // Left over by an earlier process with the same pid: skip it.
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && n < 1_000_000 => continue,
-            Err(e) => {
-                return Err(LaunchError::io(
-                    format!("creating ZooKeeper temp dir {}", dir.display()),
-                    e,
-                ))
-            }
-        }
-    }
+/// Creates `<tmp>/zk-rwlock-zk-<pid>-<random>`, removed when the returned
+/// value is dropped. The pid in the name lets [`reap_stale_dirs`] find
+/// directories whose owner is gone.
+fn create_root(tmp: &Path) -> Result<TempDir, LaunchError> {
+    tempfile::Builder::new()
+        .prefix(&format!("{DIR_PREFIX}{}-", std::process::id()))
+        .tempdir_in(tmp)
+        .map_err(|e| LaunchError::io(format!("creating a ZooKeeper temp dir in {}", tmp.display()), e))
 }
 
-/// Picks distinct free loopback ports for `n` members (client, peer and
-/// election ports) by binding them all at once, then releasing them.
-fn free_ports(n: usize) -> Result<Vec<Ports>, LaunchError> {
+/// Picks distinct loopback ports for `n` members (client, peer and election
+/// ports) by binding them all at once, then releasing them: free ports
+/// chosen by the system, except that member `i`'s client port is
+/// `first_client + i` when `first_client` is given.
+fn free_ports(n: usize, first_client: Option<u16>) -> Result<Vec<Ports>, LaunchError> {
     let per_member = if n > 1 { 3 } else { 1 };
-    let listeners = (0..n * per_member)
-        .map(|_| TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))
-        .collect::<io::Result<Vec<_>>>()
-        .map_err(|e| LaunchError::io("binding a free port on 127.0.0.1", e))?;
+    let mut listeners = Vec::with_capacity(n * per_member);
+    for i in 0..n * per_member {
+        let fixed = first_client
+            .filter(|_| i % per_member == 0)
+            .map(|first| usize::from(first) + i / per_member);
+        let listener = match fixed {
+            Some(port) => {
+                let port = u16::try_from(port).map_err(|_| {
+                    LaunchError::InvalidArgument(format!("client port {port} is outside 1..=65535"))
+                })?;
+                TcpListener::bind((Ipv4Addr::LOCALHOST, port))
+                    .map_err(|source| LaunchError::PortInUse { port, source })?
+            }
+            None => TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+                .map_err(|e| LaunchError::io("binding a free port on 127.0.0.1", e))?,
+        };
+        listeners.push(listener);
+    }
     let ports = listeners
         .iter()
         .map(|l| l.local_addr().map(|a| a.port()))
@@ -1507,23 +1558,23 @@ fn port_accepts(port: u16) -> bool {
     .is_ok()
 }
 
-/// Sends signal `sig` (e.g. `"STOP"`) to `pid` with the shell's `kill`.
-fn signal(pid: u32, sig: &str) -> Result<(), LaunchError> {
-    let out = Command::new("sh")
-        .args(["-c", "kill -s \"$1\" \"$2\"", "sh", sig, &pid.to_string()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .output()
-        .map_err(|e| LaunchError::io(format!("running `sh -c kill -s {sig} {pid}`"), e))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(LaunchError::io(
-            format!("sending SIG{sig} to process {pid}"),
-            io::Error::other(String::from_utf8_lossy(&out.stderr).trim().to_owned()),
-        ))
-    }
+/// Sends signal `sig` to process `pid`.
+fn signal(pid: u32, sig: Signal) -> Result<(), LaunchError> {
+    let target =
+        pid_of(pid).ok_or_else(|| LaunchError::InvalidArgument(format!("{pid} is not a process id")))?;
+    kill_process(target, sig)
+        .map_err(|e| LaunchError::io(format!("sending {sig:?} to process {pid}"), e.into()))
+}
+
+/// `pid` as a process id for the system calls; `None` for 0 and values
+/// past `i32::MAX`.
+fn pid_of(pid: u32) -> Option<Pid> {
+    i32::try_from(pid).ok().and_then(Pid::from_raw)
+}
+
+/// Whether process `pid` exists (a null signal: only `ESRCH` says no).
+fn process_exists(pid: u32) -> bool {
+    pid_of(pid).is_some_and(|p| !matches!(test_kill_process(p), Err(rustix::io::Errno::SRCH)))
 }
 
 /// Waits up to `timeout` for `child` to exit; `Ok(true)` once it has.
@@ -1539,27 +1590,27 @@ fn wait_exit(child: &mut Child, timeout: Duration) -> Result<bool, LaunchError> 
     }
 }
 
-/// Best effort (Linux `/proc`): waits until process `pid` is (or is no
-/// longer) stopped by a signal, so that pause/resume take effect before
-/// returning.
+/// Best effort: waits (at most [`SETTLE_DEADLINE`]) until child process
+/// `pid` has stopped on a signal (`stopped`) or has been continued (not
+/// `stopped`), or has exited, so that pause/resume take effect before
+/// returning. The state change is only peeked at (`WNOWAIT`): an exit
+/// status stays for `Child::wait`.
 fn wait_proc_state(pid: u32, stopped: bool) {
-    let path = format!("/proc/{pid}/stat");
+    let Some(pid) = pid_of(pid) else {
+        return;
+    };
+    let change = if stopped {
+        WaitIdOptions::STOPPED
+    } else {
+        WaitIdOptions::CONTINUED
+    };
+    let options = change | WaitIdOptions::EXITED | WaitIdOptions::NOWAIT | WaitIdOptions::NOHANG;
     let deadline = Instant::now() + SETTLE_DEADLINE;
     while Instant::now() < deadline {
-        let Ok(stat) = fs::read_to_string(&path) else {
-            return;
-        };
-        // The state follows the parenthesised command name.
-        let Some(state) = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-        else {
-            return;
-        };
-        if (state == "T" || state == "t") == stopped {
-            return;
+        match waitid(WaitId::Pid(pid), options) {
+            Ok(None) => thread::sleep(Duration::from_millis(2)),
+            Ok(Some(_)) | Err(_) => return,
         }
-        thread::sleep(Duration::from_millis(2));
     }
 }
 
@@ -1590,10 +1641,6 @@ fn log_tail(path: &Path, offset: u64) -> String {
     }
 }
 
-/// Kills the servers of launcher directories whose owning process is gone
-/// (it died without running `Drop`) and removes those directories. Needs
-/// Linux `/proc`; does nothing elsewhere. Only processes whose command line
-/// names the stale directory are killed.
 /// Starts the watchdog of server process `pid` (best effort: without it,
 /// orphans are still reaped by the next cluster started on this machine).
 fn spawn_watchdog(pid: u32) -> Option<Child> {
@@ -1618,6 +1665,11 @@ fn stop_watchdog(watchdog: &mut Option<Child>) {
     }
 }
 
+/// Kills the servers of launcher directories whose owning process is gone
+/// (it died without running `Drop`) and removes those directories. Needs
+/// Linux `/proc` (a process's command line has no portable interface);
+/// does nothing elsewhere. Only processes whose command line names the
+/// stale directory are killed.
 fn reap_stale_dirs(tmp: &Path) {
     if !Path::new("/proc/self").exists() {
         return;
@@ -1636,7 +1688,7 @@ fn reap_stale_dirs(tmp: &Path) {
         else {
             continue;
         };
-        if owner == me || Path::new(&format!("/proc/{owner}")).exists() {
+        if owner == me || process_exists(owner) {
             continue;
         }
         let dir = entry.path();
@@ -1656,7 +1708,7 @@ fn reap_stale_dirs(tmp: &Path) {
                     .unwrap_or(false);
                 if ours {
                     tracing::info!(pid, dir = dir_str, "killing orphaned ZooKeeper server");
-                    let _ = signal(pid, "KILL");
+                    let _ = signal(pid, Signal::KILL);
                 }
             }
         }
@@ -1698,6 +1750,8 @@ mod tests {
     fn unstarted(n: usize) -> ZkCluster {
         ZkCluster {
             root: PathBuf::from("/nonexistent/zk-rwlock-unit-test"),
+            dir: None,
+            client_port: None,
             java: OsString::from("java"),
             classpath: OsString::new(),
             tick_ms: 200,
@@ -1775,7 +1829,7 @@ mod tests {
 
     #[test]
     fn free_ports_are_distinct() {
-        let ports = free_ports(3).expect("free ports");
+        let ports = free_ports(3, None).expect("free ports");
         let mut all: Vec<u16> = ports
             .iter()
             .flat_map(|p| [p.client, p.peer, p.election])
@@ -1788,8 +1842,8 @@ mod tests {
 
     #[test]
     fn log_tail_keeps_last_lines_since_offset() {
-        let dir = std::env::temp_dir().join(format!("zk-rwlock-unit-log-{}", std::process::id()));
-        fs::create_dir_all(&dir).expect("mkdir");
+        let scratch = tempfile::tempdir().expect("temp dir");
+        let dir = scratch.path();
         let path = dir.join("zk.log");
         let old = "old run\n";
         let new: String = (0..100).map(|i| format!("line {i}\n")).collect();
@@ -1799,7 +1853,6 @@ mod tests {
         assert!(tail.ends_with("line 99"));
         assert_eq!(tail.lines().count(), LOG_TAIL_LINES);
         assert_eq!(log_tail(&dir.join("missing.log"), 0), "(log is empty)");
-        let _ = fs::remove_dir_all(&dir);
     }
 
     /// Directories of dead owners are removed and their servers killed.
@@ -1809,8 +1862,8 @@ mod tests {
             return;
         }
         // A private root: other tests start clusters, and so reap, in the shared temp dir.
-        let tmp = std::env::temp_dir().join(format!("zk-rwlock-reap-test-{}", std::process::id()));
-        fs::create_dir_all(&tmp).expect("mkdir");
+        let scratch = tempfile::tempdir().expect("temp dir");
+        let tmp = scratch.path();
         // A pid that is (almost certainly) not in use any more.
         let mut gone = Command::new("true").spawn().expect("spawn true");
         let dead = gone.id();
@@ -1828,7 +1881,7 @@ mod tests {
         fs::create_dir_all(dir.join("member-1")).expect("mkdir");
         fs::write(dir.join("member-1/pid"), bystander.id().to_string()).expect("pid file");
 
-        reap_stale_dirs(&tmp);
+        reap_stale_dirs(tmp);
 
         assert!(!dir.exists());
         let status = wait_with_deadline(&mut orphan, Duration::from_secs(5));
@@ -1839,7 +1892,6 @@ mod tests {
         );
         let _ = bystander.kill();
         let _ = bystander.wait();
-        let _ = fs::remove_dir_all(&tmp);
     }
 
     fn wait_with_deadline(child: &mut Child, timeout: Duration) -> Option<std::process::ExitStatus> {
@@ -1873,7 +1925,7 @@ mod tests {
                     ..Ports::default()
                 }])
             } else {
-                free_ports(n)
+                free_ports(n, None)
             }
         })
         .expect("launch on fresh ports");

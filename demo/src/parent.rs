@@ -15,8 +15,8 @@ use tokio::process::{ChildStdin, Command};
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
-use zk_rwlock::launcher::ZkCluster;
 use zk_rwlock::{zk, Mode, SharedLock};
+use zk_rwlock_testkit::launcher::ZkCluster;
 
 use super::event::{now_us, Event, Kind, Line};
 use super::svg::{self, Picture};
@@ -389,7 +389,7 @@ fn spawn_worker(
     } else {
         Command::new(&exe)
     };
-    cmd.arg("demo-worker")
+    cmd.arg("worker")
         .args(["--connect", connect, "--path", &cfg.path])
         .args([
             "--mode",

@@ -1,9 +1,7 @@
-//! `zk-rwlock`: run a command under a ZooKeeper read/write lock, inspect a
-//! lock, or watch many processes share one lock in a demo.
+//! `zk-rwlock`: run a command under a ZooKeeper read/write lock, or show
+//! who holds a lock and who waits on whom.
 
-mod bench;
 mod common;
-mod demo;
 mod exec;
 mod status;
 
@@ -27,15 +25,6 @@ enum Command {
     Exec(exec::Args),
     /// Show the queue of a lock: who holds it, who waits on whom.
     Status(status::Args),
-    /// Run many worker processes that share one lock, draw their timeline,
-    /// and check that no writer ever overlapped anyone.
-    Demo(demo::Args),
-    /// Measure lock throughput and latency against a ZooKeeper server
-    /// (the workloads of the Curator/kazoo comparison), printing JSON.
-    Bench(bench::Args),
-    /// One worker process of `demo` (internal).
-    #[command(hide = true)]
-    DemoWorker(demo::WorkerArgs),
 }
 
 fn main() -> ExitCode {
@@ -44,8 +33,5 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Exec(args) => exec::run(args),
         Command::Status(args) => status::run(args),
-        Command::Demo(args) => demo::run(args),
-        Command::Bench(args) => bench::run(args),
-        Command::DemoWorker(args) => demo::run_worker(args),
     }
 }

@@ -1,10 +1,10 @@
 //! Integration tests of the throwaway ZooKeeper launcher, against real
-//! servers (needs Java and the ZooKeeper 3.8 jars; see `zk_rwlock::launcher`).
+//! servers (needs Java and the ZooKeeper 3.8 jars; see `zk_rwlock_testkit::launcher`).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use zk_rwlock::launcher::{LaunchError, ServerMode, ZkCluster};
+use zk_rwlock_testkit::launcher::{LaunchError, ServerMode, ZkCluster};
 
 /// Polls `f` every 20 ms until it returns `Some`, or panics after `timeout`.
 fn poll<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
@@ -20,6 +20,13 @@ fn poll<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T
 
 fn process_exists(pid: u32) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// The state letter of process `pid` in `/proc/<pid>/stat` (`T`: stopped).
+fn proc_state(pid: u32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().next().map(str::to_owned)
 }
 
 fn port_accepts(port: u16) -> bool {
@@ -76,9 +83,12 @@ fn standalone_lifecycle() {
     assert_eq!(zk.client_port(0), port);
     assert_eq!(zk.four_letter(0, "ruok").expect("ruok"), "imok");
 
-    // pause: no answers; resume: answers again.
+    // pause: no answers; resume: answers again. Both have taken effect
+    // when they return.
+    let pid = zk.pid(0).expect("pid");
     zk.pause(0).expect("pause");
     assert!(zk.is_paused(0));
+    assert_eq!(proc_state(pid).as_deref(), Some("T"), "stopped after pause");
     let paused = zk.four_letter_timeout(0, "ruok", Duration::from_millis(300));
     assert!(
         matches!(paused, Err(LaunchError::FourLetter { .. })),
@@ -91,6 +101,7 @@ fn standalone_lifecycle() {
     ));
     zk.resume(0).expect("resume");
     assert!(!zk.is_paused(0));
+    assert_ne!(proc_state(pid).as_deref(), Some("T"), "running after resume");
     zk.wait_serving(0, Duration::from_secs(10))
         .expect("serving after resume");
     assert_eq!(zk.four_letter(0, "ruok").expect("ruok"), "imok");
@@ -109,6 +120,32 @@ fn standalone_lifecycle() {
     assert!(!dir.exists(), "{} still exists", dir.display());
     assert!(!process_exists(pid), "process {pid} survived drop");
     assert!(!port_accepts(port));
+}
+
+#[test]
+fn chosen_client_ports() {
+    let free = std::net::TcpListener::bind(("127.0.0.1", 0))
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let zk = ZkCluster::builder()
+        .client_port(free)
+        .start()
+        .expect("start on a chosen port");
+    assert_eq!(zk.connect_string(), format!("127.0.0.1:{free}"));
+    assert_eq!(zk.four_letter(0, "ruok").expect("ruok"), "imok");
+    let err = ZkCluster::builder()
+        .client_port(free)
+        .start()
+        .expect_err("the port is taken");
+    assert!(
+        matches!(err, LaunchError::PortInUse { port, .. } if port == free),
+        "{err}"
+    );
+    assert!(matches!(
+        ZkCluster::builder().members(3).client_port(65534).start(),
+        Err(LaunchError::InvalidArgument(_))
+    ));
 }
 
 #[test]

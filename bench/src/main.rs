@@ -1,4 +1,4 @@
-//! `zk-rwlock bench`: the lock workloads of the Curator/kazoo comparison
+//! `zk-rwlock-bench`: the lock workloads of the Curator/kazoo comparison
 //! (`peers/README.md`, "Contract for another implementation"), with the
 //! same semantics as the peers, plus `floor_*` workloads that measure what
 //! plain ZooKeeper calls cost on the same server, without any lock logic.
@@ -11,16 +11,23 @@
 //! Wake-ups are the library's own counts ([`SharedLock::stats`]), summed
 //! over every lock of the run.
 
+// The command line's helpers (exit codes, failures, connecting and closing
+// sessions), shared as source.
+#[allow(dead_code)]
+#[path = "../../cli/src/common.rs"]
+mod common;
+
 use std::fmt::Write as _;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use clap::Parser;
 use serde_json::Value;
 use zk_rwlock::{zk, Guard, Mode, SharedLock};
 
-use crate::common::{self, exit, Failure};
+use crate::common::{exit, Failure};
 
 /// Session timeout of every benchmark client (the peers' value: the server
 /// maximum with `tickTime=200`).
@@ -34,7 +41,7 @@ const HERD_PAUSE: Duration = Duration::from_millis(300);
 /// How long one herd waiter may take to appear in the queue.
 const ENQUEUE_LIMIT: Duration = Duration::from_secs(10);
 
-const AFTER_HELP: &str = "See `zk-rwlock bench --help` for the workloads and the JSON fields.";
+const AFTER_HELP: &str = "See `zk-rwlock-bench --help` for the workloads and the JSON fields.";
 
 const AFTER_LONG_HELP: &str = "\
 Workloads (the peers' contract, peers/README.md; --clients and --grants
@@ -102,15 +109,25 @@ Environment:
   RUST_LOG    diagnostics on stderr (default: warn)
 
 Examples:
-  zk-rwlock bench --workload uncontended_write
-  zk-rwlock bench --zk 127.0.0.1:2181 --workload contended_write --clients 32
-  IMPLS=\"curator kazoo rust\" IMPL_CMD_rust=\"$PWD/target/release/zk-rwlock bench\" \\
+  zk-rwlock-bench --workload uncontended_write
+  zk-rwlock-bench --zk 127.0.0.1:2181 --workload contended_write --clients 32
+  IMPLS=\"curator kazoo rust\" IMPL_CMD_rust=\"$PWD/target/release/zk-rwlock-bench\" \\
     bash peers/run.sh";
 
-/// Arguments of `bench`.
-#[derive(Debug, clap::Args)]
-#[command(after_help = AFTER_HELP, after_long_help = AFTER_LONG_HELP)]
-pub struct Args {
+/// Measure lock throughput and latency against a ZooKeeper server (the
+/// workloads of the Curator/kazoo comparison), printing JSON.
+///
+/// Set RUST_LOG (e.g. RUST_LOG=zk_rwlock=debug) for diagnostics on stderr.
+#[derive(Debug, Parser)]
+#[command(
+    name = "zk-rwlock-bench",
+    version,
+    about,
+    long_about = None,
+    after_help = AFTER_HELP,
+    after_long_help = AFTER_LONG_HELP
+)]
+struct Args {
     /// ZooKeeper servers, host:port[,host:port...] [env: ZK_CONNECT]
     /// [default: 127.0.0.1:2181]
     #[arg(long = "zk", visible_alias = "connect", value_name = "SERVERS")]
@@ -232,8 +249,13 @@ impl Workload {
     }
 }
 
-/// Runs `bench`.
-pub fn run(args: Args) -> ExitCode {
+fn main() -> ExitCode {
+    common::init_tracing();
+    run(Args::parse())
+}
+
+/// Runs one benchmark.
+fn run(args: Args) -> ExitCode {
     let bench = match Bench::from_args(args) {
         Ok(bench) => bench,
         Err(failure) => return failure.report(),

@@ -1,4 +1,4 @@
-//! Soak: at least eight `zk-rwlock demo-worker` processes, readers and
+//! Soak: at least eight `zk-rwlock-demo worker` processes, readers and
 //! writers, take one lock at random on a real 3-member ensemble for a bounded
 //! time, each through its own session and through one TCP proxy per member,
 //! while a seeded fault loop restarts members (never more than one down),
@@ -19,9 +19,8 @@
 //! `ZK_RWLOCK_SOAK_SECS` sets the length of the faulted run (default 30 s);
 //! `ZK_RWLOCK_SOAK_SEED` replays a run's fault schedule and worker seeds
 //! (the timing of a real run is never exactly reproducible).
-#![cfg(feature = "cli")]
 
-mod support;
+use zk_rwlock_testkit as support;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt::Write as _;
@@ -34,10 +33,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use support::proxy::Proxy;
-use zk_rwlock::launcher::ZkCluster;
 use zk_rwlock::zk;
+use zk_rwlock_testkit::launcher::ZkCluster;
 
-const BIN: &str = env!("CARGO_BIN_EXE_zk-rwlock");
+const BIN: &str = env!("CARGO_BIN_EXE_zk-rwlock-demo");
 /// Length of the faulted run in seconds (default [`DEFAULT_SECS`]).
 const SECS_ENV: &str = "ZK_RWLOCK_SOAK_SECS";
 /// Seed of the fault schedule and of the workers' hold and think times.
@@ -181,7 +180,7 @@ impl Fleet {
         let id = self.workers.len();
         let seed = self.rng.next() % 1_000_000_007;
         let spawned = Command::new(BIN)
-            .args(["demo-worker", "--connect", &self.connect, "--path", &self.path])
+            .args(["worker", "--connect", &self.connect, "--path", &self.path])
             .args(["--mode", mode.arg()])
             .args(["--duration", &format!("{}s", self.worker_secs)])
             .args(["--seed", &seed.to_string()])
@@ -195,7 +194,7 @@ impl Fleet {
             Ok(child) => child,
             Err(e) => {
                 self.problems
-                    .push(format!("cannot start worker {id} ({BIN} demo-worker): {e}"));
+                    .push(format!("cannot start worker {id} ({BIN} worker): {e}"));
                 return;
             }
         };

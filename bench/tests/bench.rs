@@ -1,11 +1,10 @@
-//! `zk-rwlock bench` against a throwaway server: every workload with small
+//! `zk-rwlock-bench` against a throwaway server: every workload with small
 //! sizes, its last stdout line parsed as JSON and checked against the
 //! peers' contract (`peers/README.md`): the fields are there, no
 //! violations, the grants asked for, FIFO hand-offs in the herd, and the
 //! floor rows.
-#![cfg(feature = "cli")]
 
-mod support;
+use zk_rwlock_testkit as support;
 
 use std::process::{Command, Output, Stdio};
 use std::thread;
@@ -13,7 +12,7 @@ use std::thread;
 use serde_json::Value;
 use support::{server, unique_path};
 
-const BIN: &str = env!("CARGO_BIN_EXE_zk-rwlock");
+const BIN: &str = env!("CARGO_BIN_EXE_zk-rwlock-bench");
 
 /// The fields every row has (the contract's required ones, and what this
 /// implementation always prints).
@@ -35,18 +34,12 @@ const COMMON_FIELDS: [&str; 15] = [
     "version",
 ];
 
-/// Runs `zk-rwlock bench --workload W ARGS...` on the shared server (through
+/// Runs `zk-rwlock-bench --workload W ARGS...` on the shared server (through
 /// `--zk`, as peers/run.sh does) and returns the parsed last stdout line.
 fn bench(workload: &str, args: &[&str]) -> Value {
     let path = unique_path(workload);
     let output = Command::new(BIN)
-        .args([
-            "bench",
-            "--zk",
-            &server().connect_string(),
-            "--workload",
-            workload,
-        ])
+        .args(["--zk", &server().connect_string(), "--workload", workload])
         .args([
             "--path",
             &path,
@@ -62,7 +55,7 @@ fn bench(workload: &str, args: &[&str]) -> Value {
         .env_remove("ZK_CONNECT")
         .stdin(Stdio::null())
         .output()
-        .expect("run zk-rwlock bench");
+        .expect("run zk-rwlock-bench");
     parse(workload, &output)
 }
 
@@ -140,7 +133,7 @@ fn contended(workload: &str, extra: &[&str]) -> Value {
     row
 }
 
-/// A named check that runs `zk-rwlock bench`.
+/// A named check that runs `zk-rwlock-bench`.
 type Check = (&'static str, Box<dyn FnOnce() + Send>);
 
 /// Runs the given checks side by side (each runs a process of its own).
@@ -270,7 +263,7 @@ fn defaults_and_usage() {
     // `--connect` is an alias of `--zk`; without --path a fresh directory is
     // used and removed afterwards.
     let output = Command::new(BIN)
-        .args(["bench", "--connect", &server().connect_string()])
+        .args(["--connect", &server().connect_string()])
         .args([
             "--workload",
             "uncontended_write",
@@ -282,14 +275,13 @@ fn defaults_and_usage() {
         .env_remove("RUST_LOG")
         .stdin(Stdio::null())
         .output()
-        .expect("run zk-rwlock bench");
+        .expect("run zk-rwlock-bench");
     let row = parse("uncontended_write", &output);
     assert_eq!(row["grants"], 10, "{row}");
 
     // `ZK_CONNECT` when no flag is given.
     let output = Command::new(BIN)
         .args([
-            "bench",
             "--workload",
             "floor_create_delete",
             "--grants",
@@ -301,28 +293,28 @@ fn defaults_and_usage() {
         .env_remove("RUST_LOG")
         .stdin(Stdio::null())
         .output()
-        .expect("run zk-rwlock bench");
+        .expect("run zk-rwlock-bench");
     parse("floor_create_delete", &output);
 
     for bad in [
-        &["bench", "--workload", "nonsense"][..],
-        &["bench", "--workload", "uncontended_write", "--max-secs", "0"],
-        &["bench", "--workload", "uncontended_write", "--path", "no-slash"],
+        &["--workload", "nonsense"][..],
+        &["--workload", "uncontended_write", "--max-secs", "0"],
+        &["--workload", "uncontended_write", "--path", "no-slash"],
     ] {
         let output = Command::new(BIN)
             .args(bad)
             .env("ZK_CONNECT", server().connect_string())
             .stdin(Stdio::null())
             .output()
-            .expect("run zk-rwlock bench");
+            .expect("run zk-rwlock-bench");
         assert_eq!(output.status.code(), Some(2), "{bad:?}: {output:?}");
         assert!(output.stdout.is_empty(), "{bad:?}: {output:?}");
     }
 
     let help = Command::new(BIN)
-        .args(["bench", "--help"])
+        .arg("--help")
         .output()
-        .expect("run zk-rwlock bench --help");
+        .expect("run zk-rwlock-bench --help");
     let help = String::from_utf8_lossy(&help.stdout);
     for word in [
         "herd_release",

@@ -1,20 +1,19 @@
-//! `zk-rwlock demo` end to end: the real binary, its worker processes and a
+//! `zk-rwlock-demo` end to end: the real binary, its worker processes and a
 //! throwaway ZooKeeper (the demo starts its own).
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_zk-rwlock");
+const BIN: &str = env!("CARGO_BIN_EXE_zk-rwlock-demo");
 
 fn demo(args: &[&str]) -> (Output, Duration) {
     let started = Instant::now();
     let output = Command::new(BIN)
-        .arg("demo")
         .args(args)
         .env("COLUMNS", "100")
         .output()
-        .expect("run zk-rwlock demo");
+        .expect("run zk-rwlock-demo");
     (output, started.elapsed())
 }
 

@@ -1,0 +1,21 @@
+//! What zk-rwlock's tests, demo and benchmarks share; not published.
+//!
+//! * [`launcher`]: [`ZkCluster`], throwaway Apache ZooKeeper servers and
+//!   ensembles on `127.0.0.1` (the Java server, e.g. Debian's `zookeeper`
+//!   package), optionally on seeded data.
+//! * [`proxy`]: a TCP proxy between a client and a server that cuts, refuses,
+//!   garbles or delays on command.
+//! * The fixtures at the crate root: one server per test binary
+//!   ([`server`]), clients and locks on it, polling with a deadline instead
+//!   of sleeping, and helpers that read the server's watch lists.
+//!
+//! The binary `zk-dev-server` runs one [`ZkCluster`] until Ctrl-C, for
+//! trying the command line or an application by hand
+//! (`scripts/dev-server.sh`).
+
+mod fixtures;
+pub mod launcher;
+pub mod proxy;
+
+pub use fixtures::*;
+pub use launcher::{LaunchError, ServerMode, ZkCluster, ZkClusterBuilder};
