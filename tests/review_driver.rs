@@ -82,3 +82,60 @@ async fn a_waiter_whose_session_expires_fails_with_session_expired_not_lost() {
         holder.release().await.expect("release");
     }
 }
+
+/// A waiter that cannot read the node it waits on polls it. Cuts of its
+/// connection while it polls end its wait (a change of the session's
+/// state) and start the polling again: it is still granted once the node
+/// is gone, and its node is still the only one it has.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_polling_waiter_survives_cut_connections_and_is_granted() {
+    let direct = server().connect_string();
+    let path = unique_path("review-poll-cut");
+    let admin = support::client().await;
+    admin
+        .mkdir(&path, &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()))
+        .await
+        .unwrap();
+    let proxy = Proxy::start(&direct);
+    let connect = |user: &'static str, to: String| async move {
+        zk::Client::connector()
+            .with_session_timeout(Duration::from_secs(8))
+            .with_auth("digest", user.as_bytes())
+            .connect(&to)
+            .await
+            .unwrap()
+    };
+    let bob = SharedLock::builder(connect("bob:secret", direct.clone()).await, &path)
+        .acls(&zk::Acls::creator_all())
+        .build()
+        .unwrap();
+    let alice = SharedLock::builder(connect("alice:secret", proxy.addr().to_owned()).await, &path)
+        .acls(&zk::Acls::creator_all())
+        .build()
+        .unwrap();
+    let held = bob.write().await.unwrap();
+    assert!(matches!(
+        alice.client().get_data(held.node()).await,
+        Err(zk::Error::NoAuth)
+    ));
+    let waiter = tokio::spawn({
+        let alice = alice.clone();
+        async move { alice.write().await }
+    });
+    wait_contenders(&bob, 2).await;
+    for _ in 0..3 {
+        let accepted = proxy.accepted();
+        proxy.cut_all();
+        eventually("alice reconnects", WITHIN, || async { proxy.accepted() > accepted }).await;
+        eventually("alice is connected", WITHIN, || async {
+            alice.client().state() == zk::SessionState::SyncConnected
+        })
+        .await;
+        assert!(!waiter.is_finished(), "the waiter waits while bob holds");
+    }
+    held.release().await.unwrap();
+    let guard = joined(WITHIN, waiter).await.expect("alice is granted");
+    assert_eq!(bob.contenders().await.unwrap().len(), 1);
+    guard.release().await.unwrap();
+    support::assert_drained(&path).await;
+}
