@@ -1,0 +1,141 @@
+//! The acquire driver against a real server: how it reports the end of a
+//! session that a waiter learns of from its watches, and how it behaves
+//! across interruptions of the connection.
+
+mod support;
+
+use std::time::Duration;
+
+use support::proxy::Proxy;
+use support::{eventually, joined, server, unique_path, wait_contenders};
+use zk_rwlock::{zk, Error, SharedLock};
+
+const WITHIN: Duration = Duration::from_secs(30);
+
+/// Sets `n` exists-watches on paths that do not exist, through `client`,
+/// and returns them (a watch dropped is removed again). Every one of them
+/// receives the session's end, as the acquire's own watches do: the client
+/// hands that event to each watch before it publishes the new session state.
+async fn idle_watches(client: &zk::Client, tag: &str, n: usize) -> Vec<zk::OneshotWatcher> {
+    let mut kept = Vec::with_capacity(n);
+    let paths: Vec<String> = (0..n).map(|i| format!("/review-nowhere-{tag}-{i}")).collect();
+    for batch in paths.chunks(2_000) {
+        let requests: Vec<_> = batch.iter().map(|p| client.check_and_watch_stat(p)).collect();
+        for request in requests {
+            let (stat, watcher) = request.await.expect("exists watch");
+            assert!(stat.is_none());
+            kept.push(watcher);
+        }
+    }
+    kept
+}
+
+/// A waiter whose session expires learns it from the session event that its
+/// own node's watch (or the watched node's) delivers. It must fail with
+/// `SessionExpired` (or `SessionClosed`), never with `Lost`: its node was
+/// not deleted by anyone, its session ended. The event itself says so; the
+/// client's published state may lag behind it (the client dispatches the
+/// event to every watch of the session first). Other watches of the same
+/// session widen that gap; without them it is narrower, but still there
+/// whenever the session and the acquire run on different threads (as with
+/// `SharedLock::connect` and the blocking API).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_whose_session_expires_fails_with_session_expired_not_lost() {
+    let direct = server().connect_string();
+    for round in 0..3 {
+        let path = unique_path("review-expiry-kind");
+        let proxy = Proxy::start(&direct);
+        let holder_lock = support::lock(&path).await;
+        let holder = holder_lock.write().await.expect("holder");
+        // The session runs on the library's own runtime, the acquire on the
+        // test's: the acquire reads the session state while the client is
+        // still busy handing out the event.
+        let victim = SharedLock::connect(proxy.addr(), &path).await.expect("victim");
+        let session = victim.client().session_id().0;
+        let _idle = idle_watches(victim.client(), &format!("{}-{round}", std::process::id()), 3_000).await;
+        let waiter = tokio::spawn({
+            let victim = victim.clone();
+            async move { victim.write().await.map(|g| g.node().to_owned()) }
+        });
+        wait_contenders(&holder_lock, 2).await;
+        let node = holder.node().to_owned();
+        eventually("the waiter watches the holder", WITHIN, || async {
+            support::watches(server(), &node, session)
+        })
+        .await;
+        support::expire_behind(&proxy, victim.client(), &direct).await;
+        match joined(WITHIN, waiter).await {
+            Err(Error::SessionExpired | Error::SessionClosed) => {}
+            other => {
+                let then = victim.client().state();
+                eventually("the client publishes the session's end", WITHIN, || async {
+                    victim.client().state().is_terminated()
+                })
+                .await;
+                panic!(
+                    "round {round}: a waiter whose session expired got {other:?} \
+                     (the client's state was {then:?} as it returned, then {:?})",
+                    victim.client().state()
+                )
+            }
+        }
+        holder.release().await.expect("release");
+    }
+}
+
+/// A waiter that cannot read the node it waits on polls it. Cuts of its
+/// connection while it polls end its wait (a change of the session's
+/// state) and start the polling again: it is still granted once the node
+/// is gone, and its node is still the only one it has.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_polling_waiter_survives_cut_connections_and_is_granted() {
+    let direct = server().connect_string();
+    let path = unique_path("review-poll-cut");
+    let admin = support::client().await;
+    admin
+        .mkdir(&path, &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()))
+        .await
+        .unwrap();
+    let proxy = Proxy::start(&direct);
+    let connect = |user: &'static str, to: String| async move {
+        zk::Client::connector()
+            .with_session_timeout(Duration::from_secs(8))
+            .with_auth("digest", user.as_bytes())
+            .connect(&to)
+            .await
+            .unwrap()
+    };
+    let bob = SharedLock::builder(connect("bob:secret", direct.clone()).await, &path)
+        .acls(&zk::Acls::creator_all())
+        .build()
+        .unwrap();
+    let alice = SharedLock::builder(connect("alice:secret", proxy.addr().to_owned()).await, &path)
+        .acls(&zk::Acls::creator_all())
+        .build()
+        .unwrap();
+    let held = bob.write().await.unwrap();
+    assert!(matches!(
+        alice.client().get_data(held.node()).await,
+        Err(zk::Error::NoAuth)
+    ));
+    let waiter = tokio::spawn({
+        let alice = alice.clone();
+        async move { alice.write().await }
+    });
+    wait_contenders(&bob, 2).await;
+    for _ in 0..3 {
+        let accepted = proxy.accepted();
+        proxy.cut_all();
+        eventually("alice reconnects", WITHIN, || async { proxy.accepted() > accepted }).await;
+        eventually("alice is connected", WITHIN, || async {
+            alice.client().state() == zk::SessionState::SyncConnected
+        })
+        .await;
+        assert!(!waiter.is_finished(), "the waiter waits while bob holds");
+    }
+    held.release().await.unwrap();
+    let guard = joined(WITHIN, waiter).await.expect("alice is granted");
+    assert_eq!(bob.contenders().await.unwrap().len(), 1);
+    guard.release().await.unwrap();
+    support::assert_drained(&path).await;
+}
