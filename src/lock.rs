@@ -591,7 +591,9 @@ impl SharedLock {
 
     /// What the acquires through this lock (and its clones) did so far:
     /// counts of grants, hand-offs, wake-ups, listings and retries, and
-    /// wait times. Reading them costs no request.
+    /// wait times. Reading them costs no request. An acquire is counted
+    /// when it ends: one whose future is dropped (cancelled) counts only
+    /// in [`Stats::acquires`].
     pub fn stats(&self) -> Stats {
         self.inner.stats.get()
     }
@@ -1087,16 +1089,6 @@ impl Driver<'_> {
                 let Some((own, watched)) = before(self.until, requests).await else {
                     return machine.step(Input::Deadline);
                 };
-                let own = own.map(|own| match own {
-                    Ok((_, _, watcher)) => {
-                        self.own_watch = Some(Box::pin(watcher.changed()));
-                        Reply::Ok(())
-                    }
-                    Err(e) => {
-                        let node = self.node.clone();
-                        self.reply(e, &node)
-                    }
-                });
                 let watched = match watched {
                     Ok((_, stat, watcher)) => {
                         if stat.ephemeral_owner == 0 {
@@ -1113,6 +1105,18 @@ impl Driver<'_> {
                         self.reply(e, &path)
                     }
                 };
+                // The machine looks at our own node's answer first: its
+                // error is the one a failure reports.
+                let own = own.map(|own| match own {
+                    Ok((_, _, watcher)) => {
+                        self.own_watch = Some(Box::pin(watcher.changed()));
+                        Reply::Ok(())
+                    }
+                    Err(e) => {
+                        let node = self.node.clone();
+                        self.reply(e, &node)
+                    }
+                });
                 self.pump(machine);
                 let next = machine.step(Input::WatchesSet { own, watched });
                 if let Action::Wait { poll } = next {
@@ -1204,7 +1208,7 @@ impl Driver<'_> {
         let watched = async {
             if poll {
                 return match poll_until_gone(client, &self.watched_path).await {
-                    Ok(()) => Event::Watched(NodeEvent::Deleted),
+                    Ok(()) => (Event::Watched(NodeEvent::Deleted), client.state()),
                     Err(e) => {
                         let error = Error::from_zk(e, &self.watched_path);
                         let event = if error.is_session_over() {
@@ -1213,14 +1217,17 @@ impl Driver<'_> {
                             Event::Watched(NodeEvent::Failed)
                         };
                         self.last_error = Some(error);
-                        event
+                        (event, client.state())
                     }
                 };
             }
             match self.watched.as_mut() {
-                Some(changed) => Event::Watched(node_event(&changed.await)),
+                Some(changed) => {
+                    let event = changed.await;
+                    (Event::Watched(node_event(&event)), event.session_state)
+                }
                 // Nothing to wait on: a fresh snapshot decides.
-                None => Event::Watched(NodeEvent::Other),
+                None => (Event::Watched(NodeEvent::Other), client.state()),
             }
         };
         let deadline = async {
@@ -1230,12 +1237,14 @@ impl Driver<'_> {
             }
         };
         let states = &mut self.states;
-        let (input, own_fired, watched_fired) = tokio::select! {
+        // The session state an event carries: a watch hears of the
+        // session's end before `client.state()` says so.
+        let (input, own_fired, watched_fired, state) = tokio::select! {
             biased;
-            event = own => (Input::Event(Event::Own(node_event(&event))), true, false),
-            state = states.changed() => (Input::Event(session_event(state)), false, false),
-            event = watched => (Input::Event(event), false, !poll),
-            () = deadline => (Input::Deadline, false, false),
+            event = own => (Input::Event(Event::Own(node_event(&event))), true, false, event.session_state),
+            state = states.changed() => (Input::Event(session_event(state)), false, false, state),
+            (event, state) = watched => (Input::Event(event), false, !poll, state),
+            () = deadline => (Input::Deadline, false, false, client.state()),
         };
         if own_fired {
             self.own_watch = None;
@@ -1249,7 +1258,9 @@ impl Driver<'_> {
             | Event::Watched(NodeEvent::SessionEnded),
         ) = input
         {
-            self.ended = Some(client.state());
+            self.ended = Some(state)
+                .filter(|state| Error::from_session_state(*state).is_some())
+                .or(Some(client.state()));
         }
         input
     }
@@ -1258,6 +1269,9 @@ impl Driver<'_> {
     /// node's watch, and the session's state changes.
     fn pump(&mut self, machine: &mut Acquire) {
         if let Some(event) = take_ready(&mut self.own_watch) {
+            if Error::from_session_state(event.session_state).is_some() {
+                self.ended = Some(event.session_state);
+            }
             machine.event(Event::Own(node_event(&event)));
         }
         let mut cx = std::task::Context::from_waker(std::task::Waker::noop());

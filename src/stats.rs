@@ -18,8 +18,9 @@ pub struct Stats {
     pub acquires: u64,
     /// Acquires granted.
     pub grants: u64,
-    /// Of the grants, those a watch event granted without a new listing of
-    /// the lock directory (hand-offs).
+    /// Of the grants, those made after waiting without a new listing of
+    /// the lock directory (hand-offs): on the watched node's deletion, or
+    /// on finding it already gone when the watch was set.
     pub handoffs: u64,
     /// Acquires that gave up: a deadline passed, or `try_*` found the lock taken.
     pub give_ups: u64,
@@ -35,7 +36,9 @@ pub struct Stats {
     pub spurious_wakeups: u64,
     /// Grants after a wake-up that needed a new listing (not a hand-off).
     pub relisted_grants: u64,
-    /// Retryable errors (connection losses) met by acquires.
+    /// Retryable errors (connection losses) that made an acquire list the
+    /// lock directory again. Requests the driver retries in place (the
+    /// create, listings, deletions) are not counted.
     pub retries: u64,
     /// The time granted acquires waited, in total.
     pub wait_time: Duration,

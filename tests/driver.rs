@@ -2,7 +2,7 @@
 //! session that a waiter learns of from its watches, and how it behaves
 //! across interruptions of the connection.
 
-mod support;
+use zk_rwlock_testkit as support;
 
 use std::time::Duration;
 
@@ -93,7 +93,10 @@ async fn a_polling_waiter_survives_cut_connections_and_is_granted() {
     let path = unique_path("review-poll-cut");
     let admin = support::client().await;
     admin
-        .mkdir(&path, &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()))
+        .mkdir(
+            &path,
+            &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
+        )
         .await
         .unwrap();
     let proxy = Proxy::start(&direct);
@@ -126,7 +129,10 @@ async fn a_polling_waiter_survives_cut_connections_and_is_granted() {
     for _ in 0..3 {
         let accepted = proxy.accepted();
         proxy.cut_all();
-        eventually("alice reconnects", WITHIN, || async { proxy.accepted() > accepted }).await;
+        eventually("alice reconnects", WITHIN, || async {
+            proxy.accepted() > accepted
+        })
+        .await;
         eventually("alice is connected", WITHIN, || async {
             alice.client().state() == zk::SessionState::SyncConnected
         })
