@@ -4,7 +4,10 @@
 //! ephemeral sequential nodes `<host>-<R|W>-<seq>` under a lock directory;
 //! the pure [`ordering`] module decides who holds the lock and which node
 //! each waiter watches (a reader watches the last writer before it, a writer
-//! its immediate predecessor: no herd).
+//! its immediate predecessor: no herd), and the pure [`acquire`] state
+//! machine decides what one acquire does about it: when a wake-up grants
+//! the lock, when to list again, when to give up. [`SharedLock`] drives it
+//! against ZooKeeper; [`SharedLock::stats`] says what its acquires did.
 //!
 //! What this crate does not do: it does not manage ZooKeeper ensembles in
 //! production, and it cannot stop a process that lost its lock from acting:

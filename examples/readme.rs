@@ -1,0 +1,80 @@
+//! The README's code blocks, verbatim, inside functions that compile:
+//! `tests/readme.rs` checks that every `rust` block of README.md appears
+//! here, so `cargo build --examples` compiles the README. Run it against a
+//! server (`scripts/dev-server.sh`) with `cargo run --example readme`.
+//! (`rustfmt::skip` keeps the blocks as the README shows them.)
+
+use std::error::Error;
+
+/// A stand-in for the store that takes fencing tokens.
+struct Store;
+
+impl Store {
+    fn put(&self, _key: &str, _value: &str, _token: i64) -> Result<(), Box<dyn Error>> {
+        Ok(())
+    }
+}
+
+async fn do_the_work() {}
+
+#[rustfmt::skip]
+async fn async_api() -> Result<(), Box<dyn Error>> {
+    let (store, key, value) = (Store, "k", "v");
+    use zk_rwlock::SharedLock;
+
+    let lock = SharedLock::connect("127.0.0.1:2181", "/locks/orders").await?;
+    let guard = lock.write().await?;                 // or .read(), .try_write(), .write_timeout(d)
+    store.put(key, value, guard.fencing_token())?;   // downstream rejects older tokens
+    tokio::select! {
+        _ = do_the_work() => {}
+        _ = guard.lost() => return Err("lock lost: stop writing".into()),
+    }
+    guard.release().await?;                          // dropping the guard also releases
+    Ok(())
+}
+
+#[rustfmt::skip]
+fn blocking_api() -> Result<(), Box<dyn Error>> {
+    let lock = zk_rwlock::blocking::SharedLock::connect("127.0.0.1:2181", "/locks/orders")?;
+    let guard = lock.read()?;
+    println!("reading under token {}", guard.fencing_token());
+    drop(guard);
+    Ok(())
+}
+
+#[rustfmt::skip]
+async fn own_client() -> Result<(), Box<dyn Error>> {
+    use zk_rwlock::SharedLock;
+    use zk_rwlock::{connect_client, DEFAULT_CONNECT_TIMEOUT, DEFAULT_SESSION_TIMEOUT};
+    let client = connect_client("127.0.0.1:2181", DEFAULT_SESSION_TIMEOUT, DEFAULT_CONNECT_TIMEOUT).await?;
+    let lock = SharedLock::builder(client, "/locks/orders").identity("web01").build()?;
+    let queue = lock.contenders().await?;            // queue order: who holds, who waits on whom
+    let guard = lock.acquire(zk_rwlock::Mode::Read).await?;   // mode chosen at run time: a `Guard`
+    let stats = lock.stats();                        // grants, hand-offs, wake-ups, waits: no request
+    println!("{queue:?} {stats:?}");
+    guard.release().await?;
+    Ok(())
+}
+
+#[rustfmt::skip]
+fn decisions() -> Result<(), Box<dyn Error>> {
+    use zk_rwlock::ordering::{decide, Decision};
+
+    let children = ["b-W-0000000002", "a-R-0000000001", "c-R-0000000003", "d-W-2147483647"];
+    assert_eq!(decide("a-R-0000000001", &children)?, Decision::Granted);
+    assert_eq!(
+        decide("c-R-0000000003", &children)?,
+        Decision::Wait { watch: "b-W-0000000002", deletion_grants: true, release_grants: true },
+    );
+    assert_eq!(decide("d-W-2147483647", &children)?, Decision::Exhausted);
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn Error>> {
+    decisions()?;
+    async_api().await?;
+    own_client().await?;
+    tokio::task::spawn_blocking(|| blocking_api().map_err(|e| e.to_string())).await??;
+    Ok(())
+}
