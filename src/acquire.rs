@@ -334,11 +334,8 @@ impl Acquire {
             (Phase::Listing, Input::Listed(reply)) => match reply {
                 Reply::Ok(children) => self.decide(children),
                 Reply::NoNode => self.decide::<&str>(&[]),
-                Reply::Retry => {
-                    self.counts.retries += 1;
-                    self.finish(Action::Fail(Failure::Request))
-                }
-                Reply::NoAuth | Reply::Failed => self.finish(Action::Fail(Failure::Request)),
+                // Listings are retried until answered: this is the end.
+                Reply::Retry | Reply::NoAuth | Reply::Failed => self.finish(Action::Fail(Failure::Request)),
             },
             (Phase::SettingWatches(waiting), Input::WatchesSet { own, watched }) => {
                 self.watches_set(waiting, own, watched)
@@ -570,7 +567,8 @@ impl Acquire {
             self.own_watch = OwnWatch::None;
             return self.list();
         }
-        if self.interrupted || self.own_unreadable || self.own_watch != OwnWatch::Set {
+        // Not set: my node cannot be read (its ACL), so it was never watched.
+        if self.interrupted || self.own_watch != OwnWatch::Set {
             self.phase = Phase::CheckingOwn;
             return Action::CheckOwn;
         }
@@ -1241,6 +1239,7 @@ mod tests {
         });
         assert!(machine.own_watch_set());
         machine.step(Input::Event(Event::Watched(NodeEvent::Other)));
+        assert!(machine.own_watch_set());
         let (again, _) = build("W@1 [W@2]");
         // Still set: not asked for again.
         assert_eq!(
@@ -1248,6 +1247,9 @@ mod tests {
             "watch 0"
         );
         assert!(!machine.is_done());
+        // Once it fires, it is not set any more.
+        machine.event(Event::Own(NodeEvent::DataChanged));
+        assert!(!machine.own_watch_set(), "a fired watch is not set");
     }
 
     #[test]
@@ -1256,5 +1258,133 @@ mod tests {
         let mut machine = Acquire::new(Mode::Write, true);
         machine.created(&me.unwrap(), Some(&names));
         assert!(machine.saw_foreign());
+        let (names, me) = build("W [W]");
+        let mut machine = Acquire::new(Mode::Write, true);
+        machine.created(&me.unwrap(), Some(&names));
+        assert!(!machine.saw_foreign());
+    }
+
+    #[test]
+    fn done_after_an_end_and_not_before() {
+        let (names, me) = build("W [W]");
+        let mut machine = Acquire::new(Mode::Write, true);
+        machine.created(&me.unwrap(), Some(&names));
+        assert!(!machine.is_done());
+        machine.step(Input::WatchesSet {
+            own: Some(Reply::Ok(())),
+            watched: Reply::Ok(()),
+        });
+        assert!(!machine.is_done());
+        assert_eq!(machine.step(Input::Deadline), Action::GiveUp);
+        assert!(machine.is_done());
+        // An ended machine answers nothing but failure.
+        assert_eq!(machine.step(Input::Deadline), Action::Fail(Failure::Request));
+    }
+
+    /// `(listings, wakeups, retries, handoff)`.
+    type Expected = (u32, u32, u32, bool);
+
+    /// Cases and their counts at the end.
+    const COUNTED: &[(&str, Steps, Expected)] = &[
+        (
+            "W [W]",
+            &[
+                ("created", "watch+own 0"),
+                ("set retry ok", "list"),
+                ("listed [W@1]", "grant mark"),
+            ],
+            (2, 0, 1, false),
+        ),
+        (
+            "W [W]",
+            &[
+                ("created", "watch+own 0"),
+                ("set ok ok", "wait"),
+                ("data", "rewatch"),
+                ("rewatched retry", "list"),
+            ],
+            (2, 1, 1, false),
+        ),
+        (
+            "W W [W]",
+            &[
+                ("created", "watch+own 1"),
+                ("set ok ok", "wait"),
+                ("deleted", "read"),
+                ("record retry", "list"),
+            ],
+            (2, 1, 1, false),
+        ),
+        (
+            "W [W]",
+            &[
+                ("created", "watch+own 0"),
+                ("set ok ok", "wait"),
+                ("interrupted", "wait"),
+                ("deleted", "check"),
+                ("checked retry", "list"),
+            ],
+            (2, 1, 1, false),
+        ),
+        (
+            "W W [W]",
+            &[
+                ("created", "watch+own 1"),
+                ("set ok ok", "wait"),
+                ("other", "list"),
+                ("listed W@1 [W@2]", "watch 0"),
+                ("set - ok", "wait"),
+                ("data", "rewatch"),
+                ("rewatched ok", "wait"),
+                ("deleted", "grant mark"),
+            ],
+            (2, 3, 0, true),
+        ),
+        (
+            "W [W]",
+            &[
+                ("created", "watch+own 0"),
+                ("set ok ok", "wait"),
+                ("own-data", "list"),
+                ("listed [W@1]", "grant mark"),
+            ],
+            (2, 1, 0, false),
+        ),
+        (
+            "W [W]",
+            &[
+                ("created", "watch+own 0"),
+                ("set ok ok", "wait"),
+                ("own-deleted", "fail lost"),
+            ],
+            (1, 0, 0, false),
+        ),
+        (
+            "W [W]",
+            &[
+                ("created", "watch+own 0"),
+                ("set ok ok", "wait"),
+                ("interrupted", "wait"),
+                ("deadline", "give up"),
+            ],
+            (1, 0, 0, false),
+        ),
+    ];
+
+    #[test]
+    fn counts_of_each_path() {
+        for (created, steps, (listings, wakeups, retries, handoff)) in COUNTED {
+            let counts = run(true, created, steps);
+            assert_eq!(
+                counts,
+                Counts {
+                    listings: *listings,
+                    wakeups: *wakeups,
+                    retries: *retries,
+                    handoff: *handoff
+                },
+                "{created}: {steps:?}"
+            );
+        }
     }
 }

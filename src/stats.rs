@@ -79,9 +79,7 @@ impl Recorder {
     /// Records one finished acquire.
     pub(crate) fn record(&self, end: End, counts: Counts, waited: Duration) {
         let add = |counter: &AtomicU64, n: u64| {
-            if n > 0 {
-                counter.fetch_add(n, Ordering::Relaxed);
-            }
+            counter.fetch_add(n, Ordering::Relaxed);
         };
         let granted = end == End::Granted;
         let woken = u64::from(counts.wakeups);
@@ -131,7 +129,7 @@ mod tests {
     #[test]
     fn records_each_end() {
         let recorder = Recorder::default();
-        for _ in 0..4 {
+        for _ in 0..5 {
             recorder.started();
         }
         let handoff = Counts {
@@ -147,6 +145,7 @@ mod tests {
             handoff: false,
         };
         recorder.record(End::Granted, handoff, Duration::from_millis(5));
+        recorder.record(End::Granted, handoff, Duration::from_millis(0));
         recorder.record(End::Granted, relisted, Duration::from_millis(9));
         recorder.record(
             End::GaveUp,
@@ -162,13 +161,13 @@ mod tests {
         assert_eq!(
             stats,
             Stats {
-                acquires: 4,
-                grants: 2,
-                handoffs: 1,
+                acquires: 5,
+                grants: 3,
+                handoffs: 2,
                 give_ups: 1,
                 failures: 1,
-                listings: 5,
-                wakeups: 4,
+                listings: 6,
+                wakeups: 5,
                 spurious_wakeups: 2,
                 relisted_grants: 1,
                 retries: 1,
