@@ -389,4 +389,39 @@ mod tests {
         assert_eq!(err.name(), "lock");
         assert!(err.to_string().contains("`lock`"), "{err}");
     }
+
+    #[test]
+    fn error_message_says_what_is_wrong() {
+        use ParseNameReason::*;
+        let table = [
+            ("lock", MissingSequence, "it does not end in a sequence number"),
+            (
+                "a-W-42",
+                BadSequence,
+                "not a signed 32-bit number written as %010d",
+            ),
+            ("a-X-0000000001", MissingMode, "not preceded by `-R-` or `-W-`"),
+            (
+                "-W-0000000001",
+                EmptyHost,
+                "the host part before `-R-`/`-W-` is empty",
+            ),
+        ];
+        for (name, reason, words) in table {
+            let err = name.parse::<NodeName>().unwrap_err();
+            assert_eq!(err.reason(), reason, "{name:?}");
+            assert!(reason.to_string().contains(words), "{reason:?}: {reason}");
+            assert!(err.to_string().ends_with(&format!(": {reason}")), "{err}");
+        }
+    }
+
+    #[test]
+    fn modes_print_as_words_and_honour_padding() {
+        assert_eq!(Mode::Read.to_string(), "read");
+        assert_eq!(Mode::Write.to_string(), "write");
+        assert_eq!(
+            format!("[{:>6}|{:<6}]", Mode::Read, Mode::Write),
+            "[  read|write ]"
+        );
+    }
 }

@@ -493,6 +493,52 @@ mod tests {
     }
 
     #[test]
+    fn recycling_starts_in_the_last_2_pow_20_sequences() {
+        assert_eq!(RECYCLE_THRESHOLD, 2_146_435_071);
+        for (seq, due) in [
+            (0, false),
+            (1, false),
+            (1_000_000, false),
+            (2_146_435_070, false),
+            (2_146_435_071, true),
+            (2_147_483_646, true),
+            (SEQUENCE_LIMIT, true),
+            (-1, true),
+            (i32::MIN, true),
+        ] {
+            assert_eq!(needs_recycling(seq), due, "needs_recycling({seq})");
+        }
+    }
+
+    /// Two other contenders that share a sequence (forged names): the one
+    /// with the greater name is the closer predecessor, whichever order the
+    /// server lists them in.
+    #[test]
+    fn ties_between_predecessors_do_not_depend_on_listing_order() {
+        let (r, w, me) = ("a-R-0000000003", "b-W-0000000003", "c-W-0000000005");
+        let want = Decision::Wait {
+            watch: w,
+            deletion_grants: false,
+            release_grants: true,
+        };
+        for names in [[r, w, me], [w, r, me], [me, w, r]] {
+            assert_eq!(decide(me, &names).unwrap(), want, "{names:?}");
+            let q = queue(&names);
+            let place = q.contenders.iter().find(|p| p.name == me).unwrap();
+            assert_eq!(place.decision, want, "queue() for {names:?}");
+        }
+        // A reader behind them watches the writer, whatever the order.
+        let (w2, me) = ("a-W-0000000003", "c-R-0000000005");
+        for names in [[w2, w, me], [w, w2, me]] {
+            let got = decide(me, &names).unwrap();
+            assert!(
+                matches!(got, Decision::Wait { watch, .. } if watch == w),
+                "{names:?}: {got:?}"
+            );
+        }
+    }
+
+    #[test]
     fn queue_orders_and_lists_foreign() {
         let (names, _) = build("W@-2147483648 x R@2147483647 R@2147483646 x W@5");
         let q = queue(&names);
