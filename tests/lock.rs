@@ -967,3 +967,45 @@ fn dropping_a_blocking_guard_releases_the_lock() {
         assert_eq!(waiter_lock.contenders().unwrap(), vec![]);
     }
 }
+
+/// A blocking guard learns that its node was deleted: `wait_lost` says no
+/// while the lock is held and yes once another client deletes the node.
+/// Its `release` inside a runtime is refused with `InsideRuntime`, and the
+/// node is released in the background all the same.
+#[test]
+fn a_blocking_guard_learns_of_loss_and_refuses_to_release_inside_a_runtime() {
+    use zk_rwlock::blocking::SharedLock as BlockingLock;
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let connect = server().connect_string();
+    let path = unique_path("blocking-lost");
+    let l = BlockingLock::connect(&connect, &path).unwrap();
+
+    let g = l.write().unwrap();
+    assert!(
+        !g.wait_lost(Duration::from_millis(200)).unwrap(),
+        "held, yet lost"
+    );
+    assert!(g.is_held());
+    let node = g.node().to_owned();
+    rt.block_on(async { client().await.delete(&node, None).await.unwrap() });
+    assert!(
+        g.wait_lost(SHORT).unwrap(),
+        "not lost within {SHORT:?} of the deletion"
+    );
+    assert!(!g.is_held());
+    // A node already gone counts as released.
+    g.release().unwrap();
+
+    let g = l.write().unwrap();
+    let node = g.node().to_owned();
+    let refused = rt.block_on(async { g.release() });
+    assert!(matches!(refused, Err(Error::InsideRuntime)), "{refused:?}");
+    rt.block_on(async {
+        let observer = client().await;
+        eventually("the refused guard's node is released", SHORT, || async {
+            observer.check_stat(&node).await.unwrap().is_none()
+        })
+        .await;
+    });
+    assert_eq!(l.contenders().unwrap(), vec![]);
+}
