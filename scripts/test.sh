@@ -2,7 +2,8 @@
 # The whole test suite over the workspace (the library at the root; cli, testkit, demo
 # and bench beside it): rust-version, formatting, lints, docs, the library's dependency
 # tree, unit, property and integration tests (they start their own ZooKeeper servers on
-# free loopback ports), and the packaging of the two published crates.
+# free loopback ports), the packaging of the two published crates, and mutation testing
+# of the pure modules.
 # Arguments go to `cargo test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,3 +39,11 @@ echo "== cargo publish --dry-run -p zk-rwlock -p zk-rwlock-cli"
 # verified against the library packaged here. --allow-dirty: this checks packaging,
 # and runs before a commit as often as after one.
 cargo publish --dry-run --allow-dirty -p zk-rwlock -p zk-rwlock-cli
+echo "== mutation testing of the pure modules (scripts/mutants.sh)"
+# Installs cargo-mutants (pinned) when missing; fails if any mutant of node_name,
+# ordering, acquire or stats survives. `ZK_RWLOCK_SKIP_MUTANTS=1` skips it while iterating.
+if [[ ${ZK_RWLOCK_SKIP_MUTANTS:-0} == 1 ]]; then
+  echo "   skipped (ZK_RWLOCK_SKIP_MUTANTS=1)"
+else
+  bash scripts/mutants.sh
+fi
