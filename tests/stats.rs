@@ -5,7 +5,7 @@ use zk_rwlock_testkit as support;
 
 use std::time::Duration;
 
-use support::{children, client, joined, lock, unique_path, wait_contenders};
+use support::{children, client, joined, lock, server, unique_path, wait_contenders, wait_watching};
 
 #[tokio::test]
 async fn a_waiting_writer_is_granted_by_a_handoff() {
@@ -18,6 +18,8 @@ async fn a_waiting_writer_is_granted_by_a_handoff() {
         tokio::spawn(async move { second.write().await })
     };
     wait_contenders(&first, 2).await;
+    // Really waiting: its watch on the holder's node is set.
+    wait_watching(server(), held.node(), second.client().session_id().0).await;
     held.release().await.expect("release");
     let guard = joined(Duration::from_secs(10), waiter)
         .await
@@ -89,6 +91,13 @@ async fn a_deletion_that_is_no_release_costs_a_new_listing() {
     wait_contenders(&r1, 3).await;
     let mut nodes = children(r1.client(), &path).await;
     nodes.sort_by_key(|name| name.rsplit('-').next().map(str::to_owned));
+    // The third writer really waits on the second's node.
+    wait_watching(
+        server(),
+        &format!("{path}/{}", nodes[1]),
+        w3.client().session_id().0,
+    )
+    .await;
     let direct = client().await;
     let mut multi = direct.new_multi_writer();
     for node in &nodes[..2] {
