@@ -970,8 +970,9 @@ fn dropping_a_blocking_guard_releases_the_lock() {
 
 /// A blocking guard learns that its node was deleted: `wait_lost` says no
 /// while the lock is held and yes once another client deletes the node.
-/// Its `release` inside a runtime is refused with `InsideRuntime`, and the
-/// node is released in the background all the same.
+/// Its `release` is done when it returns; on a thread that runs a runtime's
+/// tasks it is refused with `InsideRuntime`, and the node is released in
+/// the background all the same.
 #[test]
 fn a_blocking_guard_learns_of_loss_and_refuses_to_release_inside_a_runtime() {
     use zk_rwlock::blocking::SharedLock as BlockingLock;
@@ -996,9 +997,28 @@ fn a_blocking_guard_learns_of_loss_and_refuses_to_release_inside_a_runtime() {
     // A node already gone counts as released.
     g.release().unwrap();
 
+    // Inside a multi-thread runtime's `block_on` (not one of its workers) a
+    // blocking release works, and the node is gone when it returns.
     let g = l.write().unwrap();
     let node = g.node().to_owned();
-    let refused = rt.block_on(async { g.release() });
+    rt.block_on(async { g.release() }).unwrap();
+    rt.block_on(async {
+        let observer = client().await;
+        assert!(
+            observer.check_stat(&node).await.unwrap().is_none(),
+            "released, yet {node} is there"
+        );
+    });
+
+    // On a thread that runs a runtime's tasks it is refused, and the node
+    // is released in the background all the same.
+    let g = l.write().unwrap();
+    let node = g.node().to_owned();
+    let local = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let refused = local.block_on(async { g.release() });
     assert!(matches!(refused, Err(Error::InsideRuntime)), "{refused:?}");
     rt.block_on(async {
         let observer = client().await;
