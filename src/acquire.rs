@@ -602,26 +602,10 @@ mod tests {
     //!   mark`, `give up`, `fail lost|ended|exhausted|request`.
     use super::*;
 
+    /// `ordering`'s rows, with each contender's host named by its sequence,
+    /// so that my name is the same in every listing of a case.
     fn build(row: &str) -> (Vec<String>, Option<String>) {
-        let mut names = Vec::new();
-        let mut me = None;
-        for (i, tok) in row.split_whitespace().enumerate() {
-            let marked = tok.starts_with('[') && tok.ends_with(']');
-            let tok = tok.trim_start_matches('[').trim_end_matches(']');
-            let (letter, seq) = match tok.split_once('@') {
-                Some((l, s)) => (l, s.parse::<i32>().unwrap()),
-                None => (tok, i as i32),
-            };
-            let name = match letter {
-                "x" => format!("foreign-node-{i}"),
-                l => format!("h{seq}-{l}-{seq:010}"),
-            };
-            if marked {
-                me = Some(name.clone());
-            }
-            names.push(name);
-        }
-        (names, me)
+        crate::ordering::tests::build_named(row, |_, seq| format!("h{seq}"))
     }
 
     fn reply(word: &str) -> Reply<()> {

@@ -377,7 +377,7 @@ fn decision_in_queue<'a>(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     //! Table-driven: each row is a queue in order, one node marked `[ ]` as
     //! "me", and the expected decision: `granted`, `wait N` (watch the N-th
     //! node of the row, 0-based, neither its deletion nor its release
@@ -388,7 +388,18 @@ mod tests {
 
     /// Builds child names from a row like `R W [R] x W`; `x` is a foreign
     /// child; `@n` after a letter sets the sequence (default: position).
+    /// Each contender's host is its position, so two nodes with one
+    /// sequence are two nodes.
     fn build(row: &str) -> (Vec<String>, Option<String>) {
+        build_named(row, |position, _| format!("host-{position}"))
+    }
+
+    /// [`build`] with the host of each contender named by `host(position,
+    /// sequence)`; returns the names, and mine (the one marked `[ ]`).
+    pub(crate) fn build_named(
+        row: &str,
+        host: impl Fn(usize, i32) -> String,
+    ) -> (Vec<String>, Option<String>) {
         let mut names = Vec::new();
         let mut me = None;
         for (i, tok) in row.split_whitespace().enumerate() {
@@ -400,7 +411,7 @@ mod tests {
             };
             let name = match letter {
                 "x" => format!("foreign-node-{i}"),
-                l => format!("host-{i}-{l}-{seq:010}"),
+                l => format!("{}-{l}-{seq:010}", host(i, seq)),
             };
             if marked {
                 me = Some(name.clone());
