@@ -1085,7 +1085,7 @@ impl Driver<'_> {
                     (own, watch_request.await)
                 };
                 // Changes of state before the watches were set do not matter.
-                drain_states(&mut self.states);
+                while state_now(&mut self.states).is_some() {}
                 let Some((own, watched)) = before(self.until, requests).await else {
                     return machine.step(Input::Deadline);
                 };
@@ -1274,19 +1274,12 @@ impl Driver<'_> {
             }
             machine.event(Event::Own(node_event(&event)));
         }
-        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-        loop {
-            let next = std::pin::pin!(self.states.changed());
-            match std::future::Future::poll(next, &mut cx) {
-                std::task::Poll::Pending => return,
-                std::task::Poll::Ready(state) => {
-                    let event = session_event(state);
-                    if event == Event::SessionEnded {
-                        self.ended = Some(state);
-                    }
-                    machine.event(event);
-                }
+        while let Some(state) = state_now(&mut self.states) {
+            let event = session_event(state);
+            if event == Event::SessionEnded {
+                self.ended = Some(state);
             }
+            machine.event(event);
         }
     }
 
@@ -1405,18 +1398,12 @@ fn take_ready(watch: &mut Option<WatchFuture>) -> Option<zk::WatchedEvent> {
     }
 }
 
-/// Takes every session state change seen since the last call, without
-/// waiting; true if there was any (the connection was lost, at least for
-/// a moment).
-fn drain_states(states: &mut zk::StateWatcher) -> bool {
+/// The next session state change already seen, without waiting.
+fn state_now(states: &mut zk::StateWatcher) -> Option<zk::SessionState> {
     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-    let mut changed = false;
-    loop {
-        let next = std::pin::pin!(states.changed());
-        if std::future::Future::poll(next, &mut cx).is_pending() {
-            return changed;
-        }
-        changed = true;
+    match std::future::Future::poll(std::pin::pin!(states.changed()), &mut cx) {
+        std::task::Poll::Ready(state) => Some(state),
+        std::task::Poll::Pending => None,
     }
 }
 
