@@ -11,13 +11,12 @@
 use zk_rwlock_testkit as support;
 
 use std::io::Write;
-use std::str::FromStr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use support::{children, client_on, eventually, joined};
-use zk_rwlock::{zk, Error, NodeName, SharedLock};
+use support::{children, client_on, eventually, joined, pin, seq_of};
+use zk_rwlock::{zk, Error, SharedLock};
 use zk_rwlock_testkit::launcher::ZkCluster;
 
 /// Upper bound for anything that should happen promptly.
@@ -83,30 +82,6 @@ async fn client() -> zk::Client {
 /// A lock on `path` through a new session.
 async fn lock(path: &str) -> SharedLock {
     SharedLock::new(client().await, path).expect("valid lock path")
-}
-
-/// The sequence number of a contender node (full path or name).
-fn seq_of(node: &str) -> i32 {
-    let name = node.rsplit('/').next().unwrap_or(node);
-    NodeName::from_str(name)
-        .unwrap_or_else(|e| panic!("{node} is not a contender name: {e:?}"))
-        .seq()
-}
-
-/// Creates an ephemeral child `pin` under `path`: not a contender (the
-/// name does not parse), but it keeps the directory from being empty, so
-/// nobody deletes it. It takes one sequence number. The returned session
-/// must live as long as the pin is needed.
-async fn pin(path: &str) -> zk::Client {
-    let c = client().await;
-    c.create(
-        &format!("{path}/pin"),
-        &[],
-        &zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all()),
-    )
-    .await
-    .unwrap_or_else(|e| panic!("create {path}/pin: {e}"));
-    c
 }
 
 /// The directory's stat, `None` once it is gone.
@@ -348,7 +323,7 @@ fn check_race(outcomes: &[Outcome]) -> Vec<i32> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn at_the_limit_no_writer_is_granted_twice() {
     const ROUNDS: usize = 12;
-    let _pin = pin(RACE).await; // takes LIMIT - 7
+    let _pin = pin(client().await, RACE).await; // takes LIMIT - 7
     let refused = Arc::new(AtomicUsize::new(0));
     let outcomes = race(
         RACE,
@@ -393,7 +368,7 @@ async fn at_the_limit_no_writer_is_granted_twice() {
 /// granted a node of the new counter.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn writers_keep_going_through_the_recycling() {
-    let pinned = pin(RECYCLED_RACE).await;
+    let pinned = pin(client().await, RECYCLED_RACE).await;
     let fresh = |o: &Outcome| o.grants.iter().any(|g| (0..1000).contains(&g.seq));
     let refused = Arc::new(AtomicUsize::new(0));
     let racing = tokio::spawn(race(
@@ -575,7 +550,7 @@ fn warnings() -> &'static Mutex<Vec<u8>> {
 #[tokio::test]
 async fn passing_the_threshold_warns_once() {
     let _ = warnings();
-    let _pin = pin(WARNED).await; // keeps the directory
+    let _pin = pin(client().await, WARNED).await; // keeps the directory
     let l = lock(WARNED).await;
     let mut last = 0;
     for _ in 0..25 {

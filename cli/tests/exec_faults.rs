@@ -4,13 +4,13 @@
 //! server is down, and ZooKeeper's sequence counter at its limit.
 
 use std::process::{Command, Stdio};
-use std::str::FromStr;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use zk_rwlock::{zk, ContenderState, NodeName, SharedLock, GIVE_UP_SLACK};
+use zk_rwlock::{zk, ContenderState, SharedLock, GIVE_UP_SLACK};
 use zk_rwlock_testkit::{
-    children, client_on, eventually, joined, server, settles_to, unique_path, wait_contenders, ZkCluster,
+    children, client_on, eventually, joined, pin, seq_of, server, settles_to, unique_path, wait_contenders,
+    ZkCluster,
 };
 
 const BIN: &str = env!("CARGO_BIN_EXE_zk-rwlock");
@@ -61,30 +61,6 @@ fn seeded() -> &'static ZkCluster {
 
 async fn seeded_client() -> zk::Client {
     client_on(&seeded().connect_string()).await
-}
-
-/// The sequence number of a contender node (full path or name).
-fn seq_of(node: &str) -> i32 {
-    let name = node.rsplit('/').next().unwrap_or(node);
-    NodeName::from_str(name)
-        .unwrap_or_else(|e| panic!("{node} is not a contender name: {e:?}"))
-        .seq()
-}
-
-/// Creates an ephemeral child `pin` under `path` on the seeded server: not a
-/// contender (the name does not parse), but it keeps the directory from
-/// being empty, so nobody deletes it. It takes one sequence number. The
-/// returned session must live as long as the pin is needed.
-async fn pin(path: &str) -> zk::Client {
-    let c = seeded_client().await;
-    c.create(
-        &format!("{path}/pin"),
-        &[],
-        &zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all()),
-    )
-    .await
-    .unwrap_or_else(|e| panic!("create {path}/pin: {e}"));
-    c
 }
 
 /// Whether process `pid` exists and is not a zombie.
@@ -284,7 +260,7 @@ async fn exec_at_the_limit_exits_70_and_says_why() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn exec_loops_at_the_limit_never_overlap() {
     const ROUNDS: usize = 12;
-    let _pin = pin(CLI_RACE).await; // keeps the directory; takes LIMIT - 7
+    let _pin = pin(seeded_client().await, CLI_RACE).await; // keeps the directory; takes LIMIT - 7
     let dir = std::env::temp_dir().join(format!("zk-rwlock-limits-exec-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("scratch dir");

@@ -8,7 +8,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use zk_rwlock::{zk, SharedLock};
+use std::str::FromStr;
+
+use zk_rwlock::{zk, NodeName, SharedLock};
 
 use crate::launcher::ZkCluster;
 use crate::proxy;
@@ -286,4 +288,28 @@ pub async fn wait_nodes(client: &zk::Client, path: &str, n: usize) -> Vec<String
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+}
+
+/// The sequence number of a contender node (full path or name).
+pub fn seq_of(node: &str) -> i32 {
+    let name = node.rsplit('/').next().unwrap_or(node);
+    NodeName::from_str(name)
+        .unwrap_or_else(|e| panic!("{node} is not a contender name: {e:?}"))
+        .seq()
+}
+
+/// Creates, through `client`, an ephemeral child `pin` under `path`: not a
+/// contender (the name does not parse), but it keeps the directory from
+/// being empty, so nobody deletes it. It takes one sequence number. The
+/// returned session must live as long as the pin is needed.
+pub async fn pin(client: zk::Client, path: &str) -> zk::Client {
+    client
+        .create(
+            &format!("{path}/pin"),
+            &[],
+            &zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all()),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("create {path}/pin: {e}"));
+    client
 }
