@@ -123,27 +123,8 @@ macro_rules! note {
 
 // ---- randomness ------------------------------------------------------------
 
-/// splitmix64: sub-choices within a step, and the final drain's schedule.
-#[derive(Debug, Clone)]
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-
-    fn one_in(&mut self, n: u64) -> bool {
-        self.next().is_multiple_of(n)
-    }
-}
+// splitmix64: sub-choices within a step, and the final drain's schedule.
+use zk_rwlock_testkit::SplitMix64 as Rng;
 
 // ---- the machine, and broken copies of it ------------------------------------
 
@@ -668,7 +649,7 @@ impl World {
     fn disconnect(&mut self, s: usize, applied: Option<usize>) {
         self.stats.disconnects += 1;
         let inflight: Vec<(u64, Op)> = self.sessions[s].inflight.drain(..).collect();
-        let cut = applied.unwrap_or_else(|| self.rng.below(inflight.len() + 1));
+        let cut = applied.unwrap_or_else(|| self.rng.index(inflight.len() + 1));
         note!(
             self,
             "disconnect s{s} ({cut} of {} in flight applied)",
@@ -723,7 +704,7 @@ impl World {
         match order {
             Order::Random => {
                 for i in (1..fired.len()).rev() {
-                    let j = self.rng.below(i + 1);
+                    let j = self.rng.index(i + 1);
                     fired.swap(i, j);
                 }
             }
@@ -1505,8 +1486,8 @@ impl World {
             if steps > limit {
                 return self.fail(format!("no rest after {limit} steps of the drain"));
             }
-            self.rng = Rng(rng.next());
-            let m = moves[rng.below(moves.len())].clone();
+            self.rng = Rng(rng.next_u64());
+            let m = moves[rng.index(moves.len())].clone();
             self.perform(m)?;
         }
         for c in 0..self.contenders.len() {

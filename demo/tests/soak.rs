@@ -85,25 +85,12 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// SplitMix64, seeded: the soak's own generator.
-struct Rng(u64);
+// The soak's seeded generator.
+use zk_rwlock_testkit::SplitMix64 as Rng;
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-
-    fn ms(&mut self, (lo, hi): (u64, u64)) -> Duration {
-        Duration::from_millis(lo + self.below(hi - lo + 1))
-    }
+/// A duration of `lo..=hi` milliseconds.
+fn ms(rng: &mut Rng, (lo, hi): (u64, u64)) -> Duration {
+    Duration::from_millis(lo + rng.below(hi - lo + 1))
 }
 
 /// `t` relative to `t0`, e.g. `+12.345s`.
@@ -178,7 +165,7 @@ struct Fleet {
 impl Fleet {
     fn spawn(&mut self, mode: Mode, replacement: bool) {
         let id = self.workers.len();
-        let seed = self.rng.next() % 1_000_000_007;
+        let seed = self.rng.next_u64() % 1_000_000_007;
         let spawned = Command::new(BIN)
             .args(["worker", "--connect", &self.connect, "--path", &self.path])
             .args(["--mode", mode.arg()])
@@ -405,7 +392,7 @@ fn inject(
         FaultKind::Restart => {
             let i = rng.below(MEMBERS as u64) as usize;
             let was = zk.leader();
-            let down = rng.ms(DOWNTIME_MS);
+            let down = ms(rng, DOWNTIME_MS);
             zk.stop(i).unwrap_or_else(|e| panic!("stop member {i}: {e}"));
             thread::sleep(down);
             let t = Instant::now();
@@ -418,7 +405,7 @@ fn inject(
         }
         FaultKind::LeaderKill => {
             let l = leader_of(zk);
-            let down = rng.ms(DOWNTIME_MS);
+            let down = ms(rng, DOWNTIME_MS);
             zk.kill(l).unwrap_or_else(|e| panic!("kill leader {l}: {e}"));
             thread::sleep(down);
             let t = Instant::now();
@@ -996,7 +983,7 @@ fn soak_readers_and_writers_under_faults() {
         connect: through_proxies,
         path: path.clone(),
         worker_secs: secs + 120,
-        rng: Rng(rng.next()),
+        rng: Rng(rng.next_u64()),
         workers: Vec::new(),
         stopping: false,
         problems: Vec::new(),
@@ -1072,7 +1059,7 @@ fn soak_readers_and_writers_under_faults() {
     }
     let mut faults: Vec<Fault> = Vec::new();
     loop {
-        let next = Instant::now() + rng.ms(FAULT_GAP_MS);
+        let next = Instant::now() + ms(&mut rng, FAULT_GAP_MS);
         if next >= run_end {
             break;
         }

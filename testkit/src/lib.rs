@@ -16,6 +16,8 @@
 mod fixtures;
 pub mod launcher;
 pub mod proxy;
+mod rng;
 
 pub use fixtures::*;
 pub use launcher::{LaunchError, ServerMode, ZkCluster, ZkClusterBuilder};
+pub use rng::SplitMix64;
