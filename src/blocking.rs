@@ -68,13 +68,13 @@ use std::pin::pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::runtime::Runtime;
 
 use crate::error::Error;
 use crate::lock::{connect_client, validate_path};
-use crate::{zk, Contender, Mode, DEFAULT_CONNECT_TIMEOUT, DEFAULT_SESSION_TIMEOUT};
+use crate::{zk, Contender, HoldState, Mode, DEFAULT_CONNECT_TIMEOUT, DEFAULT_SESSION_TIMEOUT};
 
 /// A read/write lock for synchronous code. Cheap to clone; clones share the session.
 ///
@@ -355,9 +355,60 @@ impl Guard {
         self.inner.as_ref().map_or(0, crate::Guard::fencing_token)
     }
 
-    /// False as soon as the lock is known lost.
+    /// Held, suspended or lost (see [`crate::WriteGuard::state`] and
+    /// [`crate::lease`]).
+    pub fn state(&self) -> HoldState {
+        self.inner.as_ref().map_or(HoldState::Lost, crate::Guard::state)
+    }
+
+    /// The lease deadline: no one else can be granted a conflicting lock
+    /// before it (see [`crate::WriteGuard::lease_deadline`]).
+    pub fn lease_deadline(&self) -> Instant {
+        self.inner
+            .as_ref()
+            .map_or_else(Instant::now, crate::Guard::lease_deadline)
+    }
+
+    /// False once the lock is known lost; true while held or suspended
+    /// (see [`crate::WriteGuard::is_held`]).
     pub fn is_held(&self) -> bool {
         self.inner.as_ref().is_some_and(crate::Guard::is_held)
+    }
+
+    /// Waits up to `timeout` for the lock to be no longer held (suspended
+    /// or lost); returns the state then, [`HoldState::Held`] if the time ran
+    /// out first.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InsideRuntime`].
+    pub fn wait_suspended(&self, timeout: Duration) -> Result<HoldState, Error> {
+        let Some(inner) = &self.inner else {
+            return Ok(HoldState::Lost);
+        };
+        self.rt.block_on(async {
+            tokio::time::timeout(timeout, inner.suspended())
+                .await
+                .unwrap_or(HoldState::Held)
+        })
+    }
+
+    /// Waits up to `timeout` for the lock to be no longer suspended (held
+    /// again or lost); returns the state then, [`HoldState::Suspended`] if
+    /// the time ran out first.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InsideRuntime`].
+    pub fn wait_resumed(&self, timeout: Duration) -> Result<HoldState, Error> {
+        let Some(inner) = &self.inner else {
+            return Ok(HoldState::Lost);
+        };
+        self.rt.block_on(async {
+            tokio::time::timeout(timeout, inner.resumed())
+                .await
+                .unwrap_or(HoldState::Suspended)
+        })
     }
 
     /// Waits up to `timeout` for the lock to be lost; true if it was.

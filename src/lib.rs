@@ -52,12 +52,14 @@ pub mod acquire;
 mod background;
 pub mod blocking;
 mod error;
+pub mod lease;
 mod lock;
 pub mod node_name;
 pub mod ordering;
 mod stats;
 
 pub use error::{is_retryable, Error};
+pub use lease::HoldState;
 pub use lock::{
     connect_client, validate_identity, validate_path, Contender, ContenderState, Guard, LockBuilder,
     ReadGuard, SharedLock, Snapshot, WriteGuard, DEFAULT_CONNECT_TIMEOUT, DEFAULT_SESSION_TIMEOUT,

@@ -18,6 +18,7 @@ use uuid::Uuid;
 use crate::acquire::{Acquire, Action, Counts, Event, Failure, Input, NodeEvent, Record, Reply};
 use crate::background;
 use crate::error::{is_retryable, Error};
+use crate::lease::{self, HoldState, Link, LossCause};
 use crate::node_name::{Mode, NodeName};
 use crate::ordering::{self, Decision};
 use crate::stats::{End, Recorder, Stats};
@@ -1742,9 +1743,13 @@ struct Held {
     seq: i32,
     fencing_token: i64,
     lost: Arc<LostFlag>,
-    /// The watch on the node set while waiting, if any: `lost()` uses it
-    /// instead of setting a new one, and the release fires it, so it never
-    /// costs a request to remove.
+    /// The lease deadline when the lock was granted: a floor for
+    /// [`Held::lease_deadline`] (the session's lease is always known once a
+    /// request was answered, so this is only a fallback).
+    granted_lease: std::time::Instant,
+    /// The watch on the node set while waiting, if any: the state futures
+    /// use it instead of setting a new one, and the release fires it, so it
+    /// never costs a request to remove.
     own_watch: Mutex<Option<WatchFuture>>,
     released: bool,
 }
@@ -1758,6 +1763,7 @@ impl Held {
         fencing_token: i64,
         own_watch: Option<WatchFuture>,
     ) -> Held {
+        let granted_lease = session_lease_deadline(&inner.client).unwrap_or_else(std::time::Instant::now);
         Held {
             inner,
             mark,
@@ -1769,79 +1775,115 @@ impl Held {
                 lost: AtomicBool::new(false),
                 notify: Notify::new(),
             }),
+            granted_lease,
             released: false,
         }
     }
 
-    fn is_held(&self) -> bool {
-        !self.lost.lost.load(Ordering::Acquire)
-            && Error::from_session_state(self.inner.client.state()).is_none()
+    fn lease_deadline(&self) -> std::time::Instant {
+        session_lease_deadline(&self.inner.client).map_or(self.granted_lease, |d| d.max(self.granted_lease))
     }
 
-    fn mark_lost(&self) {
+    fn state(&self) -> HoldState {
+        let link = match self.inner.client.state() {
+            zk::SessionState::SyncConnected => Link::Up,
+            zk::SessionState::Disconnected | zk::SessionState::ConnectedReadOnly => Link::Down,
+            _ => Link::Ended,
+        };
+        let flagged = self.lost.lost.load(Ordering::Acquire);
+        let deadline = self.lease_deadline();
+        let (state, cause) = lease::hold_state(flagged, link, std::time::Instant::now(), deadline);
+        match cause {
+            Some(LossCause::SessionEnded) => self.mark_lost("the session ended"),
+            Some(LossCause::LeaseRanOut) => {
+                self.mark_lost("the lease deadline passed without an answer from the server")
+            }
+            None => {}
+        }
+        state
+    }
+
+    fn is_held(&self) -> bool {
+        self.state() != HoldState::Lost
+    }
+
+    fn mark_lost(&self, why: &str) {
         if !self.lost.lost.swap(true, Ordering::AcqRel) {
-            warn!(node = %self.node, "lock lost");
+            warn!(node = %self.node, why, "lock lost");
         }
         self.lost.notify.notify_waiters();
     }
 
-    /// Completes when the lock is lost: the session ends, or the node is deleted.
-    async fn lost(&self) {
+    /// Completes when `done` holds for the guard's state, and returns that
+    /// state. Meanwhile it watches the node (a deletion loses the lock), the
+    /// session's state, and the lease deadline.
+    async fn until(&self, done: impl Fn(HoldState) -> bool) -> HoldState {
         let client = &self.inner.client;
         let mut states = client.state_watcher();
         // Once the node cannot be watched (the server refuses), only the
-        // session's end can tell: no request is retried in a loop.
+        // session's end or the lease can tell: no request is retried in a
+        // loop.
         let mut watchable = true;
+        let mut watched = std::pin::pin!(self.watch_node(true));
         loop {
-            if !self.is_held() {
-                self.mark_lost();
-                return;
+            let state = self.state();
+            if done(state) {
+                return state;
             }
             let flagged = self.lost.notify.notified();
-            let set = self.own_watch.lock().ok().and_then(|mut w| w.take());
-            let watched = async {
-                if !watchable {
-                    return std::future::pending::<Watched>().await;
-                }
-                let changed: WatchFuture = match set {
-                    Some(changed) => changed,
-                    None => match client.get_and_watch_data(&self.node).await {
-                        Ok((_, _, watcher)) => Box::pin(watcher.changed()),
-                        Err(zk::Error::NoNode) => return Watched::Gone,
-                        // A request waits for the reconnection; the pause
-                        // keeps a client whose session task is gone from
-                        // spinning.
-                        Err(e) if is_retryable(&e) => {
-                            tokio::time::sleep(Duration::from_millis(100)).await;
-                            return Watched::Again;
-                        }
-                        Err(zk::Error::SessionExpired) | Err(zk::Error::ClientClosed) => {
-                            return Watched::Gone
-                        }
-                        Err(e) => {
-                            warn!(node = %self.node, error = %e, "cannot watch the held node: only the session's end will be noticed");
-                            return Watched::Unwatchable;
-                        }
-                    },
-                };
-                let event = changed.await;
-                if event.event_type == zk::EventType::NodeDeleted
-                    || Error::from_session_state(event.session_state).is_some()
-                {
-                    Watched::Gone
-                } else {
-                    Watched::Again
-                }
-            };
+            let lease_end = Instant::from_std(self.lease_deadline());
             tokio::select! {
-                watched = watched => match watched {
-                    Watched::Gone => { self.mark_lost(); return }
-                    Watched::Again => {}
-                    Watched::Unwatchable => watchable = false,
-                },
-                state = states.changed() => if Error::from_session_state(state).is_some() { self.mark_lost(); return },
-                () = flagged => return,
+                outcome = &mut watched => {
+                    match outcome {
+                        Watched::Gone(why) => self.mark_lost(why),
+                        Watched::Again => {}
+                        Watched::Unwatchable => watchable = false,
+                    }
+                    watched.set(self.watch_node(watchable));
+                }
+                _ = states.changed() => {}
+                () = tokio::time::sleep_until(lease_end) => {}
+                () = flagged => {}
             }
+        }
+    }
+
+    /// One watch on the held node: what became of it.
+    async fn watch_node(&self, watchable: bool) -> Watched {
+        if !watchable {
+            return std::future::pending::<Watched>().await;
+        }
+        let client = &self.inner.client;
+        let set = self.own_watch.lock().ok().and_then(|mut w| w.take());
+        let changed: WatchFuture = match set {
+            Some(changed) => changed,
+            None => match client.get_and_watch_data(&self.node).await {
+                Ok((_, _, watcher)) => Box::pin(watcher.changed()),
+                Err(zk::Error::NoNode) => return Watched::Gone("its node was deleted"),
+                // A request waits for the reconnection; the pause keeps a
+                // client whose session task is gone from spinning.
+                Err(e) if is_retryable(&e) => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    return Watched::Again;
+                }
+                // The session's end is seen through its state.
+                Err(zk::Error::SessionExpired) | Err(zk::Error::ClientClosed) => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    return Watched::Again;
+                }
+                Err(e) => {
+                    warn!(node = %self.node, error = %e, "cannot watch the held node: only the session's end and the lease will be noticed");
+                    return Watched::Unwatchable;
+                }
+            },
+        };
+        let event = changed.await;
+        if event.event_type == zk::EventType::NodeDeleted {
+            Watched::Gone("its node was deleted")
+        } else if Error::from_session_state(event.session_state).is_some() {
+            Watched::Gone("the session ended")
+        } else {
+            Watched::Again
         }
     }
 
@@ -1862,10 +1904,17 @@ impl Held {
     }
 }
 
+/// The lease deadline of `client`'s session, once the server has answered.
+fn session_lease_deadline(client: &zk::Client) -> Option<std::time::Instant> {
+    client
+        .session_lease()
+        .map(|l| lease::deadline(l.answered_sent, l.timeout))
+}
+
 /// What became of a watch on a held node.
 enum Watched {
-    /// The node is gone, or the session ended.
-    Gone,
+    /// The node is gone, or the session ended: why.
+    Gone(&'static str),
     /// Something else happened: watch again.
     Again,
     /// The server refuses the watch.
@@ -1921,22 +1970,68 @@ macro_rules! guard {
                 $mode
             }
 
-            /// False as soon as the lock is known lost: the client has seen
-            /// its session expire or close, or [`Self::lost`] has seen the
-            /// node deleted.
+            /// Where the lock stands now: [`HoldState::Held`],
+            /// [`HoldState::Suspended`] (connection lost, lease still
+            /// running) or [`HoldState::Lost`] (final). See
+            /// [`crate::lease`] for what each promises.
+            pub fn state(&self) -> HoldState {
+                self.0.state()
+            }
+
+            /// The lease deadline: no one else can be granted a conflicting
+            /// lock before this instant, whatever happens to the connection.
+            /// It moves forward with every answer from the server, by one
+            /// heartbeat of the session (shared by all its guards). Past it,
+            /// the guard is [`HoldState::Lost`] until released. Stop acting
+            /// as the holder before it, with time to spare for what you do
+            /// (see [`crate::lease`]).
+            pub fn lease_deadline(&self) -> std::time::Instant {
+                self.0.lease_deadline()
+            }
+
+            /// False once the lock is known lost ([`HoldState::Lost`]):
+            /// the session ended, the node was deleted, or the lease
+            /// deadline passed. True while held or suspended: use
+            /// [`Self::state`] to tell them apart.
             pub fn is_held(&self) -> bool {
                 self.0.is_held()
             }
 
-            /// Completes when the lock is lost: the session expires or is
-            /// closed, or the node is deleted by someone else. While this
-            /// future is pending it keeps a watch on the node.
+            /// Completes when the lock is lost ([`HoldState::Lost`]): the
+            /// session expires or is closed, the node is deleted by someone
+            /// else, or the lease deadline passes before the server answers
+            /// again. While this future is pending it keeps a watch on the
+            /// node.
             ///
             /// # Cancellation safety
             ///
             /// Safe to drop and call again.
             pub async fn lost(&self) {
-                self.0.lost().await
+                self.0.until(|s| s == HoldState::Lost).await;
+            }
+
+            /// Completes when the lock is no longer [`HoldState::Held`]:
+            /// the connection is lost ([`HoldState::Suspended`]) or the lock
+            /// is ([`HoldState::Lost`]). Returns that state. Complete at
+            /// once if it is already so.
+            ///
+            /// # Cancellation safety
+            ///
+            /// Safe to drop and call again.
+            pub async fn suspended(&self) -> HoldState {
+                self.0.until(|s| s != HoldState::Held).await
+            }
+
+            /// Completes when the lock is no longer
+            /// [`HoldState::Suspended`]: the connection is back within the
+            /// lease ([`HoldState::Held`]) or the lock is lost. Returns that
+            /// state. Completes at once if it is not suspended.
+            ///
+            /// # Cancellation safety
+            ///
+            /// Safe to drop and call again.
+            pub async fn resumed(&self) -> HoldState {
+                self.0.until(|s| s != HoldState::Suspended).await
             }
 
             /// Releases the lock: deletes the contender node, retrying
@@ -1966,7 +2061,7 @@ macro_rules! guard {
                 f.debug_struct(stringify!($name))
                     .field("node", &self.0.node)
                     .field("fencing_token", &self.0.fencing_token)
-                    .field("held", &self.0.is_held())
+                    .field("state", &self.0.state())
                     .finish()
             }
         }
@@ -2019,14 +2114,36 @@ impl Guard {
         }
     }
 
-    /// False as soon as the lock is known lost (see [`WriteGuard::is_held`]).
+    /// Held, suspended or lost (see [`WriteGuard::state`]).
+    pub fn state(&self) -> HoldState {
+        self.held().state()
+    }
+
+    /// The lease deadline (see [`WriteGuard::lease_deadline`]).
+    pub fn lease_deadline(&self) -> std::time::Instant {
+        self.held().lease_deadline()
+    }
+
+    /// False once the lock is known lost (see [`WriteGuard::is_held`]).
     pub fn is_held(&self) -> bool {
         self.held().is_held()
     }
 
     /// Completes when the lock is lost (see [`WriteGuard::lost`]).
     pub async fn lost(&self) {
-        self.held().lost().await
+        self.held().until(|s| s == HoldState::Lost).await;
+    }
+
+    /// Completes when the lock is no longer held: suspended or lost (see
+    /// [`WriteGuard::suspended`]).
+    pub async fn suspended(&self) -> HoldState {
+        self.held().until(|s| s != HoldState::Held).await
+    }
+
+    /// Completes when the lock is no longer suspended: held again or lost
+    /// (see [`WriteGuard::resumed`]).
+    pub async fn resumed(&self) -> HoldState {
+        self.held().until(|s| s != HoldState::Suspended).await
     }
 
     /// Releases the lock and reports the outcome (see [`WriteGuard::release`]).

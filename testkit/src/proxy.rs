@@ -1,7 +1,8 @@
 //! A small TCP proxy between a ZooKeeper client and a server that can cut
 //! connections on command: all at once, or right after forwarding a
-//! request of a given type (before its reply can come back), and can refuse
-//! new connections for a while.
+//! request of a given type (before its reply can come back), can refuse
+//! new connections for a while, and can freeze: forward nothing, in either
+//! direction, without closing anything (a network partition).
 //!
 //! It understands just enough of ZooKeeper's framing: every packet is a
 //! 4-byte big-endian length and a body; the first packet of a connection is
@@ -38,13 +39,31 @@ struct Conn {
     server: TcpStream,
     /// Set before a cut: the server-to-client pump forwards nothing more.
     replies_blocked: Arc<AtomicBool>,
+    /// Set when either pump has stopped.
+    closed: Arc<AtomicBool>,
 }
 
 impl Conn {
-    fn cut(&self) {
+    /// Cuts the connection; true if it was still open.
+    fn cut(&self) -> bool {
+        let open = !self.closed.load(Ordering::SeqCst);
         self.replies_blocked.store(true, Ordering::SeqCst);
         let _ = self.client.shutdown(Shutdown::Both);
         let _ = self.server.shutdown(Shutdown::Both);
+        open
+    }
+}
+
+/// While set, no byte and no close passes in either direction.
+#[derive(Clone, Default)]
+struct Freeze(Arc<AtomicBool>);
+
+impl Freeze {
+    /// Waits while frozen, or until `cut` is set.
+    fn wait(&self, cut: &AtomicBool) {
+        while self.0.load(Ordering::SeqCst) && !cut.load(Ordering::SeqCst) {
+            thread::sleep(std::time::Duration::from_millis(2));
+        }
     }
 }
 
@@ -68,6 +87,7 @@ pub struct Proxy {
     addr: String,
     state: Arc<Mutex<State>>,
     blocked: Arc<AtomicBool>,
+    frozen: Freeze,
     stopped: Arc<AtomicBool>,
     fired: Arc<AtomicUsize>,
     accepted: Arc<AtomicUsize>,
@@ -83,11 +103,13 @@ impl Proxy {
             addr,
             state: Arc::default(),
             blocked: Arc::default(),
+            frozen: Freeze::default(),
             stopped: Arc::default(),
             fired: Arc::default(),
             accepted: Arc::default(),
             refused: Arc::default(),
         };
+        let frozen = proxy.frozen.clone();
         let (state, blocked, stopped, fired, accepted, refused) = (
             proxy.state.clone(),
             proxy.blocked.clone(),
@@ -115,7 +137,7 @@ impl Proxy {
                 accepted.fetch_add(1, Ordering::SeqCst);
                 let _ = client.set_nodelay(true);
                 let _ = server.set_nodelay(true);
-                spawn_pumps(client, server, state.clone(), fired.clone());
+                spawn_pumps(client, server, state.clone(), fired.clone(), frozen.clone());
             }
         });
         proxy
@@ -126,12 +148,34 @@ impl Proxy {
         &self.addr
     }
 
-    /// Cuts every open connection now.
-    pub fn cut_all(&self) {
+    /// Cuts every connection now; returns how many were still open.
+    pub fn cut_all(&self) -> usize {
         let mut state = self.state.lock().unwrap();
-        for conn in state.conns.drain(..) {
-            conn.cut();
-        }
+        state.conns.drain(..).filter(|conn| conn.cut()).count()
+    }
+
+    /// Freezes every connection, open and new: nothing is forwarded in
+    /// either direction and nothing is closed (a close waits too), as in a
+    /// network partition. New connections are accepted and then frozen.
+    /// Bytes already read are held, and delivered on [`Proxy::thaw`].
+    pub fn freeze(&self) {
+        self.frozen.0.store(true, Ordering::SeqCst);
+    }
+
+    /// Ends a [`Proxy::freeze`]: what was held back is delivered, then
+    /// forwarding goes on (the partition heals).
+    pub fn thaw(&self) {
+        self.frozen.0.store(false, Ordering::SeqCst);
+    }
+
+    /// How many connections are open (both pumps running).
+    pub fn open(&self) -> usize {
+        let state = self.state.lock().unwrap();
+        state
+            .conns
+            .iter()
+            .filter(|c| !c.closed.load(Ordering::SeqCst))
+            .count()
     }
 
     /// While blocked, new connections are accepted and closed at once.
@@ -186,8 +230,15 @@ impl Drop for Proxy {
     }
 }
 
-fn spawn_pumps(client: TcpStream, server: TcpStream, state: Arc<Mutex<State>>, fired: Arc<AtomicUsize>) {
+fn spawn_pumps(
+    client: TcpStream,
+    server: TcpStream,
+    state: Arc<Mutex<State>>,
+    fired: Arc<AtomicUsize>,
+    frozen: Freeze,
+) {
     let replies_blocked = Arc::new(AtomicBool::new(false));
+    let closed = Arc::new(AtomicBool::new(false));
     let (Ok(c2), Ok(s2), Ok(c3), Ok(s3)) = (
         client.try_clone(),
         server.try_clone(),
@@ -202,7 +253,10 @@ fn spawn_pumps(client: TcpStream, server: TcpStream, state: Arc<Mutex<State>>, f
             client: c3,
             server: s3,
             replies_blocked: replies_blocked.clone(),
+            closed: closed.clone(),
         });
+        // Forget connections that are over.
+        st.conns.retain(|c| !c.closed.load(Ordering::SeqCst));
         st.conns.len()
     };
     let _ = id;
@@ -211,7 +265,7 @@ fn spawn_pumps(client: TcpStream, server: TcpStream, state: Arc<Mutex<State>>, f
     // be held back.
     {
         let (mut from, to, blocked) = (s2, c2, replies_blocked.clone());
-        let state = state.clone();
+        let (state, frozen, closed) = (state.clone(), frozen.clone(), closed.clone());
         thread::spawn(move || {
             let to = Arc::new(Mutex::new(to));
             let mut first = true;
@@ -226,6 +280,7 @@ fn spawn_pumps(client: TcpStream, server: TcpStream, state: Arc<Mutex<State>>, f
                 if from.read_exact(&mut packet[4..]).is_err() {
                     break;
                 }
+                frozen.wait(&blocked);
                 if blocked.load(Ordering::SeqCst) {
                     break;
                 }
@@ -247,6 +302,8 @@ fn spawn_pumps(client: TcpStream, server: TcpStream, state: Arc<Mutex<State>>, f
                     break;
                 }
             }
+            frozen.wait(&blocked);
+            closed.store(true, Ordering::SeqCst);
             let _ = to.lock().unwrap().shutdown(Shutdown::Both);
             let _ = from.shutdown(Shutdown::Both);
         });
@@ -292,6 +349,7 @@ fn spawn_pumps(client: TcpStream, server: TcpStream, state: Arc<Mutex<State>>, f
             let mut packet = Vec::with_capacity(4 + n);
             packet.extend_from_slice(&len);
             packet.extend_from_slice(&body);
+            frozen.wait(&replies_blocked);
             if to.write_all(&packet).is_err() {
                 break;
             }
@@ -310,6 +368,8 @@ fn spawn_pumps(client: TcpStream, server: TcpStream, state: Arc<Mutex<State>>, f
                 break;
             }
         }
+        frozen.wait(&replies_blocked);
+        closed.store(true, Ordering::SeqCst);
         let _ = from.shutdown(Shutdown::Both);
         // Let the server read the request before the connection closes.
         let _ = to.shutdown(Shutdown::Write);

@@ -16,7 +16,7 @@ use thiserror::Error;
 use tracing::instrument;
 
 pub use self::watcher::{OneshotWatcher, PersistentWatcher, StateWatcher};
-use super::session::{Depot, MarshalledRequest, Request, Session, SessionOperation, WatchReceiver};
+use super::session::{Depot, LeaseCell, MarshalledRequest, Request, Session, SessionOperation, WatchReceiver};
 use crate::acl::{Acl, Acls, AuthUser};
 use crate::chroot::{Chroot, ChrootPath, OwnedChroot};
 use crate::endpoint::{self, IterableEndpoints};
@@ -49,7 +49,7 @@ use crate::record::{self, Record, StaticRecord};
 #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
 use crate::sasl::SaslOptions;
 use crate::session::StateReceiver;
-pub use crate::session::{EventType, SessionId, SessionInfo, SessionState, WatchedEvent};
+pub use crate::session::{EventType, SessionId, SessionInfo, SessionLease, SessionState, WatchedEvent};
 #[cfg(feature = "tls")]
 use crate::tls::TlsOptions;
 use crate::util;
@@ -225,6 +225,7 @@ pub struct Client {
     session_timeout: Duration,
     requester: Arc<mpsc::UnboundedSender<Request>>,
     state_watcher: StateWatcher,
+    lease: Arc<LeaseCell>,
 }
 
 impl Client {
@@ -247,8 +248,9 @@ impl Client {
         timeout: Duration,
         requester: Arc<mpsc::UnboundedSender<Request>>,
         state_watcher: StateWatcher,
+        lease: Arc<LeaseCell>,
     ) -> Client {
-        Client { chroot, version, session, session_timeout: timeout, requester, state_watcher }
+        Client { chroot, version, session, session_timeout: timeout, requester, state_watcher, lease }
     }
 
     fn validate_path<'a>(&'a self, path: &'a str) -> Result<ChrootPath<'a>> {
@@ -282,6 +284,16 @@ impl Client {
     /// Negotiated session timeout.
     pub fn session_timeout(&self) -> Duration {
         self.session_timeout
+    }
+
+    /// The session's lease basis: the send instant of the last request the
+    /// server answered (or of the connect request it accepted), and the
+    /// negotiated session timeout. The server cannot expire the session
+    /// before `answered_sent + timeout` (up to the difference in clock
+    /// rates). Shared by all clones of this client. `None` before the
+    /// server's first answer. (zk-rwlock patch 3.)
+    pub fn session_lease(&self) -> Option<SessionLease> {
+        self.lease.get()
     }
 
     /// Latest session state.
@@ -1767,6 +1779,7 @@ impl Connector {
         let conn = session.start(&mut endpoints, &mut buf, &mut depot).await?;
         let session_info = session.session.clone();
         let session_timeout = session.session_timeout;
+        let lease = session.lease.clone();
         let mut state_watcher = StateWatcher::new(session.subscribe_state());
         // Consume all state changes so far.
         state_watcher.state();
@@ -1774,7 +1787,7 @@ impl Connector {
             session.serve(endpoints, conn, buf, depot, receiver).await;
         });
         let client =
-            Client::new(chroot.to_owned(), self.server_version, session_info, session_timeout, sender, state_watcher);
+            Client::new(chroot.to_owned(), self.server_version, session_info, session_timeout, sender, state_watcher, lease);
         Ok(client)
     }
 

@@ -121,8 +121,9 @@ impl Depot {
         self.write_session(operation);
     }
 
-    pub fn pop_ping(&mut self) -> Result<(), Error> {
-        self.pop_request(PredefinedXid::Ping.into()).map(|_| ())
+    /// Pops the ping in flight; returns when it was sent.
+    pub fn pop_ping(&mut self) -> Result<Option<std::time::Instant>, Error> {
+        self.pop_request(PredefinedXid::Ping.into()).map(|operation| operation.sent)
     }
 
     pub fn push_operation(&mut self, operation: Operation) {
@@ -219,7 +220,8 @@ impl Depot {
 
     pub fn push_remove_watch(&mut self, path: &str, mode: WatchMode, responser: StateResponser) {
         let record = RemoveWatchesRequest { path, mode: mode.into() };
-        let operation = SessionOperation { request: MarshalledRequest::new(OpCode::RemoveWatches, &record), responser };
+        let operation =
+            SessionOperation { request: MarshalledRequest::new(OpCode::RemoveWatches, &record), responser, sent: None };
         self.push_session(operation);
     }
 
@@ -234,6 +236,9 @@ impl Depot {
             write.flush().await.map_err(Error::other)?;
             return std::future::pending().await;
         }
+        // Taken before the bytes reach the socket: no earlier than the
+        // server can receive any request completed by this write (patch 3).
+        let started = std::time::Instant::now();
         let mut written_bytes = write.write_vectored(self.writing_slices.as_slice()).await.map_err(Error::other)?;
         let written_slices = self
             .writing_slices
@@ -256,7 +261,8 @@ impl Depot {
                     }
                     None
                 })
-                .for_each(|operation| {
+                .for_each(|mut operation| {
+                    operation.sent = Some(started);
                     let xid = operation.request.get_xid();
                     self.written_operations.insert(xid, operation);
                 });

@@ -1,13 +1,14 @@
 mod connection;
 mod depot;
 mod event;
+mod lease;
 mod request;
 mod types;
 mod watch;
 mod xid;
 
 use std::pin::pin;
-use std::sync::Weak;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use async_io::Timer;
@@ -30,6 +31,7 @@ pub use self::request::{
     SessionOperation,
     StateReceiver,
 };
+pub use self::lease::{LeaseCell, SessionLease};
 pub use self::types::{EventType, SessionId, SessionInfo, SessionState, WatchedEvent};
 use self::watch::WatchManager;
 pub use self::watch::{OneshotReceiver, PersistentReceiver, WatchReceiver};
@@ -134,6 +136,8 @@ impl Builder {
             last_recv: now,
             last_send: now,
             last_ping: None,
+            connect_sent: now,
+            lease: Arc::new(LeaseCell::new()),
             tick_timeout: Duration::ZERO,
             ping_timeout: Duration::ZERO,
             session_expired_timeout: Duration::ZERO,
@@ -169,6 +173,10 @@ pub struct Session {
     last_recv: Instant,
     last_send: Instant,
     last_ping: Option<Instant>,
+    /// When the current connect request was queued (patch 3).
+    connect_sent: Instant,
+    /// What the server has confirmed of this session (patch 3).
+    pub lease: Arc<LeaseCell>,
     tick_timeout: Duration,
     ping_timeout: Duration,
     session_expired_timeout: Duration,
@@ -383,7 +391,9 @@ impl Session {
             self.handle_notification(header.zxid, body, depot)?;
             return Ok(());
         } else if header.xid == PredefinedXid::Ping as i32 {
-            depot.pop_ping()?;
+            if let Some(sent) = depot.pop_ping()? {
+                self.lease.answered(sent);
+            }
             if let Some(last_ping) = self.last_ping.take() {
                 let elapsed = Instant::now() - last_ping;
                 debug!("got ping response after {}ms", elapsed.as_millis());
@@ -392,6 +402,13 @@ impl Session {
         }
         self.last_zxid = self.last_zxid.max(header.zxid);
         let operation = depot.pop_request(header.xid)?;
+        // The server renews the session on every request it submits, which
+        // is every one but `auth` and `sasl` (patch 3).
+        if let (Some(sent), code) = (operation.sent, operation.request.get_code()) {
+            if code != OpCode::Auth && code != OpCode::Sasl {
+                self.lease.answered(sent);
+            }
+        }
         self.handle_session_reply(operation, header.err, body, depot)
     }
 
@@ -471,6 +488,9 @@ impl Session {
         self.session.password.extend_from_slice(response.password);
         self.session.readonly = response.readonly;
         self.reset_timeout(Duration::from_millis(response.session_timeout as u64));
+        // Accepting a connect request renews the session (patch 3).
+        self.lease.negotiated(Duration::from_millis(response.session_timeout as u64));
+        self.lease.answered(self.connect_sent);
         self.complete_connect();
         Ok(())
     }
@@ -666,6 +686,7 @@ impl Session {
         };
         depot.reset();
         buf.clear();
+        self.connect_sent = Instant::now();
         self.send_connect(depot);
         #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
         self.send_sasl(depot, endpoint.host)?;

@@ -170,36 +170,38 @@ impl ConnectOperation {
 pub struct SessionOperation {
     pub request: MarshalledRequest,
     pub responser: StateResponser,
+    /// When the write that handed this request to the socket began (patch 3).
+    pub sent: Option<std::time::Instant>,
 }
 
 impl SessionOperation {
     pub fn new(code: OpCode, body: &dyn Record) -> Self {
         let request = MarshalledRequest::new(code, body);
-        Self { request, responser: Default::default() }
+        Self { request, responser: Default::default(), sent: None }
     }
 
     pub fn new_without_body(code: OpCode) -> Self {
         let header = RequestHeader::with_code(code);
         let request = MarshalledRequest::new_record(&header);
-        Self { request, responser: StateResponser::default() }
+        Self { request, responser: StateResponser::default(), sent: None }
     }
 
     pub fn new_marshalled(request: MarshalledRequest) -> Self {
-        Self { request, responser: Default::default() }
+        Self { request, responser: Default::default(), sent: None }
     }
 
     pub fn with_responser(self) -> (Self, StateReceiver) {
         let (sender, receiver) = oneshot::channel();
         let request = self.request;
         let code = request.get_code();
-        let operation = Self { request, responser: StateResponser::new(sender) };
+        let operation = Self { request, responser: StateResponser::new(sender), sent: None };
         (operation, StateReceiver { code, receiver })
     }
 }
 
 impl From<MarshalledRequest> for SessionOperation {
     fn from(request: MarshalledRequest) -> Self {
-        SessionOperation { request, responser: StateResponser::none() }
+        SessionOperation { request, responser: StateResponser::none(), sent: None }
     }
 }
 

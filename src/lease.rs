@@ -1,0 +1,195 @@
+//! Until when a holder may act: the lease, and what a guard's
+//! [`HoldState`] promises.
+//!
+//! A ZooKeeper server expires a session when it has heard nothing from it
+//! for the session timeout. It renews the session on every request it
+//! receives (pings included; `auth` and `sasl` packets excepted), so it
+//! cannot expire the session before *the moment it received the last
+//! request it answered, plus the negotiated session timeout*. That request
+//! was received after it was sent: the client, which knows when it sent it,
+//! has a lower bound for the expiry on its own monotonic clock. A contender
+//! node is ephemeral, so until then no other contender can be granted a
+//! lock this session holds.
+//!
+//! The **lease deadline** is that bound, less a margin for the difference
+//! in clock rates between client and server ([`CLOCK_RATE_MARGIN`]):
+//!
+//! ```text
+//! lease deadline = send instant of the last answered request
+//!                  + session timeout − session timeout / 50
+//! ```
+//!
+//! The send instant is taken before the request's bytes reach the socket,
+//! for every request and ping (the ZooKeeper client records it; see
+//! `vendor/zookeeper-client/PATCHES.md`, patch 3). The client pings an idle
+//! session every 3/20 of the timeout, and every answer to a lock's own
+//! requests counts too, so on a healthy connection the deadline stays
+//! 0.8 to 1 session timeout ahead, with no traffic of its own: the lease
+//! belongs to the session, and a hundred guards on one session share one
+//! heartbeat.
+//!
+//! In an ensemble a follower reports the requests it received to the
+//! leader (which expires sessions) within half a tick. The leader cannot
+//! expire the session on an older renewal before that report arrives,
+//! because an answered request never follows a silence of more than about
+//! half the session timeout: the client drops a connection that stays
+//! silent for 2/5 of it, and a new connection is validated by the leader
+//! itself. A leader that takes over restarts every session's timeout.
+//!
+//! What each state promises, for a guard whose node is this session's:
+//!
+//! | state | connection | promise |
+//! |---|---|---|
+//! | [`HoldState::Held`] | up | no one else holds a conflicting lock, until at least the lease deadline |
+//! | [`HoldState::Suspended`] | lost | the same, until the lease deadline; the session may end at any moment after it |
+//! | [`HoldState::Lost`] | any | none: someone else may hold the lock. Final |
+//!
+//! A guard becomes `Lost` when the client learns that the session expired
+//! or was closed, when its node is deleted (a watch, while one of the
+//! guard's futures is pending), or when the lease deadline passes before
+//! the server answered again, whichever comes first. It never becomes
+//! `Held` again: a session that reconnects after its lease ran out may
+//! still be alive, but someone else may have acted in between. Release the
+//! guard (or drop it) and acquire again.
+//!
+//! What no lock can promise: that the holder *acts* before its lease
+//! deadline. A process that is paused (a stop signal, a long garbage
+//! collection, a suspended virtual machine) between checking its state and
+//! writing cannot notice the deadline passing. Pass the guard's fencing
+//! token to the store, and let the store reject writes with a token older
+//! than the newest it has seen.
+
+use std::time::{Duration, Instant};
+
+/// The share of the session timeout by which the lease deadline stays
+/// ahead of the earliest expiry the server's clock allows: 1/50 (2 %, 20
+/// ms in a second).
+///
+/// It covers a client clock running slower than the server's by up to 2 %.
+/// Clocks disciplined by NTP differ in rate by at most 0.05 %; an
+/// undisciplined quartz clock by about 0.01 %.
+pub const CLOCK_RATE_MARGIN: u32 = 50;
+
+/// The lease deadline of a session whose last answered request was sent at
+/// `answered_sent`, with the negotiated session `timeout`.
+pub fn deadline(answered_sent: Instant, timeout: Duration) -> Instant {
+    answered_sent + timeout - timeout / CLOCK_RATE_MARGIN
+}
+
+/// Where a held lock stands. See the [module documentation](self) for what
+/// each state promises.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HoldState {
+    /// Connected: the lock is held, and no one else can hold a conflicting
+    /// lock until at least the lease deadline.
+    Held,
+    /// The connection is lost, and the lease deadline has not passed: no one
+    /// else can hold a conflicting lock before it. The client is
+    /// reconnecting; the guard becomes `Held` again if it succeeds before the
+    /// deadline, `Lost` otherwise.
+    Suspended,
+    /// The lock may be held by someone else: the session ended, the node
+    /// was deleted, or the lease deadline passed without an answer from the
+    /// server. Final.
+    Lost,
+}
+
+impl std::fmt::Display for HoldState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            HoldState::Held => "held",
+            HoldState::Suspended => "suspended",
+            HoldState::Lost => "lost",
+        })
+    }
+}
+
+/// What the client says of its connection to the session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Link {
+    /// Connected to a server that serves the session.
+    Up,
+    /// Disconnected (or connected read-only, which the quorum does not
+    /// serve): reconnecting.
+    Down,
+    /// The session expired, was closed, or failed authentication.
+    Ended,
+}
+
+/// Why a guard is lost, or `None` if it is not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LossCause {
+    /// The session ended.
+    SessionEnded,
+    /// The lease deadline passed before the server answered again.
+    LeaseRanOut,
+}
+
+/// The state of a guard: `flagged` if it is already known lost (its node
+/// deleted, or lost before), with the session's `link`, at `now` with the
+/// lease `deadline`. Returns the state, and why it is newly lost.
+pub(crate) fn hold_state(
+    flagged: bool,
+    link: Link,
+    now: Instant,
+    deadline: Instant,
+) -> (HoldState, Option<LossCause>) {
+    if flagged {
+        return (HoldState::Lost, None);
+    }
+    if link == Link::Ended {
+        return (HoldState::Lost, Some(LossCause::SessionEnded));
+    }
+    if now >= deadline {
+        return (HoldState::Lost, Some(LossCause::LeaseRanOut));
+    }
+    match link {
+        Link::Up => (HoldState::Held, None),
+        _ => (HoldState::Suspended, None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deadline_is_the_timeout_less_two_percent() {
+        let t0 = Instant::now();
+        assert_eq!(
+            deadline(t0, Duration::from_secs(10)),
+            t0 + Duration::from_millis(9_800)
+        );
+        assert_eq!(
+            deadline(t0, Duration::from_secs(4)),
+            t0 + Duration::from_millis(3_920)
+        );
+    }
+
+    #[test]
+    fn states() {
+        let t0 = Instant::now();
+        let end = t0 + Duration::from_secs(1);
+        let before = t0 + Duration::from_millis(999);
+        use HoldState::*;
+        use Link::*;
+        for (flagged, link, now, want) in [
+            (false, Up, before, (Held, None)),
+            (false, Down, before, (Suspended, None)),
+            (false, Ended, before, (Lost, Some(LossCause::SessionEnded))),
+            (false, Up, end, (Lost, Some(LossCause::LeaseRanOut))),
+            (false, Down, end, (Lost, Some(LossCause::LeaseRanOut))),
+            // The session's end is the stronger news.
+            (false, Ended, end, (Lost, Some(LossCause::SessionEnded))),
+            // Lost is final: a fresh lease and a connection do not undo it.
+            (true, Up, before, (Lost, None)),
+            (true, Down, end, (Lost, None)),
+        ] {
+            assert_eq!(
+                hold_state(flagged, link, now, end),
+                want,
+                "{flagged} {link:?} {now:?}"
+            );
+        }
+    }
+}
