@@ -27,7 +27,8 @@ async fn async_api() -> Result<(), Box<dyn Error>> {
     store.put(key, value, guard.fencing_token())?;   // downstream rejects older tokens
     tokio::select! {
         _ = do_the_work() => {}
-        _ = guard.lost() => return Err("lock lost: stop writing".into()),
+        // Connection lost (or lock lost): stop before the lease deadline.
+        _ = guard.suspended() => return Err("lock in doubt: stop writing".into()),
     }
     guard.release().await?;                          // dropping the guard also releases
     Ok(())

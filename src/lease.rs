@@ -47,10 +47,15 @@
 //! A guard becomes `Lost` when the client learns that the session expired
 //! or was closed, when its node is deleted (a watch, while one of the
 //! guard's futures is pending), or when the lease deadline passes before
-//! the server answered again, whichever comes first. It never becomes
-//! `Held` again: a session that reconnects after its lease ran out may
-//! still be alive, but someone else may have acted in between. Release the
-//! guard (or drop it) and acquire again.
+//! the server answered again, whichever is noticed first: by
+//! [`state()`](crate::WriteGuard::state), `is_held()`, or a pending
+//! `lost()`, `suspended()` or `resumed()`, which wake up at the deadline.
+//! Once noticed, `Lost` is final: a session that reconnects after its
+//! lease ran out may still be alive, but someone else may have acted in
+//! between, and the holder has been told to stop. Release the guard (or
+//! drop it) and acquire again. (If nothing looked while the lease was out
+//! and the session then reconnected, the guard is still `Held`: the server
+//! kept the session, so the lock was never anyone else's.)
 //!
 //! What no lock can promise: that the holder *acts* before its lease
 //! deadline. A process that is paused (a stop signal, a long garbage

@@ -9,9 +9,11 @@
 //! the lock, when to list again, when to give up. [`SharedLock`] drives it
 //! against ZooKeeper; [`SharedLock::stats`] says what its acquires did.
 //!
-//! What this crate does not do: it does not manage ZooKeeper ensembles in
-//! production, and it cannot stop a process that lost its lock from acting:
-//! use the fencing token for that.
+//! Every guard knows until when no one else can hold its lock (its
+//! [`lease`] deadline) and whether it is held, suspended (connection lost,
+//! lease running) or lost. What this crate does not do: it does not manage
+//! ZooKeeper ensembles in production, and it cannot stop a paused process
+//! from acting after its lease: use the fencing token for that.
 //!
 //! # Example
 //!
@@ -27,8 +29,8 @@
 //! let token = guard.fencing_token(); // the store rejects writes with older tokens
 //! tokio::select! {
 //!     _ = do_the_work(token) => {}
-//!     // The session expired or the node was deleted: stop acting as the holder.
-//!     _ = guard.lost() => return Ok(()),
+//!     // The connection is lost (or the lock): stop before the lease deadline.
+//!     _ = guard.suspended() => return Ok(()),
 //! }
 //! guard.release().await?; // dropping the guard releases it too, in the background
 //! # Ok(())

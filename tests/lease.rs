@@ -262,3 +262,44 @@ async fn a_hundred_guards_share_one_heartbeat() {
         g.release().await.unwrap();
     }
 }
+
+/// The blocking guard reports the same states, and a partition that heals
+/// before the lease deadline gives the lock back: suspended, then held, with
+/// a lease that moved on.
+#[test]
+fn blocking_guard_is_suspended_and_resumes_when_the_partition_heals() {
+    let proxy = Proxy::start(&support::server().connect_string());
+    let lock = zk_rwlock::blocking::SharedLock::connect_with(
+        proxy.addr(),
+        &support::unique_path("blocking"),
+        None,
+        SESSION_TIMEOUT,
+    )
+    .unwrap();
+    let guard = lock.write().unwrap();
+    assert_eq!(guard.state(), HoldState::Held);
+    assert_eq!(
+        guard.wait_suspended(Duration::from_millis(50)).unwrap(),
+        HoldState::Held,
+        "times out held"
+    );
+    proxy.freeze();
+    let frozen_at = guard.lease_deadline();
+    assert_eq!(guard.wait_suspended(WITHIN).unwrap(), HoldState::Suspended);
+    assert!(guard.is_held());
+    assert_eq!(guard.lease_deadline(), frozen_at, "no answers, no renewal");
+    assert_eq!(
+        guard.wait_resumed(Duration::from_millis(50)).unwrap(),
+        HoldState::Suspended,
+        "times out suspended"
+    );
+    proxy.thaw();
+    assert_eq!(
+        guard.wait_resumed(WITHIN).unwrap(),
+        HoldState::Held,
+        "back within the lease"
+    );
+    assert!(guard.lease_deadline() > frozen_at, "renewed by the reconnection");
+    assert!(!guard.wait_lost(Duration::from_millis(50)).unwrap());
+    guard.release().unwrap();
+}
