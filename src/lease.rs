@@ -172,6 +172,15 @@ mod tests {
     }
 
     #[test]
+    fn names() {
+        let names: Vec<String> = [HoldState::Held, HoldState::Suspended, HoldState::Lost]
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(names, ["held", "suspended", "lost"]);
+    }
+
+    #[test]
     fn states() {
         let t0 = Instant::now();
         let end = t0 + Duration::from_secs(1);
