@@ -7,6 +7,11 @@
 //! the contender node before the process exits: the session is closed
 //! explicitly and its end awaited, which also waits for the library's
 //! background clean-up of a cancelled acquire.
+//!
+//! While the command runs, its lease file ([`lease_file`]) follows the
+//! guard's state and lease deadline.
+
+mod lease_file;
 
 use std::ffi::OsString;
 use std::io;
@@ -16,10 +21,11 @@ use std::time::Duration;
 
 use clap::ArgGroup;
 use tokio::signal::unix::{signal, Signal, SignalKind};
-use tokio::time::Instant;
+use tokio::time::{Instant, MissedTickBehavior};
 use zk_rwlock::{Guard, Mode, SharedLock};
 
 use crate::common::{self, exit, Failure};
+use lease_file::LeaseFile;
 
 /// How long to wait, at most, for the session to close (and with it for the
 /// deletion of any node left by a cancelled acquire) before exiting.
@@ -37,12 +43,37 @@ How it works:
   lock; a writer excludes readers and writers. Waiters are served in
   arrival order.
 
-  CMD gets two environment variables:
+  CMD gets these environment variables:
     ZK_RWLOCK_NODE           full path of this contender's ZooKeeper node
     ZK_RWLOCK_FENCING_TOKEN  the fencing token (the node's czxid, a positive
                              integer): larger than every earlier writer's
                              token; pass it to stores that can reject writes
                              carrying an older token
+    ZK_RWLOCK_SESSION_TIMEOUT_MS
+                             the session timeout the server granted, in ms
+    ZK_RWLOCK_LEASE_DEADLINE_MS
+                             the lease deadline (below) when CMD started, in
+                             Unix epoch milliseconds
+    ZK_RWLOCK_LEASE_FILE     a file with one line, `<deadline> <state>`: the
+                             lease deadline now (Unix epoch ms) and `held`,
+                             `suspended` or `lost`. zk-rwlock replaces it
+                             atomically whenever either changes (the
+                             deadline moves on about every 3/20 of the
+                             session timeout), checking every min(250ms,
+                             session timeout / 20); read it whole. It lives
+                             in a private directory (mode 0700) that
+                             zk-rwlock removes when it exits. If it cannot
+                             be created, zk-rwlock warns and CMD runs
+                             without this variable.
+
+The lease:
+  No one else can be granted the lock before the lease deadline: the send
+  time of the last request the server answered, plus the session timeout,
+  less 2% for clock drift. While connected, every answer (a ping at least
+  every 3/20 of the session timeout) moves it on. A lost connection is
+  noticed about 2/5 of the session timeout after the last answer: the lock
+  is then suspended, safe until the deadline, and lost after it unless the
+  connection comes back first.
 
   If the lock is lost while CMD runs (the ZooKeeper session expired or was
   closed, or the node was deleted), zk-rwlock says why, sends SIGTERM to
@@ -223,7 +254,28 @@ async fn with_lock(lock: SharedLock, args: &Args, signals: &mut Signals) -> Resu
         ));
     };
     tracing::debug!(node = guard.node(), token = guard.fencing_token(), "lock granted");
-    let child = match spawn(&args.command, &guard) {
+    let client = lock.client();
+    let session_timeout = client
+        .session_lease()
+        .map_or_else(|| client.session_timeout(), |lease| lease.timeout);
+    // Without it the command runs all the same, without ZK_RWLOCK_LEASE_FILE.
+    let mut lease = match LeaseFile::create(guard.lease_deadline(), guard.state()) {
+        Ok(file) => Some(file),
+        Err(e) => {
+            eprintln!(
+                "zk-rwlock: warning: cannot create the lease file in {}: {e}; \
+                 the command runs without ZK_RWLOCK_LEASE_FILE",
+                std::env::temp_dir().display()
+            );
+            None
+        }
+    };
+    let env = LeaseEnv {
+        session_timeout,
+        deadline: guard.lease_deadline(),
+        file: lease.as_ref().map(|f| f.path().to_owned()),
+    };
+    let child = match spawn(&args.command, &guard, &env) {
         Ok(child) => child,
         Err((code, message)) => {
             eprintln!("zk-rwlock: {message}");
@@ -233,7 +285,9 @@ async fn with_lock(lock: SharedLock, args: &Args, signals: &mut Signals) -> Resu
             return Ok(code);
         }
     };
-    let outcome = supervise(child, &lock, &guard, args.kill_after, signals).await;
+    let period = lease_file::check_period(session_timeout);
+    let outcome = supervise(child, &lock, &guard, args.kill_after, period, &mut lease, signals).await;
+    drop(lease);
 
     if let Some(why) = outcome.lost {
         let _ = guard.release().await; // the node is gone already
@@ -375,16 +429,41 @@ fn in_terminal_foreground() -> bool {
     unsafe { libc::isatty(0) == 1 && libc::tcgetpgrp(0) == libc::getpgrp() }
 }
 
+/// What the command is told of its lease.
+struct LeaseEnv {
+    /// The negotiated session timeout.
+    session_timeout: Duration,
+    /// The lease deadline at spawn.
+    deadline: std::time::Instant,
+    /// The lease file, if it could be created.
+    file: Option<std::path::PathBuf>,
+}
+
 /// Spawns the command with the lock's environment. On failure: the exit
 /// code (126/127) and a message.
-fn spawn(command: &[OsString], guard: &Guard) -> Result<Child, (u8, String)> {
+fn spawn(command: &[OsString], guard: &Guard, lease: &LeaseEnv) -> Result<Child, (u8, String)> {
     let (program, rest) = command
         .split_first()
         .ok_or((exit::USAGE, "no command given".to_owned()))?;
     let mut cmd = tokio::process::Command::new(program);
+    let deadline_ms = lease_file::unix_ms(
+        lease.deadline,
+        std::time::Instant::now(),
+        std::time::SystemTime::now(),
+    );
     cmd.args(rest)
         .env("ZK_RWLOCK_NODE", guard.node())
-        .env("ZK_RWLOCK_FENCING_TOKEN", guard.fencing_token().to_string());
+        .env("ZK_RWLOCK_FENCING_TOKEN", guard.fencing_token().to_string())
+        .env(
+            "ZK_RWLOCK_SESSION_TIMEOUT_MS",
+            lease.session_timeout.as_millis().to_string(),
+        )
+        .env("ZK_RWLOCK_LEASE_DEADLINE_MS", deadline_ms.to_string());
+    match &lease.file {
+        Some(file) => cmd.env("ZK_RWLOCK_LEASE_FILE", file),
+        // Not one inherited from an outer zk-rwlock.
+        None => cmd.env_remove("ZK_RWLOCK_LEASE_FILE"),
+    };
     let own_group = !in_terminal_foreground();
     if own_group {
         cmd.process_group(0);
@@ -441,23 +520,32 @@ struct Outcome {
 }
 
 /// Waits for the command while watching for loss of the lock and for
-/// signals.
+/// signals, and keeps the lease file up to date.
 async fn supervise(
     mut child: Child,
     lock: &SharedLock,
     guard: &Guard,
     kill_after: Duration,
+    period: Duration,
+    lease: &mut Option<LeaseFile>,
     signals: &mut Signals,
 ) -> Outcome {
     let target = child.target;
     let mut interrupted: Option<libc::c_int> = None;
     let mut lost: Option<String> = None;
     let mut kill_at: Option<Instant> = None;
+    // The lease moves on with every answer from the server, which nothing
+    // announces: look at it every `period`.
+    let mut tick = tokio::time::interval(period);
+    tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let status = {
         let wait = child.child.wait();
         let on_lost = guard.lost();
         tokio::pin!(wait, on_lost);
         loop {
+            if let Some(file) = lease.as_mut() {
+                file.update(guard.lease_deadline(), guard.state());
+            }
             tokio::select! {
                 status = &mut wait => break status,
                 () = &mut on_lost, if lost.is_none() => {
@@ -476,6 +564,7 @@ async fn supervise(
                     target.signal(libc::SIGKILL);
                     kill_at = None;
                 }
+                _ = tick.tick() => {}
                 sig = signals.recv() => {
                     // A terminal's Ctrl-C already reached a command that shares our group.
                     let forward = matches!(target, Target::Group(_)) || sig != libc::SIGINT;
