@@ -78,7 +78,7 @@ pub mod exit {
     pub const TEMPFAIL: u8 = 75;
     /// ZooKeeper refused access: NoAuth (EX_NOPERM).
     pub const NOPERM: u8 = 77;
-    /// The lock was lost while the command ran.
+    /// The lock, or the connection to ZooKeeper, was lost while the command ran: it was stopped.
     pub const LOST: u8 = 79;
     /// The command was found but could not be executed (as in shells).
     pub const CANNOT_EXECUTE: u8 = 126;

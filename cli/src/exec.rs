@@ -2,11 +2,18 @@
 //! the manner of flock(1), `etcdctl lock` and `consul lock`.
 //!
 //! The sequence is: connect, acquire (interruptible, optionally bounded),
-//! spawn the command, supervise it (child exit, lock loss, signals),
-//! release, close the session, exit. Every way out of the acquire deletes
-//! the contender node before the process exits: the session is closed
-//! explicitly and its end awaited, which also waits for the library's
-//! background clean-up of a cancelled acquire.
+//! spawn the command, supervise it (child exit, the lock's state and
+//! lease, signals), release, close the session, exit. Every way out of the
+//! acquire deletes the contender node before the process exits: the
+//! session is closed explicitly and its end awaited, which also waits for
+//! the library's background clean-up of a cancelled acquire.
+//!
+//! While the command runs, the guard's [`HoldState`] and lease deadline
+//! decide when it is stopped ([`stop`], a pure verdict), and the command
+//! can read them in its lease file ([`lease_file`]).
+
+mod lease_file;
+mod stop;
 
 use std::ffi::OsString;
 use std::io;
@@ -16,10 +23,12 @@ use std::time::Duration;
 
 use clap::ArgGroup;
 use tokio::signal::unix::{signal, Signal, SignalKind};
-use tokio::time::Instant;
-use zk_rwlock::{Guard, Mode, SharedLock};
+use tokio::time::{Instant, MissedTickBehavior};
+use zk_rwlock::{Guard, HoldState, Mode, SharedLock};
 
 use crate::common::{self, exit, Failure};
+use lease_file::LeaseFile;
+use stop::{Cause, OnSuspend, Policy, Step};
 
 /// How long to wait, at most, for the session to close (and with it for the
 /// deletion of any node left by a cancelled acquire) before exiting.
@@ -37,16 +46,58 @@ How it works:
   lock; a writer excludes readers and writers. Waiters are served in
   arrival order.
 
-  CMD gets two environment variables:
+  CMD gets these environment variables:
     ZK_RWLOCK_NODE           full path of this contender's ZooKeeper node
     ZK_RWLOCK_FENCING_TOKEN  the fencing token (the node's czxid, a positive
                              integer): larger than every earlier writer's
                              token; pass it to stores that can reject writes
                              carrying an older token
+    ZK_RWLOCK_SESSION_TIMEOUT_MS
+                             the session timeout the server granted, in ms
+    ZK_RWLOCK_LEASE_DEADLINE_MS
+                             the lease deadline (below) when CMD started, in
+                             Unix epoch milliseconds
+    ZK_RWLOCK_LEASE_FILE     a file with one line, `<deadline> <state>`: the
+                             lease deadline now (Unix epoch ms) and `held`,
+                             `suspended` or `lost`. zk-rwlock replaces it
+                             atomically whenever either changes (the
+                             deadline moves on about every 3/20 of the
+                             session timeout), checking every min(250ms,
+                             session timeout / 20); read it whole. It lives
+                             in a private directory (mode 0700) that
+                             zk-rwlock removes when it exits. If it cannot
+                             be created, zk-rwlock warns and CMD runs
+                             without this variable.
 
-  If the lock is lost while CMD runs (the ZooKeeper session expired or was
-  closed, or the node was deleted), zk-rwlock says why, sends SIGTERM to
-  CMD's process group, SIGKILL after --kill-after, and exits 79.
+The lease:
+  No one else can be granted the lock before the lease deadline: the send
+  time of the last request the server answered, plus the session timeout,
+  less 2% for clock drift. While connected, every answer (a ping at least
+  every 3/20 of the session timeout) moves it on. A lost connection is
+  noticed about 2/5 of the session timeout after the last answer: the lock
+  is then suspended, safe until the deadline, and lost after it unless the
+  connection comes back first.
+
+  --on-suspend term (the default): when the connection is lost, zk-rwlock
+  says so and sends SIGTERM to CMD (its process group, see Signals) at
+  once. If CMD still runs at the lease deadline less a kill margin,
+  min(1s, session timeout / 5), or --kill-after after SIGTERM if that is
+  sooner, it gets SIGKILL, and zk-rwlock waits until its processes are
+  gone. The margin is time for the kernel to tear CMD down (a large
+  process, I/O in progress) before the deadline; for short sessions it
+  shrinks so that CMD keeps most of the time left for SIGTERM. A
+  connection that comes back does not undo the SIGTERM: zk-rwlock
+  releases the lock once CMD has exited, and exits 79.
+
+  --on-suspend ignore: CMD keeps running while the connection is lost,
+  until the lease runs out. Use it when CMD watches ZK_RWLOCK_LEASE_FILE
+  itself, or when its writes are fenced.
+
+  If the lock is lost while CMD runs (the lease ran out, the ZooKeeper
+  session expired or was closed, or the node was deleted), zk-rwlock says
+  why, sends SIGTERM to CMD's process group, SIGKILL after --kill-after
+  (with --on-suspend term: at the lease deadline less the margin, if that
+  is sooner), and exits 79.
 
 Signals:
   SIGINT, SIGTERM or SIGHUP while waiting for the lock: the request is
@@ -70,7 +121,8 @@ Exit codes:
        failed after CMD exited 0
   75   timed out waiting for the lock (--timeout; CMD not run)
   77   permission denied by ZooKeeper (NoAuth)
-  79   the lock was lost while CMD ran (CMD was terminated)
+  79   the lock was lost, or the connection to ZooKeeper was lost, while
+       CMD ran: CMD was stopped (the messages say which)
   126  CMD found but cannot be executed
   127  CMD not found
   129, 130, 143  zk-rwlock got SIGHUP, SIGINT (Ctrl-C) or SIGTERM
@@ -84,7 +136,8 @@ Environment:
 Examples:
   zk-rwlock exec --write /locks/backup -- pg_dump -f /backups/db.sql mydb
   zk-rwlock exec --read --timeout 30s /locks/config -- ./read-config.sh
-  ZK_CONNECT=zk1:2181,zk2:2181,zk3:2181 zk-rwlock exec -w /locks/deploy -- make deploy";
+  ZK_CONNECT=zk1:2181,zk2:2181,zk3:2181 zk-rwlock exec -w /locks/deploy -- make deploy
+  zk-rwlock exec -w --on-suspend ignore /locks/etl -- ./etl.sh  # checks $ZK_RWLOCK_LEASE_FILE";
 
 /// Arguments of `exec`.
 #[derive(Debug, clap::Args)]
@@ -126,9 +179,17 @@ pub struct Args {
     #[arg(long, value_name = "DUR", default_value = "10s", value_parser = common::parse_duration, allow_hyphen_values = true)]
     connect_timeout: Duration,
 
-    /// After the lock is lost, how long CMD gets between SIGTERM and SIGKILL
+    /// When CMD is stopped, how long it gets between SIGTERM and SIGKILL
+    /// (with --on-suspend term, SIGKILL comes sooner if the lease would run
+    /// out first)
     #[arg(long, value_name = "DUR", default_value = "10s", value_parser = common::parse_duration, allow_hyphen_values = true)]
     kill_after: Duration,
+
+    /// When the connection to ZooKeeper is lost while CMD runs: `term` stops
+    /// CMD (SIGTERM at once, SIGKILL before the lease runs out); `ignore`
+    /// lets it run until the lock is lost
+    #[arg(long, value_name = "WHAT", value_enum, default_value_t = OnSuspend::Term)]
+    on_suspend: OnSuspend,
 
     /// The lock directory, an absolute ZooKeeper path like /locks/backup
     #[arg(value_name = "PATH")]
@@ -223,7 +284,28 @@ async fn with_lock(lock: SharedLock, args: &Args, signals: &mut Signals) -> Resu
         ));
     };
     tracing::debug!(node = guard.node(), token = guard.fencing_token(), "lock granted");
-    let child = match spawn(&args.command, &guard) {
+    let client = lock.client();
+    let session_timeout = client
+        .session_lease()
+        .map_or_else(|| client.session_timeout(), |lease| lease.timeout);
+    // Without it the command runs all the same, without ZK_RWLOCK_LEASE_FILE.
+    let mut lease = match LeaseFile::create(guard.lease_deadline(), guard.state()) {
+        Ok(file) => Some(file),
+        Err(e) => {
+            eprintln!(
+                "zk-rwlock: warning: cannot create the lease file in {}: {e}; \
+                 the command runs without ZK_RWLOCK_LEASE_FILE",
+                std::env::temp_dir().display()
+            );
+            None
+        }
+    };
+    let env = LeaseEnv {
+        session_timeout,
+        deadline: guard.lease_deadline(),
+        file: lease.as_ref().map(|f| f.path().to_owned()),
+    };
+    let child = match spawn(&args.command, &guard, &env) {
         Ok(child) => child,
         Err((code, message)) => {
             eprintln!("zk-rwlock: {message}");
@@ -233,12 +315,42 @@ async fn with_lock(lock: SharedLock, args: &Args, signals: &mut Signals) -> Resu
             return Ok(code);
         }
     };
-    let outcome = supervise(child, &lock, &guard, args.kill_after, signals).await;
+    let policy = Policy {
+        on_suspend: args.on_suspend,
+        kill_after: args.kill_after,
+        margin: stop::kill_margin(session_timeout),
+    };
+    let period = lease_file::check_period(session_timeout);
+    let outcome = supervise(child, &lock, &guard, policy, period, &mut lease, signals).await;
+    // The command and its group are gone (or abandoned after SIGKILL).
+    drop(lease);
 
-    if let Some(why) = outcome.lost {
-        let _ = guard.release().await; // the node is gone already
-        tracing::debug!(%why, "released after loss");
-        return Ok(exit::LOST);
+    match outcome.stopped {
+        Some(Stopped::Lost(why)) => {
+            let _ = guard.release().await; // the node is gone already
+            tracing::debug!(%why, "released after loss");
+            return Ok(exit::LOST);
+        }
+        Some(Stopped::Suspended) => {
+            // The connection may be back by now: release as usual. If it is
+            // not, the client gives up on the session 7/5 of the session
+            // timeout after the server's last answer.
+            match guard.release().await {
+                Ok(()) => eprintln!(
+                    "zk-rwlock: the command was stopped because the connection to ZooKeeper was lost; \
+                     the lock is released"
+                ),
+                Err(e) => match common::session_end(&e) {
+                    Some(what) => eprintln!(
+                        "zk-rwlock: the command was stopped because the connection to ZooKeeper was lost; \
+                         then the lock was lost too ({what})"
+                    ),
+                    None => eprintln!("zk-rwlock: could not release the lock: {e}"),
+                },
+            }
+            return Ok(exit::LOST);
+        }
+        None => {}
     }
     match guard.release().await {
         Ok(()) => Ok(outcome.code),
@@ -375,16 +487,41 @@ fn in_terminal_foreground() -> bool {
     unsafe { libc::isatty(0) == 1 && libc::tcgetpgrp(0) == libc::getpgrp() }
 }
 
+/// What the command is told of its lease.
+struct LeaseEnv {
+    /// The negotiated session timeout.
+    session_timeout: Duration,
+    /// The lease deadline at spawn.
+    deadline: std::time::Instant,
+    /// The lease file, if it could be created.
+    file: Option<std::path::PathBuf>,
+}
+
 /// Spawns the command with the lock's environment. On failure: the exit
 /// code (126/127) and a message.
-fn spawn(command: &[OsString], guard: &Guard) -> Result<Child, (u8, String)> {
+fn spawn(command: &[OsString], guard: &Guard, lease: &LeaseEnv) -> Result<Child, (u8, String)> {
     let (program, rest) = command
         .split_first()
         .ok_or((exit::USAGE, "no command given".to_owned()))?;
     let mut cmd = tokio::process::Command::new(program);
+    let deadline_ms = lease_file::unix_ms(
+        lease.deadline,
+        std::time::Instant::now(),
+        std::time::SystemTime::now(),
+    );
     cmd.args(rest)
         .env("ZK_RWLOCK_NODE", guard.node())
-        .env("ZK_RWLOCK_FENCING_TOKEN", guard.fencing_token().to_string());
+        .env("ZK_RWLOCK_FENCING_TOKEN", guard.fencing_token().to_string())
+        .env(
+            "ZK_RWLOCK_SESSION_TIMEOUT_MS",
+            lease.session_timeout.as_millis().to_string(),
+        )
+        .env("ZK_RWLOCK_LEASE_DEADLINE_MS", deadline_ms.to_string());
+    match &lease.file {
+        Some(file) => cmd.env("ZK_RWLOCK_LEASE_FILE", file),
+        // Not one inherited from an outer zk-rwlock.
+        None => cmd.env_remove("ZK_RWLOCK_LEASE_FILE"),
+    };
     let own_group = !in_terminal_foreground();
     if own_group {
         cmd.process_group(0);
@@ -432,50 +569,161 @@ fn spawn(command: &[OsString], guard: &Guard) -> Result<Child, (u8, String)> {
     }
 }
 
-/// How the command ended.
-struct Outcome {
-    /// The exit code to use if nothing else happened.
-    code: u8,
-    /// Why the lock was lost, if it was.
-    lost: Option<String>,
+/// Why the command was stopped by zk-rwlock.
+enum Stopped {
+    /// The connection to ZooKeeper was lost (`--on-suspend term`), and the
+    /// lock was not seen lost while the command ran.
+    Suspended,
+    /// The lock was lost: why.
+    Lost(String),
 }
 
-/// Waits for the command while watching for loss of the lock and for
-/// signals.
+/// How the command ended.
+struct Outcome {
+    /// The exit code to use if zk-rwlock did not stop the command.
+    code: u8,
+    /// Whether, and why, zk-rwlock stopped the command (or found the lock
+    /// lost when it exited).
+    stopped: Option<Stopped>,
+}
+
+/// How long to wait for a command's processes to be gone after SIGKILL
+/// before giving up on them (a process in uninterruptible sleep).
+const KILL_WAIT: Duration = Duration::from_secs(5);
+
+/// Waits for the command while following the lock's state and lease (and
+/// the lease file), and signals. Stops the command as `policy` says.
 async fn supervise(
     mut child: Child,
     lock: &SharedLock,
     guard: &Guard,
-    kill_after: Duration,
+    policy: Policy,
+    period: Duration,
+    lease: &mut Option<LeaseFile>,
     signals: &mut Signals,
 ) -> Outcome {
     let target = child.target;
     let mut interrupted: Option<libc::c_int> = None;
+    // When SIGTERM was sent, and why.
+    let mut termed: Option<(std::time::Instant, Cause)> = None;
+    let mut killed = false;
     let mut lost: Option<String> = None;
-    let mut kill_at: Option<Instant> = None;
+    let mut seen = HoldState::Held;
+    let mut tick = tokio::time::interval(period);
+    tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let status = {
         let wait = child.child.wait();
-        let on_lost = guard.lost();
-        tokio::pin!(wait, on_lost);
+        // Wakes up on every change of state; the tick catches the lease
+        // moving on, which nothing announces.
+        let change = state_change(guard, HoldState::Held);
+        tokio::pin!(wait, change);
+        let mut following = true;
         loop {
+            let now = std::time::Instant::now();
+            let state = guard.state();
+            let deadline = guard.lease_deadline();
+            if let Some(file) = lease.as_mut() {
+                file.update(deadline, state);
+            }
+            let step = if killed {
+                Step::Run
+            } else {
+                policy.step(state, now, deadline, termed.map(|(at, _)| at))
+            };
+            let left = human_ms(deadline.saturating_duration_since(now));
+            let stopping = termed.is_some() || killed;
+            if state != seen {
+                match state {
+                    HoldState::Suspended => {
+                        let what = match step {
+                            Step::Term(_) => {
+                                let kill = policy
+                                    .kill_at(Some(now), deadline)
+                                    .map(|(at, _)| human_ms(at.saturating_duration_since(now)));
+                                format!(
+                                    "stopping the command (SIGTERM now, SIGKILL in {} if it still runs)",
+                                    kill.as_deref().unwrap_or("never")
+                                )
+                            }
+                            _ if stopping => "the command is being stopped".to_owned(),
+                            _ => "the command keeps running (--on-suspend ignore)".to_owned(),
+                        };
+                        eprintln!(
+                            "zk-rwlock: connection to ZooKeeper lost while the command ran; \
+                             the lease keeps the lock for {left} more: {what}"
+                        );
+                    }
+                    HoldState::Held => eprintln!(
+                        "zk-rwlock: connection to ZooKeeper back: the lock is held{}",
+                        if stopping {
+                            "; the command is being stopped all the same"
+                        } else {
+                            ""
+                        }
+                    ),
+                    HoldState::Lost => {
+                        let why = loss_reason(lock, guard);
+                        match step {
+                            Step::Term(_) => {
+                                let kill = policy
+                                    .kill_at(Some(now), deadline)
+                                    .map(|(at, _)| human_ms(at.saturating_duration_since(now)));
+                                eprintln!(
+                                    "zk-rwlock: lock lost ({why}): terminating the command \
+                                     (SIGTERM, then SIGKILL in {} if it still runs)",
+                                    kill.as_deref().unwrap_or("never")
+                                );
+                            }
+                            _ if stopping => {
+                                eprintln!("zk-rwlock: lock lost ({why}) while the command was being stopped")
+                            }
+                            _ => eprintln!("zk-rwlock: lock lost ({why}) while the command ran"),
+                        }
+                        lost = Some(why);
+                    }
+                }
+                seen = state;
+            }
+            match step {
+                Step::Run => {}
+                Step::Term(cause) => {
+                    target.signal(libc::SIGTERM);
+                    termed = Some((now, cause));
+                }
+                Step::Kill(cause) => {
+                    match cause {
+                        Cause::KillAfter => eprintln!(
+                            "zk-rwlock: the command outlived --kill-after ({}): sending SIGKILL",
+                            human(policy.kill_after)
+                        ),
+                        _ if deadline > now => eprintln!(
+                            "zk-rwlock: the command still runs {left} before the lease runs out: sending SIGKILL"
+                        ),
+                        _ => eprintln!("zk-rwlock: the command still runs and its lease has run out: sending SIGKILL"),
+                    }
+                    target.signal(libc::SIGKILL);
+                    killed = true;
+                    termed.get_or_insert((now, cause));
+                }
+            }
+            let kill_at = if killed {
+                None
+            } else {
+                policy
+                    .kill_at(termed.map(|(at, _)| at), deadline)
+                    .map(|(at, _)| Instant::from_std(at))
+            };
             tokio::select! {
                 status = &mut wait => break status,
-                () = &mut on_lost, if lost.is_none() => {
-                    let why = loss_reason(lock, guard);
-                    eprintln!(
-                        "zk-rwlock: lock lost ({why}): terminating the command \
-                         (SIGTERM, then SIGKILL after {})",
-                        human(kill_after)
-                    );
-                    target.signal(libc::SIGTERM);
-                    kill_at = Some(Instant::now() + kill_after);
-                    lost = Some(why);
+                state = &mut change, if following => {
+                    if state == HoldState::Lost {
+                        following = false;
+                    } else {
+                        change.set(state_change(guard, state));
+                    }
                 }
-                () = sleep_until(kill_at), if kill_at.is_some() => {
-                    eprintln!("zk-rwlock: the command outlived --kill-after: sending SIGKILL");
-                    target.signal(libc::SIGKILL);
-                    kill_at = None;
-                }
+                () = sleep_until(kill_at) => {}
+                _ = tick.tick() => {}
                 sig = signals.recv() => {
                     // A terminal's Ctrl-C already reached a command that shares our group.
                     let forward = matches!(target, Target::Group(_)) || sig != libc::SIGINT;
@@ -496,25 +744,78 @@ async fn supervise(
         }
     };
     // Lost, but the command's exit won the race to be noticed.
-    if lost.is_none() && !guard.is_held() {
+    if lost.is_none() && termed.is_none() && guard.state() == HoldState::Lost {
         let why = loss_reason(lock, guard);
         eprintln!("zk-rwlock: lock lost ({why}) while the command ran");
         lost = Some(why);
     }
-    if lost.is_some() {
-        // The command's leader is gone; the rest of its group gets what is
-        // left of the grace period, then SIGKILL.
-        let deadline = kill_at.unwrap_or_else(Instant::now);
-        while target.group_alive() && Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        if target.group_alive() {
-            target.signal(libc::SIGKILL);
-        }
+    if termed.is_some() || lost.is_some() {
+        reap_group(target, policy, guard, termed.map(|(at, _)| at), killed).await;
     }
+    let stopped = match (lost, termed) {
+        (Some(why), _) => Some(Stopped::Lost(why)),
+        (None, Some(_)) => Some(Stopped::Suspended),
+        (None, None) => None,
+    };
     Outcome {
         code: interrupted.map_or(code, signal_exit),
-        lost,
+        stopped,
+    }
+}
+
+/// After the command's leader has exited: the rest of its group gets
+/// until its SIGKILL time (now if it never had SIGTERM), then SIGKILL;
+/// then waits until it is gone, saying so if it outlives the lease.
+async fn reap_group(
+    target: Target,
+    policy: Policy,
+    guard: &Guard,
+    termed: Option<std::time::Instant>,
+    mut killed: bool,
+) {
+    let mut killed_at = std::time::Instant::now();
+    let mut late = false;
+    while target.group_alive() {
+        let now = std::time::Instant::now();
+        let deadline = guard.lease_deadline();
+        if killed {
+            if !late && now >= deadline && policy.on_suspend == OnSuspend::Term {
+                late = true;
+                eprintln!(
+                    "zk-rwlock: warning: processes of the command outlived SIGKILL past the lease deadline"
+                );
+            }
+            if now.saturating_duration_since(killed_at) >= KILL_WAIT {
+                eprintln!(
+                    "zk-rwlock: warning: processes of the command are still alive {} after SIGKILL; \
+                     not waiting for them",
+                    human(KILL_WAIT)
+                );
+                return;
+            }
+        } else {
+            let kill_at = match termed {
+                Some(at) => policy.kill_at(Some(at), deadline).map(|(at, _)| at),
+                None => Some(now),
+            };
+            if kill_at.is_some_and(|at| now >= at) {
+                target.signal(libc::SIGKILL);
+                killed = true;
+                killed_at = now;
+                continue;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(if killed { 5 } else { 20 })).await;
+    }
+}
+
+/// Completes when the guard's state is no longer `from` (the guard's own
+/// futures: one watch on the node at a time), with the new state.
+async fn state_change(guard: &Guard, from: HoldState) -> HoldState {
+    match from {
+        HoldState::Held => guard.suspended().await,
+        HoldState::Suspended => guard.resumed().await,
+        HoldState::Lost => std::future::pending().await,
     }
 }
 
@@ -525,14 +826,19 @@ async fn sleep_until(at: Option<Instant>) {
     }
 }
 
-/// Says how the lock was lost.
+/// Says how the lock was lost: the session's end is the stronger news,
+/// then the lease running out, else the node was deleted.
 fn loss_reason(lock: &SharedLock, guard: &Guard) -> String {
-    match zk_rwlock::Error::from_session_state(lock.client().state()) {
-        Some(err) => common::session_end(&err)
+    let client = lock.client();
+    if let Some(err) = zk_rwlock::Error::from_session_state(client.state()) {
+        return common::session_end(&err)
             .unwrap_or("the ZooKeeper session ended")
-            .to_owned(),
-        None => format!("node {} was deleted", guard.node()),
+            .to_owned();
     }
+    if std::time::Instant::now() >= guard.lease_deadline() {
+        return "its lease ran out: no answer from ZooKeeper within the session timeout".to_owned();
+    }
+    format!("node {} was deleted", guard.node())
 }
 
 /// A shell-style exit code for a child's status: its code, or 128+signal.
@@ -551,6 +857,13 @@ fn human(d: Duration) -> String {
     } else {
         format!("{d:?}")
     }
+}
+
+/// As [`human`], to the millisecond: `2.316s`, not `2.316492183s`.
+fn human_ms(d: Duration) -> String {
+    human(Duration::from_millis(
+        u64::try_from(d.as_millis()).unwrap_or(u64::MAX),
+    ))
 }
 
 fn signal_exit(sig: libc::c_int) -> u8 {

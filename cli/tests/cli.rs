@@ -402,8 +402,11 @@ async fn lost_lock_kills_a_stubborn_command_group_after_the_grace_period() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
-/// The session expires while the command runs (network cut between exec
-/// and ZooKeeper): the command is terminated and exec exits 79.
+/// The network between exec and ZooKeeper is cut while the command runs:
+/// with `--on-suspend ignore` the command runs on while the lease lasts,
+/// then the lock is lost, the command is terminated and exec exits 79.
+/// (The default, stopping the command as soon as the connection is lost,
+/// is in `exec_partition.rs`.)
 #[tokio::test]
 async fn expired_session_terminates_the_command() {
     let path = unique_path("expired");
@@ -416,6 +419,8 @@ async fn expired_session_terminates_the_command() {
         "--write",
         "--session-timeout",
         "1s",
+        "--on-suspend",
+        "ignore",
         "--connect",
         proxy.addr(),
         &path,
@@ -434,7 +439,16 @@ async fn expired_session_terminates_the_command() {
     proxy.cut_all();
     let out = finish(exec).await;
     out.expect_code(79);
-    assert!(out.stderr.contains("zk-rwlock: lock lost ("), "{out:#?}");
+    assert!(
+        out.stderr
+            .contains("the command keeps running (--on-suspend ignore)"),
+        "{out:#?}"
+    );
+    assert!(
+        out.stderr.contains("zk-rwlock: lock lost (its lease ran out")
+            && out.stderr.contains("terminating the command"),
+        "{out:#?}"
+    );
     assert!(!alive(pid), "the command survived the loss");
     assert_drained(&path).await;
     let _ = std::fs::remove_dir_all(dir);
