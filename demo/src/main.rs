@@ -152,9 +152,12 @@ pub struct WorkerArgs {
     /// Seed of the random hold and think times.
     #[arg(long, value_name = "S", default_value_t = 0)]
     pub seed: u64,
-    /// Name used in the contender nodes (`demo-<label>`).
+    /// Name used in the contender nodes (`demo-<label>`) and in the store's records.
     #[arg(long, default_value = "worker")]
     pub label: String,
+    /// A writer writes to the fenced store in this directory while it holds the lock.
+    #[arg(long, value_name = "DIR")]
+    pub store: Option<PathBuf>,
 }
 
 /// A validated demo configuration.

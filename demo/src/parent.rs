@@ -19,6 +19,7 @@ use zk_rwlock::{zk, Mode, SharedLock};
 use zk_rwlock_testkit::launcher::ZkCluster;
 
 use super::event::{now_us, Event, Kind, Line};
+use super::store::FencedStore;
 use super::svg::{self, Picture};
 use super::timeline::{self, secs, Frame};
 use super::verdict::{check, handoffs, percentile, HoldEnd, MarkKind, Model, Violation, WaitEnd, Worker};
@@ -374,7 +375,7 @@ fn spawn_worker(
     w: usize,
     worker: &Worker,
     cfg: &Config,
-    connect: &str,
+    (connect, store): (&str, &std::path::Path),
     tx: &mpsc::UnboundedSender<Msg>,
 ) -> Result<(ChildStdin, oneshot::Sender<()>), String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this program's path: {e}"))?;
@@ -400,6 +401,8 @@ fn spawn_worker(
         ])
         .args(["--duration", &format!("{}", cfg.duration.as_secs_f64())])
         .args(["--seed", &seed.to_string(), "--label", &worker.label])
+        .arg("--store")
+        .arg(store)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -446,6 +449,15 @@ fn spawn_worker(
     Ok((stdin, kill_tx))
 }
 
+/// The fenced store's directory, removed when dropped.
+struct StoreDir(std::path::PathBuf);
+
+impl Drop for StoreDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// The demo, inside the runtime.
 async fn demo(cfg: &Config, connect: &str, server: &str, cluster: Arc<Mutex<Option<ZkCluster>>>) -> ExitCode {
     // The parent's own session: is the server there, is the path valid?
@@ -482,8 +494,17 @@ async fn demo(cfg: &Config, connect: &str, server: &str, cluster: Arc<Mutex<Opti
         procs: (0..n).map(|_| Proc::default()).collect(),
         events: Vec::new(),
     };
+    // The fenced store the writers write to, for this run only.
+    let store = StoreDir(std::env::temp_dir().join(format!("zk-rwlock-demo-store-{}", std::process::id())));
+    if let Err(e) = FencedStore::open(&store.0) {
+        eprintln!(
+            "zk-rwlock demo: error: cannot create the fenced store in {}: {e}",
+            store.0.display()
+        );
+        return ExitCode::FAILURE;
+    }
     for (w, worker) in workers.iter().enumerate() {
-        match spawn_worker(w, worker, cfg, connect, &tx) {
+        match spawn_worker(w, worker, cfg, (connect, &store.0), &tx) {
             Ok((stdin, kill)) => {
                 stdins.push(Some(stdin));
                 kills.push(Some(kill));
@@ -879,6 +900,15 @@ fn totals(
         "  readers     at most {} holding at once",
         model.max_concurrent_readers()
     );
+    if !model.writes.is_empty() {
+        let refused = model.writes.iter().filter(|w| !w.accepted).count();
+        let _ = writeln!(
+            out,
+            "  store       {} writes with the writer's fencing token: {} accepted, {refused} refused as stale",
+            model.writes.len(),
+            model.writes.len() - refused
+        );
+    }
     let losts = model.marks.iter().filter(|m| m.kind == MarkKind::Lost).count();
     let open = model.holds.iter().filter(|h| h.ended == HoldEnd::Open).count();
     if losts + open > 0 {

@@ -390,9 +390,11 @@ mod tests {
                 Kind::Grant {
                     token: 255,
                     node: "/l/a&b".into(),
+                    lease_us: 4_000_200,
+                    hold_us: 100,
                 },
             ),
-            ev(0, 1_500_000, Kind::Release),
+            ev(0, 1_500_000, Kind::Release { lease_us: 0 }),
         ];
         let model = Model::build(&workers, &events, 3_000_000);
         let svg = render(&Picture {

@@ -425,14 +425,16 @@ mod tests {
         let grant = |token| Kind::Grant {
             token,
             node: "/l/n".into(),
+            lease_us: 0,
+            hold_us: 0,
         };
         let events = vec![
             ev(0, 1_000_000, Kind::Want),
             ev(0, 1_000_000, grant(1)),
-            ev(0, 3_000_000, Kind::Release),
+            ev(0, 3_000_000, Kind::Release { lease_us: 0 }),
             ev(1, 2_000_000, Kind::Want),
             ev(1, 3_000_000, grant(2)),
-            ev(1, 5_000_000, Kind::Release),
+            ev(1, 5_000_000, Kind::Release { lease_us: 0 }),
         ];
         Model::build(&workers, &events, 10_000_000)
     }
