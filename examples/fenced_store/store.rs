@@ -26,6 +26,11 @@
 //! that is `<accepted|rejected> <token> <newest token before, or -> <record>`.
 //! An accepted line's record is the data written; the store's content is
 //! its accepted lines, in order.
+//!
+//! What a file store shared by its writers cannot avoid: a writer paused
+//! while it holds `lock` (inside [`FencedStore::write`]) holds up every
+//! other writer until it resumes. A store that is a server keeps its lock
+//! to itself, and a paused client holds nothing there.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
