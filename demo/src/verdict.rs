@@ -225,7 +225,18 @@ impl Model {
                     }
                 };
             match &ev.kind {
-                Kind::Ready { .. } | Kind::Session { .. } | Kind::Done { .. } => {}
+                Kind::Ready { .. } | Kind::Done { .. } => {}
+                // A new session after the last one ended: connected again.
+                Kind::Session { .. } => {
+                    if let Some(start) = state.offline.take() {
+                        model.offline.push(Span {
+                            worker: w,
+                            start,
+                            end: t.max(start),
+                            closed: true,
+                        });
+                    }
+                }
                 Kind::Want => {
                     close_wait(state, &mut model, WaitEnd::GaveUp);
                     state.want = Some(t);
