@@ -1100,7 +1100,8 @@ mod tests {
     /// `tests/soak/recorded/` (re-record with `ZK_RWLOCK_SOAK_KEEP=dir
     /// ZK_RWLOCK_SOAK_SECS=1 cargo test -p zk-rwlock-demo --test soak --
     /// --nocapture soak_`, then copy `workers.jsonl`, `events.jsonl` and
-    /// `store.log` of `dir`): clean as recorded, and each break is found.
+    /// `store.log` of `dir`; `faults.txt` is there for the reader): clean as
+    /// recorded, and each break is found.
     #[test]
     fn recorded_run() {
         let run = load_recorded(&recorded_dir()).unwrap_or_else(|e| panic!("{e}"));
