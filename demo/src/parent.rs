@@ -1247,15 +1247,20 @@ fn totals(
         who.dedup();
         let longest = model.offline.iter().map(|s| s.end - s.start).max().unwrap_or(0);
         let unclosed = model.offline.iter().filter(|s| !s.closed).count();
+        let expired = model
+            .marks
+            .iter()
+            .filter(|m| matches!(m.kind, MarkKind::SessionEnded(_)))
+            .count();
         let _ = writeln!(
             out,
             "  sessions    {} of {} workers were disconnected; {}, longest {}",
             who.len(),
             model.workers.len(),
-            if unclosed == 0 {
-                "all reconnected to their session".to_owned()
-            } else {
-                format!("{unclosed} never reconnected")
+            match (unclosed, expired) {
+                (0, 0) => "all reconnected to their session".to_owned(),
+                (0, n) => format!("all reconnected, {n} with a new session (the old one expired)"),
+                (u, _) => format!("{u} never reconnected"),
             },
             ms(longest)
         );
