@@ -16,6 +16,11 @@
 mod common;
 mod event;
 mod parent;
+// The fenced store of the root crate's example, shared as source: writers
+// write to it with their fencing token while they hold the lock.
+#[allow(dead_code)]
+#[path = "../../examples/fenced_store/store.rs"]
+mod store;
 mod svg;
 mod timeline;
 mod verdict;
@@ -69,6 +74,8 @@ fn main() -> ExitCode {
 pub const MAX_WORKERS: usize = 64;
 /// Longest demo run.
 pub const MAX_DURATION: Duration = Duration::from_secs(3600);
+/// Shortest run with --partition.
+pub const MIN_PARTITION_DURATION: Duration = Duration::from_secs(8);
 
 /// Arguments of the demo.
 ///
@@ -97,9 +104,19 @@ pub struct Args {
     /// Halfway through, kill the ensemble's leader (needs --ensemble).
     #[arg(long)]
     pub kill_leader: bool,
+    /// Cut the first writer (or reader) off from ZooKeeper in the middle of
+    /// a long hold, through a proxy the demo starts for it: it is suspended,
+    /// stops its work, and loses the lock at its lease deadline; the next
+    /// writer is granted once the server has expired its session (the
+    /// connection is restored then). Needs --duration 8s or more.
+    #[arg(long)]
+    pub partition: bool,
     /// Also write the timeline as an SVG picture to this file.
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
+    /// Also write every event as a JSON line to this file (with the worker's label).
+    #[arg(long, value_name = "FILE")]
+    pub events: Option<PathBuf>,
     /// The lock path [default: /zk-rwlock-demo/<pid>].
     #[arg(long, value_name = "P")]
     pub path: Option<String>,
@@ -147,9 +164,12 @@ pub struct WorkerArgs {
     /// Seed of the random hold and think times.
     #[arg(long, value_name = "S", default_value_t = 0)]
     pub seed: u64,
-    /// Name used in the contender nodes (`demo-<label>`).
+    /// Name used in the contender nodes (`demo-<label>`) and in the store's records.
     #[arg(long, default_value = "worker")]
     pub label: String,
+    /// A writer writes to the fenced store in this directory while it holds the lock.
+    #[arg(long, value_name = "DIR")]
+    pub store: Option<PathBuf>,
 }
 
 /// A validated demo configuration.
@@ -167,8 +187,12 @@ pub struct Config {
     pub members: usize,
     /// Kill the leader halfway.
     pub kill_leader: bool,
+    /// Cut one worker off mid-hold.
+    pub partition: bool,
     /// Where to write the SVG.
     pub svg: Option<PathBuf>,
+    /// Where to write the events.
+    pub events: Option<PathBuf>,
     /// The lock path.
     pub path: String,
     /// Whether the path is the default one (its parent may be removed afterwards).
@@ -215,6 +239,13 @@ impl Config {
                     .into(),
             );
         }
+        if args.partition && args.duration < MIN_PARTITION_DURATION {
+            return Err(format!(
+                "--partition needs --duration 8s or more (got {:?}): the cut-off worker's session must \
+                 expire within the run, one session timeout after the cut (4 s on the demo's own server)",
+                args.duration
+            ));
+        }
         if let Some(c) = &args.connect {
             if c.trim().is_empty() {
                 return Err("--connect is empty: give host:port pairs, e.g. 127.0.0.1:2181".into());
@@ -239,7 +270,9 @@ impl Config {
             connect: args.connect,
             members: args.ensemble.unwrap_or(1),
             kill_leader: args.kill_leader,
+            partition: args.partition,
             svg: args.svg,
+            events: args.events,
             path,
             default_path,
             seed,
@@ -280,7 +313,13 @@ mod tests {
         let c = config("--seed 1").unwrap();
         assert_eq!((c.readers, c.writers), (6, 3));
         assert_eq!(c.duration, Duration::from_secs(10));
-        assert_eq!((c.members, c.kill_leader, c.seed), (1, false, 1));
+        assert_eq!(
+            (c.members, c.kill_leader, c.partition, c.seed),
+            (1, false, false, 1)
+        );
+        let c = config("--partition --duration 8s --events e.jsonl").unwrap();
+        assert!(c.partition);
+        assert_eq!(c.events, Some(PathBuf::from("e.jsonl")));
         assert!(c.default_path && c.path.starts_with("/zk-rwlock-demo/"));
         let c = config("--ensemble 3 --kill-leader --path /x/y --readers 0").unwrap();
         assert_eq!((c.members, c.kill_leader, c.readers), (3, true, 0));
@@ -300,6 +339,10 @@ mod tests {
             ("--duration 0s", "longer than 0"),
             ("--duration 2h", "at most 1h"),
             ("--kill-leader", "--kill-leader needs --ensemble 3"),
+            (
+                "--partition --duration 5s",
+                "--partition needs --duration 8s or more",
+            ),
             ("--ensemble 2", "3, 5 or 7"),
             ("--ensemble 9", "3, 5 or 7"),
             (

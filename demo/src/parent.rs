@@ -17,11 +17,15 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use zk_rwlock::{zk, Mode, SharedLock};
 use zk_rwlock_testkit::launcher::ZkCluster;
+use zk_rwlock_testkit::proxy::Proxy;
 
 use super::event::{now_us, Event, Kind, Line};
+use super::store::FencedStore;
 use super::svg::{self, Picture};
-use super::timeline::{self, secs, Frame};
-use super::verdict::{check, handoffs, percentile, HoldEnd, MarkKind, Model, Violation, WaitEnd, Worker};
+use super::timeline::{self, secs, Frame, Marker};
+use super::verdict::{
+    check, handoffs, percentile, HoldEnd, MarkKind, Model, Suspension, Violation, WaitEnd, Worker,
+};
 use super::worker::SplitMix64;
 use super::Config;
 
@@ -374,7 +378,7 @@ fn spawn_worker(
     w: usize,
     worker: &Worker,
     cfg: &Config,
-    connect: &str,
+    (connect, store): (&str, &std::path::Path),
     tx: &mpsc::UnboundedSender<Msg>,
 ) -> Result<(ChildStdin, oneshot::Sender<()>), String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this program's path: {e}"))?;
@@ -400,6 +404,8 @@ fn spawn_worker(
         ])
         .args(["--duration", &format!("{}", cfg.duration.as_secs_f64())])
         .args(["--seed", &seed.to_string(), "--label", &worker.label])
+        .arg("--store")
+        .arg(store)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -446,6 +452,15 @@ fn spawn_worker(
     Ok((stdin, kill_tx))
 }
 
+/// The fenced store's directory, removed when dropped.
+struct StoreDir(std::path::PathBuf);
+
+impl Drop for StoreDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// The demo, inside the runtime.
 async fn demo(cfg: &Config, connect: &str, server: &str, cluster: Arc<Mutex<Option<ZkCluster>>>) -> ExitCode {
     // The parent's own session: is the server there, is the path valid?
@@ -460,7 +475,9 @@ async fn demo(cfg: &Config, connect: &str, server: &str, cluster: Arc<Mutex<Opti
         eprintln!("zk-rwlock demo: error: {e}");
         return ExitCode::from(2);
     }
-    // Keep the session only to clean up a server that outlives the demo.
+    // The session watches the node of a cut-off worker (--partition), and
+    // cleans up a server that outlives the demo.
+    let watcher = client.clone();
     let client = cfg.connect.is_some().then_some(client);
 
     let workers: Vec<Worker> = (1..=cfg.writers)
@@ -482,8 +499,32 @@ async fn demo(cfg: &Config, connect: &str, server: &str, cluster: Arc<Mutex<Opti
         procs: (0..n).map(|_| Proc::default()).collect(),
         events: Vec::new(),
     };
+    // The fenced store the writers write to, for this run only.
+    let store = StoreDir(std::env::temp_dir().join(format!("zk-rwlock-demo-store-{}", std::process::id())));
+    if let Err(e) = FencedStore::open(&store.0) {
+        eprintln!(
+            "zk-rwlock demo: error: cannot create the fenced store in {}: {e}",
+            store.0.display()
+        );
+        return ExitCode::FAILURE;
+    }
+    // The worker to cut off reaches ZooKeeper through proxies of its own.
+    let mut partition = None;
+    if cfg.partition {
+        match Partition::start(connect) {
+            Ok(p) => partition = Some(p),
+            Err(e) => {
+                eprintln!("zk-rwlock demo: error: cannot start the proxies of --partition: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
     for (w, worker) in workers.iter().enumerate() {
-        match spawn_worker(w, worker, cfg, connect, &tx) {
+        let connect = match &partition {
+            Some(p) if w == p.victim => p.connect.as_str(),
+            _ => connect,
+        };
+        match spawn_worker(w, worker, cfg, (connect, &store.0), &tx) {
             Ok((stdin, kill)) => {
                 stdins.push(Some(stdin));
                 kills.push(Some(kill));
@@ -566,10 +607,10 @@ async fn demo(cfg: &Config, connect: &str, server: &str, cluster: Arc<Mutex<Opti
         cfg.path,
         secs(cfg.duration.as_micros() as i64),
         server,
-        if cfg.kill_leader {
-            "; the leader dies halfway"
-        } else {
-            ""
+        match (cfg.kill_leader, &partition) {
+            (true, _) => "; the leader dies halfway".to_owned(),
+            (false, Some(p)) => format!("; {} is cut off mid-hold", state.workers[p.victim].label),
+            (false, None) => String::new(),
         },
         cfg.seed,
     ));
@@ -596,24 +637,61 @@ async fn demo(cfg: &Config, connect: &str, server: &str, cluster: Arc<Mutex<Opti
             secs(k.t_us as i64 - t0 as i64)
         )
     };
+    let markers = |kill: &Option<Result<Kill, String>>, partition: &Option<Partition>, model: &Model| {
+        let mut markers: Vec<Marker> = kill
+            .iter()
+            .flatten()
+            .map(|k| Marker {
+                t: k.t_us,
+                label: kill_label(k),
+                legend: "leader killed",
+            })
+            .collect();
+        if let Some(p) = partition {
+            markers.extend(p.markers(model, t0));
+        }
+        markers.sort_by_key(|m| m.t);
+        markers
+    };
+    // The worker to cut off asks for a long hold a fifth into the run; it
+    // is cut off once granted, and restored once the server has deleted
+    // its node (its session expired), or at the end of the run.
+    let long_at = started + cfg.duration / 5;
+    let (gone_tx, mut gone_rx) = mpsc::unbounded_channel::<()>();
 
     while !state.all_finished() {
+        let cut_off = partition
+            .as_ref()
+            .is_some_and(|p| p.frozen.is_some() && p.restored.is_none());
         tokio::select! {
             msg = rx.recv() => match msg {
-                Some(msg) => state.apply(msg),
+                Some(msg) => {
+                    if let (Some(p), Msg::Line(w, Ok(line))) = (partition.as_mut(), &msg) {
+                        if let Some(node) = p.cut_off(*w, &line.kind) {
+                            if !screen.live {
+                                eprintln!("demo: {} cut off from ZooKeeper at {}", state.workers[p.victim].label, secs(now_us() as i64 - t0 as i64));
+                            }
+                            let (watcher, gone) = (watcher.clone(), gone_tx.clone());
+                            tokio::spawn(async move {
+                                node_gone(&watcher, &node).await;
+                                let _ = gone.send(());
+                            });
+                        }
+                    }
+                    state.apply(msg);
+                }
                 None => break,
             },
             _ = ticker.tick(), if screen.live => {
                 let now = now_us();
                 let (width, height) = screen.size();
                 let model = state.model(now);
-                let marker = kill.as_ref().and_then(|k| k.as_ref().ok()).map(|k| (k.t_us, kill_label(k)));
                 let lines = timeline::render(&Frame {
                     model: &model,
                     t0,
                     span_us: duration_us.max(now.saturating_sub(t0)),
                     now: Some(now),
-                    kill: marker,
+                    markers: markers(&kill, &partition, &model),
                     width,
                     color: screen.color,
                 });
@@ -622,6 +700,25 @@ async fn demo(cfg: &Config, connect: &str, server: &str, cluster: Arc<Mutex<Opti
                 } else {
                     // Too tall to redraw in place: the header line only.
                     screen.draw(&lines[..1]);
+                }
+            }
+            () = tokio::time::sleep_until(long_at), if partition.as_ref().is_some_and(|p| !p.asked) => {
+                if let Some(p) = partition.as_mut() {
+                    p.asked = true;
+                    if let Some(Some(stdin)) = stdins.get_mut(p.victim) {
+                        // A worker that is gone shows up through its exit.
+                        let _ = write_all(stdin, b"long\n").await;
+                    }
+                }
+            }
+            _ = gone_rx.recv(), if cut_off => {
+                if let Some(p) = partition.as_mut() {
+                    p.restore();
+                }
+            }
+            () = tokio::time::sleep_until(started + cfg.duration), if cut_off => {
+                if let Some(p) = partition.as_mut() {
+                    p.restore();
                 }
             }
             () = tokio::time::sleep_until(kill_at), if cfg.kill_leader && !kill_started => {
@@ -671,6 +768,9 @@ async fn demo(cfg: &Config, connect: &str, server: &str, cluster: Arc<Mutex<Opti
         );
     }
     drop(stdins);
+    if let Some(p) = partition.as_mut() {
+        p.restore();
+    }
 
     // The final picture: the whole run, including the last releases.
     let last = state.events.iter().map(|e| e.t_us).max().unwrap_or(t0);
@@ -683,16 +783,13 @@ async fn demo(cfg: &Config, connect: &str, server: &str, cluster: Arc<Mutex<Opti
     let span_us = end - t0;
     let model = state.model(end);
     let (width, _) = screen.size();
-    let marker = kill
-        .as_ref()
-        .and_then(|k| k.as_ref().ok())
-        .map(|k| (k.t_us, kill_label(k)));
+    let marked = markers(&kill, &partition, &model);
     let lines = timeline::render(&Frame {
         model: &model,
         t0,
         span_us,
         now: None,
-        kill: marker.clone(),
+        markers: marked.clone(),
         width,
         color: screen.color,
     });
@@ -703,6 +800,9 @@ async fn demo(cfg: &Config, connect: &str, server: &str, cluster: Arc<Mutex<Opti
     let failures = state.failures();
     let mut report = String::new();
     totals(&mut report, cfg, &model, t0, span_us, kill.as_ref(), &failures);
+    if let Some(p) = &partition {
+        let _ = writeln!(report, "  partition   {}", p.summary(&model, t0));
+    }
     verdict_lines(&mut report, &model, &violations, t0);
     print_now(&report);
     print_failures(&state, &failures);
@@ -712,12 +812,25 @@ async fn demo(cfg: &Config, connect: &str, server: &str, cluster: Arc<Mutex<Opti
         eprintln!("zk-rwlock demo: error: could not kill the leader: {e}");
         ok = false;
     }
+    if let Some(p) = partition.as_ref().filter(|p| p.frozen.is_none()) {
+        eprintln!(
+            "zk-rwlock demo: error: --partition: {} was not granted its long hold during the run, so it was never cut off",
+            state.workers[p.victim].label
+        );
+        ok = false;
+    }
+    if let Some(path) = &cfg.events {
+        if let Err(e) = write_events(path, &state, partition.as_ref()) {
+            eprintln!("zk-rwlock demo: error: cannot write {}: {e}", path.display());
+            ok = false;
+        }
+    }
     if let Some(path) = &cfg.svg {
         let picture = Picture {
             model: &model,
             t0,
             span_us,
-            kill: marker,
+            markers: marked,
             title: format!(
                 "zk-rwlock demo: {} writers, {} readers, {} on {}",
                 cfg.writers,
@@ -753,6 +866,217 @@ async fn demo(cfg: &Config, connect: &str, server: &str, cluster: Arc<Mutex<Opti
     } else {
         ExitCode::FAILURE
     }
+}
+
+/// A hold of at least this long (µs) is the long hold a worker was asked for.
+const LONG_HOLD_US: u64 = 2_000_000;
+
+/// The worker cut off from ZooKeeper (--partition): the first one, through
+/// proxies of its own.
+struct Partition {
+    /// Its index.
+    victim: usize,
+    /// Its connect string: the proxies.
+    connect: String,
+    proxies: Vec<Proxy>,
+    /// Whether it was asked for a long hold.
+    asked: bool,
+    /// When it was cut off, and the node it held.
+    frozen: Option<(u64, String)>,
+    /// When its connection was restored.
+    restored: Option<u64>,
+}
+
+impl Partition {
+    /// One proxy per server of `connect` (a chroot suffix is kept).
+    fn start(connect: &str) -> Result<Partition, String> {
+        let (hosts, chroot) = connect.split_at(connect.find('/').unwrap_or(connect.len()));
+        let mut proxies = Vec::new();
+        for host in hosts.split(',').map(str::trim).filter(|h| !h.is_empty()) {
+            proxies.push(Proxy::try_start(host).map_err(|e| format!("a proxy to {host}: {e}"))?);
+        }
+        let addrs: Vec<&str> = proxies.iter().map(Proxy::addr).collect();
+        Ok(Partition {
+            victim: 0,
+            connect: format!("{}{chroot}", addrs.join(",")),
+            proxies,
+            asked: false,
+            frozen: None,
+            restored: None,
+        })
+    }
+
+    /// Cuts the worker off if `kind`, from worker `w`, is the grant of the
+    /// long hold it was asked for; returns the node it holds then.
+    fn cut_off(&mut self, w: usize, kind: &Kind) -> Option<String> {
+        let Kind::Grant { node, hold_us, .. } = kind else {
+            return None;
+        };
+        if w != self.victim || !self.asked || self.frozen.is_some() || *hold_us < LONG_HOLD_US {
+            return None;
+        }
+        for proxy in &self.proxies {
+            proxy.freeze();
+        }
+        self.frozen = Some((now_us(), node.clone()));
+        Some(node.clone())
+    }
+
+    /// Restores the connection (what was held back is delivered).
+    fn restore(&mut self) {
+        if self.frozen.is_some() && self.restored.is_none() {
+            for proxy in &self.proxies {
+                proxy.thaw();
+            }
+            self.restored = Some(now_us());
+        }
+    }
+
+    /// The suspension of the cut-off hold, if the worker reported one.
+    fn suspension(&self, model: &Model) -> Option<Suspension> {
+        let (t, _) = self.frozen.as_ref()?;
+        model
+            .suspensions
+            .iter()
+            .find(|s| s.worker == self.victim && s.start >= *t)
+            .copied()
+    }
+
+    /// The cut and the lease deadline, for the timeline.
+    fn markers(&self, model: &Model, t0: u64) -> Vec<Marker> {
+        let label = &model.workers[self.victim].label;
+        let mut out = Vec::new();
+        if let Some((t, _)) = &self.frozen {
+            out.push(Marker {
+                t: *t,
+                label: format!(
+                    "{label} cut off from ZooKeeper at {}",
+                    secs(*t as i64 - t0 as i64)
+                ),
+                legend: "cut off / lease deadline",
+            });
+        }
+        if let Some(s) = self.suspension(model) {
+            out.push(Marker {
+                t: s.lease,
+                label: format!(
+                    "{label}'s lease deadline {}: no one else could hold the lock before it",
+                    secs(s.lease as i64 - t0 as i64)
+                ),
+                legend: "cut off / lease deadline",
+            });
+        }
+        out
+    }
+
+    /// What happened, in order, for the totals.
+    fn summary(&self, model: &Model, t0: u64) -> String {
+        let at = |t: u64| secs(t as i64 - t0 as i64);
+        let victim = &model.workers[self.victim];
+        let Some((t, node)) = &self.frozen else {
+            return format!(
+                "{} was never granted its long hold: nothing was cut off",
+                victim.label
+            );
+        };
+        let mut out = format!("{} cut off at {} in a long hold", victim.label, at(*t));
+        if let Some(h) = model.holds.iter().find(|h| &h.node == node) {
+            let _ = write!(out, " (token 0x{:x})", h.token);
+        }
+        match self.suspension(model) {
+            Some(s) => {
+                let _ = write!(
+                    out,
+                    "; suspended at {} (work stopped); lease deadline {}",
+                    at(s.start),
+                    at(s.lease)
+                );
+                if let Some(lost) = model
+                    .marks
+                    .iter()
+                    .find(|m| m.worker == self.victim && m.kind == MarkKind::Lost && m.t >= *t)
+                {
+                    let _ = write!(out, "; lost at {}", at(lost.t));
+                }
+                let next = model
+                    .holds
+                    .iter()
+                    .filter(|h| h.worker != self.victim && h.start > *t)
+                    .filter(|h| h.mode == Mode::Write || victim.mode == Mode::Write)
+                    .min_by_key(|h| h.start);
+                match next {
+                    Some(h) => {
+                        let _ = write!(
+                            out,
+                            "; next {} {} granted at {}, {} after the lease deadline",
+                            if h.mode == Mode::Write { "writer" } else { "reader" },
+                            model.workers[h.worker].label,
+                            at(h.start),
+                            ms(h.start.saturating_sub(s.lease))
+                        );
+                    }
+                    None => out.push_str("; nobody else was granted the lock afterwards"),
+                }
+            }
+            None => out.push_str("; it reported no suspension"),
+        }
+        if let Some(r) = self.restored {
+            let _ = write!(out, "; connection restored at {}", at(r));
+        }
+        out
+    }
+}
+
+/// Completes when `node` is gone: deleted, or its session expired.
+async fn node_gone(client: &zk::Client, node: &str) {
+    loop {
+        match client.check_and_watch_stat(node).await {
+            Ok((None, _)) => return,
+            Ok((Some(_), watcher)) => {
+                if watcher.changed().await.event_type == zk::EventType::NodeDeleted {
+                    return;
+                }
+            }
+            Err(e) if zk_rwlock::is_retryable(&e) => tokio::time::sleep(Duration::from_millis(100)).await,
+            // The parent's session is gone: restore at the end of the run.
+            Err(_) => return std::future::pending().await,
+        }
+    }
+}
+
+/// Writes every event as a JSON line with its worker's label (`worker`),
+/// and the partition's cut and restoration as the parent's (`demo`).
+fn write_events(path: &std::path::Path, state: &State, partition: Option<&Partition>) -> std::io::Result<()> {
+    let mut lines: Vec<(u64, serde_json::Value)> = Vec::new();
+    for e in &state.events {
+        let mut value = match &e.kind {
+            Kind::Exit => serde_json::json!({ "ev": "exit", "t_us": e.t_us }),
+            kind => serde_json::to_value(Line {
+                t_us: e.t_us,
+                kind: kind.clone(),
+            })
+            .map_err(std::io::Error::other)?,
+        };
+        value["worker"] = state.workers[e.worker].label.clone().into();
+        lines.push((e.t_us, value));
+    }
+    if let Some(p) = partition {
+        if let Some((t, node)) = &p.frozen {
+            lines.push((
+                *t,
+                serde_json::json!({ "worker": "demo", "ev": "cut_off", "t_us": t, "node": node, "victim": state.workers[p.victim].label }),
+            ));
+        }
+        if let Some(t) = p.restored {
+            lines.push((
+                t,
+                serde_json::json!({ "worker": "demo", "ev": "restored", "t_us": t }),
+            ));
+        }
+    }
+    lines.sort_by_key(|(t, _)| *t);
+    let text: String = lines.iter().map(|(_, v)| format!("{v}\n")).collect();
+    std::fs::write(path, text)
 }
 
 /// Completes on SIGINT or SIGTERM (never, if neither could be watched).
@@ -879,6 +1203,15 @@ fn totals(
         "  readers     at most {} holding at once",
         model.max_concurrent_readers()
     );
+    if !model.writes.is_empty() {
+        let refused = model.writes.iter().filter(|w| !w.accepted).count();
+        let _ = writeln!(
+            out,
+            "  store       {} writes with the writer's fencing token: {} accepted, {refused} refused as stale",
+            model.writes.len(),
+            model.writes.len() - refused
+        );
+    }
     let losts = model.marks.iter().filter(|m| m.kind == MarkKind::Lost).count();
     let open = model.holds.iter().filter(|h| h.ended == HoldEnd::Open).count();
     if losts + open > 0 {
@@ -914,15 +1247,20 @@ fn totals(
         who.dedup();
         let longest = model.offline.iter().map(|s| s.end - s.start).max().unwrap_or(0);
         let unclosed = model.offline.iter().filter(|s| !s.closed).count();
+        let expired = model
+            .marks
+            .iter()
+            .filter(|m| matches!(m.kind, MarkKind::SessionEnded(_)))
+            .count();
         let _ = writeln!(
             out,
             "  sessions    {} of {} workers were disconnected; {}, longest {}",
             who.len(),
             model.workers.len(),
-            if unclosed == 0 {
-                "all reconnected to their session".to_owned()
-            } else {
-                format!("{unclosed} never reconnected")
+            match (unclosed, expired) {
+                (0, 0) => "all reconnected to their session".to_owned(),
+                (0, n) => format!("all reconnected, {n} with a new session (the old one expired)"),
+                (u, _) => format!("{u} never reconnected"),
             },
             ms(longest)
         );

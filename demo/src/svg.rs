@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use zk_rwlock::Mode;
 
-use super::timeline::tick_step;
+use super::timeline::{tick_step, Marker};
 use super::verdict::{HoldEnd, MarkKind, Model};
 
 /// What to draw.
@@ -16,8 +16,8 @@ pub struct Picture<'a> {
     pub t0: u64,
     /// Length of the axis (µs).
     pub span_us: u64,
-    /// The leader kill: when, and what to say.
-    pub kill: Option<(u64, String)>,
+    /// Marked moments (the leader kill, a partition, a lease deadline), in time order.
+    pub markers: Vec<Marker>,
     /// First line of the heading.
     pub title: String,
     /// Second line of the heading (the verdict).
@@ -38,6 +38,8 @@ const READ_FILL: &str = "#43a047";
 const WAIT_FILL: &str = "#9e9e9e";
 const OFFLINE_FILL: &str = "#fbc02d";
 const KILL_STROKE: &str = "#8e24aa";
+const SUSPENDED_FILL: &str = "#ffb300";
+const LEASE_STROKE: &str = "#e65100";
 
 /// Escapes text for XML.
 pub fn escape(s: &str) -> String {
@@ -69,17 +71,18 @@ pub fn render(p: &Picture) -> String {
     let rel = |t: u64| t as i64 - p.t0 as i64;
     let rows = model.workers.len() as f64;
     let has_readers = model.workers.iter().any(|w| w.mode == Mode::Read);
-    let band_top = TOP + rows * ROW + 8.0;
+    // Room above the rows for one label per marker.
+    let top = TOP + 13.0 * p.markers.len().saturating_sub(1) as f64;
+    let band_top = top + rows * ROW + 8.0;
     let axis_y = band_top + if has_readers { BAND + 8.0 } else { 0.0 };
     let legend_y = axis_y + 40.0;
-    let height = legend_y + 22.0;
-    let row_mid = |w: usize| TOP + w as f64 * ROW + ROW / 2.0;
+    let row_mid = |w: usize| top + w as f64 * ROW + ROW / 2.0;
 
     let mut s = String::new();
     let _ = writeln!(s, r#"<?xml version="1.0" encoding="UTF-8"?>"#);
     let _ = writeln!(
         s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="DejaVu Sans Mono, Menlo, Consolas, monospace" font-size="12">"#
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="HEIGHT" viewBox="0 0 {WIDTH} HEIGHT" font-family="DejaVu Sans Mono, Menlo, Consolas, monospace" font-size="12">"#
     );
     let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
     let _ = writeln!(
@@ -97,7 +100,7 @@ pub fn render(p: &Picture) -> String {
     // Row stripes and labels.
     let _ = writeln!(s, r#"<g id="rows">"#);
     for (w, worker) in model.workers.iter().enumerate() {
-        let y = TOP + w as f64 * ROW;
+        let y = top + w as f64 * ROW;
         if w % 2 == 0 {
             let _ = writeln!(
                 s,
@@ -171,6 +174,31 @@ pub fn render(p: &Picture) -> String {
             seconds(rel(h.end)),
             h.token,
             escape(&h.node),
+        );
+    }
+    let _ = writeln!(s, "</g>");
+    // Holds without a connection: the work stopped, the lease running out.
+    let _ = writeln!(s, r#"<g id="suspended">"#);
+    for sp in &model.suspensions {
+        let (x0, x1) = (x(sp.start), x(sp.end));
+        let who = escape(&model.workers[sp.worker].label);
+        let _ = writeln!(
+            s,
+            r##"<rect x="{x0:.2}" y="{:.1}" width="{:.2}" height="14" fill="{SUSPENDED_FILL}" stroke="#6d4c41" stroke-width="0.5" stroke-dasharray="2,2"><title>{who} suspended {} to {}: connection lost, work stopped; lease deadline {}{}</title></rect>"##,
+            row_mid(sp.worker) - 7.0,
+            (x1 - x0).max(0.6),
+            seconds(rel(sp.start)),
+            seconds(rel(sp.end)),
+            seconds(rel(sp.lease)),
+            if sp.resumed { "; resumed" } else { "" },
+        );
+        let lx = x(sp.lease);
+        let _ = writeln!(
+            s,
+            r#"<line x1="{lx:.2}" y1="{:.1}" x2="{lx:.2}" y2="{:.1}" stroke="{LEASE_STROKE}" stroke-width="2"><title>{who}'s lease deadline {}: no one else can be granted the lock before it</title></line>"#,
+            row_mid(sp.worker) - 10.0,
+            row_mid(sp.worker) + 10.0,
+            seconds(rel(sp.lease)),
         );
     }
     let _ = writeln!(s, "</g>");
@@ -250,10 +278,10 @@ pub fn render(p: &Picture) -> String {
         let tx = x(p.t0 + t);
         let _ = writeln!(
             s,
-            r##"<line x1="{tx:.2}" y1="{:.1}" x2="{tx:.2}" y2="{:.1}" stroke="#424242"/><line x1="{tx:.2}" y1="{TOP}" x2="{tx:.2}" y2="{:.1}" stroke="#000" stroke-opacity="0.07"/>"##,
+            r##"<line x1="{tx:.2}" y1="{:.1}" x2="{tx:.2}" y2="{:.1}" stroke="#424242"/><line x1="{tx:.2}" y1="{top}" x2="{tx:.2}" y2="{:.1}" stroke="#000" stroke-opacity="0.07"/>"##,
             axis_y,
             axis_y + 5.0,
-            TOP + rows * ROW
+            top + rows * ROW
         );
         let label = if t.is_multiple_of(1_000_000) {
             format!("{} s", t / 1_000_000)
@@ -268,71 +296,75 @@ pub fn render(p: &Picture) -> String {
         t += step;
     }
 
-    // The leader kill.
-    if let Some((t, text)) = &p.kill {
-        let kx = x(*t);
+    // Marked moments: the leader kill, a partition; labels stacked upwards.
+    for (i, m) in p.markers.iter().enumerate() {
+        let kx = x(m.t);
+        let label_y = top - 4.0 - 13.0 * i as f64;
         let _ = writeln!(
             s,
             r#"<line x1="{kx:.2}" y1="{:.1}" x2="{kx:.2}" y2="{axis_y:.1}" stroke="{KILL_STROKE}" stroke-width="2" stroke-dasharray="5,3"/>"#,
-            TOP - 12.0
+            label_y - 8.0
         );
         let anchor = if kx > LEFT + plot_w * 0.7 { "end" } else { "start" };
         let dx = if anchor == "end" { -4.0 } else { 4.0 };
         let _ = writeln!(
             s,
-            r#"<text x="{:.2}" y="{:.1}" fill="{KILL_STROKE}" text-anchor="{anchor}">▼ {}</text>"#,
+            r#"<text x="{:.2}" y="{label_y:.1}" fill="{KILL_STROKE}" text-anchor="{anchor}">▼ {}</text>"#,
             kx + dx,
-            TOP - 4.0,
-            escape(text)
+            escape(&m.label)
         );
     }
 
     // Legend.
-    let mut lx = LEFT;
-    legend_item(
-        &mut s,
-        &mut lx,
-        legend_y,
-        Swatch::Bar(WRITE_FILL, 14.0),
-        "write hold",
-    );
-    legend_item(
-        &mut s,
-        &mut lx,
-        legend_y,
-        Swatch::Bar(READ_FILL, 14.0),
-        "read hold",
-    );
-    legend_item(&mut s, &mut lx, legend_y, Swatch::Bar(WAIT_FILL, 3.0), "waiting");
+    // Where the next legend entry goes; entries wrap to a new line.
+    let mut at = (LEFT, legend_y);
+    legend_item(&mut s, &mut at, Swatch::Bar(WRITE_FILL, 14.0), "write hold");
+    legend_item(&mut s, &mut at, Swatch::Bar(READ_FILL, 14.0), "read hold");
+    legend_item(&mut s, &mut at, Swatch::Bar(WAIT_FILL, 3.0), "waiting");
     if !model.offline.is_empty() {
+        legend_item(&mut s, &mut at, Swatch::Bar(OFFLINE_FILL, 14.0), "disconnected");
+    }
+    if !model.suspensions.is_empty() {
         legend_item(
             &mut s,
-            &mut lx,
-            legend_y,
-            Swatch::Bar(OFFLINE_FILL, 14.0),
-            "disconnected",
+            &mut at,
+            Swatch::Bar(SUSPENDED_FILL, 14.0),
+            "suspended (cut off, lease running)",
         );
+        legend_item(&mut s, &mut at, Swatch::Lease, "lease deadline");
     }
-    if p.kill.is_some() {
-        legend_item(&mut s, &mut lx, legend_y, Swatch::Dashed, "leader killed");
+    let mut legends: Vec<&str> = Vec::new();
+    for m in &p.markers {
+        if !legends.contains(&m.legend) {
+            legends.push(m.legend);
+            legend_item(&mut s, &mut at, Swatch::Dashed, m.legend);
+        }
     }
     if !model.marks.is_empty() {
-        legend_item(&mut s, &mut lx, legend_y, Swatch::Marks, "lost / error");
+        legend_item(&mut s, &mut at, Swatch::Marks, "lost / error");
     }
     let _ = writeln!(s, "</svg>");
-    s
+    // The height is known once the legend is drawn.
+    let height = format!("{:.0}", at.1 + 22.0);
+    s.replacen("HEIGHT", &height, 2)
 }
 
 /// What a legend entry shows.
 enum Swatch {
     Bar(&'static str, f64),
     Dashed,
+    Lease,
     Marks,
 }
 
-/// Writes one legend entry at `*lx` and moves `*lx` past it.
-fn legend_item(s: &mut String, lx: &mut f64, y: f64, swatch: Swatch, what: &str) {
-    let x = *lx;
+/// Writes one legend entry at `*at` (on the next line if it does not fit)
+/// and moves `*at` past it.
+fn legend_item(s: &mut String, at: &mut (f64, f64), swatch: Swatch, what: &str) {
+    let width = 22.0 + what.chars().count() as f64 * 7.5 + 18.0;
+    if at.0 > LEFT && at.0 + width - 18.0 > WIDTH - RIGHT {
+        *at = (LEFT, at.1 + 22.0);
+    }
+    let (x, y) = *at;
     let _ = match swatch {
         Swatch::Bar(fill, h) => writeln!(
             s,
@@ -342,6 +374,14 @@ fn legend_item(s: &mut String, lx: &mut f64, y: f64, swatch: Swatch, what: &str)
         Swatch::Dashed => writeln!(
             s,
             r#"<line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{KILL_STROKE}" stroke-width="2" stroke-dasharray="5,3"/>"#,
+            x + 8.0,
+            y - 8.0,
+            x + 8.0,
+            y + 8.0
+        ),
+        Swatch::Lease => writeln!(
+            s,
+            r#"<line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{LEASE_STROKE}" stroke-width="2"/>"#,
             x + 8.0,
             y - 8.0,
             x + 8.0,
@@ -360,7 +400,7 @@ fn legend_item(s: &mut String, lx: &mut f64, y: f64, swatch: Swatch, what: &str)
         y + 4.0,
         escape(what)
     );
-    *lx += 22.0 + what.chars().count() as f64 * 7.5 + 18.0;
+    at.0 += width;
 }
 
 #[cfg(test)]
@@ -390,16 +430,22 @@ mod tests {
                 Kind::Grant {
                     token: 255,
                     node: "/l/a&b".into(),
+                    lease_us: 4_000_200,
+                    hold_us: 100,
                 },
             ),
-            ev(0, 1_500_000, Kind::Release),
+            ev(0, 1_500_000, Kind::Release { lease_us: 0 }),
         ];
         let model = Model::build(&workers, &events, 3_000_000);
         let svg = render(&Picture {
             model: &model,
             t0: 0,
             span_us: 3_000_000,
-            kill: Some((1_000_000, "leader killed".into())),
+            markers: vec![Marker {
+                t: 1_000_000,
+                label: "leader killed at 1 s".into(),
+                legend: "leader killed",
+            }],
             title: "demo".into(),
             subtitle: "verdict: OK".into(),
             ok: true,
@@ -413,5 +459,59 @@ mod tests {
         assert!(svg.contains(">0 s<") && svg.contains(">3 s<"), "{svg}");
         assert!(svg.contains("stroke-dasharray"));
         assert!(!svg.contains("NaN"));
+        assert!(svg.contains(r#"height="242""#), "one legend line: {svg}");
+    }
+
+    #[test]
+    fn a_suspension_and_its_lease_deadline() {
+        let workers = vec![Worker {
+            label: "W1".into(),
+            mode: Mode::Write,
+        }];
+        let ev = |t_us, kind| Event {
+            worker: 0,
+            t_us,
+            kind,
+        };
+        let events = vec![
+            ev(0, Kind::Want),
+            ev(
+                0,
+                Kind::Grant {
+                    token: 1,
+                    node: "/l/n".into(),
+                    lease_us: 4_000_000,
+                    hold_us: 12_000_000,
+                },
+            ),
+            ev(2_000_000, Kind::Suspended { lease_us: 5_000_000 }),
+            ev(5_000_000, Kind::Lost { lease_us: 5_000_000 }),
+        ];
+        let model = Model::build(&workers, &events, 10_000_000);
+        let marker = |t, label: &str| Marker {
+            t,
+            label: label.into(),
+            legend: "cut off / lease deadline",
+        };
+        let svg = render(&Picture {
+            model: &model,
+            t0: 0,
+            span_us: 10_000_000,
+            markers: vec![
+                marker(1_000_000, "W1 cut off"),
+                marker(5_000_000, "W1's lease deadline"),
+            ],
+            title: "demo".into(),
+            subtitle: "verdict: OK".into(),
+            ok: true,
+        });
+        assert!(svg.contains("W1 suspended 2.000 s to 5.000 s"), "{svg}");
+        assert!(svg.contains("W1's lease deadline 5.000 s"), "{svg}");
+        assert!(
+            svg.contains("▼ W1 cut off") && svg.contains("▼ W1&apos;s lease deadline"),
+            "{svg}"
+        );
+        assert_eq!(svg.matches(">cut off / lease deadline<").count(), 1, "{svg}");
+        assert!(svg.contains("suspended (cut off, lease running)"));
     }
 }

@@ -7,6 +7,18 @@ use zk_rwlock::Mode;
 
 use super::verdict::{HoldEnd, MarkKind, Model, WaitEnd};
 
+/// A moment drawn as a column through every row's idle cells and named
+/// under the axis: the leader kill, a partition, a lease deadline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Marker {
+    /// When (µs, `CLOCK_MONOTONIC`).
+    pub t: u64,
+    /// What to say under the axis.
+    pub label: String,
+    /// What the legend calls this kind of marker.
+    pub legend: &'static str,
+}
+
 /// What to draw.
 #[derive(Debug, Clone)]
 pub struct Frame<'a> {
@@ -18,8 +30,8 @@ pub struct Frame<'a> {
     pub span_us: u64,
     /// While the run goes on: the present (nothing is drawn after it).
     pub now: Option<u64>,
-    /// The leader kill: when, and what to say.
-    pub kill: Option<(u64, String)>,
+    /// Marked moments, in time order.
+    pub markers: Vec<Marker>,
     /// Terminal width in columns.
     pub width: usize,
     /// Whether to use ANSI colours.
@@ -62,11 +74,16 @@ pub const READ: char = '▒';
 pub const WAIT: char = '·';
 /// Disconnected from ZooKeeper.
 pub const OFFLINE: char = '~';
+/// Held without a connection: suspended, the work stopped, the lease running.
+pub const SUSPENDED: char = '░';
 /// The lock was lost.
 pub const LOST: char = '!';
+/// The session expired.
+pub const SESSION_ENDED: char = 'X';
 /// The worker failed.
 pub const ERROR: char = 'E';
-/// The leader was killed (a column through idle cells).
+/// A marked moment (a column through idle cells): the leader killed, a
+/// worker cut off, its lease deadline.
 pub const KILL: char = '┊';
 
 /// A line being built: styled characters.
@@ -193,12 +210,13 @@ pub fn render(f: &Frame) -> Vec<String> {
         Some(now) => x(now).ceil().clamp(0.0, cells as f64) as usize,
         None => cells,
     };
-    let kill_col = f
-        .kill
-        .as_ref()
-        .map(|(t, _)| x(*t).floor())
-        .filter(|&c| c >= 0.0 && c < cells as f64)
-        .map(|c| c as usize);
+    let marker_cols: Vec<(usize, &Marker)> = f
+        .markers
+        .iter()
+        .map(|m| (x(m.t).floor(), m))
+        .filter(|&(c, _)| c >= 0.0 && c < cells as f64)
+        .map(|(c, m)| (c as usize, m))
+        .collect();
     let mut lines = Vec::new();
 
     // Header: time and counts.
@@ -238,6 +256,10 @@ pub fn render(f: &Frame) -> Vec<String> {
 
     for (w, worker) in model.workers.iter().enumerate() {
         let (mut hold, mut wait, mut off) = (vec![0.0; cells], vec![0.0; cells], vec![0.0; cells]);
+        let mut cut_off = vec![0.0; cells];
+        for s in model.suspensions.iter().filter(|s| s.worker == w) {
+            spread(&mut cut_off, x(s.start), x(s.end));
+        }
         for h in model.holds.iter().filter(|h| h.worker == w) {
             spread(&mut hold, x(h.start), x(h.end));
         }
@@ -258,12 +280,16 @@ pub fn render(f: &Frame) -> Vec<String> {
                 }
                 let idle = (1.0 - hold[k] - wait[k]).max(0.0);
                 if hold[k] > 0.0 && hold[k] >= wait[k] && hold[k] >= idle {
-                    (held_style, held_char)
+                    if cut_off[k] >= 0.5 {
+                        (Style::Offline, SUSPENDED)
+                    } else {
+                        (held_style, held_char)
+                    }
                 } else if off[k] >= 0.5 {
                     (Style::Offline, OFFLINE)
                 } else if wait[k] > 0.0 && wait[k] >= idle {
                     (Style::Wait, WAIT)
-                } else if Some(k) == kill_col {
+                } else if marker_cols.iter().any(|&(c, _)| c == k) {
                     (Style::Kill, KILL)
                 } else {
                     (Style::Plain, ' ')
@@ -275,7 +301,8 @@ pub fn render(f: &Frame) -> Vec<String> {
             if k >= 0.0 && (k as usize) < cells {
                 row[k as usize] = match m.kind {
                     MarkKind::Lost => (Style::Lost, LOST),
-                    MarkKind::Error(_) | MarkKind::SessionEnded(_) => (Style::Error, ERROR),
+                    MarkKind::Error(_) => (Style::Error, ERROR),
+                    MarkKind::SessionEnded(_) => (Style::Error, SESSION_ENDED),
                 };
             }
         }
@@ -359,7 +386,8 @@ pub fn render(f: &Frame) -> Vec<String> {
     lines.push(axis.render(width - 1, f.color));
     lines.push(labels.render(width - 1, f.color));
 
-    if let (Some(k), Some((_, text))) = (kill_col, f.kill.as_ref()) {
+    for &(k, marker) in &marker_cols {
+        let text = &marker.label;
         let mut line = Styled::default();
         let col = label_w + k;
         if col + 2 + text.chars().count() < width {
@@ -376,11 +404,18 @@ pub fn render(f: &Frame) -> Vec<String> {
         lines.push(line.render(width - 1, f.color));
     }
 
+    // The legend, on as many lines as it takes.
+    let mut legend_lines: Vec<Styled> = Vec::new();
     let mut legend = Styled::default();
     legend.text(Style::Plain, &" ".repeat(label_w));
     let mut item = |style: Style, c: char, what: &str| {
+        let text = format!(" {what}   ");
+        if legend.len() > label_w && legend.len() + 1 + text.trim_end().chars().count() >= width {
+            legend_lines.push(std::mem::take(&mut legend));
+            legend.text(Style::Plain, &" ".repeat(label_w));
+        }
         legend.push(style, c);
-        legend.text(Style::Plain, &format!(" {what}   "));
+        legend.text(Style::Plain, &text);
     };
     item(Style::Write, WRITE, "write hold");
     item(Style::Read, READ, "read hold");
@@ -388,19 +423,43 @@ pub fn render(f: &Frame) -> Vec<String> {
     if !model.offline.is_empty() {
         item(Style::Offline, OFFLINE, "disconnected");
     }
+    if !model.suspensions.is_empty() {
+        item(Style::Offline, SUSPENDED, "held, cut off (lease running)");
+    }
     if model.marks.iter().any(|m| m.kind == MarkKind::Lost) {
         item(Style::Lost, LOST, "lost");
     }
-    if model.marks.iter().any(|m| m.kind != MarkKind::Lost) {
+    if model
+        .marks
+        .iter()
+        .any(|m| matches!(m.kind, MarkKind::SessionEnded(_)))
+    {
+        item(Style::Error, SESSION_ENDED, "session expired");
+    }
+    if model.marks.iter().any(|m| matches!(m.kind, MarkKind::Error(_))) {
         item(Style::Error, ERROR, "error");
     }
-    if kill_col.is_some() {
-        item(Style::Kill, KILL, "leader killed");
+    let mut legends: Vec<&str> = Vec::new();
+    for (_, m) in &marker_cols {
+        if !legends.contains(&m.legend) {
+            legends.push(m.legend);
+        }
+    }
+    for legend in legends {
+        item(Style::Kill, KILL, legend);
     }
     if model.workers.iter().any(|w| w.mode == Mode::Read) {
-        legend.text(Style::Dim, "R# readers at once");
+        let text = "R# readers at once";
+        if legend.len() + text.len() >= width {
+            legend_lines.push(std::mem::take(&mut legend));
+            legend.text(Style::Plain, &" ".repeat(label_w));
+        }
+        legend.text(Style::Dim, text);
     }
-    lines.push(legend.render(width - 1, f.color));
+    legend_lines.push(legend);
+    for line in legend_lines {
+        lines.push(line.render(width - 1, f.color));
+    }
     lines
 }
 
@@ -425,14 +484,16 @@ mod tests {
         let grant = |token| Kind::Grant {
             token,
             node: "/l/n".into(),
+            lease_us: 0,
+            hold_us: 0,
         };
         let events = vec![
             ev(0, 1_000_000, Kind::Want),
             ev(0, 1_000_000, grant(1)),
-            ev(0, 3_000_000, Kind::Release),
+            ev(0, 3_000_000, Kind::Release { lease_us: 0 }),
             ev(1, 2_000_000, Kind::Want),
             ev(1, 3_000_000, grant(2)),
-            ev(1, 5_000_000, Kind::Release),
+            ev(1, 5_000_000, Kind::Release { lease_us: 0 }),
         ];
         Model::build(&workers, &events, 10_000_000)
     }
@@ -445,7 +506,11 @@ mod tests {
             t0: 1_000_000,
             span_us: 10_000_000,
             now: None,
-            kill: Some((6_000_000, "leader killed".into())),
+            markers: vec![Marker {
+                t: 6_000_000,
+                label: "leader killed".into(),
+                legend: "leader killed",
+            }],
             width: 4 + 20 + 1,
             color: false,
         });
@@ -456,10 +521,66 @@ mod tests {
         assert!(lines[4].starts_with("    ┬"), "{lines:?}");
         assert!(lines[5].starts_with("    0s"), "{lines:?}");
         assert!(lines[6].contains("▲"), "{lines:?}");
-        assert!(lines.last().unwrap().contains("write hold"));
+        assert!(lines.iter().any(|l| l.contains("write hold")), "{lines:?}");
         for line in &lines {
             assert!(line.chars().count() < 25, "{line:?} is too wide");
         }
+    }
+
+    #[test]
+    fn a_suspended_hold_and_its_lease_deadline() {
+        let workers = vec![Worker {
+            label: "W1".into(),
+            mode: Mode::Write,
+        }];
+        let ev = |t_us, kind| Event {
+            worker: 0,
+            t_us,
+            kind,
+        };
+        let events = vec![
+            ev(0, Kind::Want),
+            ev(
+                0,
+                Kind::Grant {
+                    token: 1,
+                    node: "/l/n".into(),
+                    lease_us: 4_000_000,
+                    hold_us: 12_000_000,
+                },
+            ),
+            ev(2_000_000, Kind::Suspended { lease_us: 5_000_000 }),
+            ev(5_000_000, Kind::Lost { lease_us: 5_000_000 }),
+        ];
+        let m = Model::build(&workers, &events, 10_000_000);
+        let lines = render(&Frame {
+            model: &m,
+            t0: 0,
+            span_us: 10_000_000,
+            now: None,
+            markers: vec![
+                Marker {
+                    t: 1_000_000,
+                    label: "W1 cut off".into(),
+                    legend: "cut/lease",
+                },
+                Marker {
+                    t: 5_000_000,
+                    label: "W1's lease deadline".into(),
+                    legend: "cut/lease",
+                },
+            ],
+            width: 4 + 20 + 1,
+            color: false,
+        });
+        assert_eq!(lines[1], "W1  ████░░░░░░!", "{lines:?}");
+        let text = lines.join("\n");
+        assert!(
+            text.contains("▲ W1 cut off") && text.contains("W1's lease deadline"),
+            "{text}"
+        );
+        assert!(text.contains("░ held, cut off"), "{text}");
+        assert_eq!(text.matches("┊ cut/lease").count(), 1, "{text}");
     }
 
     #[test]
@@ -470,7 +591,7 @@ mod tests {
             t0: 1_000_000,
             span_us: 10_000_000,
             now: Some(4_000_000),
-            kill: None,
+            markers: Vec::new(),
             width: 60,
             color: true,
         };

@@ -46,6 +46,11 @@ pub struct Hold {
     pub node: String,
     /// How it ended.
     pub ended: HoldEnd,
+    /// For a hold that ended lost: the lease deadline the worker reported
+    /// then. No one else could be granted a conflicting lock before it;
+    /// after it, someone may have been while the worker still believed it
+    /// held (until `end`).
+    pub lost_lease: Option<u64>,
 }
 
 /// How a wait ended.
@@ -107,6 +112,35 @@ pub struct Span {
     pub closed: bool,
 }
 
+/// A time span during which a worker held the lock without a connection:
+/// it stopped its work and waited for the connection or the lease deadline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Suspension {
+    /// Index of the worker.
+    pub worker: usize,
+    /// When it noticed the connection was lost.
+    pub start: u64,
+    /// When it was resumed, lost the lock, or the hold ended otherwise.
+    pub end: u64,
+    /// Its lease deadline meanwhile.
+    pub lease: u64,
+    /// Whether the connection came back within the lease.
+    pub resumed: bool,
+}
+
+/// A write to the fenced store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoreWrite {
+    /// Index of the worker.
+    pub worker: usize,
+    /// When the store answered.
+    pub t: u64,
+    /// The token written with.
+    pub token: i64,
+    /// Whether the store accepted it.
+    pub accepted: bool,
+}
+
 /// Everything the timeline, the SVG and the verdict need.
 #[derive(Debug, Clone, Default)]
 pub struct Model {
@@ -120,6 +154,10 @@ pub struct Model {
     pub marks: Vec<Mark>,
     /// Disconnections.
     pub offline: Vec<Span>,
+    /// Holds without a connection.
+    pub suspensions: Vec<Suspension>,
+    /// Writes to the fenced store.
+    pub writes: Vec<StoreWrite>,
 }
 
 impl Model {
@@ -134,6 +172,8 @@ impl Model {
             want: Option<u64>,
             hold: Option<(u64, i64, String)>,
             offline: Option<u64>,
+            /// Start and lease deadline of a suspension.
+            suspended: Option<(u64, u64)>,
         }
         let mut model = Model {
             workers: workers.to_vec(),
@@ -157,34 +197,71 @@ impl Model {
                     });
                 }
             };
-            let close_hold = |state: &mut Open, model: &mut Model, ended: HoldEnd| {
-                if let Some((start, token, node)) = state.hold.take() {
-                    model.holds.push(Hold {
+            let close_suspension = |state: &mut Open, model: &mut Model, resumed: bool| {
+                if let Some((start, lease)) = state.suspended.take() {
+                    model.suspensions.push(Suspension {
                         worker: w,
-                        mode,
                         start,
                         end: t.max(start),
-                        token,
-                        node,
-                        ended,
+                        lease,
+                        resumed,
                     });
                 }
             };
+            let close_hold =
+                |state: &mut Open, model: &mut Model, ended: HoldEnd, lost_lease: Option<u64>| {
+                    close_suspension(state, model, false);
+                    if let Some((start, token, node)) = state.hold.take() {
+                        model.holds.push(Hold {
+                            worker: w,
+                            mode,
+                            start,
+                            end: t.max(start),
+                            token,
+                            node,
+                            ended,
+                            lost_lease,
+                        });
+                    }
+                };
             match &ev.kind {
                 Kind::Ready { .. } | Kind::Done { .. } => {}
+                // A new session after the last one ended: connected again.
+                Kind::Session { .. } => {
+                    if let Some(start) = state.offline.take() {
+                        model.offline.push(Span {
+                            worker: w,
+                            start,
+                            end: t.max(start),
+                            closed: true,
+                        });
+                    }
+                }
                 Kind::Want => {
                     close_wait(state, &mut model, WaitEnd::GaveUp);
                     state.want = Some(t);
                 }
-                Kind::Grant { token, node } => {
+                Kind::Grant { token, node, .. } => {
                     close_wait(state, &mut model, WaitEnd::Granted);
-                    close_hold(state, &mut model, HoldEnd::Open);
+                    close_hold(state, &mut model, HoldEnd::Open, None);
                     state.hold = Some((t, *token, node.clone()));
                 }
-                Kind::Release => close_hold(state, &mut model, HoldEnd::Released),
+                Kind::Write { token, accepted, .. } => model.writes.push(StoreWrite {
+                    worker: w,
+                    t,
+                    token: *token,
+                    accepted: *accepted,
+                }),
+                Kind::Suspended { lease_us } => {
+                    if state.hold.is_some() && state.suspended.is_none() {
+                        state.suspended = Some((t, *lease_us));
+                    }
+                }
+                Kind::Resumed { .. } => close_suspension(state, &mut model, true),
+                Kind::Release { .. } => close_hold(state, &mut model, HoldEnd::Released, None),
                 Kind::Exit => {
                     close_wait(state, &mut model, WaitEnd::GaveUp);
-                    close_hold(state, &mut model, HoldEnd::Exited);
+                    close_hold(state, &mut model, HoldEnd::Exited, None);
                     if let Some(start) = state.offline.take() {
                         model.offline.push(Span {
                             worker: w,
@@ -194,8 +271,8 @@ impl Model {
                         });
                     }
                 }
-                Kind::Lost => {
-                    close_hold(state, &mut model, HoldEnd::Lost);
+                Kind::Lost { lease_us } => {
+                    close_hold(state, &mut model, HoldEnd::Lost, Some(*lease_us));
                     model.marks.push(Mark {
                         worker: w,
                         t,
@@ -243,6 +320,15 @@ impl Model {
                     ended: WaitEnd::Open,
                 });
             }
+            if let Some((start, lease)) = state.suspended {
+                model.suspensions.push(Suspension {
+                    worker: w,
+                    start,
+                    end: end.max(start),
+                    lease,
+                    resumed: false,
+                });
+            }
             if let Some((start, token, node)) = state.hold {
                 model.holds.push(Hold {
                     worker: w,
@@ -252,6 +338,7 @@ impl Model {
                     token,
                     node,
                     ended: HoldEnd::Open,
+                    lost_lease: None,
                 });
             }
             if let Some(start) = state.offline {
@@ -324,9 +411,11 @@ pub enum Violation {
     },
 }
 
-/// Checks the holds: (a) no write hold overlaps any hold of another worker
-/// (a hold that ended with `lost` counts only up to the loss); (b) writer
-/// fencing tokens strictly increase in grant order.
+/// Checks the holds: (a) no write hold overlaps any hold of another worker,
+/// unless the earlier hold ended lost and the later one began after the
+/// lease deadline the loser reported (the lock's promise ends there; the
+/// store's fencing covers the rest); (b) writer fencing tokens strictly
+/// increase in grant order.
 pub fn check(holds: &[Hold]) -> Vec<Violation> {
     let mut violations = Vec::new();
     let mut by_start: Vec<&Hold> = holds.iter().collect();
@@ -338,7 +427,8 @@ pub fn check(holds: &[Hold]) -> Vec<Violation> {
             }
             let overlap = a.start < b.end && b.start < a.end;
             let involves_writer = a.mode == Mode::Write || b.mode == Mode::Write;
-            if overlap && involves_writer && a.worker != b.worker {
+            let past_lease = a.lost_lease.is_some_and(|lease| lease <= b.start);
+            if overlap && involves_writer && a.worker != b.worker && !past_lease {
                 violations.push(Violation::Overlap {
                     a: (*a).clone(),
                     b: (*b).clone(),
@@ -403,15 +493,21 @@ mod tests {
             Kind::Grant {
                 token,
                 node: format!("/l/n-{token}"),
+                lease_us: t + 4_000,
+                hold_us: 100,
             },
         )
+    }
+
+    fn release(worker: usize, t: u64) -> Event {
+        ev(worker, t, Kind::Release { lease_us: t + 4_000 })
     }
 
     /// want/grant/release of one hold.
     fn hold(out: &mut Vec<Event>, worker: usize, want: u64, start: u64, end: u64, token: i64) {
         out.push(ev(worker, want, Kind::Want));
         out.push(grant(worker, start, token));
-        out.push(ev(worker, end, Kind::Release));
+        out.push(release(worker, end));
     }
 
     /// Writers alone, readers together, tokens increasing.
@@ -492,11 +588,11 @@ mod tests {
     }
 
     #[test]
-    fn a_hold_counts_only_until_it_was_lost() {
+    fn a_lost_hold_counts_until_the_loss_or_its_lease_deadline() {
         let mut e = vec![
             ev(0, 0, Kind::Want),
             grant(0, 10, 1),
-            ev(0, 50, Kind::Lost),
+            ev(0, 50, Kind::Lost { lease_us: 45 }),
             // W1 never releases (it lost the lock at 50); W2 gets it at 60.
         ];
         hold(&mut e, 1, 20, 60, 100, 2);
@@ -508,11 +604,78 @@ mod tests {
         );
         assert_eq!(model.marks.len(), 1);
 
-        // Lost only after the other writer was granted: that overlap counts.
-        let mut e = vec![ev(0, 0, Kind::Want), grant(0, 10, 1), ev(0, 70, Kind::Lost)];
+        // Lost after the other writer was granted, whose grant came after
+        // the loser's lease deadline: the lock kept its promise.
+        let mut e = vec![
+            ev(0, 0, Kind::Want),
+            grant(0, 10, 1),
+            ev(0, 70, Kind::Lost { lease_us: 55 }),
+        ];
+        hold(&mut e, 1, 20, 60, 100, 2);
+        let model = Model::build(&workers(), &e, 1_000);
+        assert_eq!(model.holds[0].lost_lease, Some(55));
+        assert!(check(&model.holds).is_empty());
+        // ... but granted before that deadline: an overlap.
+        let mut e = vec![
+            ev(0, 0, Kind::Want),
+            grant(0, 10, 1),
+            ev(0, 70, Kind::Lost { lease_us: 65 }),
+        ];
         hold(&mut e, 1, 20, 60, 100, 2);
         let model = Model::build(&workers(), &e, 1_000);
         assert_eq!(check(&model.holds).len(), 1);
+    }
+
+    #[test]
+    fn suspensions_and_writes() {
+        let e = vec![
+            ev(0, 0, Kind::Want),
+            grant(0, 10, 1),
+            ev(0, 20, Kind::Suspended { lease_us: 90 }),
+            ev(0, 30, Kind::Resumed { lease_us: 120 }),
+            ev(0, 40, Kind::Suspended { lease_us: 100 }),
+            ev(
+                0,
+                45,
+                Kind::Write {
+                    token: 1,
+                    n: 1,
+                    what: "end".into(),
+                    accepted: false,
+                    lease_us: 100,
+                },
+            ),
+            ev(0, 100, Kind::Lost { lease_us: 100 }),
+        ];
+        let model = Model::build(&workers(), &e, 1_000);
+        assert_eq!(
+            model.suspensions,
+            vec![
+                Suspension {
+                    worker: 0,
+                    start: 20,
+                    end: 30,
+                    lease: 90,
+                    resumed: true
+                },
+                Suspension {
+                    worker: 0,
+                    start: 40,
+                    end: 100,
+                    lease: 100,
+                    resumed: false
+                },
+            ]
+        );
+        assert_eq!(
+            model.writes,
+            vec![StoreWrite {
+                worker: 0,
+                t: 45,
+                token: 1,
+                accepted: false
+            }]
+        );
     }
 
     #[test]

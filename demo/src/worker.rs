@@ -3,17 +3,30 @@
 //!
 //! The worker connects, reports `ready`, and waits for a line `go` on stdin;
 //! its run lasts `--duration` from then. End of stdin (the parent is gone or
-//! wants it to stop) ends the run early. Stdout is read by the parent only.
+//! wants it to stop) ends the run early; a line `long` makes its next hold
+//! last several session timeouts (the parent cuts it off from ZooKeeper
+//! during that hold). Stdout is read by the parent only.
+//!
+//! A hold: a writer writes `begin` to the fenced store (`--store`) with its
+//! token, works (sleeps) for the hold time, writing `progress` every half
+//! second of a long hold while the lock is held, stops working while the
+//! connection is lost (`suspended`) until it is back (`resumed`) or the
+//! lease deadline passes (`lost`), and at the end of the work writes `end`
+//! and releases. After a loss it goes on with its session if the session
+//! survived, or with a new one.
 
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::time::Instant;
-use zk_rwlock::{zk, Mode, SharedLock};
+use zk_rwlock::{zk, HoldState, Mode, SharedLock};
 
-use super::event::{now_us, Kind, Line};
+use super::event::{instant_us, now_us, Kind, Line};
+use super::store::{FencedStore, Outcome};
 use super::WorkerArgs;
 
 /// How long a reader holds the lock: uniformly from this range (ms).
@@ -28,6 +41,11 @@ const SESSION_TIMEOUT: Duration = Duration::from_secs(10);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
 /// How long a worker waits for its session to close at the end.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
+/// A long hold (asked for with `long` on stdin) lasts this many session
+/// timeouts, unless the lock is lost first.
+const LONG_HOLD_TIMEOUTS: u32 = 3;
+/// How often a writer writes to the store during a long hold.
+const PROGRESS_EVERY: Duration = Duration::from_millis(500);
 
 /// SplitMix64: a tiny seeded generator (not for cryptography).
 #[derive(Debug, Clone)]
@@ -83,16 +101,19 @@ enum Stdin {
 }
 
 /// Reads stdin on a plain thread (a blocked read must not keep the runtime
-/// from shutting down) and publishes what it says.
-fn watch_stdin() -> watch::Receiver<Stdin> {
+/// from shutting down) and publishes what it says: `go` and the end of
+/// stdin through the channel, `long` (make the next hold a long one) by
+/// setting the flag.
+fn watch_stdin(long: Arc<AtomicBool>) -> watch::Receiver<Stdin> {
     let (tx, rx) = watch::channel(Stdin::Waiting);
     std::thread::spawn(move || {
         let stdin = std::io::stdin();
         for line in stdin.lock().lines() {
-            match line {
-                Ok(line) if line.trim() == "go" => {
+            match line.as_deref().map(str::trim) {
+                Ok("go") => {
                     let _ = tx.send(Stdin::Go);
                 }
+                Ok("long") => long.store(true, Ordering::SeqCst),
                 Ok(_) => {}
                 Err(_) => break,
             }
@@ -100,6 +121,151 @@ fn watch_stdin() -> watch::Receiver<Stdin> {
         let _ = tx.send(Stdin::Closed);
     });
     rx
+}
+
+/// Completes when stdin is closed.
+async fn closed(stdin: &watch::Receiver<Stdin>) {
+    let mut stdin = stdin.clone();
+    let _ = stdin.wait_for(|s| *s == Stdin::Closed).await;
+}
+
+/// One ZooKeeper session of the worker and its lock.
+struct Session {
+    client: zk::Client,
+    lock: SharedLock,
+    /// Reports the session's state changes.
+    states: tokio::task::JoinHandle<()>,
+}
+
+impl Session {
+    /// Connects a new session; the error says why not.
+    async fn connect(args: &WorkerArgs) -> Result<Session, String> {
+        let connecting = zk::Client::connector()
+            .with_session_timeout(SESSION_TIMEOUT)
+            .connect(&args.connect);
+        let client = match tokio::time::timeout(CONNECT_TIMEOUT, connecting).await {
+            Ok(Ok(client)) => client,
+            Ok(Err(e)) => return Err(format!("cannot connect to ZooKeeper at {}: {e}", args.connect)),
+            Err(_) => {
+                return Err(format!(
+                    "cannot connect to ZooKeeper at {}: no answer within {CONNECT_TIMEOUT:?}",
+                    args.connect
+                ))
+            }
+        };
+        let lock = SharedLock::builder(client.clone(), &args.path)
+            .identity(&format!("demo-{}", args.label))
+            .build()
+            .map_err(|e| e.to_string())?;
+        // Report session state changes (a failover shows as Disconnected, then SyncConnected).
+        let mut states = client.state_watcher();
+        let states = tokio::spawn(async move {
+            loop {
+                let state = states.changed().await;
+                let t = now_us();
+                if !Out.send_at(
+                    t,
+                    Kind::State {
+                        state: format!("{state:?}"),
+                    },
+                ) || state.is_terminated()
+                {
+                    return;
+                }
+            }
+        });
+        Ok(Session { client, lock, states })
+    }
+
+    /// The session id, in hex.
+    fn id(&self) -> String {
+        format!("0x{:x}", self.client.session_id().0)
+    }
+
+    /// Closes the session (dropping the last client closes it in the
+    /// background) and waits a little for it to be closed.
+    async fn close(self) {
+        let mut closing = self.client.state_watcher();
+        drop(self.lock);
+        drop(self.client);
+        let _ = tokio::time::timeout(CLOSE_TIMEOUT, async {
+            while !closing.state().is_terminated() {
+                closing.changed().await;
+            }
+        })
+        .await;
+        self.states.abort();
+    }
+}
+
+/// Waits until `session` can be used again after a loss: connected (it
+/// goes on with it), or ended (a new session replaces it, reported with a
+/// `session` event). False if stdin closed first.
+async fn settle(
+    session: &mut Session,
+    args: &WorkerArgs,
+    out: &Out,
+    stdin: &watch::Receiver<Stdin>,
+) -> Result<bool, String> {
+    let mut states = session.client.state_watcher();
+    loop {
+        let state = session.client.state();
+        if state == zk::SessionState::SyncConnected {
+            return Ok(true);
+        }
+        if state.is_terminated() {
+            break;
+        }
+        tokio::select! {
+            _ = states.changed() => {}
+            () = closed(stdin) => return Ok(false),
+        }
+    }
+    let fresh = tokio::select! {
+        fresh = Session::connect(args) => fresh?,
+        () = closed(stdin) => return Ok(false),
+    };
+    out.send(Kind::Session { session: fresh.id() });
+    std::mem::replace(session, fresh).close().await;
+    Ok(true)
+}
+
+/// Writes `<label> <n> <what>` to the store with `token`, and reports it.
+/// Returns whether the store accepted it.
+async fn store_write(
+    store: &FencedStore,
+    out: &Out,
+    label: &str,
+    (token, n, what): (i64, u64, &str),
+    lease_us: u64,
+) -> Result<bool, String> {
+    let (writer, record) = (store.clone(), format!("{label} {n} {what}"));
+    let outcome = tokio::task::spawn_blocking(move || writer.write(token, &record))
+        .await
+        .map_err(|e| format!("the fenced store's write task failed: {e}"))?
+        .map_err(|e| {
+            format!(
+                "cannot write to the fenced store in {}: {e}",
+                store.dir().display()
+            )
+        })?;
+    let accepted = outcome == Outcome::Accepted;
+    out.send(Kind::Write {
+        token,
+        n,
+        what: what.to_owned(),
+        accepted,
+        lease_us,
+    });
+    Ok(accepted)
+}
+
+/// How a hold's work ended.
+enum Worked {
+    /// Its time is up (or the run is over).
+    Done,
+    /// The lock was lost first.
+    Lost,
 }
 
 /// Runs one worker; see the module documentation.
@@ -121,60 +287,31 @@ pub fn run(args: WorkerArgs) -> ExitCode {
 
 async fn work(args: WorkerArgs, out: &Out) -> ExitCode {
     let mode = args.mode.into();
-    let mut stdin = watch_stdin();
-    let connecting = zk::Client::connector()
-        .with_session_timeout(SESSION_TIMEOUT)
-        .connect(&args.connect);
-    let client = match tokio::time::timeout(CONNECT_TIMEOUT, connecting).await {
-        Ok(Ok(client)) => client,
-        Ok(Err(e)) => {
-            out.send(Kind::Error {
-                msg: format!("cannot connect to ZooKeeper at {}: {e}", args.connect),
-            });
-            return ExitCode::FAILURE;
-        }
-        Err(_) => {
-            out.send(Kind::Error {
-                msg: format!(
-                    "cannot connect to ZooKeeper at {}: no answer within {CONNECT_TIMEOUT:?}",
-                    args.connect
-                ),
-            });
-            return ExitCode::FAILURE;
-        }
-    };
-    let identity = format!("demo-{}", args.label);
-    let lock = match SharedLock::builder(client.clone(), &args.path)
-        .identity(&identity)
-        .build()
-    {
-        Ok(lock) => lock,
-        Err(e) => {
-            out.send(Kind::Error { msg: e.to_string() });
-            return ExitCode::FAILURE;
-        }
-    };
-    // Report session state changes (a failover shows as Disconnected, then SyncConnected).
-    let mut states = client.state_watcher();
-    let state_task = tokio::spawn(async move {
-        loop {
-            let state = states.changed().await;
-            let t = now_us();
-            if !Out.send_at(
-                t,
-                Kind::State {
-                    state: format!("{state:?}"),
-                },
-            ) || state.is_terminated()
-            {
-                return;
+    let long = Arc::new(AtomicBool::new(false));
+    let mut stdin = watch_stdin(long.clone());
+    // Writers write to the store; readers only read the lock.
+    let store = match (&args.store, mode) {
+        (Some(dir), Mode::Write) => match FencedStore::open(dir) {
+            Ok(store) => Some(store),
+            Err(e) => {
+                out.send(Kind::Error {
+                    msg: format!("cannot open the fenced store in {}: {e}", dir.display()),
+                });
+                return ExitCode::FAILURE;
             }
+        },
+        _ => None,
+    };
+    let mut session = match Session::connect(&args).await {
+        Ok(session) => session,
+        Err(msg) => {
+            out.send(Kind::Error { msg });
+            return ExitCode::FAILURE;
         }
-    });
-    let mut closing = client.state_watcher();
-    let session = format!("0x{:x}", client.session_id().0);
-    drop(client);
-    if !out.send(Kind::Ready { session }) {
+    };
+    if !out.send(Kind::Ready {
+        session: session.id(),
+    }) {
         return ExitCode::FAILURE;
     }
     match stdin.wait_for(|s| *s != Stdin::Waiting).await.map(|s| *s) {
@@ -187,22 +324,32 @@ async fn work(args: WorkerArgs, out: &Out) -> ExitCode {
         Mode::Read => READ_HOLD_MS,
         Mode::Write => WRITE_HOLD_MS,
     };
-    let mut grants = 0u64;
-    let mut failed = false;
+    let (mut grants, mut writes) = (0u64, 0u64);
+    let mut failed = None;
     let stopped = |rx: &watch::Receiver<Stdin>| *rx.borrow() == Stdin::Closed;
-    while Instant::now() < end && !stopped(&stdin) {
+    'run: while Instant::now() < end && !stopped(&stdin) {
+        // A session that ended while idle (or after a loss) is replaced first.
+        if session.client.state().is_terminated() {
+            match settle(&mut session, &args, out, &stdin).await {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(msg) => {
+                    failed = Some(msg);
+                    break;
+                }
+            }
+        }
         if !out.send(Kind::Want) {
-            failed = true;
+            failed = Some(String::new());
             break;
         }
-        let mut stop = stdin.clone();
         let acquired = tokio::select! {
-            acquired = lock.acquire(mode) => {
+            acquired = session.lock.acquire(mode) => {
                 let t = now_us();
                 Some((t, acquired))
             }
             () = tokio::time::sleep_until(end) => None,
-            _ = stop.wait_for(|s| *s == Stdin::Closed) => None,
+            () = closed(&stdin) => None,
         };
         let Some((t_grant, acquired)) = acquired else {
             // Dropping the acquire future deletes its node in the background.
@@ -212,59 +359,138 @@ async fn work(args: WorkerArgs, out: &Out) -> ExitCode {
         let guard = match acquired {
             Ok(guard) => guard,
             Err(e) => {
-                out.send(Kind::Error {
-                    msg: format!("acquire failed: {e}"),
-                });
-                failed = true;
+                failed = Some(format!("acquire failed: {e}"));
                 break;
             }
         };
         grants += 1;
+        let mut hold = Duration::from_millis(rng.range(hold_ms));
+        if long.swap(false, Ordering::SeqCst) {
+            hold = session.client.session_timeout() * LONG_HOLD_TIMEOUTS;
+        }
         out.send_at(
             t_grant,
             Kind::Grant {
                 token: guard.fencing_token(),
                 node: guard.node().to_owned(),
+                lease_us: instant_us(guard.lease_deadline()),
+                hold_us: hold.as_micros() as u64,
             },
         );
-        let hold = Duration::from_millis(rng.range(hold_ms));
-        let lost = tokio::select! {
-            () = tokio::time::sleep(hold) => false,
-            () = guard.lost() => true,
+        let token = guard.fencing_token();
+        let mut write = async |what: &str, lease_us: u64| -> Result<(), String> {
+            if let Some(store) = &store {
+                writes += 1;
+                store_write(store, out, &args.label, (token, writes, what), lease_us).await?;
+            }
+            Ok(())
         };
-        if lost {
-            out.send(Kind::Lost);
-            drop(guard);
-        } else {
-            let t_release = now_us();
-            out.send_at(t_release, Kind::Release);
-            if let Err(e) = guard.release().await {
-                out.send(Kind::Error {
-                    msg: format!("release failed: {e}"),
-                });
-                failed = true;
+        // The work: a write right after the grant, a write every
+        // PROGRESS_EVERY of a long hold while the lock is held, and stops
+        // while the connection is lost.
+        if let Err(msg) = write("begin", instant_us(guard.lease_deadline())).await {
+            failed = Some(msg);
+            break;
+        }
+        let work_end = Instant::now() + hold;
+        let mut progress = tokio::time::interval_at(Instant::now() + PROGRESS_EVERY, PROGRESS_EVERY);
+        let worked = {
+            let mut suspended = std::pin::pin!(guard.suspended());
+            loop {
+                // Biased: after a pause (SIGSTOP) longer than the hold, the
+                // work is done before the loss is looked at, as in a process
+                // that was stopped in the middle of its work.
+                tokio::select! {
+                    biased;
+                    () = tokio::time::sleep_until(work_end) => break Worked::Done,
+                    () = closed(&stdin) => break Worked::Done,
+                    _ = progress.tick(), if hold > PROGRESS_EVERY => {
+                        if guard.state() == HoldState::Held {
+                            if let Err(msg) = write("progress", instant_us(guard.lease_deadline())).await {
+                                failed = Some(msg);
+                                break 'run;
+                            }
+                        }
+                    }
+                    state = &mut suspended => {
+                        if state == HoldState::Lost {
+                            break Worked::Lost;
+                        }
+                        let t = now_us();
+                        out.send_at(t, Kind::Suspended { lease_us: instant_us(guard.lease_deadline()) });
+                        // No work until the connection is back within the lease.
+                        if guard.resumed().await != HoldState::Held {
+                            break Worked::Lost;
+                        }
+                        let t = now_us();
+                        out.send_at(t, Kind::Resumed { lease_us: instant_us(guard.lease_deadline()) });
+                        suspended.set(guard.suspended());
+                    }
+                }
+            }
+        };
+        if let Worked::Done = worked {
+            // The result of the work, written without looking at the lease
+            // first: a holder paused past its lease gets here too, and only
+            // the store's fencing stops its stale write.
+            if let Err(msg) = write("end", instant_us(guard.lease_deadline())).await {
+                failed = Some(msg);
                 break;
             }
         }
+        let t = now_us();
+        let settled = if matches!(worked, Worked::Lost) || guard.state() == HoldState::Lost {
+            out.send_at(
+                t,
+                Kind::Lost {
+                    lease_us: instant_us(guard.lease_deadline()),
+                },
+            );
+            drop(guard);
+            false
+        } else {
+            out.send_at(
+                t,
+                Kind::Release {
+                    lease_us: instant_us(guard.lease_deadline()),
+                },
+            );
+            match guard.release().await {
+                Ok(()) => true,
+                // The node went with the session: nothing left to release.
+                Err(zk_rwlock::Error::SessionExpired | zk_rwlock::Error::SessionClosed) => false,
+                Err(e) => {
+                    failed = Some(format!("release failed: {e}"));
+                    break;
+                }
+            }
+        };
+        if !settled {
+            match settle(&mut session, &args, out, &stdin).await {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(msg) => {
+                    failed = Some(msg);
+                    break;
+                }
+            }
+        }
         let think = Duration::from_millis(rng.range(THINK_MS));
-        let mut stop = stdin.clone();
         tokio::select! {
             () = tokio::time::sleep(think) => {}
             () = tokio::time::sleep_until(end) => {}
-            _ = stop.wait_for(|s| *s == Stdin::Closed) => {}
+            () = closed(&stdin) => {}
         }
     }
-    out.send(Kind::Done { grants });
-    // Close the session: dropping the last client closes it in the background.
-    drop(lock);
-    let _ = tokio::time::timeout(CLOSE_TIMEOUT, async {
-        while !closing.state().is_terminated() {
-            closing.changed().await;
+    if let Some(msg) = &failed {
+        if !msg.is_empty() {
+            out.send(Kind::Error { msg: msg.clone() });
         }
-    })
-    .await;
-    state_task.abort();
-    if failed {
+    } else {
+        out.send(Kind::Done { grants });
+    }
+    session.close().await;
+    if failed.is_some() {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS

@@ -166,3 +166,115 @@ fn the_lock_survives_the_leader_being_killed() {
     assert!(picture.contains("leader killed"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The events the demo wrote with `--events`.
+fn events(path: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .expect("the events were written")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l:?}: {e}")))
+        .collect()
+}
+
+/// One writer is cut off from ZooKeeper in the middle of a long hold: it is
+/// suspended and stops working, loses the lock at its lease deadline, and
+/// nobody else is granted the lock before that deadline.
+#[test]
+fn a_writer_cut_off_mid_hold_is_suspended_and_loses_the_lock_at_its_lease_deadline() {
+    let dir = scratch("partition");
+    let (svg, events_file) = (dir.join("p.svg"), dir.join("events.jsonl"));
+    let (output, took) = demo(&[
+        "--partition",
+        "--readers",
+        "2",
+        "--writers",
+        "2",
+        "--duration",
+        "9s",
+        "--seed",
+        "11",
+        "--svg",
+        svg.to_str().expect("utf-8 temp path"),
+        "--events",
+        events_file.to_str().expect("utf-8 temp path"),
+    ]);
+    let (stdout, stderr) = text(&output);
+    assert!(
+        output.status.success(),
+        "demo failed ({:?}) after {took:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        output.status
+    );
+    assert!(stdout.contains("verdict: OK — 0 violations"), "{stdout}");
+
+    let all = events(&events_file);
+    let t = |e: &serde_json::Value| e["t_us"].as_u64().expect("t_us");
+    let cut = all.iter().find(|e| e["ev"] == "cut_off").expect("a cut");
+    let (victim, node, t_cut) = (cut["victim"].clone(), cut["node"].clone(), t(cut));
+    assert_eq!(victim, "W1");
+    let of_victim_after = |ev: &str| {
+        all.iter()
+            .find(|e| e["worker"] == victim && e["ev"] == ev && t(e) > t_cut)
+            .unwrap_or_else(|| panic!("no {ev} of {victim} after the cut:\n{stdout}"))
+    };
+    let grant = all
+        .iter()
+        .find(|e| e["ev"] == "grant" && e["node"] == node)
+        .expect("the grant of the hold that was cut off");
+    assert!(t(grant) < t_cut && grant["worker"] == victim, "{grant}");
+    assert!(
+        grant["hold_us"].as_u64() >= Some(2_000_000),
+        "a long hold: {grant}"
+    );
+    let suspended = of_victim_after("suspended");
+    let lost = of_victim_after("lost");
+    let lease = suspended["lease_us"].as_u64().expect("lease_us");
+    // Cut off, then suspended, then the lease deadline, at which the lock is
+    // lost. (A lease deadline is converted from `Instant` to the events'
+    // clock by reading both clocks: a microsecond or two of error.)
+    const CONVERSION: u64 = 1_000;
+    assert!(t_cut < t(suspended), "{suspended}");
+    assert!(
+        t(suspended) < lease,
+        "suspended after its lease deadline: {suspended}"
+    );
+    assert!(
+        lease <= t(lost) + CONVERSION,
+        "lost before its lease deadline: {lost} (lease {lease})"
+    );
+    let lost_lease = lost["lease_us"].as_u64().expect("lease_us");
+    assert!(
+        lost_lease.abs_diff(lease) <= CONVERSION,
+        "an answer came in between: {lost} (lease {lease})"
+    );
+    // No work while suspended.
+    assert!(
+        !all.iter()
+            .any(|e| e["worker"] == victim && e["ev"] == "write" && t(suspended) < t(e) && t(e) < t(lost)),
+        "{victim} wrote while suspended"
+    );
+    // Nobody else was granted the lock before the lease deadline.
+    let next = all
+        .iter()
+        .find(|e| e["ev"] == "grant" && e["worker"] != victim && t(e) > t_cut)
+        .expect("a grant after the cut");
+    assert!(
+        t(next) > lease,
+        "{} granted {} µs before {victim}'s lease deadline",
+        next["worker"],
+        lease - t(next)
+    );
+    let restored = all
+        .iter()
+        .find(|e| e["ev"] == "restored")
+        .expect("the connection restored");
+    assert!(t(restored) > t_cut);
+
+    // The timeline and the picture show it.
+    assert!(stdout.contains('░'), "no suspended cells:\n{stdout}");
+    assert!(stdout.contains("W1 cut off from ZooKeeper at"), "{stdout}");
+    assert!(stdout.contains("W1's lease deadline"), "{stdout}");
+    assert!(stdout.contains("partition   W1 cut off at"), "{stdout}");
+    let picture = std::fs::read_to_string(&svg).expect("the SVG was written");
+    assert!(picture.contains("suspended (cut off, lease running)") && picture.contains("lease deadline"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,20 +1,41 @@
 //! Soak: at least eight `zk-rwlock-demo worker` processes, readers and
 //! writers, take one lock at random on a real 3-member ensemble for a bounded
-//! time, each through its own session and through one TCP proxy per member,
-//! while a seeded fault loop restarts members (never more than one down),
-//! kills the leader, cuts every connection through a proxy and kill -9s
-//! workers (replacing them). Afterwards an independent checker - it parses
-//! the workers' JSON lines itself and shares no code with the library or the
-//! demo's verdict - verifies that
+//! time, each through its own session and its own TCP proxies (one per
+//! member), while a seeded fault loop
 //!
-//! 1. no writer's hold overlapped anyone else's hold (unless one of the two
-//!    had been told it lost the lock before the overlap began),
+//! * restarts members (never more than one down) and kills the leader,
+//! * cuts every worker's connections to one member,
+//! * kill -9s workers (replacing them),
+//! * pauses a worker that holds the lock (SIGSTOP for longer than the
+//!   session timeout, then SIGCONT): it resumes believing it holds, finishes
+//!   its work and writes with its old token,
+//! * partitions a worker in the middle of a long hold (its proxies forward
+//!   nothing and close nothing, past its lease deadline and the session
+//!   timeout, then heal): it is suspended, then loses the lock at its lease
+//!   deadline.
+//!
+//! One fault of each kind comes first, in a seeded order, however short the
+//! run (the run is longer than asked if that takes longer). Writers write to
+//! a fenced store (`examples/fenced_store/store.rs`) with their token while
+//! they hold. Afterwards an independent checker (`soak/checker.rs`: it
+//! parses the workers' JSON lines and the store's log itself, and shares no
+//! code with the library, the demo's verdict or the store) verifies that
+//!
+//! 1. holds overlapped (a writer's with anyone else's) only where the
+//!    earlier holder was past its lease deadline, by a deadline it reported
+//!    at or after the overlap began,
 //! 2. writer fencing tokens strictly increased in grant order,
-//! 3. every request was granted, cancelled at the end of the run, failed
+//! 3. the store accepted no write with a stale token (by its own log), and
+//!    refused none that was not stale or whose writer's lease still ran,
+//! 4. every request was granted, cancelled at the end of the run, failed
 //!    with a reported reason, or ended by a kill; and every worker exited 0
 //!    or said why not,
-//! 4. no contender node is left once every worker has stopped and the
-//!    sessions of the killed ones have expired.
+//! 5. no contender node is left once every worker has stopped and the
+//!    sessions of the killed ones have expired;
+//!
+//! and the soak checks that it did what it claims: a fault of each kind ran,
+//! cuts closed live connections, a pause and a partition hit a holder, and
+//! some worker lost the lock.
 //!
 //! `ZK_RWLOCK_SOAK_SECS` sets the length of the faulted run (default 30 s);
 //! `ZK_RWLOCK_SOAK_SEED` replays a run's fault schedule and worker seeds
@@ -22,7 +43,10 @@
 
 use zk_rwlock_testkit as support;
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+#[path = "soak/checker.rs"]
+mod checker;
+
+use std::collections::{HashSet, VecDeque};
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
@@ -31,6 +55,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+use checker::{check, holding_at, rel, stalls, Log, Mode, EXIT_WITHIN};
 use serde_json::Value;
 use support::proxy::Proxy;
 use zk_rwlock::zk;
@@ -41,24 +66,34 @@ const BIN: &str = env!("CARGO_BIN_EXE_zk-rwlock-demo");
 const SECS_ENV: &str = "ZK_RWLOCK_SOAK_SECS";
 /// Seed of the fault schedule and of the workers' hold and think times.
 const SEED_ENV: &str = "ZK_RWLOCK_SOAK_SEED";
-/// Keep the events, the fault log and the servers' logs in this directory
-/// (they are always kept, in a temporary directory, when the soak fails).
+/// Keep the events, the fault log, the store's log and the servers' logs in
+/// this directory (they are always kept, in a temporary directory, when the
+/// soak fails).
 const KEEP_ENV: &str = "ZK_RWLOCK_SOAK_KEEP";
 const DEFAULT_SECS: u64 = 30;
 /// Worker processes kept alive during the run.
 const WORKERS: usize = 8;
 /// Of which writers.
 const WRITERS: usize = 3;
-/// Ensemble members (one proxy each).
+/// Ensemble members (each worker has a proxy to each).
 const MEMBERS: usize = 3;
 /// Pause between two faults (ms), drawn uniformly: part of the workload.
 const FAULT_GAP_MS: (u64, u64) = (300, 2500);
 /// How long a restarted or killed member stays down (ms).
 const DOWNTIME_MS: (u64, u64) = (0, 1500);
+/// How long a paused worker stays stopped, and a partitioned one cut off
+/// (ms): longer than the 4 s session timeout plus a tick, so the session
+/// expires (unless a new leader restarted its clock meanwhile).
+const OUTAGE_MS: (u64, u64) = (5000, 6500);
+/// A hold of at least this long (µs) is the long hold asked for with `long`.
+const LONG_HOLD_US: u64 = 2_000_000;
+/// Deadline to find a holder to pause, or for a worker asked for a long
+/// hold to get it.
+const HOLDER_WITHIN: Duration = Duration::from_secs(20);
+/// How long a pause waits for a writer to hold before it takes a reader.
+const WRITER_WITHIN: Duration = Duration::from_secs(5);
 /// Deadline for the workers to connect and report `ready`.
 const READY_WITHIN: Duration = Duration::from_secs(60);
-/// Deadline for the workers to exit once their stdin is closed.
-const EXIT_WITHIN: Duration = Duration::from_secs(30);
 /// Deadline for the lock directory to empty once every worker is gone (a
 /// killed worker's nodes go when its session expires: at most 4 s here).
 const DRAIN_WITHIN: Duration = Duration::from_secs(30);
@@ -93,47 +128,31 @@ fn ms(rng: &mut Rng, (lo, hi): (u64, u64)) -> Duration {
     Duration::from_millis(lo + rng.below(hi - lo + 1))
 }
 
-/// `t` relative to `t0`, e.g. `+12.345s`.
-fn rel(t: u64, t0: u64) -> String {
-    let d = t as i128 - t0 as i128;
-    format!(
-        "{}{:.3}s",
-        if d < 0 { "-" } else { "+" },
-        d.unsigned_abs() as f64 / 1e6
-    )
+/// Sends `signal` to worker `w`'s process, if it has not been reaped (so its
+/// pid is still its own).
+fn signal(w: &Worker, signal: libc::c_int) -> bool {
+    if w.exit.is_some() {
+        return false;
+    }
+    let Ok(pid) = libc::pid_t::try_from(w.child.id()) else {
+        return false;
+    };
+    // SAFETY: kill(2) with a pid this test spawned and has not reaped.
+    unsafe { libc::kill(pid, signal) == 0 }
 }
 
 // ---------------------------------------------------------------- workers
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Mode {
-    Read,
-    Write,
-}
-
-impl Mode {
-    fn arg(self) -> &'static str {
-        match self {
-            Mode::Read => "read",
-            Mode::Write => "write",
-        }
-    }
-
-    fn letter(self) -> char {
-        match self {
-            Mode::Read => 'R',
-            Mode::Write => 'W',
-        }
-    }
-}
 
 /// One worker process and what the test knows about it.
 struct Worker {
     id: usize,
     mode: Mode,
+    label: String,
     replacement: bool,
     child: Child,
     stdin: Option<ChildStdin>,
+    /// Its own proxies, one per member: its connect string.
+    proxies: Vec<Proxy>,
     /// Its stdout, line by line, in the order it wrote them.
     lines: Arc<Mutex<Vec<String>>>,
     /// Number of stderr lines and the last few of them.
@@ -150,10 +169,39 @@ struct Worker {
     pipes: Vec<JoinHandle<()>>,
 }
 
+impl Worker {
+    /// The token of the hold it is in, by the events it reported so far, if
+    /// it is at work: a reader once granted, a writer once its first write
+    /// is done (not while it writes: the store's `flock` would stay taken
+    /// during a pause, and every writer would wait for it).
+    fn working(&self) -> Option<i64> {
+        let lines = lock(&self.lines);
+        for line in lines.iter().rev() {
+            let Ok(e) = serde_json::from_str::<Value>(line) else {
+                return None;
+            };
+            match (e["ev"].as_str(), self.mode) {
+                (Some("state" | "session" | "suspended" | "resumed"), _) => continue,
+                (Some("grant"), Mode::Read) => return e["token"].as_i64(),
+                (Some("write"), Mode::Write) if e["what"] != "end" => return e["token"].as_i64(),
+                _ => return None,
+            }
+        }
+        None
+    }
+
+    /// Whether it runs and was told `go`.
+    fn started(&self) -> bool {
+        self.exit.is_none() && self.go_us.is_some()
+    }
+}
+
 /// All workers, past and present.
 struct Fleet {
-    connect: String,
+    /// The members' connect strings, which each worker's proxies forward to.
+    members: Vec<String>,
     path: String,
+    store: std::path::PathBuf,
     worker_secs: u64,
     rng: Rng,
     workers: Vec<Worker>,
@@ -166,12 +214,17 @@ impl Fleet {
     fn spawn(&mut self, mode: Mode, replacement: bool) {
         let id = self.workers.len();
         let seed = self.rng.next_u64() % 1_000_000_007;
+        let label = format!("soak{id}");
+        let proxies: Vec<Proxy> = self.members.iter().map(|m| Proxy::start(m)).collect();
+        let connect = proxies.iter().map(Proxy::addr).collect::<Vec<_>>().join(",");
         let spawned = Command::new(BIN)
-            .args(["worker", "--connect", &self.connect, "--path", &self.path])
+            .args(["worker", "--connect", &connect, "--path", &self.path])
             .args(["--mode", mode.arg()])
             .args(["--duration", &format!("{}s", self.worker_secs)])
             .args(["--seed", &seed.to_string()])
-            .args(["--label", &format!("soak{id}")])
+            .args(["--label", &label])
+            .arg("--store")
+            .arg(&self.store)
             .env_remove("RUST_LOG")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -218,7 +271,9 @@ impl Fleet {
         self.workers.push(Worker {
             id,
             mode,
+            label,
             replacement,
+            proxies,
             stdin: child.stdin.take(),
             child,
             lines,
@@ -337,32 +392,50 @@ enum FaultKind {
     LeaderKill,
     Cut,
     WorkerKill,
+    Pause,
+    Partition,
 }
 
-const KINDS: [FaultKind; 4] = [
+const KINDS: [FaultKind; 6] = [
     FaultKind::Restart,
     FaultKind::LeaderKill,
     FaultKind::Cut,
     FaultKind::WorkerKill,
+    FaultKind::Pause,
+    FaultKind::Partition,
 ];
 
 struct Fault {
     kind: FaultKind,
     start_us: u64,
+    /// When it was over (a pause or a partition: when it healed).
     end_us: u64,
     what: String,
+    /// The worker paused or partitioned, and when it was stopped or cut off.
+    victim: Option<(usize, u64)>,
+    /// Live connections a cut closed.
+    cut: usize,
 }
 
-fn pick_kind(rng: &mut Rng, n: usize, first: &[FaultKind; 4]) -> FaultKind {
+/// What ends a pause or a partition, and when.
+struct Heal {
+    at: Instant,
+    fault: usize,
+    worker: usize,
+}
+
+fn pick_kind(rng: &mut Rng, n: usize, first: &[FaultKind; 6]) -> FaultKind {
     // Every kind once, in a random order, then weighted at random.
     if n < first.len() {
         return first[n];
     }
     match rng.below(100) {
-        0..=29 => FaultKind::Restart,
-        30..=44 => FaultKind::LeaderKill,
-        45..=84 => FaultKind::Cut,
-        _ => FaultKind::WorkerKill,
+        0..=21 => FaultKind::Restart,
+        22..=33 => FaultKind::LeaderKill,
+        34..=63 => FaultKind::Cut,
+        64..=75 => FaultKind::WorkerKill,
+        76..=87 => FaultKind::Pause,
+        _ => FaultKind::Partition,
     }
 }
 
@@ -380,467 +453,272 @@ fn leader_of(zk: &ZkCluster) -> usize {
     }
 }
 
-/// Injects one fault of `kind`; returns what was done.
-fn inject(
-    kind: FaultKind,
-    rng: &mut Rng,
-    zk: &mut ZkCluster,
-    proxies: &[Proxy],
-    fleet: &Mutex<Fleet>,
-) -> String {
-    match kind {
-        FaultKind::Restart => {
-            let i = rng.below(MEMBERS as u64) as usize;
-            let was = zk.leader();
-            let down = ms(rng, DOWNTIME_MS);
-            zk.stop(i).unwrap_or_else(|e| panic!("stop member {i}: {e}"));
-            thread::sleep(down);
-            let t = Instant::now();
-            zk.start(i).unwrap_or_else(|e| panic!("start member {i}: {e}"));
-            format!(
-                "restart member {i}{} (down {down:?} + {:.1}s to rejoin)",
-                if was == Some(i) { " (the leader)" } else { "" },
-                t.elapsed().as_secs_f64()
-            )
-        }
-        FaultKind::LeaderKill => {
-            let l = leader_of(zk);
-            let down = ms(rng, DOWNTIME_MS);
-            zk.kill(l).unwrap_or_else(|e| panic!("kill leader {l}: {e}"));
-            thread::sleep(down);
-            let t = Instant::now();
-            zk.start(l).unwrap_or_else(|e| panic!("start member {l}: {e}"));
-            format!(
-                "kill -9 leader member {l} (down {down:?} + {:.1}s to rejoin)",
-                t.elapsed().as_secs_f64()
-            )
-        }
-        FaultKind::Cut => {
-            let i = rng.below(MEMBERS as u64) as usize;
-            proxies[i].cut_all();
-            format!("cut all connections through proxy {i}")
-        }
-        FaultKind::WorkerKill => {
-            let mut fleet = lock(fleet);
-            let started: Vec<usize> = (0..fleet.workers.len())
-                .filter(|&i| fleet.workers[i].exit.is_none() && fleet.workers[i].go_us.is_some())
-                .collect();
-            let candidates = if started.is_empty() {
-                (0..fleet.workers.len())
-                    .filter(|&i| fleet.workers[i].exit.is_none())
-                    .collect()
-            } else {
-                started
-            };
-            if candidates.is_empty() {
-                return "kill -9 worker: none alive".to_owned();
-            }
-            let i = candidates[rng.below(candidates.len() as u64) as usize];
-            fleet.kill(i);
-            let (id, mode) = (fleet.workers[i].id, fleet.workers[i].mode);
-            let before = fleet.workers.len();
-            fleet.top_up();
-            let spawned: Vec<String> = fleet.workers[before..]
-                .iter()
-                .map(|w| format!("{}{}", w.mode.letter(), w.id))
-                .collect();
-            format!(
-                "kill -9 worker {}{id}, replaced by {}",
-                mode.letter(),
-                spawned.join(",")
-            )
-        }
-    }
+/// The fault loop's state besides the cluster and the fleet.
+struct Faults {
+    rng: Rng,
+    done: Vec<Fault>,
+    heals: Vec<Heal>,
+    /// Workers paused, partitioned, or about to be: no other fault picks them.
+    busy: HashSet<usize>,
+    /// Time 0 of the run, for the log.
+    t0: u64,
 }
 
-// ---------------------------------------------------------------- checker
-
-/// What the checker needs of one worker.
-struct Log {
-    id: usize,
-    mode: Mode,
-    replacement: bool,
-    lines: Vec<String>,
-    spawned_us: u64,
-    go_us: Option<u64>,
-    killed_us: Option<u64>,
-    straggler: bool,
-    exit: Option<ExitStatus>,
-    stderr_lines: usize,
-    stderr_tail: Vec<String>,
-}
-
-/// One hold: from the grant to the release, the loss, or the kill.
-#[derive(Debug, Clone)]
-struct Hold {
-    worker: usize,
-    mode: Mode,
-    start: u64,
-    end: u64,
-    how: &'static str,
-    /// When the worker was told it lost the lock (`lost`, or its session
-    /// reported `Expired`/`Closed`/`AuthFailed`) during the hold.
-    told_lost: Option<u64>,
-    token: i64,
-    node: String,
-}
-
-#[derive(Default)]
-struct Verdict {
-    holds: Vec<Hold>,
-    violations: Vec<String>,
-    /// Errors the workers reported: (worker, time, message).
-    errors: Vec<(usize, u64, String)>,
-    lost: usize,
-    cancels: usize,
-    wants: usize,
-    excused_overlaps: usize,
-    /// Session states reported, by name.
-    states: BTreeMap<String, usize>,
-    unknown_events: BTreeMap<String, usize>,
-    /// (wait in µs, worker, want time): the longest waits for a grant.
-    waits: Vec<(u64, usize, u64)>,
-}
-
-/// Where a worker is in its request cycle.
-enum At {
-    Idle,
-    Wanting(u64),
-    Holding(Hold),
-    Failed,
-}
-
-fn check(logs: &[Log], t0: u64) -> Verdict {
-    let mut v = Verdict::default();
-    for log in logs {
-        check_worker(log, t0, &mut v);
-    }
-    check_exclusion(logs, t0, &mut v);
-    check_tokens(&mut v, t0);
-    v.waits.sort_unstable_by(|a, b| b.cmp(a));
-    v
-}
-
-fn check_worker(log: &Log, t0: u64, v: &mut Verdict) {
-    let who = format!("worker {}{}", log.mode.letter(), log.id);
-    let mut at = At::Idle;
-    let mut grants = 0u64;
-    let mut done: Option<u64> = None;
-    let mut errors = 0;
-    let problem = |v: &mut Verdict, msg: String| v.violations.push(format!("{who}: {msg}"));
-    for (n, line) in log.lines.iter().enumerate() {
-        let Ok(e) = serde_json::from_str::<Value>(line) else {
-            problem(v, format!("line {n} is not JSON: {line:?}"));
-            continue;
-        };
-        let (Some(t), Some(ev)) = (e["t_us"].as_u64(), e["ev"].as_str()) else {
-            problem(v, format!("line {n} has no t_us/ev: {line}"));
-            continue;
-        };
-        if matches!(at, At::Failed) && !matches!(ev, "state" | "done") {
-            problem(v, format!("line {n} after its error: {line}"));
-        }
-        match ev {
-            "ready" => {}
-            "want" => {
-                v.wants += 1;
-                match at {
-                    At::Idle => at = At::Wanting(t),
-                    _ => problem(v, format!("line {n}: want while not idle: {line}")),
-                }
-            }
-            "grant" => {
-                let (Some(token), Some(node)) = (e["token"].as_i64(), e["node"].as_str()) else {
-                    problem(v, format!("line {n}: grant without token/node: {line}"));
-                    continue;
-                };
-                match at {
-                    At::Wanting(w) => {
-                        v.waits.push((t.saturating_sub(w), log.id, w));
-                        grants += 1;
-                        at = At::Holding(Hold {
-                            worker: log.id,
-                            mode: log.mode,
-                            start: t,
-                            end: u64::MAX,
-                            how: "?",
-                            told_lost: None,
-                            token,
-                            node: node.to_owned(),
-                        });
-                    }
-                    _ => problem(v, format!("line {n}: grant without a want: {line}")),
-                }
-            }
-            "release" | "lost" => {
-                if let At::Holding(mut h) = std::mem::replace(&mut at, At::Idle) {
-                    h.end = t;
-                    if ev == "lost" {
-                        v.lost += 1;
-                        h.how = "lost";
-                        h.told_lost = Some(h.told_lost.map_or(t, |l| l.min(t)));
-                    } else {
-                        h.how = "release";
-                    }
-                    v.holds.push(h);
-                } else {
-                    problem(v, format!("line {n}: {ev} while not holding: {line}"));
-                }
-            }
-            "cancel" => match at {
-                At::Wanting(_) => {
-                    v.cancels += 1;
-                    at = At::Idle;
-                }
-                _ => problem(v, format!("line {n}: cancel while not waiting: {line}")),
-            },
-            "state" => {
-                let state = e["state"].as_str().unwrap_or("?").to_owned();
-                if let At::Holding(h) = &mut at {
-                    if matches!(state.as_str(), "Expired" | "Closed" | "AuthFailed") && h.told_lost.is_none()
-                    {
-                        h.told_lost = Some(t);
-                    }
-                }
-                *v.states.entry(state).or_default() += 1;
-            }
-            "error" => {
-                errors += 1;
-                let msg = e["msg"].as_str().unwrap_or("(no message)").to_owned();
-                v.errors.push((log.id, t, msg));
-                if let At::Holding(mut h) = std::mem::replace(&mut at, At::Failed) {
-                    // The worker stops; it no longer acts as the holder.
-                    h.end = t;
-                    h.how = "error";
-                    v.holds.push(h);
-                }
-            }
-            "done" => {
-                done = Some(e["grants"].as_u64().unwrap_or(u64::MAX));
-                match at {
-                    At::Idle | At::Failed => {}
-                    _ => problem(v, format!("line {n}: done in the middle of a request: {line}")),
-                }
-            }
-            other => *v.unknown_events.entry(other.to_owned()).or_default() += 1,
-        }
-    }
-    // How the stream ended.
-    match std::mem::replace(&mut at, At::Idle) {
-        At::Idle | At::Failed => {}
-        At::Wanting(w) => {
-            if log.killed_us.is_none() {
-                problem(
-                    v,
-                    format!(
-                        "asked at {} and never got an answer (no grant, cancel or error) before exiting",
-                        rel(w, t0)
-                    ),
-                );
-            }
-        }
-        At::Holding(mut h) => {
-            if let Some(k) = log.killed_us {
-                h.end = k;
-                h.how = "kill -9";
-            } else {
-                problem(
-                    v,
-                    format!("exited while holding (granted at {})", rel(h.start, t0)),
-                );
-                h.how = "exit while holding";
-            }
-            v.holds.push(h);
-        }
-    }
-    if let Some(g) = done {
-        if g != grants {
-            problem(
-                v,
-                format!("reported {g} grants in `done` but {grants} `grant` events"),
-            );
-        }
-    }
-    if log.straggler {
-        problem(
-            v,
-            format!("did not exit within {EXIT_WITHIN:?} after its stdin was closed, and was killed"),
-        );
-    }
-    if log.killed_us.is_none() {
-        match log.exit {
-            None => problem(v, "exit status unknown".to_owned()),
-            Some(s) if s.success() => {
-                if log.go_us.is_some() && done.is_none() {
-                    problem(v, "exited 0 without reporting `done`".to_owned());
-                }
-                if errors > 0 {
-                    problem(v, "reported an error but exited 0".to_owned());
-                }
-            }
-            Some(s) => {
-                if errors == 0 {
-                    problem(
-                        v,
-                        format!(
-                            "exited with {s} without reporting why; stderr ({} lines) ends:\n    {}",
-                            log.stderr_lines,
-                            log.stderr_tail.join("\n    ")
-                        ),
-                    );
-                }
-            }
-        }
-    }
-}
-
-fn describe(h: &Hold, t0: u64) -> String {
-    format!(
-        "{}{} hold {}..{} ({}) token {} node {}{}",
-        h.mode.letter(),
-        h.worker,
-        rel(h.start, t0),
-        if h.end == u64::MAX {
-            "never".to_owned()
-        } else {
-            rel(h.end, t0)
-        },
-        h.how,
-        h.token,
-        h.node,
-        h.told_lost
-            .map(|l| format!(", told lost at {}", rel(l, t0)))
-            .unwrap_or_default()
-    )
-}
-
-/// The events of `workers` between `from` and `to`, for a violation report.
-fn window(logs: &[Log], workers: &[usize], from: u64, to: u64, t0: u64) -> String {
-    let mut out = String::new();
-    for log in logs.iter().filter(|l| workers.contains(&l.id)) {
-        let _ = writeln!(
-            out,
-            "      {}{} (spawned {}, go {}, killed {}):",
-            log.mode.letter(),
-            log.id,
-            rel(log.spawned_us, t0),
-            log.go_us.map_or("-".to_owned(), |t| rel(t, t0)),
-            log.killed_us.map_or("-".to_owned(), |t| rel(t, t0)),
-        );
-        for line in &log.lines {
-            let t = serde_json::from_str::<Value>(line)
-                .ok()
-                .and_then(|e| e["t_us"].as_u64())
-                .unwrap_or(0);
-            if (from..=to).contains(&t) {
-                let _ = writeln!(out, "        {} {line}", rel(t, t0));
-            }
-        }
-    }
-    out
-}
-
-/// Check 1: no writer's hold overlaps another worker's hold.
-fn check_exclusion(logs: &[Log], t0: u64, v: &mut Verdict) {
-    let mut holds = v.holds.clone();
-    holds.sort_by_key(|h| (h.start, h.worker));
-    for (i, a) in holds.iter().enumerate() {
-        for b in &holds[i + 1..] {
-            if b.start >= a.end {
-                break; // sorted by start: no later hold overlaps `a` either
-            }
-            if a.worker == b.worker || (a.mode == Mode::Read && b.mode == Mode::Read) {
-                continue;
-            }
-            let (from, to) = (b.start, a.end.min(b.end));
-            if from >= to {
-                continue;
-            }
-            let told = |h: &Hold| h.told_lost.is_some_and(|l| l <= from);
-            if told(a) || told(b) {
-                v.excused_overlaps += 1;
-                continue;
-            }
-            v.violations.push(format!(
-                "OVERLAP {}..{} ({} µs):\n    {}\n    {}\n    events from 6 s before:\n{}",
-                rel(from, t0),
-                rel(to, t0),
-                to - from,
-                describe(a, t0),
-                describe(b, t0),
-                window(
-                    logs,
-                    &[a.worker, b.worker],
-                    from.saturating_sub(6_000_000),
-                    to.saturating_add(1_000_000),
-                    t0
+impl Faults {
+    /// Injects one fault of `kind`.
+    fn inject(&mut self, kind: FaultKind, zk: &mut ZkCluster, fleet: &Mutex<Fleet>) {
+        let fleet_ref = fleet;
+        let start_us = now_us();
+        let (mut victim, mut cut, mut heal_in) = (None::<(usize, u64)>, 0, None);
+        let what = match kind {
+            FaultKind::Restart => {
+                let i = self.rng.below(MEMBERS as u64) as usize;
+                let was = zk.leader();
+                let down = ms(&mut self.rng, DOWNTIME_MS);
+                zk.stop(i).unwrap_or_else(|e| panic!("stop member {i}: {e}"));
+                thread::sleep(down);
+                let t = Instant::now();
+                zk.start(i).unwrap_or_else(|e| panic!("start member {i}: {e}"));
+                format!(
+                    "restart member {i}{} (down {down:?} + {:.1}s to rejoin)",
+                    if was == Some(i) { " (the leader)" } else { "" },
+                    t.elapsed().as_secs_f64()
                 )
-            ));
+            }
+            FaultKind::LeaderKill => {
+                let l = leader_of(zk);
+                let down = ms(&mut self.rng, DOWNTIME_MS);
+                zk.kill(l).unwrap_or_else(|e| panic!("kill leader {l}: {e}"));
+                thread::sleep(down);
+                let t = Instant::now();
+                zk.start(l).unwrap_or_else(|e| panic!("start member {l}: {e}"));
+                format!(
+                    "kill -9 leader member {l} (down {down:?} + {:.1}s to rejoin)",
+                    t.elapsed().as_secs_f64()
+                )
+            }
+            FaultKind::Cut => {
+                // A member some worker is connected to; partitioned workers
+                // are left alone (a cut would end their partition's silence).
+                let fleet = lock(fleet);
+                let cuttable = || {
+                    fleet
+                        .workers
+                        .iter()
+                        .filter(|w| w.exit.is_none() && !self.busy.contains(&w.id))
+                };
+                let used: Vec<usize> = (0..MEMBERS)
+                    .filter(|&m| cuttable().any(|w| w.proxies[m].open() > 0))
+                    .collect();
+                let m = if used.is_empty() {
+                    self.rng.below(MEMBERS as u64) as usize
+                } else {
+                    used[self.rng.index(used.len())]
+                };
+                cut = cuttable().map(|w| w.proxies[m].cut_all()).sum();
+                format!("cut every worker's connections to member {m}: {cut} live")
+            }
+            FaultKind::WorkerKill => {
+                let mut fleet = lock(fleet);
+                let alive = |f: &Fleet, started: bool| -> Vec<usize> {
+                    (0..f.workers.len())
+                        .filter(|&i| f.workers[i].exit.is_none() && !self.busy.contains(&i))
+                        .filter(|&i| !started || f.workers[i].go_us.is_some())
+                        .collect()
+                };
+                let mut candidates = alive(&fleet, true);
+                if candidates.is_empty() {
+                    candidates = alive(&fleet, false);
+                }
+                if candidates.is_empty() {
+                    "kill -9 worker: none alive".to_owned()
+                } else {
+                    let i = candidates[self.rng.index(candidates.len())];
+                    fleet.kill(i);
+                    let (id, mode) = (fleet.workers[i].id, fleet.workers[i].mode);
+                    let before = fleet.workers.len();
+                    fleet.top_up();
+                    let spawned: Vec<String> = fleet.workers[before..]
+                        .iter()
+                        .map(|w| format!("{}{}", w.mode.letter(), w.id))
+                        .collect();
+                    format!(
+                        "kill -9 worker {}{id}, replaced by {}",
+                        mode.letter(),
+                        spawned.join(",")
+                    )
+                }
+            }
+            FaultKind::Pause => {
+                // A holder; a writer for the first few seconds (its late
+                // write meets the store's fencing), then anyone.
+                let (writers_only, deadline) =
+                    (Instant::now() + WRITER_WITHIN, Instant::now() + HOLDER_WITHIN);
+                loop {
+                    let fleet = lock(fleet);
+                    let holders: Vec<(usize, i64)> = fleet
+                        .workers
+                        .iter()
+                        .filter(|w| w.started() && !self.busy.contains(&w.id))
+                        .filter_map(|w| w.working().map(|token| (w.id, token)))
+                        .collect();
+                    let writer = holders
+                        .iter()
+                        .find(|(i, _)| fleet.workers[*i].mode == Mode::Write);
+                    let pick = if Instant::now() < writers_only {
+                        writer.copied()
+                    } else {
+                        writer.or(holders.first()).copied()
+                    };
+                    if let Some((i, token)) = pick {
+                        let w = &fleet.workers[i];
+                        let out = ms(&mut self.rng, OUTAGE_MS);
+                        if signal(w, libc::SIGSTOP) {
+                            victim = Some((i, now_us()));
+                            heal_in = Some(out);
+                            break format!(
+                                "SIGSTOP worker {}{i} holding token {token}, for {out:?}",
+                                w.mode.letter()
+                            );
+                        }
+                    }
+                    drop(fleet);
+                    if Instant::now() >= deadline {
+                        break format!("pause: no worker held the lock within {HOLDER_WITHIN:?}");
+                    }
+                    self.heal(fleet_ref);
+                    thread::sleep(Duration::from_millis(2));
+                }
+            }
+            FaultKind::Partition => {
+                // Ask a worker for a long hold, and cut it off once it has it.
+                let picked = {
+                    let mut fleet = lock(fleet);
+                    let candidates: Vec<usize> = fleet
+                        .workers
+                        .iter()
+                        .filter(|w| w.started() && !self.busy.contains(&w.id))
+                        .map(|w| w.id)
+                        .collect();
+                    if candidates.is_empty() {
+                        None
+                    } else {
+                        let i = candidates[self.rng.index(candidates.len())];
+                        let w = &mut fleet.workers[i];
+                        let seen = lock(&w.lines).len();
+                        let asked = w
+                            .stdin
+                            .as_mut()
+                            .is_some_and(|s| s.write_all(b"long\n").and_then(|()| s.flush()).is_ok());
+                        asked.then_some((i, seen))
+                    }
+                };
+                match picked {
+                    None => "partition: no worker to ask for a long hold".to_owned(),
+                    Some((i, seen)) => {
+                        self.busy.insert(i);
+                        let out = ms(&mut self.rng, OUTAGE_MS);
+                        let deadline = Instant::now() + HOLDER_WITHIN;
+                        loop {
+                            let fleet = lock(fleet);
+                            let w = &fleet.workers[i];
+                            let long = lock(&w.lines)[seen..].iter().find_map(|l| {
+                                let e = serde_json::from_str::<Value>(l).ok()?;
+                                (e["ev"] == "grant" && e["hold_us"].as_u64() >= Some(LONG_HOLD_US))
+                                    .then(|| e["token"].as_i64())
+                                    .flatten()
+                            });
+                            if let Some(token) = long {
+                                for p in &w.proxies {
+                                    p.freeze();
+                                }
+                                victim = Some((i, now_us()));
+                                heal_in = Some(out);
+                                break format!(
+                                    "partition worker {}{i} in a long hold of token {token}, for {out:?}",
+                                    w.mode.letter()
+                                );
+                            }
+                            if w.exit.is_some() || Instant::now() >= deadline {
+                                self.busy.remove(&i);
+                                break format!(
+                                    "partition: worker {}{i} was not granted its long hold within {HOLDER_WITHIN:?}",
+                                    w.mode.letter()
+                                );
+                            }
+                            drop(fleet);
+                            self.heal(fleet_ref);
+                            thread::sleep(Duration::from_millis(2));
+                        }
+                    }
+                }
+            }
+        };
+        let end_us = now_us();
+        // A pause or a partition begins when it hits, not when it began
+        // to look for its victim.
+        let start_us = victim.map_or(start_us, |(_, at)| at);
+        if let (Some((worker, _)), Some(out)) = (victim, heal_in) {
+            self.busy.insert(worker);
+            self.heals.push(Heal {
+                at: Instant::now() + out,
+                fault: self.done.len(),
+                worker,
+            });
         }
+        self.done.push(Fault {
+            kind,
+            start_us,
+            end_us,
+            what,
+            victim,
+            cut,
+        });
     }
-}
 
-/// Check 2: writer tokens strictly increase in grant order; no node is granted twice.
-fn check_tokens(v: &mut Verdict, t0: u64) {
-    let mut writes: Vec<&Hold> = v.holds.iter().filter(|h| h.mode == Mode::Write).collect();
-    writes.sort_by_key(|h| (h.start, h.worker));
-    let mut found = Vec::new();
-    for pair in writes.windows(2) {
-        let (a, b) = (pair[0], pair[1]);
-        if b.token <= a.token {
-            found.push(format!(
-                "TOKEN ORDER: writer W{} granted after W{} with token {} <= {}:\n    {}\n    {}",
-                b.worker,
-                a.worker,
-                b.token,
-                a.token,
-                describe(a, t0),
-                describe(b, t0)
-            ));
+    /// Heals the pauses and partitions that are due.
+    fn heal(&mut self, fleet: &Mutex<Fleet>) {
+        let now = Instant::now();
+        let (due, later): (Vec<Heal>, Vec<Heal>) = std::mem::take(&mut self.heals)
+            .into_iter()
+            .partition(|h| h.at <= now);
+        self.heals = later;
+        let fleet = lock(fleet);
+        for h in due {
+            let w = &fleet.workers[h.worker];
+            let fault = &mut self.done[h.fault];
+            match fault.kind {
+                FaultKind::Pause => {
+                    signal(w, libc::SIGCONT);
+                }
+                _ => {
+                    for p in &w.proxies {
+                        p.thaw();
+                    }
+                }
+            }
+            fault.end_us = now_us();
+            self.busy.remove(&h.worker);
+            println!("soak: {} healed: {}", rel(fault.end_us, self.t0), fault.what);
         }
     }
-    let mut nodes: HashMap<&str, &Hold> = HashMap::new();
-    for h in &v.holds {
-        if let Some(first) = nodes.insert(&h.node, h) {
-            found.push(format!(
-                "node {} granted twice: {} and {}",
-                h.node,
-                describe(first, t0),
-                describe(h, t0)
-            ));
-        }
-    }
-    v.violations.extend(found);
-}
 
-/// Periods between `from` and `to` in which nobody held the lock, longest first.
-fn stalls(holds: &[Hold], from: u64, to: u64) -> Vec<(u64, u64)> {
-    let mut spans: Vec<(u64, u64)> = holds.iter().map(|h| (h.start, h.end)).collect();
-    spans.sort_unstable();
-    let mut gaps = Vec::new();
-    let mut covered = from;
-    for (start, end) in spans {
-        if start > covered {
-            gaps.push((covered, start.min(to)));
-        }
-        covered = covered.max(end);
+    /// When the next heal is due.
+    fn next_heal(&self) -> Option<Instant> {
+        self.heals.iter().map(|h| h.at).min()
     }
-    if covered < to {
-        gaps.push((covered, to));
-    }
-    gaps.retain(|(a, b)| b > a);
-    gaps.sort_unstable_by_key(|(a, b)| std::cmp::Reverse(b - a));
-    gaps
 }
 
 /// Writes what a post-mortem needs to `dir`: every event tagged with its
-/// worker (`events.jsonl`), the workers (`workers.txt`), the faults
-/// (`faults.txt`, with the wall-clock time of the run's start to line them
-/// up with the servers' logs) and the servers' logs (`member-<i>.log`).
+/// worker (`events.jsonl`), the workers (`workers.txt`, and for
+/// `checker::load_recorded` `workers.jsonl`), the store's log
+/// (`store.log`), the faults (`faults.txt`, with the wall-clock time of the
+/// run's start to line them up with the servers' logs) and the servers'
+/// logs (`member-<i>.log`).
 fn keep(
     dir: &std::path::Path,
     zk: &ZkCluster,
-    logs: &[Log],
+    (logs, store_log): (&[Log], &[String]),
     faults: &[Fault],
     t0: u64,
     t0_wall: std::time::SystemTime,
@@ -849,7 +727,26 @@ fn keep(
     std::fs::create_dir_all(dir)?;
     let mut events = Vec::new();
     let mut workers = String::new();
+    let mut meta = format!("{}\n", serde_json::json!({ "t0_us": t0, "seed": seed }));
     for log in logs {
+        use std::os::unix::process::ExitStatusExt;
+        let _ = writeln!(
+            meta,
+            "{}",
+            serde_json::json!({
+                "worker": format!("{}{}", log.mode.letter(), log.id),
+                "id": log.id,
+                "mode": log.mode.arg(),
+                "label": log.label,
+                "replacement": log.replacement,
+                "spawned_us": log.spawned_us,
+                "go_us": log.go_us,
+                "killed_us": log.killed_us,
+                "straggler": log.straggler,
+                "exit_code": log.exit.and_then(|s| s.code()),
+                "exit_signal": log.exit.and_then(|s| s.signal()),
+            })
+        );
         let _ = writeln!(
             workers,
             "{}{} replacement={} spawned={} go={} killed={} exit={:?} straggler={} stderr_lines={}",
@@ -881,6 +778,9 @@ fn keep(
     let events: String = events.into_iter().map(|(_, e)| e + "\n").collect();
     std::fs::write(dir.join("events.jsonl"), events)?;
     std::fs::write(dir.join("workers.txt"), workers)?;
+    std::fs::write(dir.join("workers.jsonl"), meta)?;
+    let store: String = store_log.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(dir.join("store.log"), store)?;
     let wall_ms = t0_wall
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis());
@@ -907,6 +807,15 @@ fn keep(
         let _ = std::fs::copy(zk.log_path(i), dir.join(format!("member-{i}.log")));
     }
     Ok(())
+}
+
+/// A directory removed when dropped.
+struct Scratch(std::path::PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 // ---------------------------------------------------------------- the test
@@ -973,15 +882,14 @@ fn soak_readers_and_writers_under_faults() {
         )
     });
     let direct = zk.connect_string();
-    let proxies: Vec<Proxy> = (0..MEMBERS)
-        .map(|i| Proxy::start(&zk.member_connect_string(i)))
-        .collect();
-    let through_proxies = proxies.iter().map(Proxy::addr).collect::<Vec<_>>().join(",");
     let path = format!("/soak/{}-{}", std::process::id(), now_us());
+    let store = Scratch(std::env::temp_dir().join(format!("zk-rwlock-soak-store-{}", std::process::id())));
+    let _ = std::fs::remove_dir_all(&store.0);
 
     let fleet = Arc::new(Mutex::new(Fleet {
-        connect: through_proxies,
+        members: (0..MEMBERS).map(|i| zk.member_connect_string(i)).collect(),
         path: path.clone(),
+        store: store.0.clone(),
         worker_secs: secs + 120,
         rng: Rng(rng.next_u64()),
         workers: Vec::new(),
@@ -989,7 +897,7 @@ fn soak_readers_and_writers_under_faults() {
         problems: Vec::new(),
     }));
     let stop = Arc::new(AtomicBool::new(false));
-    // Declared after the cluster and the proxies, so dropped before them.
+    // Declared after the cluster, so dropped before it.
     let _cleanup = Cleanup {
         fleet: fleet.clone(),
         stop: stop.clone(),
@@ -1052,29 +960,52 @@ fn soak_readers_and_writers_under_faults() {
     let run_started = Instant::now();
     let run_end = run_started + Duration::from_secs(secs);
 
-    // The fault loop.
+    // The fault loop: one fault of each kind first, then at random until
+    // the end of the run; pauses and partitions heal in the background.
     let mut first = KINDS;
     for i in (1..first.len()).rev() {
         first.swap(i, rng.below(i as u64 + 1) as usize);
     }
-    let mut faults: Vec<Fault> = Vec::new();
+    let mut faults = Faults {
+        rng: Rng(rng.next_u64()),
+        done: Vec::new(),
+        heals: Vec::new(),
+        busy: HashSet::new(),
+        t0,
+    };
+    let mut next = Instant::now() + ms(&mut rng, FAULT_GAP_MS);
+    let mut first_round_done = None;
     loop {
-        let next = Instant::now() + ms(&mut rng, FAULT_GAP_MS);
-        if next >= run_end {
+        faults.heal(&fleet);
+        let first_round = faults.done.len() < KINDS.len();
+        if !first_round && next >= run_end {
             break;
         }
-        thread::sleep(next.saturating_duration_since(Instant::now()));
-        let kind = pick_kind(&mut rng, faults.len(), &first);
-        let start_us = now_us();
-        let what = inject(kind, &mut rng, &mut zk, &proxies, &fleet);
-        let end_us = now_us();
-        println!("soak: {} {what}", rel(start_us, t0));
-        faults.push(Fault {
-            kind,
-            start_us,
-            end_us,
-            what,
-        });
+        let wake = faults.next_heal().map_or(next, |h| h.min(next));
+        thread::sleep(wake.saturating_duration_since(Instant::now()));
+        if Instant::now() < next {
+            continue;
+        }
+        let kind = pick_kind(&mut rng, faults.done.len(), &first);
+        faults.inject(kind, &mut zk, &fleet);
+        if faults.done.len() == KINDS.len() {
+            first_round_done = Some(Instant::now());
+        }
+        let f = faults.done.last().expect("the fault just injected");
+        println!("soak: {} {}", rel(f.start_us, t0), f.what);
+        next = Instant::now() + ms(&mut rng, FAULT_GAP_MS);
+    }
+    if first_round_done.is_some_and(|t| t > run_end) {
+        println!(
+            "soak: the first fault of each kind took {:.1}s, longer than the {secs}s asked: the run lasted that long",
+            run_started.elapsed().as_secs_f64()
+        );
+    }
+    // Let the last pauses and partitions outlast the session timeout, as
+    // they were meant to.
+    while let Some(at) = faults.next_heal() {
+        thread::sleep(at.saturating_duration_since(Instant::now()));
+        faults.heal(&fleet);
     }
     thread::sleep(run_end.saturating_duration_since(Instant::now()));
     let run_secs = run_started.elapsed().as_secs_f64();
@@ -1123,6 +1054,7 @@ fn soak_readers_and_writers_under_faults() {
             logs.push(Log {
                 id: w.id,
                 mode: w.mode,
+                label: w.label.clone(),
                 replacement: w.replacement,
                 lines: lock(&w.lines).clone(),
                 spawned_us: w.spawned_us,
@@ -1140,34 +1072,88 @@ fn soak_readers_and_writers_under_faults() {
     // Check 4: no contender node is left behind.
     let (left, drained_in) = orphans(&direct, &path);
 
-    // Checks 1 to 3.
-    let mut verdict = check(&logs, t0);
+    // Checks 1 to 4.
+    let store_log: Vec<String> = match std::fs::read_to_string(store.0.join("log")) {
+        Ok(text) => text.lines().map(str::to_owned).collect(),
+        Err(e) => panic!("cannot read the fenced store's log in {}: {e}", store.0.display()),
+    };
+    let mut verdict = check(&logs, &store_log, t0);
     verdict.violations.extend(fleet_problems);
+    let faults = faults.done;
 
     let reads = verdict.holds.iter().filter(|h| h.mode == Mode::Read).count();
     let writes = verdict.holds.len() - reads;
     let count = |k: FaultKind| faults.iter().filter(|f| f.kind == k).count();
+    // Whether each pause and partition hit a hold, by the victim's events.
+    let hit = |k: FaultKind| {
+        faults
+            .iter()
+            .filter(|f| f.kind == k)
+            .filter(|f| f.victim.is_some_and(|(w, at)| holding_at(&verdict, w, at)))
+            .count()
+    };
+    let (paused_holders, partitioned_holders) = (hit(FaultKind::Pause), hit(FaultKind::Partition));
+    let cut_live: usize = faults.iter().map(|f| f.cut).sum();
     println!(
-        "soak: grants={} (read {reads}, write {writes}) faults={} (restarts {}, leader kills {}, cuts {}, kill -9 {}) violations={} orphans={} duration={run_secs:.1}s",
+        "soak: grants={} (read {reads}, write {writes}) faults={} (restarts {}, leader kills {}, cuts {}, kill -9 {}, pauses {}, partitions {}) violations={} orphans={} duration={run_secs:.1}s",
         verdict.holds.len(),
         faults.len(),
         count(FaultKind::Restart),
         count(FaultKind::LeaderKill),
         count(FaultKind::Cut),
         count(FaultKind::WorkerKill),
+        count(FaultKind::Pause),
+        count(FaultKind::Partition),
         verdict.violations.len(),
         left.len(),
     );
+    println!(
+        "soak: cuts closed {cut_live} live connections; pauses of a holder {paused_holders}, partitions of a holder {partitioned_holders}; lost {} (suspended {}, resumed {}, new sessions {}); overlaps explained by the lease {}; store: {} accepted, {} refused as stale; writes after the writer's lease deadline: {} accepted (no newer token written yet), {} refused",
+        verdict.lost,
+        verdict.suspended,
+        verdict.resumed,
+        verdict.sessions,
+        verdict.explained.len(),
+        verdict.store_accepted,
+        verdict.store_rejected,
+        verdict.late_writes.0,
+        verdict.late_writes.1,
+    );
+    // The overlaps, by the holder whose lease had run out.
+    let mut by_lease: Vec<(usize, u64)> = verdict.explained.iter().map(|x| (x.earlier, x.lease)).collect();
+    by_lease.sort_unstable();
+    by_lease.dedup();
+    for (earlier, lease) in by_lease {
+        let after: Vec<&checker::Explained> = verdict
+            .explained
+            .iter()
+            .filter(|x| (x.earlier, x.lease) == (earlier, lease))
+            .collect();
+        let first = after.iter().map(|x| x.from).min().unwrap_or(lease);
+        let mut others: Vec<usize> = after.iter().map(|x| x.later).collect();
+        others.sort_unstable();
+        others.dedup();
+        let end = verdict
+            .holds
+            .iter()
+            .find(|h| h.worker == earlier && h.start < first && first < h.end)
+            .map_or("?".to_owned(), |h| format!("{} ({})", rel(h.end, t0), h.how));
+        println!(
+            "soak: worker {earlier}'s lease deadline {}: {} holds of {} workers began after it, the first {:.0} ms after, before the worker stopped holding at {end}",
+            rel(lease, t0),
+            after.len(),
+            others.len(),
+            (first - lease) as f64 / 1e3,
+        );
+    }
     let replacements = logs.iter().filter(|l| l.replacement).count();
     let states: Vec<String> = verdict.states.iter().map(|(s, n)| format!("{s} {n}")).collect();
     println!(
-        "soak: workers={} (replacements {replacements}) wants={} lost={} cancelled={} worker errors={} excused overlaps={} session states: {}; workers stopped in {exited_secs:.1}s, lock drained in {:.1}s; total {:.1}s; seed={seed}",
+        "soak: workers={} (replacements {replacements}) wants={} cancelled={} worker errors={} session states: {}; workers stopped in {exited_secs:.1}s, lock drained in {:.1}s; total {:.1}s; seed={seed}",
         logs.len(),
         verdict.wants,
-        verdict.lost,
         verdict.cancels,
         verdict.errors.len(),
-        verdict.excused_overlaps,
         if states.is_empty() { "none".to_owned() } else { states.join(", ") },
         drained_in.as_secs_f64(),
         began.elapsed().as_secs_f64(),
@@ -1220,7 +1206,7 @@ fn soak_readers_and_writers_under_faults() {
         let dir = std::env::var_os(KEEP_ENV)
             .map(std::path::PathBuf::from)
             .unwrap_or_else(|| std::env::temp_dir().join(format!("zk-rwlock-soak-{}", std::process::id())));
-        match keep(&dir, &zk, &logs, &faults, t0, t0_wall, seed) {
+        match keep(&dir, &zk, (&logs, &store_log), &faults, t0, t0_wall, seed) {
             Ok(()) => println!("soak: events, faults and server logs kept in {}", dir.display()),
             Err(e) => println!("soak: could not keep the logs in {}: {e}", dir.display()),
         }
@@ -1233,6 +1219,26 @@ fn soak_readers_and_writers_under_faults() {
         verdict.holds.iter().any(|h| h.mode == Mode::Read),
         "no reader was ever granted"
     );
+    // It did what it claims.
+    for k in KINDS {
+        assert!(
+            count(k) > 0,
+            "no {k:?} fault ran, seed {seed} (the first faults are one of each kind)"
+        );
+    }
+    assert!(cut_live > 0, "no cut closed a live connection, seed {seed}");
+    assert!(
+        paused_holders > 0,
+        "no pause stopped a worker while it held the lock, seed {seed}"
+    );
+    assert!(
+        partitioned_holders > 0,
+        "no partition cut off a worker while it held the lock, seed {seed}"
+    );
+    assert!(
+        verdict.lost > 0,
+        "no worker reported the lock lost: the lost path never ran, seed {seed}"
+    );
     assert!(
         verdict.violations.is_empty(),
         "{} violation(s), seed {seed}:\n{}",
@@ -1244,222 +1250,4 @@ fn soak_readers_and_writers_under_faults() {
         "{} orphan node(s) in {path}: {left:?}",
         left.len()
     );
-}
-
-// ---------------------------------------------------------------- the checker's own tests
-
-/// A synthetic worker log; `code` is its exit code (ignored when killed).
-fn synthetic(id: usize, mode: Mode, lines: &[&str], killed_us: Option<u64>, code: i32) -> Log {
-    use std::os::unix::process::ExitStatusExt;
-    Log {
-        id,
-        mode,
-        replacement: false,
-        lines: lines.iter().map(|l| (*l).to_owned()).collect(),
-        spawned_us: 0,
-        go_us: Some(1),
-        killed_us,
-        straggler: false,
-        exit: Some(ExitStatus::from_raw(code << 8)),
-        stderr_lines: 0,
-        stderr_tail: Vec::new(),
-    }
-}
-
-/// `want` at `w`, `grant` at `g` with `token`, then `end` (`release`/`lost`) at `e`.
-fn cycle(w: u64, g: u64, token: i64, end: &str, e: u64) -> Vec<String> {
-    vec![
-        format!(r#"{{"t_us":{w},"ev":"want"}}"#),
-        format!(r#"{{"t_us":{g},"ev":"grant","token":{token},"node":"/l/n{token}-{g}"}}"#),
-        format!(r#"{{"t_us":{e},"ev":"{end}"}}"#),
-    ]
-}
-
-fn lines(parts: &[Vec<String>], tail: &[&str]) -> Vec<String> {
-    parts
-        .iter()
-        .flatten()
-        .cloned()
-        .chain(tail.iter().map(|s| (*s).to_owned()))
-        .collect()
-}
-
-/// A synthetic worker: id, mode, stdout lines, kill time, exit code.
-type Case = (usize, Mode, Vec<String>, Option<u64>, i32);
-
-fn run_check(logs: Vec<Case>) -> Verdict {
-    let logs: Vec<Log> = logs
-        .into_iter()
-        .map(|(id, mode, l, killed, code)| {
-            let refs: Vec<&str> = l.iter().map(String::as_str).collect();
-            synthetic(id, mode, &refs, killed, code)
-        })
-        .collect();
-    check(&logs, 0)
-}
-
-#[test]
-fn the_checker_accepts_a_clean_history() {
-    let done = |n: u64, t: u64| format!(r#"{{"t_us":{t},"ev":"done","grants":{n}}}"#);
-    let v = run_check(vec![
-        (
-            0,
-            Mode::Write,
-            lines(&[cycle(10, 100, 1, "release", 200)], &[&done(1, 900)]),
-            None,
-            0,
-        ),
-        (
-            1,
-            Mode::Read,
-            lines(&[cycle(10, 300, 2, "release", 400)], &[&done(1, 900)]),
-            None,
-            0,
-        ),
-        (
-            2,
-            Mode::Read,
-            lines(&[cycle(10, 350, 3, "release", 450)], &[&done(1, 900)]),
-            None,
-            0,
-        ),
-        // Killed while holding: its hold ends at the kill, before the next grant.
-        (
-            3,
-            Mode::Write,
-            cycle(460, 500, 4, "release", 0)[..2].to_vec(),
-            Some(600),
-            0,
-        ),
-        (
-            4,
-            Mode::Write,
-            lines(&[cycle(470, 5000, 9, "release", 5100)], &[&done(1, 9000)]),
-            None,
-            0,
-        ),
-        // Failed with a reason and exit 1; cancelled at the end with exit 0.
-        (
-            5,
-            Mode::Read,
-            lines(
-                &[],
-                &[
-                    r#"{"t_us":5200,"ev":"want"}"#,
-                    r#"{"t_us":5300,"ev":"error","msg":"acquire failed: session expired"}"#,
-                ],
-            ),
-            None,
-            1,
-        ),
-        (
-            6,
-            Mode::Read,
-            lines(
-                &[],
-                &[
-                    r#"{"t_us":5200,"ev":"want"}"#,
-                    r#"{"t_us":9000,"ev":"cancel"}"#,
-                    &done(0, 9001),
-                ],
-            ),
-            None,
-            0,
-        ),
-    ]);
-    assert!(v.violations.is_empty(), "{:#?}", v.violations);
-    assert_eq!(v.holds.len(), 5);
-    let killed = v
-        .holds
-        .iter()
-        .find(|h| h.worker == 3)
-        .expect("the killed worker's hold");
-    assert_eq!((killed.end, killed.how), (600, "kill -9"));
-    assert_eq!((v.errors.len(), v.cancels, v.wants), (1, 1, 7));
-}
-
-#[test]
-fn the_checker_finds_overlaps_token_regressions_and_silent_failures() {
-    // A reader granted while a writer holds.
-    let v = run_check(vec![
-        (0, Mode::Write, cycle(10, 100, 1, "release", 300), None, 0),
-        (1, Mode::Read, cycle(10, 200, 2, "release", 250), None, 0),
-        (2, Mode::Read, cycle(10, 260, 3, "release", 270), None, 0),
-    ]);
-    let overlaps: Vec<&String> = v.violations.iter().filter(|m| m.starts_with("OVERLAP")).collect();
-    assert_eq!(overlaps.len(), 2, "{:#?}", v.violations);
-    // ... unless the writer had been told it lost the lock before.
-    let mut expired = cycle(10, 100, 1, "lost", 300);
-    expired.insert(2, r#"{"t_us":150,"ev":"state","state":"Expired"}"#.to_owned());
-    let v = run_check(vec![
-        (0, Mode::Write, expired, None, 0),
-        (1, Mode::Read, cycle(10, 200, 2, "release", 250), None, 0),
-    ]);
-    assert!(
-        !v.violations.iter().any(|m| m.starts_with("OVERLAP")),
-        "{:#?}",
-        v.violations
-    );
-    assert_eq!((v.excused_overlaps, v.lost), (1, 1));
-    // A kill ends a hold at the kill, not before.
-    let v = run_check(vec![
-        (
-            0,
-            Mode::Write,
-            cycle(10, 100, 1, "release", 0)[..2].to_vec(),
-            Some(600),
-            0,
-        ),
-        (1, Mode::Write, cycle(10, 500, 2, "release", 700), None, 0),
-    ]);
-    assert!(
-        v.violations.iter().any(|m| m.starts_with("OVERLAP")),
-        "{:#?}",
-        v.violations
-    );
-    // A later writer with a smaller token; a node granted twice.
-    let v = run_check(vec![
-        (0, Mode::Write, cycle(10, 100, 7, "release", 110), None, 0),
-        (1, Mode::Write, cycle(10, 200, 5, "release", 210), None, 0),
-    ]);
-    assert!(
-        v.violations.iter().any(|m| m.starts_with("TOKEN ORDER")),
-        "{:#?}",
-        v.violations
-    );
-    let same = |g: u64| {
-        vec![
-            format!(r#"{{"t_us":{g},"ev":"want"}}"#),
-            format!(
-                r#"{{"t_us":{},"ev":"grant","token":{g},"node":"/l/same"}}"#,
-                g + 1
-            ),
-            format!(r#"{{"t_us":{},"ev":"release"}}"#, g + 2),
-        ]
-    };
-    let v = run_check(vec![
-        (0, Mode::Read, same(10), None, 0),
-        (1, Mode::Read, same(20), None, 0),
-    ]);
-    assert!(
-        v.violations.iter().any(|m| m.contains("granted twice")),
-        "{:#?}",
-        v.violations
-    );
-    // An unanswered request, a silent non-zero exit, garbage on stdout.
-    let v = run_check(vec![
-        (
-            0,
-            Mode::Read,
-            vec![r#"{"t_us":10,"ev":"want"}"#.to_owned()],
-            None,
-            0,
-        ),
-        (1, Mode::Read, Vec::new(), None, 101),
-        (2, Mode::Read, vec!["thread 'main' panicked".to_owned()], None, 0),
-    ]);
-    let says = |s: &str| v.violations.iter().any(|m| m.contains(s));
-    assert!(says("never got an answer"), "{:#?}", v.violations);
-    assert!(says("without reporting why"), "{:#?}", v.violations);
-    assert!(says("is not JSON"), "{:#?}", v.violations);
 }

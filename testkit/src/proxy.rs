@@ -95,10 +95,21 @@ pub struct Proxy {
 }
 
 impl Proxy {
-    /// Starts a proxy on a free loopback port, forwarding to `upstream` (`host:port`).
+    /// Starts a proxy on a free loopback port, forwarding to `upstream`
+    /// (`host:port`); panics if no port can be bound (see [`Proxy::try_start`]).
     pub fn start(upstream: &str) -> Proxy {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind proxy");
-        let addr = listener.local_addr().expect("proxy address").to_string();
+        Proxy::try_start(upstream).unwrap_or_else(|e| panic!("cannot start a proxy to {upstream}: {e}"))
+    }
+
+    /// Starts a proxy on a free loopback port, forwarding to `upstream`
+    /// (`host:port`, resolved for each connection).
+    ///
+    /// # Errors
+    ///
+    /// The error of binding the listening socket.
+    pub fn try_start(upstream: &str) -> std::io::Result<Proxy> {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let addr = listener.local_addr()?.to_string();
         let proxy = Proxy {
             addr,
             state: Arc::default(),
@@ -140,7 +151,7 @@ impl Proxy {
                 spawn_pumps(client, server, state.clone(), fired.clone(), frozen.clone());
             }
         });
-        proxy
+        Ok(proxy)
     }
 
     /// The address clients connect to.
