@@ -231,6 +231,22 @@ impl SharedLock {
         })
     }
 
+    /// The blocking face of an async lock, for example one configured with
+    /// [`crate::LockBuilder`] (identity, ACLs, follower lag) on a client of
+    /// [`connect_client`](crate::connect_client). A client you built with
+    /// [`zk::Client`] runs on the runtime it was made on, which must keep
+    /// running while this lock is used.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InsideRuntime`], [`Error::Runtime`].
+    pub fn from_async(lock: crate::SharedLock) -> Result<SharedLock, Error> {
+        Ok(SharedLock {
+            lock,
+            rt: Arc::new(runtime()?),
+        })
+    }
+
     /// The async lock underneath.
     pub fn as_async(&self) -> &crate::SharedLock {
         &self.lock

@@ -86,6 +86,19 @@ pub enum Error {
         /// is involved ([`connect_client`](crate::connect_client)).
         path: Option<String>,
     },
+    /// The lease would be over before it starts: the session timeout is
+    /// too short for the follower lag ([`LockBuilder::follower_lag`](crate::LockBuilder::follower_lag)).
+    #[error(
+        "a session timeout of {session_timeout:?} leaves no lease with a follower lag of {follower_lag:?}: \
+         the session timeout must be above 1.21 x the follower lag (ask for a longer one, or raise the \
+         server's maxSessionTimeout)"
+    )]
+    LeaseTooShort {
+        /// The negotiated session timeout.
+        session_timeout: std::time::Duration,
+        /// The configured follower lag.
+        follower_lag: std::time::Duration,
+    },
     /// No ZooKeeper server answered in time.
     #[error("cannot reach ZooKeeper at {servers}: no server answered (tried for up to {timeout:?}); is a server running there?")]
     Unreachable {
@@ -262,6 +275,7 @@ mod tests {
                 Error::EphemeralDirectory { .. } => "EphemeralDirectory",
                 Error::InvalidConnectString { .. } => "InvalidConnectString",
                 Error::ChrootMissing { .. } => "ChrootMissing",
+                Error::LeaseTooShort { .. } => "LeaseTooShort",
                 Error::Unreachable { .. } => "Unreachable",
                 Error::InsideRuntime => "InsideRuntime",
                 Error::Runtime(_) => "Runtime",
@@ -292,6 +306,10 @@ mod tests {
             Error::ChrootMissing {
                 chroot: s(),
                 path: None,
+            },
+            Error::LeaseTooShort {
+                session_timeout: std::time::Duration::ZERO,
+                follower_lag: std::time::Duration::ZERO,
             },
             Error::Unreachable {
                 servers: s(),

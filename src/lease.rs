@@ -75,10 +75,28 @@ use std::time::{Duration, Instant};
 /// undisciplined quartz clock by about 0.01 %.
 pub const CLOCK_RATE_MARGIN: u32 = 50;
 
+/// How long a lease lasts from the send instant of the last answered
+/// request: the negotiated session `timeout`, less [`CLOCK_RATE_MARGIN`],
+/// less, if `follower_lag` is not zero, the follower lag and the client's
+/// ping interval (3/20 of the timeout: the leader may know of the session
+/// only from the ping before). `None` if nothing is left.
+pub fn span(timeout: Duration, follower_lag: Duration) -> Option<Duration> {
+    let allowance = if follower_lag.is_zero() {
+        Duration::ZERO
+    } else {
+        follower_lag + timeout * 3 / 20
+    };
+    (timeout - timeout / CLOCK_RATE_MARGIN)
+        .checked_sub(allowance)
+        .filter(|span| !span.is_zero())
+}
+
 /// The lease deadline of a session whose last answered request was sent at
-/// `answered_sent`, with the negotiated session `timeout`.
-pub fn deadline(answered_sent: Instant, timeout: Duration) -> Instant {
-    answered_sent + timeout - timeout / CLOCK_RATE_MARGIN
+/// `answered_sent`, with the negotiated session `timeout` and the
+/// ensemble's `follower_lag` (zero: see [`span`]); `answered_sent` itself
+/// if no lease is left.
+pub fn deadline(answered_sent: Instant, timeout: Duration, follower_lag: Duration) -> Instant {
+    answered_sent + span(timeout, follower_lag).unwrap_or_default()
 }
 
 /// Where a held lock stands. See the [module documentation](self) for what
@@ -161,13 +179,33 @@ mod tests {
     #[test]
     fn deadline_is_the_timeout_less_two_percent() {
         let t0 = Instant::now();
+        let zero = Duration::ZERO;
         assert_eq!(
-            deadline(t0, Duration::from_secs(10)),
+            deadline(t0, Duration::from_secs(10), zero),
             t0 + Duration::from_millis(9_800)
         );
         assert_eq!(
-            deadline(t0, Duration::from_secs(4)),
+            deadline(t0, Duration::from_secs(4), zero),
             t0 + Duration::from_millis(3_920)
+        );
+    }
+
+    #[test]
+    fn a_follower_lag_costs_itself_and_a_ping_interval() {
+        let t0 = Instant::now();
+        let (t, lag) = (Duration::from_secs(20), Duration::from_secs(12));
+        // 20 s - 0.4 s - (12 s + 3 s)
+        assert_eq!(span(t, lag), Some(Duration::from_millis(4_600)));
+        assert_eq!(deadline(t0, t, lag), t0 + Duration::from_millis(4_600));
+        // Nothing left: the deadline is the send instant itself.
+        let t = Duration::from_secs(10);
+        assert_eq!(span(t, lag), None);
+        assert_eq!(deadline(t0, t, lag), t0);
+        // Exactly nothing left is none either.
+        assert_eq!(span(Duration::from_secs(1), Duration::from_millis(830)), None);
+        assert_eq!(
+            span(Duration::from_secs(1), Duration::from_millis(829)),
+            Some(Duration::from_millis(1))
         );
     }
 

@@ -81,6 +81,8 @@ struct Inner {
     tasks: Arc<background::Tasks>,
     /// What the acquires did.
     stats: Recorder,
+    /// Subtracted from lease deadlines, see [`LockBuilder::follower_lag`].
+    follower_lag: Duration,
 }
 
 impl Drop for Inner {
@@ -119,6 +121,7 @@ pub struct LockBuilder {
     path: String,
     identity: Option<String>,
     acls: Vec<zk::Acl>,
+    follower_lag: Duration,
 }
 
 impl LockBuilder {
@@ -137,13 +140,47 @@ impl LockBuilder {
         self
     }
 
+    /// How much later than the leader a follower of your ensemble may learn
+    /// of, or report on, a session: `syncLimit × tickTime + tickTime` of the
+    /// ensemble (12 s for ZooKeeper's sample configuration: syncLimit 5,
+    /// tickTime 2 s). Default: zero, for a standalone server, or an
+    /// ensemble whose followers stay in touch with their leader.
+    ///
+    /// A follower answers its clients' pings itself and reports them to the
+    /// leader, which expires sessions, only in answer to the leader's own
+    /// pings. A follower cut off from the leader, or whose leader stalls
+    /// (a long garbage collection), goes on answering for up to
+    /// `syncLimit × tickTime`, while the leader may expire the session on
+    /// what it last heard. A non-zero lag makes every lease deadline of
+    /// this lock earlier by the lag plus the client's ping interval (3/20
+    /// of the session timeout), which keeps it before the leader's expiry
+    /// in those cases too (see [`crate::lease`]). The session timeout must
+    /// then be well above the lag (more than 1.21 times it), or no lease is
+    /// left.
+    pub fn follower_lag(mut self, lag: Duration) -> LockBuilder {
+        self.follower_lag = lag;
+        self
+    }
+
     /// Validates the configuration. Does no I/O.
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidPath`], [`Error::InvalidIdentity`].
+    /// [`Error::InvalidPath`], [`Error::InvalidIdentity`];
+    /// [`Error::LeaseTooShort`] if the session timeout leaves no lease with
+    /// the [follower lag](Self::follower_lag).
     pub fn build(self) -> Result<SharedLock, Error> {
         validate_path(&self.path)?;
+        let timeout = self
+            .client
+            .session_lease()
+            .map_or(self.client.session_timeout(), |l| l.timeout);
+        if lease::span(timeout, self.follower_lag).is_none() {
+            return Err(Error::LeaseTooShort {
+                session_timeout: timeout,
+                follower_lag: self.follower_lag,
+            });
+        }
         let identity = match self.identity {
             Some(identity) => {
                 validate_identity(&identity)?;
@@ -160,6 +197,7 @@ impl LockBuilder {
                 warned: Mutex::new(HashSet::new()),
                 tasks: Arc::default(),
                 stats: Recorder::default(),
+                follower_lag: self.follower_lag,
             }),
         })
     }
@@ -306,6 +344,7 @@ impl SharedLock {
             client,
             path: path.to_owned(),
             identity: None,
+            follower_lag: Duration::ZERO,
             acls: zk::Acls::anyone_all().to_vec(),
         }
     }
@@ -1743,10 +1782,10 @@ struct Held {
     seq: i32,
     fencing_token: i64,
     lost: Arc<LostFlag>,
-    /// The lease deadline when the lock was granted: a floor for
-    /// [`Held::lease_deadline`] (the session's lease is always known once a
-    /// request was answered, so this is only a fallback).
-    granted_lease: std::time::Instant,
+    /// When the lock was granted: the lease deadline if the session's lease
+    /// is unknown (it is known once the server answered a request, so this
+    /// is only a fallback that makes such a guard lost at once).
+    granted_at: std::time::Instant,
     /// The watch on the node set while waiting, if any: the state futures
     /// use it instead of setting a new one, and the release fires it, so it
     /// never costs a request to remove.
@@ -1763,7 +1802,7 @@ impl Held {
         fencing_token: i64,
         own_watch: Option<WatchFuture>,
     ) -> Held {
-        let granted_lease = session_lease_deadline(&inner.client).unwrap_or_else(std::time::Instant::now);
+        let granted_at = std::time::Instant::now();
         Held {
             inner,
             mark,
@@ -1775,13 +1814,15 @@ impl Held {
                 lost: AtomicBool::new(false),
                 notify: Notify::new(),
             }),
-            granted_lease,
+            granted_at,
             released: false,
         }
     }
 
     fn lease_deadline(&self) -> std::time::Instant {
-        session_lease_deadline(&self.inner.client).map_or(self.granted_lease, |d| d.max(self.granted_lease))
+        // No floor from earlier readings: a reconnection may negotiate a
+        // shorter timeout, and the server renews the session with it.
+        session_lease_deadline(&self.inner.client, self.inner.follower_lag).unwrap_or(self.granted_at)
     }
 
     fn state(&self) -> HoldState {
@@ -1905,10 +1946,10 @@ impl Held {
 }
 
 /// The lease deadline of `client`'s session, once the server has answered.
-fn session_lease_deadline(client: &zk::Client) -> Option<std::time::Instant> {
+fn session_lease_deadline(client: &zk::Client, follower_lag: Duration) -> Option<std::time::Instant> {
     client
         .session_lease()
-        .map(|l| lease::deadline(l.answered_sent, l.timeout))
+        .map(|l| lease::deadline(l.answered_sent, l.timeout, follower_lag))
 }
 
 /// What became of a watch on a held node.

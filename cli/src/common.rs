@@ -118,7 +118,8 @@ impl From<zk_rwlock::Error> for Failure {
             Error::InvalidPath { .. }
             | Error::InvalidIdentity { .. }
             | Error::InvalidConnectString { .. }
-            | Error::ChrootMissing { .. } => exit::USAGE,
+            | Error::ChrootMissing { .. }
+            | Error::LeaseTooShort { .. } => exit::USAGE,
             Error::Unreachable { .. } => exit::UNAVAILABLE,
             Error::NoAuth { .. } => exit::NOPERM,
             // Its text says what happened and what to do about it.

@@ -131,6 +131,7 @@ Exit codes:
 
 Environment:
   ZK_CONNECT  ZooKeeper servers when --connect is not given
+  ZK_RWLOCK_FOLLOWER_LAG  --follower-lag when it is not given
   RUST_LOG    diagnostics on stderr, e.g. RUST_LOG=zk_rwlock=debug
 
 Examples:
@@ -191,6 +192,14 @@ pub struct Args {
     #[arg(long, value_name = "WHAT", value_enum, default_value_t = OnSuspend::Term)]
     on_suspend: OnSuspend,
 
+    /// On an ensemble whose followers may lose their leader or whose leader
+    /// may stall: syncLimit x tickTime + tickTime of the ensemble (e.g. 12s).
+    /// Makes the lease that much (and 3/20 of the session timeout) shorter,
+    /// so that it ends before the leader can expire the session even then;
+    /// the session timeout must be above 1.21 x DUR [default: 0s]
+    #[arg(long, value_name = "DUR", value_parser = common::parse_duration, allow_hyphen_values = true, env = "ZK_RWLOCK_FOLLOWER_LAG")]
+    follower_lag: Option<Duration>,
+
     /// The lock directory, an absolute ZooKeeper path like /locks/backup
     #[arg(value_name = "PATH")]
     path: String,
@@ -238,6 +247,9 @@ async fn exec(args: Args) -> Result<u8, Failure> {
     };
     let states = client.state_watcher();
     let mut builder = SharedLock::builder(client, &args.path);
+    if let Some(lag) = args.follower_lag {
+        builder = builder.follower_lag(lag);
+    }
     if let Some(identity) = &args.identity {
         builder = builder.identity(identity);
     }
