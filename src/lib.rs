@@ -44,7 +44,8 @@
 //! # Cargo features
 //!
 //! None: the crate has no optional parts. Its dependencies are the ZooKeeper
-//! client [`zk`] (`zookeeper-client`, with its `tokio` feature), `tokio`,
+//! client [`zk`] (`zk-rwlock-zookeeper-client`: zookeeper-client 0.11.2 with two
+//! patches, see its `PATCHES.md`; with its `tokio` feature), `tokio`,
 //! `tracing`, `thiserror` and `uuid`. The `zk-rwlock` command line (`exec`,
 //! `status`) is the separate package `zk-rwlock-cli`.
 #![forbid(unsafe_code)]
