@@ -233,7 +233,7 @@ impl SharedLock {
 
     /// The blocking face of an async lock, for example one configured with
     /// [`crate::LockBuilder`] (identity, ACLs, follower lag) on a client of
-    /// [`connect_client`](crate::connect_client). A client you built with
+    /// [`connect_client`]. A client you built with
     /// [`zk::Client`] runs on the runtime it was made on, which must keep
     /// running while this lock is used.
     ///
