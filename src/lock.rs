@@ -155,8 +155,8 @@ impl LockBuilder {
     /// this lock earlier by the lag plus the client's ping interval (3/20
     /// of the session timeout), which keeps it before the leader's expiry
     /// in those cases too (see [`crate::lease`]). The session timeout must
-    /// then be well above the lag (more than 1.21 times it), or no lease is
-    /// left.
+    /// then be at least 1.73 times the lag, so that a quarter of it is
+    /// left for the lease.
     pub fn follower_lag(mut self, lag: Duration) -> LockBuilder {
         self.follower_lag = lag;
         self
@@ -167,15 +167,18 @@ impl LockBuilder {
     /// # Errors
     ///
     /// [`Error::InvalidPath`], [`Error::InvalidIdentity`];
-    /// [`Error::LeaseTooShort`] if the session timeout leaves no lease with
-    /// the [follower lag](Self::follower_lag).
+    /// [`Error::LeaseTooShort`] if the session timeout leaves a lease of less
+    /// than a quarter of it with the [follower lag](Self::follower_lag).
     pub fn build(self) -> Result<SharedLock, Error> {
         validate_path(&self.path)?;
         let timeout = self
             .client
             .session_lease()
             .map_or(self.client.session_timeout(), |l| l.timeout);
-        if lease::span(timeout, self.follower_lag).is_none() {
+        // A lease shorter than a quarter of the timeout runs out between two
+        // pings of a healthy session (3/20 of the timeout apart, checked
+        // every 1/20): the guard would be lost for nothing.
+        if lease::span(timeout, self.follower_lag).is_none_or(|span| span < timeout / 4) {
             return Err(Error::LeaseTooShort {
                 session_timeout: timeout,
                 follower_lag: self.follower_lag,
@@ -1786,6 +1789,8 @@ struct Held {
     /// is unknown (it is known once the server answered a request, so this
     /// is only a fallback that makes such a guard lost at once).
     granted_at: std::time::Instant,
+    /// [`suspended_since_boot`] when the lock was granted.
+    suspended_at_grant: Duration,
     /// The watch on the node set while waiting, if any: the state futures
     /// use it instead of setting a new one, and the release fires it, so it
     /// never costs a request to remove.
@@ -1803,6 +1808,7 @@ impl Held {
         own_watch: Option<WatchFuture>,
     ) -> Held {
         let granted_at = std::time::Instant::now();
+        let suspended_at_grant = suspended_since_boot();
         Held {
             inner,
             mark,
@@ -1815,6 +1821,7 @@ impl Held {
                 notify: Notify::new(),
             }),
             granted_at,
+            suspended_at_grant,
             released: false,
         }
     }
@@ -1822,7 +1829,18 @@ impl Held {
     fn lease_deadline(&self) -> std::time::Instant {
         // No floor from earlier readings: a reconnection may negotiate a
         // shorter timeout, and the server renews the session with it.
-        session_lease_deadline(&self.inner.client, self.inner.follower_lag).unwrap_or(self.granted_at)
+        let deadline =
+            session_lease_deadline(&self.inner.client, self.inner.follower_lag).unwrap_or(self.granted_at);
+        // The monotonic clock stands still while the machine is suspended,
+        // the server's does not: a guard that lived through a suspend loses
+        // that much of its lease, for good (which answer came before the
+        // suspend and which after is not known).
+        let suspended = suspended_since_boot().saturating_sub(self.suspended_at_grant);
+        if suspended >= MIN_SUSPEND {
+            deadline.checked_sub(suspended).unwrap_or(self.granted_at)
+        } else {
+            deadline
+        }
     }
 
     fn state(&self) -> HoldState {
@@ -1872,7 +1890,7 @@ impl Held {
                 return state;
             }
             let flagged = self.lost.notify.notified();
-            let lease_end = Instant::from_std(self.lease_deadline());
+            let lease_end = Instant::from_std(self.lease_deadline()).min(Instant::now() + RECHECK);
             tokio::select! {
                 outcome = &mut watched => {
                     match outcome {
@@ -1943,6 +1961,32 @@ impl Held {
         .instrument(span)
         .await
     }
+}
+
+/// Below this, a difference between the boot and monotonic clocks is the
+/// time between reading them, not a suspend.
+const MIN_SUSPEND: Duration = Duration::from_millis(5);
+
+/// The longest a future waiting on a guard's state sleeps before it looks
+/// again: its timers run on the monotonic clock, which stands still while
+/// the machine is suspended, so after a resume it must not wait out a
+/// deadline that has long passed.
+const RECHECK: Duration = Duration::from_secs(1);
+
+/// How long this machine has been suspended since it booted:
+/// `CLOCK_BOOTTIME` less `CLOCK_MONOTONIC` (Linux). Zero where unknown.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn suspended_since_boot() -> Duration {
+    use rustix::time::{clock_gettime, ClockId, Timespec};
+    let nanos = |t: Timespec| i128::from(t.tv_sec) * 1_000_000_000 + i128::from(t.tv_nsec);
+    let monotonic = nanos(clock_gettime(ClockId::Monotonic));
+    let boot = nanos(clock_gettime(ClockId::Boottime));
+    Duration::from_nanos(u64::try_from((boot - monotonic).max(0)).unwrap_or(u64::MAX))
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn suspended_since_boot() -> Duration {
+    Duration::ZERO
 }
 
 /// The lease deadline of `client`'s session, once the server has answered.

@@ -196,7 +196,7 @@ pub struct Args {
     /// may stall: syncLimit x tickTime + tickTime of the ensemble (e.g. 12s).
     /// Makes the lease that much (and 3/20 of the session timeout) shorter,
     /// so that it ends before the leader can expire the session even then;
-    /// the session timeout must be above 1.21 x DUR [default: 0s]
+    /// the session timeout must be at least 1.73 x DUR [default: 0s]
     #[arg(long, value_name = "DUR", value_parser = common::parse_duration, allow_hyphen_values = true, env = "ZK_RWLOCK_FOLLOWER_LAG")]
     follower_lag: Option<Duration>,
 
