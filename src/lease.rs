@@ -22,19 +22,69 @@
 //! The send instant is taken before the request's bytes reach the socket,
 //! for every request and ping (the ZooKeeper client records it; see
 //! `vendor/zookeeper-client/PATCHES.md`, patch 3). The client pings an idle
-//! session every 3/20 of the timeout, and every answer to a lock's own
-//! requests counts too, so on a healthy connection the deadline stays
-//! 0.8 to 1 session timeout ahead, with no traffic of its own: the lease
-//! belongs to the session, and a hundred guards on one session share one
-//! heartbeat.
+//! session every 3/20 of the timeout (checking every 1/20), and every
+//! answer to a lock's own requests counts too, so on a healthy connection
+//! the deadline stays 0.78 to 0.98 session timeouts ahead, with no traffic
+//! of its own: the lease belongs to the session, and a hundred guards on
+//! one session share one heartbeat.
 //!
-//! In an ensemble a follower reports the requests it received to the
-//! leader (which expires sessions) within half a tick. The leader cannot
-//! expire the session on an older renewal before that report arrives,
-//! because an answered request never follows a silence of more than about
-//! half the session timeout: the client drops a connection that stays
-//! silent for 2/5 of it, and a new connection is validated by the leader
-//! itself. A leader that takes over restarts every session's timeout.
+//! # On an ensemble: the follower lag
+//!
+//! The argument above holds for the server that expires sessions: a
+//! standalone server, or an ensemble's leader. A follower answers its
+//! clients' requests and pings itself and tells the leader which sessions
+//! it heard from only in answer to the leader's own pings (every half
+//! tick). While the follower is in touch with a live leader that is soon
+//! enough: the leader hears of a renewal within half a tick, long before
+//! the session could expire on the renewal before (those are at most about
+//! 0.55 session timeouts apart: the client drops a connection that stays
+//! silent for 2/5 of the timeout, and a new connection is validated by the
+//! leader itself). But a follower cut off from its leader, or whose leader
+//! stalls (a long garbage collection, a stuck disk), goes on answering for
+//! up to `syncLimit × tickTime` before it gives up, while the leader
+//! expires the session on what it last heard. A lease renewed by those
+//! answers can outlast the session.
+//!
+//! [`LockBuilder::follower_lag`](crate::LockBuilder::follower_lag) closes
+//! that gap: set it to `syncLimit × tickTime + tickTime` of the ensemble,
+//! and every lease deadline comes that much earlier, and a ping interval
+//! (3/20 of the timeout) more, as the leader may know of the session only
+//! from the ping before the last one it heard of:
+//!
+//! ```text
+//! lease deadline = send instant of the last answered request
+//!                  + session timeout − session timeout / 50
+//!                  − (follower lag + 3/20 × session timeout)   if the lag is set
+//! ```
+//!
+//! A leader that resumes after a stall expires the sessions it last heard
+//! of more than a timeout ago; a follower keeps answering through a stall
+//! shorter than `syncLimit × tickTime`. With the lag set, the session
+//! timeout must be at least 1.73 times the lag (a quarter of it is left as
+//! the lease, see [`span`]), so such a stall cannot reach a session's
+//! expiry, and a follower cut off from its leader stops renewing leases
+//! before they could reach it. `tests/lease_followers.rs` cuts a follower
+//! off from its leader: without the lag, the holder reported `Suspended`
+//! with a lease deadline 636 ms after another writer's grant; with it, its
+//! lease ran out about half a second before that grant. A leader that
+//! takes over restarts every session's timeout, with the timeout it was
+//! created with or last renewed with, which only ever moves the expiry
+//! later.
+//!
+//! Without a lag (the default), the lease is exact for a standalone server
+//! and for an ensemble whose members stay in touch with a live leader; the
+//! holder's fencing token is what protects the resource in the other case.
+//!
+//! # Clocks
+//!
+//! The deadline is on the client's monotonic clock, which stands still
+//! while the machine is suspended (a laptop's lid, a paused virtual
+//! machine) while the server's clock runs on. On Linux a guard compares
+//! the boot clock with the monotonic one and takes the time the machine
+//! was suspended since the grant off its lease, for good; the futures that
+//! wait on a guard's state look again at least every second, so they see a
+//! resumed machine's lapsed lease within a second. A process that is
+//! stopped (SIGSTOP) is no problem: the monotonic clock runs on.
 //!
 //! What each state promises, for a guard whose node is this session's:
 //!
