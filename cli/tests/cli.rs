@@ -656,6 +656,27 @@ async fn bad_arguments_are_reported_clearly() {
             2,
             "unexpected argument '--mode'".to_owned(),
         ),
+        // A follower lag the session timeout (4 s) cannot carry.
+        (
+            vec![
+                "exec",
+                "-w",
+                "--session-timeout",
+                "4s",
+                "--follower-lag",
+                "3s",
+                &path,
+                "--",
+                "true",
+            ],
+            2,
+            "leaves too short a lease with a follower lag of 3s: the session timeout must be at least 1.73 x the follower lag".to_owned(),
+        ),
+        (
+            vec!["exec", "-w", "--follower-lag", "soon", &path, "--", "true"],
+            2,
+            "invalid value 'soon' for '--follower-lag <DUR>'".to_owned(),
+        ),
         (
             vec!["exec", &path, "--", "true"],
             2,
