@@ -86,11 +86,11 @@ pub enum Error {
         /// is involved ([`connect_client`](crate::connect_client)).
         path: Option<String>,
     },
-    /// The lease would be too short to last from one ping to the next: the
-    /// session timeout is too short for the follower lag ([`LockBuilder::follower_lag`](crate::LockBuilder::follower_lag)).
+    /// The lease would be too short to act on: the session timeout is less
+    /// than 2.25 times the follower lag ([`LockBuilder::follower_lag`](crate::LockBuilder::follower_lag)).
     #[error(
         "a session timeout of {session_timeout:?} leaves too short a lease with a follower lag of \
-         {follower_lag:?}: the session timeout must be at least 1.73 x the follower lag (ask for a longer \
+         {follower_lag:?}: the session timeout must be at least 2.25 x the follower lag (ask for a longer \
          one, or raise the server's maxSessionTimeout)"
     )]
     LeaseTooShort {

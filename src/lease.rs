@@ -60,8 +60,8 @@
 //! A leader that resumes after a stall expires the sessions it last heard
 //! of more than a timeout ago; a follower keeps answering through a stall
 //! shorter than `syncLimit × tickTime`. With the lag set, the session
-//! timeout must be at least 1.73 times the lag (a quarter of it is left as
-//! the lease, see [`span`]), so such a stall cannot reach a session's
+//! timeout must be at least 2.25 times the lag (0.38 of it or more is left
+//! as the lease, see [`span`]), so such a stall cannot reach a session's
 //! expiry, and a follower cut off from its leader stops renewing leases
 //! before they could reach it. `tests/lease_followers.rs` cuts a follower
 //! off from its leader: without the lag, the holder reported `Suspended`

@@ -155,8 +155,8 @@ impl LockBuilder {
     /// this lock earlier by the lag plus the client's ping interval (3/20
     /// of the session timeout), which keeps it before the leader's expiry
     /// in those cases too (see [`crate::lease`]). The session timeout must
-    /// then be at least 1.73 times the lag, so that a quarter of it is
-    /// left for the lease.
+    /// then be at least 2.25 times the lag, which leaves 0.38 of it or more
+    /// for the lease.
     pub fn follower_lag(mut self, lag: Duration) -> LockBuilder {
         self.follower_lag = lag;
         self
@@ -167,18 +167,19 @@ impl LockBuilder {
     /// # Errors
     ///
     /// [`Error::InvalidPath`], [`Error::InvalidIdentity`];
-    /// [`Error::LeaseTooShort`] if the session timeout leaves a lease of less
-    /// than a quarter of it with the [follower lag](Self::follower_lag).
+    /// [`Error::LeaseTooShort`] if the session timeout is less than 2.25
+    /// times the [follower lag](Self::follower_lag).
     pub fn build(self) -> Result<SharedLock, Error> {
         validate_path(&self.path)?;
         let timeout = self
             .client
             .session_lease()
             .map_or(self.client.session_timeout(), |l| l.timeout);
-        // A lease shorter than a quarter of the timeout runs out between two
-        // pings of a healthy session (3/20 of the timeout apart, checked
-        // every 1/20): the guard would be lost for nothing.
-        if lease::span(timeout, self.follower_lag).is_none_or(|span| span < timeout / 4) {
+        // A lag above 4/9 of the timeout leaves a lease of less than 0.39 of
+        // it: too close to the gaps between two answers of a healthy session
+        // (3/20 of the timeout between pings, checked every 1/20) for a
+        // holder to act on, and for `exec`'s kill margin.
+        if self.follower_lag * 9 > timeout * 4 || lease::span(timeout, self.follower_lag).is_none() {
             return Err(Error::LeaseTooShort {
                 session_timeout: timeout,
                 follower_lag: self.follower_lag,

@@ -429,26 +429,26 @@ async fn a_timeout_shortened_by_a_reconnect_shortens_the_lease() {
 async fn a_follower_lag_too_long_for_the_session_timeout_is_refused() {
     let client = support::client().await; // 4 s sessions
     let path = support::unique_path("lease-too-short");
-    // 4 s: 3.92 s - 0.6 s - 2.4 s = 0.92 s, less than a quarter of 4 s.
+    // 4 s is less than 2.25 x 1.8 s (the lease would be 1.52 s).
     let err = SharedLock::builder(client.clone(), &path)
-        .follower_lag(Duration::from_millis(2400))
+        .follower_lag(Duration::from_millis(1800))
         .build()
         .unwrap_err();
     assert!(matches!(err, zk_rwlock::Error::LeaseTooShort { .. }), "{err:?}");
     assert!(
-        err.to_string().contains("at least 1.73 x the follower lag"),
+        err.to_string().contains("at least 2.25 x the follower lag"),
         "{err}"
     );
-    // 4 s: 3.92 s - 0.6 s - 2.3 s = 1.02 s.
+    // 4 s = 2.25 x 1.777 s: 3.92 s - 0.6 s - 1.777 s = 1.543 s.
     let lock = SharedLock::builder(client, &path)
-        .follower_lag(Duration::from_millis(2300))
+        .follower_lag(Duration::from_millis(1777))
         .build()
         .unwrap();
     let guard = lock.write().await.unwrap();
     let left = guard
         .lease_deadline()
         .saturating_duration_since(std::time::Instant::now());
-    assert!(left <= Duration::from_millis(1020), "{left:?}");
+    assert!(left <= Duration::from_millis(1543), "{left:?}");
     assert_eq!(guard.state(), HoldState::Held);
     guard.release().await.unwrap();
 }

@@ -197,7 +197,7 @@ pub struct Args {
     /// may stall: syncLimit x tickTime + tickTime of the ensemble (e.g. 12s).
     /// Makes the lease that much (and 3/20 of the session timeout) shorter,
     /// so that it ends before the leader can expire the session even then;
-    /// the session timeout must be at least 1.73 x DUR [default: 0s]
+    /// the session timeout must be at least 2.25 x DUR [default: 0s]
     #[arg(long, value_name = "DUR", value_parser = common::parse_duration, allow_hyphen_values = true, env = "ZK_RWLOCK_FOLLOWER_LAG")]
     follower_lag: Option<Duration>,
 
@@ -331,7 +331,14 @@ async fn with_lock(lock: SharedLock, args: &Args, signals: &mut Signals) -> Resu
     let policy = Policy {
         on_suspend: args.on_suspend,
         kill_after: args.kill_after,
-        margin: stop::kill_margin(session_timeout),
+        // A lease shortened by a follower lag keeps a kill margin of at most
+        // a quarter of it: the deadline never comes that close between two
+        // answers of a healthy session.
+        margin: stop::kill_margin(session_timeout).min(
+            zk_rwlock::lease::span(session_timeout, args.follower_lag.unwrap_or_default())
+                .unwrap_or_default()
+                / 4,
+        ),
     };
     let period = lease_file::check_period(session_timeout);
     let outcome = supervise(child, &lock, &guard, policy, period, &mut lease, signals).await;
