@@ -44,9 +44,10 @@
 //! # Cargo features
 //!
 //! None: the crate has no optional parts. Its dependencies are the ZooKeeper
-//! client [`zk`] (`zk-rwlock-zookeeper-client`: zookeeper-client 0.11.2 with two
+//! client [`zk`] (`zk-rwlock-zookeeper-client`: zookeeper-client 0.11.2 with
 //! patches, see its `PATCHES.md`; with its `tokio` feature), `tokio`,
-//! `tracing`, `thiserror` and `uuid`. The `zk-rwlock` command line (`exec`,
+//! `tracing`, `thiserror`, `uuid` and `rustix` (the boot clock, on Linux).
+//! The `zk-rwlock` command line (`exec`,
 //! `status`) is the separate package `zk-rwlock-cli`.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

@@ -24,6 +24,9 @@ pub struct Depot {
     writing_slices: Vec<IoSlice<'static>>,
     writing_operations: VecDeque<Operation>,
     written_operations: HashMap<i32, SessionOperation>,
+    // Written requests with predefined xids other than ping, in write order. Several of them can
+    // share a xid (e.g. `SetWatches` batches) and ZooKeeper replies to them in order (patch 4).
+    written_predefined: VecDeque<SessionOperation>,
 
     sasl: bool,
     pending_operations: VecDeque<SessionOperation>,
@@ -42,6 +45,7 @@ impl Depot {
             writing_slices: Vec::with_capacity(writing_capacity),
             writing_operations: VecDeque::with_capacity(writing_capacity),
             written_operations: HashMap::with_capacity(128),
+            written_predefined: VecDeque::with_capacity(8),
             pending_operations: VecDeque::with_capacity(32),
             watching_paths: HashMap::with_capacity(32),
             unwatching_paths: HashMap::with_capacity(32),
@@ -56,6 +60,7 @@ impl Depot {
         self.writing_slices.clear();
         self.writing_operations.clear();
         self.written_operations.clear();
+        self.written_predefined.clear();
         self.pending_operations.clear();
         self.watching_paths.clear();
         self.unwatching_paths.clear();
@@ -63,13 +68,16 @@ impl Depot {
 
     /// Error out ongoing operations except authes.
     pub fn error(&mut self, err: &Error) {
-        self.written_operations.drain().for_each(|(_, operation)| {
-            if operation.request.get_code() == OpCode::Auth {
-                self.pending_authes.push(operation);
-                return;
-            }
-            operation.responser.send(Err(err.clone()));
-        });
+        self.written_predefined
+            .drain(..)
+            .chain(self.written_operations.drain().map(|(_, operation)| operation))
+            .for_each(|operation| {
+                if operation.request.get_code() == OpCode::Auth {
+                    self.pending_authes.push(operation);
+                    return;
+                }
+                operation.responser.send(Err(err.clone()));
+            });
         self.writing_operations.drain(..).for_each(|operation| {
             if let Operation::Session(operation) = operation {
                 if operation.request.get_code() == OpCode::Auth {
@@ -96,11 +104,26 @@ impl Depot {
 
     /// Check whether there is any ongoing operations.
     pub fn is_empty(&self) -> bool {
-        self.writing_operations.is_empty() && self.written_operations.is_empty() && self.pending_operations.is_empty()
+        self.writing_operations.is_empty()
+            && self.written_operations.is_empty()
+            && self.written_predefined.is_empty()
+            && self.pending_operations.is_empty()
+    }
+
+    /// Whether replies with this xid are matched in write order: a predefined xid other than ping,
+    /// which is at most one in flight.
+    fn is_replied_in_order(xid: i32) -> bool {
+        xid < 0 && xid != PredefinedXid::Ping as i32
     }
 
     pub fn pop_request(&mut self, xid: i32) -> Result<SessionOperation, Error> {
-        match self.written_operations.remove(&xid) {
+        let operation = if Self::is_replied_in_order(xid) {
+            let index = self.written_predefined.iter().position(|operation| operation.request.get_xid() == xid);
+            index.and_then(|index| self.written_predefined.remove(index))
+        } else {
+            self.written_operations.remove(&xid)
+        };
+        match operation {
             None => Err(Error::UnexpectedError(format!("recv response with xid {xid} but no pending request"))),
             Some(operation) => Ok(operation),
         }
@@ -264,7 +287,11 @@ impl Depot {
                 .for_each(|mut operation| {
                     operation.sent = Some(started);
                     let xid = operation.request.get_xid();
-                    self.written_operations.insert(xid, operation);
+                    if Self::is_replied_in_order(xid) {
+                        self.written_predefined.push_back(operation);
+                    } else {
+                        self.written_operations.insert(xid, operation);
+                    }
                 });
         }
         if written_bytes != 0 {
