@@ -58,6 +58,7 @@ pub mod blocking;
 mod error;
 pub mod lease;
 mod lock;
+pub mod multi;
 pub mod node_name;
 pub mod ordering;
 mod stats;
@@ -69,6 +70,7 @@ pub use lock::{
     ReadGuard, SharedLock, Snapshot, WriteGuard, DEFAULT_CONNECT_TIMEOUT, DEFAULT_SESSION_TIMEOUT,
     GIVE_UP_SLACK, TRY_TIMEOUT,
 };
+pub use multi::{MultiGuard, MultiLock};
 pub use node_name::{Mode, NodeName};
 pub use stats::Stats;
 /// The ZooKeeper client crate, re-exported so that users need not pin the same version.

@@ -1,0 +1,374 @@
+//! All or nothing: one guard over several locks, each in its own mode.
+//!
+//! A [`MultiLock`] names several lock directories, each with a [`Mode`]
+//! (say write `/accounts/42` and read `/rates`). Its acquire takes every
+//! part or none: on timeout, on failure partway, or when its future is
+//! dropped, the parts it already holds are released and the contender node
+//! it was waiting with is deleted, in the background (see
+//! [`SharedLock`]'s cancellation safety). A [`MultiGuard`] holds them all.
+//!
+//! # No deadlock between multi-locks
+//!
+//! The parts are acquired one after the other in one canonical order,
+//! sorted by path, whatever order the caller gave: two multi-locks over
+//! the same paths (named in any order) never each hold a part the other
+//! waits for. This holds among multi-locks and single locks whose paths
+//! are compared in the same namespace (the same chroot). A task that holds
+//! a single guard and then asks a multi-lock for a path sorted before it
+//! can still deadlock, as with any two locks taken in opposite orders.
+//!
+//! Apache Curator's `InterProcessMultiLock` acquires its locks in the order
+//! the caller lists them ("the order that they are to be locked"), so two
+//! processes listing the same paths in opposite orders can deadlock; its
+//! timed acquire also gives each lock the whole timeout. Here the order is
+//! canonical and [`MultiLock::acquire_timeout`]'s deadline is for all parts
+//! together.
+//!
+//! # Duplicate paths
+//!
+//! A path may appear once: [`MultiLock::new`] rejects a second occurrence
+//! with [`Error::InvalidPath`] (reason: "it appears more than once in one
+//! multi-lock") rather than guess which mode was meant: two contenders of
+//! one multi-lock on one lock would wait for each other, as asking a held
+//! read lock for write does. A multi-lock needs at least one part (an
+//! empty list is an [`Error::InvalidPath`] with an empty path).
+//!
+//! # What the guard reports
+//!
+//! The parts share a fate: [`MultiGuard::state`] is the worst part's
+//! ([`HoldState::Lost`] over [`HoldState::Suspended`] over
+//! [`HoldState::Held`]), [`MultiGuard::lease_deadline`] the earliest, and
+//! [`MultiGuard::lost`] completes when any part is lost. Each part has its
+//! own fencing token ([`MultiGuard::fencing_token`]): pass each store the
+//! token of the lock that guards it.
+//!
+//! # Example
+//!
+//! ```no_run
+//! use zk_rwlock::{multi::MultiLock, Mode};
+//!
+//! # async fn example() -> Result<(), zk_rwlock::Error> {
+//! let client = zk_rwlock::connect_client(
+//!     "127.0.0.1:2181",
+//!     zk_rwlock::DEFAULT_SESSION_TIMEOUT,
+//!     zk_rwlock::DEFAULT_CONNECT_TIMEOUT,
+//! )
+//! .await?;
+//! let lock = MultiLock::new(client, &[("/accounts/42", Mode::Write), ("/rates", Mode::Read)])?;
+//! let guard = lock.acquire().await?; // or try_acquire(), acquire_timeout(d)
+//! let token = guard.fencing_token("/accounts/42"); // Some(czxid) for each part's path
+//! tokio::select! {
+//!     _ = transfer(token) => {}
+//!     // Any part's connection or lock is lost: stop before the earliest lease deadline.
+//!     _ = guard.suspended() => return Ok(()),
+//! }
+//! guard.release().await?; // releases every part; dropping the guard does too, in the background
+//! # Ok(())
+//! # }
+//! # async fn transfer(_token: Option<i64>) {}
+//! ```
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::Poll;
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tracing::debug;
+
+use crate::error::Error;
+use crate::lease::HoldState;
+use crate::lock::{Guard, SharedLock};
+use crate::node_name::Mode;
+use crate::zk;
+
+/// Several locks, each in its own mode, acquired all together or not at
+/// all (see the [module documentation](self)). Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct MultiLock {
+    /// Sorted by path, without duplicates, never empty.
+    parts: Vec<(SharedLock, Mode)>,
+}
+
+impl MultiLock {
+    /// A multi-lock over `parts` (lock directory path and mode), all used
+    /// through `client` with the default identity and ACLs. The order of
+    /// `parts` does not matter. No I/O.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidPath`] for a path that is not a valid lock
+    /// directory, that appears twice, or if `parts` is empty.
+    pub fn new(client: zk::Client, parts: &[(&str, Mode)]) -> Result<MultiLock, Error> {
+        let locks = parts
+            .iter()
+            .map(|&(path, mode)| Ok((SharedLock::new(client.clone(), path)?, mode)))
+            .collect::<Result<Vec<_>, Error>>()?;
+        MultiLock::from_locks(locks)
+    }
+
+    /// A multi-lock over locks made elsewhere, for example with
+    /// [`SharedLock::builder`] (identity, ACLs, follower lag). The locks
+    /// may use different sessions; paths are compared as given, so they
+    /// should all be relative to the same chroot.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidPath`] if a path appears twice or `parts` is empty.
+    pub fn from_locks(parts: impl IntoIterator<Item = (SharedLock, Mode)>) -> Result<MultiLock, Error> {
+        let mut parts: Vec<(SharedLock, Mode)> = parts.into_iter().collect();
+        if parts.is_empty() {
+            return Err(Error::InvalidPath {
+                path: String::new(),
+                reason: "a multi-lock needs at least one lock path",
+            });
+        }
+        parts.sort_by(|a, b| a.0.path().cmp(b.0.path()));
+        if let Some(pair) = parts.windows(2).find(|w| w[0].0.path() == w[1].0.path()) {
+            return Err(Error::InvalidPath {
+                path: pair[0].0.path().to_owned(),
+                reason: "it appears more than once in one multi-lock",
+            });
+        }
+        Ok(MultiLock { parts })
+    }
+
+    /// The parts in acquisition order (sorted by path).
+    pub fn parts(&self) -> impl Iterator<Item = (&SharedLock, Mode)> + '_ {
+        self.parts.iter().map(|(lock, mode)| (lock, *mode))
+    }
+
+    /// Acquires every part, waiting as long as it takes.
+    ///
+    /// # Errors
+    ///
+    /// The first part's error (as [`SharedLock::read`]); the parts taken
+    /// before it are released.
+    ///
+    /// # Cancellation safety
+    ///
+    /// Dropping the future releases the parts already held and deletes the
+    /// node of the part being acquired, in the background.
+    pub async fn acquire(&self) -> Result<MultiGuard, Error> {
+        let mut held = Vec::with_capacity(self.parts.len());
+        for (lock, mode) in &self.parts {
+            held.push(lock.acquire(*mode).await?);
+        }
+        Ok(MultiGuard { parts: held })
+    }
+
+    /// Acquires every part if each is free now; `Ok(None)` otherwise, with
+    /// what was taken released (see [`SharedLock::try_acquire`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`MultiLock::acquire`].
+    pub async fn try_acquire(&self) -> Result<Option<MultiGuard>, Error> {
+        let mut held = Vec::with_capacity(self.parts.len());
+        for (lock, mode) in &self.parts {
+            match lock.try_acquire(*mode).await? {
+                Some(guard) => held.push(guard),
+                None => return Ok(self.gave_up(lock, held)),
+            }
+        }
+        Ok(Some(MultiGuard { parts: held }))
+    }
+
+    /// Acquires every part within `timeout`, counted for all parts
+    /// together; `Ok(None)` on timeout, with what was taken released. The
+    /// call returns at most [`crate::GIVE_UP_SLACK`] after the deadline (see
+    /// [`SharedLock::acquire_timeout`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`MultiLock::acquire`].
+    pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<MultiGuard>, Error> {
+        let deadline = Instant::now() + timeout;
+        let mut held = Vec::with_capacity(self.parts.len());
+        for (lock, mode) in &self.parts {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match lock.acquire_timeout(*mode, left).await? {
+                Some(guard) => held.push(guard),
+                None => return Ok(self.gave_up(lock, held)),
+            }
+        }
+        Ok(Some(MultiGuard { parts: held }))
+    }
+
+    /// Drops the parts taken (each releases in the background) after `at`
+    /// was not free in time.
+    fn gave_up(&self, at: &SharedLock, held: Vec<Guard>) -> Option<MultiGuard> {
+        debug!(
+            lock = at.path(),
+            released = held.len(),
+            "multi-lock gave up; releasing the parts taken"
+        );
+        drop(held);
+        None
+    }
+}
+
+/// Every part of a [`MultiLock`], held. Dropping it releases them all in
+/// the background; [`MultiGuard::release`] waits and reports.
+#[derive(Debug)]
+#[must_use = "dropping the guard releases the locks"]
+pub struct MultiGuard {
+    /// Sorted by path.
+    parts: Vec<Guard>,
+}
+
+impl MultiGuard {
+    /// The guards of the parts, sorted by lock path.
+    pub fn parts(&self) -> &[Guard] {
+        &self.parts
+    }
+
+    /// The guards of the parts, sorted by lock path, to keep or release one
+    /// by one.
+    pub fn into_parts(self) -> Vec<Guard> {
+        self.parts
+    }
+
+    /// The guard of the part on lock directory `path`, if there is one.
+    pub fn part(&self, path: &str) -> Option<&Guard> {
+        self.parts.iter().find(|g| lock_dir(g.node()) == path)
+    }
+
+    /// The fencing token of the part on lock directory `path` (see
+    /// [`Guard::fencing_token`]); `None` if no part has that path.
+    pub fn fencing_token(&self, path: &str) -> Option<i64> {
+        self.part(path).map(Guard::fencing_token)
+    }
+
+    /// The worst state of the parts: lost if any part is lost, else
+    /// suspended if any is suspended, else held.
+    pub fn state(&self) -> HoldState {
+        worst(self.parts.iter().map(Guard::state))
+    }
+
+    /// False once any part is known lost.
+    pub fn is_held(&self) -> bool {
+        self.state() != HoldState::Lost
+    }
+
+    /// The earliest lease deadline of the parts: until then no one else
+    /// can hold a lock conflicting with any part.
+    pub fn lease_deadline(&self) -> std::time::Instant {
+        self.parts
+            .iter()
+            .map(Guard::lease_deadline)
+            .min()
+            .unwrap_or_else(std::time::Instant::now)
+    }
+
+    /// Completes when any part is lost.
+    pub async fn lost(&self) {
+        first(
+            self.parts
+                .iter()
+                .map(|g| Box::pin(g.lost()) as Pin<Box<dyn Future<Output = ()> + Send + '_>>),
+        )
+        .await;
+    }
+
+    /// Completes when any part is no longer held (suspended or lost), with
+    /// the worst state then.
+    pub async fn suspended(&self) -> HoldState {
+        first(self.parts.iter().map(|g| {
+            Box::pin(async move {
+                g.suspended().await;
+            }) as Pin<Box<dyn Future<Output = ()> + Send + '_>>
+        }))
+        .await;
+        worst([self.state(), HoldState::Suspended].into_iter())
+    }
+
+    /// Completes when no part is suspended any more: all held again, or
+    /// one lost. Returns the state then.
+    pub async fn resumed(&self) -> HoldState {
+        loop {
+            let all_resumed = async {
+                for g in &self.parts {
+                    if g.resumed().await == HoldState::Lost {
+                        return;
+                    }
+                }
+            };
+            tokio::select! {
+                () = all_resumed => {}
+                () = self.lost() => return HoldState::Lost,
+            }
+            match self.state() {
+                HoldState::Suspended => continue,
+                state => return state,
+            }
+        }
+    }
+
+    /// Releases every part, all at once, and reports the first error (in
+    /// path order); every part is released (or left to its background
+    /// release) whatever the others do.
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::WriteGuard::release`].
+    pub async fn release(self) -> Result<(), Error> {
+        let results = join_all(self.parts.into_iter().map(|g| Box::pin(g.release()))).await;
+        results.into_iter().collect()
+    }
+}
+
+/// The worst of `states` ([`HoldState::Held`] if there are none).
+fn worst(states: impl Iterator<Item = HoldState>) -> HoldState {
+    states.max_by_key(|s| rank(*s)).unwrap_or(HoldState::Held)
+}
+
+/// How bad a state is: lost over suspended over held.
+fn rank(state: HoldState) -> u8 {
+    match state {
+        HoldState::Held => 0,
+        HoldState::Suspended => 1,
+        HoldState::Lost => 2,
+    }
+}
+
+/// The lock directory of the contender node `node`.
+fn lock_dir(node: &str) -> &str {
+    node.rsplit_once('/').map_or("", |(dir, _)| dir)
+}
+
+/// Completes when the first of `futures` does (never if there are none).
+async fn first<F: Future<Output = ()> + Unpin>(futures: impl Iterator<Item = F>) {
+    let mut futures: Vec<F> = futures.collect();
+    std::future::poll_fn(|cx| {
+        if futures.iter_mut().any(|f| Pin::new(f).poll(cx).is_ready()) {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    })
+    .await;
+}
+
+/// Runs all of `futures` at once; their outputs in order.
+async fn join_all<F: Future + Unpin>(futures: impl Iterator<Item = F>) -> Vec<F::Output> {
+    let mut slots: Vec<(F, Option<F::Output>)> = futures.map(|f| (f, None)).collect();
+    std::future::poll_fn(|cx| {
+        let mut done = true;
+        for (f, out) in slots.iter_mut() {
+            if out.is_none() {
+                match Pin::new(f).poll(cx) {
+                    Poll::Ready(o) => *out = Some(o),
+                    Poll::Pending => done = false,
+                }
+            }
+        }
+        if done {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    })
+    .await;
+    slots.into_iter().filter_map(|(_, out)| out).collect()
+}

@@ -1,0 +1,311 @@
+//! The all-or-nothing multi-lock against a real ZooKeeper server: no
+//! deadlock and no overlap between multi-locks naming the same paths in
+//! opposite orders, nothing left behind by a timeout, a cancellation or a
+//! failure partway, loss of one part, fencing tokens per part, mixed modes,
+//! and the blocking API.
+
+use zk_rwlock_testkit as support;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use support::{
+    assert_drained, children, client, joined, lock, server, settles_to, unique_path, wait_contenders,
+};
+use zk_rwlock::{zk, Error, HoldState, Mode, MultiLock};
+
+const SHORT: Duration = Duration::from_secs(10);
+
+/// The name of a contender node (its last segment).
+fn name(node: &str) -> String {
+    node.rsplit('/').next().unwrap_or(node).to_owned()
+}
+
+#[tokio::test]
+async fn parts_are_sorted_and_checked() {
+    let c = client().await;
+    let multi = MultiLock::new(c.clone(), &[("/m/b", Mode::Read), ("/m/a", Mode::Write)]).unwrap();
+    let parts: Vec<(&str, Mode)> = multi.parts().map(|(l, m)| (l.path(), m)).collect();
+    assert_eq!(parts, [("/m/a", Mode::Write), ("/m/b", Mode::Read)]);
+    match MultiLock::new(
+        c.clone(),
+        &[("/m/a", Mode::Read), ("/m/b", Mode::Read), ("/m/a", Mode::Write)],
+    ) {
+        Err(Error::InvalidPath { path, reason }) => {
+            assert_eq!(path, "/m/a");
+            assert!(reason.contains("more than once"), "{reason}");
+        }
+        other => panic!("expected InvalidPath for a duplicate, got {other:?}"),
+    }
+    assert!(matches!(
+        MultiLock::new(c.clone(), &[]),
+        Err(Error::InvalidPath { .. })
+    ));
+    assert!(matches!(
+        MultiLock::new(c, &[("/m/a", Mode::Read), ("m/b", Mode::Read)]),
+        Err(Error::InvalidPath { path, .. }) if path == "m/b"
+    ));
+}
+
+/// Two multi-locks on their own sessions, over the same two paths named
+/// in opposite orders, each acquiring and releasing `ROUNDS` times at
+/// once: every acquire finishes within a deadline (no deadlock), and their
+/// holds never overlap (each is write on both paths).
+#[tokio::test]
+async fn opposite_orders_never_deadlock_nor_overlap() {
+    const ROUNDS: usize = 50;
+    let (a, b) = (unique_path("race-a"), unique_path("race-b"));
+    let inside = Arc::new(AtomicUsize::new(0));
+    let holds = Arc::new(Mutex::new(Vec::new()));
+    let started = std::time::Instant::now();
+    let mut tasks = Vec::new();
+    for (who, order) in [(0, [&a, &b]), (1, [&b, &a])] {
+        let multi = MultiLock::new(
+            client().await,
+            &[(order[0].as_str(), Mode::Write), (order[1].as_str(), Mode::Write)],
+        )
+        .unwrap();
+        let (inside, holds, a) = (inside.clone(), holds.clone(), a.clone());
+        tasks.push(tokio::spawn(async move {
+            for round in 0..ROUNDS {
+                let guard = tokio::time::timeout(SHORT, multi.acquire())
+                    .await
+                    .unwrap_or_else(|_| {
+                        panic!("task {who}, round {round}: no grant within {SHORT:?}: deadlock")
+                    })
+                    .unwrap();
+                assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two holders at once");
+                let from = std::time::Instant::now();
+                // A round trip to the server while holding: real time in the lock.
+                let c = multi.parts().next().unwrap().0.client().clone();
+                c.check_stat(&a).await.unwrap();
+                let token = guard.fencing_token(&a).unwrap();
+                inside.fetch_sub(1, Ordering::SeqCst);
+                holds
+                    .lock()
+                    .unwrap()
+                    .push((from, std::time::Instant::now(), token));
+                guard.release().await.unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        joined(Duration::from_secs(120), t).await;
+    }
+    let mut holds = holds.lock().unwrap().clone();
+    assert_eq!(holds.len(), 2 * ROUNDS);
+    // Interval check: sorted by start, each ends before the next starts,
+    // and the fencing tokens of `a` grow in that order.
+    holds.sort_by_key(|h| h.0);
+    for w in holds.windows(2) {
+        assert!(w[0].1 <= w[1].0, "holds overlap: {:?} and {:?}", w[0], w[1]);
+        assert!(
+            w[0].2 < w[1].2,
+            "fencing tokens do not grow: {} then {}",
+            w[0].2,
+            w[1].2
+        );
+    }
+    eprintln!(
+        "{} grants over two paths in opposite orders in {:?}",
+        2 * ROUNDS,
+        started.elapsed()
+    );
+    assert_drained(&a).await;
+    assert_drained(&b).await;
+}
+
+#[tokio::test]
+async fn timeout_partway_leaves_nothing_behind() {
+    let base = unique_path("timeout");
+    let (a, b) = (format!("{base}/a"), format!("{base}/b"));
+    let holder = lock(&b).await.write().await.unwrap();
+    let multi = MultiLock::new(
+        client().await,
+        &[(b.as_str(), Mode::Write), (a.as_str(), Mode::Write)],
+    )
+    .unwrap();
+    // `a` is taken first (sorted), then `b` times out.
+    assert!(multi
+        .acquire_timeout(Duration::from_millis(300))
+        .await
+        .unwrap()
+        .is_none());
+    assert!(multi.try_acquire().await.unwrap().is_none());
+    let c = client().await;
+    settles_to(&c, &a, &[]).await;
+    settles_to(&c, &b, &[name(holder.node())]).await;
+    holder.release().await.unwrap();
+    let guard = multi.try_acquire().await.unwrap().expect("free now");
+    guard.release().await.unwrap();
+    assert_drained(&a).await;
+    assert_drained(&b).await;
+}
+
+#[tokio::test]
+async fn cancelled_acquire_leaves_nothing_behind() {
+    let base = unique_path("cancel");
+    let (a, b) = (format!("{base}/a"), format!("{base}/b"));
+    let holder_lock = lock(&b).await;
+    let holder = holder_lock.write().await.unwrap();
+    let multi = MultiLock::new(
+        client().await,
+        &[(a.as_str(), Mode::Write), (b.as_str(), Mode::Read)],
+    )
+    .unwrap();
+    let waiting = tokio::spawn(async move { multi.acquire().await.map(|g| g.parts().len()) });
+    // The multi-lock holds `a` and waits on `b`.
+    wait_contenders(&holder_lock, 2).await;
+    assert_eq!(children(&holder_lock.client().clone(), &a).await.len(), 1);
+    waiting.abort();
+    assert!(waiting.await.unwrap_err().is_cancelled());
+    let c = client().await;
+    settles_to(&c, &a, &[]).await;
+    settles_to(&c, &b, &[name(holder.node())]).await;
+    holder.release().await.unwrap();
+    assert_drained(&b).await;
+}
+
+/// A part whose lock directory is an ephemeral node fails (a real server
+/// refusal, `NoChildrenForEphemerals`) after the part sorted before it was
+/// taken: that one is released.
+#[tokio::test]
+async fn failure_partway_leaves_nothing_behind() {
+    let c = client().await;
+    let base = unique_path("fail");
+    c.mkdir(
+        &base,
+        &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
+    )
+    .await
+    .unwrap();
+    let eph = format!("{base}/z");
+    c.create(
+        &eph,
+        &[],
+        &zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all()),
+    )
+    .await
+    .unwrap();
+    let (a, bad) = (format!("{base}/a"), format!("{eph}/lock"));
+    let multi = MultiLock::new(
+        c.clone(),
+        &[(bad.as_str(), Mode::Write), (a.as_str(), Mode::Write)],
+    )
+    .unwrap();
+    match multi.acquire().await {
+        Err(Error::EphemeralDirectory { .. }) => {}
+        other => panic!("expected EphemeralDirectory, got {other:?}"),
+    }
+    settles_to(&c, &a, &[]).await;
+    assert!(children(&c, &eph).await.is_empty());
+    // `a` is free again.
+    lock(&a)
+        .await
+        .try_write()
+        .await
+        .unwrap()
+        .expect("a is free")
+        .release()
+        .await
+        .unwrap();
+    assert_drained(&a).await;
+}
+
+#[tokio::test]
+async fn lost_when_one_part_is_deleted() {
+    let base = unique_path("lost");
+    let (a, b) = (format!("{base}/a"), format!("{base}/b"));
+    let multi = MultiLock::new(
+        client().await,
+        &[(a.as_str(), Mode::Write), (b.as_str(), Mode::Read)],
+    )
+    .unwrap();
+    let guard = multi.acquire().await.unwrap();
+    assert_eq!(guard.state(), HoldState::Held);
+    assert!(guard.is_held());
+    let deadlines: Vec<_> = guard.parts().iter().map(|g| g.lease_deadline()).collect();
+    assert_eq!(Some(guard.lease_deadline()), deadlines.iter().min().copied());
+    let node = guard.part(&b).unwrap().node().to_owned();
+    let other = client().await;
+    let deleter = tokio::spawn(async move { other.delete(&node, None).await.unwrap() });
+    tokio::time::timeout(SHORT, guard.lost())
+        .await
+        .expect("lost() completes when one part is lost");
+    deleter.await.unwrap();
+    assert_eq!(guard.state(), HoldState::Lost);
+    assert_eq!(guard.part(&a).unwrap().state(), HoldState::Held);
+    assert_eq!(
+        tokio::time::timeout(SHORT, guard.suspended()).await.unwrap(),
+        HoldState::Lost
+    );
+    // Releasing releases the part still held; the deleted one counts as released.
+    guard.release().await.unwrap();
+    assert_drained(&a).await;
+    assert_drained(&b).await;
+}
+
+#[tokio::test]
+async fn fencing_tokens_per_path_and_mixed_modes() {
+    let (accounts, rates) = (unique_path("accounts"), unique_path("rates"));
+    let multi = MultiLock::new(
+        client().await,
+        &[(rates.as_str(), Mode::Read), (accounts.as_str(), Mode::Write)],
+    )
+    .unwrap();
+    let guard = multi.acquire().await.unwrap();
+    // A plain reader shares `rates`; no one else gets `accounts`, nor writes `rates`.
+    let (rates_lock, accounts_lock) = (lock(&rates).await, lock(&accounts).await);
+    let reader = rates_lock
+        .try_read()
+        .await
+        .unwrap()
+        .expect("a reader shares rates");
+    assert!(rates_lock.try_write().await.unwrap().is_none());
+    assert!(accounts_lock.try_read().await.unwrap().is_none());
+    // Each part's token is the czxid of its own node.
+    for (path, mode) in [(&accounts, Mode::Write), (&rates, Mode::Read)] {
+        let part = guard.part(path).unwrap();
+        assert_eq!(part.mode(), mode);
+        let contenders = lock(path).await.contenders().await.unwrap();
+        let mine = contenders.iter().find(|c| c.path == part.node()).unwrap();
+        assert_eq!(guard.fencing_token(path), mine.fencing_token);
+    }
+    assert_ne!(guard.fencing_token(&accounts), guard.fencing_token(&rates));
+    assert_eq!(guard.fencing_token("/nowhere"), None);
+    reader.release().await.unwrap();
+    drop(guard); // released in the background
+    assert_drained(&accounts).await;
+    assert_drained(&rates).await;
+}
+
+#[tokio::test]
+async fn blocking_multi_lock() {
+    let base = unique_path("blocking");
+    let (a, b) = (format!("{base}/a"), format!("{base}/b"));
+    let connect = server().connect_string();
+    let (a2, b2) = (a.clone(), b.clone());
+    tokio::task::spawn_blocking(move || {
+        let parts = [(b2.as_str(), Mode::Read), (a2.as_str(), Mode::Write)];
+        let one = zk_rwlock::blocking::MultiLock::connect(&connect, &parts).unwrap();
+        let two = zk_rwlock::blocking::MultiLock::connect(&connect, &parts).unwrap();
+        let guard = one.acquire().unwrap();
+        assert_eq!(guard.state(), HoldState::Held);
+        assert!(guard.fencing_token(&a2).is_some() && guard.fencing_token(&b2).is_some());
+        assert_eq!(guard.parts().len(), 2);
+        assert!(two.try_acquire().unwrap().is_none());
+        assert!(two.acquire_timeout(Duration::from_millis(200)).unwrap().is_none());
+        assert_eq!(
+            guard.wait_suspended(Duration::from_millis(50)).unwrap(),
+            HoldState::Held
+        );
+        guard.release().unwrap();
+        let again = two.try_acquire().unwrap().expect("free after release");
+        drop(again); // released on drop
+    })
+    .await
+    .unwrap();
+    assert_drained(&a).await;
+    assert_drained(&b).await;
+}
