@@ -309,3 +309,46 @@ async fn blocking_multi_lock() {
     assert_drained(&a).await;
     assert_drained(&b).await;
 }
+
+/// Parts on two sessions (`from_locks`): the one behind a partition is
+/// suspended, so the multi-guard is, with that part's lease deadline; when
+/// the partition heals it is held again.
+#[tokio::test]
+async fn suspended_and_resumed_with_the_worst_part() {
+    let base = unique_path("suspend");
+    let (a, b) = (format!("{base}/a"), format!("{base}/b"));
+    let proxy = support::proxy::Proxy::start(&server().connect_string());
+    let behind = zk_rwlock::SharedLock::new(support::client_on(proxy.addr()).await, &b).unwrap();
+    let direct = lock(&a).await;
+    let multi = MultiLock::from_locks([(behind, Mode::Write), (direct, Mode::Read)]).unwrap();
+    let guard = multi.acquire().await.unwrap();
+    assert!(tokio::time::timeout(Duration::from_millis(50), guard.suspended())
+        .await
+        .is_err());
+    proxy.freeze();
+    let frozen_at = guard.part(&b).unwrap().lease_deadline();
+    assert_eq!(
+        tokio::time::timeout(Duration::from_secs(30), guard.suspended())
+            .await
+            .unwrap(),
+        HoldState::Suspended
+    );
+    assert_eq!(guard.state(), HoldState::Suspended);
+    assert_eq!(guard.part(&a).unwrap().state(), HoldState::Held);
+    assert_eq!(
+        guard.lease_deadline(),
+        frozen_at,
+        "the earliest: the frozen part's"
+    );
+    proxy.thaw();
+    assert_eq!(
+        tokio::time::timeout(Duration::from_secs(30), guard.resumed())
+            .await
+            .unwrap(),
+        HoldState::Held
+    );
+    assert_eq!(guard.state(), HoldState::Held);
+    guard.release().await.unwrap();
+    assert_drained(&a).await;
+    assert_drained(&b).await;
+}
