@@ -143,18 +143,24 @@ impl MultiLock {
     /// # Errors
     ///
     /// The first part's error (as [`SharedLock::read`]); the parts taken
-    /// before it are released.
+    /// before it are released. If a part already taken is lost while a
+    /// later one is awaited (its node deleted, its session over, its lease
+    /// run out), the acquire stops with [`Error::Lost`] (or
+    /// [`Error::SessionExpired`], [`Error::SessionClosed`]) and releases
+    /// everything: it never returns a guard with a part lost.
     ///
     /// # Cancellation safety
     ///
     /// Dropping the future releases the parts already held and deletes the
     /// node of the part being acquired, in the background.
     pub async fn acquire(&self) -> Result<MultiGuard, Error> {
-        let mut held = Vec::with_capacity(self.parts.len());
-        for (lock, mode) in &self.parts {
-            held.push(lock.acquire(*mode).await?);
+        match self.acquire_all(Wait::Forever).await? {
+            Some(guard) => Ok(guard),
+            // `Wait::Forever` never gives up; a typed error, not a panic.
+            None => Err(Error::ZooKeeper(zk::Error::UnexpectedError(
+                "multi-lock acquire without a deadline gave up".to_owned(),
+            ))),
         }
-        Ok(MultiGuard { parts: held })
     }
 
     /// Acquires every part if each is free now; `Ok(None)` otherwise, with
@@ -164,14 +170,7 @@ impl MultiLock {
     ///
     /// As [`MultiLock::acquire`].
     pub async fn try_acquire(&self) -> Result<Option<MultiGuard>, Error> {
-        let mut held = Vec::with_capacity(self.parts.len());
-        for (lock, mode) in &self.parts {
-            match lock.try_acquire(*mode).await? {
-                Some(guard) => held.push(guard),
-                None => return Ok(self.gave_up(lock, held)),
-            }
-        }
-        Ok(Some(MultiGuard { parts: held }))
+        self.acquire_all(Wait::Not).await
     }
 
     /// Acquires every part within `timeout`, counted for all parts
@@ -183,29 +182,89 @@ impl MultiLock {
     ///
     /// As [`MultiLock::acquire`].
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<MultiGuard>, Error> {
-        let deadline = Instant::now() + timeout;
-        let mut held = Vec::with_capacity(self.parts.len());
-        for (lock, mode) in &self.parts {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match lock.acquire_timeout(*mode, left).await? {
-                Some(guard) => held.push(guard),
-                None => return Ok(self.gave_up(lock, held)),
-            }
-        }
-        Ok(Some(MultiGuard { parts: held }))
+        self.acquire_all(Wait::Until(Instant::now() + timeout)).await
     }
 
-    /// Drops the parts taken (each releases in the background) after `at`
-    /// was not free in time.
-    fn gave_up(&self, at: &SharedLock, held: Vec<Guard>) -> Option<MultiGuard> {
-        debug!(
-            lock = at.path(),
-            released = held.len(),
-            "multi-lock gave up; releasing the parts taken"
-        );
-        drop(held);
-        None
+    /// Takes the parts one by one in path order. Whatever is taken is
+    /// dropped (each part releases in the background) on a give-up, an
+    /// error, or when this future is dropped.
+    async fn acquire_all(&self, wait: Wait) -> Result<Option<MultiGuard>, Error> {
+        let mut held: Vec<Guard> = Vec::with_capacity(self.parts.len());
+        for (lock, mode) in &self.parts {
+            let mode = *mode;
+            let next = async {
+                match wait {
+                    Wait::Forever => lock.acquire(mode).await.map(Some),
+                    Wait::Not => lock.try_acquire(mode).await,
+                    Wait::Until(deadline) => {
+                        let left = deadline.saturating_duration_since(Instant::now());
+                        lock.acquire_timeout(mode, left).await
+                    }
+                }
+            };
+            let taken = MultiGuard { parts: held };
+            let outcome = tokio::select! {
+                biased;
+                () = taken.lost() => None,
+                outcome = next => Some(outcome),
+            };
+            held = taken.parts;
+            match outcome {
+                None => return Err(self.lost_error(&held)),
+                Some(Err(e)) => {
+                    debug!(lock = lock.path(), error = %e, released = held.len(), "multi-lock failed; releasing the parts taken");
+                    return Err(e);
+                }
+                Some(Ok(None)) => {
+                    debug!(
+                        lock = lock.path(),
+                        released = held.len(),
+                        "multi-lock gave up; releasing the parts taken"
+                    );
+                    return Ok(None);
+                }
+                Some(Ok(Some(guard))) => held.push(guard),
+            }
+        }
+        let guard = MultiGuard { parts: held };
+        if guard.state() == HoldState::Lost {
+            return Err(self.lost_error(&guard.parts));
+        }
+        Ok(Some(guard))
     }
+
+    /// The error for the first lost part of `held` (in path order): the
+    /// end of its session, or the deletion of its node.
+    fn lost_error(&self, held: &[Guard]) -> Error {
+        let lost = self
+            .parts
+            .iter()
+            .zip(held)
+            .find(|(_, g)| g.state() == HoldState::Lost);
+        let Some(((lock, _), guard)) = lost else {
+            return Error::Lost {
+                node: held.first().map(|g| g.node().to_owned()).unwrap_or_default(),
+            };
+        };
+        debug!(
+            node = guard.node(),
+            "multi-lock: a part taken was lost; releasing all"
+        );
+        Error::from_session_state(lock.client().state()).unwrap_or_else(|| Error::Lost {
+            node: guard.node().to_owned(),
+        })
+    }
+}
+
+/// How long [`MultiLock::acquire_all`] waits for each part.
+#[derive(Clone, Copy)]
+enum Wait {
+    /// As long as it takes.
+    Forever,
+    /// Not at all.
+    Not,
+    /// Until this instant, for all parts together.
+    Until(Instant),
 }
 
 /// Every part of a [`MultiLock`], held. Dropping it releases them all in

@@ -352,3 +352,34 @@ async fn suspended_and_resumed_with_the_worst_part() {
     assert_drained(&a).await;
     assert_drained(&b).await;
 }
+
+/// A part taken is deleted by someone else while the multi-lock waits for
+/// the next one: the acquire fails with `Lost` naming it, at once (not when
+/// the next part is granted), and leaves nothing behind.
+#[tokio::test]
+async fn a_part_lost_while_waiting_fails_the_acquire() {
+    let base = unique_path("lost-waiting");
+    let (a, b) = (format!("{base}/a"), format!("{base}/b"));
+    let holder_lock = lock(&b).await;
+    let holder = holder_lock.write().await.unwrap();
+    let multi = MultiLock::new(
+        client().await,
+        &[(b.as_str(), Mode::Write), (a.as_str(), Mode::Write)],
+    )
+    .unwrap();
+    let waiting = tokio::spawn(async move { multi.acquire().await.map(|g| g.parts().len()) });
+    wait_contenders(&holder_lock, 2).await;
+    let c = client().await;
+    let taken = children(&c, &a).await;
+    assert_eq!(taken.len(), 1, "the multi-lock holds a: {taken:?}");
+    let node = format!("{a}/{}", taken[0]);
+    c.delete(&node, None).await.unwrap();
+    match joined(SHORT, waiting).await {
+        Err(Error::Lost { node: lost }) => assert_eq!(lost, node),
+        other => panic!("expected Lost, got {other:?}"),
+    }
+    settles_to(&c, &b, &[name(holder.node())]).await;
+    settles_to(&c, &a, &[]).await;
+    holder.release().await.unwrap();
+    assert_drained(&b).await;
+}
