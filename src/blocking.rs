@@ -490,9 +490,7 @@ impl MultiLock {
     /// [`Error::InvalidPath`] before connecting (also for a path given
     /// twice, or no path); then as [`SharedLock::connect`].
     pub fn connect(servers: &str, parts: &[(&str, Mode)]) -> Result<MultiLock, Error> {
-        for (path, _) in parts {
-            validate_path(path)?;
-        }
+        crate::multi::check_parts(parts)?;
         let rt = runtime()?;
         let client = rt
             .block_on(connect_client(

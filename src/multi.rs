@@ -7,6 +7,13 @@
 //! it was waiting with is deleted, in the background (see
 //! [`SharedLock`]'s cancellation safety). A [`MultiGuard`] holds them all.
 //!
+//! The parts are taken one after the other, each with its own contender
+//! node (an acquire costs a queue turn per part, not one request). While
+//! it waits for a part, the acquire watches the parts it holds: if one of
+//! them is lost (its node deleted, its session over, its lease run out),
+//! it fails at once with [`Error::Lost`] (or the session's error) and
+//! releases everything. It never returns a guard with a part lost.
+//!
 //! # No deadlock between multi-locks
 //!
 //! The parts are acquired one after the other in one canonical order,
@@ -78,7 +85,7 @@ use tracing::debug;
 
 use crate::error::Error;
 use crate::lease::HoldState;
-use crate::lock::{Guard, SharedLock};
+use crate::lock::{validate_path, Guard, SharedLock};
 use crate::node_name::Mode;
 use crate::zk;
 
@@ -100,6 +107,7 @@ impl MultiLock {
     /// [`Error::InvalidPath`] for a path that is not a valid lock
     /// directory, that appears twice, or if `parts` is empty.
     pub fn new(client: zk::Client, parts: &[(&str, Mode)]) -> Result<MultiLock, Error> {
+        check_parts(parts)?;
         let locks = parts
             .iter()
             .map(|&(path, mode)| Ok((SharedLock::new(client.clone(), path)?, mode)))
@@ -125,10 +133,7 @@ impl MultiLock {
         }
         parts.sort_by(|a, b| a.0.path().cmp(b.0.path()));
         if let Some(pair) = parts.windows(2).find(|w| w[0].0.path() == w[1].0.path()) {
-            return Err(Error::InvalidPath {
-                path: pair[0].0.path().to_owned(),
-                reason: "it appears more than once in one multi-lock",
-            });
+            return Err(duplicate(pair[0].0.path()));
         }
         Ok(MultiLock { parts })
     }
@@ -253,6 +258,33 @@ impl MultiLock {
         Error::from_session_state(lock.client().state()).unwrap_or_else(|| Error::Lost {
             node: guard.node().to_owned(),
         })
+    }
+}
+
+/// Checks `parts` without I/O: valid lock paths, at least one, none twice.
+pub(crate) fn check_parts(parts: &[(&str, Mode)]) -> Result<(), Error> {
+    for (path, _) in parts {
+        validate_path(path)?;
+    }
+    let mut paths: Vec<&str> = parts.iter().map(|(path, _)| *path).collect();
+    paths.sort_unstable();
+    if paths.is_empty() {
+        return Err(Error::InvalidPath {
+            path: String::new(),
+            reason: "a multi-lock needs at least one lock path",
+        });
+    }
+    if let Some(pair) = paths.windows(2).find(|w| w[0] == w[1]) {
+        return Err(duplicate(pair[0]));
+    }
+    Ok(())
+}
+
+/// The error for a path given twice.
+fn duplicate(path: &str) -> Error {
+    Error::InvalidPath {
+        path: path.to_owned(),
+        reason: "it appears more than once in one multi-lock",
     }
 }
 
