@@ -479,3 +479,48 @@ async fn mixed_modes_in_many_orders_never_deadlock_nor_conflict() {
         assert_drained(p).await;
     }
 }
+
+/// Multi-lock acquires dropped at many different points (creating the
+/// first part's node, holding it, waiting on the second) leave nothing
+/// behind on either path.
+#[tokio::test]
+async fn acquires_cancelled_at_many_points_leave_nothing_behind() {
+    let base = unique_path("cancel-many");
+    let (a, b) = (format!("{base}/a"), format!("{base}/b"));
+    let holder_lock = lock(&b).await;
+    let holder = holder_lock.write().await.unwrap();
+    let shared = MultiLock::new(
+        client().await,
+        &[(a.as_str(), Mode::Write), (b.as_str(), Mode::Read)],
+    )
+    .unwrap();
+    let mut tasks = Vec::new();
+    for i in 0..30u64 {
+        let multi = if i % 2 == 0 {
+            shared.clone()
+        } else {
+            MultiLock::new(
+                client().await,
+                &[(b.as_str(), Mode::Write), (a.as_str(), Mode::Read)],
+            )
+            .unwrap()
+        };
+        tasks.push(tokio::spawn(async move {
+            let wait = Duration::from_micros(i * 1500);
+            match tokio::time::timeout(wait, multi.acquire()).await {
+                Err(_elapsed) => None,
+                Ok(outcome) => Some(format!("after {wait:?}: {:?}", outcome.map(|g| g.parts().len()))),
+            }
+        }));
+    }
+    for t in tasks {
+        if let Some(outcome) = joined(SHORT, t).await {
+            panic!("a multi-lock acquire ended before its deadline while b is written: {outcome}");
+        }
+    }
+    let c = client().await;
+    settles_to(&c, &a, &[]).await;
+    settles_to(&c, &b, &[name(holder.node())]).await;
+    holder.release().await.unwrap();
+    assert_drained(&b).await;
+}
