@@ -463,3 +463,40 @@ async fn join_all<F: Future + Unpin>(futures: impl Iterator<Item = F>) -> Vec<F:
     .await;
     slots.into_iter().filter_map(|(_, out)| out).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worst_state_is_lost_then_suspended_then_held() {
+        use HoldState::{Held, Lost, Suspended};
+        assert_eq!(worst([].into_iter()), Held);
+        assert_eq!(worst([Held, Held].into_iter()), Held);
+        assert_eq!(worst([Held, Suspended, Held].into_iter()), Suspended);
+        assert_eq!(worst([Suspended, Lost, Held].into_iter()), Lost);
+        assert_eq!(worst([Lost, Suspended].into_iter()), Lost);
+    }
+
+    #[test]
+    fn lock_dir_of_a_node() {
+        assert_eq!(lock_dir("/locks/a/web01-W-0000000001"), "/locks/a");
+        assert_eq!(lock_dir("/a/x"), "/a");
+    }
+
+    #[test]
+    fn parts_are_checked_without_io() {
+        assert!(check_parts(&[("/b", Mode::Read), ("/a", Mode::Write)]).is_ok());
+        for (parts, why) in [
+            (&[][..], "at least one"),
+            (
+                &[("/a", Mode::Read), ("/b", Mode::Read), ("/a", Mode::Read)][..],
+                "more than once",
+            ),
+            (&[("/a", Mode::Read), ("b", Mode::Read)][..], "does not start"),
+        ] {
+            let err = check_parts(parts).unwrap_err().to_string();
+            assert!(err.contains(why), "{parts:?}: {err}");
+        }
+    }
+}
