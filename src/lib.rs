@@ -41,6 +41,11 @@
 //! Without an async runtime, [`blocking::SharedLock`] offers the same with
 //! blocking calls.
 //!
+//! Several locks at once, each in its own mode (write `/accounts/42`, read
+//! `/rates`), all or nothing and without deadlock between callers that
+//! name them in different orders: [`MultiLock`] (see [`multi`];
+//! [`blocking::MultiLock`] without a runtime).
+//!
 //! # Cargo features
 //!
 //! None: the crate has no optional parts. Its dependencies are the ZooKeeper
