@@ -67,7 +67,7 @@ pub use lease::HoldState;
 pub use lock::{
     connect_client, validate_identity, validate_path, Contender, ContenderState, Guard, LockBuilder,
     ReadGuard, SharedLock, Snapshot, WriteGuard, DEFAULT_CONNECT_TIMEOUT, DEFAULT_SESSION_TIMEOUT,
-    GIVE_UP_SLACK, TRY_TIMEOUT,
+    GIVE_UP_SLACK, REVOKE_PAYLOAD, TRY_TIMEOUT,
 };
 pub use node_name::{Mode, NodeName};
 pub use stats::Stats;
