@@ -2098,9 +2098,10 @@ fn session_lease_deadline(client: &zk::Client, follower_lag: Duration) -> Option
 
 /// The data that asks the holder of a contender node to let go, written
 /// with `setData` on that node ([`SharedLock::revoke`]): Apache Curator's
-/// `LockInternals.REVOKE_MESSAGE`, so Curator's `Revoker.attemptRevoke`
-/// can ask zk-rwlock holders and `zk-rwlock revoke` can ask revocable
-/// Curator locks. Contender nodes are created with empty data.
+/// `LockInternals.REVOKE_MESSAGE` (the bytes of `"__REVOKE__"`), so that
+/// Curator's `Revoker.attemptRevoke(client, node)` asks a zk-rwlock holder
+/// too. Contender nodes are created with empty data; any other data on
+/// them is no request.
 pub const REVOKE_PAYLOAD: &[u8] = b"__REVOKE__";
 
 /// Whether a contender node's data is a revocation request.

@@ -211,3 +211,22 @@ async fn gone_or_foreign_nodes_are_not_revoked() {
     let _ = held.release().await;
     other.release().await.unwrap();
 }
+
+/// The blocking API: `revoke` on one handle, `wait_revocation_requested`
+/// on the holder's guard, which times out (false) before the request.
+#[test]
+fn blocking_guard_waits_for_the_request() {
+    let connect = server().connect_string();
+    let path = unique_path("revoke-blocking");
+    let holder = zk_rwlock::blocking::SharedLock::connect(&connect, &path).unwrap();
+    let guard = holder.write().unwrap();
+    assert!(!guard
+        .wait_revocation_requested(Duration::from_millis(50))
+        .unwrap());
+    let revoker = zk_rwlock::blocking::SharedLock::connect(&connect, &path).unwrap();
+    assert_eq!(revoker.revoke_holders().unwrap(), vec![guard.node().to_owned()]);
+    assert!(guard.wait_revocation_requested(SHORT).unwrap());
+    assert!(guard.is_revocation_requested());
+    guard.release().unwrap();
+    assert!(revoker.revoke_holders().unwrap().is_empty());
+}
