@@ -230,3 +230,34 @@ fn blocking_guard_waits_for_the_request() {
     guard.release().unwrap();
     assert!(revoker.revoke_holders().unwrap().is_empty());
 }
+
+/// A request written while the holder is cut off reaches it after it
+/// reconnects: the client sets its watch again with the last zxid it saw,
+/// and the server reports the change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_made_during_a_disconnect_is_seen_after_it() {
+    let path = unique_path("revoke-cut");
+    let proxy = support::proxy::Proxy::start(&server().connect_string());
+    let holder_client = zk_rwlock::zk::Client::connector()
+        .with_session_timeout(Duration::from_secs(8))
+        .connect(proxy.addr())
+        .await
+        .unwrap();
+    let session = holder_client.session_id().0;
+    let holder = SharedLock::new(holder_client, &path).unwrap();
+    let held = holder.write().await.unwrap();
+    {
+        let requested = held.revocation_requested();
+        tokio::pin!(requested);
+        assert!(futures_poll_once(requested.as_mut()).await.is_none());
+        wait_watching(server(), held.node(), session).await;
+        proxy.set_blocked(true);
+        proxy.cut_all();
+        assert!(support::lock(&path).await.revoke(held.node()).await.unwrap());
+        assert!(futures_poll_once(requested.as_mut()).await.is_none());
+        proxy.set_blocked(false);
+        assert_eq!(tokio::time::timeout(SHORT, requested).await, Ok(true));
+    }
+    assert_eq!(held.state(), HoldState::Held);
+    held.release().await.unwrap();
+}
