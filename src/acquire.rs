@@ -57,8 +57,12 @@
 //! - The watched node's deletion grants at once if `deletion_grants`; if only
 //!   `release_grants`, once the release record names it and my node is still
 //!   there; otherwise it means "list again".
-//! - A data change on the watched node grants nothing: it is watched again.
-//!   A data change on my own node means "list again".
+//! - A data change on the watched node grants nothing: it is watched again
+//!   (a revocation request on a holder, [`crate::SharedLock::revoke`], is
+//!   one). A data change on my own node means "list again": a revocation
+//!   request on a waiter grants it nothing and does not end its wait; the
+//!   driver reads my node's data when it watches it again, and the guard
+//!   reports the request once granted.
 //! - Before a hand-off grants without a new listing, my node must be known to
 //!   exist: its watch has not fired, and if the connection was interrupted
 //!   since the watches were set (a reconnect re-registers watches in any

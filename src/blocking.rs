@@ -345,6 +345,26 @@ impl SharedLock {
     pub fn contenders(&self) -> Result<Vec<Contender>, Error> {
         self.block_on(self.lock.contenders())?
     }
+
+    /// Asks the holder of `node` to let go (see
+    /// [`crate::SharedLock::revoke`]); false if there is no such contender.
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::SharedLock::revoke`], and [`Error::InsideRuntime`].
+    pub fn revoke(&self, node: &str) -> Result<bool, Error> {
+        self.block_on(self.lock.revoke(node))?
+    }
+
+    /// Asks every current holder to let go (see
+    /// [`crate::SharedLock::revoke_holders`]); the nodes asked.
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::SharedLock::revoke_holders`], and [`Error::InsideRuntime`].
+    pub fn revoke_holders(&self) -> Result<Vec<String>, Error> {
+        self.block_on(self.lock.revoke_holders())?
+    }
 }
 
 /// A held lock (read or write) of the blocking API. Released when dropped.
@@ -436,6 +456,33 @@ impl Guard {
         let Some(inner) = &self.inner else { return Ok(true) };
         self.rt
             .block_on(async { tokio::time::timeout(timeout, inner.lost()).await.is_ok() })
+    }
+
+    /// True once a revocation request was seen on the node (see
+    /// [`crate::WriteGuard::is_revocation_requested`]): only while a
+    /// `wait_*` call is under way, or at the grant, is it looked for.
+    pub fn is_revocation_requested(&self) -> bool {
+        self.inner
+            .as_ref()
+            .is_some_and(crate::Guard::is_revocation_requested)
+    }
+
+    /// Waits up to `timeout` for a revocation request (see
+    /// [`crate::SharedLock::revoke`]); true if one arrived (or had
+    /// already), false if the time ran out or the lock was lost first.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InsideRuntime`].
+    pub fn wait_revocation_requested(&self, timeout: Duration) -> Result<bool, Error> {
+        let Some(inner) = &self.inner else {
+            return Ok(false);
+        };
+        self.rt.block_on(async {
+            tokio::time::timeout(timeout, inner.revocation_requested())
+                .await
+                .unwrap_or(false)
+        })
     }
 
     /// Releases the lock and reports the outcome (see [`crate::WriteGuard::release`]).

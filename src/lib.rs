@@ -11,7 +11,10 @@
 //!
 //! Every guard knows until when no one else can hold its lock (its
 //! [`lease`] deadline) and whether it is held, suspended (connection lost,
-//! lease running) or lost. What this crate does not do: it does not manage
+//! lease running) or lost. Anyone may ask a holder to let go
+//! ([`SharedLock::revoke`], cooperative revocation): its guard learns it
+//! ([`WriteGuard::revocation_requested`]), and no one else is granted the
+//! lock until it releases. What this crate does not do: it does not manage
 //! ZooKeeper ensembles in production, and it cannot stop a paused process
 //! from acting after its lease: use the fencing token for that.
 //!
@@ -73,7 +76,7 @@ pub use lease::HoldState;
 pub use lock::{
     connect_client, validate_identity, validate_path, Contender, ContenderState, Guard, LockBuilder,
     ReadGuard, SharedLock, Snapshot, WriteGuard, DEFAULT_CONNECT_TIMEOUT, DEFAULT_SESSION_TIMEOUT,
-    GIVE_UP_SLACK, TRY_TIMEOUT,
+    GIVE_UP_SLACK, REVOKE_PAYLOAD, TRY_TIMEOUT,
 };
 pub use multi::{MultiGuard, MultiLock};
 pub use node_name::{Mode, NodeName};

@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::Notify;
 use tokio::time::Instant;
-use tracing::{debug, info_span, warn, Instrument};
+use tracing::{debug, info, info_span, warn, Instrument};
 use uuid::Uuid;
 
 use crate::acquire::{Acquire, Action, Counts, Event, Failure, Input, NodeEvent, Record, Reply};
@@ -487,6 +487,69 @@ impl SharedLock {
         Ok(self.snapshot().await?.contenders)
     }
 
+    /// Asks the holder of the contender node `node` to let go: writes
+    /// [`REVOKE_PAYLOAD`] as the node's data (ZooKeeper's "revocable shared
+    /// locks" recipe, with Apache Curator's payload). Cooperative: the
+    /// holder learns it through its guard
+    /// ([`WriteGuard::revocation_requested`]) and decides; nothing is
+    /// taken from it, and no one is granted before it releases (a data
+    /// change on a contender node grants nothing).
+    ///
+    /// `node` is a child name of this lock's directory, or its full path.
+    /// Writing to a node that still waits costs its owner one listing; its
+    /// guard starts with the request once granted. Ok(false) if there is no
+    /// such contender: the node no longer exists (released, withdrawn, or
+    /// its session ended), or `node` does not name a contender node of this
+    /// lock (another directory, a name that does not parse), in which case
+    /// nothing is sent.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoAuth`] if the node's ACL refuses WRITE;
+    /// [`Error::SessionExpired`], [`Error::ZooKeeper`].
+    pub async fn revoke(&self, node: &str) -> Result<bool, Error> {
+        let dir = self.inner.path.as_str();
+        let name = match node.strip_prefix(dir).and_then(|rest| rest.strip_prefix('/')) {
+            Some(name) => name,
+            None if node.starts_with('/') => "",
+            None => node,
+        };
+        // Nothing is written to a node that is not a contender of this lock.
+        if name.parse::<NodeName>().is_err() {
+            debug!(node, "not a contender node of this lock: nothing to revoke");
+            return Ok(false);
+        }
+        let path = child_path(dir, name);
+        let client = &self.inner.client;
+        // Idempotent: retried through connection loss.
+        match with_retry(client, || client.set_data(&path, REVOKE_PAYLOAD, None)).await {
+            Ok(_) => {
+                info!(node = %path, "revocation requested");
+                Ok(true)
+            }
+            Err(zk::Error::NoNode) => Ok(false),
+            Err(e) => Err(Error::from_zk(e, &path)),
+        }
+    }
+
+    /// Asks every current holder of the lock to let go (see
+    /// [`SharedLock::revoke`]): one listing, then one request per holder.
+    /// Returns the full paths of the nodes asked that still existed. A
+    /// holder granted after the listing is not asked.
+    ///
+    /// # Errors
+    ///
+    /// As [`SharedLock::contenders`] and [`SharedLock::revoke`].
+    pub async fn revoke_holders(&self) -> Result<Vec<String>, Error> {
+        let mut asked = Vec::new();
+        for contender in self.contenders().await? {
+            if contender.state == ContenderState::Holds && self.revoke(&contender.path).await? {
+                asked.push(contender.path);
+            }
+        }
+        Ok(asked)
+    }
+
     /// Lists the lock directory: contenders in queue order (with their
     /// stats) and the children that are not contenders.
     ///
@@ -681,6 +744,7 @@ impl SharedLock {
             node,
             until,
             own_watch: None,
+            own_revoked: false,
             watched: None,
             watched_path: String::new(),
             last_error: None,
@@ -699,14 +763,11 @@ impl SharedLock {
                 Action::Grant { mark } => {
                     debug!(node = %driver.node, handoff = machine.counts().handoff, "granted");
                     let own_watch = driver.own_watch.take();
-                    return Ok(Some(self.grant(
-                        &mut pending,
-                        mark,
-                        driver.node,
-                        seq,
-                        czxid,
-                        own_watch,
-                    )));
+                    let held = self.grant(&mut pending, mark, driver.node, seq, czxid, own_watch);
+                    if driver.own_revoked {
+                        held.mark_revoked();
+                    }
+                    return Ok(Some(held));
                 }
                 Action::GiveUp => {
                     debug!(node = %driver.node, "giving up");
@@ -1078,6 +1139,9 @@ struct Driver<'a> {
     until: Option<Instant>,
     /// The pending watch on our own node.
     own_watch: Option<WatchFuture>,
+    /// Our node's data was the revocation request when its watch was last
+    /// set (see [`REVOKE_PAYLOAD`]): the guard starts with the flag.
+    own_revoked: bool,
     /// The pending watch on the watched node.
     watched: Option<WatchFuture>,
     watched_path: String,
@@ -1152,7 +1216,8 @@ impl Driver<'_> {
                 // The machine looks at our own node's answer first: its
                 // error is the one a failure reports.
                 let own = own.map(|own| match own {
-                    Ok((_, _, watcher)) => {
+                    Ok((data, _, watcher)) => {
+                        self.own_revoked = is_revocation(&data);
                         self.own_watch = Some(Box::pin(watcher.changed()));
                         Reply::Ok(())
                     }
@@ -1767,6 +1832,8 @@ impl Drop for Pending {
 /// What a guard shares with the tasks that watch it.
 struct LostFlag {
     lost: AtomicBool,
+    /// A revocation request was seen on the node (never cleared).
+    revoked: AtomicBool,
     notify: Notify,
 }
 
@@ -1819,6 +1886,7 @@ impl Held {
             own_watch: Mutex::new(own_watch),
             lost: Arc::new(LostFlag {
                 lost: AtomicBool::new(false),
+                revoked: AtomicBool::new(false),
                 notify: Notify::new(),
             }),
             granted_at,
@@ -1874,10 +1942,36 @@ impl Held {
         self.lost.notify.notify_waiters();
     }
 
+    fn mark_revoked(&self) {
+        if !self.lost.revoked.swap(true, Ordering::AcqRel) {
+            info!(node = %self.node, "revocation requested");
+        }
+        self.lost.notify.notify_waiters();
+    }
+
+    fn is_revocation_requested(&self) -> bool {
+        self.lost.revoked.load(Ordering::Acquire)
+    }
+
+    /// Completes when the lock is lost or a revocation request was seen;
+    /// true for the request (also when the lock was lost after it).
+    async fn revocation_requested(&self) -> bool {
+        self.wait(|state, revoked| revoked || state == HoldState::Lost)
+            .await;
+        self.is_revocation_requested()
+    }
+
     /// Completes when `done` holds for the guard's state, and returns that
     /// state. Meanwhile it watches the node (a deletion loses the lock), the
     /// session's state, and the lease deadline.
     async fn until(&self, done: impl Fn(HoldState) -> bool) -> HoldState {
+        self.wait(|state, _| done(state)).await
+    }
+
+    /// As [`Held::until`], with `done` also told whether a revocation was
+    /// requested. The node's watch reads the node's data each time it is
+    /// set again after a data change, which is how requests are seen.
+    async fn wait(&self, done: impl Fn(HoldState, bool) -> bool) -> HoldState {
         let client = &self.inner.client;
         let mut states = client.state_watcher();
         // Once the node cannot be watched (the server refuses), only the
@@ -1886,11 +1980,11 @@ impl Held {
         let mut watchable = true;
         let mut watched = std::pin::pin!(self.watch_node(true));
         loop {
+            let flagged = self.lost.notify.notified();
             let state = self.state();
-            if done(state) {
+            if done(state, self.is_revocation_requested()) {
                 return state;
             }
-            let flagged = self.lost.notify.notified();
             let lease_end = Instant::from_std(self.lease_deadline()).min(Instant::now() + RECHECK);
             tokio::select! {
                 outcome = &mut watched => {
@@ -1918,7 +2012,12 @@ impl Held {
         let changed: WatchFuture = match set {
             Some(changed) => changed,
             None => match client.get_and_watch_data(&self.node).await {
-                Ok((_, _, watcher)) => Box::pin(watcher.changed()),
+                Ok((data, _, watcher)) => {
+                    if is_revocation(&data) {
+                        self.mark_revoked();
+                    }
+                    Box::pin(watcher.changed())
+                }
                 Err(zk::Error::NoNode) => return Watched::Gone("its node was deleted"),
                 // A request waits for the reconnection; the pause keeps a
                 // client whose session task is gone from spinning.
@@ -1995,6 +2094,19 @@ fn session_lease_deadline(client: &zk::Client, follower_lag: Duration) -> Option
     client
         .session_lease()
         .map(|l| lease::deadline(l.answered_sent, l.timeout, follower_lag))
+}
+
+/// The data that asks the holder of a contender node to let go, written
+/// with `setData` on that node ([`SharedLock::revoke`]): Apache Curator's
+/// `LockInternals.REVOKE_MESSAGE` (the bytes of `"__REVOKE__"`), so that
+/// Curator's `Revoker.attemptRevoke(client, node)` asks a zk-rwlock holder
+/// too. Contender nodes are created with empty data; any other data on
+/// them is no request.
+pub const REVOKE_PAYLOAD: &[u8] = b"__REVOKE__";
+
+/// Whether a contender node's data is a revocation request.
+fn is_revocation(data: &[u8]) -> bool {
+    data == REVOKE_PAYLOAD
 }
 
 /// What became of a watch on a held node.
@@ -2120,6 +2232,34 @@ macro_rules! guard {
                 self.0.until(|s| s != HoldState::Suspended).await
             }
 
+            /// True once a revocation request was seen on this guard's node
+            /// ([`SharedLock::revoke`]): someone asks the holder to let go.
+            /// Cooperative: the lock is still held until released; no one
+            /// else is granted meanwhile. Never reset.
+            ///
+            /// Costs no request: the request is seen while one of this
+            /// guard's futures ([`Self::lost`], [`Self::suspended`],
+            /// [`Self::resumed`], [`Self::revocation_requested`]) is
+            /// pending, since they keep a watch on the node, or at the grant
+            /// if the node already carried it. Without such a future, this
+            /// flag does not change.
+            pub fn is_revocation_requested(&self) -> bool {
+                self.0.is_revocation_requested()
+            }
+
+            /// Completes when a revocation request arrives on this guard's
+            /// node (true), at once if one already did, or when the lock is
+            /// lost first (false: no request can come any more). Keeps a
+            /// watch on the node while pending; a data change costs one
+            /// `getData`, no request otherwise.
+            ///
+            /// # Cancellation safety
+            ///
+            /// Safe to drop and call again.
+            pub async fn revocation_requested(&self) -> bool {
+                self.0.revocation_requested().await
+            }
+
             /// Releases the lock: deletes the contender node, retrying
             /// through connection loss until the deletion is confirmed or
             /// the session is over. A node already gone counts as released.
@@ -2230,6 +2370,18 @@ impl Guard {
     /// (see [`WriteGuard::resumed`]).
     pub async fn resumed(&self) -> HoldState {
         self.held().until(|s| s != HoldState::Suspended).await
+    }
+
+    /// A revocation request was seen (see
+    /// [`WriteGuard::is_revocation_requested`]).
+    pub fn is_revocation_requested(&self) -> bool {
+        self.held().is_revocation_requested()
+    }
+
+    /// Completes when a revocation request arrives (true) or the lock is
+    /// lost first (false); see [`WriteGuard::revocation_requested`].
+    pub async fn revocation_requested(&self) -> bool {
+        self.held().revocation_requested().await
     }
 
     /// Releases the lock and reports the outcome (see [`WriteGuard::release`]).

@@ -99,6 +99,17 @@ The lease:
   (with --on-suspend term: at the lease deadline less the margin, if that
   is sooner), and exits 79.
 
+Revocation:
+  `zk-rwlock revoke PATH` (or any client writing `__REVOKE__`, Apache
+  Curator's revocation message, to this contender's node) asks the holder
+  to let go. With --on-revoke SIGNAL, zk-rwlock sends SIGNAL to CMD's
+  process group once when the request arrives (also if it arrived while
+  waiting for the lock), and nothing more: no SIGKILL follows, the lock is
+  held until CMD exits, and zk-rwlock then releases it and exits with CMD's
+  status (128+n if signal n killed it). With --on-revoke ignore (the
+  default), requests are not even looked for: a holder is only revoked
+  when it chose to be.
+
 Signals:
   SIGINT, SIGTERM or SIGHUP while waiting for the lock: the request is
   withdrawn (its node deleted) and zk-rwlock exits 128+signal.
@@ -193,6 +204,12 @@ pub struct Args {
     #[arg(long, value_name = "WHAT", value_enum, default_value_t = OnSuspend::Term)]
     on_suspend: OnSuspend,
 
+    /// When someone asks the holder to let go (`zk-rwlock revoke`): send
+    /// SIGNAL (TERM, INT, HUP, USR1, USR2, QUIT, KILL, with or without SIG)
+    /// to CMD's process group, once; `ignore` keeps CMD running
+    #[arg(long, value_name = "SIGNAL|ignore", default_value = "ignore", value_parser = parse_on_revoke)]
+    on_revoke: OnRevoke,
+
     /// On an ensemble whose followers may lose their leader or whose leader
     /// may stall: syncLimit x tickTime + tickTime of the ensemble (e.g. 12s).
     /// Makes the lease that much (and 3/20 of the session timeout) shorter,
@@ -214,6 +231,32 @@ pub struct Args {
         allow_hyphen_values = true
     )]
     command: Vec<OsString>,
+}
+
+/// What to do with a revocation request: the signal to send CMD, if any.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OnRevoke(Option<libc::c_int>);
+
+/// `ignore`, or a signal name (`TERM`, `SIGTERM`, case-insensitive).
+fn parse_on_revoke(s: &str) -> Result<OnRevoke, String> {
+    let upper = s.to_ascii_uppercase();
+    let name = upper.strip_prefix("SIG").unwrap_or(&upper);
+    let sig = match name {
+        "IGNORE" => return Ok(OnRevoke(None)),
+        "TERM" => libc::SIGTERM,
+        "INT" => libc::SIGINT,
+        "HUP" => libc::SIGHUP,
+        "USR1" => libc::SIGUSR1,
+        "USR2" => libc::SIGUSR2,
+        "QUIT" => libc::SIGQUIT,
+        "KILL" => libc::SIGKILL,
+        _ => {
+            return Err(format!(
+                "`{s}` is not one of ignore, TERM, INT, HUP, USR1, USR2, QUIT, KILL"
+            ))
+        }
+    };
+    Ok(OnRevoke(Some(sig)))
 }
 
 /// Runs `exec`.
@@ -341,7 +384,16 @@ async fn with_lock(lock: SharedLock, args: &Args, signals: &mut Signals) -> Resu
         ),
     };
     let period = lease_file::check_period(session_timeout);
-    let outcome = supervise(child, &lock, &guard, policy, period, &mut lease, signals).await;
+    let outcome = supervise(
+        child,
+        &lock,
+        &guard,
+        (policy, args.on_revoke),
+        period,
+        &mut lease,
+        signals,
+    )
+    .await;
     // The command and its group are gone (or abandoned after SIGKILL).
     drop(lease);
 
@@ -617,12 +669,15 @@ async fn supervise(
     mut child: Child,
     lock: &SharedLock,
     guard: &Guard,
-    policy: Policy,
+    (policy, on_revoke): (Policy, OnRevoke),
     period: Duration,
     lease: &mut Option<LeaseFile>,
     signals: &mut Signals,
 ) -> Outcome {
     let target = child.target;
+    // Looked for only when asked to act on it: a second watcher on the
+    // node (one getData), no request otherwise.
+    let mut revocable = on_revoke.0.is_some();
     let mut interrupted: Option<libc::c_int> = None;
     // When SIGTERM was sent, and why.
     let mut termed: Option<(std::time::Instant, Cause)> = None;
@@ -636,7 +691,8 @@ async fn supervise(
         // Wakes up on every change of state; the tick catches the lease
         // moving on, which nothing announces.
         let change = state_change(guard, HoldState::Held);
-        tokio::pin!(wait, change);
+        let revoked = guard.revocation_requested();
+        tokio::pin!(wait, change, revoked);
         let mut following = true;
         loop {
             let now = std::time::Instant::now();
@@ -740,6 +796,17 @@ async fn supervise(
                         following = false;
                     } else {
                         change.set(state_change(guard, state));
+                    }
+                }
+                requested = &mut revoked, if revocable => {
+                    revocable = false;
+                    if let (true, Some(sig)) = (requested, on_revoke.0) {
+                        eprintln!(
+                            "zk-rwlock: revocation requested on {}: sending {} to the command",
+                            guard.node(),
+                            signal_name(sig)
+                        );
+                        target.signal(sig);
                     }
                 }
                 () = sleep_until(kill_at) => {}
@@ -895,6 +962,10 @@ fn signal_name(sig: libc::c_int) -> &'static str {
         libc::SIGINT => "SIGINT",
         libc::SIGTERM => "SIGTERM",
         libc::SIGHUP => "SIGHUP",
+        libc::SIGUSR1 => "SIGUSR1",
+        libc::SIGUSR2 => "SIGUSR2",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGKILL => "SIGKILL",
         _ => "signal",
     }
 }
@@ -934,6 +1005,17 @@ mod tests {
     struct Cli {
         #[command(flatten)]
         args: Args,
+    }
+
+    #[test]
+    fn on_revoke_values() {
+        assert_eq!(parse_on_revoke("ignore"), Ok(OnRevoke(None)));
+        assert_eq!(parse_on_revoke("TERM"), Ok(OnRevoke(Some(libc::SIGTERM))));
+        assert_eq!(parse_on_revoke("sigusr1"), Ok(OnRevoke(Some(libc::SIGUSR1))));
+        assert!(parse_on_revoke("STOP").is_err());
+        assert!(parse_on_revoke("15").is_err());
+        let cli = Cli::try_parse_from(["x", "-w", "/l", "--", "true"]).unwrap();
+        assert_eq!(cli.args.on_revoke, OnRevoke(None), "ignore by default");
     }
 
     #[test]

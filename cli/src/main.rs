@@ -1,8 +1,9 @@
-//! `zk-rwlock`: run a command under a ZooKeeper read/write lock, or show
-//! who holds a lock and who waits on whom.
+//! `zk-rwlock`: run a command under a ZooKeeper read/write lock, show who
+//! holds a lock and who waits on whom, or ask its holders to let go.
 
 mod common;
 mod exec;
+mod revoke;
 mod status;
 
 use std::process::ExitCode;
@@ -25,6 +26,8 @@ enum Command {
     Exec(exec::Args),
     /// Show the queue of a lock: who holds it, who waits on whom.
     Status(status::Args),
+    /// Ask the holder(s) of a lock, or one contender, to let go.
+    Revoke(revoke::Args),
 }
 
 fn main() -> ExitCode {
@@ -33,5 +36,6 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Exec(args) => exec::run(args),
         Command::Status(args) => status::run(args),
+        Command::Revoke(args) => revoke::run(args),
     }
 }

@@ -1,0 +1,159 @@
+//! `zk-rwlock revoke`: ask the holder(s) of a lock, or the owner of one
+//! contender node, to let go (cooperative revocation: the payload
+//! [`zk_rwlock::REVOKE_PAYLOAD`] written to the node; see
+//! [`zk_rwlock::SharedLock::revoke`]).
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use zk_rwlock::{NodeName, SharedLock};
+
+use crate::common::{self, exit, Failure};
+
+const AFTER_HELP: &str = "See `zk-rwlock revoke --help` for what it does and exit codes.";
+
+const AFTER_LONG_HELP: &str = "\
+What it does:
+  Writes `__REVOKE__` (Apache Curator's revocation message) as the data of
+  the contender node NODE of the lock directory PATH, or, without NODE, of
+  every node that holds the lock now. Prints the full path of each node
+  asked, one a line.
+  Revocation is cooperative: the holder is asked, not forced. A holder that
+  listens (the library's `revocation_requested()`, `zk-rwlock exec
+  --on-revoke SIGNAL`) lets go; one that does not keeps the lock. Nobody
+  else is granted the lock until the holder releases it. A request on a
+  node that still waits is kept: its owner is asked once it is granted.
+
+Exit codes:
+  0    at least one node was asked
+  1    nothing was asked: NODE does not exist (any more), or no one holds
+       the lock
+  2    usage error: bad option or argument, invalid lock path, NODE that is
+       not a contender node name, invalid connect string
+  69   ZooKeeper unreachable
+  70   other ZooKeeper error
+  77   permission denied by ZooKeeper (NoAuth: no WRITE on the node)
+
+Environment:
+  ZK_CONNECT  ZooKeeper servers when --connect is not given
+
+Examples:
+  zk-rwlock revoke /locks/backup
+  zk-rwlock revoke /locks/backup 'web01@7f3a0c1e9b2d4f60a1b2c3d4e5f60718-W-0000000042'";
+
+/// Nothing was asked (see the help's exit codes).
+const NOTHING_ASKED: u8 = 1;
+
+/// Arguments of `revoke`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = AFTER_HELP, after_long_help = AFTER_LONG_HELP)]
+pub struct Args {
+    /// The lock directory, an absolute ZooKeeper path like /locks/backup
+    #[arg(value_name = "PATH")]
+    path: String,
+
+    /// The contender node to ask, a child name of PATH (as `status` shows
+    /// it) or its full path [default: every node holding the lock now]
+    #[arg(value_name = "NODE")]
+    node: Option<String>,
+
+    /// ZooKeeper servers, host:port[,host:port...] [env: ZK_CONNECT]
+    /// [default: 127.0.0.1:2181]
+    #[arg(short, long, value_name = "SERVERS")]
+    connect: Option<String>,
+
+    /// Give up connecting to ZooKeeper after DUR
+    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = common::parse_duration, allow_hyphen_values = true)]
+    connect_timeout: Duration,
+}
+
+/// Runs `revoke`.
+pub fn run(args: Args) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => return Failure::new(exit::SOFTWARE, format!("cannot start the runtime: {e}")).report(),
+    };
+    let result = runtime.block_on(revoke(args));
+    drop(runtime);
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => failure.report(),
+    }
+}
+
+/// The child name that `node` gives within `dir`, if it names a contender
+/// node there.
+fn contender_name<'a>(dir: &str, node: &'a str) -> Option<&'a str> {
+    let name = match node.strip_prefix(dir).and_then(|rest| rest.strip_prefix('/')) {
+        Some(name) => name,
+        None if node.contains('/') => return None,
+        None => node,
+    };
+    name.parse::<NodeName>().is_ok().then_some(name)
+}
+
+async fn revoke(args: Args) -> Result<(), Failure> {
+    common::check_lock_path(&args.path)?;
+    let name = match &args.node {
+        Some(node) => Some(contender_name(&args.path, node).ok_or_else(|| {
+            Failure::new(
+                exit::USAGE,
+                format!(
+                    "`{node}` is not a contender node of {}: give a child name like \
+                     `web01@<token>-W-0000000042` (as `zk-rwlock status` shows it) or its full path",
+                    args.path
+                ),
+            )
+        })?),
+        None => None,
+    };
+    let servers = common::connect_string(args.connect.clone());
+    let client = common::connect(&servers, Duration::from_secs(10), args.connect_timeout).await?;
+    let states = client.state_watcher();
+    let result = async {
+        let lock = SharedLock::new(client, &args.path)?;
+        match name {
+            Some(name) => Ok(if lock.revoke(name).await? {
+                vec![format!("{}/{name}", args.path)]
+            } else {
+                Vec::new()
+            }),
+            None => lock.revoke_holders().await,
+        }
+    }
+    .await;
+    common::await_session_end(states, Duration::from_secs(2)).await;
+    let asked = result.map_err(Failure::from)?;
+    if asked.is_empty() {
+        return Err(Failure::new(
+            NOTHING_ASKED,
+            match &args.node {
+                Some(node) => format!("no contender node `{node}` in {}: nothing asked", args.path),
+                None => format!("no one holds the lock on {}: nothing asked", args.path),
+            },
+        ));
+    }
+    for node in asked {
+        println!("{node}");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_names() {
+        let name = "web01@7f3a0c1e9b2d4f60a1b2c3d4e5f60718-W-0000000042";
+        assert_eq!(contender_name("/locks/x", name), Some(name));
+        assert_eq!(
+            contender_name("/locks/x", &format!("/locks/x/{name}")),
+            Some(name)
+        );
+        assert_eq!(contender_name("/locks/x", &format!("/locks/y/{name}")), None);
+        assert_eq!(contender_name("/locks/x", "/locks/x"), None);
+        assert_eq!(contender_name("/locks/x", "web01"), None);
+        assert_eq!(contender_name("/locks/x", &format!("/locks/xy/{name}")), None);
+    }
+}

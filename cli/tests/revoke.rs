@@ -1,0 +1,162 @@
+//! `zk-rwlock revoke` end to end against a real server, with `exec
+//! --on-revoke`.
+
+use zk_rwlock_testkit as support;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use support::{assert_drained, eventually, joined, server, unique_path, wait_watching};
+use tokio::process::{Child, Command};
+
+const BIN: &str = env!("CARGO_BIN_EXE_zk-rwlock");
+const SHORT: Duration = Duration::from_secs(15);
+
+fn zk_rwlock(args: &[&str]) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args)
+        .env("ZK_CONNECT", server().connect_string())
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    cmd
+}
+
+#[derive(Debug)]
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn expect_code(&self, code: i32) -> &Run {
+        assert_eq!(self.code, Some(code), "unexpected exit: {self:#?}");
+        assert!(!self.stderr.contains("panicked"), "{self:#?}");
+        self
+    }
+}
+
+async fn finish(child: Child) -> Run {
+    let out = tokio::time::timeout(SHORT, child.wait_with_output())
+        .await
+        .expect("zk-rwlock finished in time")
+        .expect("wait for zk-rwlock");
+    Run {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+async fn run(args: &[&str]) -> Run {
+    finish(zk_rwlock(args).spawn().expect("spawn zk-rwlock")).await
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "zk-rwlock-revoke-{name}-{}-{}",
+        std::process::id(),
+        unique_path("d").rsplit('-').next().unwrap()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 temp path")
+}
+
+/// `exec --on-revoke TERM` holds the write lock, a writer waits behind it;
+/// `zk-rwlock revoke PATH` asks the holder (and prints its node), exec
+/// sends SIGTERM to its command and exits with the command's status
+/// (143); only then is the waiting writer granted.
+#[tokio::test]
+async fn revoke_stops_an_exec_that_listens() {
+    let path = unique_path("cli-revoke");
+    let dir = scratch("term");
+    let started = dir.join("started");
+    let exec = zk_rwlock(&[
+        "exec",
+        "--write",
+        "--on-revoke",
+        "TERM",
+        &path,
+        "--",
+        "sh",
+        "-c",
+        r#"sleep 60 & echo "$ZK_RWLOCK_NODE" > "$1"; wait"#,
+        "sh",
+        s(&started),
+    ])
+    .spawn()
+    .unwrap();
+    let mut node = String::new();
+    eventually("the command started", SHORT, || {
+        let text = std::fs::read_to_string(&started).unwrap_or_default();
+        let done = text.ends_with('\n');
+        if done {
+            node = text.trim().to_owned();
+        }
+        async move { done }
+    })
+    .await;
+
+    let waiter_lock = support::lock(&path).await;
+    let session = waiter_lock.client().session_id().0;
+    let waiter = tokio::spawn(async move { waiter_lock.write().await });
+    wait_watching(server(), &node, session).await;
+
+    let out = run(&["revoke", &path]).await;
+    out.expect_code(0);
+    assert_eq!(out.stdout.trim(), node, "{out:#?}");
+
+    let exec = finish(exec).await;
+    exec.expect_code(143);
+    assert!(
+        exec.stderr.contains("zk-rwlock: revocation requested on ")
+            && exec.stderr.contains("sending SIGTERM to the command"),
+        "{exec:#?}"
+    );
+    let granted = joined(SHORT, waiter).await.unwrap();
+    granted.release().await.unwrap();
+    assert_drained(&path).await;
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Nothing to ask: exit 1. A NODE that is no contender name: exit 2,
+/// before connecting. A named node that is gone: exit 1.
+#[tokio::test]
+async fn revoke_reports_what_it_could_not_ask() {
+    let path = unique_path("cli-revoke-none");
+    let out = run(&["revoke", &path]).await;
+    out.expect_code(1);
+    assert!(out.stderr.contains("no one holds the lock"), "{out:#?}");
+    assert!(out.stdout.is_empty());
+
+    let out = run(&["revoke", &path, "not-a-node"]).await;
+    out.expect_code(2);
+    assert!(out.stderr.contains("is not a contender node of"), "{out:#?}");
+
+    let lock = support::lock(&path).await;
+    let held = lock.write().await.unwrap();
+    let node = held.node().to_owned();
+    let name = node.rsplit('/').next().unwrap().to_owned();
+    // By child name: asked.
+    let out = run(&["revoke", &path, &name]).await;
+    out.expect_code(0);
+    assert_eq!(out.stdout.trim(), node);
+    assert_eq!(
+        tokio::time::timeout(SHORT, held.revocation_requested()).await,
+        Ok(true)
+    );
+    held.release().await.unwrap();
+    // By full path, once gone: nothing asked.
+    let out = run(&["revoke", &path, &node]).await;
+    out.expect_code(1);
+    assert!(out.stderr.contains("no contender node"), "{out:#?}");
+}
