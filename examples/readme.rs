@@ -58,6 +58,27 @@ async fn own_client() -> Result<(), Box<dyn Error>> {
 }
 
 #[rustfmt::skip]
+async fn multi_and_revocation() -> Result<(), Box<dyn Error>> {
+    use zk_rwlock::SharedLock;
+    let lock = SharedLock::connect("127.0.0.1:2181", "/locks/orders").await?;
+    let client = lock.client().clone();
+    let guard = lock.write().await?;
+    use zk_rwlock::{Mode, MultiLock};
+    let parts = [("/accounts/42", Mode::Write), ("/rates", Mode::Read)];
+    let multi = MultiLock::new(client.clone(), &parts)?;      // any order: taken in path order
+    let both = multi.acquire().await?;                        // all parts, or none left behind
+    let token = both.fencing_token("/accounts/42");           // one fencing token per part
+    both.release().await?;
+
+    let asked = lock.revoke_holders().await?;                 // writes `__REVOKE__` on each holder's node
+    if guard.revocation_requested().await {                   // in the holder: cooperative, it decides
+        guard.release().await?;
+    }
+    println!("{token:?} {asked:?}");
+    Ok(())
+}
+
+#[rustfmt::skip]
 fn decisions() -> Result<(), Box<dyn Error>> {
     use zk_rwlock::ordering::{decide, Decision};
 
@@ -76,6 +97,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
     decisions()?;
     async_api().await?;
     own_client().await?;
+    multi_and_revocation().await?;
     tokio::task::spawn_blocking(|| blocking_api().map_err(|e| e.to_string())).await??;
     Ok(())
 }
