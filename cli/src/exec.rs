@@ -12,6 +12,7 @@
 //! decide when it is stopped ([`stop`], a pure verdict), and the command
 //! can read them in its lease file ([`lease_file`]).
 
+mod holding;
 mod lease_file;
 mod stop;
 
@@ -24,9 +25,10 @@ use std::time::Duration;
 use clap::ArgGroup;
 use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::time::{Instant, MissedTickBehavior};
-use zk_rwlock::{Guard, HoldState, Mode, SharedLock};
+use zk_rwlock::{HoldState, Mode, MultiLock, SharedLock};
 
 use crate::common::{self, exit, Failure};
+use holding::Holding;
 use lease_file::LeaseFile;
 use stop::{Cause, OnSuspend, Policy, Step};
 
@@ -68,6 +70,20 @@ How it works:
                              zk-rwlock removes when it exits. If it cannot
                              be created, zk-rwlock warns and CMD runs
                              without this variable.
+    ZK_RWLOCK_NODES, ZK_RWLOCK_FENCING_TOKENS
+                             with --also-read/--also-write only: every
+                             part's node, and `<token> <lock path>`, one
+                             per line, in path order (ZK_RWLOCK_NODE and
+                             ZK_RWLOCK_FENCING_TOKEN are PATH's)
+
+Several locks:
+  --also-read PATH2 and --also-write PATH2 (each may repeat) take more
+  locks with PATH, all or nothing: one after the other in path order,
+  whatever order the command line gives, so commands that name the same
+  paths in any order never deadlock each other. On a timeout, an error or
+  a signal while waiting, the locks already taken are released. While CMD
+  runs, the state is the worst part's and the lease deadline the earliest
+  part's; a revocation request on any part counts.
 
 The lease:
   No one else can be granted the lock before the lease deadline: the send
@@ -218,6 +234,17 @@ pub struct Args {
     #[arg(long, value_name = "DUR", value_parser = common::parse_duration, allow_hyphen_values = true, env = "ZK_RWLOCK_FOLLOWER_LAG")]
     follower_lag: Option<Duration>,
 
+    /// Also take the read lock on PATH2, all or nothing with PATH (repeat
+    /// for more); the locks are taken in path order, so commands naming the
+    /// same paths in any order never deadlock each other
+    #[arg(long = "also-read", value_name = "PATH2")]
+    also_read: Vec<String>,
+
+    /// Also take the write lock on PATH2, all or nothing with PATH (repeat
+    /// for more)
+    #[arg(long = "also-write", value_name = "PATH2")]
+    also_write: Vec<String>,
+
     /// The lock directory, an absolute ZooKeeper path like /locks/backup
     #[arg(value_name = "PATH")]
     path: String,
@@ -281,6 +308,9 @@ async fn exec(args: Args) -> Result<u8, Failure> {
     let mut signals = Signals::new()
         .map_err(|e| Failure::new(exit::SOFTWARE, format!("cannot install signal handlers: {e}")))?;
     common::check_lock_path(&args.path)?;
+    for path in args.also_read.iter().chain(&args.also_write) {
+        common::check_lock_path(path)?;
+    }
     let servers = common::connect_string(args.connect.clone());
     let client = tokio::select! {
         client = common::connect(&servers, args.session_timeout, args.connect_timeout) => client?,
@@ -290,16 +320,26 @@ async fn exec(args: Args) -> Result<u8, Failure> {
         }
     };
     let states = client.state_watcher();
-    let mut builder = SharedLock::builder(client, &args.path);
-    if let Some(lag) = args.follower_lag {
-        builder = builder.follower_lag(lag);
-    }
-    if let Some(identity) = &args.identity {
-        builder = builder.identity(identity);
-    }
-    let result = match builder.build() {
-        Ok(lock) => with_lock(lock, &args, &mut signals).await,
-        Err(e) => Err(Failure::from(e)),
+    let build = |path: &str| {
+        let mut builder = SharedLock::builder(client.clone(), path);
+        if let Some(lag) = args.follower_lag {
+            builder = builder.follower_lag(lag);
+        }
+        if let Some(identity) = &args.identity {
+            builder = builder.identity(identity);
+        }
+        builder.build()
+    };
+    let extra: Result<Vec<(SharedLock, Mode)>, _> = (args.also_read.iter().map(|p| (p, Mode::Read)))
+        .chain(args.also_write.iter().map(|p| (p, Mode::Write)))
+        .map(|(p, mode)| build(p).map(|lock| (lock, mode)))
+        .collect();
+    let result = match (build(&args.path), extra) {
+        (Ok(lock), Ok(extra)) => {
+            drop(client);
+            with_lock(lock, extra, &args, &mut signals).await
+        }
+        (Err(e), _) | (_, Err(e)) => Err(Failure::from(e)),
     };
     // Every clone of the client is gone now, except in the library's
     // background clean-up of a cancelled acquire: the session closes once
@@ -317,11 +357,20 @@ async fn exec(args: Args) -> Result<u8, Failure> {
 
 /// Acquires, runs the command, releases. Consumes the lock so that the
 /// session can close when this returns.
-async fn with_lock(lock: SharedLock, args: &Args, signals: &mut Signals) -> Result<u8, Failure> {
+async fn with_lock(
+    lock: SharedLock,
+    extra: Vec<(SharedLock, Mode)>,
+    args: &Args,
+    signals: &mut Signals,
+) -> Result<u8, Failure> {
     let mode = if args.write { Mode::Write } else { Mode::Read };
-    let path = lock.path().to_owned();
+    let path = match extra.len() {
+        0 => lock.path().to_owned(),
+        1 => format!("{} (and 1 more lock)", lock.path()),
+        n => format!("{} (and {n} more locks)", lock.path()),
+    };
     let acquired = tokio::select! {
-        acquired = acquire(&lock, mode, args.timeout) => acquired.map_err(|e| waiting_failure(e, mode, &path))?,
+        acquired = acquire(&lock, mode, extra, args.timeout) => acquired.map_err(|e| waiting_failure(e, mode, &path))?,
         sig = signals.recv() => {
             // Dropping the acquire deletes its node in the background; the
             // session close in `exec` waits for that.
@@ -463,12 +512,23 @@ fn waiting_failure(err: zk_rwlock::Error, mode: Mode, path: &str) -> Failure {
 async fn acquire(
     lock: &SharedLock,
     mode: Mode,
+    extra: Vec<(SharedLock, Mode)>,
     timeout: Option<Duration>,
-) -> Result<Option<Guard>, zk_rwlock::Error> {
-    match timeout {
-        None => lock.acquire(mode).await.map(Some),
-        Some(t) => lock.acquire_timeout(mode, t).await,
+) -> Result<Option<Holding>, zk_rwlock::Error> {
+    if extra.is_empty() {
+        let guard = match timeout {
+            None => lock.acquire(mode).await.map(Some),
+            Some(t) => lock.acquire_timeout(mode, t).await,
+        };
+        return guard.map(|g| g.map(Holding::One));
     }
+    let first = lock.path().to_owned();
+    let multi = MultiLock::from_locks(std::iter::once((lock.clone(), mode)).chain(extra))?;
+    let guard = match timeout {
+        None => multi.acquire().await.map(Some),
+        Some(t) => multi.acquire_timeout(t).await,
+    };
+    guard.map(|g| g.map(|guard| Holding::Many { guard, first }))
 }
 
 /// The running command and where its signals go.
@@ -571,7 +631,7 @@ struct LeaseEnv {
 
 /// Spawns the command with the lock's environment. On failure: the exit
 /// code (126/127) and a message.
-fn spawn(command: &[OsString], guard: &Guard, lease: &LeaseEnv) -> Result<Child, (u8, String)> {
+fn spawn(command: &[OsString], guard: &Holding, lease: &LeaseEnv) -> Result<Child, (u8, String)> {
     let (program, rest) = command
         .split_first()
         .ok_or((exit::USAGE, "no command given".to_owned()))?;
@@ -589,6 +649,19 @@ fn spawn(command: &[OsString], guard: &Guard, lease: &LeaseEnv) -> Result<Child,
             lease.session_timeout.as_millis().to_string(),
         )
         .env("ZK_RWLOCK_LEASE_DEADLINE_MS", deadline_ms.to_string());
+    let parts = guard.parts();
+    if parts.len() > 1 {
+        let nodes: Vec<&str> = parts.iter().map(|(_, node, _)| *node).collect();
+        let tokens: Vec<String> = parts
+            .iter()
+            .map(|(dir, _, token)| format!("{token} {dir}"))
+            .collect();
+        cmd.env("ZK_RWLOCK_NODES", nodes.join("\n"))
+            .env("ZK_RWLOCK_FENCING_TOKENS", tokens.join("\n"));
+    } else {
+        cmd.env_remove("ZK_RWLOCK_NODES")
+            .env_remove("ZK_RWLOCK_FENCING_TOKENS");
+    }
     match &lease.file {
         Some(file) => cmd.env("ZK_RWLOCK_LEASE_FILE", file),
         // Not one inherited from an outer zk-rwlock.
@@ -668,7 +741,7 @@ const KILL_WAIT: Duration = Duration::from_secs(5);
 async fn supervise(
     mut child: Child,
     lock: &SharedLock,
-    guard: &Guard,
+    guard: &Holding,
     (policy, on_revoke): (Policy, OnRevoke),
     period: Duration,
     lease: &mut Option<LeaseFile>,
@@ -856,7 +929,7 @@ async fn supervise(
 async fn reap_group(
     target: Target,
     policy: Policy,
-    guard: &Guard,
+    guard: &Holding,
     termed: Option<std::time::Instant>,
     mut killed: bool,
 ) {
@@ -898,7 +971,7 @@ async fn reap_group(
 
 /// Completes when the guard's state is no longer `from` (the guard's own
 /// futures: one watch on the node at a time), with the new state.
-async fn state_change(guard: &Guard, from: HoldState) -> HoldState {
+async fn state_change(guard: &Holding, from: HoldState) -> HoldState {
     match from {
         HoldState::Held => guard.suspended().await,
         HoldState::Suspended => guard.resumed().await,
@@ -915,7 +988,7 @@ async fn sleep_until(at: Option<Instant>) {
 
 /// Says how the lock was lost: the session's end is the stronger news,
 /// then the lease running out, else the node was deleted.
-fn loss_reason(lock: &SharedLock, guard: &Guard) -> String {
+fn loss_reason(lock: &SharedLock, guard: &Holding) -> String {
     let client = lock.client();
     if let Some(err) = zk_rwlock::Error::from_session_state(client.state()) {
         return common::session_end(&err)
@@ -925,7 +998,7 @@ fn loss_reason(lock: &SharedLock, guard: &Guard) -> String {
     if std::time::Instant::now() >= guard.lease_deadline() {
         return "its lease ran out: no answer from ZooKeeper within the session timeout".to_owned();
     }
-    format!("node {} was deleted", guard.node())
+    format!("node {} was deleted", guard.lost_part())
 }
 
 /// A shell-style exit code for a child's status: its code, or 128+signal.

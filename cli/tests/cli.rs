@@ -1005,3 +1005,79 @@ async fn status_flags_a_permanent_node_named_like_a_contender() {
     r.release().await.unwrap();
     assert_drained(&path).await;
 }
+
+/// Several locks at once: `--also-read` / `--also-write` take them all or
+/// none; the command sees every part; a timeout leaves nothing behind; two
+/// commands naming the same paths in opposite orders never deadlock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exec_takes_several_locks_all_or_nothing() {
+    let (a, b) = (unique_path("multi-a"), unique_path("multi-b"));
+    // A writer holds b: exec wants write on a and read on b, and times out
+    // without keeping a.
+    let holder = lock(&b).await;
+    let held = holder.write().await.unwrap();
+    let out = run(&[
+        "exec",
+        "--write",
+        &a,
+        "--also-read",
+        &b,
+        "--timeout",
+        "1s",
+        "--",
+        "true",
+    ])
+    .await;
+    out.expect_code(75);
+    assert!(out.stderr.contains("(and 1 more lock)"), "{}", out.stderr);
+    let c = client().await;
+    wait_children(&c, &a, 0).await;
+    held.release().await.unwrap();
+
+    // Free: the command runs with every part in its environment.
+    let script = r#"printf '%s\n' "$ZK_RWLOCK_NODE" "$ZK_RWLOCK_NODES" "$ZK_RWLOCK_FENCING_TOKENS""#;
+    let out = run(&["exec", "--write", &a, "--also-read", &b, "--", "sh", "-c", script]).await;
+    out.expect_code(0);
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines.len(), 5, "{}", out.stdout);
+    assert!(lines[0].starts_with(&format!("{a}/")), "{}", out.stdout);
+    let nodes = &lines[1..3];
+    let tokens = &lines[3..5];
+    // In path order, whatever order the command line gave.
+    let (first, second) = if a < b { (&a, &b) } else { (&b, &a) };
+    assert!(nodes[0].starts_with(&format!("{first}/")), "{nodes:?}");
+    assert!(nodes[1].starts_with(&format!("{second}/")), "{nodes:?}");
+    assert!(tokens[0].ends_with(&format!(" {first}")), "{tokens:?}");
+    assert!(tokens[1].ends_with(&format!(" {second}")), "{tokens:?}");
+    assert!(nodes[0].contains("-W-") == (first == &a), "modes: {nodes:?}");
+    assert_drained(&a).await;
+    assert_drained(&b).await;
+
+    // Opposite orders, raced: each finishes (no deadlock), never together.
+    let dir = scratch("multi");
+    let log = dir.join("log");
+    let script = format!(
+        r#"echo start >> {log}; sleep 0.05; echo end >> {log}"#,
+        log = s(&log)
+    );
+    let mut runs = Vec::new();
+    for i in 0..6 {
+        let (x, y) = if i % 2 == 0 { (&a, &b) } else { (&b, &a) };
+        let child = zk_rwlock(&["exec", "--write", x, "--also-write", y, "--", "sh", "-c", &script])
+            .spawn()
+            .expect("spawn zk-rwlock");
+        runs.push(child);
+    }
+    for child in runs {
+        finish(child).await.expect_code(0);
+    }
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 12, "{text}");
+    for pair in lines.chunks(2) {
+        assert_eq!(pair, ["start", "end"], "overlap in:\n{text}");
+    }
+    assert_drained(&a).await;
+    assert_drained(&b).await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
