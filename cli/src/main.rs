@@ -24,7 +24,7 @@ struct Cli {
 enum Command {
     /// Run a command while holding a read or write lock.
     Exec(exec::Args),
-    /// Show the queue of a lock: who holds it, who waits on whom.
+    /// Show the queue of one or more locks: who holds each, who waits on whom.
     Status(status::Args),
     /// Ask the holder(s) of a lock, or one contender, to let go.
     Revoke(revoke::Args),

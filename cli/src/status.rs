@@ -1,5 +1,5 @@
-//! `zk-rwlock status`: show the queue of a lock (who holds it, who waits on
-//! whom), once or on every change.
+//! `zk-rwlock status`: show the queue of one or more locks (who holds
+//! each, who waits on whom), once or on every change.
 //!
 //! One listing of the lock directory is classified by the pure
 //! [`zk_rwlock::ordering::queue`], then each contender's stat (fencing
@@ -7,9 +7,18 @@
 //! `--watch` mode a children watch (or, while the directory does not exist,
 //! an existence watch) is set before each snapshot, so every change after a
 //! snapshot's listing triggers the next one.
+//!
+//! With several paths, each directory is listed (with its watch) and then
+//! described in turn; a change in any of them triggers the next round.
+//! Contenders of different paths owned by the same ZooKeeper session (the
+//! parts of one multi-lock, or locks taken by one client) are linked.
 
+use std::collections::HashMap;
+use std::future::Future;
 use std::io::{self, IsTerminal, Write};
+use std::pin::Pin;
 use std::process::ExitCode;
+use std::task::Poll;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
@@ -24,7 +33,7 @@ const AFTER_HELP: &str = "See `zk-rwlock status --help` for the JSON fields and 
 // included, so the long description lives in the after-help.)
 const AFTER_LONG_HELP: &str = "\
 What it shows:
-  The contenders of the lock directory PATH in queue order, with each one's
+  The contenders of each lock directory PATH in queue order, with each one's
   identity, mode, state (`holds`, or `waits on <node>`), fencing token (the
   node's czxid) and age. Children of PATH that are not contender nodes are
   listed as foreign: the lock ignores them. A lock directory that does not
@@ -33,6 +42,16 @@ What it shows:
   (made by hand or by another tool) still counts as a contender, one that
   never leaves: it is marked PERMANENT and named in a warning under the
   table, since it blocks the lock until someone deletes it.
+
+Several paths:
+  Each path's queue in turn, in the order given, separated by a blank line;
+  each starts with its summary line naming the path. The table gets one more
+  column, ALSO IN: the other given paths where the same ZooKeeper session has
+  a contender (`-` if none). That is how the parts of a multi-lock show up
+  (all parts of a MultiLock share its client's session), but separate locks
+  taken over one client are linked the same way. Persistent (PERMANENT)
+  nodes have no session and are never linked. A path given twice is a usage
+  error. With --watch, all paths are shown again on a change in any of them.
 
 JSON (--json): one object per snapshot:
   {\"path\": \"/locks/x\", \"contenders\": [{\"position\": 1, \"node\": <child name>,
@@ -45,10 +64,15 @@ JSON (--json): one object per snapshot:
    \"foreign\": [<child name>, ...]}
   Stat fields are null for a node deleted between listing and reading it.
   With --watch, one object per line, per change.
+  Several paths: one object {\"locks\": [<the object above, per path, in the
+  order given>, ...]}, where each contender also has \"also_in\": [<other
+  given path where the same session has a contender>, ...] (empty if none).
+  With --watch, one such object per line, per change in any of the paths.
 
 Exit codes:
   0    success (with --watch: stopped by Ctrl-C)
-  2    usage error: bad option or argument, invalid lock path or connect string
+  2    usage error: bad option or argument, invalid lock path (named) or connect
+       string, a path given twice
   69   ZooKeeper unreachable
   70   other ZooKeeper error (e.g. the session expired while watching)
   77   permission denied by ZooKeeper (NoAuth)
@@ -59,15 +83,17 @@ Environment:
 Examples:
   zk-rwlock status /locks/backup
   zk-rwlock status --watch /locks/backup
+  zk-rwlock status /locks/db /locks/rates
   zk-rwlock status --json /locks/backup | jq '.contenders[] | select(.state == \"holds\")'";
 
 /// Arguments of `status`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = AFTER_HELP, after_long_help = AFTER_LONG_HELP)]
 pub struct Args {
-    /// The lock directory, an absolute ZooKeeper path like /locks/backup
-    #[arg(value_name = "PATH")]
-    path: String,
+    /// The lock directory, an absolute ZooKeeper path like /locks/backup;
+    /// several: each one's queue in turn, contenders of one session linked
+    #[arg(value_name = "PATH", required = true, num_args = 1..)]
+    paths: Vec<String>,
 
     /// ZooKeeper servers, host:port[,host:port...] [env: ZK_CONNECT]
     /// [default: 127.0.0.1:2181]
@@ -114,20 +140,34 @@ async fn status(args: Args) -> Result<(), Failure> {
     } else {
         None
     };
-    common::check_lock_path(&args.path)?;
+    for (i, path) in args.paths.iter().enumerate() {
+        common::check_lock_path(path)?;
+        if args.paths[..i].contains(path) {
+            return Err(Failure::new(
+                exit::USAGE,
+                format!("lock path `{path}` given twice"),
+            ));
+        }
+    }
     let servers = common::connect_string(args.connect.clone());
     let client = tokio::select! {
         client = common::connect(&servers, Duration::from_secs(10), args.connect_timeout) => client?,
         _ = recv(&mut interrupt) => return Ok(()),
     };
     let states = client.state_watcher();
-    let result = match SharedLock::new(client, &args.path) {
-        Ok(lock) => {
-            let out = Output::new(args.json, args.watch);
+    let locks: Result<Vec<SharedLock>, _> = args
+        .paths
+        .iter()
+        .map(|path| SharedLock::new(client.clone(), path))
+        .collect();
+    drop(client);
+    let result = match locks {
+        Ok(locks) => {
+            let out = Output::new(args.json, args.watch, locks.len() > 1);
             if args.watch {
-                watch(&lock, &out, &mut interrupt).await
+                watch(&locks, &out, &mut interrupt).await
             } else {
-                once(&lock, &out).await
+                once(&locks, &out).await
             }
         }
         Err(e) => Err(Failure::from(e)),
@@ -146,52 +186,62 @@ async fn recv(signal: &mut Option<tokio::signal::unix::Signal>) {
     }
 }
 
-/// One snapshot, printed once.
-async fn once(lock: &SharedLock, out: &Output) -> Result<(), Failure> {
-    let s = lock.snapshot().await.map_err(Failure::from)?;
-    let snapshot = Snapshot {
-        path: lock.path().to_owned(),
-        exists: s.exists,
-        contenders: s.contenders,
-        foreign: s.foreign,
-    };
-    out.show(&snapshot).map_err(write_failure)
+/// One snapshot of each lock, printed once.
+async fn once(locks: &[SharedLock], out: &Output) -> Result<(), Failure> {
+    let snapshots = describe_all(locks).await?;
+    out.show(&snapshots).map_err(write_failure)
 }
 
-/// Snapshots on every change of the lock directory, until Ctrl-C.
+/// Snapshots on every change of any of the lock directories, until Ctrl-C.
 async fn watch(
-    lock: &SharedLock,
+    locks: &[SharedLock],
     out: &Output,
     interrupt: &mut Option<tokio::signal::unix::Signal>,
 ) -> Result<(), Failure> {
-    let client = lock.client();
-    let dir = lock.path();
     loop {
-        // Read the directory and leave a watch that fires on the next change.
-        let listed = tokio::select! {
-            listed = list_and_watch(client, dir) => listed?,
+        // Read each directory and leave a watch that fires on its next change.
+        let mut watchers = Vec::with_capacity(locks.len());
+        for lock in locks {
+            let watcher = loop {
+                let listed = tokio::select! {
+                    listed = list_and_watch(lock.client(), lock.path()) => listed?,
+                    _ = recv(interrupt) => return Ok(()),
+                };
+                if let Some((_, watcher)) = listed {
+                    break watcher;
+                }
+            };
+            watchers.push((lock.path(), watcher));
+        }
+        let snapshots = tokio::select! {
+            snapshots = describe_all(locks) => snapshots?,
             _ = recv(interrupt) => return Ok(()),
         };
-        let Some((_, watcher)) = listed else {
-            continue;
-        };
-        let snapshot = tokio::select! {
-            snapshot = describe(lock) => snapshot?,
-            _ = recv(interrupt) => return Ok(()),
-        };
-        out.show(&snapshot).map_err(write_failure)?;
-        let changed = watcher.changed();
-        tokio::pin!(changed);
+        out.show(&snapshots).map_err(write_failure)?;
+        let mut changed: Vec<Changed<'_>> = watchers
+            .into_iter()
+            .map(|(dir, w)| Box::pin(async move { (dir, w.changed().await) }) as Changed<'_>)
+            .collect();
+        // The first of the watches to fire.
+        let any = std::future::poll_fn(|cx| {
+            for changed in changed.iter_mut() {
+                if let Poll::Ready(fired) = changed.as_mut().poll(cx) {
+                    return Poll::Ready(fired);
+                }
+            }
+            Poll::Pending
+        });
+        tokio::pin!(any);
         let mut ticks = tokio::time::interval(Duration::from_secs(1));
         ticks.tick().await;
-        let event = loop {
+        let (dir, event) = loop {
             tokio::select! {
-                event = &mut changed => break event,
+                fired = &mut any => break fired,
                 _ = recv(interrupt) => return Ok(()),
-                _ = ticks.tick(), if out.redraw => out.show(&snapshot).map_err(write_failure)?,
+                _ = ticks.tick(), if out.redraw => out.show(&snapshots).map_err(write_failure)?,
             }
         };
-        tracing::debug!(?event, "lock directory changed");
+        tracing::debug!(?event, dir, "lock directory changed");
         if let Some(err) = zk_rwlock::Error::from_session_state(event.session_state) {
             let what = common::session_end(&err).unwrap_or("the ZooKeeper session ended");
             return Err(Failure::new(
@@ -201,6 +251,9 @@ async fn watch(
         }
     }
 }
+
+/// A lock directory's watch firing: the directory and the event.
+type Changed<'a> = Pin<Box<dyn Future<Output = (&'a str, zk::WatchedEvent)> + 'a>>;
 
 /// Lists the directory with a children watch, or, if it does not exist,
 /// sets an existence watch. `None`: try again (it appeared meanwhile, or
@@ -236,6 +289,9 @@ struct Snapshot {
     exists: bool,
     contenders: Vec<Contender>,
     foreign: Vec<String>,
+    /// With several paths: for each contender, the other given paths where
+    /// its session has a contender. `None` with one path.
+    also_in: Option<Vec<Vec<String>>>,
 }
 
 /// A snapshot taken after the watch was set: any change after it fires
@@ -247,13 +303,65 @@ async fn describe(lock: &SharedLock) -> Result<Snapshot, Failure> {
         exists: s.exists,
         contenders: s.contenders,
         foreign: s.foreign,
+        also_in: None,
     })
+}
+
+/// A snapshot of each lock in turn; with several, contenders are linked
+/// across paths by session.
+async fn describe_all(locks: &[SharedLock]) -> Result<Vec<Snapshot>, Failure> {
+    let mut snapshots = Vec::with_capacity(locks.len());
+    for lock in locks {
+        snapshots.push(describe(lock).await?);
+    }
+    if snapshots.len() > 1 {
+        link_sessions(&mut snapshots);
+    }
+    Ok(snapshots)
+}
+
+/// Fills in `also_in`: for each contender, the other paths where a
+/// contender has the same session. Session 0 (a persistent node) and
+/// unknown sessions (a node gone before its stat was read) link nothing.
+fn link_sessions(snapshots: &mut [Snapshot]) {
+    let mut paths_of: HashMap<i64, Vec<&str>> = HashMap::new();
+    for s in snapshots.iter() {
+        for c in &s.contenders {
+            if let Some(session) = c.session.filter(|&id| id != 0) {
+                let paths = paths_of.entry(session).or_default();
+                if !paths.contains(&s.path.as_str()) {
+                    paths.push(&s.path);
+                }
+            }
+        }
+    }
+    let linked: Vec<Vec<Vec<String>>> = snapshots
+        .iter()
+        .map(|s| {
+            s.contenders
+                .iter()
+                .map(|c| match c.session.and_then(|id| paths_of.get(&id)) {
+                    Some(paths) => paths
+                        .iter()
+                        .filter(|&&p| p != s.path)
+                        .map(|&p| p.to_owned())
+                        .collect(),
+                    None => Vec::new(),
+                })
+                .collect()
+        })
+        .collect();
+    for (s, also_in) in snapshots.iter_mut().zip(linked) {
+        s.also_in = Some(also_in);
+    }
 }
 
 /// How snapshots are printed.
 struct Output {
     json: bool,
     watch: bool,
+    /// Several paths: `{"locks": [...]}` in JSON, sections in text.
+    several: bool,
     /// Redraw in place (a terminal in watch mode).
     redraw: bool,
     /// Whether a snapshot was printed already.
@@ -261,35 +369,53 @@ struct Output {
 }
 
 impl Output {
-    fn new(json: bool, watch: bool) -> Output {
+    fn new(json: bool, watch: bool, several: bool) -> Output {
         Output {
             json,
             watch,
+            several,
             redraw: watch && !json && io::stdout().is_terminal(),
             printed: std::cell::Cell::new(false),
         }
     }
 
-    fn show(&self, snapshot: &Snapshot) -> io::Result<()> {
+    fn show(&self, snapshots: &[Snapshot]) -> io::Result<()> {
         let now = SystemTime::now();
         let mut text = String::new();
         if self.json {
-            let value = json(snapshot, now);
-            let encoded = if self.watch {
-                serde_json::to_string(&value)
+            let encoded = if self.several {
+                let value = JsonLocks {
+                    locks: snapshots.iter().map(|s| json(s, now)).collect(),
+                };
+                if self.watch {
+                    serde_json::to_string(&value)
+                } else {
+                    serde_json::to_string_pretty(&value)
+                }
             } else {
-                serde_json::to_string_pretty(&value)
+                let value = json(&snapshots[0], now);
+                if self.watch {
+                    serde_json::to_string(&value)
+                } else {
+                    serde_json::to_string_pretty(&value)
+                }
             };
             text.push_str(&encoded.map_err(io::Error::other)?);
             text.push('\n');
         } else {
             if self.redraw {
                 text.push_str("\x1b[H\x1b[2J");
-                text.push_str(&format!("watching {} (Ctrl-C to quit)\n\n", snapshot.path));
+                let paths: Vec<&str> = snapshots.iter().map(|s| s.path.as_str()).collect();
+                text.push_str(&format!("watching {} (Ctrl-C to quit)\n\n", paths.join(", ")));
             } else if self.watch && self.printed.get() {
                 text.push('\n');
             }
-            text.push_str(&table(snapshot, now));
+            for (i, snapshot) in snapshots.iter().enumerate() {
+                if i > 0 {
+                    text.push('\n');
+                }
+                text.push_str(&table(snapshot, now));
+            }
         }
         self.printed.set(true);
         let mut stdout = io::stdout().lock();
@@ -330,7 +456,10 @@ fn table(snapshot: &Snapshot, now: SystemTime) -> String {
             if n == 1 { "" } else { "s" },
             n - holding
         ));
-        let mut rows = vec![["POS", "NODE", "IDENTITY", "MODE", "STATE", "TOKEN", "AGE"].map(str::to_owned)];
+        let mut rows = vec![[
+            "POS", "NODE", "IDENTITY", "MODE", "STATE", "TOKEN", "AGE", "ALSO IN",
+        ]
+        .map(str::to_owned)];
         for (i, c) in snapshot.contenders.iter().enumerate() {
             rows.push([
                 (i + 1).to_string(),
@@ -351,9 +480,15 @@ fn table(snapshot: &Snapshot, now: SystemTime) -> String {
                 c.fencing_token.map_or_else(|| "-".to_owned(), |t| t.to_string()),
                 c.created
                     .map_or_else(|| "gone".to_owned(), |t| format_age(age(t, now))),
+                match snapshot.also_in.as_ref().map(|a| &a[i]) {
+                    Some(paths) if !paths.is_empty() => paths.join(","),
+                    _ => "-".to_owned(),
+                },
             ]);
         }
-        let mut widths = [0usize; 7];
+        // The ALSO IN column only with several paths.
+        let columns = if snapshot.also_in.is_some() { 8 } else { 7 };
+        let mut widths = [0usize; 8];
         for row in &rows {
             for (w, cell) in widths.iter_mut().zip(row) {
                 *w = (*w).max(cell.chars().count());
@@ -361,7 +496,7 @@ fn table(snapshot: &Snapshot, now: SystemTime) -> String {
         }
         for row in &rows {
             let mut line = String::new();
-            for (i, (cell, w)) in row.iter().zip(widths).enumerate() {
+            for (i, (cell, w)) in row.iter().zip(widths).take(columns).enumerate() {
                 if i > 0 {
                     line.push_str("  ");
                 }
@@ -397,7 +532,13 @@ fn permanent_warning(path: &str) -> String {
     )
 }
 
-/// The JSON form.
+/// The JSON form with several paths.
+#[derive(Serialize)]
+struct JsonLocks<'a> {
+    locks: Vec<JsonStatus<'a>>,
+}
+
+/// The JSON form of one path.
 #[derive(Serialize)]
 struct JsonStatus<'a> {
     path: &'a str,
@@ -422,6 +563,9 @@ struct JsonContender {
     ephemeral: Option<bool>,
     created_ms: Option<i64>,
     age_ms: Option<u64>,
+    /// With several paths: the other given paths where this session has a contender.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    also_in: Option<Vec<String>>,
 }
 
 fn json(snapshot: &Snapshot, now: SystemTime) -> JsonStatus<'_> {
@@ -457,6 +601,7 @@ fn json(snapshot: &Snapshot, now: SystemTime) -> JsonStatus<'_> {
                 .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
                 .map(|d| d.as_millis() as i64),
             age_ms: c.created.map(|t| age(t, now).as_millis() as u64),
+            also_in: snapshot.also_in.as_ref().map(|a| a[i].clone()),
         })
         .collect();
     JsonStatus {
@@ -519,6 +664,7 @@ mod tests {
                 ),
             ],
             foreign: Vec::new(),
+            also_in: None,
         };
         let now = SystemTime::now();
         let t = table(&s, now);
@@ -535,12 +681,59 @@ mod tests {
     }
 
     #[test]
+    fn contenders_are_linked_across_paths_by_session() {
+        let contender = |dir: &str, name: &str, session| {
+            let mut c = Contender::new(dir, name.parse().unwrap(), ContenderState::Holds);
+            c.session = session;
+            c
+        };
+        let snapshot = |path: &str, contenders| Snapshot {
+            path: path.to_owned(),
+            exists: true,
+            contenders,
+            foreign: Vec::new(),
+            also_in: None,
+        };
+        let mut s = vec![
+            snapshot(
+                "/a",
+                vec![
+                    contender("/a", "m-W-0000000000", Some(7)),
+                    contender("/a", "o-R-0000000001", Some(8)),
+                    contender("/a", "p-R-0000000002", Some(0)),
+                    contender("/a", "g-R-0000000003", None),
+                ],
+            ),
+            snapshot("/b", vec![contender("/b", "m-R-0000000000", Some(7))]),
+            snapshot(
+                "/c",
+                vec![
+                    contender("/c", "m-W-0000000000", Some(7)),
+                    contender("/c", "p-W-0000000001", Some(0)),
+                ],
+            ),
+        ];
+        link_sessions(&mut s);
+        let also_in = |s: &Snapshot| s.also_in.clone().unwrap();
+        assert_eq!(also_in(&s[0]), [vec!["/b", "/c"], vec![], vec![], vec![]]);
+        assert_eq!(also_in(&s[1]), [vec!["/a", "/c"]]);
+        assert_eq!(also_in(&s[2]), [vec!["/a", "/b"], vec![]]);
+        let t = table(&s[1], SystemTime::now());
+        assert!(t.lines().nth(1).unwrap().ends_with("ALSO IN"), "{t}");
+        assert!(t.lines().nth(2).unwrap().ends_with("/a,/c"), "{t}");
+        let j = serde_json::to_value(json(&s[0], SystemTime::now())).unwrap();
+        assert_eq!(j["contenders"][0]["also_in"], serde_json::json!(["/b", "/c"]));
+        assert_eq!(j["contenders"][1]["also_in"], serde_json::json!([]));
+    }
+
+    #[test]
     fn empty_and_missing_directories() {
         let mut s = Snapshot {
             path: "/x".to_owned(),
             exists: false,
             contenders: Vec::new(),
             foreign: Vec::new(),
+            also_in: None,
         };
         assert_eq!(
             table(&s, SystemTime::now()),
