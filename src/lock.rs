@@ -1524,8 +1524,12 @@ async fn before<T>(until: Option<Instant>, fut: impl std::future::Future<Output 
     }
 }
 
+/// Waiting until `timeout` from now; forever if that instant is beyond
+/// the clock's range (`Duration::MAX`).
 fn deadline(timeout: Duration) -> Patience {
-    Patience::Until(Instant::now() + timeout)
+    Instant::now()
+        .checked_add(timeout)
+        .map_or(Patience::Forever, Patience::Until)
 }
 
 fn unreachable_timeout() -> Error {
@@ -2046,20 +2050,33 @@ impl Held {
         }
     }
 
+    /// Releases, on the library's background runtime: dropping this future
+    /// (a timeout around it, say) leaves the release running until it is
+    /// confirmed or the session is over, as a dropped guard's would.
     async fn release(mut self) -> Result<(), Error> {
         self.released = true;
         let span = info_span!("release", node = %self.node);
         let client = self.inner.client.clone();
         let node = std::mem::take(&mut self.node);
         let (mark, seq) = (self.mark, self.seq);
-        let dir = self.inner.path.as_str();
-        async move {
-            let result = release_node(&client, dir, mark, &node, seq).await;
+        let dir = self.inner.path.clone();
+        let work = async move {
+            let result = release_node(&client, &dir, mark, &node, seq).await;
             debug!(?result, "released");
             result
         }
-        .instrument(span)
-        .await
+        .instrument(span);
+        match self.inner.tasks.spawn(work) {
+            Some(task) => match task.await {
+                Ok(result) => result,
+                Err(e) => Err(Error::Runtime(std::io::Error::other(format!(
+                    "the release failed: {e}"
+                )))),
+            },
+            None => Err(Error::Runtime(std::io::Error::other(
+                "no runtime to run the release on",
+            ))),
+        }
     }
 }
 

@@ -303,3 +303,33 @@ fn blocking_guard_is_suspended_and_resumes_when_the_partition_heals() {
     assert!(!guard.wait_lost(Duration::from_millis(50)).unwrap());
     guard.release().unwrap();
 }
+
+/// A release whose future is dropped (a timeout around it) during a
+/// partition still completes once the connection is back: it runs on the
+/// library's background runtime, not in the dropped future.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_cut_short_still_completes() {
+    let proxy = Proxy::start(&support::server().connect_string());
+    let holder = zk::Client::connector()
+        .with_session_timeout(SESSION_TIMEOUT)
+        .connect(proxy.addr())
+        .await
+        .expect("holder connects");
+    let path = support::unique_path("release-cut-short");
+    let lock = SharedLock::new(holder, &path).unwrap();
+    let guard = lock.write().await.unwrap();
+    proxy.freeze();
+    let cut_short = tokio::time::timeout(Duration::from_millis(300), guard.release()).await;
+    assert!(cut_short.is_err(), "no answer while frozen");
+    proxy.cut_all();
+    proxy.thaw();
+    let observer = support::client().await;
+    support::eventually("the release completed after the reconnection", WITHIN, || {
+        let (observer, path) = (observer.clone(), path.clone());
+        async move { support::children(&observer, &path).await.is_empty() }
+    })
+    .await;
+    // And no waiting as long as a deadline beyond the clock's range.
+    let guard = lock.write_timeout(Duration::MAX).await.unwrap().expect("free");
+    guard.release().await.unwrap();
+}
