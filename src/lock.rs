@@ -500,8 +500,8 @@ impl SharedLock {
     /// guard starts with the request once granted. Ok(false) if there is no
     /// such contender: the node no longer exists (released, withdrawn, or
     /// its session ended), or `node` does not name a contender node of this
-    /// lock (another directory, a name that does not parse), in which case
-    /// nothing is sent.
+    /// lock (another directory, a node further down such as a nested
+    /// lock's, a name that does not parse), in which case nothing is sent.
     ///
     /// # Errors
     ///
@@ -514,8 +514,10 @@ impl SharedLock {
             None if node.starts_with('/') => "",
             None => node,
         };
-        // Nothing is written to a node that is not a contender of this lock.
-        if name.parse::<NodeName>().is_err() {
+        // Nothing is written to a node that is not a contender of this lock:
+        // a name with `/` is a node further down (a nested lock's), which
+        // `NodeName` would parse (its host part may contain `/`).
+        if name.contains('/') || name.parse::<NodeName>().is_err() {
             debug!(node, "not a contender node of this lock: nothing to revoke");
             return Ok(false);
         }

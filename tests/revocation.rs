@@ -261,3 +261,26 @@ async fn a_request_made_during_a_disconnect_is_seen_after_it() {
     assert_eq!(held.state(), HoldState::Held);
     held.release().await.unwrap();
 }
+
+/// A node of a lock nested under this lock's directory is no contender of
+/// this lock (`NodeName` parses a host containing `/`): by full path or by
+/// relative name, nothing is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nested_lock_node_is_not_revoked_through_the_parent() {
+    let outer_path = unique_path("revoke-outer");
+    let outer = support::lock(&outer_path).await;
+    let outer_held = outer.write().await.unwrap();
+    let inner_path = format!("{outer_path}/sub");
+    let inner_held = support::lock(&inner_path).await.write().await.unwrap();
+    let inner_node = inner_held.node().to_owned();
+    let relative = inner_node
+        .strip_prefix(&format!("{outer_path}/"))
+        .unwrap()
+        .to_owned();
+    assert!(!outer.revoke(&inner_node).await.unwrap());
+    assert!(!outer.revoke(&relative).await.unwrap());
+    let (data, _) = client().await.get_data(&inner_node).await.unwrap();
+    assert!(data.is_empty(), "another lock's holder was asked: {data:?}");
+    inner_held.release().await.unwrap();
+    outer_held.release().await.unwrap();
+}

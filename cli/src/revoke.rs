@@ -89,7 +89,9 @@ fn contender_name<'a>(dir: &str, node: &'a str) -> Option<&'a str> {
         None if node.contains('/') => return None,
         None => node,
     };
-    name.parse::<NodeName>().is_ok().then_some(name)
+    // A name with `/` is a node further down (a nested lock's), which
+    // `NodeName` would parse (its host part may contain `/`).
+    (!name.contains('/') && name.parse::<NodeName>().is_ok()).then_some(name)
 }
 
 async fn revoke(args: Args) -> Result<(), Failure> {
@@ -155,5 +157,8 @@ mod tests {
         assert_eq!(contender_name("/locks/x", "/locks/x"), None);
         assert_eq!(contender_name("/locks/x", "web01"), None);
         assert_eq!(contender_name("/locks/x", &format!("/locks/xy/{name}")), None);
+        // A nested lock's node is not a contender of the outer lock.
+        assert_eq!(contender_name("/locks/x", &format!("/locks/x/sub/{name}")), None);
+        assert_eq!(contender_name("/locks/x", &format!("sub/{name}")), None);
     }
 }

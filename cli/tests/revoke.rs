@@ -160,3 +160,15 @@ async fn revoke_reports_what_it_could_not_ask() {
     out.expect_code(1);
     assert!(out.stderr.contains("no contender node"), "{out:#?}");
 }
+
+/// A nested lock's node is no contender of the outer lock: exit 2.
+#[tokio::test]
+async fn revoke_rejects_a_nested_lock_node() {
+    let path = unique_path("cli-revoke-nested");
+    let name = "web01@7f3a0c1e9b2d4f60a1b2c3d4e5f60718-W-0000000042";
+    let out = run(&["revoke", &path, &format!("{path}/sub/{name}")]).await;
+    out.expect_code(2);
+    let out = run(&["revoke", &path, &format!("sub/{name}")]).await;
+    out.expect_code(2);
+    assert!(out.stderr.contains("is not a contender node of"), "{out:#?}");
+}
