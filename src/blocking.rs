@@ -357,12 +357,13 @@ impl SharedLock {
     }
 
     /// Asks every current holder to let go (see
-    /// [`crate::SharedLock::revoke_holders`]); the nodes asked.
+    /// [`crate::SharedLock::revoke_holders`]); the nodes asked and those
+    /// that refused.
     ///
     /// # Errors
     ///
     /// As [`crate::SharedLock::revoke_holders`], and [`Error::InsideRuntime`].
-    pub fn revoke_holders(&self) -> Result<Vec<String>, Error> {
+    pub fn revoke_holders(&self) -> Result<crate::Revoked, Error> {
         self.block_on(self.lock.revoke_holders())?
     }
 }

@@ -535,21 +535,32 @@ impl SharedLock {
     }
 
     /// Asks every current holder of the lock to let go (see
-    /// [`SharedLock::revoke`]): one listing, then one request per holder.
-    /// Returns the full paths of the nodes asked that still existed. A
-    /// holder granted after the listing is not asked.
+    /// [`SharedLock::revoke`]): one listing, then one request per holder,
+    /// each asked even if another refused. Returns the full paths of the
+    /// nodes asked that still existed ([`Revoked::asked`]) and those whose
+    /// ACL refused WRITE ([`Revoked::refused`], with
+    /// [`Error::NoAuth`]). A holder granted after the listing is not
+    /// asked.
     ///
     /// # Errors
     ///
-    /// As [`SharedLock::contenders`] and [`SharedLock::revoke`].
-    pub async fn revoke_holders(&self) -> Result<Vec<String>, Error> {
-        let mut asked = Vec::new();
+    /// As [`SharedLock::contenders`]; [`Error::SessionExpired`] or
+    /// [`Error::ZooKeeper`] from a request (NoAuth is not an error here: it
+    /// is reported in [`Revoked::refused`]).
+    pub async fn revoke_holders(&self) -> Result<Revoked, Error> {
+        let mut revoked = Revoked::default();
         for contender in self.contenders().await? {
-            if contender.state == ContenderState::Holds && self.revoke(&contender.path).await? {
-                asked.push(contender.path);
+            if contender.state != ContenderState::Holds {
+                continue;
+            }
+            match self.revoke(&contender.path).await {
+                Ok(true) => revoked.asked.push(contender.path),
+                Ok(false) => {}
+                Err(e @ Error::NoAuth { .. }) => revoked.refused.push((contender.path, e)),
+                Err(e) => return Err(e),
             }
         }
-        Ok(asked)
+        Ok(revoked)
     }
 
     /// Lists the lock directory: contenders in queue order (with their
@@ -959,6 +970,22 @@ pub struct Snapshot {
     pub contenders: Vec<Contender>,
     /// Children that are not contender nodes (ignored by the lock).
     pub foreign: Vec<String>,
+}
+
+/// What [`SharedLock::revoke_holders`] did: the holders asked and those
+/// whose node refused the request.
+///
+/// Non-exhaustive: fields may be added.
+#[derive(Debug, Default)]
+#[non_exhaustive]
+pub struct Revoked {
+    /// Full paths of the nodes asked (the request was written), in queue
+    /// order.
+    pub asked: Vec<String>,
+    /// Full paths of the holders' nodes whose ACL refused WRITE to this
+    /// client, each with its [`Error::NoAuth`]: those holders were not
+    /// asked.
+    pub refused: Vec<(String, Error)>,
 }
 
 /// One contender of a lock, as seen by [`SharedLock::contenders`].

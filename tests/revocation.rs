@@ -7,7 +7,7 @@ use zk_rwlock_testkit as support;
 use std::time::Duration;
 
 use support::{client, joined, server, unique_path, wait_watching};
-use zk_rwlock::{HoldState, Mode, SharedLock, REVOKE_PAYLOAD};
+use zk_rwlock::{zk, Error, HoldState, Mode, SharedLock, REVOKE_PAYLOAD};
 
 const SHORT: Duration = Duration::from_secs(10);
 
@@ -119,7 +119,7 @@ async fn revoke_holders_asks_every_holder() {
     wait_watching(server(), r2.node(), w_session).await;
 
     let revoker = support::lock(&path).await;
-    let mut asked = revoker.revoke_holders().await.unwrap();
+    let mut asked = revoker.revoke_holders().await.unwrap().asked;
     asked.sort();
     let mut holders = vec![r1.node().to_owned(), r2.node().to_owned()];
     holders.sort();
@@ -224,11 +224,15 @@ fn blocking_guard_waits_for_the_request() {
         .wait_revocation_requested(Duration::from_millis(50))
         .unwrap());
     let revoker = zk_rwlock::blocking::SharedLock::connect(&connect, &path).unwrap();
-    assert_eq!(revoker.revoke_holders().unwrap(), vec![guard.node().to_owned()]);
+    assert_eq!(
+        revoker.revoke_holders().unwrap().asked,
+        vec![guard.node().to_owned()]
+    );
     assert!(guard.wait_revocation_requested(SHORT).unwrap());
     assert!(guard.is_revocation_requested());
     guard.release().unwrap();
-    assert!(revoker.revoke_holders().unwrap().is_empty());
+    let revoked = revoker.revoke_holders().unwrap();
+    assert!(revoked.asked.is_empty() && revoked.refused.is_empty());
 }
 
 /// A request written while the holder is cut off reaches it after it
@@ -283,4 +287,43 @@ async fn a_nested_lock_node_is_not_revoked_through_the_parent() {
     assert!(data.is_empty(), "another lock's holder was asked: {data:?}");
     inner_held.release().await.unwrap();
     outer_held.release().await.unwrap();
+}
+
+/// A holder whose node refuses WRITE does not stop `revoke_holders`: the
+/// other holders are asked, and the refusal is reported with its node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn revoke_holders_asks_the_others_when_one_refuses() {
+    let path = unique_path("revoke-noauth");
+    let admin = client().await;
+    admin
+        .mkdir(
+            &path,
+            &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
+        )
+        .await
+        .unwrap();
+    let alice_client = zk::Client::connector()
+        .with_session_timeout(Duration::from_secs(4))
+        .with_auth("digest", b"alice:secret".as_slice())
+        .connect(&server().connect_string())
+        .await
+        .unwrap();
+    let alice = SharedLock::builder(alice_client, &path)
+        .acls(&zk::Acls::creator_all())
+        .build()
+        .unwrap();
+    let closed = alice.read().await.unwrap();
+    let open = support::lock(&path).await.read().await.unwrap();
+    let revoked = support::lock(&path).await.revoke_holders().await.unwrap();
+    assert_eq!(revoked.asked, vec![open.node().to_owned()]);
+    assert_eq!(revoked.refused.len(), 1, "{revoked:?}");
+    assert_eq!(revoked.refused[0].0, closed.node());
+    assert!(
+        matches!(revoked.refused[0].1, Error::NoAuth { .. }),
+        "{revoked:?}"
+    );
+    let (data, _) = client().await.get_data(open.node()).await.unwrap();
+    assert_eq!(data, REVOKE_PAYLOAD);
+    closed.release().await.unwrap();
+    open.release().await.unwrap();
 }
