@@ -1168,8 +1168,9 @@ struct Driver<'a> {
     until: Option<Instant>,
     /// The pending watch on our own node.
     own_watch: Option<WatchFuture>,
-    /// Our node's data was the revocation request when its watch was last
-    /// set (see [`REVOKE_PAYLOAD`]): the guard starts with the flag.
+    /// Our node's data was the revocation request when one of its watches
+    /// was set (see [`REVOKE_PAYLOAD`]; never reset, as the guard's flag):
+    /// the guard starts with the flag.
     own_revoked: bool,
     /// The pending watch on the watched node.
     watched: Option<WatchFuture>,
@@ -1246,7 +1247,9 @@ impl Driver<'_> {
                 // error is the one a failure reports.
                 let own = own.map(|own| match own {
                     Ok((data, _, watcher)) => {
-                        self.own_revoked = is_revocation(&data);
+                        // Sticky, as the guard's flag: a later write to the
+                        // node does not take back a request seen.
+                        self.own_revoked |= is_revocation(&data);
                         self.own_watch = Some(Box::pin(watcher.changed()));
                         Reply::Ok(())
                     }

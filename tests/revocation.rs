@@ -327,3 +327,34 @@ async fn revoke_holders_asks_the_others_when_one_refuses() {
     closed.release().await.unwrap();
     open.release().await.unwrap();
 }
+
+/// A request a waiter saw is kept, as the guard's flag is: another
+/// client's later write to the node before the grant does not erase it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_seen_while_waiting_is_sticky() {
+    let path = unique_path("revoke-sticky");
+    let held = support::lock(&path).await.write().await.unwrap();
+    let b = support::lock(&path).await;
+    let b_session = b.client().session_id().0;
+    let waiter = tokio::spawn(async move { b.write().await });
+    wait_watching(server(), held.node(), b_session).await;
+    let revoker = support::lock(&path).await;
+    let b_node = revoker.contenders().await.unwrap()[1].path.clone();
+    assert!(revoker.revoke(&b_node).await.unwrap());
+    // B read the request when it watched its node again.
+    wait_watching(server(), &b_node, b_session).await;
+    let stranger = client().await;
+    stranger.set_data(&b_node, b"other", None).await.unwrap();
+    wait_watching(server(), &b_node, b_session).await;
+    held.release().await.unwrap();
+    let granted = joined(SHORT, waiter).await.unwrap();
+    assert!(
+        granted.is_revocation_requested(),
+        "the request seen while waiting was lost"
+    );
+    assert_eq!(
+        tokio::time::timeout(SHORT, granted.revocation_requested()).await,
+        Ok(true)
+    );
+    granted.release().await.unwrap();
+}
