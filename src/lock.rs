@@ -495,13 +495,27 @@ impl SharedLock {
     /// taken from it, and no one is granted before it releases (a data
     /// change on a contender node grants nothing).
     ///
+    /// Permissions: revoking needs WRITE on the node (nodes created with
+    /// an ACL such as [`zk::Acls::creator_all`] cannot be revoked by other
+    /// identities: [`Error::NoAuth`]), and the holder sees a request only if
+    /// it may READ its own node (on a node it cannot watch, a request is
+    /// written but never seen).
+    ///
     /// `node` is a child name of this lock's directory, or its full path.
-    /// Writing to a node that still waits costs its owner one listing; its
-    /// guard starts with the request once granted. Ok(false) if there is no
+    /// Writing to a node that still waits costs its owner a listing plus
+    /// new watches; a request its owner saw while waiting stays recorded,
+    /// and a request made while waiting is seen once the guard's
+    /// `revocation_requested()` is awaited (its first watch reads the
+    /// node). Ok(false) if there is no
     /// such contender: the node no longer exists (released, withdrawn, or
     /// its session ended), or `node` does not name a contender node of this
     /// lock (another directory, a node further down such as a nested
     /// lock's, a name that does not parse), in which case nothing is sent.
+    ///
+    /// The request is retried through connection loss: if it landed but
+    /// its answer was lost, and the holder released before the retry, the
+    /// result is Ok(false) although the request was written (to a node now
+    /// gone).
     ///
     /// # Errors
     ///
@@ -2269,12 +2283,18 @@ macro_rules! guard {
             /// Cooperative: the lock is still held until released; no one
             /// else is granted meanwhile. Never reset.
             ///
-            /// Costs no request: the request is seen while one of this
-            /// guard's futures ([`Self::lost`], [`Self::suspended`],
-            /// [`Self::resumed`], [`Self::revocation_requested`]) is
-            /// pending, since they keep a watch on the node, or at the grant
-            /// if the node already carried it. Without such a future, this
-            /// flag does not change.
+            /// Costs no request, and looks for nothing by itself: the
+            /// request is seen while one of this guard's futures
+            /// ([`Self::lost`], [`Self::suspended`], [`Self::resumed`],
+            /// [`Self::revocation_requested`]) is pending, since they keep a
+            /// watch on the node. Without such a future, this flag does not
+            /// change: to learn of a request, await
+            /// [`Self::revocation_requested`] (e.g. in a `select!` with the
+            /// work) rather than polling this flag. A request made while
+            /// waiting for the lock is seen once the guard's
+            /// `revocation_requested()` is awaited (its first watch reads the
+            /// node). The holder sees a request only if it may READ its own
+            /// node.
             pub fn is_revocation_requested(&self) -> bool {
                 self.0.is_revocation_requested()
             }
@@ -2282,8 +2302,12 @@ macro_rules! guard {
             /// Completes when a revocation request arrives on this guard's
             /// node (true), at once if one already did, or when the lock is
             /// lost first (false: no request can come any more). Keeps a
-            /// watch on the node while pending; a data change costs one
-            /// `getData`, no request otherwise.
+            /// watch on the node while pending: each new future costs one
+            /// `getData` to set it, except the first of a guard that waited
+            /// for the lock (it takes over the watch set while waiting), and
+            /// each data change of the node costs one more. A node the holder
+            /// may not READ cannot be watched: a request on it is never
+            /// seen, and this completes only when the lock is lost.
             ///
             /// # Cancellation safety
             ///

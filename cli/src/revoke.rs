@@ -20,12 +20,14 @@ What it does:
   asked, one a line, then reports each node that refused (every holder is
   asked, also when one refused). Revoking needs WRITE on the contender
   nodes: nodes created with an ACL such as creator-all cannot be revoked by
-  other identities.
+  other identities. The holder sees a request only if it may READ its own
+  node.
   Revocation is cooperative: the holder is asked, not forced. A holder that
   listens (the library's `revocation_requested()`, `zk-rwlock exec
   --on-revoke SIGNAL`) lets go; one that does not keeps the lock. Nobody
   else is granted the lock until the holder releases it. A request on a
-  node that still waits is kept: its owner is asked once it is granted.
+  node that still waits is kept: its owner sees it once granted, when it
+  looks for requests (`revocation_requested()` reads the node).
 
 Exit codes:
   0    at least one node was asked
