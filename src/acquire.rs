@@ -61,8 +61,10 @@
 //!   (a revocation request on a holder, [`crate::SharedLock::revoke`], is
 //!   one). A data change on my own node means "list again": a revocation
 //!   request on a waiter grants it nothing and does not end its wait; the
-//!   driver reads my node's data when it watches it again, and the guard
-//!   reports the request once granted.
+//!   driver reads my node's data when it watches it again, and a request
+//!   it saw is recorded for good and set on the guard at the grant. A
+//!   request the driver did not see before the grant is seen by the
+//!   guard's first watch.
 //! - Before a hand-off grants without a new listing, my node must be known to
 //!   exist: its watch has not fired, and if the connection was interrupted
 //!   since the watches were set (a reconnect re-registers watches in any

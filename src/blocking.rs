@@ -357,12 +357,13 @@ impl SharedLock {
     }
 
     /// Asks every current holder to let go (see
-    /// [`crate::SharedLock::revoke_holders`]); the nodes asked.
+    /// [`crate::SharedLock::revoke_holders`]); the nodes asked and those
+    /// that refused.
     ///
     /// # Errors
     ///
     /// As [`crate::SharedLock::revoke_holders`], and [`Error::InsideRuntime`].
-    pub fn revoke_holders(&self) -> Result<Vec<String>, Error> {
+    pub fn revoke_holders(&self) -> Result<crate::Revoked, Error> {
         self.block_on(self.lock.revoke_holders())?
     }
 }
@@ -460,7 +461,10 @@ impl Guard {
 
     /// True once a revocation request was seen on the node (see
     /// [`crate::WriteGuard::is_revocation_requested`]): only while a
-    /// `wait_*` call is under way, or at the grant, is it looked for.
+    /// `wait_*` call is under way is it looked for; a request made while
+    /// waiting for the lock is seen by the first
+    /// [`Guard::wait_revocation_requested`] (its first watch reads the
+    /// node). Wait with that rather than polling this flag.
     pub fn is_revocation_requested(&self) -> bool {
         self.inner
             .as_ref()
@@ -470,6 +474,10 @@ impl Guard {
     /// Waits up to `timeout` for a revocation request (see
     /// [`crate::SharedLock::revoke`]); true if one arrived (or had
     /// already), false if the time ran out or the lock was lost first.
+    /// Each call costs one `getData` (it sets a watch on the node), except
+    /// the first for a guard that waited for the lock (it takes over the
+    /// watch set while waiting); the holder sees a request only if it may
+    /// READ its node.
     ///
     /// # Errors
     ///

@@ -495,13 +495,27 @@ impl SharedLock {
     /// taken from it, and no one is granted before it releases (a data
     /// change on a contender node grants nothing).
     ///
+    /// Permissions: revoking needs WRITE on the node (nodes created with
+    /// an ACL such as [`zk::Acls::creator_all`] cannot be revoked by other
+    /// identities: [`Error::NoAuth`]), and the holder sees a request only if
+    /// it may READ its own node (on a node it cannot watch, a request is
+    /// written but never seen).
+    ///
     /// `node` is a child name of this lock's directory, or its full path.
-    /// Writing to a node that still waits costs its owner one listing; its
-    /// guard starts with the request once granted. Ok(false) if there is no
+    /// Writing to a node that still waits costs its owner a listing plus
+    /// new watches; a request its owner saw while waiting stays recorded,
+    /// and a request made while waiting is seen once the guard's
+    /// `revocation_requested()` is awaited (its first watch reads the
+    /// node). Ok(false) if there is no
     /// such contender: the node no longer exists (released, withdrawn, or
     /// its session ended), or `node` does not name a contender node of this
-    /// lock (another directory, a name that does not parse), in which case
-    /// nothing is sent.
+    /// lock (another directory, a node further down such as a nested
+    /// lock's, a name that does not parse), in which case nothing is sent.
+    ///
+    /// The request is retried through connection loss: if it landed but
+    /// its answer was lost, and the holder released before the retry, the
+    /// result is Ok(false) although the request was written (to a node now
+    /// gone).
     ///
     /// # Errors
     ///
@@ -514,8 +528,10 @@ impl SharedLock {
             None if node.starts_with('/') => "",
             None => node,
         };
-        // Nothing is written to a node that is not a contender of this lock.
-        if name.parse::<NodeName>().is_err() {
+        // Nothing is written to a node that is not a contender of this lock:
+        // a name with `/` is a node further down (a nested lock's), which
+        // `NodeName` would parse (its host part may contain `/`).
+        if name.contains('/') || name.parse::<NodeName>().is_err() {
             debug!(node, "not a contender node of this lock: nothing to revoke");
             return Ok(false);
         }
@@ -533,21 +549,32 @@ impl SharedLock {
     }
 
     /// Asks every current holder of the lock to let go (see
-    /// [`SharedLock::revoke`]): one listing, then one request per holder.
-    /// Returns the full paths of the nodes asked that still existed. A
-    /// holder granted after the listing is not asked.
+    /// [`SharedLock::revoke`]): one listing, then one request per holder,
+    /// each asked even if another refused. Returns the full paths of the
+    /// nodes asked that still existed ([`Revoked::asked`]) and those whose
+    /// ACL refused WRITE ([`Revoked::refused`], with
+    /// [`Error::NoAuth`]). A holder granted after the listing is not
+    /// asked.
     ///
     /// # Errors
     ///
-    /// As [`SharedLock::contenders`] and [`SharedLock::revoke`].
-    pub async fn revoke_holders(&self) -> Result<Vec<String>, Error> {
-        let mut asked = Vec::new();
+    /// As [`SharedLock::contenders`]; [`Error::SessionExpired`] or
+    /// [`Error::ZooKeeper`] from a request (NoAuth is not an error here: it
+    /// is reported in [`Revoked::refused`]).
+    pub async fn revoke_holders(&self) -> Result<Revoked, Error> {
+        let mut revoked = Revoked::default();
         for contender in self.contenders().await? {
-            if contender.state == ContenderState::Holds && self.revoke(&contender.path).await? {
-                asked.push(contender.path);
+            if contender.state != ContenderState::Holds {
+                continue;
+            }
+            match self.revoke(&contender.path).await {
+                Ok(true) => revoked.asked.push(contender.path),
+                Ok(false) => {}
+                Err(e @ Error::NoAuth { .. }) => revoked.refused.push((contender.path, e)),
+                Err(e) => return Err(e),
             }
         }
-        Ok(asked)
+        Ok(revoked)
     }
 
     /// Lists the lock directory: contenders in queue order (with their
@@ -959,6 +986,22 @@ pub struct Snapshot {
     pub foreign: Vec<String>,
 }
 
+/// What [`SharedLock::revoke_holders`] did: the holders asked and those
+/// whose node refused the request.
+///
+/// Non-exhaustive: fields may be added.
+#[derive(Debug, Default)]
+#[non_exhaustive]
+pub struct Revoked {
+    /// Full paths of the nodes asked (the request was written), in queue
+    /// order.
+    pub asked: Vec<String>,
+    /// Full paths of the holders' nodes whose ACL refused WRITE to this
+    /// client, each with its [`Error::NoAuth`]: those holders were not
+    /// asked.
+    pub refused: Vec<(String, Error)>,
+}
+
 /// One contender of a lock, as seen by [`SharedLock::contenders`].
 ///
 /// Non-exhaustive: fields may be added. Outside this crate, build one with
@@ -1139,8 +1182,9 @@ struct Driver<'a> {
     until: Option<Instant>,
     /// The pending watch on our own node.
     own_watch: Option<WatchFuture>,
-    /// Our node's data was the revocation request when its watch was last
-    /// set (see [`REVOKE_PAYLOAD`]): the guard starts with the flag.
+    /// Our node's data was the revocation request when one of its watches
+    /// was set (see [`REVOKE_PAYLOAD`]; never reset, as the guard's flag):
+    /// the guard starts with the flag.
     own_revoked: bool,
     /// The pending watch on the watched node.
     watched: Option<WatchFuture>,
@@ -1217,7 +1261,9 @@ impl Driver<'_> {
                 // error is the one a failure reports.
                 let own = own.map(|own| match own {
                     Ok((data, _, watcher)) => {
-                        self.own_revoked = is_revocation(&data);
+                        // Sticky, as the guard's flag: a later write to the
+                        // node does not take back a request seen.
+                        self.own_revoked |= is_revocation(&data);
                         self.own_watch = Some(Box::pin(watcher.changed()));
                         Reply::Ok(())
                     }
@@ -2254,12 +2300,18 @@ macro_rules! guard {
             /// Cooperative: the lock is still held until released; no one
             /// else is granted meanwhile. Never reset.
             ///
-            /// Costs no request: the request is seen while one of this
-            /// guard's futures ([`Self::lost`], [`Self::suspended`],
-            /// [`Self::resumed`], [`Self::revocation_requested`]) is
-            /// pending, since they keep a watch on the node, or at the grant
-            /// if the node already carried it. Without such a future, this
-            /// flag does not change.
+            /// Costs no request, and looks for nothing by itself: the
+            /// request is seen while one of this guard's futures
+            /// ([`Self::lost`], [`Self::suspended`], [`Self::resumed`],
+            /// [`Self::revocation_requested`]) is pending, since they keep a
+            /// watch on the node. Without such a future, this flag does not
+            /// change: to learn of a request, await
+            /// [`Self::revocation_requested`] (e.g. in a `select!` with the
+            /// work) rather than polling this flag. A request made while
+            /// waiting for the lock is seen once the guard's
+            /// `revocation_requested()` is awaited (its first watch reads the
+            /// node). The holder sees a request only if it may READ its own
+            /// node.
             pub fn is_revocation_requested(&self) -> bool {
                 self.0.is_revocation_requested()
             }
@@ -2267,8 +2319,12 @@ macro_rules! guard {
             /// Completes when a revocation request arrives on this guard's
             /// node (true), at once if one already did, or when the lock is
             /// lost first (false: no request can come any more). Keeps a
-            /// watch on the node while pending; a data change costs one
-            /// `getData`, no request otherwise.
+            /// watch on the node while pending: each new future costs one
+            /// `getData` to set it, except the first of a guard that waited
+            /// for the lock (it takes over the watch set while waiting), and
+            /// each data change of the node costs one more. A node the holder
+            /// may not READ cannot be watched: a request on it is never
+            /// seen, and this completes only when the lock is lost.
             ///
             /// # Cancellation safety
             ///

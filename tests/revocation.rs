@@ -7,7 +7,7 @@ use zk_rwlock_testkit as support;
 use std::time::Duration;
 
 use support::{client, joined, server, unique_path, wait_watching};
-use zk_rwlock::{HoldState, Mode, SharedLock, REVOKE_PAYLOAD};
+use zk_rwlock::{zk, Error, HoldState, Mode, SharedLock, REVOKE_PAYLOAD};
 
 const SHORT: Duration = Duration::from_secs(10);
 
@@ -119,7 +119,7 @@ async fn revoke_holders_asks_every_holder() {
     wait_watching(server(), r2.node(), w_session).await;
 
     let revoker = support::lock(&path).await;
-    let mut asked = revoker.revoke_holders().await.unwrap();
+    let mut asked = revoker.revoke_holders().await.unwrap().asked;
     asked.sort();
     let mut holders = vec![r1.node().to_owned(), r2.node().to_owned()];
     holders.sort();
@@ -224,11 +224,15 @@ fn blocking_guard_waits_for_the_request() {
         .wait_revocation_requested(Duration::from_millis(50))
         .unwrap());
     let revoker = zk_rwlock::blocking::SharedLock::connect(&connect, &path).unwrap();
-    assert_eq!(revoker.revoke_holders().unwrap(), vec![guard.node().to_owned()]);
+    assert_eq!(
+        revoker.revoke_holders().unwrap().asked,
+        vec![guard.node().to_owned()]
+    );
     assert!(guard.wait_revocation_requested(SHORT).unwrap());
     assert!(guard.is_revocation_requested());
     guard.release().unwrap();
-    assert!(revoker.revoke_holders().unwrap().is_empty());
+    let revoked = revoker.revoke_holders().unwrap();
+    assert!(revoked.asked.is_empty() && revoked.refused.is_empty());
 }
 
 /// A request written while the holder is cut off reaches it after it
@@ -260,4 +264,97 @@ async fn a_request_made_during_a_disconnect_is_seen_after_it() {
     }
     assert_eq!(held.state(), HoldState::Held);
     held.release().await.unwrap();
+}
+
+/// A node of a lock nested under this lock's directory is no contender of
+/// this lock (`NodeName` parses a host containing `/`): by full path or by
+/// relative name, nothing is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nested_lock_node_is_not_revoked_through_the_parent() {
+    let outer_path = unique_path("revoke-outer");
+    let outer = support::lock(&outer_path).await;
+    let outer_held = outer.write().await.unwrap();
+    let inner_path = format!("{outer_path}/sub");
+    let inner_held = support::lock(&inner_path).await.write().await.unwrap();
+    let inner_node = inner_held.node().to_owned();
+    let relative = inner_node
+        .strip_prefix(&format!("{outer_path}/"))
+        .unwrap()
+        .to_owned();
+    assert!(!outer.revoke(&inner_node).await.unwrap());
+    assert!(!outer.revoke(&relative).await.unwrap());
+    let (data, _) = client().await.get_data(&inner_node).await.unwrap();
+    assert!(data.is_empty(), "another lock's holder was asked: {data:?}");
+    inner_held.release().await.unwrap();
+    outer_held.release().await.unwrap();
+}
+
+/// A holder whose node refuses WRITE does not stop `revoke_holders`: the
+/// other holders are asked, and the refusal is reported with its node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn revoke_holders_asks_the_others_when_one_refuses() {
+    let path = unique_path("revoke-noauth");
+    let admin = client().await;
+    admin
+        .mkdir(
+            &path,
+            &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
+        )
+        .await
+        .unwrap();
+    let alice_client = zk::Client::connector()
+        .with_session_timeout(Duration::from_secs(4))
+        .with_auth("digest", b"alice:secret".as_slice())
+        .connect(&server().connect_string())
+        .await
+        .unwrap();
+    let alice = SharedLock::builder(alice_client, &path)
+        .acls(&zk::Acls::creator_all())
+        .build()
+        .unwrap();
+    let closed = alice.read().await.unwrap();
+    let open = support::lock(&path).await.read().await.unwrap();
+    let revoked = support::lock(&path).await.revoke_holders().await.unwrap();
+    assert_eq!(revoked.asked, vec![open.node().to_owned()]);
+    assert_eq!(revoked.refused.len(), 1, "{revoked:?}");
+    assert_eq!(revoked.refused[0].0, closed.node());
+    assert!(
+        matches!(revoked.refused[0].1, Error::NoAuth { .. }),
+        "{revoked:?}"
+    );
+    let (data, _) = client().await.get_data(open.node()).await.unwrap();
+    assert_eq!(data, REVOKE_PAYLOAD);
+    closed.release().await.unwrap();
+    open.release().await.unwrap();
+}
+
+/// A request a waiter saw is kept, as the guard's flag is: another
+/// client's later write to the node before the grant does not erase it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_seen_while_waiting_is_sticky() {
+    let path = unique_path("revoke-sticky");
+    let held = support::lock(&path).await.write().await.unwrap();
+    let b = support::lock(&path).await;
+    let b_session = b.client().session_id().0;
+    let waiter = tokio::spawn(async move { b.write().await });
+    wait_watching(server(), held.node(), b_session).await;
+    let revoker = support::lock(&path).await;
+    let b_node = revoker.contenders().await.unwrap()[1].path.clone();
+    assert!(revoker.revoke(&b_node).await.unwrap());
+    // B read the request when it watched its node again.
+    wait_watching(server(), &b_node, b_session).await;
+    let stranger = client().await;
+    stranger.set_data(&b_node, b"other", None).await.unwrap();
+    wait_watching(server(), &b_node, b_session).await;
+    held.release().await.unwrap();
+    let granted = joined(SHORT, waiter).await.unwrap();
+    assert!(
+        granted.is_revocation_requested(),
+        "the request seen while waiting was lost"
+    );
+    assert_eq!(
+        tokio::time::timeout(SHORT, granted.revocation_requested()).await,
+        Ok(true)
+    );
+    granted.release().await.unwrap();
 }

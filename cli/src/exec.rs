@@ -124,7 +124,9 @@ Revocation:
   held until CMD exits, and zk-rwlock then releases it and exits with CMD's
   status (128+n if signal n killed it). With --on-revoke ignore (the
   default), requests are not even looked for: a holder is only revoked
-  when it chose to be.
+  when it chose to be. A request is seen only if this client may READ its
+  own contender node, and the revoker needs WRITE on it (nodes created
+  with a creator-only ACL cannot be revoked by other identities).
 
 Signals:
   SIGINT, SIGTERM or SIGHUP while waiting for the lock: the request is

@@ -17,12 +17,17 @@ What it does:
   Writes `__REVOKE__` (Apache Curator's revocation message) as the data of
   the contender node NODE of the lock directory PATH, or, without NODE, of
   every node that holds the lock now. Prints the full path of each node
-  asked, one a line.
+  asked, one a line, then reports each node that refused (every holder is
+  asked, also when one refused). Revoking needs WRITE on the contender
+  nodes: nodes created with an ACL such as creator-all cannot be revoked by
+  other identities. The holder sees a request only if it may READ its own
+  node.
   Revocation is cooperative: the holder is asked, not forced. A holder that
   listens (the library's `revocation_requested()`, `zk-rwlock exec
   --on-revoke SIGNAL`) lets go; one that does not keeps the lock. Nobody
   else is granted the lock until the holder releases it. A request on a
-  node that still waits is kept: its owner is asked once it is granted.
+  node that still waits is kept: its owner sees it once granted, when it
+  looks for requests (`revocation_requested()` reads the node).
 
 Exit codes:
   0    at least one node was asked
@@ -32,7 +37,8 @@ Exit codes:
        not a contender node name, invalid connect string
   69   ZooKeeper unreachable
   70   other ZooKeeper error
-  77   permission denied by ZooKeeper (NoAuth: no WRITE on the node)
+  77   permission denied by ZooKeeper (NoAuth: no WRITE on a contender
+       node); the nodes asked are printed all the same
 
 Environment:
   ZK_CONNECT  ZooKeeper servers when --connect is not given
@@ -89,7 +95,9 @@ fn contender_name<'a>(dir: &str, node: &'a str) -> Option<&'a str> {
         None if node.contains('/') => return None,
         None => node,
     };
-    name.parse::<NodeName>().is_ok().then_some(name)
+    // A name with `/` is a node further down (a nested lock's), which
+    // `NodeName` would parse (its host part may contain `/`).
+    (!name.contains('/') && name.parse::<NodeName>().is_ok()).then_some(name)
 }
 
 async fn revoke(args: Args) -> Result<(), Failure> {
@@ -113,17 +121,34 @@ async fn revoke(args: Args) -> Result<(), Failure> {
     let result = async {
         let lock = SharedLock::new(client, &args.path)?;
         match name {
-            Some(name) => Ok(if lock.revoke(name).await? {
-                vec![format!("{}/{name}", args.path)]
-            } else {
-                Vec::new()
-            }),
-            None => lock.revoke_holders().await,
+            Some(name) => {
+                let node = format!("{}/{name}", args.path);
+                Ok(match lock.revoke(name).await {
+                    Ok(true) => (vec![node], Vec::new()),
+                    Ok(false) => (Vec::new(), Vec::new()),
+                    Err(e @ zk_rwlock::Error::NoAuth { .. }) => (Vec::new(), vec![(node, e)]),
+                    Err(e) => return Err(e),
+                })
+            }
+            None => lock
+                .revoke_holders()
+                .await
+                .map(|revoked| (revoked.asked, revoked.refused)),
         }
     }
     .await;
     common::await_session_end(states, Duration::from_secs(2)).await;
-    let asked = result.map_err(Failure::from)?;
+    let (asked, refused) = result.map_err(Failure::from)?;
+    // Every node asked is printed, also when others refused.
+    for node in &asked {
+        println!("{node}");
+    }
+    if !refused.is_empty() {
+        for (node, _) in &refused[1..] {
+            let _ = refused_failure(node).report();
+        }
+        return Err(refused_failure(&refused[0].0));
+    }
     if asked.is_empty() {
         return Err(Failure::new(
             NOTHING_ASKED,
@@ -133,10 +158,18 @@ async fn revoke(args: Args) -> Result<(), Failure> {
             },
         ));
     }
-    for node in asked {
-        println!("{node}");
-    }
     Ok(())
+}
+
+/// The failure for a contender node whose ACL refused the request (NoAuth).
+fn refused_failure(node: &str) -> Failure {
+    Failure::new(
+        exit::NOPERM,
+        format!(
+            "ZooKeeper refused the request on `{node}` (NoAuth): this client may not write to \
+             contender node {node}: revoking needs WRITE on the contender nodes"
+        ),
+    )
 }
 
 #[cfg(test)]
@@ -155,5 +188,8 @@ mod tests {
         assert_eq!(contender_name("/locks/x", "/locks/x"), None);
         assert_eq!(contender_name("/locks/x", "web01"), None);
         assert_eq!(contender_name("/locks/x", &format!("/locks/xy/{name}")), None);
+        // A nested lock's node is not a contender of the outer lock.
+        assert_eq!(contender_name("/locks/x", &format!("/locks/x/sub/{name}")), None);
+        assert_eq!(contender_name("/locks/x", &format!("sub/{name}")), None);
     }
 }

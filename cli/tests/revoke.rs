@@ -160,3 +160,48 @@ async fn revoke_reports_what_it_could_not_ask() {
     out.expect_code(1);
     assert!(out.stderr.contains("no contender node"), "{out:#?}");
 }
+
+/// `revoke PATH` with two readers, one of which refuses WRITE: the other
+/// is asked and printed, the refusal is reported as such, exit 77.
+#[tokio::test]
+async fn revoke_prints_the_nodes_asked_when_one_refuses() {
+    use zk_rwlock::{zk, SharedLock, REVOKE_PAYLOAD};
+    let path = unique_path("cli-revoke-noauth");
+    let open = support::lock(&path).await.read().await.unwrap();
+    let alice_client = zk::Client::connector()
+        .with_session_timeout(Duration::from_secs(4))
+        .with_auth("digest", b"alice:secret".as_slice())
+        .connect(&server().connect_string())
+        .await
+        .unwrap();
+    let alice = SharedLock::builder(alice_client, &path)
+        .acls(&zk::Acls::creator_all())
+        .build()
+        .unwrap();
+    let closed = alice.read().await.unwrap();
+    let out = run(&["revoke", &path]).await;
+    out.expect_code(77);
+    assert_eq!(out.stdout.trim(), open.node(), "{out:#?}");
+    assert!(
+        out.stderr
+            .contains(&format!("may not write to contender node {}", closed.node()))
+            && out.stderr.contains("revoking needs WRITE on the contender nodes"),
+        "{out:#?}"
+    );
+    let (data, _) = support::client().await.get_data(open.node()).await.unwrap();
+    assert_eq!(data, REVOKE_PAYLOAD);
+    open.release().await.unwrap();
+    closed.release().await.unwrap();
+}
+
+/// A nested lock's node is no contender of the outer lock: exit 2.
+#[tokio::test]
+async fn revoke_rejects_a_nested_lock_node() {
+    let path = unique_path("cli-revoke-nested");
+    let name = "web01@7f3a0c1e9b2d4f60a1b2c3d4e5f60718-W-0000000042";
+    let out = run(&["revoke", &path, &format!("{path}/sub/{name}")]).await;
+    out.expect_code(2);
+    let out = run(&["revoke", &path, &format!("sub/{name}")]).await;
+    out.expect_code(2);
+    assert!(out.stderr.contains("is not a contender node of"), "{out:#?}");
+}
