@@ -18,10 +18,8 @@
 //! it fails at once with [`Error::Lost`] (or the session's error) and
 //! releases everything. It never returns a guard with a part lost.
 //!
-//! This watching costs requests: each step watches every part already held
-//! anew (a read of its node with a watch, and the watch's removal after),
-//! so an uncontended acquire of N parts sends about N(N-1)/2 such pairs on
-//! top of N single acquires. Keep multi-locks to a few parts.
+//! Each part taken is watched once for the rest of the acquire, so the
+//! requests of an acquire grow linearly with the number of parts.
 //!
 //! # No deadlock between multi-locks
 //!
@@ -88,6 +86,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::OnceLock;
 use std::task::Poll;
 use std::time::Duration;
 
@@ -226,8 +225,19 @@ impl MultiLock {
     /// a loss, whatever is taken is released, waiting within the slack; when
     /// this future is dropped, dropped (each part releases in the background).
     async fn acquire_all(&self, wait: Wait) -> Result<Option<MultiGuard>, Error> {
-        let mut held: Vec<Guard> = Vec::with_capacity(self.parts.len());
-        for (lock, mode) in &self.parts {
+        /// Why the acquire stopped before taking every part.
+        enum Stop {
+            Lost,
+            Failed(Error),
+            GaveUp,
+        }
+        // One slot per part, never moved while the loss watches borrow
+        // them: each part taken is watched once for the whole acquire.
+        let slots: Vec<OnceLock<Guard>> = self.parts.iter().map(|_| OnceLock::new()).collect();
+        let mut watches: Vec<Pin<Box<dyn Future<Output = ()> + Send + '_>>> =
+            Vec::with_capacity(self.parts.len());
+        let mut stop = None;
+        for ((lock, mode), slot) in self.parts.iter().zip(&slots) {
             let mode = *mode;
             let next = async {
                 match wait {
@@ -239,49 +249,60 @@ impl MultiLock {
                     }
                 }
             };
-            let taken = MultiGuard { parts: held };
             let outcome = tokio::select! {
                 biased;
-                () = taken.lost() => None,
+                () = first(watches.iter_mut()) => None,
                 outcome = next => Some(outcome),
             };
-            held = taken.parts;
             match outcome {
-                None => {
-                    let e = self.lost_error(&held);
-                    release_within(held, GIVE_UP_SLACK).await;
-                    return Err(e);
-                }
+                None => stop = Some(Stop::Lost),
                 Some(Err(e)) => {
-                    debug!(lock = lock.path(), error = %e, released = held.len(), "multi-lock failed; releasing the parts taken");
-                    release_within(held, GIVE_UP_SLACK).await;
-                    return Err(e);
+                    debug!(lock = lock.path(), error = %e, "multi-lock failed; releasing the parts taken");
+                    stop = Some(Stop::Failed(e));
                 }
                 Some(Ok(None)) => {
                     debug!(
                         lock = lock.path(),
-                        released = held.len(),
                         "multi-lock gave up; releasing the parts taken"
                     );
-                    let slack = match wait {
-                        Wait::Until(deadline) => {
-                            (deadline + GIVE_UP_SLACK).saturating_duration_since(Instant::now())
-                        }
-                        Wait::Forever | Wait::Not => GIVE_UP_SLACK,
-                    };
-                    release_within(held, slack).await;
-                    return Ok(None);
+                    stop = Some(Stop::GaveUp);
                 }
-                Some(Ok(Some(guard))) => held.push(guard),
+                Some(Ok(Some(guard))) => {
+                    let guard: &Guard = slot.get_or_init(|| guard);
+                    watches.push(Box::pin(guard.lost()));
+                    continue;
+                }
+            }
+            break;
+        }
+        drop(watches);
+        let held: Vec<Guard> = slots.into_iter().filter_map(OnceLock::into_inner).collect();
+        let stop = match stop {
+            None if held.iter().any(|g| g.state() == HoldState::Lost) => Stop::Lost,
+            None => return Ok(Some(MultiGuard { parts: held })),
+            Some(stop) => stop,
+        };
+        match stop {
+            Stop::Lost => {
+                let e = self.lost_error(&held);
+                release_within(held, GIVE_UP_SLACK).await;
+                Err(e)
+            }
+            Stop::Failed(e) => {
+                release_within(held, GIVE_UP_SLACK).await;
+                Err(e)
+            }
+            Stop::GaveUp => {
+                let slack = match wait {
+                    Wait::Until(deadline) => {
+                        (deadline + GIVE_UP_SLACK).saturating_duration_since(Instant::now())
+                    }
+                    Wait::Forever | Wait::Not => GIVE_UP_SLACK,
+                };
+                release_within(held, slack).await;
+                Ok(None)
             }
         }
-        let guard = MultiGuard { parts: held };
-        if guard.state() == HoldState::Lost {
-            let e = self.lost_error(&guard.parts);
-            release_within(guard.parts, GIVE_UP_SLACK).await;
-            return Err(e);
-        }
-        Ok(Some(guard))
     }
 
     /// The error for the first lost part of `held` (in path order): the

@@ -663,3 +663,53 @@ async fn acquire_timeout_max_waits_without_a_deadline() {
     out.expect("no panic").unwrap();
     assert_drained(&a).await;
 }
+
+/// `zk_packets_received` of the test server (all sessions).
+fn packets_received() -> i64 {
+    let mntr = server().four_letter(0, "mntr").unwrap();
+    mntr.lines()
+        .find_map(|l| l.strip_prefix("zk_packets_received"))
+        .map(|v| v.trim().parse().unwrap())
+        .unwrap()
+}
+
+/// The requests of an uncontended acquire grow linearly with the number of
+/// parts: each part taken is watched once for the whole acquire, not once
+/// per later part (which cost N(N-1)/2 extra reads).
+#[tokio::test]
+async fn acquire_requests_grow_linearly_with_the_parts() {
+    const N: usize = 10;
+    let base = unique_path("requests");
+    let paths: Vec<String> = (0..N).map(|i| format!("{base}/p{i:02}")).collect();
+    let c = client().await;
+    let locks: Vec<_> = paths
+        .iter()
+        .map(|p| zk_rwlock::SharedLock::new(c.clone(), p).unwrap())
+        .collect();
+    for l in &locks {
+        l.write().await.unwrap().release().await.unwrap();
+    }
+    let parts: Vec<(&str, Mode)> = paths.iter().map(|p| (p.as_str(), Mode::Write)).collect();
+    let multi = MultiLock::new(c.clone(), &parts).unwrap();
+    // Other tests run at once: keep the least of a few rounds.
+    let (mut singles, mut multis) = (i64::MAX, i64::MAX);
+    for _ in 0..3 {
+        let before = packets_received();
+        let mut gs = Vec::new();
+        for l in &locks {
+            gs.push(l.write().await.unwrap());
+        }
+        singles = singles.min(packets_received() - before);
+        for g in gs {
+            g.release().await.unwrap();
+        }
+        let before = packets_received();
+        let g = multi.acquire().await.unwrap();
+        multis = multis.min(packets_received() - before);
+        g.release().await.unwrap();
+    }
+    assert!(
+        multis - singles < 2 * N as i64,
+        "{N} parts: {singles} requests for single acquires, {multis} for one multi acquire"
+    );
+}
