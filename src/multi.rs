@@ -27,9 +27,9 @@
 //! sorted by absolute path (each lock's path under its client's chroot),
 //! whatever order the caller gave: two multi-locks over the same lock
 //! directories (named in any order, through any chroots) never each hold a
-//! part the other waits for. A task that holds
-//! a single guard and then asks a multi-lock for a path sorted before it
-//! can still deadlock, as with any two locks taken in opposite orders.
+//! part the other waits for. A task that holds a single guard and then
+//! asks a multi-lock for a path sorted before it can still deadlock, as
+//! with any two locks taken in opposite orders.
 //!
 //! Apache Curator's `InterProcessMultiLock` acquires its locks in the order
 //! the caller lists them ("the order that they are to be locked"), so two
@@ -42,9 +42,9 @@
 //!
 //! A lock directory may appear once: [`MultiLock::new`] and
 //! [`MultiLock::from_locks`] reject a second occurrence (the same absolute
-//! path, chroot included)
-//! with [`Error::InvalidPath`] (reason: "it appears more than once in one
-//! multi-lock") rather than guess which mode was meant: two contenders of
+//! path, chroot included) with [`Error::InvalidPath`] (reason: "it appears
+//! more than once in one multi-lock") rather than guess which mode was
+//! meant: two contenders of
 //! one multi-lock on one lock would wait for each other, as asking a held
 //! read lock for write does. A multi-lock needs at least one part (an
 //! empty list is an [`Error::InvalidPath`] with an empty path).
