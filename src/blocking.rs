@@ -676,6 +676,25 @@ impl MultiGuard {
         })
     }
 
+    /// Waits up to `timeout` for no part to be suspended any more (all
+    /// held again, or one lost); returns the state then,
+    /// [`HoldState::Suspended`] if the time ran out first (see
+    /// [`crate::MultiGuard::resumed`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InsideRuntime`].
+    pub fn wait_resumed(&self, timeout: Duration) -> Result<HoldState, Error> {
+        let Some(inner) = &self.inner else {
+            return Ok(HoldState::Lost);
+        };
+        self.rt.block_on(async {
+            tokio::time::timeout(timeout, inner.resumed())
+                .await
+                .unwrap_or(HoldState::Suspended)
+        })
+    }
+
     /// Waits up to `timeout` for any part to be lost; true if one was.
     ///
     /// # Errors

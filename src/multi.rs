@@ -2,10 +2,14 @@
 //!
 //! A [`MultiLock`] names several lock directories, each with a [`Mode`]
 //! (say write `/accounts/42` and read `/rates`). Its acquire takes every
-//! part or none: on timeout, on failure partway, or when its future is
-//! dropped, the parts it already holds are released and the contender node
-//! it was waiting with is deleted, in the background (see
-//! [`SharedLock`]'s cancellation safety). A [`MultiGuard`] holds them all.
+//! part or none. On a give-up, a failure partway or a part lost, the parts
+//! it already holds are all released at once before it returns, waiting
+//! for them at most [`crate::GIVE_UP_SLACK`] (after the deadline, for
+//! [`MultiLock::acquire_timeout`]); releases not done by then go on in the
+//! background. When its future is dropped, the parts it holds are released
+//! and the contender node it was waiting with is deleted, in the background
+//! (see [`SharedLock`]'s cancellation safety). A [`MultiGuard`] holds them
+//! all.
 //!
 //! The parts are taken one after the other, each with its own contender
 //! node (an acquire costs a queue turn per part, not one request). While
@@ -14,15 +18,18 @@
 //! it fails at once with [`Error::Lost`] (or the session's error) and
 //! releases everything. It never returns a guard with a part lost.
 //!
+//! Each part taken is watched once for the rest of the acquire, so the
+//! requests of an acquire grow linearly with the number of parts.
+//!
 //! # No deadlock between multi-locks
 //!
 //! The parts are acquired one after the other in one canonical order,
-//! sorted by path, whatever order the caller gave: two multi-locks over
-//! the same paths (named in any order) never each hold a part the other
-//! waits for. This holds among multi-locks and single locks whose paths
-//! are compared in the same namespace (the same chroot). A task that holds
-//! a single guard and then asks a multi-lock for a path sorted before it
-//! can still deadlock, as with any two locks taken in opposite orders.
+//! sorted by absolute path (each lock's path under its client's chroot),
+//! whatever order the caller gave: two multi-locks over the same lock
+//! directories (named in any order, through any chroots) never each hold a
+//! part the other waits for. A task that holds a single guard and then
+//! asks a multi-lock for a path sorted before it can still deadlock, as
+//! with any two locks taken in opposite orders.
 //!
 //! Apache Curator's `InterProcessMultiLock` acquires its locks in the order
 //! the caller lists them ("the order that they are to be locked"), so two
@@ -33,9 +40,11 @@
 //!
 //! # Duplicate paths
 //!
-//! A path may appear once: [`MultiLock::new`] rejects a second occurrence
-//! with [`Error::InvalidPath`] (reason: "it appears more than once in one
-//! multi-lock") rather than guess which mode was meant: two contenders of
+//! A lock directory may appear once: [`MultiLock::new`] and
+//! [`MultiLock::from_locks`] reject a second occurrence (the same absolute
+//! path, chroot included) with [`Error::InvalidPath`] (reason: "it appears
+//! more than once in one multi-lock") rather than guess which mode was
+//! meant: two contenders of
 //! one multi-lock on one lock would wait for each other, as asking a held
 //! read lock for write does. A multi-lock needs at least one part (an
 //! empty list is an [`Error::InvalidPath`] with an empty path).
@@ -77,6 +86,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::OnceLock;
 use std::task::Poll;
 use std::time::Duration;
 
@@ -85,7 +95,7 @@ use tracing::debug;
 
 use crate::error::Error;
 use crate::lease::HoldState;
-use crate::lock::{validate_path, Guard, SharedLock};
+use crate::lock::{validate_path, Guard, SharedLock, GIVE_UP_SLACK};
 use crate::node_name::Mode;
 use crate::zk;
 
@@ -117,28 +127,39 @@ impl MultiLock {
 
     /// A multi-lock over locks made elsewhere, for example with
     /// [`SharedLock::builder`] (identity, ACLs, follower lag). The locks
-    /// may use different sessions; paths are compared as given, so they
-    /// should all be relative to the same chroot.
+    /// may use different sessions and different chroots: they are sorted
+    /// and compared by absolute path (the lock's path under its client's
+    /// chroot). [`MultiGuard::part`] and [`MultiGuard::fencing_token`] still
+    /// take each path as given to its lock (relative to its client's
+    /// chroot); when two parts have the same such path under different
+    /// chroots, they answer for the first in acquisition order.
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidPath`] if a path appears twice or `parts` is empty.
+    /// [`Error::InvalidPath`] if a lock directory (absolute path) appears
+    /// twice or `parts` is empty.
     pub fn from_locks(parts: impl IntoIterator<Item = (SharedLock, Mode)>) -> Result<MultiLock, Error> {
-        let mut parts: Vec<(SharedLock, Mode)> = parts.into_iter().collect();
+        let parts: Vec<(SharedLock, Mode)> = parts.into_iter().collect();
         if parts.is_empty() {
             return Err(Error::InvalidPath {
                 path: String::new(),
                 reason: "a multi-lock needs at least one lock path",
             });
         }
-        parts.sort_by(|a, b| a.0.path().cmp(b.0.path()));
-        if let Some(pair) = parts.windows(2).find(|w| w[0].0.path() == w[1].0.path()) {
-            return Err(duplicate(pair[0].0.path()));
+        let mut keyed: Vec<(String, (SharedLock, Mode))> = parts
+            .into_iter()
+            .map(|part| (absolute(part.0.client().path(), part.0.path()), part))
+            .collect();
+        keyed.sort_by(|a, b| a.0.cmp(&b.0));
+        if let Some(pair) = keyed.windows(2).find(|w| w[0].0 == w[1].0) {
+            return Err(duplicate(&pair[0].0));
         }
-        Ok(MultiLock { parts })
+        Ok(MultiLock {
+            parts: keyed.into_iter().map(|(_, part)| part).collect(),
+        })
     }
 
-    /// The parts in acquisition order (sorted by path).
+    /// The parts in acquisition order (sorted by absolute path).
     pub fn parts(&self) -> impl Iterator<Item = (&SharedLock, Mode)> + '_ {
         self.parts.iter().map(|(lock, mode)| (lock, *mode))
     }
@@ -168,8 +189,13 @@ impl MultiLock {
         }
     }
 
-    /// Acquires every part if each is free now; `Ok(None)` otherwise, with
-    /// what was taken released (see [`SharedLock::try_acquire`]).
+    /// Acquires every part if each is free when its turn comes; `Ok(None)`
+    /// otherwise, with what was taken released (see
+    /// [`SharedLock::try_acquire`]). "Free" is judged part by part, in
+    /// order, while the earlier parts are held: this is not one atomic
+    /// check. Each part may wait up to [`crate::TRY_TIMEOUT`] for the
+    /// server's answers, so against a slow server the call can take up to
+    /// N × `TRY_TIMEOUT` (N parts), plus [`crate::GIVE_UP_SLACK`] to release.
     ///
     /// # Errors
     ///
@@ -181,21 +207,37 @@ impl MultiLock {
     /// Acquires every part within `timeout`, counted for all parts
     /// together; `Ok(None)` on timeout, with what was taken released. The
     /// call returns at most [`crate::GIVE_UP_SLACK`] after the deadline (see
-    /// [`SharedLock::acquire_timeout`]).
+    /// [`SharedLock::acquire_timeout`]). A timeout too large to add to the
+    /// current instant (say [`Duration::MAX`]) waits as [`MultiLock::acquire`].
     ///
     /// # Errors
     ///
     /// As [`MultiLock::acquire`].
     pub async fn acquire_timeout(&self, timeout: Duration) -> Result<Option<MultiGuard>, Error> {
-        self.acquire_all(Wait::Until(Instant::now() + timeout)).await
+        // A timeout too large for an `Instant` (say `Duration::MAX`) is no limit.
+        let wait = Instant::now()
+            .checked_add(timeout)
+            .map_or(Wait::Forever, Wait::Until);
+        self.acquire_all(wait).await
     }
 
-    /// Takes the parts one by one in path order. Whatever is taken is
-    /// dropped (each part releases in the background) on a give-up, an
-    /// error, or when this future is dropped.
+    /// Takes the parts one by one in path order. On a give-up, an error or
+    /// a loss, whatever is taken is released, waiting within the slack; when
+    /// this future is dropped, dropped (each part releases in the background).
     async fn acquire_all(&self, wait: Wait) -> Result<Option<MultiGuard>, Error> {
-        let mut held: Vec<Guard> = Vec::with_capacity(self.parts.len());
-        for (lock, mode) in &self.parts {
+        /// Why the acquire stopped before taking every part.
+        enum Stop {
+            Lost,
+            Failed(Error),
+            GaveUp,
+        }
+        // One slot per part, never moved while the loss watches borrow
+        // them: each part taken is watched once for the whole acquire.
+        let slots: Vec<OnceLock<Guard>> = self.parts.iter().map(|_| OnceLock::new()).collect();
+        let mut watches: Vec<Pin<Box<dyn Future<Output = ()> + Send + '_>>> =
+            Vec::with_capacity(self.parts.len());
+        let mut stop = None;
+        for ((lock, mode), slot) in self.parts.iter().zip(&slots) {
             let mode = *mode;
             let next = async {
                 match wait {
@@ -207,35 +249,60 @@ impl MultiLock {
                     }
                 }
             };
-            let taken = MultiGuard { parts: held };
             let outcome = tokio::select! {
                 biased;
-                () = taken.lost() => None,
+                () = first(watches.iter_mut()) => None,
                 outcome = next => Some(outcome),
             };
-            held = taken.parts;
             match outcome {
-                None => return Err(self.lost_error(&held)),
+                None => stop = Some(Stop::Lost),
                 Some(Err(e)) => {
-                    debug!(lock = lock.path(), error = %e, released = held.len(), "multi-lock failed; releasing the parts taken");
-                    return Err(e);
+                    debug!(lock = lock.path(), error = %e, "multi-lock failed; releasing the parts taken");
+                    stop = Some(Stop::Failed(e));
                 }
                 Some(Ok(None)) => {
                     debug!(
                         lock = lock.path(),
-                        released = held.len(),
                         "multi-lock gave up; releasing the parts taken"
                     );
-                    return Ok(None);
+                    stop = Some(Stop::GaveUp);
                 }
-                Some(Ok(Some(guard))) => held.push(guard),
+                Some(Ok(Some(guard))) => {
+                    let guard: &Guard = slot.get_or_init(|| guard);
+                    watches.push(Box::pin(guard.lost()));
+                    continue;
+                }
+            }
+            break;
+        }
+        drop(watches);
+        let held: Vec<Guard> = slots.into_iter().filter_map(OnceLock::into_inner).collect();
+        let stop = match stop {
+            None if held.iter().any(|g| g.state() == HoldState::Lost) => Stop::Lost,
+            None => return Ok(Some(MultiGuard { parts: held })),
+            Some(stop) => stop,
+        };
+        match stop {
+            Stop::Lost => {
+                let e = self.lost_error(&held);
+                release_within(held, GIVE_UP_SLACK).await;
+                Err(e)
+            }
+            Stop::Failed(e) => {
+                release_within(held, GIVE_UP_SLACK).await;
+                Err(e)
+            }
+            Stop::GaveUp => {
+                let slack = match wait {
+                    Wait::Until(deadline) => {
+                        (deadline + GIVE_UP_SLACK).saturating_duration_since(Instant::now())
+                    }
+                    Wait::Forever | Wait::Not => GIVE_UP_SLACK,
+                };
+                release_within(held, slack).await;
+                Ok(None)
             }
         }
-        let guard = MultiGuard { parts: held };
-        if guard.state() == HoldState::Lost {
-            return Err(self.lost_error(&guard.parts));
-        }
-        Ok(Some(guard))
     }
 
     /// The error for the first lost part of `held` (in path order): the
@@ -259,6 +326,37 @@ impl MultiLock {
             node: guard.node().to_owned(),
         })
     }
+}
+
+/// Releases every guard of `held` at once and waits up to `within` for
+/// them; the releases not done by then go on in the background.
+async fn release_within(held: Vec<Guard>, within: Duration) {
+    if held.is_empty() {
+        return;
+    }
+    let tasks: Vec<_> = held
+        .into_iter()
+        .map(|g| tokio::spawn(async move { g.release().await }))
+        .collect();
+    let all = async {
+        for task in tasks {
+            match task.await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => debug!(error = %e, "multi-lock: releasing a part taken failed"),
+                Err(e) => debug!(error = %e, "multi-lock: a part's release task failed"),
+            }
+        }
+    };
+    if tokio::time::timeout(within, all).await.is_err() {
+        debug!("multi-lock: releases of the parts taken go on in the background");
+    }
+}
+
+/// The absolute path of lock directory `path` of a lock whose client has
+/// chroot `chroot` ("/" without one).
+fn absolute(chroot: &str, path: &str) -> String {
+    let chroot = chroot.trim_end_matches('/');
+    format!("{chroot}{path}")
 }
 
 /// Checks `parts` without I/O: valid lock paths, at least one, none twice.
@@ -320,12 +418,14 @@ impl MultiGuard {
         self.parts
     }
 
-    /// The guard of the part on lock directory `path`, if there is one.
+    /// The guard of the part on lock directory `path` (as given to its
+    /// lock, relative to its client's chroot), if there is one.
     pub fn part(&self, path: &str) -> Option<&Guard> {
         self.parts.iter().find(|g| lock_dir(g.node()) == path)
     }
 
-    /// The fencing token of the part on lock directory `path` (see
+    /// The fencing token of the part on lock directory `path` (as given to
+    /// its lock, relative to its client's chroot; see
     /// [`Guard::fencing_token`]); `None` if no part has that path.
     pub fn fencing_token(&self, path: &str) -> Option<i64> {
         self.part(path).map(Guard::fencing_token)
@@ -363,15 +463,21 @@ impl MultiGuard {
     }
 
     /// Completes when any part is no longer held (suspended or lost), with
-    /// the worst state then.
+    /// the worst state then: the state that part reported, or a worse one
+    /// of another part ([`HoldState::Lost`] if any part is lost by then).
     pub async fn suspended(&self) -> HoldState {
+        let seen = std::sync::Mutex::new(HoldState::Held);
         first(self.parts.iter().map(|g| {
+            let seen = &seen;
             Box::pin(async move {
-                g.suspended().await;
+                let state = g.suspended().await;
+                let mut seen = seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                *seen = worst([*seen, state].into_iter());
             }) as Pin<Box<dyn Future<Output = ()> + Send + '_>>
         }))
         .await;
-        worst([self.state(), HoldState::Suspended].into_iter())
+        let seen = *seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        worst([seen, self.state()].into_iter())
     }
 
     /// Completes when no part is suspended any more: all held again, or

@@ -306,6 +306,10 @@ async fn blocking_multi_lock() {
             guard.wait_suspended(Duration::from_millis(50)).unwrap(),
             HoldState::Held
         );
+        assert_eq!(
+            guard.wait_resumed(Duration::from_millis(50)).unwrap(),
+            HoldState::Held
+        );
         guard.release().unwrap();
         let again = two.try_acquire().unwrap().expect("free after release");
         drop(again); // released on drop
@@ -523,4 +527,189 @@ async fn acquires_cancelled_at_many_points_leave_nothing_behind() {
     settles_to(&c, &b, &[name(holder.node())]).await;
     holder.release().await.unwrap();
     assert_drained(&b).await;
+}
+
+/// A give-up (`try_acquire`, `acquire_timeout`) releases the parts it took
+/// before it returns, as a single lock's give-up deletes its node: right
+/// after `Ok(None)` the node of the part taken is gone (seen by the same
+/// session), and another session's `try_write` on that path succeeds.
+#[tokio::test]
+async fn give_up_releases_the_parts_taken_before_it_returns() {
+    let base = unique_path("giveup-released");
+    let (a, b) = (format!("{base}/a"), format!("{base}/b"));
+    let holder = lock(&b).await.write().await.unwrap();
+    let c = client().await;
+    let multi = MultiLock::new(c.clone(), &[(a.as_str(), Mode::Write), (b.as_str(), Mode::Write)]).unwrap();
+    let other = lock(&a).await;
+    for round in 0..5 {
+        let out = if round % 2 == 0 {
+            multi.try_acquire().await.unwrap()
+        } else {
+            multi.acquire_timeout(Duration::from_millis(100)).await.unwrap()
+        };
+        assert!(out.is_none());
+        // Same session: requests are answered in order.
+        assert_eq!(children(&c, &a).await, Vec::<String>::new(), "round {round}");
+        let g = other
+            .try_write()
+            .await
+            .unwrap()
+            .expect("`a` free after the give-up");
+        g.release().await.unwrap();
+        settles_to(&c, &a, &[]).await;
+    }
+    holder.release().await.unwrap();
+    assert_drained(&a).await;
+    assert_drained(&b).await;
+}
+
+/// Parts through chrooted clients are ordered by their absolute path: a
+/// multi-lock over two directories named through two chroots and one
+/// naming them without chroot take them in the same order and both finish.
+/// Two different directories both `/a` under two chroots are two parts;
+/// one directory named through a chroot and without one is a duplicate.
+#[tokio::test]
+async fn chrooted_parts_sort_by_their_absolute_path() {
+    let base = unique_path("chroot-order");
+    let c = client().await;
+    for p in [base.clone(), format!("{base}/p"), format!("{base}/q")] {
+        c.create(
+            &p,
+            b"",
+            &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
+        )
+        .await
+        .unwrap();
+    }
+    let conn = server().connect_string();
+    let in_p = support::client_on(&format!("{conn}{base}/p")).await;
+    let in_q = support::client_on(&format!("{conn}{base}/q")).await;
+    // Real directories: {base}/p/z and {base}/q/a; relative to their
+    // chroots they sort the other way round.
+    let (pz, qa) = (format!("{base}/p/z"), format!("{base}/q/a"));
+    let x = MultiLock::from_locks([
+        (
+            zk_rwlock::SharedLock::new(in_p.clone(), "/z").unwrap(),
+            Mode::Write,
+        ),
+        (
+            zk_rwlock::SharedLock::new(in_q.clone(), "/a").unwrap(),
+            Mode::Write,
+        ),
+    ])
+    .unwrap();
+    let order: Vec<&str> = x.parts().map(|(l, _)| l.path()).collect();
+    assert_eq!(order, ["/z", "/a"]);
+    let y = MultiLock::new(
+        client().await,
+        &[(pz.as_str(), Mode::Write), (qa.as_str(), Mode::Write)],
+    )
+    .unwrap();
+    let h_qa = lock(&qa).await;
+    let h_pz = lock(&pz).await;
+    let g_qa = h_qa.write().await.unwrap();
+    let g_pz = h_pz.write().await.unwrap();
+    let tx = tokio::spawn(async move {
+        let g = x.acquire().await?;
+        assert!(g.fencing_token("/z").is_some() && g.fencing_token("/a").is_some());
+        g.release().await
+    });
+    let ty = tokio::spawn(async move { y.acquire().await?.release().await });
+    // Both queue on the first directory in absolute order, {base}/p/z.
+    wait_contenders(&h_pz, 3).await;
+    g_qa.release().await.unwrap();
+    g_pz.release().await.unwrap();
+    let both = tokio::time::timeout(SHORT, async { (tx.await, ty.await) }).await;
+    let (rx, ry) = both.expect("deadlock: neither multi-lock finished");
+    rx.unwrap().unwrap();
+    ry.unwrap().unwrap();
+    // Same relative path, different directories: two parts.
+    let two = MultiLock::from_locks([
+        (
+            zk_rwlock::SharedLock::new(in_p.clone(), "/a").unwrap(),
+            Mode::Write,
+        ),
+        (
+            zk_rwlock::SharedLock::new(in_q.clone(), "/a").unwrap(),
+            Mode::Write,
+        ),
+    ])
+    .unwrap();
+    assert_eq!(two.parts().count(), 2);
+    // One directory named twice, through a chroot and without one.
+    let dup = MultiLock::from_locks([
+        (
+            zk_rwlock::SharedLock::new(in_q.clone(), "/a").unwrap(),
+            Mode::Write,
+        ),
+        (zk_rwlock::SharedLock::new(c.clone(), &qa).unwrap(), Mode::Read),
+    ]);
+    assert!(matches!(dup, Err(Error::InvalidPath { .. })), "{dup:?}");
+    assert_drained(&pz).await;
+    assert_drained(&qa).await;
+}
+
+/// `acquire_timeout(Duration::MAX)` is no limit, not a panic.
+#[tokio::test]
+async fn acquire_timeout_max_waits_without_a_deadline() {
+    let base = unique_path("timeout-max");
+    let a = format!("{base}/a");
+    let multi = MultiLock::new(client().await, &[(a.as_str(), Mode::Write)]).unwrap();
+    let out = tokio::spawn(async move {
+        let g = multi.acquire_timeout(Duration::MAX).await?.expect("free");
+        g.release().await
+    })
+    .await;
+    out.expect("no panic").unwrap();
+    assert_drained(&a).await;
+}
+
+/// `zk_packets_received` of the test server (all sessions).
+fn packets_received() -> i64 {
+    let mntr = server().four_letter(0, "mntr").unwrap();
+    mntr.lines()
+        .find_map(|l| l.strip_prefix("zk_packets_received"))
+        .map(|v| v.trim().parse().unwrap())
+        .unwrap()
+}
+
+/// The requests of an uncontended acquire grow linearly with the number of
+/// parts: each part taken is watched once for the whole acquire, not once
+/// per later part (which cost N(N-1)/2 extra reads).
+#[tokio::test]
+async fn acquire_requests_grow_linearly_with_the_parts() {
+    const N: usize = 10;
+    let base = unique_path("requests");
+    let paths: Vec<String> = (0..N).map(|i| format!("{base}/p{i:02}")).collect();
+    let c = client().await;
+    let locks: Vec<_> = paths
+        .iter()
+        .map(|p| zk_rwlock::SharedLock::new(c.clone(), p).unwrap())
+        .collect();
+    for l in &locks {
+        l.write().await.unwrap().release().await.unwrap();
+    }
+    let parts: Vec<(&str, Mode)> = paths.iter().map(|p| (p.as_str(), Mode::Write)).collect();
+    let multi = MultiLock::new(c.clone(), &parts).unwrap();
+    // Other tests run at once: keep the least of a few rounds.
+    let (mut singles, mut multis) = (i64::MAX, i64::MAX);
+    for _ in 0..3 {
+        let before = packets_received();
+        let mut gs = Vec::new();
+        for l in &locks {
+            gs.push(l.write().await.unwrap());
+        }
+        singles = singles.min(packets_received() - before);
+        for g in gs {
+            g.release().await.unwrap();
+        }
+        let before = packets_received();
+        let g = multi.acquire().await.unwrap();
+        multis = multis.min(packets_received() - before);
+        g.release().await.unwrap();
+    }
+    assert!(
+        multis - singles < 2 * N as i64,
+        "{N} parts: {singles} requests for single acquires, {multis} for one multi acquire"
+    );
 }
