@@ -42,9 +42,13 @@ echo "== cargo publish --dry-run -p zk-rwlock-zookeeper-client -p zk-rwlock -p z
 # All at once: the library's dependency on the patched client and the CLI's on the
 # library (none of them on crates.io yet) are then verified against the packages made
 # here. --allow-dirty: this checks packaging, and runs before a commit as often as after one.
-# A fresh target directory: cargo takes a registry crate's build for good once made, so
-# one left by an earlier run, from the same version with older code, would be reused.
+# Fresh builds and sources: cargo takes a registry crate's build and its unpacked sources
+# for good once made, so those left by an earlier run (the same versions with older code)
+# would be reused. The packages verified here are unpacked from a local registry of
+# cargo's (in a registry directory whose name starts with `-`).
 rm -rf target/publish-check
+cargo_home=${CARGO_HOME:-$HOME/.cargo}
+rm -rf "$cargo_home"/registry/src/-*/zk-rwlock-* "$cargo_home"/registry/cache/-*/zk-rwlock-*
 cargo publish --dry-run --allow-dirty --target-dir target/publish-check \
   -p zk-rwlock-zookeeper-client -p zk-rwlock -p zk-rwlock-cli
 rm -rf target/publish-check
