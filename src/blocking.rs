@@ -114,6 +114,17 @@ impl OwnedRuntime {
         let _context = rt.enter();
         Ok(park_until_ready(tokio::task::unconstrained(f)))
     }
+
+    /// Runs `f` for at most `timeout` (see [`OwnedRuntime::block_on`]):
+    /// its output, or `on_timeout` if the time ran out first.
+    fn block_on_within<F: Future>(
+        &self,
+        timeout: Duration,
+        f: F,
+        on_timeout: F::Output,
+    ) -> Result<F::Output, Error> {
+        self.block_on(async { tokio::time::timeout(timeout, f).await.unwrap_or(on_timeout) })
+    }
 }
 
 impl Drop for OwnedRuntime {
@@ -423,11 +434,8 @@ impl Guard {
         let Some(inner) = &self.inner else {
             return Ok(HoldState::Lost);
         };
-        self.rt.block_on(async {
-            tokio::time::timeout(timeout, inner.suspended())
-                .await
-                .unwrap_or(HoldState::Held)
-        })
+        self.rt
+            .block_on_within(timeout, inner.suspended(), HoldState::Held)
     }
 
     /// Waits up to `timeout` for the lock to be no longer suspended (held
@@ -441,11 +449,8 @@ impl Guard {
         let Some(inner) = &self.inner else {
             return Ok(HoldState::Lost);
         };
-        self.rt.block_on(async {
-            tokio::time::timeout(timeout, inner.resumed())
-                .await
-                .unwrap_or(HoldState::Suspended)
-        })
+        self.rt
+            .block_on_within(timeout, inner.resumed(), HoldState::Suspended)
     }
 
     /// Waits up to `timeout` for the lock to be lost; true if it was.
@@ -455,8 +460,14 @@ impl Guard {
     /// [`Error::InsideRuntime`].
     pub fn wait_lost(&self, timeout: Duration) -> Result<bool, Error> {
         let Some(inner) = &self.inner else { return Ok(true) };
-        self.rt
-            .block_on(async { tokio::time::timeout(timeout, inner.lost()).await.is_ok() })
+        self.rt.block_on_within(
+            timeout,
+            async {
+                inner.lost().await;
+                true
+            },
+            false,
+        )
     }
 
     /// True once a revocation request was seen on the node (see
@@ -486,11 +497,8 @@ impl Guard {
         let Some(inner) = &self.inner else {
             return Ok(false);
         };
-        self.rt.block_on(async {
-            tokio::time::timeout(timeout, inner.revocation_requested())
-                .await
-                .unwrap_or(false)
-        })
+        self.rt
+            .block_on_within(timeout, inner.revocation_requested(), false)
     }
 
     /// Releases the lock and reports the outcome (see [`crate::WriteGuard::release`]).
@@ -669,11 +677,8 @@ impl MultiGuard {
         let Some(inner) = &self.inner else {
             return Ok(HoldState::Lost);
         };
-        self.rt.block_on(async {
-            tokio::time::timeout(timeout, inner.suspended())
-                .await
-                .unwrap_or(HoldState::Held)
-        })
+        self.rt
+            .block_on_within(timeout, inner.suspended(), HoldState::Held)
     }
 
     /// Waits up to `timeout` for no part to be suspended any more (all
@@ -688,11 +693,8 @@ impl MultiGuard {
         let Some(inner) = &self.inner else {
             return Ok(HoldState::Lost);
         };
-        self.rt.block_on(async {
-            tokio::time::timeout(timeout, inner.resumed())
-                .await
-                .unwrap_or(HoldState::Suspended)
-        })
+        self.rt
+            .block_on_within(timeout, inner.resumed(), HoldState::Suspended)
     }
 
     /// Waits up to `timeout` for any part to be lost; true if one was.
@@ -702,8 +704,14 @@ impl MultiGuard {
     /// [`Error::InsideRuntime`].
     pub fn wait_lost(&self, timeout: Duration) -> Result<bool, Error> {
         let Some(inner) = &self.inner else { return Ok(true) };
-        self.rt
-            .block_on(async { tokio::time::timeout(timeout, inner.lost()).await.is_ok() })
+        self.rt.block_on_within(
+            timeout,
+            async {
+                inner.lost().await;
+                true
+            },
+            false,
+        )
     }
 
     /// Releases every part and reports the first error (see
