@@ -462,6 +462,28 @@ impl MultiGuard {
         .await;
     }
 
+    /// True when a revocation request reaches any part (see
+    /// [`crate::WriteGuard::revocation_requested`]); false once every part
+    /// is lost without one.
+    pub async fn revocation_requested(&self) -> bool {
+        let asked = std::sync::atomic::AtomicBool::new(false);
+        let without = std::sync::atomic::AtomicUsize::new(0);
+        let n = self.parts.len();
+        first(self.parts.iter().map(|g| {
+            let (asked, without) = (&asked, &without);
+            Box::pin(async move {
+                if g.revocation_requested().await {
+                    asked.store(true, std::sync::atomic::Ordering::Release);
+                } else if without.fetch_add(1, std::sync::atomic::Ordering::AcqRel) + 1 < n {
+                    // Lost without a request: the other parts decide.
+                    std::future::pending::<()>().await;
+                }
+            }) as Pin<Box<dyn Future<Output = ()> + Send + '_>>
+        }))
+        .await;
+        asked.load(std::sync::atomic::Ordering::Acquire)
+    }
+
     /// Completes when any part is no longer held (suspended or lost), with
     /// the worst state then: the state that part reported, or a worse one
     /// of another part ([`HoldState::Lost`] if any part is lost by then).

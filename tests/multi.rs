@@ -713,3 +713,36 @@ async fn acquire_requests_grow_linearly_with_the_parts() {
         "{N} parts: {singles} requests for single acquires, {multis} for one multi acquire"
     );
 }
+
+/// A revocation request on any part reaches the multi-guard; once every
+/// part is lost without one, the answer is false.
+#[tokio::test]
+async fn a_revocation_request_on_any_part() {
+    let base = unique_path("revoke");
+    let (a, b) = (format!("{base}/a"), format!("{base}/b"));
+    let parts = [(a.as_str(), Mode::Write), (b.as_str(), Mode::Read)];
+    let multi = MultiLock::new(client().await, &parts).unwrap();
+    let guard = multi.acquire().await.unwrap();
+    let node = guard.part(&b).unwrap().node().to_owned();
+    let revoker = lock(&b).await;
+    let asking = tokio::spawn(async move { revoker.revoke(&node).await.unwrap() });
+    let asked = tokio::time::timeout(SHORT, guard.revocation_requested())
+        .await
+        .expect("a request on one part is seen");
+    assert!(asked);
+    assert!(asking.await.unwrap());
+    guard.release().await.unwrap();
+
+    let guard = multi.acquire().await.unwrap();
+    let other = client().await;
+    for part in guard.parts() {
+        other.delete(part.node(), None).await.unwrap();
+    }
+    let asked = tokio::time::timeout(SHORT, guard.revocation_requested())
+        .await
+        .expect("every part lost: no request");
+    assert!(!asked);
+    guard.release().await.unwrap();
+    assert_drained(&a).await;
+    assert_drained(&b).await;
+}

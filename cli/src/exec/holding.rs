@@ -3,10 +3,6 @@
 //! state is the worst part's, the lease deadline the earliest part's, and a
 //! revocation request on any part counts.
 
-use std::future::Future;
-use std::pin::Pin;
-use std::task::Poll;
-
 use zk_rwlock::{Guard, HoldState, MultiGuard};
 
 /// The lock or locks `exec` holds.
@@ -91,32 +87,10 @@ impl Holding {
     /// True when a revocation request reaches any part; false once every
     /// part is lost without one.
     pub async fn revocation_requested(&self) -> bool {
-        let guards: Vec<&Guard> = match self {
-            Holding::One(g) => vec![g],
-            Holding::Many { guard, .. } => guard.parts().iter().collect(),
-        };
-        let mut pending: Vec<Pin<Box<dyn Future<Output = bool> + Send + '_>>> = guards
-            .into_iter()
-            .map(|g| Box::pin(g.revocation_requested()) as Pin<Box<dyn Future<Output = bool> + Send + '_>>)
-            .collect();
-        std::future::poll_fn(move |cx| {
-            let mut i = 0;
-            while i < pending.len() {
-                match pending[i].as_mut().poll(cx) {
-                    Poll::Ready(true) => return Poll::Ready(true),
-                    Poll::Ready(false) => {
-                        drop(pending.swap_remove(i));
-                    }
-                    Poll::Pending => i += 1,
-                }
-            }
-            if pending.is_empty() {
-                Poll::Ready(false)
-            } else {
-                Poll::Pending
-            }
-        })
-        .await
+        match self {
+            Holding::One(g) => g.revocation_requested().await,
+            Holding::Many { guard, .. } => guard.revocation_requested().await,
+        }
     }
 
     pub async fn release(self) -> Result<(), zk_rwlock::Error> {
