@@ -464,30 +464,7 @@ mod tests {
 
     #[test]
     fn a_suspension_and_its_lease_deadline() {
-        let workers = vec![Worker {
-            label: "W1".into(),
-            mode: Mode::Write,
-        }];
-        let ev = |t_us, kind| Event {
-            worker: 0,
-            t_us,
-            kind,
-        };
-        let events = vec![
-            ev(0, Kind::Want),
-            ev(
-                0,
-                Kind::Grant {
-                    token: 1,
-                    node: "/l/n".into(),
-                    lease_us: 4_000_000,
-                    hold_us: 12_000_000,
-                },
-            ),
-            ev(2_000_000, Kind::Suspended { lease_us: 5_000_000 }),
-            ev(5_000_000, Kind::Lost { lease_us: 5_000_000 }),
-        ];
-        let model = Model::build(&workers, &events, 10_000_000);
+        let model = super::super::verdict::suspended_writer(10_000_000);
         let marker = |t, label: &str| Marker {
             t,
             label: label.into(),

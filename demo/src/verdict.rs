@@ -457,6 +457,38 @@ pub fn percentile(sorted: &[u64], p: f64) -> Option<u64> {
     Some(sorted[rank.clamp(1, sorted.len()) - 1])
 }
 
+/// A test history: one writer granted at 0 with a lease to 4 s for a 12 s
+/// hold, suspended at 2 s (lease 5 s), lost at its lease deadline; the
+/// model over `span_us`.
+#[cfg(test)]
+pub(crate) fn suspended_writer(span_us: u64) -> Model {
+    use super::event::{Event, Kind};
+    let workers = vec![Worker {
+        label: "W1".into(),
+        mode: Mode::Write,
+    }];
+    let ev = |t_us, kind| Event {
+        worker: 0,
+        t_us,
+        kind,
+    };
+    let events = vec![
+        ev(0, Kind::Want),
+        ev(
+            0,
+            Kind::Grant {
+                token: 1,
+                node: "/l/n".into(),
+                lease_us: 4_000_000,
+                hold_us: 12_000_000,
+            },
+        ),
+        ev(2_000_000, Kind::Suspended { lease_us: 5_000_000 }),
+        ev(5_000_000, Kind::Lost { lease_us: 5_000_000 }),
+    ];
+    Model::build(&workers, &events, span_us)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
