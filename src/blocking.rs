@@ -187,6 +187,19 @@ fn park_until_ready<F: Future>(f: F) -> F::Output {
     }
 }
 
+/// Connects a new client session without an async runtime: the blocking
+/// [`crate::connect_client_with`]. The session runs on the library's
+/// background thread; hand the client to [`SharedLock::with_client`], or
+/// to [`crate::SharedLock::builder`] then [`SharedLock::from_async`].
+///
+/// # Errors
+///
+/// Those of [`crate::connect_client_with`], and [`Error::InsideRuntime`].
+pub fn connect(servers: &str, options: &crate::ConnectOptions) -> Result<zk::Client, Error> {
+    let rt = runtime()?;
+    rt.block_on(crate::connect_client_with(servers, options))?
+}
+
 fn runtime() -> Result<OwnedRuntime, Error> {
     if runs_tasks() {
         return Err(Error::InsideRuntime);
@@ -240,6 +253,46 @@ impl SharedLock {
             lock: builder.build()?,
             rt: Arc::new(rt),
         })
+    }
+
+    /// Connects a new session to `servers` with `options` (credentials,
+    /// TLS, timeouts: see [`ConnectOptions`](crate::ConnectOptions)) and
+    /// makes a lock on `path` with the default identity and ACLs.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidPath`] before connecting, those of
+    /// [`connect_client_with`](crate::connect_client_with), and
+    /// [`Error::InsideRuntime`].
+    pub fn connect_with_options(
+        servers: &str,
+        path: &str,
+        options: &crate::ConnectOptions,
+    ) -> Result<SharedLock, Error> {
+        validate_path(path)?;
+        let rt = runtime()?;
+        let client = rt
+            .block_on(crate::connect_client_with(servers, options))?
+            .map_err(|e| e.for_lock(path))?;
+        Ok(SharedLock {
+            lock: crate::SharedLock::new(client, path)?,
+            rt: Arc::new(rt),
+        })
+    }
+
+    /// A lock on `path` used through an existing `client`, with the default
+    /// identity and ACLs (for others, [`crate::LockBuilder`] and
+    /// [`SharedLock::from_async`]). A client of [`connect`] or
+    /// [`crate::connect_client_with`] runs on the library's background
+    /// thread; one you connected yourself with a [`zk::Connector`] runs on
+    /// the runtime it was made on, which must keep running while this lock
+    /// is used.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidPath`], [`Error::InsideRuntime`], [`Error::Runtime`].
+    pub fn with_client(client: zk::Client, path: &str) -> Result<SharedLock, Error> {
+        SharedLock::from_async(crate::SharedLock::new(client, path)?)
     }
 
     /// The blocking face of an async lock, for example one configured with

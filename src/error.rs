@@ -61,6 +61,15 @@ pub enum Error {
         /// The path the operation was on.
         path: String,
     },
+    /// The server rejected this client's credentials (an unknown scheme,
+    /// a SASL password it does not accept, or a session it requires to
+    /// authenticate first): it closed the session. Every ephemeral node of
+    /// the session is gone.
+    #[error(
+        "ZooKeeper rejected this client's credentials (AuthFailed) and closed the session: check the \
+         authentication scheme, user and password, then connect again"
+    )]
+    AuthFailed,
     /// The lock directory (or one of its parents) is an ephemeral node, which cannot have children.
     #[error("lock directory `{path}` is an ephemeral node and cannot hold contenders: choose a path under persistent nodes")]
     EphemeralDirectory {
@@ -74,6 +83,13 @@ pub enum Error {
         servers: String,
         /// What the client said is wrong with it.
         reason: &'static str,
+    },
+    /// The TLS settings cannot be used: a CA or client certificate or key
+    /// that does not parse, or a client certificate without a CA.
+    #[error("invalid TLS settings: {reason}")]
+    InvalidTls {
+        /// What is wrong with them.
+        reason: String,
     },
     /// The chroot of the connect string (`host:port/app`) does not exist.
     /// ZooKeeper resolves every path of the client under it and never
@@ -157,20 +173,25 @@ impl Error {
     pub fn from_session_state(state: zk::SessionState) -> Option<Error> {
         match state {
             zk::SessionState::Expired => Some(Error::SessionExpired),
-            zk::SessionState::Closed | zk::SessionState::AuthFailed => Some(Error::SessionClosed),
+            zk::SessionState::Closed => Some(Error::SessionClosed),
+            zk::SessionState::AuthFailed => Some(Error::AuthFailed),
             _ => None,
         }
     }
 
     /// True when the session is over ([`Error::SessionExpired`],
-    /// [`Error::SessionClosed`]): every ephemeral node of it is gone.
+    /// [`Error::SessionClosed`], [`Error::AuthFailed`]): every ephemeral
+    /// node of it is gone.
     pub fn is_session_over(&self) -> bool {
-        matches!(self, Error::SessionExpired | Error::SessionClosed)
+        matches!(
+            self,
+            Error::SessionExpired | Error::SessionClosed | Error::AuthFailed
+        )
     }
 
     /// Maps a ZooKeeper error of an operation on `path` to the most specific
-    /// variant: the errors that end the session to [`Error::SessionExpired`]
-    /// or [`Error::SessionClosed`], `NoAuth` to [`Error::NoAuth`],
+    /// variant: the errors that end the session to [`Error::SessionExpired`],
+    /// [`Error::SessionClosed`] or [`Error::AuthFailed`], `NoAuth` to [`Error::NoAuth`],
     /// `NoChildrenForEphemerals` to [`Error::EphemeralDirectory`], any other
     /// to [`Error::ZooKeeper`]. Use it for requests made on the lock's client
     /// directly (e.g. with [`SharedLock::client`](crate::SharedLock::client)),
@@ -178,7 +199,8 @@ impl Error {
     pub fn from_zk(err: zk::Error, path: &str) -> Error {
         match err {
             zk::Error::SessionExpired | zk::Error::SessionMoved => Error::SessionExpired,
-            zk::Error::ClientClosed | zk::Error::AuthFailed => Error::SessionClosed,
+            zk::Error::ClientClosed => Error::SessionClosed,
+            zk::Error::AuthFailed => Error::AuthFailed,
             zk::Error::NoAuth => Error::NoAuth {
                 path: path.to_owned(),
             },
@@ -253,6 +275,11 @@ mod tests {
             Error::from_session_state(zk::SessionState::Closed),
             Some(Error::SessionClosed)
         ));
+        assert!(matches!(
+            Error::from_session_state(zk::SessionState::AuthFailed),
+            Some(Error::AuthFailed)
+        ));
+        assert!(Error::AuthFailed.is_session_over());
         assert!(Error::from_session_state(zk::SessionState::Disconnected).is_none());
         assert!(Error::from_session_state(zk::SessionState::SyncConnected).is_none());
     }
@@ -272,8 +299,10 @@ mod tests {
                 Error::Lost { .. } => "Lost",
                 Error::SequenceExhausted { .. } => "SequenceExhausted",
                 Error::NoAuth { .. } => "NoAuth",
+                Error::AuthFailed => "AuthFailed",
                 Error::EphemeralDirectory { .. } => "EphemeralDirectory",
                 Error::InvalidConnectString { .. } => "InvalidConnectString",
+                Error::InvalidTls { .. } => "InvalidTls",
                 Error::ChrootMissing { .. } => "ChrootMissing",
                 Error::LeaseTooShort { .. } => "LeaseTooShort",
                 Error::Unreachable { .. } => "Unreachable",
@@ -298,11 +327,13 @@ mod tests {
             Error::Lost { node: s() },
             Error::SequenceExhausted { path: s() },
             Error::NoAuth { path: s() },
+            Error::AuthFailed,
             Error::EphemeralDirectory { path: s() },
             Error::InvalidConnectString {
                 servers: s(),
                 reason: "",
             },
+            Error::InvalidTls { reason: s() },
             Error::ChrootMissing {
                 chroot: s(),
                 path: None,

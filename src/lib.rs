@@ -49,9 +49,26 @@
 //! name them in different orders: [`MultiLock`] (see [`multi`];
 //! [`blocking::MultiLock`] without a runtime).
 //!
+//! # Secured ensembles
+//!
+//! Credentials (`digest`, any `addAuthInfo` scheme), TLS and SASL are
+//! [`ConnectOptions`]; [`connect_client_with`],
+//! [`SharedLock::connect_with_options`] and
+//! [`blocking::SharedLock::connect_with_options`] connect with them, and
+//! [`LockBuilder::acls`] sets the ACLs of the nodes a lock creates (e.g.
+//! [`zk::Acls::creator_all`]).
+//!
 //! # Cargo features
 //!
-//! None: the crate has no optional parts. Its dependencies are the ZooKeeper
+//! Both off by default:
+//!
+//! * `tls`: TLS connections (`ConnectOptions::tls_ca_pem` and
+//!   `tls_identity_pem`), through the client's `tls` feature (rustls).
+//! * `sasl`: SASL DIGEST-MD5 (`ConnectOptions::sasl_digest_md5`), through
+//!   the client's `sasl-digest-md5` feature. (The client's Kerberos/GSSAPI
+//!   mechanism needs system libraries and is not offered.)
+//!
+//! Its dependencies are the ZooKeeper
 //! client [`zk`] (`zk-rwlock-zookeeper-client`: zookeeper-client 0.11.2 with
 //! patches, see its `PATCHES.md`; with its `tokio` feature), `tokio`,
 //! `tracing`, `thiserror`, `uuid` and `rustix` (the boot clock, on Linux).
@@ -63,6 +80,7 @@
 pub mod acquire;
 mod background;
 pub mod blocking;
+mod connect;
 mod error;
 pub mod lease;
 mod lock;
@@ -71,6 +89,7 @@ pub mod node_name;
 pub mod ordering;
 mod stats;
 
+pub use connect::{connect_client_with, ConnectOptions};
 pub use error::{is_retryable, Error};
 pub use lease::HoldState;
 pub use lock::{

@@ -1074,7 +1074,8 @@ pub enum ContenderState {
 /// (see [`SharedLock`]).
 ///
 /// A chroot in `servers` (`host:port/app`) must exist: one `exists` request
-/// checks it once connected.
+/// checks it once connected. For credentials and TLS:
+/// [`connect_client_with`](crate::connect_client_with).
 ///
 /// # Errors
 ///
@@ -1086,58 +1087,16 @@ pub async fn connect_client(
     session_timeout: Duration,
     connect_timeout: Duration,
 ) -> Result<zk::Client, Error> {
-    // The client calls a stray comma an "empty connect string".
-    if servers.split(',').any(|server| server.trim().is_empty()) && !servers.trim().is_empty() {
-        return Err(Error::InvalidConnectString {
-            servers: servers.to_owned(),
-            reason: "it has an empty entry (a stray ',')",
-        });
-    }
-    let cluster = servers.to_owned();
-    let connecting = async move {
-        zk::Client::connector()
-            .with_session_timeout(session_timeout)
-            .with_fail_eagerly()
-            .connect(&cluster)
-            .await
-    };
-    let connected = match background::handle() {
-        Some(background) => {
-            let task = AbortOnDrop(background.spawn(connecting));
-            match tokio::time::timeout(connect_timeout, task).await {
-                Ok(Ok(result)) => Ok(result),
-                Ok(Err(e)) => Ok(Err(zk::Error::UnexpectedError(format!("connecting failed: {e}")))),
-                Err(elapsed) => Err(elapsed),
-            }
-        }
-        None => tokio::time::timeout(connect_timeout, connecting).await,
-    };
-    match connected {
-        Ok(Ok(client)) => {
-            if background::handle().is_some() {
-                background::register_session(client.session_id().0);
-            }
-            match missing_chroot(&client, None).await {
-                Some(e) => Err(e),
-                None => Ok(client),
-            }
-        }
-        Ok(Err(zk::Error::NoHosts)) | Ok(Err(zk::Error::Timeout)) | Err(_) => Err(Error::Unreachable {
-            servers: servers.to_owned(),
-            timeout: connect_timeout,
-        }),
-        Ok(Err(zk::Error::BadArguments(reason))) => Err(Error::InvalidConnectString {
-            servers: servers.to_owned(),
-            reason,
-        }),
-        Ok(Err(e)) => Err(Error::from_zk(e, servers)),
-    }
+    let options = crate::ConnectOptions::new()
+        .session_timeout(session_timeout)
+        .connect_timeout(connect_timeout);
+    crate::connect_client_with(servers, &options).await
 }
 
 /// [`Error::ChrootMissing`] (naming the lock directory `path`, if given) if
 /// `client` has a chroot and it does not exist; `None` if it exists, there
 /// is none, or the check fails (the caller's own error stands then).
-async fn missing_chroot(client: &zk::Client, path: Option<&str>) -> Option<Error> {
+pub(crate) async fn missing_chroot(client: &zk::Client, path: Option<&str>) -> Option<Error> {
     let chroot = client.path();
     if chroot == "/" {
         return None;
@@ -1153,7 +1112,7 @@ async fn missing_chroot(client: &zk::Client, path: Option<&str>) -> Option<Error
 }
 
 /// A background task that is cancelled when its handle is dropped.
-struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+pub(crate) struct AbortOnDrop<T>(pub(crate) tokio::task::JoinHandle<T>);
 
 impl<T> std::future::Future for AbortOnDrop<T> {
     type Output = Result<T, tokio::task::JoinError>;

@@ -1,0 +1,348 @@
+//! Connecting with credentials, TLS and SASL: [`ConnectOptions`].
+
+use std::time::Duration;
+
+use crate::error::Error;
+use crate::lock::{missing_chroot, AbortOnDrop, SharedLock};
+use crate::{background, zk, DEFAULT_CONNECT_TIMEOUT, DEFAULT_SESSION_TIMEOUT};
+
+/// How to connect a ZooKeeper session: timeouts, credentials, TLS, SASL.
+///
+/// The timeouts, the credentials sent with every (re)connection (`digest:alice:secret`, ...), and, with
+/// the crate's Cargo features, TLS (feature `tls`) and SASL DIGEST-MD5
+/// (feature `sasl`). [`connect_client_with`] connects a session with them;
+/// [`SharedLock::connect_with_options`] and
+/// [`blocking::SharedLock::connect_with_options`](crate::blocking::SharedLock::connect_with_options)
+/// connect and make a lock in one call. The same options serve both APIs.
+///
+/// ```no_run
+/// use zk_rwlock::{ConnectOptions, SharedLock};
+///
+/// # async fn run() -> Result<(), zk_rwlock::Error> {
+/// let options = ConnectOptions::new().digest("alice", "secret");
+/// let lock = SharedLock::connect_with_options("zk1:2181,zk2:2181", "/locks/orders", &options).await?;
+/// # let _ = lock; Ok(()) }
+/// ```
+///
+/// Credentials are sent again after every reconnection (the client keeps
+/// them), so a session that moves to another server keeps its identity.
+///
+/// What the server checks: `digest` credentials are never refused, a wrong
+/// password only gives another identity, which the ACLs then refuse
+/// ([`Error::NoAuth`]); an unknown scheme, and SASL credentials the server
+/// rejects, end the session ([`Error::AuthFailed`]).
+///
+/// A builder: every method takes and returns the options. `Debug` never
+/// shows credentials or keys.
+#[derive(Clone, Default)]
+#[must_use]
+pub struct ConnectOptions {
+    connector: Option<zk::Connector>,
+    session_timeout: Option<Duration>,
+    connect_timeout: Option<Duration>,
+    auth: Vec<(String, Vec<u8>)>,
+    #[cfg(feature = "tls")]
+    tls_ca: Option<String>,
+    #[cfg(feature = "tls")]
+    tls_identity: Option<(String, String)>,
+    #[cfg(feature = "sasl")]
+    sasl: Option<(String, String)>,
+}
+
+impl std::fmt::Debug for ConnectOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let schemes: Vec<&str> = self.auth.iter().map(|(scheme, _)| scheme.as_str()).collect();
+        let mut s = f.debug_struct("ConnectOptions");
+        s.field("session_timeout", &self.session_timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("auth_schemes", &schemes)
+            .field("tls", &self.uses_tls());
+        #[cfg(feature = "sasl")]
+        s.field("sasl_user", &self.sasl.as_ref().map(|(user, _)| user));
+        s.finish_non_exhaustive()
+    }
+}
+
+impl ConnectOptions {
+    /// No credentials, no TLS, [`DEFAULT_SESSION_TIMEOUT`] and [`DEFAULT_CONNECT_TIMEOUT`].
+    pub fn new() -> ConnectOptions {
+        ConnectOptions::default()
+    }
+
+    /// Starts from a [`zk::Connector`] configured by hand (for the
+    /// client's other options, e.g. `with_readonly`); the options set here
+    /// are added to it. Its session timeout stands unless
+    /// [`session_timeout`](Self::session_timeout) is set.
+    pub fn from_connector(connector: zk::Connector) -> ConnectOptions {
+        ConnectOptions {
+            connector: Some(connector),
+            ..ConnectOptions::default()
+        }
+    }
+
+    /// The session timeout to ask for (default [`DEFAULT_SESSION_TIMEOUT`];
+    /// the server grants between 2 and 20 ticks).
+    pub fn session_timeout(mut self, timeout: Duration) -> ConnectOptions {
+        self.session_timeout = Some(timeout);
+        self
+    }
+
+    /// How long connecting may take (default [`DEFAULT_CONNECT_TIMEOUT`]).
+    pub fn connect_timeout(mut self, timeout: Duration) -> ConnectOptions {
+        self.connect_timeout = Some(timeout);
+        self
+    }
+
+    /// Adds credentials for an authentication scheme (ZooKeeper's
+    /// `addAuthInfo`), e.g. `auth("digest", b"alice:secret")`. Repeatable.
+    pub fn auth(mut self, scheme: &str, credentials: &[u8]) -> ConnectOptions {
+        self.auth.push((scheme.to_owned(), credentials.to_vec()));
+        self
+    }
+
+    /// Adds `digest` credentials: `auth("digest", "user:password")`. The
+    /// identity in ACLs is then `digest:user:<base64 of SHA-1 of user:password>`.
+    pub fn digest(self, user: &str, password: &str) -> ConnectOptions {
+        self.auth("digest", format!("{user}:{password}").as_bytes())
+    }
+
+    /// Connects with TLS, trusting the CA certificates in `pem` (PEM text,
+    /// one or more `CERTIFICATE` blocks). Every server of the connect
+    /// string is then reached with TLS (`tcp://host:port` names a plain
+    /// one). The server's certificate must name the host as written in the
+    /// connect string (a DNS name or an IP address in its subject
+    /// alternative names).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidTls`] if `pem` holds no certificate.
+    #[cfg(feature = "tls")]
+    pub fn tls_ca_pem(mut self, pem: &str) -> Result<ConnectOptions, Error> {
+        zk::TlsCa::from_pem(pem).map_err(|e| Error::InvalidTls {
+            reason: format!("the CA certificates cannot be used: {e}"),
+        })?;
+        self.tls_ca = Some(pem.to_owned());
+        Ok(self)
+    }
+
+    /// Presents a client certificate (for servers with `ssl.clientAuth`):
+    /// the certificate chain and its private key, both PEM text (the key
+    /// as PKCS#8, PKCS#1 or SEC1). Needs [`tls_ca_pem`](Self::tls_ca_pem) too.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidTls`] if `cert` holds no certificate or `key` no private key.
+    #[cfg(feature = "tls")]
+    pub fn tls_identity_pem(mut self, cert: &str, key: &str) -> Result<ConnectOptions, Error> {
+        if !cert.contains("-----BEGIN CERTIFICATE-----") {
+            return Err(Error::InvalidTls {
+                reason: "the client certificate holds no PEM `CERTIFICATE` block".to_owned(),
+            });
+        }
+        zk::TlsIdentity::from_pem(cert, key).map_err(|e| Error::InvalidTls {
+            reason: format!("the client certificate or key cannot be used: {e}"),
+        })?;
+        self.tls_identity = Some((cert.to_owned(), key.to_owned()));
+        Ok(self)
+    }
+
+    /// Authenticates with SASL DIGEST-MD5 as `user` (a `user_<name>` of the
+    /// server's JAAS `Server` section). The identity in ACLs is then
+    /// `sasl:user`. A rejected password ends the session:
+    /// [`Error::AuthFailed`].
+    #[cfg(feature = "sasl")]
+    pub fn sasl_digest_md5(mut self, user: &str, password: &str) -> ConnectOptions {
+        self.sasl = Some((user.to_owned(), password.to_owned()));
+        self
+    }
+
+    /// Whether connections use TLS (a CA was given).
+    pub fn uses_tls(&self) -> bool {
+        #[cfg(feature = "tls")]
+        return self.tls_ca.is_some();
+        #[cfg(not(feature = "tls"))]
+        false
+    }
+
+    /// Whether any credentials are set (`auth`, SASL, or a client certificate).
+    pub fn has_credentials(&self) -> bool {
+        #[allow(unused_mut)]
+        let mut any = !self.auth.is_empty();
+        #[cfg(feature = "tls")]
+        {
+            any |= self.tls_identity.is_some();
+        }
+        #[cfg(feature = "sasl")]
+        {
+            any |= self.sasl.is_some();
+        }
+        any
+    }
+
+    /// The client's own builder with these options applied (fail-eagerly
+    /// included), for connecting by hand.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidTls`] for a client certificate without a CA.
+    pub fn connector(&self) -> Result<zk::Connector, Error> {
+        let mut connector = match &self.connector {
+            Some(connector) => connector.clone(),
+            None => zk::Client::connector().with_session_timeout(DEFAULT_SESSION_TIMEOUT),
+        };
+        if let Some(timeout) = self.session_timeout {
+            connector = connector.with_session_timeout(timeout);
+        }
+        connector = connector.with_fail_eagerly();
+        for (scheme, credentials) in &self.auth {
+            connector = connector.with_auth(scheme, credentials);
+        }
+        #[cfg(feature = "tls")]
+        {
+            if let Some(ca) = &self.tls_ca {
+                let mut tls = zk::TlsOptions::new()
+                    .with_pem_ca(ca)
+                    .map_err(|e| Error::InvalidTls {
+                        reason: e.to_string(),
+                    })?;
+                if let Some((cert, key)) = &self.tls_identity {
+                    tls = tls.with_pem_identity(cert, key).map_err(|e| Error::InvalidTls {
+                        reason: e.to_string(),
+                    })?;
+                }
+                connector = connector.with_tls(tls);
+            } else if self.tls_identity.is_some() {
+                return Err(Error::InvalidTls {
+                    reason: "a client certificate needs the CA certificates that verify the server too"
+                        .to_owned(),
+                });
+            }
+        }
+        #[cfg(feature = "sasl")]
+        {
+            if let Some((user, password)) = &self.sasl {
+                connector = connector.with_sasl(zk::SaslOptions::digest_md5(user.clone(), password.clone()));
+            }
+        }
+        Ok(connector)
+    }
+
+    fn connect_timeout_or_default(&self) -> Duration {
+        self.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT)
+    }
+}
+
+/// Connects a new client session to `servers` (a connect string like
+/// `"zk1:2181,zk2:2181"`, optionally with a chroot) with `options`, and
+/// gives up after the connect timeout or as soon as every server has refused.
+///
+/// As [`connect_client`](crate::connect_client), which it generalises: the
+/// session runs on the library's background thread, and a chroot must exist.
+///
+/// # Errors
+///
+/// [`Error::InvalidConnectString`]; [`Error::InvalidTls`];
+/// [`Error::Unreachable`] if no session is established in time (also when
+/// a TLS server is reached without TLS, or a plain one with it: the
+/// handshake fails); [`Error::AuthFailed`] if the server rejected the
+/// credentials; [`Error::ChrootMissing`].
+pub async fn connect_client_with(servers: &str, options: &ConnectOptions) -> Result<zk::Client, Error> {
+    // The client calls a stray comma an "empty connect string".
+    if servers.split(',').any(|server| server.trim().is_empty()) && !servers.trim().is_empty() {
+        return Err(Error::InvalidConnectString {
+            servers: servers.to_owned(),
+            reason: "it has an empty entry (a stray ',')",
+        });
+    }
+    let connect_timeout = options.connect_timeout_or_default();
+    let connector = options.connector()?;
+    let secure = options.uses_tls();
+    let cluster = servers.to_owned();
+    let connecting = async move {
+        #[cfg(feature = "tls")]
+        if secure {
+            return connector.secure_connect(&cluster).await;
+        }
+        let _ = secure;
+        connector.connect(&cluster).await
+    };
+    let connected = match background::handle() {
+        Some(background) => {
+            let task = AbortOnDrop(background.spawn(connecting));
+            match tokio::time::timeout(connect_timeout, task).await {
+                Ok(Ok(result)) => Ok(result),
+                Ok(Err(e)) => Ok(Err(zk::Error::UnexpectedError(format!("connecting failed: {e}")))),
+                Err(elapsed) => Err(elapsed),
+            }
+        }
+        None => tokio::time::timeout(connect_timeout, connecting).await,
+    };
+    match connected {
+        Ok(Ok(client)) => {
+            if background::handle().is_some() {
+                background::register_session(client.session_id().0);
+            }
+            match missing_chroot(&client, None).await {
+                Some(e) => Err(e),
+                None => Ok(client),
+            }
+        }
+        Ok(Err(zk::Error::NoHosts)) | Ok(Err(zk::Error::Timeout)) | Err(_) => Err(Error::Unreachable {
+            servers: servers.to_owned(),
+            timeout: connect_timeout,
+        }),
+        Ok(Err(zk::Error::BadArguments(reason))) => Err(Error::InvalidConnectString {
+            servers: servers.to_owned(),
+            reason,
+        }),
+        Ok(Err(e)) => Err(Error::from_zk(e, servers)),
+    }
+}
+
+impl SharedLock {
+    /// Connects a new client session to `servers` with `options`
+    /// (credentials, TLS, timeouts) and makes a lock on `path` with the
+    /// default identity and ACLs. For other ACLs, connect with
+    /// [`connect_client_with`] and use [`SharedLock::builder`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidPath`] before connecting, and those of [`connect_client_with`].
+    pub async fn connect_with_options(
+        servers: &str,
+        path: &str,
+        options: &ConnectOptions,
+    ) -> Result<SharedLock, Error> {
+        crate::validate_path(path)?;
+        let client = connect_client_with(servers, options)
+            .await
+            .map_err(|e| e.for_lock(path))?;
+        SharedLock::new(client, path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_shows_no_credentials() {
+        let options = ConnectOptions::new()
+            .digest("alice", "s3cret")
+            .auth("ip", b"10.0.0.1");
+        let shown = format!("{options:?}");
+        assert!(!shown.contains("s3cret"), "{shown}");
+        assert!(shown.contains("digest") && shown.contains("ip"), "{shown}");
+        assert!(options.has_credentials());
+        assert!(!ConnectOptions::new().has_credentials());
+    }
+
+    #[cfg(feature = "tls")]
+    #[test]
+    fn tls_material_is_checked_when_given() {
+        let e = ConnectOptions::new().tls_ca_pem("not a certificate").unwrap_err();
+        assert!(matches!(e, Error::InvalidTls { .. }), "{e}");
+        let e = ConnectOptions::new().tls_identity_pem("", "").unwrap_err();
+        assert!(matches!(e, Error::InvalidTls { .. }), "{e}");
+    }
+}
