@@ -313,3 +313,44 @@ pub async fn pin(client: zk::Client, path: &str) -> zk::Client {
         .unwrap_or_else(|e| panic!("create {path}/pin: {e}"));
     client
 }
+
+/// The SASL DIGEST-MD5 users of [`secured_server`]: `(user, password)`.
+pub const SASL_USERS: [(&str, &str); 2] = [("alice", "alice-sasl-pw"), ("bob", "bob-sasl-pw")];
+
+fn start_or_fail(builder: crate::ZkClusterBuilder) -> ZkCluster {
+    match builder.start() {
+        Ok(cluster) => cluster,
+        Err(e) => panic!(
+            "these tests need a real ZooKeeper server with TLS and SASL: {e}\n\
+             install it with `sudo apt-get install -y zookeeper openjdk-17-jdk-headless openssl` \
+             (or run ./scripts/test.sh, which does)"
+        ),
+    }
+}
+
+/// A secured server shared by the tests of one binary: a plain client port
+/// ([`ZkCluster::connect_string`]), a TLS-only port that requires a client
+/// certificate ([`ZkCluster::secure_connect_string`],
+/// [`ZkCluster::tls_files`]), and SASL DIGEST-MD5 for [`SASL_USERS`].
+pub fn secured_server() -> &'static ZkCluster {
+    static SERVER: OnceLock<ZkCluster> = OnceLock::new();
+    SERVER.get_or_init(|| {
+        let mut builder = ZkCluster::builder().tls(crate::ClientAuth::Need);
+        for (user, password) in SASL_USERS {
+            builder = builder.sasl_user(user, password);
+        }
+        start_or_fail(builder)
+    })
+}
+
+/// A server shared by the tests of one binary whose TLS-only port asks for
+/// no client certificate: clients need only trust its CA.
+pub fn tls_server() -> &'static ZkCluster {
+    static SERVER: OnceLock<ZkCluster> = OnceLock::new();
+    SERVER.get_or_init(|| start_or_fail(ZkCluster::builder().tls(crate::ClientAuth::None)))
+}
+
+/// The text of one of a secured cluster's PEM files.
+pub fn pem(path: &std::path::Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+}

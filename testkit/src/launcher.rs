@@ -67,6 +67,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::secure::{self, ClientAuth, TlsFiles};
 use rustix::process::{kill_process, test_kill_process, waitid, Pid, Signal, WaitId, WaitIdOptions};
 use tempfile::TempDir;
 
@@ -217,6 +218,30 @@ pub enum LaunchError {
         output: String,
     },
 
+    /// A tool that makes a secured server's material (`keytool`,
+    /// `openssl`) could not be run.
+    #[error("could not run `{tool}`: {source}; a secured ZooKeeper's test keys are made with it: {install}")]
+    ToolNotFound {
+        /// The binary that was tried.
+        tool: String,
+        /// How to install it.
+        install: String,
+        /// Why spawning it failed.
+        #[source]
+        source: io::Error,
+    },
+
+    /// Making a secured server's material failed.
+    #[error("making the test keys failed: `{command}` {status}; its output:\n{output}")]
+    ToolFailed {
+        /// The command line.
+        command: String,
+        /// Its exit status.
+        status: String,
+        /// Its standard output and error.
+        output: String,
+    },
+
     /// An argument was out of range.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
@@ -344,7 +369,7 @@ pub enum LaunchError {
 }
 
 impl LaunchError {
-    fn io(context: impl Into<String>, source: io::Error) -> Self {
+    pub(crate) fn io(context: impl Into<String>, source: io::Error) -> Self {
         LaunchError::Io {
             context: context.into(),
             source,
@@ -408,6 +433,8 @@ pub struct ZkClusterBuilder {
     startup_timeout: Duration,
     seeds: Vec<(String, i32)>,
     client_port: Option<u16>,
+    tls: Option<ClientAuth>,
+    sasl_users: Vec<(String, String)>,
 }
 
 impl Default for ZkClusterBuilder {
@@ -420,6 +447,8 @@ impl Default for ZkClusterBuilder {
             startup_timeout: DEFAULT_STARTUP_TIMEOUT,
             seeds: Vec::new(),
             client_port: None,
+            tls: None,
+            sasl_users: Vec::new(),
         }
     }
 }
@@ -484,6 +513,30 @@ impl ZkClusterBuilder {
     /// [`LaunchError::JavacNotFound`].
     pub fn seed_cversion(mut self, path: &str, cversion: i32) -> Self {
         self.seeds.push((path.to_owned(), cversion));
+        self
+    }
+
+    /// Gives every member a TLS-only client port besides its plain one
+    /// (which the launcher keeps for its four-letter-word probes): a
+    /// `secureClientPort` on `127.0.0.1` with the Netty connection factory,
+    /// a key store and a trust store made at start-up with the JDK's
+    /// `keytool` in the cluster's directory (see [`ZkCluster::tls_files`]
+    /// for the PEM files clients use). With [`ClientAuth::Need`] clients
+    /// must present a certificate signed by the test CA.
+    ///
+    /// Needs `keytool` (a JDK; `$KEYTOOL`) and `openssl` (`$OPENSSL`).
+    pub fn tls(mut self, client_auth: ClientAuth) -> Self {
+        self.tls = Some(client_auth);
+        self
+    }
+
+    /// Accepts SASL DIGEST-MD5 for `user` with `password`: the servers get
+    /// `authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider`
+    /// and a JAAS file (`-Djava.security.auth.login.config`) whose `Server`
+    /// section lists the users. Repeatable. Clients authenticated so have
+    /// the ACL identity `sasl:<user>`.
+    pub fn sasl_user(mut self, user: &str, password: &str) -> Self {
+        self.sasl_users.push((user.to_owned(), password.to_owned()));
         self
     }
 
@@ -555,6 +608,13 @@ impl ZkClusterBuilder {
         reap_stale_dirs(&tmp);
         let dir = create_root(&tmp)?;
         let root = dir.path().to_path_buf();
+        let tls = match self.tls {
+            Some(auth) => Some(secure::make_tls(&root.join("tls"), &java, auth)?),
+            None => None,
+        };
+        if !self.sasl_users.is_empty() {
+            write_file(&root.join("jaas.conf"), &secure::jaas(&self.sasl_users))?;
+        }
         let members = (0..self.members)
             .map(|i| Member {
                 dir: root.join(format!("member-{i}")),
@@ -574,6 +634,8 @@ impl ZkClusterBuilder {
             startup_timeout: self.startup_timeout,
             members,
             seeds: self.seeds,
+            tls,
+            sasl: !self.sasl_users.is_empty(),
         })
     }
 }
@@ -583,6 +645,8 @@ struct Ports {
     client: u16,
     peer: u16,
     election: u16,
+    /// The TLS-only client port (0: none).
+    secure: u16,
 }
 
 #[derive(Debug)]
@@ -652,6 +716,10 @@ pub struct ZkCluster {
     members: Vec<Member>,
     /// Applied to fresh data directories ([`ZkClusterBuilder::seed_cversion`]).
     seeds: Vec<(String, i32)>,
+    /// The TLS material, if the members have a TLS-only port ([`ZkClusterBuilder::tls`]).
+    tls: Option<TlsFiles>,
+    /// Whether the members take SASL ([`ZkClusterBuilder::sasl_user`]).
+    sasl: bool,
 }
 
 impl ZkCluster {
@@ -695,6 +763,31 @@ impl ZkCluster {
     /// If `i >= self.members()`.
     pub fn member_connect_string(&self, i: usize) -> String {
         format!("127.0.0.1:{}", self.client_port(i))
+    }
+
+    /// Connect string naming every member's TLS-only client port
+    /// (`"127.0.0.1:s1,..."`), or `None` without [`ZkClusterBuilder::tls`].
+    pub fn secure_connect_string(&self) -> Option<String> {
+        self.tls.as_ref()?;
+        Some(
+            self.members
+                .iter()
+                .map(|m| format!("127.0.0.1:{}", m.ports.secure))
+                .collect::<Vec<_>>()
+                .join(","),
+        )
+    }
+
+    /// The PEM files for clients of the TLS-only port (CA, client
+    /// certificate and key), or `None` without [`ZkClusterBuilder::tls`].
+    pub fn tls_files(&self) -> Option<&TlsFiles> {
+        self.tls.as_ref()
+    }
+
+    /// The servers' JAAS file (with [`ZkClusterBuilder::sasl_user`]):
+    /// rewrite it and restart a member to change its users.
+    pub fn jaas_path(&self) -> Option<PathBuf> {
+        self.sasl.then(|| self.root.join("jaas.conf"))
     }
 
     /// Number of members.
@@ -1020,7 +1113,8 @@ impl ZkCluster {
     /// Starts all members, retrying on fresh ports when a port was raced away.
     fn launch(&mut self) -> Result<(), LaunchError> {
         let first_client = self.client_port;
-        self.launch_with(|n| free_ports(n, first_client))
+        let secure = self.tls.is_some();
+        self.launch_with(|n| free_ports(n, first_client, secure))
     }
 
     /// [`launch`](Self::launch) with the port picker as a parameter (for tests).
@@ -1164,6 +1258,12 @@ impl ZkCluster {
             min = 2 * tick,
             max = 20 * tick,
         );
+        if let Some(tls) = &self.tls {
+            cfg.push_str(&tls.config(m.ports.secure));
+        }
+        if self.sasl {
+            cfg.push_str("authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider\n");
+        }
         if self.members.len() > 1 {
             cfg.push_str(
                 "quorumListenOnAllIPs=false\n\
@@ -1201,8 +1301,15 @@ impl ZkCluster {
         let stderr = log
             .try_clone()
             .map_err(|e| LaunchError::io(format!("duplicating {}", log_path.display()), e))?;
+        let jaas = self.sasl.then(|| {
+            format!(
+                "-Djava.security.auth.login.config={}",
+                self.root.join("jaas.conf").display()
+            )
+        });
         let child = Command::new(&self.java)
             .args(JVM_FLAGS)
+            .args(jaas)
             .arg("-cp")
             .arg(&self.classpath)
             .arg(MAIN_CLASS)
@@ -1447,8 +1554,9 @@ fn create_root(tmp: &Path) -> Result<TempDir, LaunchError> {
 /// ports) by binding them all at once, then releasing them: free ports
 /// chosen by the system, except that member `i`'s client port is
 /// `first_client + i` when `first_client` is given.
-fn free_ports(n: usize, first_client: Option<u16>) -> Result<Vec<Ports>, LaunchError> {
-    let per_member = if n > 1 { 3 } else { 1 };
+fn free_ports(n: usize, first_client: Option<u16>, secure: bool) -> Result<Vec<Ports>, LaunchError> {
+    // client, [secure], [peer, election]
+    let per_member = if n > 1 { 3 } else { 1 } + usize::from(secure);
     let mut listeners = Vec::with_capacity(n * per_member);
     for i in 0..n * per_member {
         let fixed = first_client
@@ -1475,10 +1583,14 @@ fn free_ports(n: usize, first_client: Option<u16>) -> Result<Vec<Ports>, LaunchE
     drop(listeners);
     Ok(ports
         .chunks(per_member)
-        .map(|c| Ports {
-            client: c[0],
-            peer: c.get(1).copied().unwrap_or(0),
-            election: c.get(2).copied().unwrap_or(0),
+        .map(|c| {
+            let (secure, rest) = if secure { (c[1], &c[2..]) } else { (0, &c[1..]) };
+            Ports {
+                client: c[0],
+                secure,
+                peer: rest.first().copied().unwrap_or(0),
+                election: rest.get(1).copied().unwrap_or(0),
+            }
         })
         .collect())
 }
@@ -1757,6 +1869,8 @@ mod tests {
             tick_ms: 200,
             startup_timeout: DEFAULT_STARTUP_TIMEOUT,
             seeds: Vec::new(),
+            tls: None,
+            sasl: false,
             members: (0..n)
                 .map(|i| Member {
                     dir: PathBuf::from(format!("/nonexistent/zk-rwlock-unit-test/member-{i}")),
@@ -1764,6 +1878,7 @@ mod tests {
                         client: 1000 + i as u16,
                         peer: 2000 + i as u16,
                         election: 3000 + i as u16,
+                        secure: 0,
                     },
                     log_offset: 0,
                     proc: Mutex::new(Proc::Stopped),
@@ -1829,7 +1944,7 @@ mod tests {
 
     #[test]
     fn free_ports_are_distinct() {
-        let ports = free_ports(3, None).expect("free ports");
+        let ports = free_ports(3, None, false).expect("free ports");
         let mut all: Vec<u16> = ports
             .iter()
             .flat_map(|p| [p.client, p.peer, p.election])
@@ -1925,7 +2040,7 @@ mod tests {
                     ..Ports::default()
                 }])
             } else {
-                free_ports(n, None)
+                free_ports(n, None, false)
             }
         })
         .expect("launch on fresh ports");

@@ -3,6 +3,8 @@
 //! * [`launcher`]: [`ZkCluster`], throwaway Apache ZooKeeper servers and
 //!   ensembles on `127.0.0.1` (the Java server, e.g. Debian's `zookeeper`
 //!   package), optionally on seeded data.
+//! * [`secure`]: TLS keys and SASL JAAS files made at test time, for
+//!   servers that require TLS or authentication.
 //! * [`proxy`]: a TCP proxy between a client and a server that cuts, refuses,
 //!   garbles or delays on command.
 //! * The fixtures at the crate root: one server per test binary
@@ -17,7 +19,9 @@ mod fixtures;
 pub mod launcher;
 pub mod proxy;
 mod rng;
+pub mod secure;
 
 pub use fixtures::*;
 pub use launcher::{LaunchError, ServerMode, ZkCluster, ZkClusterBuilder};
 pub use rng::SplitMix64;
+pub use secure::{ClientAuth, TlsFiles};
