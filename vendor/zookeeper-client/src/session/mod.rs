@@ -152,6 +152,7 @@ impl Builder {
             session_state: SessionState::Disconnected,
 
             authes: self.authes,
+            connecting_host: String::new(),
             state_sender,
             watch_manager,
         };
@@ -191,6 +192,8 @@ pub struct Session {
     sasl_session: Option<SaslSession>,
 
     pub authes: Vec<MarshalledRequest>,
+    /// The host of the connection being established, for SASL (patch 5).
+    connecting_host: String,
     state_sender: sync::watch::Sender<SessionState>,
 
     watch_manager: WatchManager,
@@ -500,6 +503,7 @@ impl Session {
         if self.session_state == SessionState::Disconnected {
             if let Some(body) = record::try_deserialize::<&[u8]>(&mut reading)? {
                 self.handle_connect_response(body)?;
+                self.send_after_connect(depot)?;
             } else {
                 return Ok(());
             }
@@ -651,6 +655,22 @@ impl Session {
         Ok(())
     }
 
+    /// Sends what a new connection sends once the server has accepted its connect request: the
+    /// SASL exchange, the auth packets and the watches. Sent before that answer, ZooKeeper's Netty
+    /// server may answer them first, which a client cannot take for the connect response (patch 5).
+    fn send_after_connect(&mut self, depot: &mut Depot) -> Result<(), Error> {
+        #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
+        {
+            let host = std::mem::take(&mut self.connecting_host);
+            let sent = self.send_sasl(depot, &host);
+            self.connecting_host = host;
+            sent?;
+        }
+        self.send_authes(depot);
+        self.watch_manager.resend_watches(self.last_zxid, depot);
+        Ok(())
+    }
+
     fn send_authes(&self, depot: &mut Depot) {
         self.authes.iter().for_each(|auth| {
             let operation = SessionOperation::from(auth.clone());
@@ -688,10 +708,9 @@ impl Session {
         buf.clear();
         self.connect_sent = Instant::now();
         self.send_connect(depot);
-        #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
-        self.send_sasl(depot, endpoint.host)?;
-        self.send_authes(depot);
-        self.watch_manager.resend_watches(self.last_zxid, depot);
+        // SASL, auth and watches follow the connect response (patch 5).
+        self.connecting_host.clear();
+        self.connecting_host.push_str(endpoint.host);
         self.last_send = Instant::now();
         self.last_recv = self.last_send;
         self.last_ping = None;
