@@ -119,9 +119,10 @@ impl From<zk_rwlock::Error> for Failure {
             | Error::InvalidIdentity { .. }
             | Error::InvalidConnectString { .. }
             | Error::ChrootMissing { .. }
+            | Error::InvalidTls { .. }
             | Error::LeaseTooShort { .. } => exit::USAGE,
             Error::Unreachable { .. } => exit::UNAVAILABLE,
-            Error::NoAuth { .. } => exit::NOPERM,
+            Error::NoAuth { .. } | Error::AuthFailed => exit::NOPERM,
             // Its text says what happened and what to do about it.
             Error::SequenceExhausted { .. } => exit::SOFTWARE,
             _ => exit::SOFTWARE,
@@ -129,6 +130,15 @@ impl From<zk_rwlock::Error> for Failure {
         match err {
             // The library's text advises on `Connector::with_auth`: not for the command line.
             Error::NoAuth { path } => zk_failure(zk_rwlock::zk::Error::NoAuth, &path),
+            Error::AuthFailed => Failure::new(
+                code,
+                "ZooKeeper rejected the credentials (AuthFailed) and closed the session: check \
+                 --auth (or ZK_RWLOCK_AUTH): its scheme, user and password",
+            ),
+            err @ Error::Unreachable { .. } => {
+                Failure::new(code, format!("{err}{}", crate::connection::unreachable_advice()))
+            }
+            Error::ZooKeeper(zk_rwlock::zk::Error::InvalidAcl) => Failure::new(code, invalid_acl()),
             err => Failure::new(code, err.to_string()),
         }
     }
@@ -142,15 +152,25 @@ pub fn zk_failure(err: zk_rwlock::zk::Error, path: &str) -> Failure {
         Error::NoAuth { .. } => Failure::new(
             exit::NOPERM,
             format!(
-                "ZooKeeper refused access to `{path}` (NoAuth): this client may not \
-                 create nodes there; fix the node's ACL or choose another lock path"
+                "ZooKeeper refused access to `{path}` (NoAuth): {}",
+                crate::connection::no_auth_advice()
             ),
         ),
+        Error::ZooKeeper(zk_rwlock::zk::Error::InvalidAcl) => Failure::new(exit::SOFTWARE, invalid_acl()),
         Error::ZooKeeper(other) => {
             Failure::new(exit::SOFTWARE, format!("ZooKeeper error on `{path}`: {other}"))
         }
         err => Failure::from(err),
     }
+}
+
+/// The message for ZooKeeper's InvalidACL: the usual cause is a
+/// creator-only ACL without an authenticated identity.
+fn invalid_acl() -> String {
+    "ZooKeeper rejected the ACL of a node to create (InvalidACL): a creator-only ACL (--acl creator \
+     or read-only-others) needs an authenticated identity: pass --auth (or set ZK_RWLOCK_AUTH) or a \
+     client certificate"
+        .to_owned()
 }
 
 /// How an error that ends the session reads in a sentence; `None` for the
@@ -163,6 +183,7 @@ pub fn session_end(err: &zk_rwlock::Error) -> Option<&'static str> {
     Some(match err {
         zk_rwlock::Error::SessionExpired => "the ZooKeeper session expired",
         zk_rwlock::Error::SessionClosed => "the ZooKeeper session was closed",
+        zk_rwlock::Error::AuthFailed => "ZooKeeper rejected the credentials and closed the session",
         _ => "the ZooKeeper session ended",
     })
 }
@@ -171,17 +192,6 @@ pub fn session_end(err: &zk_rwlock::Error) -> Option<&'static str> {
 pub fn connect_string(arg: Option<String>) -> String {
     arg.or_else(|| std::env::var("ZK_CONNECT").ok().filter(|s| !s.trim().is_empty()))
         .unwrap_or_else(|| DEFAULT_CONNECT.to_owned())
-}
-
-/// Connects a new session to `servers`, giving up after `connect_timeout`.
-pub async fn connect(
-    servers: &str,
-    session_timeout: Duration,
-    connect_timeout: Duration,
-) -> Result<zk_rwlock::zk::Client, Failure> {
-    zk_rwlock::connect_client(servers, session_timeout, connect_timeout)
-        .await
-        .map_err(Failure::from)
 }
 
 /// Waits until the session watched by `states` is over, at most `within`.

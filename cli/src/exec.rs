@@ -150,7 +150,8 @@ Exit codes:
        sequence numbers (the message says how to recover); or the release
        failed after CMD exited 0
   75   timed out waiting for the lock (--timeout; CMD not run)
-  77   permission denied by ZooKeeper (NoAuth)
+  77   permission denied by ZooKeeper (NoAuth), or credentials rejected
+       (AuthFailed)
   79   the lock was lost, or the connection to ZooKeeper was lost, while
        CMD ran: CMD was stopped (the messages say which)
   126  CMD found but cannot be executed
@@ -161,6 +162,7 @@ Exit codes:
 
 Environment:
   ZK_CONNECT  ZooKeeper servers when --connect is not given
+  ZK_RWLOCK_AUTH  --auth when it is not given (out of sight of ps)
   ZK_RWLOCK_FOLLOWER_LAG  --follower-lag when it is not given
   RUST_LOG    diagnostics on stderr, e.g. RUST_LOG=zk_rwlock=debug
 
@@ -209,6 +211,12 @@ pub struct Args {
     /// Give up connecting to ZooKeeper after DUR
     #[arg(long, value_name = "DUR", default_value = "10s", value_parser = common::parse_duration, allow_hyphen_values = true)]
     connect_timeout: Duration,
+
+    #[command(flatten)]
+    security: crate::connection::Security,
+
+    #[command(flatten)]
+    acl: crate::connection::AclArg,
 
     /// When CMD is stopped, how long it gets between SIGTERM and SIGKILL
     /// (with --on-suspend term, SIGKILL comes sooner if the lease would run
@@ -313,9 +321,10 @@ async fn exec(args: Args) -> Result<u8, Failure> {
     for path in args.also_read.iter().chain(&args.also_write) {
         common::check_lock_path(path)?;
     }
+    args.security.check_acl(args.acl.acl)?;
     let servers = common::connect_string(args.connect.clone());
     let client = tokio::select! {
-        client = common::connect(&servers, args.session_timeout, args.connect_timeout) => client?,
+        client = args.security.connect(&servers, args.session_timeout, args.connect_timeout) => client?,
         sig = signals.recv() => {
             eprintln!("zk-rwlock: interrupted ({}) while connecting to ZooKeeper", signal_name(sig));
             return Ok(signal_exit(sig));
@@ -323,7 +332,7 @@ async fn exec(args: Args) -> Result<u8, Failure> {
     };
     let states = client.state_watcher();
     let build = |path: &str| {
-        let mut builder = SharedLock::builder(client.clone(), path);
+        let mut builder = SharedLock::builder(client.clone(), path).acls(&args.acl.acl.acls());
         if let Some(lag) = args.follower_lag {
             builder = builder.follower_lag(lag);
         }

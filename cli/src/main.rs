@@ -2,6 +2,7 @@
 //! holds a lock and who waits on whom, or ask its holders to let go.
 
 mod common;
+mod connection;
 mod exec;
 mod revoke;
 mod status;

@@ -42,6 +42,7 @@ Exit codes:
 
 Environment:
   ZK_CONNECT  ZooKeeper servers when --connect is not given
+  ZK_RWLOCK_AUTH  --auth when it is not given (out of sight of ps)
 
 Examples:
   zk-rwlock revoke /locks/backup
@@ -71,6 +72,9 @@ pub struct Args {
     /// Give up connecting to ZooKeeper after DUR
     #[arg(long, value_name = "DUR", default_value = "10s", value_parser = common::parse_duration, allow_hyphen_values = true)]
     connect_timeout: Duration,
+
+    #[command(flatten)]
+    security: crate::connection::Security,
 }
 
 /// Runs `revoke`.
@@ -116,7 +120,10 @@ async fn revoke(args: Args) -> Result<(), Failure> {
         None => None,
     };
     let servers = common::connect_string(args.connect.clone());
-    let client = common::connect(&servers, Duration::from_secs(10), args.connect_timeout).await?;
+    let client = args
+        .security
+        .connect(&servers, Duration::from_secs(10), args.connect_timeout)
+        .await?;
     let states = client.state_watcher();
     let result = async {
         let lock = SharedLock::new(client, &args.path)?;

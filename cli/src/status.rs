@@ -75,10 +75,12 @@ Exit codes:
        string, a path given twice
   69   ZooKeeper unreachable
   70   other ZooKeeper error (e.g. the session expired while watching)
-  77   permission denied by ZooKeeper (NoAuth)
+  77   permission denied by ZooKeeper (NoAuth), or credentials rejected
+       (AuthFailed)
 
 Environment:
   ZK_CONNECT  ZooKeeper servers when --connect is not given
+  ZK_RWLOCK_AUTH  --auth when it is not given (out of sight of ps)
 
 Examples:
   zk-rwlock status /locks/backup
@@ -112,6 +114,9 @@ pub struct Args {
     /// Give up connecting to ZooKeeper after DUR
     #[arg(long, value_name = "DUR", default_value = "10s", value_parser = common::parse_duration, allow_hyphen_values = true)]
     connect_timeout: Duration,
+
+    #[command(flatten)]
+    security: crate::connection::Security,
 }
 
 /// Runs `status`.
@@ -151,7 +156,7 @@ async fn status(args: Args) -> Result<(), Failure> {
     }
     let servers = common::connect_string(args.connect.clone());
     let client = tokio::select! {
-        client = common::connect(&servers, Duration::from_secs(10), args.connect_timeout) => client?,
+        client = args.security.connect(&servers, Duration::from_secs(10), args.connect_timeout) => client?,
         _ = recv(&mut interrupt) => return Ok(()),
     };
     let states = client.state_watcher();

@@ -1,0 +1,290 @@
+//! How every subcommand that connects reaches a secured ensemble:
+//! credentials (`--auth`, `ZK_RWLOCK_AUTH`), TLS (`--tls-ca`, `--tls-cert`,
+//! `--tls-key`) and the ACL of the nodes a lock creates (`--acl`).
+//! One set of options, flattened into each subcommand's arguments (and
+//! shared as source with the demo and the benchmark).
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use zk_rwlock::{zk, ConnectOptions};
+
+use crate::common::{exit, Failure};
+
+/// The environment variable read when `--auth` is not given.
+pub const AUTH_ENV: &str = "ZK_RWLOCK_AUTH";
+
+/// Credentials and TLS, for every subcommand that connects.
+#[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args)]
+pub struct Security {
+    /// Authenticate as SCHEME:CREDENTIALS, e.g. digest:alice:secret
+    /// (ZooKeeper's addauth); sasl:USER:PASSWORD logs in with SASL
+    /// DIGEST-MD5. A password on the command line is visible to every user
+    /// of the machine (ps, /proc): prefer the environment variable
+    #[arg(long, value_name = "SCHEME:CREDENTIALS", env = AUTH_ENV, hide_env_values = true)]
+    pub auth: Option<String>,
+
+    /// Connect with TLS, trusting the CA certificate(s) in FILE (PEM); the
+    /// servers' certificates must name the hosts of the connect string
+    #[arg(long, value_name = "FILE")]
+    pub tls_ca: Option<PathBuf>,
+
+    /// Present the client certificate in FILE (PEM) to servers that ask for
+    /// one (ssl.clientAuth); needs --tls-key and --tls-ca
+    #[arg(long, value_name = "FILE", requires_all = ["tls_key", "tls_ca"])]
+    pub tls_cert: Option<PathBuf>,
+
+    /// The private key of --tls-cert (PEM)
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+}
+
+/// The ACL of the nodes a lock creates (its directory and parents when
+/// missing, and the contender nodes).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Acl {
+    /// Anyone may do anything (world:anyone, all permissions).
+    #[default]
+    Open,
+    /// Only the same authenticated identity (creator_all): others cannot
+    /// see, join or revoke the lock.
+    Creator,
+    /// The same identity may do anything, anyone may read: others can see
+    /// the lock (`status`) but not join or revoke it.
+    ReadOnlyOthers,
+}
+
+impl Acl {
+    /// The ZooKeeper ACL.
+    pub fn acls(self) -> Vec<zk::Acl> {
+        match self {
+            Acl::Open => zk::Acls::anyone_all().to_vec(),
+            Acl::Creator => zk::Acls::creator_all().to_vec(),
+            Acl::ReadOnlyOthers => [&*zk::Acls::creator_all(), &*zk::Acls::anyone_read()].concat(),
+        }
+    }
+
+    /// The value as written on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Acl::Open => "open",
+            Acl::Creator => "creator",
+            Acl::ReadOnlyOthers => "read-only-others",
+        }
+    }
+}
+
+/// The `--acl` option, for the subcommands that create nodes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::Args)]
+pub struct AclArg {
+    /// The ACL of the nodes the lock creates: `open` (anyone), `creator`
+    /// (only this identity: needs --auth or a client certificate) or
+    /// `read-only-others` (this identity; anyone else may read)
+    #[arg(long, value_name = "ACL", value_enum, default_value_t = Acl::Open)]
+    pub acl: Acl,
+}
+
+/// What the messages about refused access say, set once per process by
+/// [`Security::options`].
+static GIVEN: OnceLock<Given> = OnceLock::new();
+
+#[derive(Debug, Clone, Copy)]
+struct Given {
+    credentials: bool,
+    tls: bool,
+}
+
+/// The advice to append to a NoAuth message: what to pass.
+pub fn no_auth_advice() -> &'static str {
+    match GIVEN.get() {
+        Some(Given {
+            credentials: true, ..
+        }) => {
+            "the credentials given (--auth, ZK_RWLOCK_AUTH or the client certificate) are not \
+             allowed there: check the user and password, or ask for access to the node"
+        }
+        _ => "the server requires authentication there: pass --auth or set ZK_RWLOCK_AUTH",
+    }
+}
+
+/// The advice to append to an `Unreachable` message, about TLS.
+pub fn unreachable_advice() -> &'static str {
+    match GIVEN.get() {
+        Some(Given { tls: true, .. }) => {
+            "; with --tls-ca the servers must take TLS on these ports, present a certificate \
+             signed by that CA for the host named, and accept --tls-cert if they ask for one"
+        }
+        _ => "; if the servers take TLS connections only, pass --tls-ca",
+    }
+}
+
+fn read(option: &str, path: &Path) -> Result<String, Failure> {
+    std::fs::read_to_string(path).map_err(|e| {
+        Failure::new(
+            exit::USAGE,
+            format!("cannot read {option} {}: {e}", path.display()),
+        )
+    })
+}
+
+impl Security {
+    /// Whether an authenticated identity is given (credentials or a client certificate).
+    pub fn has_identity(&self) -> bool {
+        self.auth.is_some() || self.tls_cert.is_some()
+    }
+
+    /// Checks that `acl` can be used with these credentials: creator-only
+    /// ACLs need an authenticated identity (ZooKeeper rejects them with
+    /// InvalidACL otherwise).
+    pub fn check_acl(&self, acl: Acl) -> Result<(), Failure> {
+        if acl == Acl::Open || self.has_identity() {
+            return Ok(());
+        }
+        Err(Failure::new(
+            exit::USAGE,
+            format!(
+                "--acl {} needs an authenticated identity: pass --auth (or set {AUTH_ENV}) or \
+                 --tls-cert/--tls-key; ZooKeeper rejects creator-only ACLs from clients without one",
+                acl.name()
+            ),
+        ))
+    }
+
+    /// The connect options: timeouts, the credentials, the TLS files read
+    /// and checked. Usage errors (exit 2) for a malformed `--auth`, a file
+    /// that cannot be read or does not parse.
+    pub fn options(
+        &self,
+        session_timeout: Duration,
+        connect_timeout: Duration,
+    ) -> Result<ConnectOptions, Failure> {
+        let mut options = ConnectOptions::new()
+            .session_timeout(session_timeout)
+            .connect_timeout(connect_timeout);
+        if let Some(auth) = &self.auth {
+            options = with_auth(options, auth)?;
+        }
+        let usage = |option: &str, e: zk_rwlock::Error| Failure::new(exit::USAGE, format!("{option}: {e}"));
+        if let Some(ca) = &self.tls_ca {
+            let pem = read("--tls-ca", ca)?;
+            options = options
+                .tls_ca_pem(&pem)
+                .map_err(|e| usage(&format!("--tls-ca {}", ca.display()), e))?;
+        }
+        if let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) {
+            let cert_pem = read("--tls-cert", cert)?;
+            let key_pem = read("--tls-key", key)?;
+            options = options.tls_identity_pem(&cert_pem, &key_pem).map_err(|e| {
+                usage(
+                    &format!("--tls-cert {} --tls-key {}", cert.display(), key.display()),
+                    e,
+                )
+            })?;
+        }
+        let _ = GIVEN.set(Given {
+            credentials: self.has_identity(),
+            tls: self.tls_ca.is_some(),
+        });
+        Ok(options)
+    }
+
+    /// Connects a new session to `servers` with these options.
+    pub async fn connect(
+        &self,
+        servers: &str,
+        session_timeout: Duration,
+        connect_timeout: Duration,
+    ) -> Result<zk::Client, Failure> {
+        let options = self.options(session_timeout, connect_timeout)?;
+        zk_rwlock::connect_client_with(servers, &options)
+            .await
+            .map_err(Failure::from)
+    }
+}
+
+/// Adds `SCHEME:CREDENTIALS` to `options`: `sasl:USER:PASSWORD` as SASL
+/// DIGEST-MD5, any other scheme as ZooKeeper's addauth.
+fn with_auth(options: ConnectOptions, auth: &str) -> Result<ConnectOptions, Failure> {
+    let bad = |why: &str| {
+        Failure::new(
+            exit::USAGE,
+            format!("invalid --auth (or {AUTH_ENV}): {why}; expected SCHEME:CREDENTIALS, e.g. digest:alice:secret"),
+        )
+    };
+    let Some((scheme, credentials)) = auth.split_once(':') else {
+        return Err(bad("there is no ':' after the scheme"));
+    };
+    if scheme.is_empty() || credentials.is_empty() {
+        return Err(bad("the scheme or the credentials are empty"));
+    }
+    match scheme {
+        "digest" | "sasl" => {
+            let Some((user, password)) = credentials.split_once(':') else {
+                return Err(bad(&format!("{scheme} credentials are USER:PASSWORD")));
+            };
+            if user.is_empty() {
+                return Err(bad("the user is empty"));
+            }
+            Ok(if scheme == "sasl" {
+                options.sasl_digest_md5(user, password)
+            } else {
+                options.digest(user, password)
+            })
+        }
+        _ => Ok(options.auth(scheme, credentials.as_bytes())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auth_values() {
+        let ok = |s: &str| with_auth(ConnectOptions::new(), s).map(|o| o.has_credentials());
+        assert!(matches!(ok("digest:alice:secret"), Ok(true)));
+        assert!(matches!(ok("digest:alice:"), Ok(true)));
+        assert!(matches!(ok("sasl:alice:secret"), Ok(true)));
+        assert!(matches!(ok("ip:10.0.0.1"), Ok(true)));
+        for bad in [
+            "digest",
+            "digest:",
+            ":x",
+            "digest:alice",
+            "sasl:alice",
+            "digest::pw",
+        ] {
+            let failure = ok(bad).expect_err(bad);
+            assert_eq!(failure.code, exit::USAGE, "{bad}");
+            assert!(
+                failure.message.contains("SCHEME:CREDENTIALS"),
+                "{}",
+                failure.message
+            );
+            assert!(!failure.message.contains("secret"));
+        }
+    }
+
+    #[test]
+    fn acl_choices() {
+        assert_eq!(Acl::Open.acls(), zk::Acls::anyone_all().to_vec());
+        assert_eq!(Acl::Creator.acls(), zk::Acls::creator_all().to_vec());
+        let ro = Acl::ReadOnlyOthers.acls();
+        assert_eq!(ro.len(), 2);
+        assert!(ro
+            .iter()
+            .any(|a| a.scheme() == "world" && a.permission() == zk::Permission::READ));
+        let anonymous = Security::default();
+        assert_eq!(
+            anonymous.check_acl(Acl::Creator).map_err(|f| f.code).unwrap_err(),
+            exit::USAGE
+        );
+        assert!(anonymous.check_acl(Acl::Open).is_ok());
+        let alice = Security {
+            auth: Some("digest:alice:pw".into()),
+            ..Security::default()
+        };
+        assert!(alice.check_acl(Acl::ReadOnlyOthers).is_ok());
+    }
+}
