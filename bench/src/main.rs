@@ -16,6 +16,10 @@
 #[allow(dead_code)]
 #[path = "../../cli/src/common.rs"]
 mod common;
+// The command line's connection options (--auth, --tls-*, --acl), shared as source.
+#[allow(dead_code)]
+#[path = "../../cli/src/connection.rs"]
+mod connection;
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
@@ -132,6 +136,12 @@ struct Args {
     /// [default: 127.0.0.1:2181]
     #[arg(long = "zk", visible_alias = "connect", value_name = "SERVERS")]
     zk: Option<String>,
+
+    #[command(flatten)]
+    security: connection::Security,
+
+    #[command(flatten)]
+    acl: connection::AclArg,
 
     /// What to measure (see below)
     #[arg(long, value_enum, value_name = "WORKLOAD")]
@@ -309,6 +319,10 @@ struct Bench {
     holders: Holders,
     errors: Errors,
     wakes: Arc<WakeCounters>,
+    /// How sessions connect (--auth, --tls-*).
+    connect: zk_rwlock::ConnectOptions,
+    /// The ACL of the lock workloads' nodes (--acl).
+    acls: Vec<zk::Acl>,
 }
 
 impl Bench {
@@ -326,6 +340,9 @@ impl Bench {
                 args.hold_ms
             )));
         }
+        args.security.check_acl(args.acl.acl)?;
+        let connect = args.security.options(SESSION_TIMEOUT, CONNECT_TIMEOUT)?;
+        let acls = args.acl.acl.acls();
         let workload = args.workload;
         let clients = args.clients.map_or(workload.default_clients(), |c| c as usize);
         let clients = match workload {
@@ -352,6 +369,8 @@ impl Bench {
         };
         Ok(Bench {
             servers: common::connect_string(args.zk),
+            connect,
+            acls,
             workload,
             clients,
             grants,
@@ -491,7 +510,9 @@ async fn warmup(b: &Bench, client: &zk::Client) -> Result<(), Failure> {
     if b.warmup == 0 {
         return Ok(());
     }
-    let lock = SharedLock::new(client.clone(), &b.warmup_path())?;
+    let lock = SharedLock::builder(client.clone(), &b.warmup_path())
+        .acls(&b.acls)
+        .build()?;
     for _ in 0..b.warmup {
         lock.write().await?.release().await?;
     }
@@ -502,7 +523,9 @@ async fn warmup(b: &Bench, client: &zk::Client) -> Result<(), Failure> {
 async fn uncontended(b: &Bench, kind: Kind) -> Result<Outcome, Failure> {
     let clients = connect_all(b, 1).await?;
     warmup(b, &clients[0]).await?;
-    let lock = SharedLock::new(clients[0].clone(), &b.path)?;
+    let lock = SharedLock::builder(clients[0].clone(), &b.path)
+        .acls(&b.acls)
+        .build()?;
     b.wakes.track(&lock);
     let mut lat = Vec::with_capacity(b.grants as usize);
     b.wakes.reset();
@@ -577,7 +600,9 @@ async fn contended(b: &Arc<Bench>, fixed: Option<Kind>) -> Result<Outcome, Failu
     });
     let mut tasks = Vec::with_capacity(b.clients);
     for (i, client) in clients.iter().enumerate() {
-        let lock = SharedLock::new(client.clone(), &b.path)?;
+        let lock = SharedLock::builder(client.clone(), &b.path)
+            .acls(&b.acls)
+            .build()?;
         b.wakes.track(&lock);
         let (b, shared) = (b.clone(), shared.clone());
         tasks.push(tokio::spawn(client_loop(b, shared, lock, i as u64, fixed)));
@@ -733,7 +758,9 @@ async fn herd(b: &Arc<Bench>) -> Result<Outcome, Failure> {
     let waiters = b.clients;
     let clients = connect_all(b, waiters + 1).await?;
     warmup(b, &clients[0]).await?;
-    let holder = SharedLock::new(clients[0].clone(), &b.path)?;
+    let holder = SharedLock::builder(clients[0].clone(), &b.path)
+        .acls(&b.acls)
+        .build()?;
     b.wakes.track(&holder);
     let held = holder.write().await?;
     b.holders.acquired(Kind::Write);
@@ -751,7 +778,9 @@ async fn herd(b: &Arc<Bench>) -> Result<Outcome, Failure> {
     let enqueue_start = Instant::now();
     let mut tasks = Vec::with_capacity(waiters);
     for (id, client) in clients.iter().enumerate().skip(1) {
-        let lock = SharedLock::new(client.clone(), &b.path)?;
+        let lock = SharedLock::builder(client.clone(), &b.path)
+            .acls(&b.acls)
+            .build()?;
         b.wakes.track(&lock);
         let (b2, log2) = (b.clone(), log.clone());
         tasks.push(tokio::spawn(herd_waiter(b2, log2, lock, id, patience)));
@@ -1023,8 +1052,8 @@ async fn connect_all(b: &Bench, n: usize) -> Result<Vec<zk::Client>, Failure> {
         let batch = (n - clients.len()).min(CONNECT_BATCH);
         let connecting: Vec<_> = (0..batch)
             .map(|_| {
-                let servers = b.servers.clone();
-                tokio::spawn(async move { common::connect(&servers, SESSION_TIMEOUT, CONNECT_TIMEOUT).await })
+                let (servers, options) = (b.servers.clone(), b.connect.clone());
+                tokio::spawn(async move { b_connect(&servers, &options).await })
             })
             .collect();
         for task in connecting {
@@ -1035,6 +1064,13 @@ async fn connect_all(b: &Bench, n: usize) -> Result<Vec<zk::Client>, Failure> {
         }
     }
     Ok(clients)
+}
+
+/// Connects one session with the run's options.
+async fn b_connect(servers: &str, options: &zk_rwlock::ConnectOptions) -> Result<zk::Client, Failure> {
+    zk_rwlock::connect_client_with(servers, options)
+        .await
+        .map_err(Failure::from)
 }
 
 /// Closes sessions (every other clone of the clients must be gone) and
@@ -1053,7 +1089,7 @@ async fn close_all(clients: Vec<zk::Client>) {
 
 /// Removes the lock directories this run named itself (best effort).
 async fn remove_dirs(b: &Bench) {
-    let Ok(client) = common::connect(&b.servers, SESSION_TIMEOUT, CONNECT_TIMEOUT).await else {
+    let Ok(client) = b_connect(&b.servers, &b.connect).await else {
         return;
     };
     for dir in [b.warmup_path(), b.path.clone()] {

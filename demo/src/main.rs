@@ -14,6 +14,10 @@
 #[allow(dead_code)]
 #[path = "../../cli/src/common.rs"]
 mod common;
+// The command line's connection options (--auth, --tls-*, --acl), shared as source.
+#[allow(dead_code)]
+#[path = "../../cli/src/connection.rs"]
+mod connection;
 mod event;
 mod parent;
 // The fenced store of the root crate's example, shared as source: writers
@@ -123,6 +127,12 @@ pub struct Args {
     /// Seed of the workers' random hold and think times [default: from the clock].
     #[arg(long, value_name = "S")]
     pub seed: Option<u64>,
+    /// Credentials and TLS for --connect (the workers get them too; the
+    /// credentials through the environment, out of sight of ps).
+    #[command(flatten)]
+    pub security: connection::Security,
+    #[command(flatten)]
+    pub acl: connection::AclArg,
 }
 
 /// Read or write, as a command-line value.
@@ -170,6 +180,11 @@ pub struct WorkerArgs {
     /// A writer writes to the fenced store in this directory while it holds the lock.
     #[arg(long, value_name = "DIR")]
     pub store: Option<PathBuf>,
+    /// Credentials (from ZK_RWLOCK_AUTH) and TLS.
+    #[command(flatten)]
+    pub security: connection::Security,
+    #[command(flatten)]
+    pub acl: connection::AclArg,
 }
 
 /// A validated demo configuration.
@@ -199,6 +214,10 @@ pub struct Config {
     pub default_path: bool,
     /// Seed of the workers' random times.
     pub seed: u64,
+    /// Credentials and TLS of every session.
+    pub security: connection::Security,
+    /// The ACL of the lock's nodes.
+    pub acl: connection::Acl,
 }
 
 impl Config {
@@ -251,6 +270,15 @@ impl Config {
                 return Err("--connect is empty: give host:port pairs, e.g. 127.0.0.1:2181".into());
             }
         }
+        if args.connect.is_none() && (args.security.tls_ca.is_some() || args.acl.acl != connection::Acl::Open)
+        {
+            return Err(
+                "--tls-ca and --acl are for a secured ZooKeeper given with --connect: the demo's own \
+                 throwaway server takes plain connections and any identity"
+                    .into(),
+            );
+        }
+        args.security.check_acl(args.acl.acl).map_err(|f| f.message)?;
         let default_path = args.path.is_none();
         let path = args
             .path
@@ -276,6 +304,8 @@ impl Config {
             path,
             default_path,
             seed,
+            security: args.security,
+            acl: args.acl.acl,
         })
     }
 }

@@ -302,10 +302,14 @@ pub fn run(cfg: Config) -> ExitCode {
 }
 
 /// Connects the parent's own session (to check the server and the path).
-async fn connect_parent(connect: &str) -> Result<zk::Client, String> {
-    zk_rwlock::connect_client(connect, Duration::from_secs(10), Duration::from_secs(15))
+async fn connect_parent(cfg: &Config, connect: &str) -> Result<zk::Client, String> {
+    let options = cfg
+        .security
+        .options(Duration::from_secs(10), Duration::from_secs(15))
+        .map_err(|f| f.message)?;
+    zk_rwlock::connect_client_with(connect, &options)
         .await
-        .map_err(|e| e.to_string())
+        .map_err(|e| crate::common::Failure::from(e).message)
 }
 
 /// Reads lines from a pipe. (The crate's tokio has no `io-util` feature, so
@@ -372,6 +376,23 @@ async fn write_all<W: AsyncWrite + Unpin>(w: &mut W, mut data: &[u8]) -> std::io
     poll_fn(|cx| Pin::new(&mut *w).poll_flush(cx)).await
 }
 
+/// The arguments that give a worker the demo's TLS files. Its credentials
+/// go through the environment (`ZK_RWLOCK_AUTH`), where `ps` does not show them.
+fn tls_args(security: &crate::connection::Security) -> Vec<std::ffi::OsString> {
+    let mut args = Vec::new();
+    for (option, path) in [
+        ("--tls-ca", &security.tls_ca),
+        ("--tls-cert", &security.tls_cert),
+        ("--tls-key", &security.tls_key),
+    ] {
+        if let Some(path) = path {
+            args.push(option.into());
+            args.push(path.clone().into_os_string());
+        }
+    }
+    args
+}
+
 /// Starts worker `w`; its tasks report to `tx`. Returns its stdin and the
 /// sender that kills it.
 fn spawn_worker(
@@ -393,6 +414,10 @@ fn spawn_worker(
     } else {
         Command::new(&exe)
     };
+    match &cfg.security.auth {
+        Some(auth) => cmd.env(crate::connection::AUTH_ENV, auth),
+        None => cmd.env_remove(crate::connection::AUTH_ENV),
+    };
     cmd.arg("worker")
         .args(["--connect", connect, "--path", &cfg.path])
         .args([
@@ -406,6 +431,8 @@ fn spawn_worker(
         .args(["--seed", &seed.to_string(), "--label", &worker.label])
         .arg("--store")
         .arg(store)
+        .args(["--acl", cfg.acl.name()])
+        .args(tls_args(&cfg.security))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -464,7 +491,7 @@ impl Drop for StoreDir {
 /// The demo, inside the runtime.
 async fn demo(cfg: &Config, connect: &str, server: &str, cluster: Arc<Mutex<Option<ZkCluster>>>) -> ExitCode {
     // The parent's own session: is the server there, is the path valid?
-    let client = match connect_parent(connect).await {
+    let client = match connect_parent(cfg, connect).await {
         Ok(client) => client,
         Err(e) => {
             eprintln!("zk-rwlock demo: error: {e}");

@@ -140,20 +140,15 @@ struct Session {
 impl Session {
     /// Connects a new session; the error says why not.
     async fn connect(args: &WorkerArgs) -> Result<Session, String> {
-        let connecting = zk::Client::connector()
-            .with_session_timeout(SESSION_TIMEOUT)
-            .connect(&args.connect);
-        let client = match tokio::time::timeout(CONNECT_TIMEOUT, connecting).await {
-            Ok(Ok(client)) => client,
-            Ok(Err(e)) => return Err(format!("cannot connect to ZooKeeper at {}: {e}", args.connect)),
-            Err(_) => {
-                return Err(format!(
-                    "cannot connect to ZooKeeper at {}: no answer within {CONNECT_TIMEOUT:?}",
-                    args.connect
-                ))
-            }
-        };
+        let options = args
+            .security
+            .options(SESSION_TIMEOUT, CONNECT_TIMEOUT)
+            .map_err(|f| f.message)?;
+        let client = zk_rwlock::connect_client_with(&args.connect, &options)
+            .await
+            .map_err(|e| format!("cannot connect to ZooKeeper at {}: {e}", args.connect))?;
         let lock = SharedLock::builder(client.clone(), &args.path)
+            .acls(&args.acl.acl.acls())
             .identity(&format!("demo-{}", args.label))
             .build()
             .map_err(|e| e.to_string())?;
