@@ -92,6 +92,35 @@ fn decisions() -> Result<(), Box<dyn Error>> {
     Ok(())
 }
 
+#[rustfmt::skip]
+async fn secured_async() -> Result<(), Box<dyn Error>> {
+use zk_rwlock::{connect_client_with, zk, ConnectOptions, SharedLock};
+
+let options = ConnectOptions::new()
+    .digest("alice", &std::env::var("ZK_PASSWORD")?)
+    .tls_ca_pem(&std::fs::read_to_string("/etc/zk/ca.pem")?)?
+    .tls_identity_pem(&std::fs::read_to_string("/etc/zk/client.pem")?, &std::fs::read_to_string("/etc/zk/client-key.pem")?)?;
+let client = connect_client_with("zk1:2281,zk2:2281,zk3:2281", &options).await?;
+let lock = SharedLock::builder(client, "/locks/orders")
+    .acls(&zk::Acls::creator_all())          // only alice may see, join, revoke or delete
+    .build()?;
+let guard = lock.write().await?;
+    guard.release().await?;
+    Ok(())
+}
+
+#[rustfmt::skip]
+fn secured_blocking() -> Result<(), Box<dyn Error>> {
+use zk_rwlock::{blocking, ConnectOptions};
+
+let options = ConnectOptions::new().sasl_digest_md5("alice", "secret");
+let lock = blocking::SharedLock::connect_with_options("zk1:2181", "/locks/orders", &options)?;
+let client = blocking::connect("zk1:2181", &options)?;
+let same_identity = blocking::SharedLock::with_client(client, "/locks/reports")?;
+    drop((lock, same_identity));
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn Error>> {
     decisions()?;
@@ -99,5 +128,10 @@ async fn main() -> Result<(), Box<dyn Error>> {
     own_client().await?;
     multi_and_revocation().await?;
     tokio::task::spawn_blocking(|| blocking_api().map_err(|e| e.to_string())).await??;
+    // Secured ensembles: these need one at zk1 (see the README).
+    if std::env::var_os("ZK_SECURED_EXAMPLE").is_some() {
+        secured_async().await?;
+        tokio::task::spawn_blocking(|| secured_blocking().map_err(|e| e.to_string())).await??;
+    }
     Ok(())
 }
