@@ -351,42 +351,52 @@ async fn creator_only_acls_without_credentials_are_invalid() {
     );
 }
 
-/// The client sends its credentials again on every reconnection: after
-/// its connection is cut, the same session keeps its identity and rights.
+/// The client sends its credentials (digest, and the SASL exchange) again on
+/// every reconnection: after its connection is cut, the same session keeps
+/// its identity and rights.
 #[tokio::test]
 async fn credentials_survive_a_reconnection() {
     ensure_root(secured_server()).await;
-    let proxy = zk_rwlock_testkit::proxy::Proxy::start(&secured_server().connect_string());
-    let path = unique_path("reconnect");
-    let alice = connect_client_with(proxy.addr(), &digest("alice"))
-        .await
-        .expect("connect");
-    let lock = SharedLock::builder(alice.clone(), &path)
-        .acls(&zk::Acls::creator_all())
-        .build()
-        .expect("lock");
-    let guard = lock.read().await.expect("read");
-    let session = alice.session_id();
-    let mut states = alice.state_watcher();
-    assert!(proxy.cut_all() > 0, "nothing to cut");
-    within("reconnected", async {
-        let mut state = states.changed().await;
-        while state != zk::SessionState::SyncConnected {
-            state = states.changed().await;
-        }
-    })
-    .await;
-    assert!(proxy.accepted() >= 2, "the client did not reconnect");
-    assert_eq!(alice.session_id(), session);
-    let users = alice.list_auth_users().await.expect("whoami");
-    assert!(
-        users
-            .iter()
-            .any(|u| u.scheme() == "digest" && u.user() == "alice"),
-        "{users:?}"
-    );
-    // Still allowed where only alice is.
-    let second = within("second read", lock.read()).await.expect("read");
-    second.release().await.expect("release");
-    guard.release().await.expect("release");
+    let (sasl_user, sasl_password) = SASL_USERS[1];
+    let cases = [
+        (digest("alice"), "digest", "alice"),
+        (
+            ConnectOptions::new().sasl_digest_md5(sasl_user, sasl_password),
+            "sasl",
+            sasl_user,
+        ),
+    ];
+    for (options, scheme, user) in cases {
+        let proxy = zk_rwlock_testkit::proxy::Proxy::start(&secured_server().connect_string());
+        let path = unique_path("reconnect");
+        let client = connect_client_with(proxy.addr(), &options)
+            .await
+            .expect("connect");
+        let lock = SharedLock::builder(client.clone(), &path)
+            .acls(&zk::Acls::creator_all())
+            .build()
+            .expect("lock");
+        let guard = lock.read().await.expect("read");
+        let session = client.session_id();
+        let mut states = client.state_watcher();
+        assert!(proxy.cut_all() > 0, "nothing to cut");
+        within("reconnected", async {
+            let mut state = states.changed().await;
+            while state != zk::SessionState::SyncConnected {
+                state = states.changed().await;
+            }
+        })
+        .await;
+        assert!(proxy.accepted() >= 2, "{scheme}: the client did not reconnect");
+        assert_eq!(client.session_id(), session);
+        let users = client.list_auth_users().await.expect("whoami");
+        assert!(
+            users.iter().any(|u| u.scheme() == scheme && u.user() == user),
+            "{users:?}"
+        );
+        // Still allowed where only this identity is.
+        let second = within("second read", lock.read()).await.expect("read");
+        second.release().await.expect("release");
+        guard.release().await.expect("release");
+    }
 }

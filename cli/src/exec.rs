@@ -513,8 +513,12 @@ fn waiting_failure(err: zk_rwlock::Error, mode: Mode, path: &str) -> Failure {
         // Among them `SequenceExhausted`, whose text says what to do.
         _ => return Failure::from(err),
     };
+    let code = match err {
+        Error::AuthFailed => exit::NOPERM,
+        _ => exit::SOFTWARE,
+    };
     Failure::new(
-        exit::SOFTWARE,
+        code,
         format!("{what} while waiting for the {mode} lock on {path}"),
     )
 }
@@ -1161,6 +1165,9 @@ mod tests {
                 format!("{what} while waiting for the read lock on /locks/a")
             );
         }
+        let f = waiting_failure(zk_rwlock::Error::AuthFailed, Mode::Write, "/locks/a");
+        assert_eq!(f.code, exit::NOPERM);
+        assert!(f.message.contains("rejected the credentials"), "{}", f.message);
         let f = waiting_failure(
             zk_rwlock::Error::NoAuth {
                 path: "/locks/a".to_owned(),
