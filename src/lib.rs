@@ -65,8 +65,9 @@
 //! * `tls`: TLS connections (`ConnectOptions::tls_ca_pem` and
 //!   `tls_identity_pem`), through the client's `tls` feature (rustls).
 //! * `sasl`: SASL DIGEST-MD5 (`ConnectOptions::sasl_digest_md5`), through
-//!   the client's `sasl-digest-md5` feature. (The client's Kerberos/GSSAPI
-//!   mechanism needs system libraries and is not offered.)
+//!   the client's `sasl-digest-md5` feature, which adds `rsasl` (and through
+//!   it `serde_json`). (The client's Kerberos/GSSAPI mechanism needs system
+//!   libraries and is not offered.)
 //!
 //! Its dependencies are the ZooKeeper
 //! client [`zk`] (`zk-rwlock-zookeeper-client`: zookeeper-client 0.11.2 with

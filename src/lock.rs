@@ -132,9 +132,16 @@ impl LockBuilder {
         self
     }
 
-    /// The ACLs of the nodes this lock creates: the lock directory (when it
-    /// does not exist yet) and the contender nodes. Default: open to anyone
-    /// (`world:anyone`, all permissions).
+    /// The ACLs of the nodes this lock creates: the lock directory and its
+    /// parents (when they do not exist yet) and the contender nodes.
+    /// Default: open to anyone (`world:anyone`, all permissions).
+    ///
+    /// A creator-only ACL ([`zk::Acls::creator_all`]) needs an
+    /// authenticated identity (credentials, see
+    /// [`ConnectOptions`](crate::ConnectOptions)): without one the first
+    /// create fails with `Error::ZooKeeper(zk::Error::InvalidAcl)`. Other
+    /// identities can share a lock only if its directory lets them create
+    /// children: create it (and shared parents) beforehand with such an ACL.
     pub fn acls(mut self, acls: &[zk::Acl]) -> LockBuilder {
         self.acls = acls.to_vec();
         self

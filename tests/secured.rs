@@ -400,3 +400,51 @@ async fn credentials_survive_a_reconnection() {
         guard.release().await.expect("release");
     }
 }
+
+/// A SASL password changed on the server while a session holds a lock:
+/// the reconnection's SASL exchange fails, the session ends as
+/// `AuthFailed`, the holder learns it, and later calls fail with
+/// `Error::AuthFailed`.
+#[tokio::test]
+async fn a_sasl_password_changed_on_the_server_ends_the_session_at_the_reconnection() {
+    let mut cluster = zk_rwlock_testkit::ZkCluster::builder()
+        .sasl_user("erin", "old-pw")
+        .start()
+        .unwrap_or_else(|e| panic!("these tests need a real ZooKeeper server: {e}"));
+    let options = ConnectOptions::new()
+        .sasl_digest_md5("erin", "old-pw")
+        .session_timeout(Duration::from_secs(4));
+    let client = connect_client_with(&cluster.connect_string(), &options)
+        .await
+        .expect("connect");
+    let lock = SharedLock::new(client.clone(), "/rotated").expect("lock");
+    let guard = lock.write().await.expect("write");
+    let jaas = cluster.jaas_path().expect("a SASL cluster");
+    let text = std::fs::read_to_string(&jaas).expect("jaas");
+    std::fs::write(&jaas, text.replace("old-pw", "new-pw")).expect("rewrite jaas");
+    let mut states = client.state_watcher();
+    let restarted = tokio::task::spawn_blocking(move || {
+        cluster.restart(0).expect("restart");
+        cluster
+    });
+    within("the session ends", async {
+        while client.state() != zk::SessionState::AuthFailed {
+            let state = states.changed().await;
+            assert!(
+                matches!(
+                    state,
+                    zk::SessionState::Disconnected
+                        | zk::SessionState::SyncConnected
+                        | zk::SessionState::AuthFailed
+                ),
+                "{state:?}"
+            );
+        }
+    })
+    .await;
+    within("the guard learns it", guard.lost()).await;
+    let again = within("acquire", lock.read()).await;
+    assert!(matches!(again, Err(Error::AuthFailed)), "{again:?}");
+    // The server stays up until here.
+    drop(within("the restart", restarted).await.expect("restarted"));
+}

@@ -37,6 +37,16 @@
 //! Java compiler (`javac`, from a JDK) to build a small helper
 //! (`src/launcher/SeedCversion.java`) against the server's jars.
 //!
+//! # Secured servers
+//!
+//! [`ZkClusterBuilder::tls`] gives every member a TLS-only client port
+//! (`secureClientPort` with the Netty connection factory) beside the plain
+//! one the launcher probes, with keys made at start-up by the JDK's
+//! `keytool` (and `openssl`, for the client key as PEM) in the cluster's
+//! directory: see [`crate::secure`]. [`ZkClusterBuilder::sasl_user`] adds
+//! SASL DIGEST-MD5 users (`authProvider.1` and a JAAS file). ACLs that deny
+//! the world are made by the tests themselves, as any client would.
+//!
 //! # Robustness
 //!
 //! Ports are chosen by binding `127.0.0.1:0` and releasing the socket; if a
