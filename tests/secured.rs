@@ -243,12 +243,16 @@ async fn wrong_tls_fails_within_the_connect_timeout() {
     let plain = ConnectOptions::new().connect_timeout(Duration::from_secs(3));
     let other_ca = ConnectOptions::new()
         .connect_timeout(Duration::from_secs(3))
-        .tls_ca_pem(&pem(&files.other_ca_pem))
+        .tls_ca_pem(&pem(&files.client_cert_pem))
         .expect("CA");
     let cases = [
         ("plain to the TLS port", &secure, plain),
         ("no client certificate", &secure, tls_options(cluster, false)),
-        ("an unknown CA", &secure, other_ca),
+        (
+            "a CA that did not sign the server's certificate",
+            &secure,
+            other_ca,
+        ),
         (
             "TLS to the plain port",
             &cluster.connect_string(),

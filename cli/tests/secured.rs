@@ -169,7 +169,7 @@ async fn exec_with_credentials_from_the_environment_and_a_creator_acl() {
     let path = self::path("exec-read-only").await;
     let script = format!(
         "ZK_RWLOCK_AUTH={BOB} {BIN} status {path} >/dev/null 2>&1; echo bob-status=$?; \
-         ZK_RWLOCK_AUTH={BOB} {BIN} exec --read --timeout 0 {path} -- true 2>/dev/null; echo bob-exec=$?"
+         ZK_RWLOCK_AUTH={BOB} {BIN} exec --read --timeout 5s {path} -- true 2>/dev/null; echo bob-exec=$?"
     );
     let out = run_as(
         Some(ALICE),

@@ -41,8 +41,6 @@ pub struct TlsFiles {
     pub client_cert_pem: PathBuf,
     /// The client certificate's private key, PEM (PKCS#8).
     pub client_key_pem: PathBuf,
-    /// A second CA's certificate, PEM, which signed nothing the server uses.
-    pub other_ca_pem: PathBuf,
     /// The server's key store (PKCS#12).
     pub(crate) keystore: PathBuf,
     /// The server's trust store (PKCS#12: the CA).
@@ -149,7 +147,13 @@ pub(crate) fn make_tls(
     let openssl = tool(OPENSSL_ENV, OsString::from("openssl"));
     let password = random_password();
     let pass = password.as_str();
-    let kt = |args: &[&str]| run(&keytool, args, dir, KEYTOOL_INSTALL);
+    // keytool is a JVM: start it the quick way (as the servers are).
+    let quick = [
+        "-J-XX:TieredStopAtLevel=1",
+        "-J-XX:+UseSerialGC",
+        "-J-XX:-UsePerfData",
+    ];
+    let kt = |args: &[&str]| run(&keytool, &[&quick[..], args].concat(), dir, KEYTOOL_INSTALL);
     let store =
         |file: &'static str| -> [&str; 6] { ["-keystore", file, "-storetype", "PKCS12", "-storepass", pass] };
     let genkey = |alias: &str, file: &'static str, dname: &str, ca: bool| {
@@ -174,51 +178,53 @@ pub(crate) fn make_tls(
         args.extend(store(file));
         kt(&args)
     };
-    // The CA, and a second CA that signs nothing.
     genkey("ca", "ca.p12", "CN=zk-rwlock-test-ca", true)?;
     kt(&[
         &["-exportcert", "-rfc", "-alias", "ca", "-file", "ca.pem"][..],
         &store("ca.p12"),
     ]
     .concat())?;
-    genkey("ca", "other-ca.p12", "CN=zk-rwlock-other-ca", true)?;
-    kt(&[
-        &["-exportcert", "-rfc", "-alias", "ca", "-file", "other-ca.pem"][..],
-        &store("other-ca.p12"),
-    ]
-    .concat())?;
-    // A key pair signed by the CA, the chain imported back into its store.
+    // A key pair, and its certificate signed by the CA (PEM).
     let signed = |alias: &str, file: &'static str, dname: &str, csr: &str, pem: &str| {
         genkey(alias, file, dname, false)?;
         kt(&[&["-certreq", "-alias", alias, "-file", csr][..], &store(file)].concat())?;
-        kt(&[
-            &[
-                "-gencert",
-                "-alias",
-                "ca",
-                "-infile",
-                csr,
-                "-outfile",
-                pem,
-                "-rfc",
-                "-validity",
-                "2",
-                "-ext",
-                "SAN=ip:127.0.0.1,dns:localhost",
-                "-ext",
-                "EKU=serverAuth,clientAuth",
-            ][..],
-            &store("ca.p12"),
-        ]
-        .concat())?;
-        kt(&[
-            &["-importcert", "-noprompt", "-alias", "ca", "-file", "ca.pem"][..],
-            &store(file),
-        ]
-        .concat())?;
-        kt(&[&["-importcert", "-alias", alias, "-file", pem][..], &store(file)].concat())
+        let gencert = [
+            "-gencert",
+            "-alias",
+            "ca",
+            "-infile",
+            csr,
+            "-outfile",
+            pem,
+            "-rfc",
+            "-validity",
+            "2",
+            "-ext",
+            "SAN=ip:127.0.0.1,dns:localhost",
+            "-ext",
+            "EKU=serverAuth,clientAuth",
+        ];
+        kt(&[&gencert[..], &store("ca.p12")].concat())
     };
+    // The server's store holds its key with the signed chain.
     signed("server", "server.p12", "CN=127.0.0.1", "server.csr", "server.pem")?;
+    kt(&[
+        &["-importcert", "-noprompt", "-alias", "ca", "-file", "ca.pem"][..],
+        &store("server.p12"),
+    ]
+    .concat())?;
+    kt(&[
+        &["-importcert", "-alias", "server", "-file", "server.pem"][..],
+        &store("server.p12"),
+    ]
+    .concat())?;
+    kt(&[
+        &["-importcert", "-noprompt", "-alias", "ca", "-file", "ca.pem"][..],
+        &store("trust.p12"),
+    ]
+    .concat())?;
+    // The client's certificate is client.pem. keytool does not export
+    // private keys: openssl reads the key from the client's store.
     signed(
         "client",
         "client.p12",
@@ -226,34 +232,23 @@ pub(crate) fn make_tls(
         "client.csr",
         "client.pem",
     )?;
-    kt(&[
-        &["-importcert", "-noprompt", "-alias", "ca", "-file", "ca.pem"][..],
-        &store("trust.p12"),
-    ]
-    .concat())?;
-    // keytool does not export private keys: openssl reads them from the store.
     let passin = format!("pass:{pass}");
-    run(
-        &openssl,
-        &[
-            "pkcs12",
-            "-in",
-            "client.p12",
-            "-nocerts",
-            "-nodes",
-            "-passin",
-            &passin,
-            "-out",
-            "client-key.pem",
-        ],
-        dir,
-        OPENSSL_INSTALL,
-    )?;
+    let export = [
+        "pkcs12",
+        "-in",
+        "client.p12",
+        "-nocerts",
+        "-nodes",
+        "-passin",
+        &passin,
+        "-out",
+        "client-key.pem",
+    ];
+    run(&openssl, &export, dir, OPENSSL_INSTALL)?;
     Ok(TlsFiles {
         ca_pem: dir.join("ca.pem"),
         client_cert_pem: dir.join("client.pem"),
         client_key_pem: dir.join("client-key.pem"),
-        other_ca_pem: dir.join("other-ca.pem"),
         keystore: dir.join("server.p12"),
         truststore: dir.join("trust.p12"),
         password,
