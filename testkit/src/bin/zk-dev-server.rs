@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use tokio::signal::unix::{signal, SignalKind};
-use zk_rwlock_testkit::{LaunchError, ZkCluster};
+use zk_rwlock_testkit::{ClientAuth, LaunchError, ZkCluster};
 
 /// Run a throwaway local ZooKeeper until Ctrl-C.
 ///
@@ -29,6 +29,14 @@ struct Args {
     /// ZooKeeper tickTime in milliseconds; sessions may last 2 to 20 ticks.
     #[arg(long, value_name = "MS", default_value_t = 2000)]
     tick_ms: u64,
+    /// Also serve TLS only on another port (its connect string and the CA,
+    /// client certificate and key files are printed on stderr): `none`
+    /// asks clients for no certificate, `need` requires one
+    #[arg(long, value_name = "CLIENT_AUTH", value_parser = ["none", "need"])]
+    tls: Option<String>,
+    /// Accept SASL DIGEST-MD5 for USER:PASSWORD (repeatable)
+    #[arg(long, value_name = "USER:PASSWORD")]
+    sasl_user: Vec<String>,
 }
 
 /// How often the servers are checked for having exited on their own.
@@ -70,15 +78,25 @@ fn serve(args: &Args) -> Result<(), String> {
             Ok::<_, std::io::Error>((signal(SignalKind::interrupt())?, signal(SignalKind::terminate())?))
         })
         .map_err(|e| format!("cannot handle signals: {e}"))?;
-    let mut cluster = ZkCluster::builder()
+    let mut builder = ZkCluster::builder()
         .members(members)
         .client_port(args.port)
-        .tick_time(Duration::from_millis(args.tick_ms))
-        .start()
-        .map_err(|e| match e {
-            LaunchError::NotInstalled { .. } => format!("{e}\n(scripts/ensure-zookeeper.sh installs it)"),
-            e => e.to_string(),
-        })?;
+        .tick_time(Duration::from_millis(args.tick_ms));
+    match args.tls.as_deref() {
+        Some("need") => builder = builder.tls(ClientAuth::Need),
+        Some(_) => builder = builder.tls(ClientAuth::None),
+        None => {}
+    }
+    for user in &args.sasl_user {
+        let Some((name, password)) = user.split_once(':') else {
+            return Err(format!("--sasl-user {user}: expected USER:PASSWORD"));
+        };
+        builder = builder.sasl_user(name, password);
+    }
+    let mut cluster = builder.start().map_err(|e| match e {
+        LaunchError::NotInstalled { .. } => format!("{e}\n(scripts/ensure-zookeeper.sh installs it)"),
+        e => e.to_string(),
+    })?;
     let kind = if members == 1 {
         "standalone server".to_owned()
     } else {
@@ -90,6 +108,14 @@ fn serve(args: &Args) -> Result<(), String> {
         cluster.min_session_timeout(),
         cluster.max_session_timeout()
     );
+    if let (Some(secure), Some(files)) = (cluster.secure_connect_string(), cluster.tls_files()) {
+        eprintln!(
+            "zk-dev-server: TLS only on {secure}: --tls-ca {} --tls-cert {} --tls-key {}",
+            files.ca_pem.display(),
+            files.client_cert_pem.display(),
+            files.client_key_pem.display()
+        );
+    }
     println!("{}", cluster.connect_string());
     let exited = runtime.block_on(async {
         let mut check = tokio::time::interval(CHECK_EVERY);
