@@ -112,10 +112,10 @@ pub fn no_auth_advice() -> &'static str {
 pub fn unreachable_advice() -> &'static str {
     match GIVEN.get() {
         Some(Given { tls: true, .. }) => {
-            "; with --tls-ca the servers must take TLS on these ports, present a certificate \
-             signed by that CA for the host named, and accept --tls-cert if they ask for one"
+            " With --tls-ca the servers must take TLS on these ports, present a certificate \
+             signed by that CA for the host named, and accept --tls-cert if they ask for one."
         }
-        _ => "; if the servers take TLS connections only, pass --tls-ca",
+        _ => " If the servers take TLS connections only, pass --tls-ca.",
     }
 }
 

@@ -309,7 +309,7 @@ async fn tls_with_a_client_certificate_and_what_a_missing_piece_says() {
     // Plain to the TLS port.
     run_as(None, &argv(&args(&[])))
         .await
-        .expect(69, "if the servers take TLS connections only, pass --tls-ca");
+        .expect(69, "If the servers take TLS connections only, pass --tls-ca");
     // No client certificate where the server requires one.
     run_as(None, &argv(&args(&["--tls-ca", ca])))
         .await
