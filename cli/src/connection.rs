@@ -129,9 +129,14 @@ fn read(option: &str, path: &Path) -> Result<String, Failure> {
 }
 
 impl Security {
+    /// The credentials given; an empty `ZK_RWLOCK_AUTH` counts as none.
+    fn credentials(&self) -> Option<&str> {
+        self.auth.as_deref().filter(|auth| !auth.is_empty())
+    }
+
     /// Whether an authenticated identity is given (credentials or a client certificate).
     pub fn has_identity(&self) -> bool {
-        self.auth.is_some() || self.tls_cert.is_some()
+        self.credentials().is_some() || self.tls_cert.is_some()
     }
 
     /// Checks that `acl` can be used with these credentials: creator-only
@@ -162,7 +167,7 @@ impl Security {
         let mut options = ConnectOptions::new()
             .session_timeout(session_timeout)
             .connect_timeout(connect_timeout);
-        if let Some(auth) = &self.auth {
+        if let Some(auth) = self.credentials() {
             options = with_auth(options, auth)?;
         }
         let usage = |option: &str, e: zk_rwlock::Error| Failure::new(exit::USAGE, format!("{option}: {e}"));
@@ -277,6 +282,11 @@ mod tests {
         assert!(ro
             .iter()
             .any(|a| a.scheme() == "world" && a.permission() == zk::Permission::READ));
+        let empty = Security {
+            auth: Some(String::new()),
+            ..Security::default()
+        };
+        assert!(!empty.has_identity());
         let anonymous = Security::default();
         assert_eq!(
             anonymous.check_acl(Acl::Creator).map_err(|f| f.code).unwrap_err(),
