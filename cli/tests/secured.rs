@@ -343,6 +343,10 @@ async fn sasl_credentials_and_a_rejected_password() {
     )
     .await
     .expect(0, "");
+    // A scheme the server has no provider for ends the session the same way.
+    run_as(Some("no-such-scheme:x"), &["status", &path])
+        .await
+        .expect(77, "ZooKeeper rejected the credentials (AuthFailed)");
     let bad = format!("sasl:{user}:not-the-password");
     run_as(Some(&bad), &["status", &path])
         .await
