@@ -74,6 +74,7 @@ struct Inner {
     path: String,
     identity: String,
     acls: Vec<zk::Acl>,
+    directory_acls: Vec<zk::Acl>,
     /// Foreign child names (and persistent contenders) already warned
     /// about, so each is logged once.
     warned: Mutex<HashSet<String>>,
@@ -121,6 +122,7 @@ pub struct LockBuilder {
     path: String,
     identity: Option<String>,
     acls: Vec<zk::Acl>,
+    directory_acls: Vec<zk::Acl>,
     follower_lag: Duration,
 }
 
@@ -132,18 +134,31 @@ impl LockBuilder {
         self
     }
 
-    /// The ACLs of the nodes this lock creates: the lock directory and its
-    /// parents (when they do not exist yet) and the contender nodes.
-    /// Default: open to anyone (`world:anyone`, all permissions).
+    /// The ACLs of the contender nodes this lock creates. Default: open to
+    /// anyone (`world:anyone`, all permissions). The lock directory and its
+    /// parents take [`directory_acls`](Self::directory_acls) instead, so
+    /// that a creator-only ACL here protects this process's nodes without
+    /// locking other identities out of the lock.
     ///
     /// A creator-only ACL ([`zk::Acls::creator_all`]) needs an
     /// authenticated identity (credentials, see
     /// [`ConnectOptions`](crate::ConnectOptions)): without one the first
-    /// create fails with `Error::ZooKeeper(zk::Error::InvalidAcl)`. Other
-    /// identities can share a lock only if its directory lets them create
-    /// children: create it (and shared parents) beforehand with such an ACL.
+    /// create fails with `Error::ZooKeeper(zk::Error::InvalidAcl)`.
     pub fn acls(mut self, acls: &[zk::Acl]) -> LockBuilder {
         self.acls = acls.to_vec();
+        self
+    }
+
+    /// The ACLs of the lock directory and its parents, when this lock
+    /// creates them (existing nodes keep theirs). Default: open to anyone.
+    ///
+    /// Every contender needs READ (to list), CREATE (to queue), DELETE (to
+    /// leave) and WRITE (the release record) on the directory, and whoever
+    /// recycles a directory at the sequence counter's limit needs CREATE
+    /// and DELETE on its parent: an identity refused any of them gets
+    /// [`Error::NoAuth`](crate::Error::NoAuth).
+    pub fn directory_acls(mut self, acls: &[zk::Acl]) -> LockBuilder {
+        self.directory_acls = acls.to_vec();
         self
     }
 
@@ -205,6 +220,7 @@ impl LockBuilder {
                 path: self.path,
                 identity,
                 acls: self.acls,
+                directory_acls: self.directory_acls,
                 warned: Mutex::new(HashSet::new()),
                 tasks: Arc::default(),
                 stats: Recorder::default(),
@@ -357,6 +373,7 @@ impl SharedLock {
             identity: None,
             follower_lag: Duration::ZERO,
             acls: zk::Acls::anyone_all().to_vec(),
+            directory_acls: zk::Acls::anyone_all().to_vec(),
         }
     }
 
@@ -890,7 +907,7 @@ impl SharedLock {
     async fn make_dir(&self) -> Result<(), Error> {
         let client = &self.inner.client;
         let dir = self.inner.path.as_str();
-        let acls = zk::Acls::new(&self.inner.acls);
+        let acls = zk::Acls::new(&self.inner.directory_acls);
         if let Some(parent) = dir
             .rsplit_once('/')
             .map(|(parent, _)| parent)

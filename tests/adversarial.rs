@@ -235,19 +235,15 @@ fn seeded_server() -> &'static zk_rwlock_testkit::launcher::ZkCluster {
 /// Other identities keep their access when the directory is recycled: it
 /// is deleted and created again, with the same ACL, in one transaction. A
 /// directory that was simply deleted would be recreated by the next
-/// contender with its own ACLs; that happens to the directories the library
-/// makes (container nodes) when ZooKeeper removes them, and to those
-/// deleted by hand. The lock directory is deleted by the library (recycling near the counter's limit) and by
-/// ZooKeeper itself (container nodes vanish whenever they are empty, every
-/// `znode.container.checkIntervalMs`, 60 s by default), and the next
-/// contender recreates it with ITS OWN contender ACLs
-/// (`LockBuilder::acls`). A lock shared by identities that protect their
+/// contender with its `LockBuilder::directory_acls` (open by default), not
+/// with its contender nodes' ACL: that happens to the directories the
+/// library makes (container nodes) when ZooKeeper removes them, and to
+/// those deleted by hand. A lock shared by identities that protect their
 /// contender nodes with `creator_all` (the setup of
 /// hardening::contenders_of_different_identities_watch_each_others_nodes)
-/// works until the directory is recreated by one of them: from then on the
-/// directory is `creator_all` of that identity and every other identity
-/// gets NoAuth (exit 77 from `exec`). An operator's pre-made directory
-/// ACL is lost the same way.
+/// stays shared either way (see
+/// `a_directory_made_by_a_creator_only_lock_lets_others_queue`); only an
+/// operator's pre-made directory ACL is lost when the directory is deleted.
 ///
 /// Interleaving: the directory (open to anyone) is at the limit; Alice's
 /// acquire is refused (SequenceExhausted) and deletes the empty directory;
@@ -475,4 +471,53 @@ fn last_handle_dropped_in_a_current_thread_task_releases() {
             "{node} still there"
         );
     });
+}
+
+/// A lock whose contender nodes are `creator_all` makes a missing lock
+/// directory (and parents) open: another identity can queue on it, and
+/// only the contender nodes are the creator's alone.
+#[tokio::test]
+async fn a_directory_made_by_a_creator_only_lock_lets_others_queue() {
+    let path = "/adversarial/fresh-parent/creator-dir";
+    let connect = seeded_server().connect_string();
+    let as_user = |user: &'static str| {
+        let connect = connect.clone();
+        async move {
+            let client = zk::Client::connector()
+                .with_session_timeout(Duration::from_secs(4))
+                .with_auth("digest", user.as_bytes())
+                .connect(&connect)
+                .await
+                .unwrap();
+            SharedLock::builder(client, path)
+                .acls(&zk::Acls::creator_all())
+                .build()
+                .unwrap()
+        }
+    };
+    let alice = as_user("alice:secret").await;
+    let bob = as_user("bob:secret").await;
+    let g = alice.write().await.expect("alice makes the directory and holds");
+    let c = support::client_on(&connect).await;
+    for dir in ["/adversarial/fresh-parent", path] {
+        let (acl, _) = c.get_acl(dir).await.unwrap();
+        assert_eq!(acl, zk::Acls::anyone_all().to_vec(), "the ACL of {dir}");
+    }
+    let refused = c.get_data(g.node()).await;
+    assert_eq!(
+        refused.err(),
+        Some(zk::Error::NoAuth),
+        "alice's node is hers alone"
+    );
+    assert!(
+        bob.try_write().await.unwrap().is_none(),
+        "bob queues (and gives up) beside alice's holder"
+    );
+    g.release().await.unwrap();
+    let b = bob
+        .try_write()
+        .await
+        .unwrap()
+        .expect("bob takes the lock after alice");
+    b.release().await.unwrap();
 }

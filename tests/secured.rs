@@ -76,6 +76,7 @@ async fn a_private_lock_refuses_other_identities_at_once() {
     let alice = connect(&digest("alice")).await;
     let lock = SharedLock::builder(alice, &path)
         .acls(&zk::Acls::creator_all())
+        .directory_acls(&zk::Acls::creator_all())
         .build()
         .expect("lock");
     let guard = lock.write().await.expect("alice writes");
@@ -289,6 +290,7 @@ async fn sasl_digest_md5() {
     let path = unique_path("sasl");
     let lock = SharedLock::builder(client.clone(), &path)
         .acls(&zk::Acls::creator_all())
+        .directory_acls(&zk::Acls::creator_all())
         .build()
         .expect("lock");
     let guard = lock.write().await.expect("write");

@@ -321,8 +321,8 @@ struct Bench {
     wakes: Arc<WakeCounters>,
     /// How sessions connect (--auth, --tls-*).
     connect: zk_rwlock::ConnectOptions,
-    /// The ACL of the lock workloads' nodes (--acl).
-    acls: Vec<zk::Acl>,
+    /// The ACLs of the lock workloads' nodes (--acl, --dir-acl).
+    acls: connection::AclArg,
 }
 
 impl Bench {
@@ -340,9 +340,9 @@ impl Bench {
                 args.hold_ms
             )));
         }
-        args.security.check_acl(args.acl.acl)?;
+        args.security.check_acl(args.acl)?;
         let connect = args.security.options(SESSION_TIMEOUT, CONNECT_TIMEOUT)?;
-        let acls = args.acl.acl.acls();
+        let acls = args.acl;
         let workload = args.workload;
         let clients = args.clients.map_or(workload.default_clients(), |c| c as usize);
         let clients = match workload {
@@ -510,8 +510,9 @@ async fn warmup(b: &Bench, client: &zk::Client) -> Result<(), Failure> {
     if b.warmup == 0 {
         return Ok(());
     }
-    let lock = SharedLock::builder(client.clone(), &b.warmup_path())
-        .acls(&b.acls)
+    let lock = b
+        .acls
+        .apply(SharedLock::builder(client.clone(), &b.warmup_path()))
         .build()?;
     for _ in 0..b.warmup {
         lock.write().await?.release().await?;
@@ -523,8 +524,9 @@ async fn warmup(b: &Bench, client: &zk::Client) -> Result<(), Failure> {
 async fn uncontended(b: &Bench, kind: Kind) -> Result<Outcome, Failure> {
     let clients = connect_all(b, 1).await?;
     warmup(b, &clients[0]).await?;
-    let lock = SharedLock::builder(clients[0].clone(), &b.path)
-        .acls(&b.acls)
+    let lock = b
+        .acls
+        .apply(SharedLock::builder(clients[0].clone(), &b.path))
         .build()?;
     b.wakes.track(&lock);
     let mut lat = Vec::with_capacity(b.grants as usize);
@@ -600,8 +602,9 @@ async fn contended(b: &Arc<Bench>, fixed: Option<Kind>) -> Result<Outcome, Failu
     });
     let mut tasks = Vec::with_capacity(b.clients);
     for (i, client) in clients.iter().enumerate() {
-        let lock = SharedLock::builder(client.clone(), &b.path)
-            .acls(&b.acls)
+        let lock = b
+            .acls
+            .apply(SharedLock::builder(client.clone(), &b.path))
             .build()?;
         b.wakes.track(&lock);
         let (b, shared) = (b.clone(), shared.clone());
@@ -758,8 +761,9 @@ async fn herd(b: &Arc<Bench>) -> Result<Outcome, Failure> {
     let waiters = b.clients;
     let clients = connect_all(b, waiters + 1).await?;
     warmup(b, &clients[0]).await?;
-    let holder = SharedLock::builder(clients[0].clone(), &b.path)
-        .acls(&b.acls)
+    let holder = b
+        .acls
+        .apply(SharedLock::builder(clients[0].clone(), &b.path))
         .build()?;
     b.wakes.track(&holder);
     let held = holder.write().await?;
@@ -778,8 +782,9 @@ async fn herd(b: &Arc<Bench>) -> Result<Outcome, Failure> {
     let enqueue_start = Instant::now();
     let mut tasks = Vec::with_capacity(waiters);
     for (id, client) in clients.iter().enumerate().skip(1) {
-        let lock = SharedLock::builder(client.clone(), &b.path)
-            .acls(&b.acls)
+        let lock = b
+            .acls
+            .apply(SharedLock::builder(client.clone(), &b.path))
             .build()?;
         b.wakes.track(&lock);
         let (b2, log2) = (b.clone(), log.clone());

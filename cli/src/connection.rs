@@ -40,18 +40,19 @@ pub struct Security {
     pub tls_key: Option<PathBuf>,
 }
 
-/// The ACL of the nodes a lock creates (its directory and parents when
-/// missing, and the contender nodes).
+/// The ACL of the contender nodes a lock creates. The lock directory and
+/// its parents, when missing, are created open, so that other identities
+/// can still queue on the lock.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum Acl {
     /// Anyone may do anything (world:anyone, all permissions).
     #[default]
     Open,
     /// Only the same authenticated identity (creator_all): others cannot
-    /// see, join or revoke the lock.
+    /// read, write (revoke) or delete this process's nodes.
     Creator,
-    /// The same identity may do anything, anyone may read: others can see
-    /// the lock (`status`) but not join or revoke it.
+    /// The same identity may do anything, anyone may read: others see the
+    /// nodes' data (`status`) but cannot write (revoke) or delete them.
     ReadOnlyOthers,
 }
 
@@ -75,14 +76,28 @@ impl Acl {
     }
 }
 
-/// The `--acl` option, for the subcommands that create nodes.
+/// The `--acl` and `--dir-acl` options, for the subcommands that create nodes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::Args)]
 pub struct AclArg {
-    /// The ACL of the nodes the lock creates: `open` (anyone), `creator`
-    /// (only this identity: needs --auth or a client certificate) or
-    /// `read-only-others` (this identity; anyone else may read)
+    /// The ACL of the contender nodes the lock creates: `open` (anyone),
+    /// `creator` (only this identity: needs --auth or a client certificate)
+    /// or `read-only-others` (this identity; anyone else may read)
     #[arg(long, value_name = "ACL", value_enum, default_value_t = Acl::Open)]
     pub acl: Acl,
+    /// The ACL of the lock directory and its parents when they are missing
+    /// (existing ones keep theirs): `open` lets other identities queue on
+    /// the lock; `creator` or `read-only-others` keeps them out of it
+    #[arg(long = "dir-acl", value_name = "ACL", value_enum, default_value_t = Acl::Open)]
+    pub dir_acl: Acl,
+}
+
+impl AclArg {
+    /// Sets both ACLs on a lock's builder.
+    pub fn apply(&self, builder: zk_rwlock::LockBuilder) -> zk_rwlock::LockBuilder {
+        builder
+            .acls(&self.acl.acls())
+            .directory_acls(&self.dir_acl.acls())
+    }
 }
 
 /// What the messages about refused access say, set once per process by
@@ -139,21 +154,24 @@ impl Security {
         self.credentials().is_some() || self.tls_cert.is_some()
     }
 
-    /// Checks that `acl` can be used with these credentials: creator-only
-    /// ACLs need an authenticated identity (ZooKeeper rejects them with
-    /// InvalidACL otherwise).
-    pub fn check_acl(&self, acl: Acl) -> Result<(), Failure> {
-        if acl == Acl::Open || self.has_identity() {
-            return Ok(());
+    /// Checks that the ACLs of `arg` can be used with these credentials:
+    /// creator-only ACLs need an authenticated identity (ZooKeeper rejects
+    /// them with InvalidACL otherwise).
+    pub fn check_acl(&self, arg: AclArg) -> Result<(), Failure> {
+        for (option, acl) in [("--acl", arg.acl), ("--dir-acl", arg.dir_acl)] {
+            if acl == Acl::Open || self.has_identity() {
+                continue;
+            }
+            return Err(Failure::new(
+                exit::USAGE,
+                format!(
+                    "{option} {} needs an authenticated identity: pass --auth (or set {AUTH_ENV}) or \
+                     --tls-cert/--tls-key; ZooKeeper rejects creator-only ACLs from clients without one",
+                    acl.name()
+                ),
+            ));
         }
-        Err(Failure::new(
-            exit::USAGE,
-            format!(
-                "--acl {} needs an authenticated identity: pass --auth (or set {AUTH_ENV}) or \
-                 --tls-cert/--tls-key; ZooKeeper rejects creator-only ACLs from clients without one",
-                acl.name()
-            ),
-        ))
+        Ok(())
     }
 
     /// The connect options: timeouts, the credentials, the TLS files read
@@ -288,15 +306,18 @@ mod tests {
         };
         assert!(!empty.has_identity());
         let anonymous = Security::default();
-        assert_eq!(
-            anonymous.check_acl(Acl::Creator).map_err(|f| f.code).unwrap_err(),
-            exit::USAGE
-        );
-        assert!(anonymous.check_acl(Acl::Open).is_ok());
+        let arg = |acl, dir_acl| AclArg { acl, dir_acl };
+        for (acl, dir_acl) in [(Acl::Creator, Acl::Open), (Acl::Open, Acl::ReadOnlyOthers)] {
+            let refused = anonymous.check_acl(arg(acl, dir_acl)).unwrap_err();
+            assert_eq!(refused.code, exit::USAGE);
+            let option = if acl == Acl::Open { "--dir-acl" } else { "--acl " };
+            assert!(refused.message.starts_with(option), "{}", refused.message);
+        }
+        assert!(anonymous.check_acl(AclArg::default()).is_ok());
         let alice = Security {
             auth: Some("digest:alice:pw".into()),
             ..Security::default()
         };
-        assert!(alice.check_acl(Acl::ReadOnlyOthers).is_ok());
+        assert!(alice.check_acl(arg(Acl::ReadOnlyOthers, Acl::Creator)).is_ok());
     }
 }

@@ -321,7 +321,7 @@ async fn exec(args: Args) -> Result<u8, Failure> {
     for path in args.also_read.iter().chain(&args.also_write) {
         common::check_lock_path(path)?;
     }
-    args.security.check_acl(args.acl.acl)?;
+    args.security.check_acl(args.acl)?;
     let servers = common::connect_string(args.connect.clone());
     let client = tokio::select! {
         client = args.security.connect(&servers, args.session_timeout, args.connect_timeout) => client?,
@@ -332,7 +332,7 @@ async fn exec(args: Args) -> Result<u8, Failure> {
     };
     let states = client.state_watcher();
     let build = |path: &str| {
-        let mut builder = SharedLock::builder(client.clone(), path).acls(&args.acl.acl.acls());
+        let mut builder = args.acl.apply(SharedLock::builder(client.clone(), path));
         if let Some(lag) = args.follower_lag {
             builder = builder.follower_lag(lag);
         }

@@ -88,7 +88,11 @@ async fn held_by_alice(path: &str, acls: &[zk::Acl]) -> zk_rwlock::WriteGuard {
     )
     .await
     .expect("connect");
-    let lock = SharedLock::builder(alice, path).acls(acls).build().expect("lock");
+    let lock = SharedLock::builder(alice, path)
+        .acls(acls)
+        .directory_acls(acls)
+        .build()
+        .expect("lock");
     lock.write().await.expect("alice writes")
 }
 
@@ -158,7 +162,17 @@ async fn exec_with_credentials_from_the_environment_and_a_creator_acl() {
     let out = run_as(
         Some(ALICE),
         &[
-            "exec", "--write", "--acl", "creator", &path, "--", "sh", "-c", &script,
+            "exec",
+            "--write",
+            "--acl",
+            "creator",
+            "--dir-acl",
+            "creator",
+            &path,
+            "--",
+            "sh",
+            "-c",
+            &script,
         ],
     )
     .await;
@@ -178,6 +192,8 @@ async fn exec_with_credentials_from_the_environment_and_a_creator_acl() {
             "--read",
             "--acl",
             "read-only-others",
+            "--dir-acl",
+            "read-only-others",
             &path,
             "--",
             "sh",
@@ -188,6 +204,23 @@ async fn exec_with_credentials_from_the_environment_and_a_creator_acl() {
     .await;
     out.expect(0, "");
     assert_eq!(out.stdout, "bob-status=0\nbob-exec=77\n", "{out:#?}");
+    // Creator-only nodes in an open directory (the default --dir-acl): bob
+    // cannot read alice's node, but he sees it in `status` and shares the
+    // lock with her.
+    let path = self::path("exec-creator-nodes").await;
+    let script = format!(
+        "ZK_RWLOCK_AUTH={BOB} {BIN} status {path} >/dev/null 2>&1; echo bob-status=$?; \
+         ZK_RWLOCK_AUTH={BOB} {BIN} exec --read --acl creator --timeout 5s {path} -- true; echo bob-exec=$?"
+    );
+    let out = run_as(
+        Some(ALICE),
+        &[
+            "exec", "--read", "--acl", "creator", &path, "--", "sh", "-c", &script,
+        ],
+    )
+    .await;
+    out.expect(0, "");
+    assert_eq!(out.stdout, "bob-status=0\nbob-exec=0\n", "{out:#?}");
 }
 
 /// Two identities contend through the command line on one lock whose

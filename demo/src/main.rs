@@ -217,7 +217,7 @@ pub struct Config {
     /// Credentials and TLS of every session.
     pub security: connection::Security,
     /// The ACL of the lock's nodes.
-    pub acl: connection::Acl,
+    pub acl: connection::AclArg,
 }
 
 impl Config {
@@ -270,15 +270,16 @@ impl Config {
                 return Err("--connect is empty: give host:port pairs, e.g. 127.0.0.1:2181".into());
             }
         }
-        if args.connect.is_none() && (args.security.tls_ca.is_some() || args.acl.acl != connection::Acl::Open)
+        if args.connect.is_none()
+            && (args.security.tls_ca.is_some() || args.acl != connection::AclArg::default())
         {
             return Err(
-                "--tls-ca and --acl are for a secured ZooKeeper given with --connect: the demo's own \
+                "--tls-ca, --acl and --dir-acl are for a secured ZooKeeper given with --connect: the demo's own \
                  throwaway server takes plain connections and any identity"
                     .into(),
             );
         }
-        args.security.check_acl(args.acl.acl).map_err(|f| f.message)?;
+        args.security.check_acl(args.acl).map_err(|f| f.message)?;
         let default_path = args.path.is_none();
         let path = args
             .path
@@ -305,7 +306,7 @@ impl Config {
             default_path,
             seed,
             security: args.security,
-            acl: args.acl.acl,
+            acl: args.acl,
         })
     }
 }

@@ -431,7 +431,7 @@ fn spawn_worker(
         .args(["--seed", &seed.to_string(), "--label", &worker.label])
         .arg("--store")
         .arg(store)
-        .args(["--acl", cfg.acl.name()])
+        .args(["--acl", cfg.acl.acl.name(), "--dir-acl", cfg.acl.dir_acl.name()])
         .args(tls_args(&cfg.security))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

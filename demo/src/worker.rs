@@ -147,8 +147,9 @@ impl Session {
         let client = zk_rwlock::connect_client_with(&args.connect, &options)
             .await
             .map_err(|e| format!("cannot connect to ZooKeeper at {}: {e}", args.connect))?;
-        let lock = SharedLock::builder(client.clone(), &args.path)
-            .acls(&args.acl.acl.acls())
+        let lock = args
+            .acl
+            .apply(SharedLock::builder(client.clone(), &args.path))
             .identity(&format!("demo-{}", args.label))
             .build()
             .map_err(|e| e.to_string())?;
