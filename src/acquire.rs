@@ -73,7 +73,7 @@
 //! - A writer that waited releases with the release record (`Grant { mark }`).
 //! - An acquire that may not wait (`try_*`) gives up at the first wait.
 
-use crate::node_name::Mode;
+use crate::node_name::{parse_parts, Layout, Mode};
 use crate::ordering::{self, Decision, OrderingError};
 
 /// The answer to a request, reduced to what the rules look at.
@@ -430,7 +430,10 @@ impl Acquire {
 
     fn grant(&mut self, handoff: bool) -> Action {
         self.counts.handoff = handoff;
-        let mark = self.mode == Mode::Write && self.waited;
+        // Only native nodes mark: see `ordering`'s "Peers and the release record".
+        let mark = self.mode == Mode::Write
+            && self.waited
+            && parse_parts(&self.me).is_ok_and(|p| p.layout == Layout::Native);
         self.finish(Action::Grant { mark })
     }
 

@@ -36,12 +36,40 @@
 //!   it, and nothing new can precede it later; so when a watched writer that
 //!   held is gone, nothing stands before the watcher any more (a writer
 //!   watches its immediate predecessor; a reader watches the last writer
-//!   before it). This holds whenever the watched node is a writer, and
-//!   whenever `deletion_grants` holds. A deletion the record does not name
+//!   before it). This holds whenever the watched node is a native writer
+//!   (see "Peers and the release record" below), and whenever
+//!   `deletion_grants` holds. A deletion the record does not name
 //!   (a waiter that gave up, an expired session, a reader, a writer granted
 //!   at once) still needs a fresh snapshot, unless `deletion_grants` holds.
 //!   A data change on the watched node proves nothing (anyone with WRITE
 //!   permission may write to it): the watcher just watches it again.
+//!
+//! # Peers' contenders
+//!
+//! A directory may hold contenders written by Apache Curator or kazoo (see
+//! [`crate::node_name::Layout`]), whichever layout this lock writes. They
+//! share the directory's sequence counter, so they are ordered with ours by
+//! sequence, and each counts with the strictest mode its name can mean:
+//! Curator's `__WRIT__` and mutex `lock-`, and kazoo's `__lock__` (written
+//! by its `WriteLock` and its `Lock`) are writers; `__READ__` and
+//! `__rlock__` are readers. The rules above then keep this library's
+//! contenders safe towards every peer contender. Whether the *peers* see
+//! ours depends on the layout ours are written in.
+//!
+//! ## Peers and the release record
+//!
+//! The release-record hand-off rests on "a watched writer that held is
+//! gone, so nothing stands before me": true of a writer granted by these
+//! rules, not of one granted by a peer's own rules (Curator's read/write
+//! lock and its mutex ignore each other's nodes; kazoo's `Lock` ignores
+//! readers). Peers never write the record, so a record can name a peer's
+//! node only by forgery or by a writer of this library in a peer's layout.
+//! This library therefore writes the record for its native nodes only, and
+//! `release_grants` holds for a watched node in a peer's layout only when
+//! `deletion_grants` does: behind a peer-layout writer, a deletion that is
+//! not known to grant means "list again". Peer layouts lose the
+//! release-record shortcut, never safety; the directory's data is left to
+//! whatever else uses it.
 //!
 //! # The sequence counter's limit
 //!
@@ -79,7 +107,7 @@
 //! # Ok::<(), zk_rwlock::ordering::OrderingError>(())
 //! ```
 
-use crate::node_name::{parse_parts, Mode, ParseNameError, Parts};
+use crate::node_name::{parse_parts, Layout, Mode, ParseNameError, Parts};
 
 /// The value at which ZooKeeper's sequence counter sticks: `2147483647`.
 pub const SEQUENCE_LIMIT: i32 = i32::MAX;
@@ -125,7 +153,7 @@ pub enum Decision<'a> {
         /// node in the lock directory's data (the release record) in the
         /// transaction that deletes it, so the driver may take the lock when
         /// `watch` is deleted and the record names it, without listing the
-        /// directory again. Holds whenever `watch` is a writer, and whenever
+        /// directory again. Holds whenever `watch` is a native writer, and whenever
         /// `deletion_grants` holds.
         release_grants: bool,
     },
@@ -179,8 +207,9 @@ pub(crate) fn decide_noting_foreign<'a, S: AsRef<str>>(
     // The closest predecessor, the closest preceding writer, and counts.
     let mut predecessor: Option<(i32, &'a str)> = None;
     let mut predecessors = 0usize;
-    let mut predecessor_writes = false;
+    let mut predecessor_marks = false;
     let mut writer: Option<(i32, &'a str)> = None;
+    let mut writer_marks = false;
     let mut writers = 0usize;
     for child in children {
         let name = child.as_ref();
@@ -200,12 +229,13 @@ pub(crate) fn decide_noting_foreign<'a, S: AsRef<str>>(
         predecessors += 1;
         if closer(key, name, predecessor) {
             predecessor = Some((key, name));
-            predecessor_writes = parts.mode == Mode::Write;
+            predecessor_marks = marks(&parts);
         }
         if parts.mode == Mode::Write {
             writers += 1;
             if closer(key, name, writer) {
                 writer = Some((key, name));
+                writer_marks = marks(&parts);
             }
         }
     }
@@ -221,7 +251,7 @@ pub(crate) fn decide_noting_foreign<'a, S: AsRef<str>>(
             Some((_, watch)) => Decision::Wait {
                 watch,
                 deletion_grants: writers == 1,
-                release_grants: true,
+                release_grants: writers == 1 || writer_marks,
             },
         },
         Mode::Write => match predecessor {
@@ -229,10 +259,19 @@ pub(crate) fn decide_noting_foreign<'a, S: AsRef<str>>(
             Some((_, watch)) => Decision::Wait {
                 watch,
                 deletion_grants: predecessors == 1,
-                release_grants: predecessors == 1 || predecessor_writes,
+                release_grants: predecessors == 1 || predecessor_marks,
             },
         },
     })
+}
+
+/// True if a contender's release by a holder may be recognised by the
+/// release record: a native writer. Peers never write the record, and this
+/// library does not write it for its nodes in a peer's layout, so a record
+/// naming a peer-layout node is not to be trusted.
+#[inline]
+fn marks(parts: &Parts<'_>) -> bool {
+    parts.mode == Mode::Write && parts.layout == Layout::Native
 }
 
 /// True if the contender `(parts, name)` comes before `(mine, me)`. Nodes
@@ -268,8 +307,11 @@ fn closer(key: i32, name: &str, best: Option<(i32, &str)>) -> bool {
 pub struct Place<'a> {
     /// The child name.
     pub name: &'a str,
-    /// The host part of the name (`<identity>@<token>`, or a bare host).
+    /// The host part of the name: everything before its mode marker
+    /// (`<identity>@<token>`, a bare host, `_c_<uuid>-`, kazoo's hex).
     pub host: &'a str,
+    /// The layout the name is written in: which library wrote it.
+    pub layout: Layout,
     /// Read or write.
     pub mode: Mode,
     /// ZooKeeper's sequence number.
@@ -313,8 +355,9 @@ pub fn queue<S: AsRef<str>>(children: &[S]) -> Queue<'_> {
     // Valid sequences in order, then those that cannot be ordered.
     parsed.sort_unstable_by_key(|(p, name)| (!is_valid_seq(p.seq), p.seq, *name));
     let mut contenders = Vec::with_capacity(parsed.len());
-    let mut last: Option<(&str, Mode)> = None;
-    let mut last_writer: Option<&str> = None;
+    // The previous contender and the last writer, each with whether it marks.
+    let mut last: Option<(&str, bool)> = None;
+    let mut last_writer: Option<(&str, bool)> = None;
     let mut writers = 0usize;
     for (i, (parts, name)) in parsed.iter().enumerate() {
         let shared = |j: usize| parsed.get(j).is_some_and(|(p, _)| p.seq == parts.seq);
@@ -322,6 +365,7 @@ pub fn queue<S: AsRef<str>>(children: &[S]) -> Queue<'_> {
             contenders.push(Place {
                 name,
                 host: parts.host,
+                layout: parts.layout,
                 mode: parts.mode,
                 seq: parts.seq,
                 decision: Decision::Exhausted,
@@ -333,14 +377,15 @@ pub fn queue<S: AsRef<str>>(children: &[S]) -> Queue<'_> {
             contenders.push(Place {
                 name,
                 host: parts.host,
+                layout: parts.layout,
                 mode: parts.mode,
                 seq: parts.seq,
                 decision: decision_in_queue(i, parts.mode, last, last_writer, writers),
             });
         }
-        last = Some((name, parts.mode));
+        last = Some((name, marks(parts)));
         if parts.mode == Mode::Write {
-            last_writer = Some(name);
+            last_writer = Some((name, marks(parts)));
             writers += 1;
         }
     }
@@ -348,29 +393,30 @@ pub fn queue<S: AsRef<str>>(children: &[S]) -> Queue<'_> {
 }
 
 /// The decision of the `i`-th valid contender in queue order, given the one
-/// before it, the last writer before it, and how many writers precede it.
+/// before it, the last writer before it (each with whether it [marks]), and
+/// how many writers precede it.
 fn decision_in_queue<'a>(
     i: usize,
     mode: Mode,
-    last: Option<(&'a str, Mode)>,
-    last_writer: Option<&'a str>,
+    last: Option<(&'a str, bool)>,
+    last_writer: Option<(&'a str, bool)>,
     writers: usize,
 ) -> Decision<'a> {
     match mode {
         Mode::Read => match last_writer {
             None => Decision::Granted,
-            Some(w) => Decision::Wait {
+            Some((w, marks)) => Decision::Wait {
                 watch: w,
                 deletion_grants: writers == 1,
-                release_grants: true,
+                release_grants: writers == 1 || marks,
             },
         },
         Mode::Write => match last {
             None => Decision::Granted,
-            Some((p, mode)) => Decision::Wait {
+            Some((p, marks)) => Decision::Wait {
                 watch: p,
                 deletion_grants: i == 1,
-                release_grants: i == 1 || mode == Mode::Write,
+                release_grants: i == 1 || marks,
             },
         },
     }
