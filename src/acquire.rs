@@ -668,11 +668,7 @@ mod tests {
     fn run(may_wait: bool, created: &str, steps: &[(&str, &str)]) -> Counts {
         let (first, me) = build(created);
         let me = me.expect("a row with [me]");
-        let mode = if me.contains("-W-") {
-            Mode::Write
-        } else {
-            Mode::Read
-        };
+        let mode = me.parse::<crate::NodeName>().expect("my name parses").mode();
         let mut machine = Acquire::new(mode, may_wait);
         let (open, rest) = steps.split_first().expect("a first action");
         assert_eq!(open.0, "created", "{created}: the first step is `created`");
@@ -1143,6 +1139,52 @@ mod tests {
         run(false, "W [W]", &[("created", "give up")]);
         run(false, "R R [R]", &[("created", "grant")]);
         run(false, "W [R]", &[("created", "give up")]);
+    }
+
+    #[test]
+    fn peer_layout_writers_never_mark() {
+        // Behind a peer's writer: its deletion, unless it grants alone,
+        // means a new listing; and a peer-layout writer releases unmarked.
+        run(
+            true,
+            "cW kW [cW]",
+            &[
+                ("created", "watch 1"),
+                ("set - ok", "wait"),
+                ("deleted", "list"),
+                ("listed cW@0 [cW@2]", "watch+own 0"),
+                ("set ok ok", "wait"),
+                ("deleted", "grant"),
+            ],
+        );
+        run(
+            true,
+            "W [kW]",
+            &[
+                ("created", "watch+own 0"),
+                ("set ok ok", "wait"),
+                ("deleted", "grant"),
+            ],
+        );
+        run(
+            true,
+            "m [m]",
+            &[
+                ("created", "watch+own 0"),
+                ("set ok retry", "list"),
+                ("listed [m@1]", "grant"),
+            ],
+        );
+        // A native writer still marks behind a peer.
+        run(
+            true,
+            "kW [W]",
+            &[
+                ("created", "watch+own 0"),
+                ("set ok ok", "wait"),
+                ("deleted", "grant mark"),
+            ],
+        );
     }
 
     #[test]

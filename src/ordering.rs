@@ -457,7 +457,26 @@ pub(crate) mod tests {
             };
             let name = match letter {
                 "x" => format!("foreign-node-{i}"),
-                l => format!("{}-{l}-{seq:010}", host(i, seq)),
+                "R" | "W" => format!("{}-{letter}-{seq:010}", host(i, seq)),
+                peer => {
+                    // `cR`/`cW` Curator, `m` Curator's mutex, `kR`/`kW` kazoo;
+                    // the token is made from the host, so it is stable too.
+                    let (layout, mode) = match peer {
+                        "cR" => (Layout::Curator, Mode::Read),
+                        "cW" => (Layout::Curator, Mode::Write),
+                        "m" => (Layout::CuratorMutex, Mode::Write),
+                        "kR" => (Layout::Kazoo, Mode::Read),
+                        "kW" => (Layout::Kazoo, Mode::Write),
+                        other => panic!("bad letter {other:?} in row {row:?}"),
+                    };
+                    let bits = host(i, seq).bytes().fold(0xcbf2_9ce4_8422_2325u128, |h, b| {
+                        (h ^ u128::from(b)).wrapping_mul(0x0100_0000_01b3)
+                    });
+                    let token = uuid::Uuid::from_u128(bits);
+                    crate::node_name::NodeName::new_in(layout, "", token, mode, seq)
+                        .map(|n| n.to_string())
+                        .unwrap_or_default()
+                }
             };
             if marked {
                 me = Some(name.clone());
@@ -508,6 +527,32 @@ pub(crate) mod tests {
         // Input order does not matter: later-listed smaller sequences precede.
         ("[W@5] R@3", "wait! 1"),
         ("R@9 [W@7] W@2", "wait! 2"),
+        // Peers' contenders count with their modes; `m` and `kW` are
+        // exclusive. Only a native writer's release is known by the record.
+        ("kR cR [R]", "granted"),
+        ("kR cR [cR] kR", "granted"),
+        ("m [R]", "wait! 0"),
+        ("kW [kR]", "wait! 0"),
+        ("cW [cR]", "wait! 0"),
+        ("kR [kW]", "wait! 0"),
+        ("cR [m]", "wait! 0"),
+        ("R [m]", "wait! 0"),
+        ("cR kR [cW]", "wait 1"),
+        ("W cW [W]", "wait 1"),
+        ("W kW [R]", "wait 1"),
+        ("W m [kR]", "wait 1"),
+        ("cW W [W]", "wait^ 1"),
+        ("kW W [cR]", "wait^ 1"),
+        ("m W cR [kR]", "wait^ 1"),
+        ("W m R [m]", "wait 2"),
+        ("W R kW [R]", "wait 2"),
+        ("kW R W [cW]", "wait^ 2"),
+        ("kW R cW [W]", "wait 2"),
+        ("kW R cW kR [R]", "wait 2"),
+        ("kW@2147483647 [cW@7]", "granted"),
+        ("[kR@2147483647]", "exhausted"),
+        ("[m@-5]", "exhausted"),
+        ("cR@4 [kW@4]", "exhausted"),
     ];
 
     #[test]
