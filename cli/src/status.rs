@@ -23,7 +23,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 use tokio::signal::unix::{signal, SignalKind};
-use zk_rwlock::{zk, Contender, ContenderState, Mode, SharedLock};
+use zk_rwlock::{zk, Contender, ContenderState, Layout, Mode, SharedLock};
 
 use crate::common::{self, exit, Failure};
 
@@ -35,9 +35,11 @@ const AFTER_LONG_HELP: &str = "\
 What it shows:
   The contenders of each lock directory PATH in queue order, with each one's
   identity, mode, state (`holds`, or `waits on <node>`), fencing token (the
-  node's czxid) and age. Children of PATH that are not contender nodes are
-  listed as foreign: the lock ignores them. A lock directory that does not
-  exist has no contenders.
+  node's czxid) and age. Apache Curator's and kazoo's contenders (see
+  `zk-rwlock exec --layout`) count too, in their modes; their identity
+  column names the library that wrote them. Children of PATH that are not
+  contender nodes in any layout are listed as foreign: the lock ignores
+  them. A lock directory that does not exist has no contenders.
   Contender nodes are ephemeral. A persistent node with a contender's name
   (made by hand or by another tool) still counts as a contender, one that
   never leaves: it is marked PERMANENT and named in a warning under the
@@ -55,7 +57,8 @@ Several paths:
 
 JSON (--json): one object per snapshot:
   {\"path\": \"/locks/x\", \"contenders\": [{\"position\": 1, \"node\": <child name>,
-   \"path\": <full path>, \"identity\": ..., \"token\": <uuid hex or null>,
+   \"path\": <full path>, \"identity\": ..., \"layout\": \"native\"|\"curator\"|
+   \"curator-mutex\"|\"kazoo\", \"token\": <uuid hex or null>,
    \"mode\": \"read\"|\"write\", \"seq\": <sequence>, \"state\": \"holds\"|\"waits\",
    \"waits_on\": <child name or null>, \"fencing_token\": <czxid or null>,
    \"session\": \"0x...\" or null, \"ephemeral\": true|false|null (false: a
@@ -464,7 +467,7 @@ fn table(snapshot: &Snapshot, now: SystemTime) -> String {
             rows.push([
                 (i + 1).to_string(),
                 c.name.to_string(),
-                c.name.identity().to_owned(),
+                identity_cell(&c.name),
                 c.name.mode().to_string(),
                 {
                     let mut state = match &c.state {
@@ -523,6 +526,15 @@ fn table(snapshot: &Snapshot, now: SystemTime) -> String {
     out
 }
 
+/// The IDENTITY cell: a native contender's identity; for a peer's, which
+/// library wrote it (its name carries no identity).
+fn identity_cell(name: &zk_rwlock::NodeName) -> String {
+    match name.layout() {
+        Layout::Native => name.identity().to_owned(),
+        layout => format!("({})", layout.library()),
+    }
+}
+
 /// The warning under the table for a persistent node with a contender's name.
 fn permanent_warning(path: &str) -> String {
     format!(
@@ -552,6 +564,8 @@ struct JsonContender {
     node: String,
     path: String,
     identity: String,
+    /// Which layout (so which library) the node's name is written in.
+    layout: &'static str,
     token: Option<String>,
     mode: &'static str,
     seq: i32,
@@ -578,6 +592,7 @@ fn json(snapshot: &Snapshot, now: SystemTime) -> JsonStatus<'_> {
             node: c.name.to_string(),
             path: c.path.clone(),
             identity: c.name.identity().to_owned(),
+            layout: c.name.layout().name(),
             token: c.name.token().map(|t| t.simple().to_string()),
             mode: match c.name.mode() {
                 Mode::Read => "read",
