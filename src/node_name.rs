@@ -878,6 +878,15 @@ mod tests {
     }
 
     #[test]
+    fn mode_letters() {
+        assert_eq!((Mode::Read.letter(), Mode::Write.letter()), ('R', 'W'));
+        assert_eq!(Mode::from_letter('R'), Some(Mode::Read));
+        assert_eq!(Mode::from_letter('W'), Some(Mode::Write));
+        assert_eq!(Mode::from_letter('r'), None);
+        assert_eq!(Mode::from_letter('X'), None);
+    }
+
+    #[test]
     fn modes_print_as_words_and_honour_padding() {
         assert_eq!(Mode::Read.to_string(), "read");
         assert_eq!(Mode::Write.to_string(), "write");
