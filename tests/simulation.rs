@@ -1267,7 +1267,7 @@ impl World {
                 ))
             }
         }
-        let native = self.mixed.then(|| layout_of(c, mode)).unwrap_or(Layout::Native) == Layout::Native;
+        let native = !self.mixed || layout_of(c, mode) == Layout::Native;
         if mark != (mode == Mode::Write && waited && native) {
             return self.fail(format!(
                 "c{c} ({mode}, waited: {waited}) granted with mark {mark}"
