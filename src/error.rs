@@ -10,7 +10,8 @@ pub enum Error {
     #[error(
         "invalid lock path `{path}`: {reason}; a lock path is absolute, like `/locks/orders`: \
          it starts with '/', has no empty, '.' or '..' segments, no trailing '/', no NUL, \
-         no segment named like a contender node (`<host>-<R|W>-<seq>`), and is not `/` itself"
+         no segment named like a contender node (`<host>-<R|W>-<seq>`, or Curator's or kazoo's), \
+         and is not `/` itself"
     )]
     InvalidPath {
         /// The path as given.

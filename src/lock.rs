@@ -129,7 +129,8 @@ pub struct LockBuilder {
 
 impl LockBuilder {
     /// The identity written into contender node names (default: this
-    /// machine's host name). Non-empty, without `/`, `@` or NUL.
+    /// machine's host name); in a peer's [layout](Self::layout), into the
+    /// nodes' data. Non-empty, without `/`, `@` or NUL.
     pub fn identity(mut self, identity: &str) -> LockBuilder {
         self.identity = Some(identity.to_owned());
         self
@@ -2569,6 +2570,16 @@ mod tests {
             ),
             (
                 "/locks/a-W-0000000001/b",
+                "one of its segments looks like a contender node name",
+            ),
+            // Peers' contender names too: a persistent node so named would
+            // block their locks and ours one level up.
+            (
+                "/locks/lock-0000000001",
+                "its last segment looks like a contender node name",
+            ),
+            (
+                "/locks/0123456789abcdef0123456789abcdef__rlock__0000000001/b",
                 "one of its segments looks like a contender node name",
             ),
         ] {
