@@ -70,7 +70,9 @@
 //!   since the watches were set (a reconnect re-registers watches in any
 //!   order, so the order of their events proves nothing), or my node cannot
 //!   be watched (its ACL), one `exists` asks.
-//! - A writer that waited releases with the release record (`Grant { mark }`).
+//! - A native writer that waited releases with the release record
+//!   (`Grant { mark }`); in a peer's layout, a writer never does (see
+//!   [`crate::ordering`], "Peers and the release record").
 //! - An acquire that may not wait (`try_*`) gives up at the first wait.
 
 use crate::node_name::{parse_parts, Layout, Mode};
