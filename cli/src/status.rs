@@ -40,6 +40,9 @@ What it shows:
   column names the library that wrote them. Children of PATH that are not
   contender nodes in any layout are listed as foreign: the lock ignores
   them. A lock directory that does not exist has no contenders.
+  A queue that mixes layouts gets a warning under the table for each peer
+  library that does not recognise some of its contenders (Curator's
+  read/write lock and its mutex, and kazoo, each see only their own nodes).
   Contender nodes are ephemeral. A persistent node with a contender's name
   (made by hand or by another tool) still counts as a contender, one that
   never leaves: it is marked PERMANENT and named in a warning under the
@@ -516,6 +519,7 @@ fn table(snapshot: &Snapshot, now: SystemTime) -> String {
         for c in snapshot.contenders.iter().filter(|c| c.is_persistent()) {
             out.push_str(&permanent_warning(&c.path));
         }
+        out.push_str(&layout_warnings(&snapshot.contenders));
     }
     if !snapshot.foreign.is_empty() {
         out.push_str(&format!(
@@ -533,6 +537,32 @@ fn identity_cell(name: &zk_rwlock::NodeName) -> String {
         Layout::Native => name.identity().to_owned(),
         layout => format!("({})", layout.library()),
     }
+}
+
+/// Warnings under the table for a queue that mixes layouts: a peer library
+/// recognises only its own recipe's nodes, so it may hold beside the
+/// others (zk-rwlock recognises every layout).
+fn layout_warnings(contenders: &[Contender]) -> String {
+    let mut out = String::new();
+    for peer in Layout::ALL.into_iter().filter(|l| *l != Layout::Native) {
+        if !contenders.iter().any(|c| c.name.layout() == peer) {
+            continue;
+        }
+        let unseen: Vec<String> = contenders
+            .iter()
+            .filter(|c| c.name.layout() != peer)
+            .map(|c| c.name.to_string())
+            .collect();
+        if !unseen.is_empty() {
+            out.push_str(&format!(
+                "WARNING: {} does not recognise {}: it can hold the lock beside them; give every \
+                 client of this path one layout (zk-rwlock exec --layout {peer})\n",
+                peer.library(),
+                unseen.join(", ")
+            ));
+        }
+    }
+    out
 }
 
 /// The warning under the table for a persistent node with a contender's name.

@@ -112,6 +112,10 @@ async fn status_shows_peer_contenders_with_their_library() {
     let ephemeral = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
     let curator_reader = format!("{path}/_c_7f3a0c1e-9b2d-4f60-a1b2-c3d4e5f60718-__READ__");
     c.create(&curator_reader, b"10.0.0.1", &ephemeral).await.unwrap();
+    wait_nodes(&c, &path, 1).await;
+    let (_, table, _) = run(&["status", &path], &[]).await;
+    assert!(table.contains("(Curator InterProcessReadWriteLock)"), "{table}");
+    assert!(!table.contains("WARNING"), "one layout: {table}");
     let kazoo_writer = format!("{path}/0123456789abcdef0123456789abcdef__lock__");
     c.create(&kazoo_writer, b"worker-3", &ephemeral).await.unwrap();
     let kids = wait_nodes(&c, &path, 2).await;
@@ -130,6 +134,20 @@ async fn status_shows_peer_contenders_with_their_library() {
         "{stdout}"
     );
     assert!(!stdout.contains("foreign"), "{stdout}");
+    // Curator's and kazoo's locks do not see each other's nodes.
+    let curator_name = kids.iter().find(|k| k.contains("__READ__")).unwrap();
+    assert!(
+        stdout.contains(&format!(
+            "WARNING: Curator InterProcessReadWriteLock does not recognise {kazoo_name}: it can hold"
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!(
+            "WARNING: kazoo does not recognise {curator_name}: it can hold"
+        )),
+        "{stdout}"
+    );
 
     let (code, stdout, _) = run(&["status", "--json", &path], &[]).await;
     assert_eq!(code, Some(0));
