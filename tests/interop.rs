@@ -502,3 +502,65 @@ async fn curator_mutex_layout_refuses_read_locks() {
     assert!(err.to_string().contains("curator-mutex"), "{err}");
     assert_eq!(lock.layout(), Layout::CuratorMutex);
 }
+
+/// Behind a peer's holder: a write to its node (a revocation request, or
+/// anything) grants nothing; the end of the peer's session does, once the
+/// peer's writer ahead of it is gone as well. Curator's and kazoo's nodes
+/// made directly, in two sessions of their own.
+#[tokio::test]
+async fn writes_on_a_peer_holder_grant_nothing_its_session_end_does() {
+    let path = unique_path("interop-peer-holder");
+    let direct = client_on(&server().connect_string()).await;
+    direct
+        .mkdir(
+            &path,
+            &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
+        )
+        .await
+        .unwrap();
+    let ephemeral = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
+    let peer_a = client_on(&server().connect_string()).await;
+    let (_, seq) = peer_a
+        .create(
+            &format!("{path}/_c_7f3a0c1e-9b2d-4f60-a1b2-c3d4e5f60718-lock-"),
+            b"",
+            &ephemeral,
+        )
+        .await
+        .unwrap();
+    let holder = format!("{path}/_c_7f3a0c1e-9b2d-4f60-a1b2-c3d4e5f60718-lock-{seq}");
+    let peer_b = client_on(&server().connect_string()).await;
+    let (_, seq) = peer_b
+        .create(
+            &format!("{path}/0123456789abcdef0123456789abcdef__lock__"),
+            b"",
+            &ephemeral,
+        )
+        .await
+        .unwrap();
+    let second = format!("{path}/0123456789abcdef0123456789abcdef__lock__{seq}");
+    let c = client_on(&server().connect_string()).await;
+    let lock = SharedLock::builder(c.clone(), &path)
+        .layout(Layout::Kazoo)
+        .build()
+        .unwrap();
+    let reader = tokio::spawn({
+        let lock = lock.clone();
+        async move { lock.read().await }
+    });
+    // The reader waits on the last writer before it, kazoo's.
+    wait_watching(server(), &second, c.session_id().0).await;
+    direct.set_data(&holder, b"__REVOKE__", None).await.unwrap();
+    direct.set_data(&second, b"__REVOKE__", None).await.unwrap();
+    wait_watching(server(), &second, c.session_id().0).await;
+    assert!(!reader.is_finished(), "a write on a peer's node grants nothing");
+    // kazoo's writer goes with its session; Curator's mutex still holds.
+    drop(peer_b);
+    wait_watching(server(), &holder, c.session_id().0).await;
+    assert!(!reader.is_finished(), "Curator's mutex still holds");
+    drop(peer_a);
+    let guard = support::joined(WITHIN, reader).await.unwrap();
+    assert_eq!(children(&direct, &path).await.len(), 1);
+    guard.release().await.unwrap();
+    settles_to(&direct, &path, &[]).await;
+}
