@@ -1154,9 +1154,10 @@ mod tests {
                 ("created", "watch 1"),
                 ("set - ok", "wait"),
                 ("deleted", "list"),
-                ("listed cW@0 [cW@2]", "watch+own 0"),
-                ("set ok ok", "wait"),
-                ("deleted", "grant"),
+                ("listed cW@0 [cW@2]", "watch 0"),
+                ("set - ok", "wait"),
+                ("deleted", "list"),
+                ("listed [cW@2]", "grant"),
             ],
         );
         run(

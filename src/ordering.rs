@@ -71,6 +71,20 @@
 //! release-record shortcut, never safety; the directory's data is left to
 //! whatever else uses it.
 //!
+//! ## A Curator writer's downgrade
+//!
+//! "Nodes created after mine never change my decision" fails for one peer:
+//! from Curator 5.5, a thread that holds an `InterProcessReadWriteLock`'s
+//! write lock and takes its read lock creates a plain ephemeral node
+//! `_c_<uuid>-__READ__<the writer's sequence>`, a reader that comes before
+//! every node queued behind the writer, and holds once the writer is gone.
+//! The two share a sequence and both count before later nodes (see below),
+//! and a writer watching a Curator writer does not take its deletion as a
+//! grant (`deletion_grants` is false): it lists again, and finds the reader
+//! if there is one. Readers are not concerned (a reader blocks no reader).
+//! Curator 5.4 creates that read node with a new sequence instead and
+//! grants it at once: it holds beside the next writer, Curator's or ours.
+//!
 //! # The sequence counter's limit
 //!
 //! The sequence is the lock directory's child-version counter, a signed
@@ -144,8 +158,9 @@ pub enum Decision<'a> {
         /// True when the deletion of `watch` alone grants the lock: the
         /// driver may take the lock on that deletion without listing the
         /// directory again. Holds for a writer whose predecessor is the head
-        /// of the queue, and for a reader whose watched writer is the only
-        /// writer before it. Any other change to `watch` still needs a fresh
+        /// of the queue (unless it is a Curator read/write lock's writer, see
+        /// "A Curator writer's downgrade"), and for a reader whose watched
+        /// writer is the only writer before it. Any other change to `watch` still needs a fresh
         /// snapshot.
         deletion_grants: bool,
         /// True when the release of `watch` by a contender that held the
@@ -208,6 +223,7 @@ pub(crate) fn decide_noting_foreign<'a, S: AsRef<str>>(
     let mut predecessor: Option<(i32, &'a str)> = None;
     let mut predecessors = 0usize;
     let mut predecessor_marks = false;
+    let mut predecessor_inserts = false;
     let mut writer: Option<(i32, &'a str)> = None;
     let mut writer_marks = false;
     let mut writers = 0usize;
@@ -230,6 +246,7 @@ pub(crate) fn decide_noting_foreign<'a, S: AsRef<str>>(
         if closer(key, name, predecessor) {
             predecessor = Some((key, name));
             predecessor_marks = marks(&parts);
+            predecessor_inserts = inserts_before_itself(&parts);
         }
         if parts.mode == Mode::Write {
             writers += 1;
@@ -258,8 +275,8 @@ pub(crate) fn decide_noting_foreign<'a, S: AsRef<str>>(
             None => Decision::Granted,
             Some((_, watch)) => Decision::Wait {
                 watch,
-                deletion_grants: predecessors == 1,
-                release_grants: predecessors == 1 || predecessor_marks,
+                deletion_grants: predecessors == 1 && !predecessor_inserts,
+                release_grants: (predecessors == 1 && !predecessor_inserts) || predecessor_marks,
             },
         },
     })
@@ -272,6 +289,16 @@ pub(crate) fn decide_noting_foreign<'a, S: AsRef<str>>(
 #[inline]
 fn marks(parts: &Parts<'_>) -> bool {
     parts.mode == Mode::Write && parts.layout == Layout::Native
+}
+
+/// True if a contender may add a node with its own sequence before its
+/// deletion: a writer of Curator's read/write lock (from Curator 5.5, the
+/// thread that holds the write lock and takes the read lock creates
+/// `_c_<uuid>-__READ__<the writer's sequence>`, a plain ephemeral node).
+/// Its deletion is then no proof that nothing precedes a writer behind it.
+#[inline]
+fn inserts_before_itself(parts: &Parts<'_>) -> bool {
+    parts.mode == Mode::Write && parts.layout == Layout::Curator
 }
 
 /// True if the contender `(parts, name)` comes before `(mine, me)`. Nodes
@@ -356,7 +383,7 @@ pub fn queue<S: AsRef<str>>(children: &[S]) -> Queue<'_> {
     parsed.sort_unstable_by_key(|(p, name)| (!is_valid_seq(p.seq), p.seq, *name));
     let mut contenders = Vec::with_capacity(parsed.len());
     // The previous contender and the last writer, each with whether it marks.
-    let mut last: Option<(&str, bool)> = None;
+    let mut last: Option<(&str, bool, bool)> = None;
     let mut last_writer: Option<(&str, bool)> = None;
     let mut writers = 0usize;
     for (i, (parts, name)) in parsed.iter().enumerate() {
@@ -383,7 +410,7 @@ pub fn queue<S: AsRef<str>>(children: &[S]) -> Queue<'_> {
                 decision: decision_in_queue(i, parts.mode, last, last_writer, writers),
             });
         }
-        last = Some((name, marks(parts)));
+        last = Some((name, marks(parts), inserts_before_itself(parts)));
         if parts.mode == Mode::Write {
             last_writer = Some((name, marks(parts)));
             writers += 1;
@@ -393,12 +420,13 @@ pub fn queue<S: AsRef<str>>(children: &[S]) -> Queue<'_> {
 }
 
 /// The decision of the `i`-th valid contender in queue order, given the one
-/// before it, the last writer before it (each with whether it [marks]), and
-/// how many writers precede it.
+/// before it (with whether it [marks] and whether it [inserts before
+/// itself](inserts_before_itself)), the last writer before it (with whether
+/// it marks), and how many writers precede it.
 fn decision_in_queue<'a>(
     i: usize,
     mode: Mode,
-    last: Option<(&'a str, bool)>,
+    last: Option<(&'a str, bool, bool)>,
     last_writer: Option<(&'a str, bool)>,
     writers: usize,
 ) -> Decision<'a> {
@@ -413,10 +441,10 @@ fn decision_in_queue<'a>(
         },
         Mode::Write => match last {
             None => Decision::Granted,
-            Some((p, marks)) => Decision::Wait {
+            Some((p, marks, inserts)) => Decision::Wait {
                 watch: p,
-                deletion_grants: i == 1,
-                release_grants: i == 1 || marks,
+                deletion_grants: i == 1 && !inserts,
+                release_grants: (i == 1 && !inserts) || marks,
             },
         },
     }
@@ -538,6 +566,14 @@ pub(crate) mod tests {
         ("cR [m]", "wait! 0"),
         ("R [m]", "wait! 0"),
         ("cR kR [cW]", "wait 1"),
+        // A Curator writer may add a reader with its own sequence (a
+        // downgrade): its deletion alone grants no writer behind it.
+        ("cW [W]", "wait 0"),
+        ("cW [m]", "wait 0"),
+        ("cW [cW]", "wait 0"),
+        ("cW [kR]", "wait! 0"),
+        ("kW [W]", "wait! 0"),
+        ("m [W]", "wait! 0"),
         ("W cW [W]", "wait 1"),
         ("W kW [R]", "wait 1"),
         ("W m [kR]", "wait 1"),

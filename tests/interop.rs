@@ -564,3 +564,58 @@ async fn writes_on_a_peer_holder_grant_nothing_its_session_end_does() {
     guard.release().await.unwrap();
     settles_to(&direct, &path, &[]).await;
 }
+
+/// Curator 5.5 and later downgrade: the thread holding the write lock
+/// takes the read lock with a plain ephemeral `__READ__` node carrying the
+/// writer's sequence, then releases the write lock. A writer of ours
+/// queued behind must wait for that reader (Curator 5.4, Debian's, has no
+/// such node: nodes made directly here, as 5.5 makes them).
+#[tokio::test]
+async fn a_writer_behind_a_curator_writer_waits_for_its_downgraded_reader() {
+    let path = unique_path("interop-downgrade");
+    let direct = client_on(&server().connect_string()).await;
+    direct
+        .mkdir(
+            &path,
+            &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
+        )
+        .await
+        .unwrap();
+    let curator = client_on(&server().connect_string()).await;
+    let prefix = format!("{path}/_c_7f3a0c1e-9b2d-4f60-a1b2-c3d4e5f60718-");
+    let (_, seq) = curator
+        .create(
+            &format!("{prefix}__WRIT__"),
+            b"",
+            &zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all()),
+        )
+        .await
+        .unwrap();
+    let writer = format!("{prefix}__WRIT__{seq}");
+    let c = client_on(&server().connect_string()).await;
+    let lock = SharedLock::builder(c.clone(), &path)
+        .layout(Layout::Curator)
+        .build()
+        .unwrap();
+    let ours = tokio::spawn({
+        let lock = lock.clone();
+        async move { lock.write().await }
+    });
+    wait_watching(server(), &writer, c.session_id().0).await;
+    let reader = format!("{prefix}__READ__{seq}");
+    curator
+        .create(
+            &reader,
+            b"",
+            &zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all()),
+        )
+        .await
+        .unwrap();
+    curator.delete(&writer, None).await.unwrap();
+    wait_watching(server(), &reader, c.session_id().0).await;
+    assert!(!ours.is_finished(), "the downgraded reader holds");
+    curator.delete(&reader, None).await.unwrap();
+    let guard = support::joined(WITHIN, ours).await.unwrap();
+    guard.release().await.unwrap();
+    settles_to(&direct, &path, &[]).await;
+}
