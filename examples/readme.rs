@@ -79,6 +79,17 @@ async fn multi_and_revocation() -> Result<(), Box<dyn Error>> {
 }
 
 #[rustfmt::skip]
+async fn layouts() -> Result<(), Box<dyn Error>> {
+    let client = zk_rwlock::SharedLock::connect("127.0.0.1:2181", "/locks/orders").await?.client().clone();
+    use zk_rwlock::{Layout, SharedLock};
+
+    let lock = SharedLock::builder(client, "/locks/orders").layout(Layout::Curator).build()?;
+    let guard = lock.write().await?;   // `_c_<uuid>-__WRIT__<seq>`: Curator's readers and writers wait for it
+    guard.release().await?;
+    Ok(())
+}
+
+#[rustfmt::skip]
 fn decisions() -> Result<(), Box<dyn Error>> {
     use zk_rwlock::ordering::{decide, Decision};
 
@@ -127,6 +138,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
     async_api().await?;
     own_client().await?;
     multi_and_revocation().await?;
+    layouts().await?;
     tokio::task::spawn_blocking(|| blocking_api().map_err(|e| e.to_string())).await??;
     // Secured ensembles: these need one at zk1 (see the README).
     if std::env::var_os("ZK_SECURED_EXAMPLE").is_some() {

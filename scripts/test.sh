@@ -9,6 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/ensure-zookeeper.sh
+# Apache Curator and kazoo, for tests/interop.rs.
+bash scripts/ensure-peers.sh >/dev/null
 
 echo "== rust-version of the published crates true for the locked dependencies"
 python3 scripts/check-rust-version.py

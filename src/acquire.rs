@@ -70,10 +70,12 @@
 //!   since the watches were set (a reconnect re-registers watches in any
 //!   order, so the order of their events proves nothing), or my node cannot
 //!   be watched (its ACL), one `exists` asks.
-//! - A writer that waited releases with the release record (`Grant { mark }`).
+//! - A native writer that waited releases with the release record
+//!   (`Grant { mark }`); in a peer's layout, a writer never does (see
+//!   [`crate::ordering`], "Peers and the release record").
 //! - An acquire that may not wait (`try_*`) gives up at the first wait.
 
-use crate::node_name::Mode;
+use crate::node_name::{parse_parts, Layout, Mode};
 use crate::ordering::{self, Decision, OrderingError};
 
 /// The answer to a request, reduced to what the rules look at.
@@ -430,7 +432,10 @@ impl Acquire {
 
     fn grant(&mut self, handoff: bool) -> Action {
         self.counts.handoff = handoff;
-        let mark = self.mode == Mode::Write && self.waited;
+        // Only native nodes mark: see `ordering`'s "Peers and the release record".
+        let mark = self.mode == Mode::Write
+            && self.waited
+            && parse_parts(&self.me).is_ok_and(|p| p.layout == Layout::Native);
         self.finish(Action::Grant { mark })
     }
 
@@ -665,11 +670,7 @@ mod tests {
     fn run(may_wait: bool, created: &str, steps: &[(&str, &str)]) -> Counts {
         let (first, me) = build(created);
         let me = me.expect("a row with [me]");
-        let mode = if me.contains("-W-") {
-            Mode::Write
-        } else {
-            Mode::Read
-        };
+        let mode = me.parse::<crate::NodeName>().expect("my name parses").mode();
         let mut machine = Acquire::new(mode, may_wait);
         let (open, rest) = steps.split_first().expect("a first action");
         assert_eq!(open.0, "created", "{created}: the first step is `created`");
@@ -1140,6 +1141,53 @@ mod tests {
         run(false, "W [W]", &[("created", "give up")]);
         run(false, "R R [R]", &[("created", "grant")]);
         run(false, "W [R]", &[("created", "give up")]);
+    }
+
+    #[test]
+    fn peer_layout_writers_never_mark() {
+        // Behind a peer's writer: its deletion, unless it grants alone,
+        // means a new listing; and a peer-layout writer releases unmarked.
+        run(
+            true,
+            "cW kW [cW]",
+            &[
+                ("created", "watch 1"),
+                ("set - ok", "wait"),
+                ("deleted", "list"),
+                ("listed cW@0 [cW@2]", "watch 0"),
+                ("set - ok", "wait"),
+                ("deleted", "list"),
+                ("listed [cW@2]", "grant"),
+            ],
+        );
+        run(
+            true,
+            "W [kW]",
+            &[
+                ("created", "watch+own 0"),
+                ("set ok ok", "wait"),
+                ("deleted", "grant"),
+            ],
+        );
+        run(
+            true,
+            "m [m]",
+            &[
+                ("created", "watch+own 0"),
+                ("set ok retry", "list"),
+                ("listed [m@1]", "grant"),
+            ],
+        );
+        // A native writer still marks behind a peer.
+        run(
+            true,
+            "kW [W]",
+            &[
+                ("created", "watch+own 0"),
+                ("set ok ok", "wait"),
+                ("deleted", "grant mark"),
+            ],
+        );
     }
 
     #[test]

@@ -10,7 +10,8 @@ pub enum Error {
     #[error(
         "invalid lock path `{path}`: {reason}; a lock path is absolute, like `/locks/orders`: \
          it starts with '/', has no empty, '.' or '..' segments, no trailing '/', no NUL, \
-         no segment named like a contender node (`<host>-<R|W>-<seq>`), and is not `/` itself"
+         no segment named like a contender node (`<host>-<R|W>-<seq>`, or Curator's or kazoo's), \
+         and is not `/` itself"
     )]
     InvalidPath {
         /// The path as given.
@@ -25,6 +26,19 @@ pub enum Error {
         identity: String,
         /// What is wrong with it.
         reason: &'static str,
+    },
+    /// The lock's [layout](crate::LockBuilder::layout) has no contenders
+    /// of this mode: Curator's mutex is exclusive only.
+    #[error(
+        "the `{layout}` layout has no {mode} locks ({library} is exclusive only); \
+         use the `curator` layout to share read locks with Curator",
+        library = layout.library()
+    )]
+    UnsupportedMode {
+        /// The lock's layout.
+        layout: crate::node_name::Layout,
+        /// The mode asked for.
+        mode: crate::node_name::Mode,
     },
     /// The ZooKeeper session ended by expiry: every ephemeral node of it,
     /// and so every lock it held or waited for, is gone. Connect a new client.
@@ -294,6 +308,7 @@ mod tests {
             match e {
                 Error::InvalidPath { .. } => "InvalidPath",
                 Error::InvalidIdentity { .. } => "InvalidIdentity",
+                Error::UnsupportedMode { .. } => "UnsupportedMode",
                 Error::SessionExpired => "SessionExpired",
                 Error::SessionClosed => "SessionClosed",
                 Error::Lost { .. } => "Lost",
@@ -321,6 +336,10 @@ mod tests {
             Error::InvalidIdentity {
                 identity: s(),
                 reason: "",
+            },
+            Error::UnsupportedMode {
+                layout: crate::node_name::Layout::CuratorMutex,
+                mode: crate::node_name::Mode::Read,
             },
             Error::SessionExpired,
             Error::SessionClosed,

@@ -99,7 +99,7 @@ pub use lock::{
     GIVE_UP_SLACK, REVOKE_PAYLOAD, TRY_TIMEOUT,
 };
 pub use multi::{MultiGuard, MultiLock};
-pub use node_name::{Mode, NodeName};
+pub use node_name::{Layout, Mode, NodeName};
 pub use stats::Stats;
 /// The ZooKeeper client crate, re-exported so that users need not pin the same version.
 pub use zookeeper_client as zk;

@@ -19,7 +19,7 @@ use crate::acquire::{Acquire, Action, Counts, Event, Failure, Input, NodeEvent, 
 use crate::background;
 use crate::error::{is_retryable, Error};
 use crate::lease::{self, HoldState, Link, LossCause};
-use crate::node_name::{Mode, NodeName};
+use crate::node_name::{Layout, Mode, NodeName};
 use crate::ordering::{self, Decision};
 use crate::stats::{End, Recorder, Stats};
 use crate::zk;
@@ -73,6 +73,8 @@ struct Inner {
     client: zk::Client,
     path: String,
     identity: String,
+    /// How this lock names its contender nodes.
+    layout: Layout,
     acls: Vec<zk::Acl>,
     directory_acls: Vec<zk::Acl>,
     /// Foreign child names (and persistent contenders) already warned
@@ -124,13 +126,28 @@ pub struct LockBuilder {
     acls: Vec<zk::Acl>,
     directory_acls: Vec<zk::Acl>,
     follower_lag: Duration,
+    layout: Layout,
 }
 
 impl LockBuilder {
     /// The identity written into contender node names (default: this
-    /// machine's host name). Non-empty, without `/`, `@` or NUL.
+    /// machine's host name); in a peer's [layout](Self::layout), into the
+    /// nodes' data. Non-empty, without `/`, `@` or NUL.
     pub fn identity(mut self, identity: &str) -> LockBuilder {
         self.identity = Some(identity.to_owned());
+        self
+    }
+
+    /// How this lock names its contender nodes (default: [`Layout::Native`]):
+    /// in a peer library's layout, Apache Curator or kazoo locking the same
+    /// path see this lock's contenders as their own and exclude them. The
+    /// lock recognises every layout's contenders whatever it writes (see
+    /// [`crate::node_name`]). In a peer's layout the identity is written as
+    /// the contender node's data, where kazoo keeps its identifier.
+    /// [`Layout::CuratorMutex`] is exclusive only: read acquires fail with
+    /// [`Error::UnsupportedMode`].
+    pub fn layout(mut self, layout: Layout) -> LockBuilder {
+        self.layout = layout;
         self
     }
 
@@ -219,6 +236,7 @@ impl LockBuilder {
                 client: self.client,
                 path: self.path,
                 identity,
+                layout: self.layout,
                 acls: self.acls,
                 directory_acls: self.directory_acls,
                 warned: Mutex::new(HashSet::new()),
@@ -374,6 +392,7 @@ impl SharedLock {
             follower_lag: Duration::ZERO,
             acls: zk::Acls::anyone_all().to_vec(),
             directory_acls: zk::Acls::anyone_all().to_vec(),
+            layout: Layout::Native,
         }
     }
 
@@ -402,6 +421,11 @@ impl SharedLock {
     /// The identity written into contender node names.
     pub fn identity(&self) -> &str {
         &self.inner.identity
+    }
+
+    /// How this lock names its contender nodes (see [`LockBuilder::layout`]).
+    pub fn layout(&self) -> Layout {
+        self.inner.layout
     }
 
     /// The client session this lock uses.
@@ -768,7 +792,12 @@ impl SharedLock {
         let client = &inner.client;
         let dir = inner.path.as_str();
         let token = Uuid::new_v4();
-        let prefix = NodeName::prefix(&inner.identity, token, mode);
+        let Some(prefix) = inner.layout.prefix(&inner.identity, token, mode) else {
+            return Err(Error::UnsupportedMode {
+                layout: inner.layout,
+                mode,
+            });
+        };
         // Every session state change from here on: after a reconnect, the
         // client re-registers watches in no particular order, so events of
         // our own node and of the watched node may come in either order.
@@ -846,12 +875,18 @@ impl SharedLock {
         let prefix_path = child_path(dir, prefix);
         let acls = zk::Acls::new(&inner.acls);
         let options = zk::CreateMode::EphemeralSequential.with_acls(acls);
+        // kazoo keeps its identifier as the node's data, Curator the
+        // client's address: a peer layout gets the identity.
+        let data = match inner.layout {
+            Layout::Native => &[][..],
+            _ => inner.identity.as_bytes(),
+        };
         let mut missing = 0;
         loop {
             pending.creating = true;
             // Both requests leave now; the server answers a session's requests
             // in order, so the listing already contains the new node.
-            let create = client.create(&prefix_path, &[], &options);
+            let create = client.create(&prefix_path, data, &options);
             let list = client.list_children(dir);
             let (me, czxid, list) = match create.await {
                 Ok((stat, seq)) => (
@@ -872,7 +907,7 @@ impl SharedLock {
                 Err(e) if is_retryable(&e) => {
                     drop(list);
                     // The create may have been applied: look for the token.
-                    let Some((me, czxid)) = find_own(client, dir, pending.token).await? else {
+                    let Some((me, czxid)) = find_own(client, dir, pending.token, inner.layout).await? else {
                         continue;
                     };
                     debug!("found own node after connection loss during create");
@@ -967,7 +1002,13 @@ impl SharedLock {
     fn warn_foreign(&self, children: &[String]) {
         for child in children {
             if crate::node_name::parse_parts(child).is_err() && self.first_time(child) {
-                warn!(lock = %self.inner.path, child = %child, "ignoring a child that is not a contender node");
+                warn!(
+                    lock = %self.inner.path,
+                    child = %child,
+                    "ignoring a child that is not a contender node in any known layout (native \
+                     `<host>-<R|W>-<seq>`, Curator `_c_<uuid>-__READ__|__WRIT__|lock-<seq>`, \
+                     kazoo `<hex>__rlock__|__lock__<seq>`)"
+                );
             }
         }
     }
@@ -1607,11 +1648,17 @@ where
     }
 }
 
-/// Finds this session's node carrying `token` after a connection loss:
-/// syncs the server with the leader first, so that a create still in flight
-/// elsewhere is seen. Nodes with the token owned by another session (an
-/// earlier, expired one) are not ours.
-async fn find_own(client: &zk::Client, dir: &str, token: Uuid) -> Result<Option<(String, i64)>, Error> {
+/// Finds this session's node carrying `token` in `layout` after a
+/// connection loss (`<identity>@<token>` native, `_c_<token>-` Curator,
+/// the token's hex kazoo): syncs the server with the leader first, so that
+/// a create still in flight elsewhere is seen. Nodes with the token owned
+/// by another session (an earlier, expired one) are not ours.
+async fn find_own(
+    client: &zk::Client,
+    dir: &str,
+    token: Uuid,
+    layout: Layout,
+) -> Result<Option<(String, i64)>, Error> {
     let session = client.session_id().0;
     let _ = with_retry(client, || client.sync(dir)).await;
     let children = match with_retry(client, || client.list_children(dir)).await {
@@ -1624,7 +1671,7 @@ async fn find_own(client: &zk::Client, dir: &str, token: Uuid) -> Result<Option<
         let Ok(name) = child.parse::<NodeName>() else {
             continue;
         };
-        if name.token() != Some(token) {
+        if name.token() != Some(token) || name.layout() != layout {
             continue;
         }
         let path = child_path(dir, &child);
@@ -1818,6 +1865,7 @@ impl Pending {
         }
         let client = self.inner.client.clone();
         let dir = self.inner.path.clone();
+        let layout = self.inner.layout;
         let (token, node, creating, seq) = (self.token, self.node.take(), self.creating, self.seq);
         let first = node.as_deref().map(|node| client.delete(node, None));
         self.inner.tasks.spawn(async move {
@@ -1827,7 +1875,7 @@ impl Pending {
                     Err(e) if is_retryable(&e) => delete_node(&client, &node).await.map(|()| Some(seq)),
                     Err(e) => Err(Error::from_zk(e, &node)),
                 },
-                _ if creating => match find_own(&client, &dir, token).await {
+                _ if creating => match find_own(&client, &dir, token, layout).await {
                     Ok(Some((me, _))) => {
                         let seq = me.parse::<NodeName>().map_or(seq, |n| n.seq());
                         delete_node(&client, &child_path(&dir, &me))
@@ -2505,6 +2553,16 @@ mod tests {
             ),
             (
                 "/locks/a-W-0000000001/b",
+                "one of its segments looks like a contender node name",
+            ),
+            // Peers' contender names too: a persistent node so named would
+            // block their locks and ours one level up.
+            (
+                "/locks/lock-0000000001",
+                "its last segment looks like a contender node name",
+            ),
+            (
+                "/locks/0123456789abcdef0123456789abcdef__rlock__0000000001/b",
                 "one of its segments looks like a contender node name",
             ),
         ] {

@@ -1,29 +1,53 @@
-//! Contender node names: `<host>-<R|W>-<seq>`.
+//! Contender node names, in each layout this library can read and write.
 //!
 //! A contender for a lock creates one ephemeral sequential child of the lock
-//! directory. ZooKeeper appends the sequence number, so the name the server
-//! stores is `<host>-<R|W>-<seq>`:
+//! directory. ZooKeeper appends the sequence number (the directory's one
+//! counter, whoever creates the child), so the name the server stores is
+//! `<prefix><marker><seq>`. The *marker* right before the sequence says which
+//! library's layout the name follows and what the contender asks for:
+//!
+//! | layout ([`Layout`]) | written by | read (shared) | write (exclusive) |
+//! |---|---|---|---|
+//! | `native` | zk-rwlock | `<host>-R-<seq>` | `<host>-W-<seq>` |
+//! | `curator` | Curator `InterProcessReadWriteLock` | `_c_<uuid>-__READ__<seq>` | `_c_<uuid>-__WRIT__<seq>` |
+//! | `curator-mutex` | Curator `InterProcessMutex` | none | `_c_<uuid>-lock-<seq>` |
+//! | `kazoo` | kazoo `ReadLock`, `WriteLock`, `Lock` | `<32 hex>__rlock__<seq>` | `<32 hex>__lock__<seq>` |
 //!
 //! - `<host>` is `<identity>@<token>` when this library wrote it: the
 //!   identity (by default the machine's host name) and a per-attempt UUID in
 //!   32 lowercase hex digits. Any other non-empty string is accepted too, so
 //!   that contenders written by other clients in the bare `<host>-<R|W>-<seq>`
 //!   form take part in the same queue.
-//! - `R` asks for a read (shared) lock, `W` for a write (exclusive) lock.
+//! - Curator prefixes its nodes with `_c_<uuid>-` (a lowercase UUID with
+//!   dashes), kazoo with the UUID's 32 lowercase hex digits: that is the
+//!   token by which each finds its node after a connection loss, and so
+//!   does this library in their layouts. A peer name with any other prefix
+//!   (or none) is still a contender: Curator and kazoo themselves recognise
+//!   their nodes by the marker alone, so such a name carries no token.
 //! - `<seq>` is ZooKeeper's signed 32-bit sequence counter printed as `%010d`.
 //!   It is negative after the counter wraps: `-2147483648`, `-000000005`.
 //!
-//! Names are parsed from the right, because host names may contain `-`.
+//! A name is parsed from the right (host names may contain `-`): the
+//! sequence, then the marker, which no other marker ends with, so a name
+//! has at most one reading. The mode is the strictest the marker can mean:
+//! kazoo's `__lock__` is written by both its `WriteLock` and its `Lock`, and
+//! Curator's `lock-` by its mutex, so both are exclusive.
+//!
 //! This module is pure: no I/O, no clock, no logging.
 //!
 //! ```
-//! use zk_rwlock::{Mode, NodeName};
+//! use zk_rwlock::{Layout, Mode, NodeName};
 //!
 //! let name: NodeName = "web-01@7f3a0c1e9b2d4f60a1b2c3d4e5f60718-W-0000000042".parse()?;
 //! assert_eq!(name.identity(), "web-01");
 //! assert_eq!(name.mode(), Mode::Write);
 //! assert_eq!(name.seq(), 42);
 //! assert_eq!(name.to_string(), "web-01@7f3a0c1e9b2d4f60a1b2c3d4e5f60718-W-0000000042");
+//!
+//! let peer: NodeName = "_c_7f3a0c1e-9b2d-4f60-a1b2-c3d4e5f60718-__READ__0000000043".parse()?;
+//! assert_eq!(peer.layout(), Layout::Curator);
+//! assert_eq!(peer.mode(), Mode::Read);
+//! assert_eq!(peer.token(), name.token());
 //! # Ok::<(), zk_rwlock::node_name::ParseNameError>(())
 //! ```
 
@@ -69,6 +93,123 @@ impl fmt::Display for Mode {
     }
 }
 
+/// How contender node names are written: this library's own layout, or the
+/// layout of a peer library that locks the same directory.
+///
+/// A lock *reads* every layout whatever it writes (see the [module
+/// documentation](self)); the layout chosen with
+/// [`LockBuilder::layout`](crate::LockBuilder::layout) decides only how its
+/// own nodes are named, so that the peer library sees them as contenders.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum Layout {
+    /// zk-rwlock's own: `<identity>@<token>-R-<seq>`, `<identity>@<token>-W-<seq>`.
+    #[default]
+    Native,
+    /// Apache Curator's `InterProcessReadWriteLock`:
+    /// `_c_<uuid>-__READ__<seq>`, `_c_<uuid>-__WRIT__<seq>`.
+    Curator,
+    /// Apache Curator's `InterProcessMutex` (exclusive only):
+    /// `_c_<uuid>-lock-<seq>`. Read acquires fail with
+    /// [`Error::UnsupportedMode`](crate::Error::UnsupportedMode).
+    CuratorMutex,
+    /// kazoo's `ReadLock` and `WriteLock` (and `Lock`, which writes what
+    /// `WriteLock` writes): `<hex>__rlock__<seq>`, `<hex>__lock__<seq>`.
+    Kazoo,
+}
+
+/// The markers, each followed by the sequence. No marker ends with another.
+const MARKERS: [(&str, Layout, Mode); 7] = [
+    ("-R-", Layout::Native, Mode::Read),
+    ("-W-", Layout::Native, Mode::Write),
+    ("__READ__", Layout::Curator, Mode::Read),
+    ("__WRIT__", Layout::Curator, Mode::Write),
+    ("lock-", Layout::CuratorMutex, Mode::Write),
+    ("__rlock__", Layout::Kazoo, Mode::Read),
+    ("__lock__", Layout::Kazoo, Mode::Write),
+];
+
+impl Layout {
+    /// Every layout, native first.
+    pub const ALL: [Layout; 4] = [
+        Layout::Native,
+        Layout::Curator,
+        Layout::CuratorMutex,
+        Layout::Kazoo,
+    ];
+
+    /// The layout's name, as the CLI's `--layout` takes it: `native`,
+    /// `curator`, `curator-mutex`, `kazoo`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Layout::Native => "native",
+            Layout::Curator => "curator",
+            Layout::CuratorMutex => "curator-mutex",
+            Layout::Kazoo => "kazoo",
+        }
+    }
+
+    /// The library and recipe that write this layout.
+    pub const fn library(self) -> &'static str {
+        match self {
+            Layout::Native => "zk-rwlock",
+            Layout::Curator => "Curator InterProcessReadWriteLock",
+            Layout::CuratorMutex => "Curator InterProcessMutex",
+            Layout::Kazoo => "kazoo",
+        }
+    }
+
+    /// True if contenders of this layout can ask for `mode` (the Curator
+    /// mutex has no readers).
+    pub const fn supports(self, mode: Mode) -> bool {
+        !matches!((self, mode), (Layout::CuratorMutex, Mode::Read))
+    }
+
+    /// The marker written before the sequence, or `None` if the layout has
+    /// no such mode.
+    pub fn marker(self, mode: Mode) -> Option<&'static str> {
+        MARKERS
+            .iter()
+            .find(|(_, layout, m)| *layout == self && *m == mode)
+            .map(|(marker, _, _)| *marker)
+    }
+
+    /// The name without its sequence suffix, as passed to ZooKeeper's
+    /// sequential `create`, or `None` if the layout has no such mode.
+    /// `identity` appears in the native layout only (the peers' names carry
+    /// no identity; this library writes it as the node's data instead).
+    pub fn prefix(self, identity: &str, token: Uuid, mode: Mode) -> Option<String> {
+        let marker = self.marker(mode)?;
+        Some(match self {
+            Layout::Native => format!("{identity}@{}{marker}", token.simple()),
+            Layout::Curator | Layout::CuratorMutex => format!("_c_{}-{marker}", token.hyphenated()),
+            Layout::Kazoo => format!("{}{marker}", token.simple()),
+        })
+    }
+}
+
+impl fmt::Display for Layout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.name())
+    }
+}
+
+/// A layout name that is none of `native`, `curator`, `curator-mutex`, `kazoo`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown layout `{0}`: expected native, curator, curator-mutex or kazoo")]
+pub struct ParseLayoutError(String);
+
+impl FromStr for Layout {
+    type Err = ParseLayoutError;
+
+    fn from_str(s: &str) -> Result<Layout, ParseLayoutError> {
+        Layout::ALL
+            .into_iter()
+            .find(|l| l.name() == s)
+            .ok_or_else(|| ParseLayoutError(s.to_owned()))
+    }
+}
+
 /// Why a child name is not a contender node name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -77,9 +218,10 @@ pub enum ParseNameReason {
     MissingSequence,
     /// The sequence suffix is not a signed 32-bit number in ZooKeeper's `%010d` form.
     BadSequence,
-    /// The sequence is not preceded by `-R-` or `-W-`.
+    /// The sequence is not preceded by the marker of a known layout
+    /// (`-R-`, `-W-`, `__READ__`, `__WRIT__`, `lock-`, `__rlock__`, `__lock__`).
     MissingMode,
-    /// Nothing precedes the `-R-`/`-W-` part.
+    /// Nothing precedes the `-R-`/`-W-` part of a native name.
     EmptyHost,
 }
 
@@ -90,15 +232,21 @@ impl fmt::Display for ParseNameReason {
             ParseNameReason::BadSequence => {
                 "its sequence suffix is not a signed 32-bit number written as %010d"
             }
-            ParseNameReason::MissingMode => "the sequence number is not preceded by `-R-` or `-W-`",
+            ParseNameReason::MissingMode => {
+                "the sequence number is not preceded by `-R-` or `-W-` (native), \
+                 `__READ__`, `__WRIT__` or `lock-` (Curator), `__rlock__` or `__lock__` (kazoo)"
+            }
             ParseNameReason::EmptyHost => "the host part before `-R-`/`-W-` is empty",
         })
     }
 }
 
-/// A child name that is not of the form `<host>-<R|W>-<seq>`.
+/// A child name that fits no layout.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("`{name}` is not a contender node name (`<host>-<R|W>-<seq>`): {reason}")]
+#[error(
+    "`{name}` is not a contender node name (native `<host>-<R|W>-<seq>`, \
+     Curator `_c_<uuid>-<__READ__|__WRIT__|lock->`<seq>, kazoo `<hex><__rlock__|__lock__><seq>`): {reason}"
+)]
 pub struct ParseNameError {
     name: String,
     reason: ParseNameReason,
@@ -127,9 +275,20 @@ impl ParseNameError {
 /// ordering code, which must not allocate per child.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Parts<'a> {
+    /// Everything before the marker.
     pub(crate) host: &'a str,
+    pub(crate) layout: Layout,
     pub(crate) mode: Mode,
     pub(crate) seq: i32,
+}
+
+/// The marker `rest` ends with, if any: its length, layout and mode.
+#[inline]
+fn marker_of(rest: &str) -> Option<(usize, Layout, Mode)> {
+    MARKERS
+        .iter()
+        .find(|(marker, _, _)| rest.ends_with(marker))
+        .map(|(marker, layout, mode)| (marker.len(), *layout, *mode))
 }
 
 /// Splits `name` into its parts, from the right.
@@ -140,8 +299,10 @@ pub(crate) fn parse_parts(name: &str) -> Result<Parts<'_>, ParseNameReason> {
         return Err(ParseNameReason::MissingSequence);
     }
     let mut seq_start = bytes.len() - digits;
-    // `host-W--000000005`: a `-` right after the mode separator is the sign.
-    if seq_start >= 2 && bytes[seq_start - 1] == b'-' && bytes[seq_start - 2] == b'-' {
+    // `host-W--000000005`, `<hex>__lock__-000000005`: a `-` right after a
+    // marker is the sign. (No marker ends with the end of another marker
+    // followed by `-`, so this reading is the only one.)
+    if name[..seq_start].strip_suffix('-').and_then(marker_of).is_some() {
         seq_start -= 1;
     }
     let seq_str = &name[seq_start..];
@@ -150,25 +311,27 @@ pub(crate) fn parse_parts(name: &str) -> Result<Parts<'_>, ParseNameReason> {
         return Err(ParseNameReason::BadSequence);
     }
     let rest = &name[..seq_start];
-    let rest_bytes = rest.as_bytes();
-    let n = rest_bytes.len();
-    if n < 3 || rest_bytes[n - 1] != b'-' || rest_bytes[n - 3] != b'-' {
-        return Err(ParseNameReason::MissingMode);
-    }
-    let mode = Mode::from_letter(rest_bytes[n - 2] as char).ok_or(ParseNameReason::MissingMode)?;
-    let host = &rest[..n - 3];
-    if host.is_empty() {
+    let (marker_len, layout, mode) = marker_of(rest).ok_or(ParseNameReason::MissingMode)?;
+    let host = &rest[..rest.len() - marker_len];
+    // Peers recognise their nodes by the marker alone; a native name needs a host.
+    if host.is_empty() && layout == Layout::Native {
         return Err(ParseNameReason::EmptyHost);
     }
-    Ok(Parts { host, mode, seq })
+    Ok(Parts {
+        host,
+        layout,
+        mode,
+        seq,
+    })
 }
 
-/// True if `name` parses as a contender node name `<host>-<R|W>-<seq>`:
-/// a lock counts a child with such a name as a contender, whatever the node
-/// is. Does not allocate.
+/// True if `name` parses as a contender node name in any layout: a lock
+/// counts a child with such a name as a contender, whatever the node is.
+/// Does not allocate.
 ///
 /// ```
 /// assert!(zk_rwlock::node_name::is_contender_name("web01-W-0000000001"));
+/// assert!(zk_rwlock::node_name::is_contender_name("0f6e5b1c2d3a49e8b7c6d5e4f3a2b1c0__rlock__0000000002"));
 /// assert!(!zk_rwlock::node_name::is_contender_name("orders"));
 /// ```
 pub fn is_contender_name(name: &str) -> bool {
@@ -188,23 +351,43 @@ fn is_canonical_seq(seq: i32, s: &str) -> bool {
     s.len() == natural.max(10) && !(seq == 0 && s.starts_with('-'))
 }
 
-/// Splits a host part into identity and per-attempt token, if it carries one.
-fn split_token(host: &str) -> (usize, Option<Uuid>) {
-    if let Some(at) = host.rfind('@') {
-        let (identity, token) = (&host[..at], &host[at + 1..]);
-        if !identity.is_empty()
-            && token.len() == 32
-            && token.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-        {
-            if let Ok(uuid) = Uuid::try_parse(token) {
-                return (at, Some(uuid));
+/// True if `s` is `len` lowercase hex digits, with `-` exactly at `dashes`.
+fn is_lower_hex(s: &str, len: usize, dashes: &[usize]) -> bool {
+    s.len() == len
+        && s.bytes().enumerate().all(|(i, b)| {
+            if dashes.contains(&i) {
+                b == b'-'
+            } else {
+                matches!(b, b'0'..=b'9' | b'a'..=b'f')
             }
-        }
-    }
-    (host.len(), None)
+        })
 }
 
-/// A parsed contender node name `<host>-<R|W>-<seq>`.
+/// Splits a host part into identity and per-attempt token, if it carries
+/// one in the form its layout writes: native `<identity>@<32 hex>`, Curator
+/// exactly `_c_<uuid with dashes>-`, kazoo exactly `<32 hex>`. Returns the
+/// identity's length (0 for the peers, whose names carry none; the whole
+/// host when there is no token) and the token.
+fn split_token(host: &str, layout: Layout) -> (usize, Option<Uuid>) {
+    let token = match layout {
+        Layout::Native => host.rfind('@').and_then(|at| {
+            let token = &host[at + 1..];
+            (at > 0 && is_lower_hex(token, 32, &[])).then_some((at, token))
+        }),
+        Layout::Curator | Layout::CuratorMutex => host
+            .strip_prefix("_c_")
+            .and_then(|rest| rest.strip_suffix('-'))
+            .filter(|uuid| is_lower_hex(uuid, 36, &[8, 13, 18, 23]))
+            .map(|uuid| (0, uuid)),
+        Layout::Kazoo => is_lower_hex(host, 32, &[]).then_some((0, host)),
+    };
+    match token.and_then(|(len, token)| Uuid::try_parse(token).ok().map(|uuid| (len, uuid))) {
+        Some((len, uuid)) => (len, Some(uuid)),
+        None => (host.len(), None),
+    }
+}
+
+/// A parsed contender node name, in any [`Layout`].
 ///
 /// `FromStr` and `Display` round-trip exactly.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -212,12 +395,14 @@ pub struct NodeName {
     host: String,
     identity_len: usize,
     token: Option<Uuid>,
+    layout: Layout,
     mode: Mode,
     seq: i32,
 }
 
 impl NodeName {
-    /// A name as this library writes it: `<identity>@<token>-<R|W>-<seq>`.
+    /// A name as this library writes it in the native layout:
+    /// `<identity>@<token>-<R|W>-<seq>`.
     ///
     /// The identity is not checked here; the lock builder validates
     /// identities before any node is created.
@@ -227,33 +412,64 @@ impl NodeName {
             identity_len: identity.len(),
             host,
             token: Some(token),
+            layout: Layout::Native,
             mode,
             seq,
         }
     }
 
-    /// The name without its sequence suffix, as passed to ZooKeeper's
-    /// sequential `create`: `<identity>@<token>-<R|W>-`.
+    /// A name as this library writes it in `layout`, or `None` if the layout
+    /// has no such mode. `identity` appears in the native layout only.
+    pub fn new_in(layout: Layout, identity: &str, token: Uuid, mode: Mode, seq: i32) -> Option<NodeName> {
+        let prefix = layout.prefix(identity, token, mode)?;
+        let marker_len = layout.marker(mode).map_or(0, str::len);
+        let host = prefix[..prefix.len() - marker_len].to_owned();
+        Some(NodeName {
+            identity_len: if layout == Layout::Native {
+                identity.len()
+            } else {
+                0
+            },
+            host,
+            token: Some(token),
+            layout,
+            mode,
+            seq,
+        })
+    }
+
+    /// The native name without its sequence suffix, as passed to
+    /// ZooKeeper's sequential `create`: `<identity>@<token>-<R|W>-`. See
+    /// [`Layout::prefix`] for every layout.
     pub fn prefix(identity: &str, token: Uuid, mode: Mode) -> String {
         format!("{identity}@{}-{}-", token.simple(), mode.letter())
     }
 
-    /// The whole host part: `<identity>@<token>`, or a foreign client's bare host.
+    /// Everything before the marker: `<identity>@<token>` or a foreign
+    /// client's bare host (native), `_c_<uuid>-` (Curator), the 32 hex
+    /// digits (kazoo).
     pub fn host(&self) -> &str {
         &self.host
     }
 
-    /// The contender's identity: the host part without its `@token`.
+    /// The contender's identity: the native host part without its `@token`.
+    /// Empty for a peer's name that carries a token (peers write no
+    /// identity into names); the whole prefix for one that does not.
     pub fn identity(&self) -> &str {
         &self.host[..self.identity_len]
     }
 
-    /// The per-attempt token, if the host part carries one.
+    /// The per-attempt token, if the name carries one in its layout's form.
     pub fn token(&self) -> Option<Uuid> {
         self.token
     }
 
-    /// Read or write.
+    /// The layout the name is written in.
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    /// Read or write: the strictest mode the name can mean.
     pub fn mode(&self) -> Mode {
         self.mode
     }
@@ -269,11 +485,12 @@ impl FromStr for NodeName {
 
     fn from_str(name: &str) -> Result<NodeName, ParseNameError> {
         let parts = parse_parts(name).map_err(|reason| ParseNameError::new(name, reason))?;
-        let (identity_len, token) = split_token(parts.host);
+        let (identity_len, token) = split_token(parts.host, parts.layout);
         Ok(NodeName {
             host: parts.host.to_owned(),
             identity_len,
             token,
+            layout: parts.layout,
             mode: parts.mode,
             seq: parts.seq,
         })
@@ -282,7 +499,8 @@ impl FromStr for NodeName {
 
 impl fmt::Display for NodeName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}-{}-{:010}", self.host, self.mode.letter(), self.seq)
+        let marker = self.layout.marker(self.mode).unwrap_or_default();
+        write!(f, "{}{marker}{:010}", self.host, self.seq)
     }
 }
 
@@ -331,6 +549,250 @@ mod tests {
                 assert_eq!(n.to_string(), *name, "round trip of {name:?}");
             }
         }
+    }
+
+    const UUID: &str = "7f3a0c1e-9b2d-4f60-a1b2-c3d4e5f60718";
+
+    /// Peer layouts: (name, Ok((layout, host, has token, mode, seq)) or Err(reason)).
+    #[test]
+    fn peer_table() {
+        use Layout::*;
+        use ParseNameReason::*;
+        let curator = format!("_c_{UUID}-");
+        #[allow(clippy::type_complexity)]
+        let table: Vec<(String, Result<(Layout, &str, bool, Mode, i32), ParseNameReason>)> = vec![
+            (
+                format!("{curator}__READ__0000000043"),
+                Ok((Curator, &curator, true, Mode::Read, 43)),
+            ),
+            (
+                format!("{curator}__WRIT__0000000001"),
+                Ok((Curator, &curator, true, Mode::Write, 1)),
+            ),
+            (
+                format!("{curator}lock-0000000002"),
+                Ok((CuratorMutex, &curator, true, Mode::Write, 2)),
+            ),
+            (
+                format!("{TOKEN}__rlock__0000000003"),
+                Ok((Kazoo, TOKEN, true, Mode::Read, 3)),
+            ),
+            (
+                format!("{TOKEN}__lock__0000000004"),
+                Ok((Kazoo, TOKEN, true, Mode::Write, 4)),
+            ),
+            // The peers recognise their nodes by the marker alone.
+            (
+                "__lock__0000000005".into(),
+                Ok((Kazoo, "", false, Mode::Write, 5)),
+            ),
+            (
+                "__rlock__0000000005".into(),
+                Ok((Kazoo, "", false, Mode::Read, 5)),
+            ),
+            (
+                "__READ__0000000005".into(),
+                Ok((Curator, "", false, Mode::Read, 5)),
+            ),
+            (
+                "lock-0000000006".into(),
+                Ok((CuratorMutex, "", false, Mode::Write, 6)),
+            ),
+            (
+                "block-0000000001".into(),
+                Ok((CuratorMutex, "b", false, Mode::Write, 1)),
+            ),
+            (
+                "_c_-__WRIT__0000000007".into(),
+                Ok((Curator, "_c_-", false, Mode::Write, 7)),
+            ),
+            (
+                "_c_nouuid-__WRIT__0000000007".into(),
+                Ok((Curator, "_c_nouuid-", false, Mode::Write, 7)),
+            ),
+            // Negative and limit sequences after a peer's marker.
+            (
+                "x__lock__-000000005".into(),
+                Ok((Kazoo, "x", false, Mode::Write, -5)),
+            ),
+            (
+                "x__rlock__-2147483648".into(),
+                Ok((Kazoo, "x", false, Mode::Read, i32::MIN)),
+            ),
+            (
+                "x__WRIT__2147483647".into(),
+                Ok((Curator, "x", false, Mode::Write, i32::MAX)),
+            ),
+            (
+                "lock--000000005".into(),
+                Ok((CuratorMutex, "", false, Mode::Write, -5)),
+            ),
+            ("x__lock__-0000000005".into(), Err(BadSequence)),
+            ("x__lock__-000000000".into(), Err(BadSequence)),
+            ("x__lock__42".into(), Err(BadSequence)),
+            // Names that look like two layouts have one reading: the marker
+            // right before the sequence.
+            (
+                "web__lock__-W-0000000005".into(),
+                Ok((Native, "web__lock__", false, Mode::Write, 5)),
+            ),
+            (
+                "__READ__-R-0000000005".into(),
+                Ok((Native, "__READ__", false, Mode::Read, 5)),
+            ),
+            (
+                "lock-W-0000000001".into(),
+                Ok((Native, "lock", false, Mode::Write, 1)),
+            ),
+            (
+                "a-R-__lock__0000000001".into(),
+                Ok((Kazoo, "a-R-", false, Mode::Write, 1)),
+            ),
+            (
+                "a-W-__rlock__0000000001".into(),
+                Ok((Kazoo, "a-W-", false, Mode::Read, 1)),
+            ),
+            (
+                "a-W-__READ__0000000001".into(),
+                Ok((Curator, "a-W-", false, Mode::Read, 1)),
+            ),
+            ("x_lock__0000000001".into(), Err(MissingMode)),
+            ("x__lock_0000000001".into(), Err(MissingMode)),
+            ("x__WRITE__0000000001".into(), Err(MissingMode)),
+            ("x__read__0000000001".into(), Err(MissingMode)),
+            ("xlock_0000000001".into(), Err(MissingMode)),
+            ("x__lock__".into(), Err(MissingSequence)),
+        ];
+        for (name, want) in &table {
+            let got = parse(name).map(|n| {
+                (
+                    n.layout(),
+                    n.host().to_owned(),
+                    n.token().is_some(),
+                    n.mode(),
+                    n.seq(),
+                )
+            });
+            let want = want.map(|(l, h, t, m, s)| (l, h.to_owned(), t, m, s));
+            assert_eq!(got, want, "parsing {name:?}");
+            if let Ok(n) = name.parse::<NodeName>() {
+                assert_eq!(n.to_string(), *name, "round trip of {name:?}");
+                assert!(is_contender_name(name), "{name}");
+            } else {
+                assert!(!is_contender_name(name), "{name}");
+            }
+        }
+    }
+
+    /// A peer's token only in the exact form the peer writes it; the
+    /// identity of a tokened peer name is empty, of any other the prefix.
+    #[test]
+    fn peer_tokens_only_in_their_exact_form() {
+        let token = Uuid::parse_str(TOKEN).unwrap();
+        let ok = [
+            (format!("_c_{UUID}-__WRIT__0000000001"), ""),
+            (format!("_c_{UUID}-lock-0000000001"), ""),
+            (format!("{TOKEN}__lock__0000000001"), ""),
+        ];
+        for (name, identity) in &ok {
+            let n: NodeName = name.parse().unwrap();
+            assert_eq!(n.token(), Some(token), "{name}");
+            assert_eq!(n.identity(), *identity, "{name}");
+        }
+        let upper = UUID.to_uppercase();
+        let not = [
+            format!("_c_{upper}-__WRIT__0000000001"),
+            format!("_c_{UUID}__WRIT__0000000001"),
+            format!("c_{UUID}-__WRIT__0000000001"),
+            format!("_c_{TOKEN}-__WRIT__0000000001"),
+            format!("_c_{}x-__WRIT__0000000001", &UUID[1..]),
+            format!("x_c_{UUID}-__WRIT__0000000001"),
+            format!("_c_{UUID}-x__WRIT__0000000001"),
+            format!("_c_{}-__WRIT__0000000001", UUID.replace('-', "_")),
+            format!("{}__lock__0000000001", TOKEN.to_uppercase()),
+            format!("{}__lock__0000000001", &TOKEN[1..]),
+            format!("{TOKEN}0__lock__0000000001"),
+            format!("{UUID}__lock__0000000001"),
+            format!("{}g__lock__0000000001", &TOKEN[1..]),
+            format!("h@{TOKEN}__lock__0000000001"),
+            format!("{TOKEN}-W-0000000001"),
+            format!("_c_{UUID}--W-0000000001"),
+        ];
+        for name in &not {
+            let n: NodeName = name.parse().unwrap();
+            assert_eq!(n.token(), None, "{name}");
+            assert_eq!(n.identity(), n.host(), "{name}");
+        }
+    }
+
+    #[test]
+    fn every_layout_writes_what_it_reads() {
+        let token = Uuid::parse_str(TOKEN).unwrap();
+        let want = [
+            (Layout::Native, Mode::Read, format!("h-1@{TOKEN}-R-")),
+            (Layout::Native, Mode::Write, format!("h-1@{TOKEN}-W-")),
+            (Layout::Curator, Mode::Read, format!("_c_{UUID}-__READ__")),
+            (Layout::Curator, Mode::Write, format!("_c_{UUID}-__WRIT__")),
+            (Layout::CuratorMutex, Mode::Write, format!("_c_{UUID}-lock-")),
+            (Layout::Kazoo, Mode::Read, format!("{TOKEN}__rlock__")),
+            (Layout::Kazoo, Mode::Write, format!("{TOKEN}__lock__")),
+        ];
+        for (layout, mode, prefix) in want {
+            assert_eq!(
+                layout.prefix("h-1", token, mode).as_deref(),
+                Some(&*prefix),
+                "{layout} {mode}"
+            );
+            assert!(layout.supports(mode));
+            for seq in [0, 7, -7, i32::MAX, i32::MIN] {
+                let n = NodeName::new_in(layout, "h-1", token, mode, seq).unwrap();
+                let name = n.to_string();
+                assert_eq!(name, format!("{prefix}{seq:010}"));
+                let parsed: NodeName = name.parse().unwrap();
+                assert_eq!(parsed, n, "{name}");
+                assert_eq!(parsed.layout(), layout);
+                assert_eq!(parsed.mode(), mode);
+                assert_eq!(parsed.seq(), seq);
+                assert_eq!(parsed.token(), Some(token));
+                let identity = if layout == Layout::Native { "h-1" } else { "" };
+                assert_eq!(parsed.identity(), identity);
+            }
+        }
+        assert_eq!(Layout::CuratorMutex.prefix("h", token, Mode::Read), None);
+        assert_eq!(Layout::CuratorMutex.marker(Mode::Read), None);
+        assert_eq!(
+            NodeName::new_in(Layout::CuratorMutex, "h", token, Mode::Read, 1),
+            None
+        );
+        assert!(!Layout::CuratorMutex.supports(Mode::Read));
+        assert_eq!(
+            NodeName::new_in(Layout::Native, "h-1", token, Mode::Write, 3),
+            Some(NodeName::new("h-1", token, Mode::Write, 3))
+        );
+    }
+
+    #[test]
+    fn layouts_have_names_and_libraries() {
+        let want = [
+            (Layout::Native, "native", "zk-rwlock"),
+            (Layout::Curator, "curator", "Curator InterProcessReadWriteLock"),
+            (Layout::CuratorMutex, "curator-mutex", "Curator InterProcessMutex"),
+            (Layout::Kazoo, "kazoo", "kazoo"),
+        ];
+        assert_eq!(Layout::ALL.to_vec(), want.iter().map(|w| w.0).collect::<Vec<_>>());
+        assert_eq!(Layout::default(), Layout::Native);
+        for (layout, name, library) in want {
+            assert_eq!(layout.name(), name);
+            assert_eq!(layout.to_string(), name);
+            assert_eq!(layout.library(), library);
+            assert_eq!(name.parse::<Layout>(), Ok(layout));
+        }
+        assert_eq!(format!("[{:>8}]", Layout::Kazoo), "[   kazoo]");
+        let err = "Curator".parse::<Layout>().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "unknown layout `Curator`: expected native, curator, curator-mutex or kazoo"
+        );
     }
 
     #[test]
@@ -413,6 +875,15 @@ mod tests {
             assert!(reason.to_string().contains(words), "{reason:?}: {reason}");
             assert!(err.to_string().ends_with(&format!(": {reason}")), "{err}");
         }
+    }
+
+    #[test]
+    fn mode_letters() {
+        assert_eq!((Mode::Read.letter(), Mode::Write.letter()), ('R', 'W'));
+        assert_eq!(Mode::from_letter('R'), Some(Mode::Read));
+        assert_eq!(Mode::from_letter('W'), Some(Mode::Write));
+        assert_eq!(Mode::from_letter('r'), None);
+        assert_eq!(Mode::from_letter('X'), None);
     }
 
     #[test]

@@ -36,12 +36,54 @@
 //!   it, and nothing new can precede it later; so when a watched writer that
 //!   held is gone, nothing stands before the watcher any more (a writer
 //!   watches its immediate predecessor; a reader watches the last writer
-//!   before it). This holds whenever the watched node is a writer, and
-//!   whenever `deletion_grants` holds. A deletion the record does not name
+//!   before it). This holds whenever the watched node is a native writer
+//!   (see "Peers and the release record" below), and whenever
+//!   `deletion_grants` holds. A deletion the record does not name
 //!   (a waiter that gave up, an expired session, a reader, a writer granted
 //!   at once) still needs a fresh snapshot, unless `deletion_grants` holds.
 //!   A data change on the watched node proves nothing (anyone with WRITE
 //!   permission may write to it): the watcher just watches it again.
+//!
+//! # Peers' contenders
+//!
+//! A directory may hold contenders written by Apache Curator or kazoo (see
+//! [`crate::node_name::Layout`]), whichever layout this lock writes. They
+//! share the directory's sequence counter, so they are ordered with ours by
+//! sequence, and each counts with the strictest mode its name can mean:
+//! Curator's `__WRIT__` and mutex `lock-`, and kazoo's `__lock__` (written
+//! by its `WriteLock` and its `Lock`) are writers; `__READ__` and
+//! `__rlock__` are readers. The rules above then keep this library's
+//! contenders safe towards every peer contender. Whether the *peers* see
+//! ours depends on the layout ours are written in.
+//!
+//! ## Peers and the release record
+//!
+//! The release-record hand-off rests on "a watched writer that held is
+//! gone, so nothing stands before me": true of a writer granted by these
+//! rules, not of one granted by a peer's own rules (Curator's read/write
+//! lock and its mutex ignore each other's nodes; kazoo's `Lock` ignores
+//! readers). Peers never write the record, so a record can name a peer's
+//! node only by forgery or by a writer of this library in a peer's layout.
+//! This library therefore writes the record for its native nodes only, and
+//! `release_grants` holds for a watched node in a peer's layout only when
+//! `deletion_grants` does: behind a peer-layout writer, a deletion that is
+//! not known to grant means "list again". Peer layouts lose the
+//! release-record shortcut, never safety; the directory's data is left to
+//! whatever else uses it.
+//!
+//! ## A Curator writer's downgrade
+//!
+//! "Nodes created after mine never change my decision" fails for one peer:
+//! from Curator 5.5, a thread that holds an `InterProcessReadWriteLock`'s
+//! write lock and takes its read lock creates a plain ephemeral node
+//! `_c_<uuid>-__READ__<the writer's sequence>`, a reader that comes before
+//! every node queued behind the writer, and holds once the writer is gone.
+//! The two share a sequence and both count before later nodes (see below),
+//! and a writer watching a Curator writer does not take its deletion as a
+//! grant (`deletion_grants` is false): it lists again, and finds the reader
+//! if there is one. Readers are not concerned (a reader blocks no reader).
+//! Curator 5.4 creates that read node with a new sequence instead and
+//! grants it at once: it holds beside the next writer, Curator's or ours.
 //!
 //! # The sequence counter's limit
 //!
@@ -79,7 +121,7 @@
 //! # Ok::<(), zk_rwlock::ordering::OrderingError>(())
 //! ```
 
-use crate::node_name::{parse_parts, Mode, ParseNameError, Parts};
+use crate::node_name::{parse_parts, Layout, Mode, ParseNameError, Parts};
 
 /// The value at which ZooKeeper's sequence counter sticks: `2147483647`.
 pub const SEQUENCE_LIMIT: i32 = i32::MAX;
@@ -116,8 +158,9 @@ pub enum Decision<'a> {
         /// True when the deletion of `watch` alone grants the lock: the
         /// driver may take the lock on that deletion without listing the
         /// directory again. Holds for a writer whose predecessor is the head
-        /// of the queue, and for a reader whose watched writer is the only
-        /// writer before it. Any other change to `watch` still needs a fresh
+        /// of the queue (unless it is a Curator read/write lock's writer, see
+        /// "A Curator writer's downgrade"), and for a reader whose watched
+        /// writer is the only writer before it. Any other change to `watch` still needs a fresh
         /// snapshot.
         deletion_grants: bool,
         /// True when the release of `watch` by a contender that held the
@@ -125,7 +168,7 @@ pub enum Decision<'a> {
         /// node in the lock directory's data (the release record) in the
         /// transaction that deletes it, so the driver may take the lock when
         /// `watch` is deleted and the record names it, without listing the
-        /// directory again. Holds whenever `watch` is a writer, and whenever
+        /// directory again. Holds whenever `watch` is a native writer, and whenever
         /// `deletion_grants` holds.
         release_grants: bool,
     },
@@ -179,8 +222,10 @@ pub(crate) fn decide_noting_foreign<'a, S: AsRef<str>>(
     // The closest predecessor, the closest preceding writer, and counts.
     let mut predecessor: Option<(i32, &'a str)> = None;
     let mut predecessors = 0usize;
-    let mut predecessor_writes = false;
+    let mut predecessor_marks = false;
+    let mut predecessor_inserts = false;
     let mut writer: Option<(i32, &'a str)> = None;
+    let mut writer_marks = false;
     let mut writers = 0usize;
     for child in children {
         let name = child.as_ref();
@@ -200,12 +245,14 @@ pub(crate) fn decide_noting_foreign<'a, S: AsRef<str>>(
         predecessors += 1;
         if closer(key, name, predecessor) {
             predecessor = Some((key, name));
-            predecessor_writes = parts.mode == Mode::Write;
+            predecessor_marks = marks(&parts);
+            predecessor_inserts = inserts_before_itself(&parts);
         }
         if parts.mode == Mode::Write {
             writers += 1;
             if closer(key, name, writer) {
                 writer = Some((key, name));
+                writer_marks = marks(&parts);
             }
         }
     }
@@ -221,18 +268,37 @@ pub(crate) fn decide_noting_foreign<'a, S: AsRef<str>>(
             Some((_, watch)) => Decision::Wait {
                 watch,
                 deletion_grants: writers == 1,
-                release_grants: true,
+                release_grants: writers == 1 || writer_marks,
             },
         },
         Mode::Write => match predecessor {
             None => Decision::Granted,
             Some((_, watch)) => Decision::Wait {
                 watch,
-                deletion_grants: predecessors == 1,
-                release_grants: predecessors == 1 || predecessor_writes,
+                deletion_grants: predecessors == 1 && !predecessor_inserts,
+                release_grants: (predecessors == 1 && !predecessor_inserts) || predecessor_marks,
             },
         },
     })
+}
+
+/// True if a contender's release by a holder may be recognised by the
+/// release record: a native writer. Peers never write the record, and this
+/// library does not write it for its nodes in a peer's layout, so a record
+/// naming a peer-layout node is not to be trusted.
+#[inline]
+fn marks(parts: &Parts<'_>) -> bool {
+    parts.mode == Mode::Write && parts.layout == Layout::Native
+}
+
+/// True if a contender may add a node with its own sequence before its
+/// deletion: a writer of Curator's read/write lock (from Curator 5.5, the
+/// thread that holds the write lock and takes the read lock creates
+/// `_c_<uuid>-__READ__<the writer's sequence>`, a plain ephemeral node).
+/// Its deletion is then no proof that nothing precedes a writer behind it.
+#[inline]
+fn inserts_before_itself(parts: &Parts<'_>) -> bool {
+    parts.mode == Mode::Write && parts.layout == Layout::Curator
 }
 
 /// True if the contender `(parts, name)` comes before `(mine, me)`. Nodes
@@ -268,8 +334,11 @@ fn closer(key: i32, name: &str, best: Option<(i32, &str)>) -> bool {
 pub struct Place<'a> {
     /// The child name.
     pub name: &'a str,
-    /// The host part of the name (`<identity>@<token>`, or a bare host).
+    /// The host part of the name: everything before its mode marker
+    /// (`<identity>@<token>`, a bare host, `_c_<uuid>-`, kazoo's hex).
     pub host: &'a str,
+    /// The layout the name is written in: which library wrote it.
+    pub layout: Layout,
     /// Read or write.
     pub mode: Mode,
     /// ZooKeeper's sequence number.
@@ -313,8 +382,9 @@ pub fn queue<S: AsRef<str>>(children: &[S]) -> Queue<'_> {
     // Valid sequences in order, then those that cannot be ordered.
     parsed.sort_unstable_by_key(|(p, name)| (!is_valid_seq(p.seq), p.seq, *name));
     let mut contenders = Vec::with_capacity(parsed.len());
-    let mut last: Option<(&str, Mode)> = None;
-    let mut last_writer: Option<&str> = None;
+    // The previous contender and the last writer, each with whether it marks.
+    let mut last: Option<(&str, bool, bool)> = None;
+    let mut last_writer: Option<(&str, bool)> = None;
     let mut writers = 0usize;
     for (i, (parts, name)) in parsed.iter().enumerate() {
         let shared = |j: usize| parsed.get(j).is_some_and(|(p, _)| p.seq == parts.seq);
@@ -322,6 +392,7 @@ pub fn queue<S: AsRef<str>>(children: &[S]) -> Queue<'_> {
             contenders.push(Place {
                 name,
                 host: parts.host,
+                layout: parts.layout,
                 mode: parts.mode,
                 seq: parts.seq,
                 decision: Decision::Exhausted,
@@ -333,14 +404,15 @@ pub fn queue<S: AsRef<str>>(children: &[S]) -> Queue<'_> {
             contenders.push(Place {
                 name,
                 host: parts.host,
+                layout: parts.layout,
                 mode: parts.mode,
                 seq: parts.seq,
                 decision: decision_in_queue(i, parts.mode, last, last_writer, writers),
             });
         }
-        last = Some((name, parts.mode));
+        last = Some((name, marks(parts), inserts_before_itself(parts)));
         if parts.mode == Mode::Write {
-            last_writer = Some(name);
+            last_writer = Some((name, marks(parts)));
             writers += 1;
         }
     }
@@ -348,29 +420,31 @@ pub fn queue<S: AsRef<str>>(children: &[S]) -> Queue<'_> {
 }
 
 /// The decision of the `i`-th valid contender in queue order, given the one
-/// before it, the last writer before it, and how many writers precede it.
+/// before it (with whether it [marks] and whether it [inserts before
+/// itself](inserts_before_itself)), the last writer before it (with whether
+/// it marks), and how many writers precede it.
 fn decision_in_queue<'a>(
     i: usize,
     mode: Mode,
-    last: Option<(&'a str, Mode)>,
-    last_writer: Option<&'a str>,
+    last: Option<(&'a str, bool, bool)>,
+    last_writer: Option<(&'a str, bool)>,
     writers: usize,
 ) -> Decision<'a> {
     match mode {
         Mode::Read => match last_writer {
             None => Decision::Granted,
-            Some(w) => Decision::Wait {
+            Some((w, marks)) => Decision::Wait {
                 watch: w,
                 deletion_grants: writers == 1,
-                release_grants: true,
+                release_grants: writers == 1 || marks,
             },
         },
         Mode::Write => match last {
             None => Decision::Granted,
-            Some((p, mode)) => Decision::Wait {
+            Some((p, marks, inserts)) => Decision::Wait {
                 watch: p,
-                deletion_grants: i == 1,
-                release_grants: i == 1 || mode == Mode::Write,
+                deletion_grants: i == 1 && !inserts,
+                release_grants: (i == 1 && !inserts) || marks,
             },
         },
     }
@@ -411,7 +485,26 @@ pub(crate) mod tests {
             };
             let name = match letter {
                 "x" => format!("foreign-node-{i}"),
-                l => format!("{}-{l}-{seq:010}", host(i, seq)),
+                "R" | "W" => format!("{}-{letter}-{seq:010}", host(i, seq)),
+                peer => {
+                    // `cR`/`cW` Curator, `m` Curator's mutex, `kR`/`kW` kazoo;
+                    // the token is made from the host, so it is stable too.
+                    let (layout, mode) = match peer {
+                        "cR" => (Layout::Curator, Mode::Read),
+                        "cW" => (Layout::Curator, Mode::Write),
+                        "m" => (Layout::CuratorMutex, Mode::Write),
+                        "kR" => (Layout::Kazoo, Mode::Read),
+                        "kW" => (Layout::Kazoo, Mode::Write),
+                        other => panic!("bad letter {other:?} in row {row:?}"),
+                    };
+                    let bits = host(i, seq).bytes().fold(0xcbf2_9ce4_8422_2325u128, |h, b| {
+                        (h ^ u128::from(b)).wrapping_mul(0x0100_0000_01b3)
+                    });
+                    let token = uuid::Uuid::from_u128(bits);
+                    crate::node_name::NodeName::new_in(layout, "", token, mode, seq)
+                        .map(|n| n.to_string())
+                        .unwrap_or_default()
+                }
             };
             if marked {
                 me = Some(name.clone());
@@ -462,6 +555,40 @@ pub(crate) mod tests {
         // Input order does not matter: later-listed smaller sequences precede.
         ("[W@5] R@3", "wait! 1"),
         ("R@9 [W@7] W@2", "wait! 2"),
+        // Peers' contenders count with their modes; `m` and `kW` are
+        // exclusive. Only a native writer's release is known by the record.
+        ("kR cR [R]", "granted"),
+        ("kR cR [cR] kR", "granted"),
+        ("m [R]", "wait! 0"),
+        ("kW [kR]", "wait! 0"),
+        ("cW [cR]", "wait! 0"),
+        ("kR [kW]", "wait! 0"),
+        ("cR [m]", "wait! 0"),
+        ("R [m]", "wait! 0"),
+        ("cR kR [cW]", "wait 1"),
+        // A Curator writer may add a reader with its own sequence (a
+        // downgrade): its deletion alone grants no writer behind it.
+        ("cW [W]", "wait 0"),
+        ("cW [m]", "wait 0"),
+        ("cW [cW]", "wait 0"),
+        ("cW [kR]", "wait! 0"),
+        ("kW [W]", "wait! 0"),
+        ("m [W]", "wait! 0"),
+        ("W cW [W]", "wait 1"),
+        ("W kW [R]", "wait 1"),
+        ("W m [kR]", "wait 1"),
+        ("cW W [W]", "wait^ 1"),
+        ("kW W [cR]", "wait^ 1"),
+        ("m W cR [kR]", "wait^ 1"),
+        ("W m R [m]", "wait 2"),
+        ("W R kW [R]", "wait 2"),
+        ("kW R W [cW]", "wait^ 2"),
+        ("kW R cW [W]", "wait 2"),
+        ("kW R cW kR [R]", "wait 2"),
+        ("kW@2147483647 [cW@7]", "granted"),
+        ("[kR@2147483647]", "exhausted"),
+        ("[m@-5]", "exhausted"),
+        ("cR@4 [kW@4]", "exhausted"),
     ];
 
     #[test]

@@ -7,8 +7,9 @@ use std::collections::BTreeMap;
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::FileFailurePersistence;
+use uuid::Uuid;
 use zk_rwlock::ordering::{decide, queue, Decision};
-use zk_rwlock::{Mode, NodeName};
+use zk_rwlock::{Layout, Mode, NodeName};
 
 /// A contender node name as the library writes it, or in the bare form.
 fn name(host: &str, mode: Mode, seq: i32) -> String {
@@ -478,4 +479,317 @@ proptest! {
         }
         prop_assert!(sim.live.is_empty(), "stuck waiters: {:?}", sim.waiters());
     }
+}
+
+// ---- layouts: Curator's and kazoo's contenders in one queue ---------------
+
+/// A contender's layout and mode; the Curator mutex only writes.
+fn layout_mode() -> impl Strategy<Value = (Layout, Mode)> {
+    (prop::sample::select(Layout::ALL.to_vec()), mode()).prop_map(|(l, m)| {
+        if l.supports(m) {
+            (l, m)
+        } else {
+            (l, Mode::Write)
+        }
+    })
+}
+
+/// A token as the libraries make one (a random UUID), but whose hex does
+/// not start with a digit: see `curator_sorts_a_kazoo_name_by_its_hex` for
+/// what a leading `0` changes in Curator's eyes.
+fn token(bits: u128) -> Uuid {
+    Uuid::from_u128((bits & !(0xf << 124)) | (0xa << 124))
+}
+
+/// A mixed queue: each contender in its own layout, as its library writes it.
+#[derive(Debug, Clone)]
+struct MixedSpec {
+    queue: QueueSpec,
+    layouts: Vec<Layout>,
+    tokens: Vec<u128>,
+}
+
+impl MixedSpec {
+    fn names(&self) -> Vec<String> {
+        self.queue
+            .modes
+            .iter()
+            .zip(self.queue.seqs())
+            .enumerate()
+            .map(|(i, (m, s))| {
+                let layout = self.layouts[i % self.layouts.len()];
+                let m = if layout.supports(*m) { *m } else { Mode::Write };
+                let t = token(self.tokens[i % self.tokens.len()] ^ i as u128);
+                NodeName::new_in(layout, &format!("h{i}"), t, m, s)
+                    .unwrap()
+                    .to_string()
+            })
+            .collect()
+    }
+
+    /// The same queue, every contender in the native layout with its mode.
+    fn native(&self) -> Vec<String> {
+        self.names()
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let n: NodeName = n.parse().unwrap();
+                name(&format!("h{i}"), n.mode(), n.seq())
+            })
+            .collect()
+    }
+
+    fn with_foreign(&self, names: Vec<String>) -> Vec<String> {
+        let mut all = names;
+        for i in 0..self.queue.foreign {
+            all.insert((i * 7) % (all.len() + 1), format!("not-a-contender-{i}"));
+        }
+        all
+    }
+}
+
+fn mixed_spec() -> impl Strategy<Value = MixedSpec> {
+    (
+        queue_spec(),
+        prop::collection::vec(prop::sample::select(Layout::ALL.to_vec()), 1..6),
+        prop::collection::vec(any::<u128>(), 1..4),
+    )
+        .prop_map(|(queue, layouts, tokens)| MixedSpec {
+            queue,
+            layouts,
+            tokens,
+        })
+}
+
+// -- Models of the peers' own grant predicates, from their sources --------
+//
+// Curator 5.4 (`LockInternals.getSortedChildren`, `StandardLockInternalsDriver`,
+// `InterProcessReadWriteLock`): every child of the directory is sorted by
+// `fixForSorting`: the text after the last occurrence of the lock name
+// (`__READ__` then `__WRIT__` for the read/write lock, `lock-` for the
+// mutex), or the whole name if it holds none. A writer or mutex is granted
+// when it is first in that order; a reader when no child containing
+// `__WRIT__` comes before it.
+//
+// kazoo 2.11 (`kazoo/recipe/lock.py`): children matching
+// `(?:<exclude names>)(-?\d{10})$` whose sequence *string* is smaller than
+// the contender's block it. `ReadLock` excludes `__lock__`; `WriteLock`
+// `__lock__` and `__rlock__`; `Lock` only `__lock__`.
+
+fn fix_for_sorting<'a>(name: &'a str, lock_name: &str) -> &'a str {
+    match name.rfind(lock_name) {
+        Some(i) => &name[i + lock_name.len()..],
+        None => name,
+    }
+}
+
+fn curator_sorted<'a>(children: &'a [String], lock_names: &[&str]) -> Vec<&'a str> {
+    let key = |n: &'a str| lock_names.iter().fold(n, |n, l| fix_for_sorting(n, l));
+    let mut sorted: Vec<&str> = children.iter().map(String::as_str).collect();
+    sorted.sort_by(|a, b| key(a).cmp(key(b)));
+    sorted
+}
+
+/// Curator's predicate for `me`, a node of one of its recipes.
+fn curator_grants(me: &str, children: &[String]) -> bool {
+    if me.contains("lock-") && !me.contains("__WRIT__") && !me.contains("__READ__") {
+        return curator_sorted(children, &["lock-"]).first() == Some(&me);
+    }
+    let sorted = curator_sorted(children, &["__READ__", "__WRIT__"]);
+    if me.contains("__WRIT__") {
+        return sorted.first() == Some(&me);
+    }
+    for n in sorted {
+        if n.contains("__WRIT__") {
+            return false;
+        }
+        if n.starts_with(me) {
+            return true;
+        }
+    }
+    false
+}
+
+/// kazoo's sequence of a child if it matches `(?:names)(-?\d{10})$`.
+fn kazoo_seq<'a>(child: &'a str, names: &[&str]) -> Option<&'a str> {
+    names.iter().find_map(|n| {
+        let (before, seq) = if child.len() >= 11 && child.as_bytes()[child.len() - 11] == b'-' {
+            child.split_at(child.len() - 11)
+        } else {
+            child.split_at(child.len().checked_sub(10)?)
+        };
+        let digits = seq.trim_start_matches('-');
+        (before.ends_with(n) && digits.len() == 10 && digits.bytes().all(|b| b.is_ascii_digit()))
+            .then_some(seq)
+    })
+}
+
+/// kazoo's predicate for `me`, with the exclude names of its recipe.
+fn kazoo_grants(me: &str, children: &[String], exclude: &[&str]) -> bool {
+    let own = &me[me.len() - 10..];
+    !children
+        .iter()
+        .filter_map(|c| kazoo_seq(c, exclude))
+        .any(|seq| seq < own)
+}
+
+/// Every library's predicate that could have written `me` grants it.
+fn peer_grants(me: &str, children: &[String]) -> bool {
+    let n: NodeName = me.parse().unwrap();
+    match (n.layout(), n.mode()) {
+        (Layout::Curator | Layout::CuratorMutex, _) => curator_grants(me, children),
+        (Layout::Kazoo, Mode::Read) => kazoo_grants(me, children, &["__lock__"]),
+        // `__lock__`: a WriteLock, or a Lock (whose predicate is weaker).
+        (Layout::Kazoo, Mode::Write) => {
+            kazoo_grants(me, children, &["__lock__", "__rlock__"])
+                && kazoo_grants(me, children, &["__lock__"])
+        }
+        _ => true,
+    }
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// Every layout's names round-trip, with their token, mode and sequence.
+    #[test]
+    fn names_round_trip_in_every_layout(lm in layout_mode(), bits in any::<u128>(), seq in any::<i32>()) {
+        let (layout, m) = lm;
+        let t = Uuid::from_u128(bits);
+        let ours = NodeName::new_in(layout, "web-1", t, m, seq).unwrap();
+        let text = ours.to_string();
+        prop_assert!(text.starts_with(&layout.prefix("web-1", t, m).unwrap()));
+        let back: NodeName = text.parse().unwrap();
+        prop_assert_eq!(&back, &ours);
+        prop_assert_eq!((back.layout(), back.mode(), back.seq(), back.token()), (layout, m, seq, Some(t)));
+        prop_assert_eq!(back.to_string(), text);
+    }
+
+    /// A mixed queue decides exactly as the same queue written natively,
+    /// mode for mode: same grants, same watched node, same `deletion_grants`
+    /// except for a writer behind a Curator writer (which may add a reader
+    /// before itself); `release_grants` only behind a native writer (peers
+    /// never mark).
+    #[test]
+    fn mixed_queues_decide_by_mode(spec in mixed_spec()) {
+        let names = spec.names();
+        let native = spec.native();
+        let (mixed_children, native_children) = (spec.with_foreign(names.clone()), spec.with_foreign(native.clone()));
+        let q = queue(&mixed_children);
+        for (i, me) in names.iter().enumerate() {
+            let got = decide(me, &mixed_children).unwrap();
+            prop_assert_eq!(got, q.contenders[i].decision);
+            let want = decide(&native[i], &native_children).unwrap();
+            match (got, want) {
+                (
+                    Decision::Wait { watch, deletion_grants, release_grants },
+                    Decision::Wait { watch: w, deletion_grants: d, release_grants: r },
+                ) => {
+                    let wi = names.iter().position(|n| n == watch).unwrap();
+                    prop_assert_eq!(&native[wi], w);
+                    let watched: NodeName = watch.parse().unwrap();
+                    let mine: NodeName = me.parse().unwrap();
+                    // A Curator writer may add a reader before itself: no
+                    // writer behind it takes its deletion as a grant.
+                    let downgrade = mine.mode() == Mode::Write
+                        && (watched.layout(), watched.mode()) == (Layout::Curator, Mode::Write);
+                    prop_assert_eq!(deletion_grants, d && !downgrade);
+                    if watched.layout() == Layout::Native {
+                        prop_assert_eq!(release_grants, r);
+                    } else {
+                        prop_assert_eq!(release_grants, deletion_grants, "{} marks nothing", watch);
+                    }
+                }
+                (got, want) => prop_assert_eq!(got, want),
+            }
+        }
+    }
+
+    /// A peer contender that `decide` grants is also granted by its own
+    /// library's predicate on the same listing (names as the libraries
+    /// write them, foreign children included): zk-rwlock is never more
+    /// permissive towards a peer than the peer itself. The converse is
+    /// false by design: Curator's mutex and read/write lock ignore each
+    /// other's nodes, kazoo's `Lock` ignores readers, and no peer sees
+    /// native nodes.
+    #[test]
+    fn a_peer_granted_by_decide_is_granted_by_its_library(spec in mixed_spec()) {
+        let names = spec.names();
+        let children = spec.with_foreign(names.clone());
+        for me in &names {
+            if decide(me, &children).unwrap() == Decision::Granted {
+                prop_assert!(peer_grants(me, &children), "{} granted by decide, not by its library in {:?}", me, children);
+            }
+        }
+    }
+
+    /// In a directory of peers only, each written as its library writes
+    /// it, every contender that its library grants and whose mode agrees
+    /// with the others' is granted by `decide` too, where the peers'
+    /// recipes agree with each other: Curator's read/write lock alone,
+    /// kazoo's `ReadLock`/`WriteLock` alone.
+    #[test]
+    fn one_peer_recipe_alone_decides_as_its_library(spec in queue_spec(), kazoo in any::<bool>(), bits in any::<u128>()) {
+        let layout = if kazoo { Layout::Kazoo } else { Layout::Curator };
+        let names: Vec<String> = spec
+            .modes
+            .iter()
+            .zip(spec.seqs())
+            .enumerate()
+            .map(|(i, (m, s))| NodeName::new_in(layout, "h", token(bits ^ i as u128), *m, s).unwrap().to_string())
+            .collect();
+        for me in &names {
+            prop_assert_eq!(decide(me, &names).unwrap() == Decision::Granted, peer_grants(me, &names), "{}", me);
+        }
+    }
+}
+
+/// Curator sorts a name without its lock names by the whole name: a kazoo
+/// name whose hex starts with enough `0`s sorts before Curator's sequences
+/// and blocks Curator's writer, which `decide` grants. Curator is the more
+/// careful one there, never the less.
+#[test]
+fn curator_sorts_a_kazoo_name_by_its_hex() {
+    let kazoo = NodeName::new_in(Layout::Kazoo, "", Uuid::from_u128(1), Mode::Read, 9)
+        .unwrap()
+        .to_string();
+    let writer = NodeName::new_in(Layout::Curator, "", Uuid::from_u128(2), Mode::Write, 3)
+        .unwrap()
+        .to_string();
+    let children = vec![kazoo, writer.clone()];
+    assert_eq!(decide(&writer, &children).unwrap(), Decision::Granted);
+    assert!(!curator_grants(&writer, &children));
+}
+
+/// What the peers' own rules let through, modelled from their sources:
+/// Curator's mutex and read/write write lock are both granted on one
+/// directory, and so are kazoo's `Lock` and a `ReadLock` before it.
+/// `decide` grants only the first of each pair.
+#[test]
+fn peers_do_not_exclude_each_other_where_decide_does() {
+    let t = |n| token(n);
+    let mutex = NodeName::new_in(Layout::CuratorMutex, "", t(1), Mode::Write, 1)
+        .unwrap()
+        .to_string();
+    let writer = NodeName::new_in(Layout::Curator, "", t(2), Mode::Write, 2)
+        .unwrap()
+        .to_string();
+    let children = vec![mutex.clone(), writer.clone()];
+    assert!(curator_grants(&mutex, &children) && curator_grants(&writer, &children));
+    assert_eq!(decide(&mutex, &children).unwrap(), Decision::Granted);
+    assert_ne!(decide(&writer, &children).unwrap(), Decision::Granted);
+
+    let reader = NodeName::new_in(Layout::Kazoo, "", t(3), Mode::Read, 1)
+        .unwrap()
+        .to_string();
+    let lock = NodeName::new_in(Layout::Kazoo, "", t(4), Mode::Write, 2)
+        .unwrap()
+        .to_string();
+    let children = vec![reader.clone(), lock.clone()];
+    assert!(kazoo_grants(&reader, &children, &["__lock__"]) && kazoo_grants(&lock, &children, &["__lock__"]));
+    assert!(
+        !kazoo_grants(&lock, &children, &["__lock__", "__rlock__"]),
+        "WriteLock waits"
+    );
+    assert_ne!(decide(&lock, &children).unwrap(), Decision::Granted);
 }

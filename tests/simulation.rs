@@ -54,6 +54,10 @@
 //! scheduler likes, releases (with the release record when `mark`), may
 //! reach its deadline, and may start again (in a new session if its
 //! session expired). A contender that gives up or fails withdraws its node.
+//! In half the schedules the contenders write every layout in turn
+//! (native, Curator's read/write lock and mutex, kazoo): those in a peer's
+//! layout never write the release record, as the peers never do, and
+//! nobody may take a hand-off from a record behind them.
 //!
 //! # What is checked
 //!
@@ -63,7 +67,7 @@
 //! session's expiry takes the lock away). At every grant: the state of the
 //! directory at the zxid of the message that led to the grant (the
 //! listing, the event, the answer) grants this contender (so its node
-//! existed then), and `mark` is set exactly for a writer that waited. At
+//! existed then), and `mark` is set exactly for a native writer that waited. At
 //! every failure: `Lost` only when the node is gone, `SessionEnded` only
 //! after expiry, `Exhausted` only for a sequence at the limit, negative or
 //! shared, `GiveUp` only after the deadline or for a `try_*` acquire; never
@@ -106,7 +110,7 @@ use proptest::strategy::ValueTree;
 use proptest::test_runner::{FileFailurePersistence, RngAlgorithm, TestError, TestRng, TestRunner};
 use zk_rwlock::acquire::{Acquire, Action, Event, Failure, Input, NodeEvent, Record, Reply};
 use zk_rwlock::ordering::{decide, is_valid_seq, Decision};
-use zk_rwlock::Mode;
+use zk_rwlock::{Layout, Mode};
 
 type Check = Result<(), String>;
 
@@ -405,6 +409,8 @@ struct Stats {
     disconnects: u64,
     expiries: u64,
     foreign: u64,
+    /// Grants of contenders in a peer's layout (which never mark).
+    peer_grants: u64,
 }
 
 impl Stats {
@@ -423,6 +429,7 @@ impl Stats {
         self.disconnects += other.disconnects;
         self.expiries += other.expiries;
         self.foreign += other.foreign;
+        self.peer_grants += other.peer_grants;
     }
 }
 
@@ -445,6 +452,18 @@ struct World {
     tracing: bool,
     trace: Vec<String>,
     stats: Stats,
+    /// Contenders write peers' layouts too (see `layout_of`).
+    mixed: bool,
+}
+
+/// The layout contender `c` writes in a mixed world: every layout in turn
+/// (the Curator mutex has no readers: Curator's read/write lock then).
+/// Peer-layout contenders never write the release record, as peers.
+fn layout_of(c: usize, mode: Mode) -> Layout {
+    match Layout::ALL[c % Layout::ALL.len()] {
+        Layout::CuratorMutex if mode == Mode::Read => Layout::Curator,
+        layout => layout,
+    }
 }
 
 impl World {
@@ -465,6 +484,7 @@ impl World {
             tracing: true,
             trace: Vec::new(),
             stats: Stats::default(),
+            mixed: false,
         };
         for c in 0..contenders {
             let session = world.new_session(c);
@@ -823,7 +843,19 @@ impl World {
         }
         let contender = &mut self.contenders[c];
         contender.acquires += 1;
-        let prefix = format!("c{c}.{}-{}-", contender.acquires, mode.letter());
+        let layout = if self.mixed {
+            layout_of(c, mode)
+        } else {
+            Layout::Native
+        };
+        let prefix = match layout {
+            Layout::Native => format!("c{c}.{}-{}-", contender.acquires, mode.letter()),
+            // The peers' token: unique per contender and acquire.
+            peer => {
+                let token = uuid::Uuid::from_u128(((c as u128) << 64) | contender.acquires as u128);
+                peer.prefix("", token, mode).expect("a mode the layout has")
+            }
+        };
         contender.state = CState::Acquiring;
         contender.acq = Some(Acq {
             mode,
@@ -1235,7 +1267,8 @@ impl World {
                 ))
             }
         }
-        if mark != (mode == Mode::Write && waited) {
+        let native = !self.mixed || layout_of(c, mode) == Layout::Native;
+        if mark != (mode == Mode::Write && waited && native) {
             return self.fail(format!(
                 "c{c} ({mode}, waited: {waited}) granted with mark {mark}"
             ));
@@ -1246,6 +1279,7 @@ impl World {
         let handoff = acq.machine.as_ref().is_some_and(|m| m.inner.counts().handoff);
         self.contenders[c].state = CState::Holding;
         self.stats.grants += 1;
+        self.stats.peer_grants += u64::from(!native);
         if handoff {
             self.stats.handoffs += 1;
         }
@@ -1559,6 +1593,8 @@ enum Move {
 /// happen (0: never), the drain's seed, and one choice per step.
 #[derive(Debug, Clone)]
 struct Schedule {
+    /// Contenders in every layout (peers never mark), or native only.
+    mixed: bool,
     contenders: usize,
     counter: i32,
     negative_once: bool,
@@ -1569,6 +1605,7 @@ struct Schedule {
 
 fn schedule() -> impl Strategy<Value = Schedule> {
     (
+        any::<bool>(),
         3usize..=8,
         prop_oneof![4 => Just(0i32), 1 => (i32::MAX - 40)..=i32::MAX],
         any::<bool>(),
@@ -1577,7 +1614,8 @@ fn schedule() -> impl Strategy<Value = Schedule> {
         prop::collection::vec(any::<u32>(), 40..320),
     )
         .prop_map(
-            |(contenders, counter, negative_once, faults, drain_seed, choices)| Schedule {
+            |(mixed, contenders, counter, negative_once, faults, drain_seed, choices)| Schedule {
+                mixed,
                 contenders,
                 counter,
                 negative_once,
@@ -1593,6 +1631,7 @@ fn simulate(schedule: &Schedule, mutation: Mutation) -> Result<Stats, String> {
     let run = |tracing: bool| -> (World, Check) {
         let mut world = World::new(schedule.contenders, schedule.counter, mutation);
         world.negative_once = schedule.negative_once;
+        world.mixed = schedule.mixed;
         world.tracing = tracing;
         let mut run = || -> Check {
             for &choice in &schedule.choices {
@@ -1667,6 +1706,7 @@ fn schedules_keep_every_rule() {
         for (what, n) in [
             ("hand-offs", totals.handoffs),
             ("grants after the release record", totals.record_grants),
+            ("grants in a peer's layout", totals.peer_grants),
             ("grants after an own-node check", totals.checked_grants),
             ("Lost", totals.lost),
             ("SessionEnded", totals.session_ended),

@@ -25,7 +25,7 @@ use std::time::Duration;
 use clap::ArgGroup;
 use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::time::{Instant, MissedTickBehavior};
-use zk_rwlock::{HoldState, Mode, MultiLock, SharedLock};
+use zk_rwlock::{HoldState, Layout, Mode, MultiLock, SharedLock};
 
 use crate::common::{self, exit, Failure};
 use holding::Holding;
@@ -244,6 +244,15 @@ pub struct Args {
     #[arg(long, value_name = "DUR", value_parser = common::parse_duration, allow_hyphen_values = true, env = "ZK_RWLOCK_FOLLOWER_LAG")]
     follower_lag: Option<Duration>,
 
+    /// Name this command's contender nodes as a peer library does, so that
+    /// it excludes and is excluded by that library's locks on the same
+    /// path: native, curator (Curator's InterProcessReadWriteLock),
+    /// curator-mutex (Curator's InterProcessMutex; write only), kazoo
+    /// (kazoo's ReadLock, WriteLock and Lock). Every layout's nodes count
+    /// as contenders whatever this says [default: native]
+    #[arg(long, value_name = "LAYOUT", env = "ZK_RWLOCK_LAYOUT", value_parser = parse_layout)]
+    layout: Option<Layout>,
+
     /// Also take the read lock on PATH2, all or nothing with PATH (repeat
     /// for more); the locks are taken in path order, so commands naming the
     /// same paths in any order never deadlock each other
@@ -338,6 +347,9 @@ async fn exec(args: Args) -> Result<u8, Failure> {
         }
         if let Some(identity) = &args.identity {
             builder = builder.identity(identity);
+        }
+        if let Some(layout) = args.layout {
+            builder = builder.layout(layout);
         }
         builder.build()
     };
@@ -1082,6 +1094,12 @@ impl Signals {
             _ = self.hup.recv() => libc::SIGHUP,
         }
     }
+}
+
+/// Parses `--layout`.
+fn parse_layout(s: &str) -> Result<Layout, String> {
+    s.parse()
+        .map_err(|e: zk_rwlock::node_name::ParseLayoutError| e.to_string())
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 use tokio::signal::unix::{signal, SignalKind};
-use zk_rwlock::{zk, Contender, ContenderState, Mode, SharedLock};
+use zk_rwlock::{zk, Contender, ContenderState, Layout, Mode, SharedLock};
 
 use crate::common::{self, exit, Failure};
 
@@ -35,9 +35,14 @@ const AFTER_LONG_HELP: &str = "\
 What it shows:
   The contenders of each lock directory PATH in queue order, with each one's
   identity, mode, state (`holds`, or `waits on <node>`), fencing token (the
-  node's czxid) and age. Children of PATH that are not contender nodes are
-  listed as foreign: the lock ignores them. A lock directory that does not
-  exist has no contenders.
+  node's czxid) and age. Apache Curator's and kazoo's contenders (see
+  `zk-rwlock exec --layout`) count too, in their modes; their identity
+  column names the library that wrote them. Children of PATH that are not
+  contender nodes in any layout are listed as foreign: the lock ignores
+  them. A lock directory that does not exist has no contenders.
+  A queue that mixes layouts gets a warning under the table for each peer
+  library that does not recognise some of its contenders (Curator's
+  read/write lock and its mutex, and kazoo, each see only their own nodes).
   Contender nodes are ephemeral. A persistent node with a contender's name
   (made by hand or by another tool) still counts as a contender, one that
   never leaves: it is marked PERMANENT and named in a warning under the
@@ -55,7 +60,8 @@ Several paths:
 
 JSON (--json): one object per snapshot:
   {\"path\": \"/locks/x\", \"contenders\": [{\"position\": 1, \"node\": <child name>,
-   \"path\": <full path>, \"identity\": ..., \"token\": <uuid hex or null>,
+   \"path\": <full path>, \"identity\": ..., \"layout\": \"native\"|\"curator\"|
+   \"curator-mutex\"|\"kazoo\", \"token\": <uuid hex or null>,
    \"mode\": \"read\"|\"write\", \"seq\": <sequence>, \"state\": \"holds\"|\"waits\",
    \"waits_on\": <child name or null>, \"fencing_token\": <czxid or null>,
    \"session\": \"0x...\" or null, \"ephemeral\": true|false|null (false: a
@@ -469,7 +475,7 @@ fn table(snapshot: &Snapshot, now: SystemTime) -> String {
             rows.push([
                 (i + 1).to_string(),
                 c.name.to_string(),
-                c.name.identity().to_owned(),
+                identity_cell(&c.name),
                 c.name.mode().to_string(),
                 {
                     let mut state = match &c.state {
@@ -518,12 +524,48 @@ fn table(snapshot: &Snapshot, now: SystemTime) -> String {
         for c in snapshot.contenders.iter().filter(|c| c.is_persistent()) {
             out.push_str(&permanent_warning(&c.path));
         }
+        out.push_str(&layout_warnings(&snapshot.contenders));
     }
     if !snapshot.foreign.is_empty() {
         out.push_str(&format!(
             "foreign children (not contender nodes; the lock ignores them): {}\n",
             snapshot.foreign.join(", ")
         ));
+    }
+    out
+}
+
+/// The IDENTITY cell: a native contender's identity; for a peer's, which
+/// library wrote it (its name carries no identity).
+fn identity_cell(name: &zk_rwlock::NodeName) -> String {
+    match name.layout() {
+        Layout::Native => name.identity().to_owned(),
+        layout => format!("({})", layout.library()),
+    }
+}
+
+/// Warnings under the table for a queue that mixes layouts: a peer library
+/// recognises only its own recipe's nodes, so it may hold beside the
+/// others (zk-rwlock recognises every layout).
+fn layout_warnings(contenders: &[Contender]) -> String {
+    let mut out = String::new();
+    for peer in Layout::ALL.into_iter().filter(|l| *l != Layout::Native) {
+        if !contenders.iter().any(|c| c.name.layout() == peer) {
+            continue;
+        }
+        let unseen: Vec<String> = contenders
+            .iter()
+            .filter(|c| c.name.layout() != peer)
+            .map(|c| c.name.to_string())
+            .collect();
+        if !unseen.is_empty() {
+            out.push_str(&format!(
+                "WARNING: {} does not recognise {}: it can hold the lock beside them; give every \
+                 client of this path one layout (zk-rwlock exec --layout {peer})\n",
+                peer.library(),
+                unseen.join(", ")
+            ));
+        }
     }
     out
 }
@@ -557,6 +599,8 @@ struct JsonContender {
     node: String,
     path: String,
     identity: String,
+    /// Which layout (so which library) the node's name is written in.
+    layout: &'static str,
     token: Option<String>,
     mode: &'static str,
     seq: i32,
@@ -583,6 +627,7 @@ fn json(snapshot: &Snapshot, now: SystemTime) -> JsonStatus<'_> {
             node: c.name.to_string(),
             path: c.path.clone(),
             identity: c.name.identity().to_owned(),
+            layout: c.name.layout().name(),
             token: c.name.token().map(|t| t.simple().to_string()),
             mode: match c.name.mode() {
                 Mode::Read => "read",

@@ -244,9 +244,16 @@ pub async fn wait_watching(cluster: &ZkCluster, node: &str, session: i64) {
     .await;
 }
 
-/// The per-attempt token of a contender node name (`identity@token-M-seq`),
-/// or the whole name when it has none.
+/// The per-attempt token of a contender node name (`identity@token-M-seq`;
+/// Curator's `_c_<uuid>-`, kazoo's hex before `__`), or the whole name when
+/// it has none.
 pub fn token_of(child: &str) -> &str {
+    if child.starts_with("_c_") && child.len() > 39 {
+        return &child[..39];
+    }
+    if let Some((hex, _)) = child.split_once("__").filter(|_| !child.contains('@')) {
+        return hex;
+    }
     let rest = child.split_once('@').map_or(child, |(_, rest)| rest);
     rest.split_once('-').map_or(rest, |(token, _)| token)
 }

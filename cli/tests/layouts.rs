@@ -1,0 +1,166 @@
+//! `zk-rwlock exec --layout` and `status` with Curator's and kazoo's
+//! contenders, against a real ZooKeeper server.
+
+use zk_rwlock_testkit as support;
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::Value;
+use support::{assert_drained, client, server, unique_path, wait_nodes};
+use tokio::process::Command;
+use zk_rwlock::{zk, Layout, Mode, NodeName};
+
+const BIN: &str = env!("CARGO_BIN_EXE_zk-rwlock");
+const SHORT: Duration = Duration::from_secs(15);
+
+/// Runs `zk-rwlock <args>` on the shared server; returns the exit code, stdout, stderr.
+async fn run(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String, String) {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args)
+        .env("ZK_CONNECT", server().connect_string())
+        .env_remove("RUST_LOG")
+        .env_remove("ZK_RWLOCK_LAYOUT")
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let out = tokio::time::timeout(SHORT, cmd.output())
+        .await
+        .expect("zk-rwlock finished")
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    (out.status.code(), stdout.into_owned(), stderr.into_owned())
+}
+
+/// `exec` in each layout, by `--layout` and by `ZK_RWLOCK_LAYOUT`: the node
+/// is named as the peer names it, its data is the identity.
+#[tokio::test]
+async fn exec_writes_the_layout_it_is_given() {
+    let path = unique_path("cli-layout");
+    let script = r#"echo "$ZK_RWLOCK_NODE"; "$0" status --json "$1""#;
+    for (layout, mode, by_env) in [
+        (Layout::Curator, Mode::Read, false),
+        (Layout::Curator, Mode::Write, true),
+        (Layout::CuratorMutex, Mode::Write, false),
+        (Layout::Kazoo, Mode::Read, true),
+        (Layout::Kazoo, Mode::Write, false),
+        (Layout::Native, Mode::Write, false),
+    ] {
+        let flag = format!("--{}", if mode == Mode::Read { "read" } else { "write" });
+        let mut args = vec!["exec", &flag, "--identity", "job-7"];
+        let env: Vec<(&str, &str)> = if by_env {
+            vec![("ZK_RWLOCK_LAYOUT", layout.name())]
+        } else {
+            args.extend(["--layout", layout.name()]);
+            vec![]
+        };
+        args.extend([path.as_str(), "--", "sh", "-c", script, BIN, &path]);
+        let (code, stdout, stderr) = run(&args, &env).await;
+        assert_eq!(code, Some(0), "{layout} {mode}: {stderr}");
+        let (node, json) = stdout.split_once('\n').unwrap();
+        let name: NodeName = node.rsplit('/').next().unwrap().parse().unwrap();
+        assert_eq!((name.layout(), name.mode()), (layout, mode), "{node}");
+        assert!(name.token().is_some(), "{node}");
+        let status: Value = serde_json::from_str(json).unwrap();
+        assert_eq!(status["contenders"][0]["layout"], layout.name(), "{status}");
+        assert_eq!(status["contenders"][0]["state"], "holds", "{status}");
+    }
+    assert_drained(&path).await;
+}
+
+#[tokio::test]
+async fn bad_layouts_are_usage_errors() {
+    let path = unique_path("cli-layout-bad");
+    let (code, _, stderr) = run(
+        &["exec", "--write", "--layout", "zookeeper", &path, "--", "true"],
+        &[],
+    )
+    .await;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("unknown layout `zookeeper`"), "{stderr}");
+    assert!(stderr.contains("curator-mutex"), "{stderr}");
+    let (code, _, stderr) = run(
+        &["exec", "--read", "--layout", "curator-mutex", &path, "--", "true"],
+        &[],
+    )
+    .await;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("`curator-mutex` layout has no read locks"),
+        "{stderr}"
+    );
+    assert_drained(&path).await;
+}
+
+/// Peers' contenders in the queue: their modes, their library, who waits on them.
+#[tokio::test]
+async fn status_shows_peer_contenders_with_their_library() {
+    let path = unique_path("cli-status-peers");
+    let c = client().await;
+    c.mkdir(
+        &path,
+        &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
+    )
+    .await
+    .unwrap();
+    let ephemeral = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
+    let curator_reader = format!("{path}/_c_7f3a0c1e-9b2d-4f60-a1b2-c3d4e5f60718-__READ__");
+    c.create(&curator_reader, b"10.0.0.1", &ephemeral).await.unwrap();
+    wait_nodes(&c, &path, 1).await;
+    let (_, table, _) = run(&["status", &path], &[]).await;
+    assert!(table.contains("(Curator InterProcessReadWriteLock)"), "{table}");
+    assert!(!table.contains("WARNING"), "one layout: {table}");
+    let kazoo_writer = format!("{path}/0123456789abcdef0123456789abcdef__lock__");
+    c.create(&kazoo_writer, b"worker-3", &ephemeral).await.unwrap();
+    let kids = wait_nodes(&c, &path, 2).await;
+    let kazoo_name = kids.iter().find(|k| k.contains("__lock__")).unwrap().clone();
+
+    let (code, stdout, stderr) = run(&["status", &path], &[]).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    let rows: Vec<&str> = stdout.lines().collect();
+    assert!(rows[0].contains("2 contenders, 1 holding, 1 waiting"), "{stdout}");
+    assert!(
+        rows[2].contains("(Curator InterProcessReadWriteLock)") && rows[2].contains("holds"),
+        "{stdout}"
+    );
+    assert!(
+        rows[3].contains("(kazoo)") && rows[3].contains("waits on _c_"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("foreign"), "{stdout}");
+    // Curator's and kazoo's locks do not see each other's nodes.
+    let curator_name = kids.iter().find(|k| k.contains("__READ__")).unwrap();
+    assert!(
+        stdout.contains(&format!(
+            "WARNING: Curator InterProcessReadWriteLock does not recognise {kazoo_name}: it can hold"
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!(
+            "WARNING: kazoo does not recognise {curator_name}: it can hold"
+        )),
+        "{stdout}"
+    );
+
+    let (code, stdout, _) = run(&["status", "--json", &path], &[]).await;
+    assert_eq!(code, Some(0));
+    let status: Value = serde_json::from_str(&stdout).unwrap();
+    let got = status["contenders"].as_array().unwrap();
+    assert_eq!(got[0]["layout"], "curator");
+    assert_eq!(got[0]["mode"], "read");
+    assert_eq!(got[0]["token"], "7f3a0c1e9b2d4f60a1b2c3d4e5f60718");
+    assert_eq!(got[0]["identity"], "");
+    assert_eq!(got[1]["layout"], "kazoo");
+    assert_eq!(got[1]["mode"], "write");
+    assert_eq!(got[1]["node"], kazoo_name.as_str());
+    assert_eq!(got[1]["state"], "waits");
+    drop(c);
+    assert_drained(&path).await;
+}
