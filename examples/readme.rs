@@ -113,7 +113,7 @@ let options = ConnectOptions::new()
     .tls_identity_pem(&std::fs::read_to_string("/etc/zk/client.pem")?, &std::fs::read_to_string("/etc/zk/client-key.pem")?)?;
 let client = connect_client_with("zk1:2281,zk2:2281,zk3:2281", &options).await?;
 let lock = SharedLock::builder(client, "/locks/orders")
-    .acls(&zk::Acls::creator_all())          // only alice may see, join, revoke or delete
+    .acls(&zk::Acls::creator_all())          // only alice may read, revoke or delete her nodes
     .build()?;
 let guard = lock.write().await?;
     guard.release().await?;
