@@ -879,11 +879,18 @@ impl SharedLock {
     /// Creates the lock directory: its parents as persistent nodes, the
     /// directory itself as a container node, which the server removes once
     /// it is empty (so its sequence counter starts again from 0). Servers
-    /// before 3.6 get a persistent directory.
+    /// before 3.6 get a persistent directory. The directory is tried first,
+    /// alone: its parents usually exist (a service locking per record makes
+    /// many directories under one parent), and a create that finds its node
+    /// there is still a write the server logs.
     async fn make_dir(&self) -> Result<(), Error> {
         let client = &self.inner.client;
         let dir = self.inner.path.as_str();
         let acls = zk::Acls::new(&self.inner.acls);
+        match self.create_dir_node(acls).await {
+            Err(zk::Error::NoNode) => {}
+            result => return result.map_err(|e| Error::from_zk(e, dir)),
+        }
         if let Some(parent) = dir
             .rsplit_once('/')
             .map(|(parent, _)| parent)
@@ -895,17 +902,31 @@ impl SharedLock {
                 Err(e) => return Err(Error::from_zk(e, parent)),
             }
         }
+        match self.create_dir_node(acls).await {
+            // A parent removed meanwhile: the caller's create finds the
+            // directory missing and comes back (a bounded number of times).
+            Ok(()) | Err(zk::Error::NoNode) => Ok(()),
+            Err(e) => Err(Error::from_zk(e, dir)),
+        }
+    }
+
+    /// Creates the lock directory's node, its parent existing: a container
+    /// (persistent on servers before 3.6). A directory already there is
+    /// success.
+    async fn create_dir_node(&self, acls: zk::Acls<'_>) -> Result<(), zk::Error> {
+        let client = &self.inner.client;
+        let dir = self.inner.path.as_str();
         let container = zk::CreateMode::Container.with_acls(acls);
         match with_retry(client, || client.create(dir, &[], &container)).await {
-            Ok(_) | Err(zk::Error::NodeExists) | Err(zk::Error::NoNode) => Ok(()),
+            Ok(_) | Err(zk::Error::NodeExists) => Ok(()),
             Err(zk::Error::Unimplemented) => {
                 let persistent = zk::CreateMode::Persistent.with_acls(acls);
                 match with_retry(client, || client.create(dir, &[], &persistent)).await {
-                    Ok(_) | Err(zk::Error::NodeExists) | Err(zk::Error::NoNode) => Ok(()),
-                    Err(e) => Err(Error::from_zk(e, dir)),
+                    Ok(_) | Err(zk::Error::NodeExists) => Ok(()),
+                    Err(e) => Err(e),
                 }
             }
-            Err(e) => Err(Error::from_zk(e, dir)),
+            Err(e) => Err(e),
         }
     }
 
