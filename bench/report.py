@@ -93,6 +93,15 @@ def main(paths):
             print()
             print(f"entity_locks ({c} workers) / its floor entity_floor, same run: {fmt(med(ratios), 2)} "
                   f"({', '.join(fmt(x, 2) for x in ratios)})")
+            # Where the time goes: the server's CPU (zk_cpu_s, the whole process's time, warm-up
+            # included) and requests per grant, the lock against its floor.
+            for label, i in (("entity_locks", 0), ("entity_floor", 1)):
+                rows = [pair[i] for pair in pairs if pair[i] and pair[i].get("grants")]
+                srv = med([r["zk_cpu_s"] / r["grants"] * 1000 for r in rows if "zk_cpu_s" in r])
+                per_req = med([r["zk_cpu_s"] / r["zk_rx"] * 1e6 for r in rows if r.get("zk_rx")])
+                rx = med([per_grant(r, "zk_rx", 200) for r in rows])
+                print(f"  {label}: server CPU {fmt(srv, 3)} ms per grant, {fmt(per_req, 0)} us per request, "
+                      f"{fmt(rx, 2)} requests per grant")
 
 
 if __name__ == "__main__":
