@@ -20,7 +20,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/ensure-zookeeper.sh
 cargo build --release --quiet -p zk-rwlock-bench
-bin=$PWD/target/release/zk-rwlock-bench
+target_dir=${CARGO_TARGET_DIR:-target}
+[[ $target_dir == /* ]] || target_dir=$PWD/$target_dir
+bin=$target_dir/release/zk-rwlock-bench
 stamp=$(date +%Y%m%d-%H%M%S)-$$
 files=()
 for i in $(seq 1 "${RUNS:-1}"); do
