@@ -4,9 +4,10 @@
   python3 bench/report.py bench/peers/results/run-A.jsonl [run-B.jsonl ...]
 
 For every (workload, clients): the median over the files of grants/s per implementation,
-zk-rwlock's ratio to Curator, ZooKeeper requests per grant (zk_rx / (grants + warmup)) and
-client CPU per grant (proc_cpu_s / grants), with the per-file ratios in brackets so that the
-spread is visible. Ratios are taken within one file (one run), then the median is reported.
+zk-rwlock's ratio to Curator, p99, ZooKeeper requests per grant (zk_rx / (grants + warmup))
+and client CPU per grant (window_cpu_s / grants: the process's CPU from the clock's start to the
+run's end), with the per-file ratios in brackets so that the spread is visible. The floor rows
+that run.sh got from bench/floor-impl.sh (entity_floor) are zk-rwlock-bench rows without peers. Ratios are taken within one file (one run), then the median is reported.
 Standard library only.
 """
 import json
@@ -56,12 +57,14 @@ def main(paths):
     print(f"Medians of {len(runs)} run(s). Ratios are zk-rwlock / Curator within a run; brackets: each run.")
     print()
     print("| workload | clients | zk-rwlock grants/s | Curator | kazoo | ÷ Curator | zk-rwlock p50 ms | Curator p50 | kazoo p50 "
-          "| requests/grant (zk-rwlock, Curator) | CPU ms/grant (zk-rwlock, Curator) | violations |")
-    print("|---|---:|---:|---:|---:|---|---:|---:|---:|---|---|---:|")
+          "| zk-rwlock p99 ms | Curator p99 | requests/grant (zk-rwlock, Curator) | CPU ms/grant (zk-rwlock, Curator) "
+          "| violations |")
+    print("|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|---|---:|")
     for (w, c) in keys:
         got = {i: [run.get((w, c, i)) for run in runs] for i in IMPLS}
         gps = {i: med([r and r.get("grants_per_s") for r in got[i]]) for i in IMPLS}
         p50 = {i: med([r and r.get("p50_ms") for r in got[i]]) for i in IMPLS}
+        p99 = {i: med([r and r.get("p99_ms") for r in got[i]]) for i in IMPLS}
         ratios = []
         for rr, rc in zip(got["rust"], got["curator"]):
             if w == "herd_release":
@@ -69,16 +72,36 @@ def main(paths):
                 ratios.append(rr["secs"] / rc["secs"] if rr and rc and rc.get("secs") else None)
             else:
                 ratios.append(rr["grants_per_s"] / rc["grants_per_s"] if rr and rc and rc.get("grants_per_s") else None)
-        warm = 200 if w.startswith("uncontended") else 0
+        warm = 200 if w.startswith(("uncontended", "entity_")) else 0
         rx = [med([per_grant(r, "zk_rx", warm) for r in got[i]]) for i in ("rust", "curator")]
-        cpu = [med([per_grant(r, "proc_cpu_s", 0) for r in got[i]]) for i in ("rust", "curator")]
+        cpu = [med([per_grant(r, "window_cpu_s", 0) for r in got[i]]) for i in ("rust", "curator")]
         viol = sum((r or {}).get("violations", 0) for i in IMPLS for r in got[i] if r and i == "rust")
         spread = ", ".join(fmt(x, 2) for x in ratios)
         label = "time ÷ Curator" if w == "herd_release" else ""
         print(f"| {w} | {c} | {fmt(gps['rust'])} | {fmt(gps['curator'])} | {fmt(gps['kazoo'])} "
               f"| {fmt(med(ratios), 2)} {label}({spread}) | {fmt(p50['rust'], 2)} | {fmt(p50['curator'], 2)} "
-              f"| {fmt(p50['kazoo'], 2)} | {fmt(rx[0], 2)}, {fmt(rx[1], 2)} "
+              f"| {fmt(p50['kazoo'], 2)} | {fmt(p99['rust'], 2)} | {fmt(p99['curator'], 2)} "
+              f"| {fmt(rx[0], 2)}, {fmt(rx[1], 2)} "
               f"| {fmt(cpu[0] and cpu[0] * 1000, 3)}, {fmt(cpu[1] and cpu[1] * 1000, 3)} | {viol} |")
+    for (w, c) in keys:
+        if w != "entity_locks":
+            continue
+        pairs = [(run.get((w, c, "rust")), run.get(("entity_floor", c, "rust"))) for run in runs]
+        ratios = [lk["grants_per_s"] / fl["grants_per_s"] for lk, fl in pairs
+                  if lk and fl and lk.get("grants_per_s") and fl.get("grants_per_s")]
+        if ratios:
+            print()
+            print(f"entity_locks ({c} workers) / its floor entity_floor, same run: {fmt(med(ratios), 2)} "
+                  f"({', '.join(fmt(x, 2) for x in ratios)})")
+            # Where the time goes: the server's CPU (zk_cpu_s, the whole process's time, warm-up
+            # included) and requests per grant, the lock against its floor.
+            for label, i in (("entity_locks", 0), ("entity_floor", 1)):
+                rows = [pair[i] for pair in pairs if pair[i] and pair[i].get("grants")]
+                srv = med([r["zk_cpu_s"] / r["grants"] * 1000 for r in rows if "zk_cpu_s" in r])
+                per_req = med([r["zk_cpu_s"] / r["zk_rx"] * 1e6 for r in rows if r.get("zk_rx")])
+                rx = med([per_grant(r, "zk_rx", 200) for r in rows])
+                print(f"  {label}: server CPU {fmt(srv, 3)} ms per grant, {fmt(per_req, 0)} us per request, "
+                      f"{fmt(rx, 2)} requests per grant")
 
 
 if __name__ == "__main__":

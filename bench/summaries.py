@@ -3,6 +3,7 @@
 
   python3 bench/summaries.py floors FILE   # medians per (workload, clients), lock / floor ratios
   python3 bench/summaries.py scale FILE    # herd per hand-off time by waiters, and their ratio
+  python3 bench/summaries.py memory FILE   # bytes per idle lock handle and per queued waiter
 
 Standard library only.
 """
@@ -52,7 +53,16 @@ def scale(path):
     print(f"  per hand-off, {big} / {small} waiters: {med[big] / med[small]:.2f}x")
 
 
+def memory(path):
+    by = grouped(path, lambda r: (r["workload"], r["clients"]))
+    what = {"memory_handles": "idle lock handles", "memory_waiters": "waiters on one lock"}
+    for (w, c), rs in by.items():
+        each = [r["bytes_each"] for r in rs]
+        print(f"  {c:>6} {what.get(w, w):<20} {statistics.median(each):7.0f} bytes each (rounds: "
+              + ", ".join(f"{x:.0f}" for x in each) + f"), errors {sum(r['errors'] for r in rs)}")
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] not in ("floors", "scale"):
+    if len(sys.argv) != 3 or sys.argv[1] not in ("floors", "scale", "memory"):
         sys.exit(__doc__)
-    {"floors": floors, "scale": scale}[sys.argv[1]](sys.argv[2])
+    {"floors": floors, "scale": scale, "memory": memory}[sys.argv[1]](sys.argv[2])

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # zk-rwlock against Apache Curator 5.4.0 and kazoo 2.11 on one throwaway local
-# ZooKeeper, every workload interleaved (bench/peers/README.md has the contract),
-# then, on a fresh server, ZooKeeper's own floor measured with plain client
-# calls and the herd at 64 and 1,000 waiters (scale). Prints the comparison
+# ZooKeeper, every workload interleaved (bench/peers/README.md has the contract;
+# entity_locks with its floor, entity_floor, as a fourth implementation in the
+# same rotation, bench/floor-impl.sh), then, on a fresh server, ZooKeeper's own
+# floor measured with plain client calls, the herd at 64 and 1,000 waiters
+# (scale) and the client's memory per lock handle and per waiter; then the
+# directories entity_locks leaves behind (bench/lifecycle.sh, another fresh
+# server, about 2.5 minutes; LIFECYCLE=0 skips it). Prints the comparison
 # table, then every target checked run by run (bench/targets.py); exits 1 if
 # a target was missed in any run.
 # Installs Debian's zookeeper and Curator packages and a kazoo venv when missing.
@@ -16,15 +20,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/ensure-zookeeper.sh
 cargo build --release --quiet -p zk-rwlock-bench
-bin=$PWD/target/release/zk-rwlock-bench
+target_dir=${CARGO_TARGET_DIR:-target}
+[[ $target_dir == /* ]] || target_dir=$PWD/$target_dir
+bin=$target_dir/release/zk-rwlock-bench
 stamp=$(date +%Y%m%d-%H%M%S)-$$
 files=()
 for i in $(seq 1 "${RUNS:-1}"); do
   echo "bench-compare: run $i of ${RUNS:-1}" >&2
-  # entity_locks is not a workload of `zk-rwlock-bench` yet: left out unless asked for.
-  RUN_ID=$stamp-$i IMPLS=${IMPLS:-"curator kazoo rust"} IMPL_CMD_rust="$bin" \
-    WORKLOADS=${WORKLOADS:-"uncontended_write uncontended_read uncontended_mutex contended_write contended_mutex mixed_90r10w herd_release"} \
-    bash bench/peers/run.sh > /dev/null
+  # "floor" answers entity_locks with zk-rwlock-bench's entity_floor (bench/floor-impl.sh).
+  RUN_ID=$stamp-$i IMPLS=${IMPLS:-"curator kazoo rust floor"} IMPL_CMD_rust="$bin" \
+    IMPL_CMD_floor="bash $PWD/bench/floor-impl.sh $bin" bash bench/peers/run.sh > /dev/null
   files+=("bench/peers/results/run-$stamp-$i.jsonl")
 done
 python3 bench/report.py "${files[@]}"
@@ -59,4 +64,19 @@ for i in $(seq 1 "${SCALE_ROUNDS:-3}"); do
   done
 done > "$scale"
 python3 bench/summaries.py scale "$scale"
+
+# Client memory: idle lock handles and queued waiters on one session.
+echo
+echo "Client memory (VmRSS growth, one session; median of ${SCALE_ROUNDS:-3} rounds):"
+memory=bench/peers/results/memory-$stamp.jsonl
+for i in $(seq 1 "${SCALE_ROUNDS:-3}"); do
+  "$bin" --zk "127.0.0.1:$port" --workload memory_handles --clients 10000 --path "/memory-$i-handles" | tail -1
+  "$bin" --zk "127.0.0.1:$port" --workload memory_waiters --clients 1000 --path "/memory-$i-waiters" | tail -1
+done > "$memory"
+python3 bench/summaries.py memory "$memory"
+
+if [[ ${LIFECYCLE:-1} != 0 ]]; then
+  echo
+  bash bench/lifecycle.sh "$bin"
+fi
 exit $missed

@@ -7,7 +7,7 @@
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::Notify;
@@ -72,14 +72,18 @@ pub struct SharedLock {
 struct Inner {
     client: zk::Client,
     path: String,
-    identity: String,
+    /// Shared by every lock with the default identity (as are the default
+    /// ACLs): a service may keep a lock per record, thousands of them.
+    identity: Arc<str>,
     /// How this lock names its contender nodes.
     layout: Layout,
-    acls: Vec<zk::Acl>,
-    directory_acls: Vec<zk::Acl>,
+    acls: Arc<[zk::Acl]>,
+    directory_acls: Arc<[zk::Acl]>,
     /// Foreign child names (and persistent contenders) already warned
-    /// about, so each is logged once.
-    warned: Mutex<HashSet<String>>,
+    /// about, so each is logged once; made on the first warning (boxed:
+    /// 8 bytes per lock until then, not a set's 48).
+    #[allow(clippy::box_collection)]
+    warned: Mutex<Option<Box<HashSet<String>>>>,
     /// Releases and deletions running in the background.
     tasks: Arc<background::Tasks>,
     /// What the acquires did.
@@ -123,8 +127,10 @@ pub struct LockBuilder {
     client: zk::Client,
     path: String,
     identity: Option<String>,
-    acls: Vec<zk::Acl>,
-    directory_acls: Vec<zk::Acl>,
+    /// `None`: the default, open to anyone.
+    acls: Option<Vec<zk::Acl>>,
+    /// `None`: the default, open to anyone.
+    directory_acls: Option<Vec<zk::Acl>>,
     follower_lag: Duration,
     layout: Layout,
 }
@@ -162,7 +168,7 @@ impl LockBuilder {
     /// [`ConnectOptions`](crate::ConnectOptions)): without one the first
     /// create fails with `Error::ZooKeeper(zk::Error::InvalidAcl)`.
     pub fn acls(mut self, acls: &[zk::Acl]) -> LockBuilder {
-        self.acls = acls.to_vec();
+        self.acls = Some(acls.to_vec());
         self
     }
 
@@ -175,7 +181,7 @@ impl LockBuilder {
     /// and DELETE on its parent: an identity refused any of them gets
     /// [`Error::NoAuth`](crate::Error::NoAuth).
     pub fn directory_acls(mut self, acls: &[zk::Acl]) -> LockBuilder {
-        self.directory_acls = acls.to_vec();
+        self.directory_acls = Some(acls.to_vec());
         self
     }
 
@@ -227,9 +233,17 @@ impl LockBuilder {
         let identity = match self.identity {
             Some(identity) => {
                 validate_identity(&identity)?;
-                identity
+                Arc::from(identity)
             }
-            None => default_identity(),
+            None => shared_default_identity(),
+        };
+        let acls = match self.acls {
+            Some(acls) => Arc::from(acls),
+            None => default_acls(),
+        };
+        let directory_acls = match self.directory_acls {
+            Some(acls) => Arc::from(acls),
+            None => default_acls(),
         };
         Ok(SharedLock {
             inner: Arc::new(Inner {
@@ -237,9 +251,9 @@ impl LockBuilder {
                 path: self.path,
                 identity,
                 layout: self.layout,
-                acls: self.acls,
-                directory_acls: self.directory_acls,
-                warned: Mutex::new(HashSet::new()),
+                acls,
+                directory_acls,
+                warned: Mutex::new(None),
                 tasks: Arc::default(),
                 stats: Recorder::default(),
                 follower_lag: self.follower_lag,
@@ -337,6 +351,19 @@ pub fn validate_identity(identity: &str) -> Result<(), Error> {
     Ok(())
 }
 
+/// [`default_identity`], read once per process.
+fn shared_default_identity() -> Arc<str> {
+    static IDENTITY: OnceLock<Arc<str>> = OnceLock::new();
+    IDENTITY.get_or_init(|| Arc::from(default_identity())).clone()
+}
+
+/// The default ACLs (open to anyone), one copy per process.
+fn default_acls() -> Arc<[zk::Acl]> {
+    static ACLS: OnceLock<Arc<[zk::Acl]>> = OnceLock::new();
+    ACLS.get_or_init(|| Arc::from(zk::Acls::anyone_all().to_vec()))
+        .clone()
+}
+
 /// This machine's host name, made safe for node names.
 pub(crate) fn default_identity() -> String {
     let raw = std::fs::read_to_string("/proc/sys/kernel/hostname")
@@ -390,8 +417,8 @@ impl SharedLock {
             path: path.to_owned(),
             identity: None,
             follower_lag: Duration::ZERO,
-            acls: zk::Acls::anyone_all().to_vec(),
-            directory_acls: zk::Acls::anyone_all().to_vec(),
+            acls: None,
+            directory_acls: None,
             layout: Layout::Native,
         }
     }
@@ -938,11 +965,18 @@ impl SharedLock {
     /// Creates the lock directory: its parents as persistent nodes, the
     /// directory itself as a container node, which the server removes once
     /// it is empty (so its sequence counter starts again from 0). Servers
-    /// before 3.6 get a persistent directory.
+    /// before 3.6 get a persistent directory. The directory is tried first,
+    /// alone: its parents usually exist (a service locking per record makes
+    /// many directories under one parent), and a create that finds its node
+    /// there is still a write the server logs.
     async fn make_dir(&self) -> Result<(), Error> {
         let client = &self.inner.client;
         let dir = self.inner.path.as_str();
         let acls = zk::Acls::new(&self.inner.directory_acls);
+        match self.create_dir_node(acls).await {
+            Err(zk::Error::NoNode) => {}
+            result => return result.map_err(|e| Error::from_zk(e, dir)),
+        }
         if let Some(parent) = dir
             .rsplit_once('/')
             .map(|(parent, _)| parent)
@@ -954,17 +988,31 @@ impl SharedLock {
                 Err(e) => return Err(Error::from_zk(e, parent)),
             }
         }
+        match self.create_dir_node(acls).await {
+            // A parent removed meanwhile: the caller's create finds the
+            // directory missing and comes back (a bounded number of times).
+            Ok(()) | Err(zk::Error::NoNode) => Ok(()),
+            Err(e) => Err(Error::from_zk(e, dir)),
+        }
+    }
+
+    /// Creates the lock directory's node, its parent existing: a container
+    /// (persistent on servers before 3.6). A directory already there is
+    /// success.
+    async fn create_dir_node(&self, acls: zk::Acls<'_>) -> Result<(), zk::Error> {
+        let client = &self.inner.client;
+        let dir = self.inner.path.as_str();
         let container = zk::CreateMode::Container.with_acls(acls);
         match with_retry(client, || client.create(dir, &[], &container)).await {
-            Ok(_) | Err(zk::Error::NodeExists) | Err(zk::Error::NoNode) => Ok(()),
+            Ok(_) | Err(zk::Error::NodeExists) => Ok(()),
             Err(zk::Error::Unimplemented) => {
                 let persistent = zk::CreateMode::Persistent.with_acls(acls);
                 match with_retry(client, || client.create(dir, &[], &persistent)).await {
-                    Ok(_) | Err(zk::Error::NodeExists) | Err(zk::Error::NoNode) => Ok(()),
-                    Err(e) => Err(Error::from_zk(e, dir)),
+                    Ok(_) | Err(zk::Error::NodeExists) => Ok(()),
+                    Err(e) => Err(e),
                 }
             }
-            Err(e) => Err(Error::from_zk(e, dir)),
+            Err(e) => Err(e),
         }
     }
 
@@ -995,7 +1043,7 @@ impl SharedLock {
         self.inner
             .warned
             .lock()
-            .is_ok_and(|mut warned| warned.insert(key.to_owned()))
+            .is_ok_and(|mut warned| warned.get_or_insert_with(Box::default).insert(key.to_owned()))
     }
 
     /// Logs each child that is not a contender, once per name.

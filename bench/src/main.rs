@@ -79,6 +79,22 @@ default to the values of peers/run.sh):
   floor_handoff       client A deletes a node that client B watches with a data
                       watch, G rounds (default 500); latency = A's delete call
                       -> B's notification
+  entity_locks        per-entity locks: ONE session shared by C workers
+                      (default 64, G=4000); each grant takes the write lock of
+                      PATH/e<k>, k uniform in --entities (default 1024; worker
+                      i seeded seed*1000+i); directories are made on first
+                      use, inside the timed run; violations = grants while
+                      another worker held the same entity
+  entity_floor        its floor, no lock logic: the same session, workers and
+                      entity choice, each cycle one create (ephemeral-
+                      sequential) in PATH/e<k> (making the directory on first
+                      use) and its delete; latency = create
+  memory_handles      client memory: C (default 10000) idle locks (PATH/e<i>)
+                      on one session; bytes_each = VmRSS growth / C
+  memory_waiters      C (default 1000) write acquires through one lock of one
+                      session queued behind a holder of the same session;
+                      bytes_each = VmRSS growth / C once all are queued; then
+                      the holder releases and every waiter takes the lock
 
 Every client is its own ZooKeeper session (timeout 4 s), opened before the
 clock starts. --warmup N: N uncounted write acquire/release cycles (floors:
@@ -95,8 +111,11 @@ Output: one JSON object, the last line of stdout:
   wakeups (watch events received by waiting acquires), spurious_wakeups
   (of those, wake-ups that did not end in a grant: the acquire waited again
   or gave up), relisted_wakeups (wake-ups that ended in a grant only after
-  listing the lock directory again, instead of a direct hand-off), run_cpu_s (this process's user+sys CPU during the measured
-  window), max_rss_kb, first_error, version.
+  listing the lock directory again, instead of a direct hand-off),
+  window_cpu_s (this process's user+sys CPU, all threads, from the clock's
+  start to the run's end), max_rss_kb, first_error, version; entity_*:
+  entities, sessions (1), entity_violations; memory_*: rss_base_kb, rss_kb,
+  bytes_each.
   violations: a process-wide (readers, writers) count is updated right after
   each acquire and right before each release; a writer granted while anyone
   holds, or a reader granted while a writer holds, is a violation.
@@ -147,13 +166,15 @@ struct Args {
     #[arg(long, value_enum, value_name = "WORKLOAD")]
     workload: Workload,
 
-    /// Clients (sessions); for herd_release the number of waiters
-    /// [default: 1, contended 8, mixed 16, herd 64]
+    /// Clients (sessions); for herd_release the number of waiters; entity_*
+    /// workers on one session; memory_* handles or waiters [default: 1,
+    /// contended 8, mixed 16, herd 64, entity 64, memory_handles 10000,
+    /// memory_waiters 1000]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=100_000))]
     clients: Option<u64>,
 
     /// Grants to measure (floors: cycles or rounds) [default: 2000, mixed
-    /// 4000, herd = clients, floor_handoff 500]
+    /// and entity 4000, herd = clients, floor_handoff 500]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     grants: Option<u64>,
 
@@ -174,9 +195,14 @@ struct Args {
     #[arg(long, value_name = "N", default_value_t = 42)]
     seed: u64,
 
-    /// Hold each grant this long in contended_* and mixed_* (milliseconds)
+    /// Hold each grant this long in contended_*, mixed_* and entity_*
+    /// (milliseconds)
     #[arg(long, value_name = "MS", default_value_t = 0.0)]
     hold_ms: f64,
+
+    /// entity_*: how many lock paths (PATH/e<k>) the workers pick from
+    #[arg(long, value_name = "E", default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    entities: u64,
 
     /// The `impl` field of the output (peers/run.sh keys rows on it; its
     /// error rows for this implementation use the IMPLS name `rust`)
@@ -214,6 +240,14 @@ pub enum Workload {
     FloorCreateDelete,
     #[value(name = "floor_handoff")]
     FloorHandoff,
+    #[value(name = "entity_locks")]
+    EntityLocks,
+    #[value(name = "entity_floor")]
+    EntityFloor,
+    #[value(name = "memory_handles")]
+    MemoryHandles,
+    #[value(name = "memory_waiters")]
+    MemoryWaiters,
 }
 
 impl Workload {
@@ -229,6 +263,10 @@ impl Workload {
             Workload::FloorCycle => "floor_cycle",
             Workload::FloorCreateDelete => "floor_create_delete",
             Workload::FloorHandoff => "floor_handoff",
+            Workload::EntityLocks => "entity_locks",
+            Workload::EntityFloor => "entity_floor",
+            Workload::MemoryHandles => "memory_handles",
+            Workload::MemoryWaiters => "memory_waiters",
         }
     }
 
@@ -236,15 +274,17 @@ impl Workload {
         match self {
             Workload::ContendedWrite | Workload::ContendedMutex => 8,
             Workload::Mixed90r10w => 16,
-            Workload::HerdRelease => 64,
+            Workload::HerdRelease | Workload::EntityLocks | Workload::EntityFloor => 64,
+            Workload::MemoryHandles => 10_000,
+            Workload::MemoryWaiters => 1000,
             _ => 1,
         }
     }
 
     fn default_grants(self, clients: usize) -> u64 {
         match self {
-            Workload::Mixed90r10w => 4000,
-            Workload::HerdRelease => clients as u64,
+            Workload::Mixed90r10w | Workload::EntityLocks | Workload::EntityFloor => 4000,
+            Workload::HerdRelease | Workload::MemoryWaiters => clients as u64,
             Workload::FloorHandoff => 500,
             _ => 2000,
         }
@@ -254,7 +294,11 @@ impl Workload {
     fn is_lock(self) -> bool {
         !matches!(
             self,
-            Workload::FloorCycle | Workload::FloorCreateDelete | Workload::FloorHandoff
+            Workload::FloorCycle
+                | Workload::FloorCreateDelete
+                | Workload::FloorHandoff
+                | Workload::EntityFloor
+                | Workload::MemoryHandles
         )
     }
 }
@@ -314,6 +358,7 @@ struct Bench {
     seed: u64,
     hold: Duration,
     hold_ms: f64,
+    entities: usize,
     impl_name: String,
     threads: usize,
     holders: Holders,
@@ -351,7 +396,7 @@ impl Bench {
             _ => clients,
         };
         let grants = match workload {
-            Workload::HerdRelease => clients as u64,
+            Workload::HerdRelease | Workload::MemoryWaiters => clients as u64,
             _ => args.grants.unwrap_or_else(|| workload.default_grants(clients)),
         };
         let (path, own_path) = match args.path {
@@ -381,6 +426,7 @@ impl Bench {
             seed: args.seed,
             hold: Duration::from_secs_f64(args.hold_ms / 1000.0),
             hold_ms: args.hold_ms,
+            entities: usize::try_from(args.entities).unwrap_or(usize::MAX),
             impl_name: args.impl_name,
             threads: usize::try_from(args.threads).unwrap_or(1),
             holders: Holders::default(),
@@ -422,7 +468,7 @@ impl Bench {
             fields.push(("spurious_wakeups", w.spurious.into()));
             fields.push(("relisted_wakeups", w.relisted.into()));
         }
-        fields.push(("run_cpu_s", num(Some(o.cpu_s))));
+        fields.push(("window_cpu_s", num(Some(o.cpu_s))));
         if let Some(kb) = max_rss_kb() {
             fields.push(("max_rss_kb", kb.into()));
         }
@@ -455,7 +501,8 @@ struct Outcome {
     extra: Vec<(&'static str, Value)>,
     /// Wake-up counts of lock workloads.
     wakes: Option<Wakes>,
-    /// CPU of this process during the measured window.
+    /// CPU of this process (all threads) from the clock's start to the
+    /// run's end: `window_cpu_s`.
     cpu_s: f64,
 }
 
@@ -470,6 +517,10 @@ async fn measure(b: Arc<Bench>) -> Result<Outcome, Failure> {
         Workload::FloorCycle => floor_cycle(&b, true).await,
         Workload::FloorCreateDelete => floor_cycle(&b, false).await,
         Workload::FloorHandoff => floor_handoff(&b).await,
+        Workload::EntityLocks => entities(&b, false).await,
+        Workload::EntityFloor => entities(&b, true).await,
+        Workload::MemoryHandles => memory_handles(&b).await,
+        Workload::MemoryWaiters => memory_waiters(&b).await,
     }?;
     debug_assert!(outcome.wakes.is_some() == b.workload.is_lock());
     if b.own_path {
@@ -1048,6 +1099,377 @@ async fn floor_handoff(b: &Bench) -> Result<Outcome, Failure> {
 }
 
 // ---------------------------------------------------------------------------
+// Per-entity locks on one session
+
+/// What an entity worker holds: a lock's guard, or (floor) its own node.
+enum EntityHold {
+    Guard(Guard),
+    Node(String),
+}
+
+/// `entity_locks` (`floor` false) and `entity_floor`: one session, C workers,
+/// each grant on `PATH/e<k>`, k uniform in `b.entities`.
+async fn entities(b: &Arc<Bench>, floor: bool) -> Result<Outcome, Failure> {
+    let clients = connect_all(b, 1).await?;
+    let client = clients[0].clone();
+    if floor {
+        // As the lock's warm-up: its directory and parents, not PATH itself.
+        let warmup_dir = b.warmup_path();
+        client
+            .mkdir(&warmup_dir, &dir_options())
+            .await
+            .map_err(|e| common::zk_failure(e, &warmup_dir))?;
+        for _ in 0..b.warmup {
+            floor_one(&client, &warmup_dir, false)
+                .await
+                .map_err(|e| common::zk_failure(e, &warmup_dir))?;
+        }
+    } else {
+        warmup(b, &client).await?;
+    }
+    // One lock handle per entity, made before the clock (no I/O): the
+    // directories themselves are made by the first acquire of each.
+    let locks: Arc<Vec<SharedLock>> = if floor {
+        Arc::new(Vec::new())
+    } else {
+        let mut locks = Vec::with_capacity(b.entities);
+        for k in 0..b.entities {
+            let lock = b
+                .acls
+                .apply(SharedLock::builder(client.clone(), &entity_path(b, k)))
+                .build()?;
+            b.wakes.track(&lock);
+            locks.push(lock);
+        }
+        Arc::new(locks)
+    };
+    let board = Arc::new(EntityBoard {
+        held: (0..b.entities).map(|_| AtomicU64::new(0)).collect(),
+        violations: AtomicU64::new(0),
+    });
+    let shared = Arc::new(Shared {
+        stop: AtomicBool::new(false),
+        granted: AtomicU64::new(0),
+        timeouts: AtomicU64::new(0),
+        barrier: tokio::sync::Barrier::new(b.clients + 1),
+        start: OnceLock::new(),
+        target: OnceLock::new(),
+    });
+    let tasks: Vec<_> = (0..b.clients)
+        .map(|i| {
+            let worker = EntityWorker {
+                b: b.clone(),
+                shared: shared.clone(),
+                board: board.clone(),
+                client: client.clone(),
+                locks: locks.clone(),
+            };
+            tokio::spawn(worker.run(i as u64))
+        })
+        .collect();
+    b.wakes.reset();
+    let cpu0 = cpu_secs();
+    let start = Instant::now();
+    let _ = shared.start.set(start);
+    shared.barrier.wait().await;
+    let mut lat: Vec<f64> = Vec::with_capacity(b.grants as usize);
+    let mut stuck = false;
+    let join_until = tokio::time::Instant::from_std(start + b.max + Duration::from_secs(30));
+    for task in tasks {
+        let abort = task.abort_handle();
+        match tokio::time::timeout_at(join_until, task).await {
+            Ok(Ok(mine)) => lat.extend(mine),
+            Ok(Err(e)) => b.errors.record(&format!("worker task failed: {e}")),
+            Err(_) => {
+                stuck = true;
+                abort.abort();
+            }
+        }
+    }
+    let cpu_s = cpu_secs() - cpu0;
+    let (end, wakes) = match shared.target.get() {
+        Some(&(at, wakes)) => (at, wakes),
+        None => (start + b.max, b.wakes.get()),
+    };
+    b.wakes.clear();
+    drop(locks);
+    drop(client);
+    close_all(clients).await;
+    let violations = board.violations.load(Ordering::Relaxed);
+    b.holders.add_violations(violations);
+    let mut extra: Vec<(&'static str, Value)> = vec![
+        ("entities", b.entities.into()),
+        ("sessions", 1.into()),
+        ("entity_violations", violations.into()),
+        ("reached_target", shared.target.get().is_some().into()),
+        ("acquire_timeouts", shared.timeouts.load(Ordering::Relaxed).into()),
+    ];
+    if b.hold_ms > 0.0 {
+        extra.push(("hold_ms", b.hold_ms.into()));
+    }
+    if stuck {
+        extra.push(("stuck_threads", true.into()));
+    }
+    Ok(Outcome {
+        clients: b.clients,
+        grants: lat.len() as u64,
+        secs: Some((end - start).as_secs_f64()),
+        lat_ms: lat,
+        latency_kind: if floor { "create" } else { "acquire" },
+        extra,
+        wakes: (!floor).then_some(wakes),
+        cpu_s,
+    })
+}
+
+/// `PATH/e<k>`.
+fn entity_path(b: &Bench, k: usize) -> String {
+    format!("{}/e{k}", b.path)
+}
+
+/// Holders per entity, and the grants made while another worker held the
+/// same entity.
+struct EntityBoard {
+    held: Vec<AtomicU64>,
+    violations: AtomicU64,
+}
+
+/// One worker of an entity workload.
+struct EntityWorker {
+    b: Arc<Bench>,
+    shared: Arc<Shared>,
+    board: Arc<EntityBoard>,
+    client: zk::Client,
+    /// Empty for the floor.
+    locks: Arc<Vec<SharedLock>>,
+}
+
+impl EntityWorker {
+    /// Loops until the G-th grant (of all workers), the deadline or an
+    /// error; returns the latencies (ms) of its counted grants.
+    async fn run(self, i: u64) -> Vec<f64> {
+        let (b, shared) = (&self.b, &self.shared);
+        let mut rng = SplitMix64(b.seed.wrapping_mul(1000).wrapping_add(i));
+        let mut lat = Vec::new();
+        shared.barrier.wait().await;
+        let Some(&start) = shared.start.get() else {
+            return lat;
+        };
+        let deadline = start + b.max;
+        while !shared.stop.load(Ordering::Acquire) {
+            let k = rng.below(b.entities);
+            let t0 = Instant::now();
+            let left = deadline.saturating_duration_since(t0);
+            if left.is_zero() {
+                break;
+            }
+            let hold = match self.take(k, left).await {
+                Ok(Some(hold)) => hold,
+                Ok(None) => {
+                    shared.timeouts.fetch_add(1, Ordering::Relaxed);
+                    break;
+                }
+                Err(e) => {
+                    b.errors.record(&e);
+                    break;
+                }
+            };
+            let t1 = Instant::now();
+            if self.board.held[k].fetch_add(1, Ordering::AcqRel) > 0 {
+                self.board.violations.fetch_add(1, Ordering::Relaxed);
+            }
+            let g = shared.granted.fetch_add(1, Ordering::AcqRel) + 1;
+            if g <= b.grants && t1 <= deadline {
+                lat.push(ms(t1 - t0));
+                if g == b.grants {
+                    let _ = shared.target.set((t1, b.wakes.get()));
+                    shared.stop.store(true, Ordering::Release);
+                }
+            }
+            if !b.hold.is_zero() {
+                let hold = b.hold;
+                tokio::task::block_in_place(|| std::thread::sleep(hold));
+            }
+            self.board.held[k].fetch_sub(1, Ordering::AcqRel);
+            let released = match hold {
+                EntityHold::Guard(guard) => guard.release().await.map_err(|e| e.to_string()),
+                EntityHold::Node(node) => self.client.delete(&node, None).await.map_err(|e| e.to_string()),
+            };
+            if let Err(e) = released {
+                b.errors.record(&e);
+                break;
+            }
+        }
+        lat
+    }
+
+    /// The write lock of entity `k` (or, for the floor, a node of its own
+    /// in the entity's directory); `Ok(None)` if `left` passed first.
+    async fn take(&self, k: usize, left: Duration) -> Result<Option<EntityHold>, String> {
+        match self.locks.get(k) {
+            Some(lock) => match acquire(lock, Kind::Write, Some(left)).await {
+                Ok(guard) => Ok(guard.map(EntityHold::Guard)),
+                Err(e) => Err(e.to_string()),
+            },
+            None => floor_entity_create(&self.client, &entity_path(&self.b, k))
+                .await
+                .map(|node| Some(EntityHold::Node(node)))
+                .map_err(|e| e.to_string()),
+        }
+    }
+}
+
+/// The floor's create: one ephemeral-sequential node in `dir`; where `dir`
+/// is missing, it is made first as the lock makes it (a container, its
+/// parent persistent), then the create is sent again.
+async fn floor_entity_create(client: &zk::Client, dir: &str) -> Result<String, zk::Error> {
+    let prefix = format!("{dir}/floor-W-");
+    let options = node_options();
+    let container = zk::CreateMode::Container.with_acls(zk::Acls::anyone_all());
+    for _ in 0..10 {
+        match client.create(&prefix, &[], &options).await {
+            Ok((_, seq)) => return Ok(format!("{prefix}{:010}", seq.into_i64() as i32)),
+            Err(zk::Error::NoNode) => match client.create(dir, &[], &container).await {
+                Ok(_) | Err(zk::Error::NodeExists) => {}
+                Err(zk::Error::NoNode) => {
+                    if let Some((parent, _)) = dir.rsplit_once('/') {
+                        client.mkdir(parent, &dir_options()).await?;
+                    }
+                }
+                Err(e) => return Err(e),
+            },
+            Err(e) => return Err(e),
+        }
+    }
+    Err(zk::Error::NoNode)
+}
+
+// ---------------------------------------------------------------------------
+// Client memory
+
+/// This process's resident set (`VmRSS` of /proc/self/status), in KiB.
+fn vm_rss_kb() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The memory rows' extra fields: resident set before and after, and the
+/// growth per handle or waiter in bytes.
+fn memory_fields(base_kb: u64, rss_kb: u64, n: usize) -> Vec<(&'static str, Value)> {
+    let each = (rss_kb.saturating_sub(base_kb) * 1024) as f64 / n.max(1) as f64;
+    vec![
+        ("rss_base_kb", base_kb.into()),
+        ("rss_kb", rss_kb.into()),
+        ("bytes_each", num(Some(each.round()))),
+    ]
+}
+
+/// `memory_handles`: C idle locks on one session (one per path, as a
+/// service keeps one per record), VmRSS before and after.
+async fn memory_handles(b: &Arc<Bench>) -> Result<Outcome, Failure> {
+    let clients = connect_all(b, 1).await?;
+    let client = clients[0].clone();
+    let paths: Vec<String> = (0..b.clients).map(|k| entity_path(b, k)).collect();
+    let mut locks = Vec::with_capacity(b.clients);
+    let base = vm_rss_kb().unwrap_or(0);
+    let (cpu0, start) = (cpu_secs(), Instant::now());
+    for path in &paths {
+        locks.push(SharedLock::new(client.clone(), path)?);
+    }
+    let rss = vm_rss_kb().unwrap_or(0);
+    let (secs, cpu_s) = (start.elapsed().as_secs_f64(), cpu_secs() - cpu0);
+    drop(locks);
+    drop(client);
+    close_all(clients).await;
+    Ok(Outcome {
+        clients: b.clients,
+        grants: 0,
+        secs: Some(secs),
+        lat_ms: Vec::new(),
+        latency_kind: "none",
+        extra: memory_fields(base, rss, b.clients),
+        wakes: None,
+        cpu_s,
+    })
+}
+
+/// `memory_waiters`: a holder and C waiting write acquires through one
+/// lock of one session; VmRSS before the waiters and once all are queued
+/// (and have had time to set their watches); then the holder releases and
+/// every waiter takes the lock and releases it.
+async fn memory_waiters(b: &Arc<Bench>) -> Result<Outcome, Failure> {
+    let clients = connect_all(b, 1).await?;
+    let client = clients[0].clone();
+    warmup(b, &client).await?;
+    let lock = SharedLock::new(client.clone(), &b.path)?;
+    b.wakes.track(&lock);
+    let held = lock.write().await?;
+    let granted = Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::with_capacity(b.clients);
+    b.wakes.reset();
+    let base = vm_rss_kb().unwrap_or(0);
+    let (cpu0, start) = (cpu_secs(), Instant::now());
+    for _ in 0..b.clients {
+        let (lock, granted) = (lock.clone(), granted.clone());
+        tasks.push(tokio::spawn(async move {
+            let guard = lock.write().await?;
+            granted.fetch_add(1, Ordering::Relaxed);
+            guard.release().await?;
+            Ok::<(), zk_rwlock::Error>(())
+        }));
+    }
+    let until = Instant::now() + ENQUEUE_LIMIT + b.max;
+    loop {
+        match client.list_children(&b.path).await {
+            Ok(children) if children.len() > b.clients => break,
+            Ok(_) => {}
+            Err(e) => return Err(common::zk_failure(e, &b.path)),
+        }
+        if Instant::now() > until {
+            return Err(Failure::new(
+                exit::SOFTWARE,
+                "the waiters did not all enqueue in time",
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let queued = start.elapsed().as_secs_f64();
+    // Let the last waiters finish setting their watches.
+    tokio::time::sleep(HERD_PAUSE).await;
+    let rss = vm_rss_kb().unwrap_or(0);
+    let released = Instant::now();
+    if let Err(e) = held.release().await {
+        b.errors.record(&e);
+    }
+    for task in tasks {
+        match task.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => b.errors.record(&e),
+            Err(e) => b.errors.record(&format!("waiter task failed: {e}")),
+        }
+    }
+    let (secs, cpu_s) = (released.elapsed().as_secs_f64(), cpu_secs() - cpu0);
+    let wakes = b.wakes.get();
+    b.wakes.clear();
+    drop(lock);
+    drop(client);
+    close_all(clients).await;
+    let mut extra = memory_fields(base, rss, b.clients);
+    extra.push(("enqueue_secs", num(Some(queued))));
+    Ok(Outcome {
+        clients: b.clients,
+        grants: granted.load(Ordering::Relaxed),
+        secs: Some(secs),
+        lat_ms: Vec::new(),
+        latency_kind: "none",
+        extra,
+        wakes: Some(wakes),
+        cpu_s,
+    })
+}
+
+// ---------------------------------------------------------------------------
 // Sessions
 
 /// Connects `n` sessions (in batches, concurrently), in order.
@@ -1097,6 +1519,13 @@ async fn remove_dirs(b: &Bench) {
     let Ok(client) = b_connect(&b.servers, &b.connect).await else {
         return;
     };
+    // The entity workloads' directories (containers the server would
+    // remove later), then the run's own.
+    if let Ok(children) = client.list_children(&b.path).await {
+        for child in children {
+            let _ = client.delete(&format!("{}/{child}", b.path), None).await;
+        }
+    }
     for dir in [b.warmup_path(), b.path.clone()] {
         let _ = client.delete(&dir, None).await;
     }
@@ -1157,6 +1586,11 @@ impl Holders {
     fn violations(&self) -> u64 {
         self.state.lock().unwrap_or_else(|p| p.into_inner()).violations
     }
+
+    /// Adds violations counted elsewhere (per entity).
+    fn add_violations(&self, n: u64) {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).violations += n;
+    }
 }
 
 /// Errors of lock or client calls during the run.
@@ -1209,6 +1643,12 @@ impl WakeCounters {
         )
     }
 
+    /// Lets go of the tracked locks (and so of their sessions), keeping
+    /// nothing to count: call it once the counts are taken.
+    fn clear(&self) {
+        self.locks.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+
     fn reset(&self) {
         let total = self.total();
         *self.base.lock().unwrap_or_else(|p| p.into_inner()) = Some(total);
@@ -1253,6 +1693,11 @@ impl SplitMix64 {
     /// Uniform in [0, 1).
     fn next_f64(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Uniform in [0, n) (n >= 1).
+    fn below(&mut self, n: usize) -> usize {
+        ((self.next_f64() * n as f64) as usize).min(n.saturating_sub(1))
     }
 }
 

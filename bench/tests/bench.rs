@@ -29,7 +29,7 @@ const COMMON_FIELDS: [&str; 15] = [
     "violations",
     "errors",
     "latency_kind",
-    "run_cpu_s",
+    "window_cpu_s",
     "max_rss_kb",
     "version",
 ];
@@ -253,6 +253,90 @@ fn floors() {
                 assert_eq!(row["grants"], 20, "{row}");
                 assert_eq!(row["latency_kind"], "handoff", "{row}");
                 check_latencies(&row);
+            }),
+        ),
+    ]);
+}
+
+/// An entity row: one session, the grants asked for, none on an entity
+/// another worker held.
+fn entity(workload: &str, args: &[&str]) -> Value {
+    let row = bench(workload, args);
+    assert_eq!(row["sessions"], 1, "{row}");
+    assert_eq!(row["entity_violations"], 0, "{row}");
+    assert_eq!(row["reached_target"], true, "{row}");
+    assert_eq!(row["acquire_timeouts"], 0, "{row}");
+    check_latencies(&row);
+    row
+}
+
+#[test]
+fn entity_workloads() {
+    all(vec![
+        (
+            "entity_locks",
+            Box::new(|| {
+                let row = entity(
+                    "entity_locks",
+                    &["--clients", "8", "--grants", "200", "--entities", "16"],
+                );
+                assert_eq!(row["clients"], 8, "{row}");
+                assert_eq!(row["grants"], 200, "{row}");
+                assert_eq!(row["entities"], 16, "{row}");
+                assert_eq!(row["latency_kind"], "acquire", "{row}");
+                check_wakeups(&row);
+            }),
+        ),
+        (
+            "entity_locks holding 1 ms on 2 entities",
+            Box::new(|| {
+                // 4 workers on 2 entities, each grant held 1 ms: workers
+                // meet on an entity and wait for each other, one at a time.
+                let row = entity(
+                    "entity_locks",
+                    &[
+                        "--clients",
+                        "4",
+                        "--grants",
+                        "60",
+                        "--entities",
+                        "2",
+                        "--hold-ms",
+                        "1",
+                    ],
+                );
+                let (wakeups, _) = check_wakeups(&row);
+                assert!(wakeups > 0, "workers met on an entity: {row}");
+            }),
+        ),
+        (
+            "entity_floor",
+            Box::new(|| {
+                let row = entity(
+                    "entity_floor",
+                    &["--clients", "8", "--grants", "200", "--entities", "16"],
+                );
+                assert_eq!(row["grants"], 200, "{row}");
+                assert_eq!(row["latency_kind"], "create", "{row}");
+                assert!(row.get("wakeups").is_none(), "no lock, no wake-ups: {row}");
+            }),
+        ),
+        (
+            "memory_handles",
+            Box::new(|| {
+                let row = bench("memory_handles", &["--clients", "500"]);
+                assert_eq!(row["clients"], 500, "{row}");
+                assert!(u(&row, "rss_kb") >= u(&row, "rss_base_kb"), "{row}");
+                assert!(row["bytes_each"].is_number(), "{row}");
+            }),
+        ),
+        (
+            "memory_waiters",
+            Box::new(|| {
+                let row = bench("memory_waiters", &["--clients", "20"]);
+                assert_eq!(row["grants"], 20, "every waiter got the lock: {row}");
+                assert!(row["bytes_each"].is_number(), "{row}");
+                assert_eq!(check_wakeups(&row), (20, 0), "{row}");
             }),
         ),
     ]);

@@ -92,11 +92,16 @@ pub struct AclArg {
 }
 
 impl AclArg {
-    /// Sets both ACLs on a lock's builder.
-    pub fn apply(&self, builder: zk_rwlock::LockBuilder) -> zk_rwlock::LockBuilder {
+    /// Sets both ACLs on a lock's builder (`open`, the builder's default,
+    /// is left to it: its handles share one copy).
+    pub fn apply(&self, mut builder: zk_rwlock::LockBuilder) -> zk_rwlock::LockBuilder {
+        if self.acl != Acl::Open {
+            builder = builder.acls(&self.acl.acls());
+        }
+        if self.dir_acl != Acl::Open {
+            builder = builder.directory_acls(&self.dir_acl.acls());
+        }
         builder
-            .acls(&self.acl.acls())
-            .directory_acls(&self.dir_acl.acls())
     }
 }
 
