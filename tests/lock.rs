@@ -580,8 +580,10 @@ async fn no_auth_is_a_typed_error() {
         .connect(&server().connect_string())
         .await
         .unwrap();
+    // A private lock: its directory too is alice's alone.
     let mine = SharedLock::builder(owner.clone(), &path)
         .acls(&zk::Acls::creator_all())
+        .directory_acls(&zk::Acls::creator_all())
         .build()
         .unwrap();
     let g = mine.write().await.unwrap();
