@@ -579,8 +579,11 @@ async fn strangers_without_credentials_cannot_touch_the_lock() {
     };
     let (owner, friend) = (authed().await, authed().await);
     let acls = zk::Acls::creator_all();
+    // A private lock: the contender nodes and the directory are the
+    // authenticated identity's alone.
     let lock = SharedLock::builder(owner.clone(), &path)
         .acls(&acls)
+        .directory_acls(&acls)
         .build()
         .unwrap();
     let g = lock.write().await.unwrap();
