@@ -376,6 +376,18 @@ fn peers_cannot_read(layout: Layout, acls: &[zk::Acl]) -> bool {
             .any(|acl| acl.scheme() != "auth" && acl.permission().has(zk::Permission::READ))
 }
 
+/// How a lock in `layout` creates its directory: a container, which the
+/// server removes once it is empty, except in kazoo's layout: kazoo checks
+/// its lock path once per lock object and does not recreate it, so a
+/// reaped directory would fail kazoo's next acquire (kazoo's own
+/// directories are persistent).
+fn directory_mode(layout: Layout) -> zk::CreateMode {
+    match layout {
+        Layout::Kazoo => zk::CreateMode::Persistent,
+        _ => zk::CreateMode::Container,
+    }
+}
+
 /// [`default_identity`], read once per process.
 fn shared_default_identity() -> Arc<str> {
     static IDENTITY: OnceLock<Arc<str>> = OnceLock::new();
@@ -1014,7 +1026,7 @@ impl SharedLock {
     /// Creates the lock directory: its parents as persistent nodes, the
     /// directory itself as a container node, which the server removes once
     /// it is empty (so its sequence counter starts again from 0). Servers
-    /// before 3.6 get a persistent directory. The directory is tried first,
+    /// before 3.6, and locks in kazoo's layout, get a persistent directory. The directory is tried first,
     /// alone: its parents usually exist (a service locking per record makes
     /// many directories under one parent), and a create that finds its node
     /// there is still a write the server logs.
@@ -1046,12 +1058,12 @@ impl SharedLock {
     }
 
     /// Creates the lock directory's node, its parent existing: a container
-    /// (persistent on servers before 3.6). A directory already there is
-    /// success.
+    /// (persistent on servers before 3.6, and in kazoo's layout, see
+    /// [`directory_mode`]). A directory already there is success.
     async fn create_dir_node(&self, acls: zk::Acls<'_>) -> Result<(), zk::Error> {
         let client = &self.inner.client;
         let dir = self.inner.path.as_str();
-        let container = zk::CreateMode::Container.with_acls(acls);
+        let container = directory_mode(self.inner.layout).with_acls(acls);
         match with_retry(client, || client.create(dir, &[], &container)).await {
             Ok(_) | Err(zk::Error::NodeExists) => Ok(()),
             Err(zk::Error::Unimplemented) => {
@@ -2670,6 +2682,14 @@ mod tests {
             let err = validate_path(bad).unwrap_err().to_string();
             assert!(err.contains(why), "{bad:?}: {err}");
             assert!(err.contains(&format!("`{bad}`")), "{bad:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn kazoo_directories_persist() {
+        assert_eq!(directory_mode(Layout::Kazoo), zk::CreateMode::Persistent);
+        for layout in [Layout::Native, Layout::Curator, Layout::CuratorMutex] {
+            assert_eq!(directory_mode(layout), zk::CreateMode::Container, "{layout}");
         }
     }
 
