@@ -241,7 +241,9 @@ impl LockBuilder {
             Some(acls) => Arc::from(acls),
             None => default_acls(),
         };
-        if peers_cannot_read(self.layout, &acls) {
+        // Once per process: a service may build a lock per record.
+        static WARNED_UNREADABLE: AtomicBool = AtomicBool::new(false);
+        if peers_cannot_read(self.layout, &acls) && !WARNED_UNREADABLE.swap(true, Ordering::Relaxed) {
             warn!(
                 path = %self.path,
                 layout = %self.layout,
