@@ -241,6 +241,17 @@ impl LockBuilder {
             Some(acls) => Arc::from(acls),
             None => default_acls(),
         };
+        // Once per process: a service may build a lock per record.
+        static WARNED_UNREADABLE: AtomicBool = AtomicBool::new(false);
+        if peers_cannot_read(self.layout, &acls) && !WARNED_UNREADABLE.swap(true, Ordering::Relaxed) {
+            warn!(
+                path = %self.path,
+                layout = %self.layout,
+                "the contender nodes' ACLs give READ to their creator only: a Curator or kazoo \
+                 contender queued behind one of them fails with NoAuth (it watches its \
+                 predecessor by reading it); give the peers' identities READ"
+            );
+        }
         let directory_acls = match self.directory_acls {
             Some(acls) => Arc::from(acls),
             None => default_acls(),
@@ -324,7 +335,9 @@ pub fn validate_path(path: &str) -> Result<(), Error> {
 }
 
 /// Checks that `identity` can be written into contender node names:
-/// non-empty, without `/`, `@` or NUL. Does no I/O.
+/// non-empty, without `/`, `@` or NUL, and not [`REVOKE_PAYLOAD`] (the
+/// Curator and kazoo layouts write the identity as the node's data, where
+/// that value would read as a revocation request). Does no I/O.
 ///
 /// # Errors
 ///
@@ -348,7 +361,33 @@ pub fn validate_identity(identity: &str) -> Result<(), Error> {
     if identity.contains('\0') {
         return bad("it contains NUL");
     }
+    if identity.as_bytes() == REVOKE_PAYLOAD {
+        return bad("it is the revocation request `__REVOKE__`, which would ask the holder to let go");
+    }
     Ok(())
+}
+
+/// Whether contender nodes made with `acls` in `layout` would be
+/// unreadable to a peer library's contenders: a peer layout, and no ACL
+/// entry giving READ to anyone but the creator (scheme `auth`). Curator and
+/// kazoo watch their predecessor by reading it (getData / get).
+fn peers_cannot_read(layout: Layout, acls: &[zk::Acl]) -> bool {
+    layout != Layout::Native
+        && !acls
+            .iter()
+            .any(|acl| acl.scheme() != "auth" && acl.permission().has(zk::Permission::READ))
+}
+
+/// How a lock in `layout` creates its directory: a container, which the
+/// server removes once it is empty, except in kazoo's layout: kazoo checks
+/// its lock path once per lock object and does not recreate it, so a
+/// reaped directory would fail kazoo's next acquire (kazoo's own
+/// directories are persistent).
+fn directory_mode(layout: Layout) -> zk::CreateMode {
+    match layout {
+        Layout::Kazoo => zk::CreateMode::Persistent,
+        _ => zk::CreateMode::Container,
+    }
 }
 
 /// [`default_identity`], read once per process.
@@ -587,6 +626,13 @@ impl SharedLock {
     /// lock (another directory, a node further down such as a nested
     /// lock's, a name that does not parse), in which case nothing is sent.
     ///
+    /// A kazoo node (`…__lock__…`, `…__rlock__…`) is never written to:
+    /// kazoo has no revocation, and the node's data is its contender's
+    /// identifier, which kazoo's `Lock.contenders()` returns. Ok(false),
+    /// nothing sent. Curator nodes are asked: `__REVOKE__` is Curator's own
+    /// revocation message, acted on by a Curator holder only if it made
+    /// its lock revocable (`makeRevocable`).
+    ///
     /// The request is retried through connection loss: if it landed but
     /// its answer was lost, and the holder released before the retry, the
     /// result is Ok(false) although the request was written (to a node now
@@ -606,8 +652,20 @@ impl SharedLock {
         // Nothing is written to a node that is not a contender of this lock:
         // a name with `/` is a node further down (a nested lock's), which
         // `NodeName` would parse (its host part may contain `/`).
-        if name.contains('/') || name.parse::<NodeName>().is_err() {
-            debug!(node, "not a contender node of this lock: nothing to revoke");
+        let parsed = match name.parse::<NodeName>() {
+            Ok(parsed) if !name.contains('/') => parsed,
+            _ => {
+                debug!(node, "not a contender node of this lock: nothing to revoke");
+                return Ok(false);
+            }
+        };
+        // kazoo has no revocation, and its node data is the contender's
+        // identifier (kazoo's `contenders()` reads it): nothing is written.
+        if parsed.layout() == Layout::Kazoo {
+            debug!(
+                node,
+                "a kazoo contender node: kazoo has no revocation, nothing sent"
+            );
             return Ok(false);
         }
         let path = child_path(dir, name);
@@ -626,10 +684,11 @@ impl SharedLock {
     /// Asks every current holder of the lock to let go (see
     /// [`SharedLock::revoke`]): one listing, then one request per holder,
     /// each asked even if another refused. Returns the full paths of the
-    /// nodes asked that still existed ([`Revoked::asked`]) and those whose
+    /// nodes asked that still existed ([`Revoked::asked`]), those whose
     /// ACL refused WRITE ([`Revoked::refused`], with
-    /// [`Error::NoAuth`]). A holder granted after the listing is not
-    /// asked.
+    /// [`Error::NoAuth`]) and the kazoo holders, which are not asked
+    /// (kazoo has no revocation: [`Revoked::not_revocable`]). A holder
+    /// granted after the listing is not asked.
     ///
     /// # Errors
     ///
@@ -640,6 +699,10 @@ impl SharedLock {
         let mut revoked = Revoked::default();
         for contender in self.contenders().await? {
             if contender.state != ContenderState::Holds {
+                continue;
+            }
+            if contender.name.layout() == Layout::Kazoo {
+                revoked.not_revocable.push(contender.path);
                 continue;
             }
             match self.revoke(&contender.path).await {
@@ -965,7 +1028,7 @@ impl SharedLock {
     /// Creates the lock directory: its parents as persistent nodes, the
     /// directory itself as a container node, which the server removes once
     /// it is empty (so its sequence counter starts again from 0). Servers
-    /// before 3.6 get a persistent directory. The directory is tried first,
+    /// before 3.6, and locks in kazoo's layout, get a persistent directory. The directory is tried first,
     /// alone: its parents usually exist (a service locking per record makes
     /// many directories under one parent), and a create that finds its node
     /// there is still a write the server logs.
@@ -997,12 +1060,12 @@ impl SharedLock {
     }
 
     /// Creates the lock directory's node, its parent existing: a container
-    /// (persistent on servers before 3.6). A directory already there is
-    /// success.
+    /// (persistent on servers before 3.6, and in kazoo's layout, see
+    /// [`directory_mode`]). A directory already there is success.
     async fn create_dir_node(&self, acls: zk::Acls<'_>) -> Result<(), zk::Error> {
         let client = &self.inner.client;
         let dir = self.inner.path.as_str();
-        let container = zk::CreateMode::Container.with_acls(acls);
+        let container = directory_mode(self.inner.layout).with_acls(acls);
         match with_retry(client, || client.create(dir, &[], &container)).await {
             Ok(_) | Err(zk::Error::NodeExists) => Ok(()),
             Err(zk::Error::Unimplemented) => {
@@ -1113,6 +1176,10 @@ pub struct Revoked {
     /// client, each with its [`Error::NoAuth`]: those holders were not
     /// asked.
     pub refused: Vec<(String, Error)>,
+    /// Full paths of the holders' nodes in kazoo's layout, in queue order:
+    /// not asked, nothing written (kazoo has no revocation, and the node's
+    /// data is its contender's identifier).
+    pub not_revocable: Vec<String>,
 }
 
 /// One contender of a lock, as seen by [`SharedLock::contenders`].
@@ -2621,12 +2688,35 @@ mod tests {
     }
 
     #[test]
+    fn kazoo_directories_persist() {
+        assert_eq!(directory_mode(Layout::Kazoo), zk::CreateMode::Persistent);
+        for layout in [Layout::Native, Layout::Curator, Layout::CuratorMutex] {
+            assert_eq!(directory_mode(layout), zk::CreateMode::Container, "{layout}");
+        }
+    }
+
+    #[test]
+    fn peer_layouts_need_read_for_others() {
+        let creator = zk::Acls::creator_all().to_vec();
+        assert!(peers_cannot_read(Layout::Kazoo, &creator));
+        assert!(peers_cannot_read(Layout::Curator, &creator));
+        assert!(!peers_cannot_read(Layout::Native, &creator));
+        let mut readable = creator.clone();
+        readable.extend(zk::Acls::anyone_read().iter().cloned());
+        assert!(!peers_cannot_read(Layout::Kazoo, &readable));
+        assert!(!peers_cannot_read(Layout::CuratorMutex, &default_acls()));
+    }
+
+    #[test]
     fn identities() {
         assert!(validate_identity("web-01.example").is_ok());
-        for bad in ["", "a/b", "a@b", "a\0"] {
+        for bad in ["", "a/b", "a@b", "a\0", "__REVOKE__"] {
             let err = validate_identity(bad).unwrap_err().to_string();
             assert!(err.contains("invalid identity"), "{err}");
         }
+        let err = validate_identity("__REVOKE__").unwrap_err().to_string();
+        assert!(err.contains("revocation request"), "{err}");
+        assert!(validate_identity("__REVOKE__x").is_ok());
         assert!(validate_identity(&default_identity()).is_ok());
     }
 }

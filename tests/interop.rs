@@ -619,3 +619,49 @@ async fn a_writer_behind_a_curator_writer_waits_for_its_downgraded_reader() {
     guard.release().await.unwrap();
     settles_to(&direct, &path, &[]).await;
 }
+
+/// kazoo has no revocation and keeps its contender's identifier as the
+/// node's data (kazoo's `Lock.contenders()` returns it): `revoke_holders`
+/// and `revoke` never write to a kazoo node; a Curator holder is asked
+/// (`__REVOKE__` is Curator's own message). Nodes made as kazoo 2.11 and
+/// Curator make them.
+#[tokio::test]
+async fn revocation_leaves_kazoo_holders_alone_and_asks_curator_holders() {
+    let path = unique_path("interop-revoke-peers");
+    let peer = client_on(&server().connect_string()).await;
+    peer.mkdir(
+        &path,
+        &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
+    )
+    .await
+    .unwrap();
+    let ephemeral = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
+    let (_, seq) = peer
+        .create(
+            &format!("{path}/0123456789abcdef0123456789abcdef__rlock__"),
+            b"billing-worker-7",
+            &ephemeral,
+        )
+        .await
+        .unwrap();
+    let kazoo_node = format!("{path}/0123456789abcdef0123456789abcdef__rlock__{seq}");
+    let (_, seq) = peer
+        .create(
+            &format!("{path}/_c_7f3a0c1e-9b2d-4f60-a1b2-c3d4e5f60718-__READ__"),
+            b"10.0.0.1",
+            &ephemeral,
+        )
+        .await
+        .unwrap();
+    let curator_node = format!("{path}/_c_7f3a0c1e-9b2d-4f60-a1b2-c3d4e5f60718-__READ__{seq}");
+    let lock = SharedLock::new(client_on(&server().connect_string()).await, &path).unwrap();
+    let revoked = lock.revoke_holders().await.unwrap();
+    assert_eq!(revoked.asked, vec![curator_node.clone()]);
+    assert_eq!(revoked.not_revocable, vec![kazoo_node.clone()]);
+    assert!(revoked.refused.is_empty(), "{:?}", revoked.refused);
+    assert!(!lock.revoke(&kazoo_node).await.unwrap());
+    let (data, _) = peer.get_data(&kazoo_node).await.unwrap();
+    assert_eq!(data, b"billing-worker-7");
+    let (data, _) = peer.get_data(&curator_node).await.unwrap();
+    assert_eq!(data, zk_rwlock::REVOKE_PAYLOAD);
+}

@@ -793,3 +793,32 @@ fn peers_do_not_exclude_each_other_where_decide_does() {
     );
     assert_ne!(decide(&lock, &children).unwrap(), Decision::Granted);
 }
+
+/// The deletion of a Curator read/write lock's writer alone never grants:
+/// from Curator 5.5 its owner may add a `__READ__` node with the same
+/// sequence (a plain ephemeral create) before deleting it; only a new
+/// listing shows that node, which the decision then waits on.
+#[test]
+fn a_curator_writers_deletion_alone_does_not_grant() {
+    let cw = "_c_7f3a0c1e-9b2d-4f60-a1b2-c3d4e5f60718-__WRIT__0000000000";
+    let cr = "_c_0f8f5a3e-5b7c-4d8e-9f00-112233445566-__READ__0000000000";
+    let me = "x@0123456789abcdef0123456789abcdef-W-0000000001";
+    let after = [cr, me];
+    assert!(
+        matches!(decide(me, &after).unwrap(), Decision::Wait { watch, .. } if watch == cr),
+        "with the read node listed, the writer waits on it"
+    );
+    let before = [cw, me];
+    let d = decide(me, &before).unwrap();
+    assert!(
+        matches!(
+            d,
+            Decision::Wait {
+                deletion_grants: false,
+                release_grants: false,
+                ..
+            }
+        ),
+        "behind a Curator writer: {d:?}"
+    );
+}

@@ -1097,7 +1097,7 @@ impl Signals {
 }
 
 /// Parses `--layout`.
-fn parse_layout(s: &str) -> Result<Layout, String> {
+pub(crate) fn parse_layout(s: &str) -> Result<Layout, String> {
     s.parse()
         .map_err(|e: zk_rwlock::node_name::ParseLayoutError| e.to_string())
 }

@@ -6,7 +6,7 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use zk_rwlock::{NodeName, SharedLock};
+use zk_rwlock::{Layout, NodeName, SharedLock};
 
 use crate::common::{self, exit, Failure};
 
@@ -28,11 +28,16 @@ What it does:
   else is granted the lock until the holder releases it. A request on a
   node that still waits is kept: its owner sees it once granted, when it
   looks for requests (`revocation_requested()` reads the node).
+  kazoo contender nodes (`...__lock__...`, `...__rlock__...`) are never
+  written to: kazoo has no revocation and keeps its contender's identifier
+  in the node's data. They are named on stderr as not asked. A Curator
+  holder acts on `__REVOKE__` only if it made its lock revocable
+  (`makeRevocable`).
 
 Exit codes:
   0    at least one node was asked
-  1    nothing was asked: NODE does not exist (any more), or no one holds
-       the lock
+  1    nothing was asked: NODE does not exist (any more) or is a kazoo
+       node, or no one (or only kazoo holders) holds the lock
   2    usage error: bad option or argument, invalid lock path, NODE that is
        not a contender node name, invalid connect string
   69   ZooKeeper unreachable
@@ -119,6 +124,12 @@ async fn revoke(args: Args) -> Result<(), Failure> {
         })?),
         None => None,
     };
+    if let Some(name) = name.filter(|name| is_kazoo(name)) {
+        return Err(Failure::new(
+            NOTHING_ASKED,
+            format!("`{name}` is a kazoo contender node: kazoo has no revocation: nothing asked"),
+        ));
+    }
     let servers = common::connect_string(args.connect.clone());
     let client = args
         .security
@@ -131,24 +142,27 @@ async fn revoke(args: Args) -> Result<(), Failure> {
             Some(name) => {
                 let node = format!("{}/{name}", args.path);
                 Ok(match lock.revoke(name).await {
-                    Ok(true) => (vec![node], Vec::new()),
-                    Ok(false) => (Vec::new(), Vec::new()),
-                    Err(e @ zk_rwlock::Error::NoAuth { .. }) => (Vec::new(), vec![(node, e)]),
+                    Ok(true) => (vec![node], Vec::new(), Vec::new()),
+                    Ok(false) => (Vec::new(), Vec::new(), Vec::new()),
+                    Err(e @ zk_rwlock::Error::NoAuth { .. }) => (Vec::new(), vec![(node, e)], Vec::new()),
                     Err(e) => return Err(e),
                 })
             }
             None => lock
                 .revoke_holders()
                 .await
-                .map(|revoked| (revoked.asked, revoked.refused)),
+                .map(|revoked| (revoked.asked, revoked.refused, revoked.not_revocable)),
         }
     }
     .await;
     common::await_session_end(states, Duration::from_secs(2)).await;
-    let (asked, refused) = result.map_err(Failure::from)?;
+    let (asked, refused, kazoo) = result.map_err(Failure::from)?;
     // Every node asked is printed, also when others refused.
     for node in &asked {
         println!("{node}");
+    }
+    for node in &kazoo {
+        eprintln!("zk-rwlock: not asked: `{node}` is a kazoo contender node (kazoo has no revocation)");
     }
     if !refused.is_empty() {
         for (node, _) in &refused[1..] {
@@ -161,6 +175,9 @@ async fn revoke(args: Args) -> Result<(), Failure> {
             NOTHING_ASKED,
             match &args.node {
                 Some(node) => format!("no contender node `{node}` in {}: nothing asked", args.path),
+                None if !kazoo.is_empty() => {
+                    format!("only kazoo holders hold the lock on {}: nothing asked", args.path)
+                }
                 None => format!("no one holds the lock on {}: nothing asked", args.path),
             },
         ));
@@ -177,6 +194,13 @@ fn refused_failure(node: &str) -> Failure {
              contender node {node}: revoking needs WRITE on the contender nodes"
         ),
     )
+}
+
+/// Whether the child name `name` is a contender node in kazoo's layout
+/// (never written to: kazoo has no revocation).
+fn is_kazoo(name: &str) -> bool {
+    name.parse::<NodeName>()
+        .is_ok_and(|n| n.layout() == Layout::Kazoo)
 }
 
 #[cfg(test)]
@@ -198,5 +222,15 @@ mod tests {
         // A nested lock's node is not a contender of the outer lock.
         assert_eq!(contender_name("/locks/x", &format!("/locks/x/sub/{name}")), None);
         assert_eq!(contender_name("/locks/x", &format!("sub/{name}")), None);
+    }
+
+    #[test]
+    fn kazoo_nodes_are_not_asked() {
+        assert!(is_kazoo("0123456789abcdef0123456789abcdef__lock__0000000001"));
+        assert!(is_kazoo("0123456789abcdef0123456789abcdef__rlock__0000000001"));
+        assert!(!is_kazoo("web01@7f3a0c1e9b2d4f60a1b2c3d4e5f60718-W-0000000042"));
+        assert!(!is_kazoo(
+            "_c_0f8f5a3e-5b7c-4d8e-9f00-112233445566-__WRIT__0000000003"
+        ));
     }
 }

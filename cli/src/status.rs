@@ -43,6 +43,12 @@ What it shows:
   A queue that mixes layouts gets a warning under the table for each peer
   library that does not recognise some of its contenders (Curator's
   read/write lock and its mutex, and kazoo, each see only their own nodes).
+  With --layout (env ZK_RWLOCK_LAYOUT, as for exec) set to a peer's layout,
+  only that library's warning: the contenders it would not recognise, even
+  before its own nodes are queued. Every layout's nodes are shown whatever
+  it says. A kazoo `__lock__` node shown waiting behind kazoo `__rlock__`
+  nodes gets a warning: it may be a kazoo Lock (not WriteLock), which holds
+  beside readers.
   Contender nodes are ephemeral. A persistent node with a contender's name
   (made by hand or by another tool) still counts as a contender, one that
   never leaves: it is marked PERMANENT and named in a warning under the
@@ -121,6 +127,13 @@ pub struct Args {
     #[arg(long, value_name = "DUR", default_value = "10s", value_parser = common::parse_duration, allow_hyphen_values = true)]
     connect_timeout: Duration,
 
+    /// The layout your clients of PATH use (as `exec --layout`): native,
+    /// curator, curator-mutex, kazoo. Every layout's nodes are shown
+    /// whatever this says; with a peer layout, the warning under the table
+    /// names the contenders that library would not recognise
+    #[arg(long, value_name = "LAYOUT", env = "ZK_RWLOCK_LAYOUT", value_parser = crate::exec::parse_layout)]
+    layout: Option<Layout>,
+
     #[command(flatten)]
     security: crate::connection::Security,
 }
@@ -174,7 +187,7 @@ async fn status(args: Args) -> Result<(), Failure> {
     drop(client);
     let result = match locks {
         Ok(locks) => {
-            let out = Output::new(args.json, args.watch, locks.len() > 1);
+            let out = Output::new(args.json, args.watch, locks.len() > 1, args.layout);
             if args.watch {
                 watch(&locks, &out, &mut interrupt).await
             } else {
@@ -377,11 +390,14 @@ struct Output {
     redraw: bool,
     /// Whether a snapshot was printed already.
     printed: std::cell::Cell<bool>,
+    /// `--layout`: the layout whose blind spots the warnings name.
+    layout: Option<Layout>,
 }
 
 impl Output {
-    fn new(json: bool, watch: bool, several: bool) -> Output {
+    fn new(json: bool, watch: bool, several: bool, layout: Option<Layout>) -> Output {
         Output {
+            layout,
             json,
             watch,
             several,
@@ -425,7 +441,7 @@ impl Output {
                 if i > 0 {
                     text.push('\n');
                 }
-                text.push_str(&table(snapshot, now));
+                text.push_str(&table(snapshot, now, self.layout));
             }
         }
         self.printed.set(true);
@@ -445,7 +461,7 @@ fn write_failure(e: io::Error) -> Failure {
 }
 
 /// The human-readable form.
-fn table(snapshot: &Snapshot, now: SystemTime) -> String {
+fn table(snapshot: &Snapshot, now: SystemTime, layout: Option<Layout>) -> String {
     let mut out = String::new();
     let n = snapshot.contenders.len();
     if n == 0 {
@@ -524,7 +540,8 @@ fn table(snapshot: &Snapshot, now: SystemTime) -> String {
         for c in snapshot.contenders.iter().filter(|c| c.is_persistent()) {
             out.push_str(&permanent_warning(&c.path));
         }
-        out.push_str(&layout_warnings(&snapshot.contenders));
+        out.push_str(&layout_warnings(&snapshot.contenders, layout));
+        out.push_str(&kazoo_lock_warnings(&snapshot.contenders));
     }
     if !snapshot.foreign.is_empty() {
         out.push_str(&format!(
@@ -546,11 +563,17 @@ fn identity_cell(name: &zk_rwlock::NodeName) -> String {
 
 /// Warnings under the table for a queue that mixes layouts: a peer library
 /// recognises only its own recipe's nodes, so it may hold beside the
-/// others (zk-rwlock recognises every layout).
-fn layout_warnings(contenders: &[Contender]) -> String {
+/// others (zk-rwlock recognises every layout). With `--layout` set to a
+/// peer's, only that library's blind spots, whether or not its nodes are in
+/// the queue yet; with `native` or without it, each peer library present.
+fn layout_warnings(contenders: &[Contender], layout: Option<Layout>) -> String {
     let mut out = String::new();
     for peer in Layout::ALL.into_iter().filter(|l| *l != Layout::Native) {
-        if !contenders.iter().any(|c| c.name.layout() == peer) {
+        let relevant = match layout {
+            Some(Layout::Native) | None => contenders.iter().any(|c| c.name.layout() == peer),
+            Some(chosen) => chosen == peer,
+        };
+        if !relevant {
             continue;
         }
         let unseen: Vec<String> = contenders
@@ -566,6 +589,40 @@ fn layout_warnings(contenders: &[Contender]) -> String {
                 unseen.join(", ")
             ));
         }
+    }
+    out
+}
+
+/// Warnings under the table for each kazoo `__lock__` node that does not
+/// hold, with kazoo `__rlock__` nodes ahead of it and no `__lock__` node:
+/// kazoo's `Lock` writes the same name as its `WriteLock` but is blocked by
+/// `__lock__` nodes only, so it may hold beside those readers although it
+/// is shown waiting.
+fn kazoo_lock_warnings(contenders: &[Contender]) -> String {
+    let mut out = String::new();
+    for (i, c) in contenders.iter().enumerate() {
+        if c.name.layout() != Layout::Kazoo
+            || c.name.mode() != Mode::Write
+            || c.state == ContenderState::Holds
+        {
+            continue;
+        }
+        let ahead = &contenders[..i];
+        let kazoo = |mode| {
+            ahead
+                .iter()
+                .filter(move |a| a.name.layout() == Layout::Kazoo && a.name.mode() == mode)
+        };
+        let readers: Vec<String> = kazoo(Mode::Read).map(|a| a.name.to_string()).collect();
+        if readers.is_empty() || kazoo(Mode::Write).next().is_some() {
+            continue;
+        }
+        out.push_str(&format!(
+            "WARNING: {} waits behind kazoo readers ({}) but may be a kazoo Lock (not WriteLock), \
+             which holds beside readers\n",
+            c.name,
+            readers.join(", ")
+        ));
     }
     out
 }
@@ -695,6 +752,64 @@ mod tests {
         assert_eq!(format_age(Duration::from_secs(3 * 86400 + 4 * 3600)), "3d04h");
     }
 
+    const K1: &str = "0123456789abcdef0123456789abcdef__rlock__0000000001";
+    const K2: &str = "0123456789abcdef0123456789abcdef__rlock__0000000002";
+    const K3: &str = "fedcba9876543210fedcba9876543210__lock__0000000003";
+
+    fn queue(names: &[&str]) -> Vec<Contender> {
+        let names: Vec<zk_rwlock::NodeName> = names.iter().map(|n| n.parse().unwrap()).collect();
+        // States as the queue gives them: a reader holds unless a writer is
+        // ahead; a writer holds only at the head.
+        let mut out = Vec::new();
+        for (i, name) in names.iter().enumerate() {
+            let state = if i == 0
+                || (name.mode() == Mode::Read && names[..i].iter().all(|n| n.mode() == Mode::Read))
+            {
+                ContenderState::Holds
+            } else {
+                ContenderState::WaitsOn(names[i - 1].to_string())
+            };
+            out.push(Contender::new("/x", name.clone(), state));
+        }
+        out
+    }
+
+    #[test]
+    fn a_kazoo_lock_behind_kazoo_readers_is_flagged() {
+        let w = kazoo_lock_warnings(&queue(&[K1, K2, K3]));
+        assert_eq!(w.lines().count(), 1, "{w}");
+        assert!(w.contains(K3) && w.contains(K1) && w.contains(K2), "{w}");
+        assert!(
+            w.contains("may be a kazoo Lock (not WriteLock), which holds beside readers"),
+            "{w}"
+        );
+        // A kazoo writer at the head holds: nothing to say.
+        assert_eq!(kazoo_lock_warnings(&queue(&[K3])), "");
+        // Behind a kazoo writer, a kazoo Lock waits too.
+        let k4 = "fedcba9876543210fedcba9876543210__lock__0000000004";
+        assert_eq!(kazoo_lock_warnings(&queue(&[K1, K3, k4])).lines().count(), 1);
+        // Native or Curator readers ahead: kazoo's Lock ignores them anyway.
+        assert_eq!(kazoo_lock_warnings(&queue(&["a-R-0000000001", K3])), "");
+    }
+
+    #[test]
+    fn layout_warnings_follow_the_chosen_layout() {
+        let q = queue(&["a-R-0000000001", K2]);
+        // Without --layout (or native): each peer present, here kazoo.
+        let w = layout_warnings(&q, None);
+        assert!(w.contains("kazoo does not recognise a-R-0000000001"), "{w}");
+        assert_eq!(layout_warnings(&q, Some(Layout::Native)), w);
+        // A chosen peer layout: only that library, present or not.
+        let w = layout_warnings(&q, Some(Layout::Curator));
+        assert_eq!(w.lines().count(), 1, "{w}");
+        assert!(
+            w.contains("does not recognise a-R-0000000001, ") && w.contains(K2),
+            "{w}"
+        );
+        assert!(w.contains("--layout curator"), "{w}");
+        assert_eq!(layout_warnings(&queue(&[K1, K2]), Some(Layout::Kazoo)), "");
+    }
+
     #[test]
     fn permanent_nodes_are_flagged() {
         let contender = |name: &str, state, session| {
@@ -717,7 +832,7 @@ mod tests {
             also_in: None,
         };
         let now = SystemTime::now();
-        let t = table(&s, now);
+        let t = table(&s, now, None);
         let lines: Vec<&str> = t.lines().collect();
         assert!(lines[2].contains("holds (PERMANENT node)"), "{t}");
         assert!(!lines[3].contains("PERMANENT"), "{t}");
@@ -768,7 +883,7 @@ mod tests {
         assert_eq!(also_in(&s[0]), [vec!["/b", "/c"], vec![], vec![], vec![]]);
         assert_eq!(also_in(&s[1]), [vec!["/a", "/c"]]);
         assert_eq!(also_in(&s[2]), [vec!["/a", "/b"], vec![]]);
-        let t = table(&s[1], SystemTime::now());
+        let t = table(&s[1], SystemTime::now(), None);
         assert!(t.lines().nth(1).unwrap().ends_with("ALSO IN"), "{t}");
         assert!(t.lines().nth(2).unwrap().ends_with("/a,/c"), "{t}");
         let j = serde_json::to_value(json(&s[0], SystemTime::now())).unwrap();
@@ -786,12 +901,12 @@ mod tests {
             also_in: None,
         };
         assert_eq!(
-            table(&s, SystemTime::now()),
+            table(&s, SystemTime::now(), None),
             "/x: no contenders (the lock directory does not exist)\n"
         );
         s.exists = true;
         s.foreign.push("junk".to_owned());
-        let t = table(&s, SystemTime::now());
+        let t = table(&s, SystemTime::now(), None);
         assert!(t.starts_with("/x: no contenders\n"), "{t}");
         assert!(t.contains("junk"), "{t}");
     }

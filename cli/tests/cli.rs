@@ -704,6 +704,11 @@ async fn bad_arguments_are_reported_clearly() {
             "invalid identity `a/b`".to_owned(),
         ),
         (
+            vec!["exec", "--write", "--identity", "__REVOKE__", &path, "--", "true"],
+            2,
+            "invalid identity `__REVOKE__`".to_owned(),
+        ),
+        (
             vec!["exec", "--write", "--connect", &unreachable, &path, "--", "true"],
             69,
             format!("zk-rwlock: cannot reach ZooKeeper at {unreachable}"),

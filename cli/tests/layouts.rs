@@ -164,3 +164,75 @@ async fn status_shows_peer_contenders_with_their_library() {
     drop(c);
     assert_drained(&path).await;
 }
+
+/// kazoo readers with a kazoo `__lock__` node behind them: `status` warns
+/// that it may be a kazoo `Lock` (which holds beside readers); `--layout`
+/// (or `ZK_RWLOCK_LAYOUT`) restricts the layout warning to that library;
+/// `revoke` writes nothing to kazoo nodes.
+#[tokio::test]
+async fn status_layout_kazoo_lock_and_revoke_of_kazoo_holders() {
+    let path = unique_path("cli-status-kazoo-lock");
+    let c = client().await;
+    c.mkdir(
+        &path,
+        &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
+    )
+    .await
+    .unwrap();
+    let ephemeral = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
+    let reader = format!("{path}/0123456789abcdef0123456789abcdef__rlock__");
+    let writer = format!("{path}/fedcba9876543210fedcba9876543210__lock__");
+    c.create(&reader, b"reader-1", &ephemeral).await.unwrap();
+    c.create(&writer, b"locker-2", &ephemeral).await.unwrap();
+    let kids = wait_nodes(&c, &path, 2).await;
+    let reader_name = kids.iter().find(|k| k.contains("__rlock__")).unwrap().clone();
+    let writer_name = kids.iter().find(|k| k.contains("__lock__")).unwrap().clone();
+
+    let (code, stdout, stderr) = run(&["status", &path], &[]).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.contains(&format!(
+            "WARNING: {writer_name} waits behind kazoo readers ({reader_name}) but may be a kazoo \
+             Lock (not WriteLock), which holds beside readers"
+        )),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("does not recognise"), "one layout: {stdout}");
+
+    // The chosen layout's library, by option or environment.
+    let (code, stdout, stderr) = run(&["status", "--layout", "curator-mutex", &path], &[]).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.contains(&format!(
+            "WARNING: Curator InterProcessMutex does not recognise {reader_name}, {writer_name}"
+        )),
+        "{stdout}"
+    );
+    let (_, stdout, _) = run(&["status", &path], &[("ZK_RWLOCK_LAYOUT", "curator")]).await;
+    assert!(
+        stdout.contains("WARNING: Curator InterProcessReadWriteLock does not recognise"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("InterProcessMutex"), "{stdout}");
+    let (_, stdout, _) = run(&["status", "--layout", "kazoo", &path], &[]).await;
+    assert!(!stdout.contains("does not recognise"), "{stdout}");
+    let (code, _, stderr) = run(&["status", "--layout", "zookeeper", &path], &[]).await;
+    assert_eq!(code, Some(2), "{stderr}");
+
+    // revoke: the kazoo holder is not asked, its data is left alone.
+    let (code, _, stderr) = run(&["revoke", &path], &[]).await;
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "not asked: `{path}/{reader_name}` is a kazoo contender node"
+        )),
+        "{stderr}"
+    );
+    let (code, _, stderr) = run(&["revoke", &path, &reader_name], &[]).await;
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("kazoo has no revocation"), "{stderr}");
+    let (data, _) = c.get_data(&format!("{path}/{reader_name}")).await.unwrap();
+    assert_eq!(data, b"reader-1");
+    drop(c);
+    assert_drained(&path).await;
+}
