@@ -157,11 +157,10 @@ impl LockBuilder {
         self
     }
 
-    /// The ACLs of the contender nodes this lock creates. Default: open to
-    /// anyone (`world:anyone`, all permissions). The lock directory and its
-    /// parents take [`directory_acls`](Self::directory_acls) instead, so
-    /// that a creator-only ACL here protects this process's nodes without
-    /// locking other identities out of the lock.
+    /// The ACLs of the contender nodes this lock creates, and (unless
+    /// [`directory_acls`](Self::directory_acls) says otherwise) of the lock
+    /// directory and its parents when this lock creates them. Default: open
+    /// to anyone (`world:anyone`, all permissions).
     ///
     /// A creator-only ACL ([`zk::Acls::creator_all`]) needs an
     /// authenticated identity (credentials, see
@@ -173,13 +172,22 @@ impl LockBuilder {
     }
 
     /// The ACLs of the lock directory and its parents, when this lock
-    /// creates them (existing nodes keep theirs). Default: open to anyone.
+    /// creates them (existing nodes keep theirs). Default: the contender
+    /// nodes' ACLs ([`acls`](Self::acls)).
     ///
     /// Every contender needs READ (to list), CREATE (to queue), DELETE (to
     /// leave) and WRITE (the release record) on the directory, and whoever
     /// recycles a directory at the sequence counter's limit needs CREATE
     /// and DELETE on its parent: an identity refused any of them gets
-    /// [`Error::NoAuth`](crate::Error::NoAuth).
+    /// [`Error::NoAuth`](crate::Error::NoAuth). So the directory's ACL is
+    /// the lock's trust boundary: an identity with those permissions can
+    /// delete any contender (ZooKeeper checks DELETE on the parent, not on
+    /// the node), plant contenders, and write a release record that names
+    /// a waiter which then withdraws, granting the waiter behind it early.
+    /// Identities that share a lock but protect their contender nodes from
+    /// each other (`creator_all`) should get a directory whose ACL names
+    /// exactly them (e.g. one `digest` entry each with READ, WRITE, CREATE
+    /// and DELETE), made beforehand or given here.
     pub fn directory_acls(mut self, acls: &[zk::Acl]) -> LockBuilder {
         self.directory_acls = Some(acls.to_vec());
         self
@@ -252,9 +260,13 @@ impl LockBuilder {
                  predecessor by reading it); give the peers' identities READ"
             );
         }
+        // The directory takes the contender nodes' ACL unless told
+        // otherwise: whoever may write the directory may forge its release
+        // record, delete its contenders (DELETE is the parent's permission)
+        // or plant contenders in it.
         let directory_acls = match self.directory_acls {
             Some(acls) => Arc::from(acls),
-            None => default_acls(),
+            None => acls.clone(),
         };
         Ok(SharedLock {
             inner: Arc::new(Inner {

@@ -235,14 +235,14 @@ fn seeded_server() -> &'static zk_rwlock_testkit::launcher::ZkCluster {
 /// Other identities keep their access when the directory is recycled: it
 /// is deleted and created again, with the same ACL, in one transaction. A
 /// directory that was simply deleted would be recreated by the next
-/// contender with its `LockBuilder::directory_acls` (open by default), not
-/// with its contender nodes' ACL: that happens to the directories the
+/// contender with its `LockBuilder::directory_acls` (by default its
+/// contender nodes' ACL): that happens to the directories the
 /// library makes (container nodes) when ZooKeeper removes them, and to
 /// those deleted by hand. A lock shared by identities that protect their
 /// contender nodes with `creator_all` (the setup of
 /// hardening::contenders_of_different_identities_watch_each_others_nodes)
-/// stays shared either way (see
-/// `a_directory_made_by_a_creator_only_lock_lets_others_queue`); only an
+/// stays shared when its directory is open (see
+/// `a_creator_only_lock_with_an_open_directory_lets_others_queue`); only an
 /// operator's pre-made directory ACL is lost when the directory is deleted.
 ///
 /// Interleaving: the directory (open to anyone) is at the limit; Alice's
@@ -473,11 +473,13 @@ fn last_handle_dropped_in_a_current_thread_task_releases() {
     });
 }
 
-/// A lock whose contender nodes are `creator_all` makes a missing lock
-/// directory (and parents) open: another identity can queue on it, and
-/// only the contender nodes are the creator's alone.
+/// A lock whose contender nodes are `creator_all` and whose directory is
+/// given an open ACL (`directory_acls`) makes a missing lock directory (and
+/// parents) open: another identity can queue on it, and only the contender
+/// nodes are the creator's alone. Without `directory_acls` the directory
+/// takes the contender nodes' ACL (see `tests/secured.rs`).
 #[tokio::test]
-async fn a_directory_made_by_a_creator_only_lock_lets_others_queue() {
+async fn a_creator_only_lock_with_an_open_directory_lets_others_queue() {
     let path = "/adversarial/fresh-parent/creator-dir";
     let connect = seeded_server().connect_string();
     let as_user = |user: &'static str| {
@@ -491,6 +493,7 @@ async fn a_directory_made_by_a_creator_only_lock_lets_others_queue() {
                 .unwrap();
             SharedLock::builder(client, path)
                 .acls(&zk::Acls::creator_all())
+                .directory_acls(&zk::Acls::anyone_all())
                 .build()
                 .unwrap()
         }

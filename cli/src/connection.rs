@@ -40,19 +40,20 @@ pub struct Security {
     pub tls_key: Option<PathBuf>,
 }
 
-/// The ACL of the contender nodes a lock creates. The lock directory and
-/// its parents, when missing, are created open, so that other identities
-/// can still queue on the lock.
+/// The ACL of the nodes a lock creates: its contender nodes (`--acl`), and
+/// its directory and parents when missing (`--dir-acl`, default the same).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum Acl {
     /// Anyone may do anything (world:anyone, all permissions).
     #[default]
     Open,
     /// Only the same authenticated identity (creator_all): others cannot
-    /// read, write (revoke) or delete this process's nodes.
+    /// read or write (revoke) this process's nodes, nor delete them unless
+    /// the directory lets them.
     Creator,
     /// The same identity may do anything, anyone may read: others see the
-    /// nodes' data (`status`) but cannot write (revoke) or delete them.
+    /// nodes' data (`status`) but cannot write (revoke) them, nor delete
+    /// them unless the directory lets them.
     ReadOnlyOthers,
 }
 
@@ -85,10 +86,11 @@ pub struct AclArg {
     #[arg(long, value_name = "ACL", value_enum, default_value_t = Acl::Open)]
     pub acl: Acl,
     /// The ACL of the lock directory and its parents when they are missing
-    /// (existing ones keep theirs): `open` lets other identities queue on
-    /// the lock; `creator` or `read-only-others` keeps them out of it
-    #[arg(long = "dir-acl", value_name = "ACL", value_enum, default_value_t = Acl::Open)]
-    pub dir_acl: Acl,
+    /// (existing ones keep theirs); default: the same as --acl. Whoever may
+    /// use the directory can delete or outwait any contender in it: `open`
+    /// trusts every identity
+    #[arg(long = "dir-acl", value_name = "ACL", value_enum)]
+    pub dir_acl: Option<Acl>,
 }
 
 impl AclArg {
@@ -98,8 +100,8 @@ impl AclArg {
         if self.acl != Acl::Open {
             builder = builder.acls(&self.acl.acls());
         }
-        if self.dir_acl != Acl::Open {
-            builder = builder.directory_acls(&self.dir_acl.acls());
+        if let Some(dir_acl) = self.dir_acl {
+            builder = builder.directory_acls(&dir_acl.acls());
         }
         builder
     }
@@ -163,7 +165,7 @@ impl Security {
     /// creator-only ACLs need an authenticated identity (ZooKeeper rejects
     /// them with InvalidACL otherwise).
     pub fn check_acl(&self, arg: AclArg) -> Result<(), Failure> {
-        for (option, acl) in [("--acl", arg.acl), ("--dir-acl", arg.dir_acl)] {
+        for (option, acl) in [("--acl", arg.acl), ("--dir-acl", arg.dir_acl.unwrap_or(arg.acl))] {
             if acl == Acl::Open || self.has_identity() {
                 continue;
             }
@@ -311,7 +313,10 @@ mod tests {
         };
         assert!(!empty.has_identity());
         let anonymous = Security::default();
-        let arg = |acl, dir_acl| AclArg { acl, dir_acl };
+        let arg = |acl, dir_acl| AclArg {
+            acl,
+            dir_acl: Some(dir_acl),
+        };
         for (acl, dir_acl) in [(Acl::Creator, Acl::Open), (Acl::Open, Acl::ReadOnlyOthers)] {
             let refused = anonymous.check_acl(arg(acl, dir_acl)).unwrap_err();
             assert_eq!(refused.code, exit::USAGE);
@@ -319,6 +324,15 @@ mod tests {
             assert!(refused.message.starts_with(option), "{}", refused.message);
         }
         assert!(anonymous.check_acl(AclArg::default()).is_ok());
+        let same = AclArg {
+            acl: Acl::Creator,
+            dir_acl: None,
+        };
+        assert!(anonymous
+            .check_acl(same)
+            .unwrap_err()
+            .message
+            .starts_with("--acl "));
         let alice = Security {
             auth: Some("digest:alice:pw".into()),
             ..Security::default()

@@ -204,7 +204,7 @@ async fn exec_with_credentials_from_the_environment_and_a_creator_acl() {
     .await;
     out.expect(0, "");
     assert_eq!(out.stdout, "bob-status=0\nbob-exec=77\n", "{out:#?}");
-    // Creator-only nodes in an open directory (the default --dir-acl): bob
+    // Creator-only nodes in an open directory (--dir-acl open): bob
     // cannot read alice's node, but he sees it in `status` and shares the
     // lock with her.
     let path = self::path("exec-creator-nodes").await;
@@ -215,7 +215,17 @@ async fn exec_with_credentials_from_the_environment_and_a_creator_acl() {
     let out = run_as(
         Some(ALICE),
         &[
-            "exec", "--read", "--acl", "creator", &path, "--", "sh", "-c", &script,
+            "exec",
+            "--read",
+            "--acl",
+            "creator",
+            "--dir-acl",
+            "open",
+            &path,
+            "--",
+            "sh",
+            "-c",
+            &script,
         ],
     )
     .await;
