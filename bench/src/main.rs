@@ -666,20 +666,7 @@ async fn contended(b: &Arc<Bench>, fixed: Option<Kind>) -> Result<Outcome, Failu
     let start = Instant::now();
     let _ = shared.start.set(start);
     shared.barrier.wait().await;
-    let mut samples: Samples = Vec::with_capacity(b.grants as usize);
-    let mut stuck = false;
-    let join_until = tokio::time::Instant::from_std(start + b.max + Duration::from_secs(30));
-    for task in tasks {
-        let abort = task.abort_handle();
-        match tokio::time::timeout_at(join_until, task).await {
-            Ok(Ok(mine)) => samples.extend(mine),
-            Ok(Err(e)) => b.errors.record(&format!("client task failed: {e}")),
-            Err(_) => {
-                stuck = true;
-                abort.abort();
-            }
-        }
-    }
+    let (samples, stuck): (Samples, bool) = join_until_max(b, start, tasks, "client").await;
     let cpu_s = cpu_secs() - cpu0;
     let (end, wakes) = match shared.target.get() {
         Some(&(at, wakes)) => (at, wakes),
@@ -1098,6 +1085,33 @@ async fn floor_handoff(b: &Bench) -> Result<Outcome, Failure> {
     })
 }
 
+/// Joins the loop tasks of a run, each returning its samples, until 30 s
+/// past the run's longest time (`--max-secs`): a task still running then is
+/// aborted, and reported as stuck. A task that failed is recorded as an
+/// error (`what`: "client", "worker").
+async fn join_until_max<T>(
+    b: &Bench,
+    start: Instant,
+    tasks: Vec<tokio::task::JoinHandle<Vec<T>>>,
+    what: &str,
+) -> (Vec<T>, bool) {
+    let mut samples = Vec::with_capacity(b.grants as usize);
+    let mut stuck = false;
+    let join_until = tokio::time::Instant::from_std(start + b.max + Duration::from_secs(30));
+    for task in tasks {
+        let abort = task.abort_handle();
+        match tokio::time::timeout_at(join_until, task).await {
+            Ok(Ok(mine)) => samples.extend(mine),
+            Ok(Err(e)) => b.errors.record(&format!("{what} task failed: {e}")),
+            Err(_) => {
+                stuck = true;
+                abort.abort();
+            }
+        }
+    }
+    (samples, stuck)
+}
+
 // ---------------------------------------------------------------------------
 // Per-entity locks on one session
 
@@ -1172,20 +1186,7 @@ async fn entities(b: &Arc<Bench>, floor: bool) -> Result<Outcome, Failure> {
     let start = Instant::now();
     let _ = shared.start.set(start);
     shared.barrier.wait().await;
-    let mut lat: Vec<f64> = Vec::with_capacity(b.grants as usize);
-    let mut stuck = false;
-    let join_until = tokio::time::Instant::from_std(start + b.max + Duration::from_secs(30));
-    for task in tasks {
-        let abort = task.abort_handle();
-        match tokio::time::timeout_at(join_until, task).await {
-            Ok(Ok(mine)) => lat.extend(mine),
-            Ok(Err(e)) => b.errors.record(&format!("worker task failed: {e}")),
-            Err(_) => {
-                stuck = true;
-                abort.abort();
-            }
-        }
-    }
+    let (lat, stuck): (Vec<f64>, bool) = join_until_max(b, start, tasks, "worker").await;
     let cpu_s = cpu_secs() - cpu0;
     let (end, wakes) = match shared.target.get() {
         Some(&(at, wakes)) => (at, wakes),
