@@ -232,6 +232,18 @@ fn seeded_server() -> &'static zk_rwlock_testkit::launcher::ZkCluster {
     })
 }
 
+/// A lock on `path` for a session with digest credentials `user`
+/// (`name:password`) whose contender nodes only that identity may touch.
+async fn creator_only(connect: &str, path: &str, user: &str) -> zk_rwlock::LockBuilder {
+    let client = zk::Client::connector()
+        .with_session_timeout(Duration::from_secs(4))
+        .with_auth("digest", user.as_bytes())
+        .connect(connect)
+        .await
+        .unwrap();
+    SharedLock::builder(client, path).acls(&zk::Acls::creator_all())
+}
+
 /// Other identities keep their access when the directory is recycled: it
 /// is deleted and created again, with the same ACL, in one transaction. A
 /// directory that was simply deleted would be recreated by the next
@@ -253,23 +265,11 @@ fn seeded_server() -> &'static zk_rwlock_testkit::launcher::ZkCluster {
 async fn a_recreated_directory_keeps_other_identities_out() {
     let path = "/adversarial/acl-flip";
     let connect = seeded_server().connect_string();
-    let as_user = |user: &'static str| {
-        let connect = connect.clone();
-        async move {
-            let client = zk::Client::connector()
-                .with_session_timeout(Duration::from_secs(4))
-                .with_auth("digest", user.as_bytes())
-                .connect(&connect)
-                .await
-                .unwrap();
-            SharedLock::builder(client, path)
-                .acls(&zk::Acls::creator_all())
-                .build()
-                .unwrap()
-        }
-    };
-    let alice = as_user("alice:secret").await;
-    let bob = as_user("bob:secret").await;
+    let alice = creator_only(&connect, path, "alice:secret")
+        .await
+        .build()
+        .unwrap();
+    let bob = creator_only(&connect, path, "bob:secret").await.build().unwrap();
     // Bob can use the directory as it is (the counter is at the limit, so
     // he is refused with SequenceExhausted, not NoAuth) ... but that would
     // recycle it; so check his permission with a plain child instead.
@@ -482,24 +482,9 @@ fn last_handle_dropped_in_a_current_thread_task_releases() {
 async fn a_creator_only_lock_with_an_open_directory_lets_others_queue() {
     let path = "/adversarial/fresh-parent/creator-dir";
     let connect = seeded_server().connect_string();
-    let as_user = |user: &'static str| {
-        let connect = connect.clone();
-        async move {
-            let client = zk::Client::connector()
-                .with_session_timeout(Duration::from_secs(4))
-                .with_auth("digest", user.as_bytes())
-                .connect(&connect)
-                .await
-                .unwrap();
-            SharedLock::builder(client, path)
-                .acls(&zk::Acls::creator_all())
-                .directory_acls(&zk::Acls::anyone_all())
-                .build()
-                .unwrap()
-        }
-    };
-    let alice = as_user("alice:secret").await;
-    let bob = as_user("bob:secret").await;
+    let open_dir = |b: zk_rwlock::LockBuilder| b.directory_acls(&zk::Acls::anyone_all()).build().unwrap();
+    let alice = open_dir(creator_only(&connect, path, "alice:secret").await);
+    let bob = open_dir(creator_only(&connect, path, "bob:secret").await);
     let g = alice.write().await.expect("alice makes the directory and holds");
     let c = support::client_on(&connect).await;
     for dir in ["/adversarial/fresh-parent", path] {
