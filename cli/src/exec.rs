@@ -13,13 +13,15 @@
 //! can read them in its lease file ([`lease_file`]).
 
 mod holding;
+pub mod keeper;
 mod lease_file;
+mod link;
 mod stop;
+mod tree;
 
 use std::ffi::OsString;
 use std::io;
-use std::os::unix::process::ExitStatusExt;
-use std::process::{ExitCode, ExitStatus};
+use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::ArgGroup;
@@ -29,7 +31,8 @@ use zk_rwlock::{HoldState, Layout, Mode, MultiLock, SharedLock};
 
 use crate::common::{self, exit, Failure};
 use holding::Holding;
-use lease_file::LeaseFile;
+use keeper::{FromKeeper, ToKeeper};
+use link::Keeper;
 use stop::{Cause, OnSuspend, Policy, Step};
 
 /// How long to wait, at most, for the session to close (and with it for the
@@ -219,16 +222,30 @@ pub struct Args {
     acl: crate::connection::AclArg,
 
     /// When CMD is stopped, how long it gets between SIGTERM and SIGKILL
-    /// (with --on-suspend term, SIGKILL comes sooner if the lease would run
-    /// out first)
+    /// (SIGKILL comes sooner if the lease would run out first, except with
+    /// --on-suspend ignore)
     #[arg(long, value_name = "DUR", default_value = "10s", value_parser = common::parse_duration, allow_hyphen_values = true)]
     kill_after: Duration,
 
-    /// When the connection to ZooKeeper is lost while CMD runs: `term` stops
-    /// CMD (SIGTERM at once, SIGKILL before the lease runs out); `ignore`
-    /// lets it run until the lock is lost
-    #[arg(long, value_name = "WHAT", value_enum, default_value_t = OnSuspend::Term)]
+    /// When the connection to ZooKeeper is lost while CMD runs: `lease`
+    /// lets CMD run while the lease can still cover its stop (SIGTERM at the
+    /// lease deadline less the kill margin less --grace, SIGKILL at the
+    /// deadline less the margin); `term` stops CMD at once; `ignore` lets it
+    /// run until the lock is lost
+    #[arg(long, value_name = "WHAT", value_enum, default_value_t = OnSuspend::Lease)]
     on_suspend: OnSuspend,
+
+    /// With --on-suspend lease: how long before its SIGKILL time CMD gets
+    /// SIGTERM when the connection stays lost [default: 3/10 of the session
+    /// timeout, at most 3s]
+    #[arg(long, value_name = "DUR", value_parser = common::parse_duration, allow_hyphen_values = true)]
+    grace: Option<Duration>,
+
+    /// When CMD exits, end the processes it started that still run
+    /// (SIGTERM, SIGKILL after --kill-after) instead of holding the lock
+    /// until they exit
+    #[arg(long)]
+    kill_orphans: bool,
 
     /// When someone asks the holder to let go (`zk-rwlock revoke`): send
     /// SIGNAL (TERM, INT, HUP, USR1, USR2, QUIT, KILL, with or without SIG)
@@ -416,33 +433,6 @@ async fn with_lock(
     let session_timeout = client
         .session_lease()
         .map_or_else(|| client.session_timeout(), |lease| lease.timeout);
-    // Without it the command runs all the same, without ZK_RWLOCK_LEASE_FILE.
-    let mut lease = match LeaseFile::create(guard.lease_deadline(), guard.state()) {
-        Ok(file) => Some(file),
-        Err(e) => {
-            eprintln!(
-                "zk-rwlock: warning: cannot create the lease file in {}: {e}; \
-                 the command runs without ZK_RWLOCK_LEASE_FILE",
-                std::env::temp_dir().display()
-            );
-            None
-        }
-    };
-    let env = LeaseEnv {
-        session_timeout,
-        deadline: guard.lease_deadline(),
-        file: lease.as_ref().map(|f| f.path().to_owned()),
-    };
-    let child = match spawn(&args.command, &guard, &env) {
-        Ok(child) => child,
-        Err((code, message)) => {
-            eprintln!("zk-rwlock: {message}");
-            if let Err(e) = guard.release().await {
-                eprintln!("zk-rwlock: could not release the lock: {e}");
-            }
-            return Ok(code);
-        }
-    };
     let policy = Policy {
         on_suspend: args.on_suspend,
         kill_after: args.kill_after,
@@ -454,20 +444,46 @@ async fn with_lock(
                 .unwrap_or_default()
                 / 4,
         ),
+        grace: args.grace.unwrap_or_else(|| stop::default_grace(session_timeout)),
+    };
+    let deadline = guard.lease_deadline();
+    let (term_at, kill_at) = policy.unattended(deadline, None);
+    let start = link::Start {
+        command: &args.command,
+        env: command_env(&guard, session_timeout, deadline),
+        env_remove: if guard.parts().len() > 1 {
+            Vec::new()
+        } else {
+            vec!["ZK_RWLOCK_NODES", "ZK_RWLOCK_FENCING_TOKENS"]
+        },
+        own_group: !in_terminal_foreground(),
+        kill_orphans: args.kill_orphans,
+        kill_after: args.kill_after,
+        deadline: keeper::boot_of(deadline),
+        term_at: term_at.map(keeper::boot_of),
+        kill_at: kill_at.map(keeper::boot_of),
+        lease_file: true,
+    };
+    // Should the keeper die on its own, CMD's tree comes back to this
+    // process, which then kills it (see `kill_own_tree`).
+    if let Err(e) = tree::become_subreaper() {
+        tracing::debug!(error = %e, "not a child subreaper");
+    }
+    let keeper = match Keeper::start(start).await {
+        Ok((keeper, pid)) => {
+            tracing::debug!(pid, "command started");
+            keeper
+        }
+        Err((code, message)) => {
+            eprintln!("zk-rwlock: {message}");
+            if let Err(e) = guard.release().await {
+                eprintln!("zk-rwlock: could not release the lock: {e}");
+            }
+            return Ok(code);
+        }
     };
     let period = lease_file::check_period(session_timeout);
-    let outcome = supervise(
-        child,
-        &lock,
-        &guard,
-        (policy, args.on_revoke),
-        period,
-        &mut lease,
-        signals,
-    )
-    .await;
-    // The command and its group are gone (or abandoned after SIGKILL).
-    drop(lease);
+    let outcome = supervise(keeper, &lock, &guard, (policy, args.on_revoke), period, signals).await;
 
     match outcome.stopped {
         Some(Stopped::Lost(why)) => {
@@ -498,6 +514,10 @@ async fn with_lock(
     }
     match guard.release().await {
         Ok(()) => Ok(outcome.code),
+        Err(zk_rwlock::Error::Lost { node }) => {
+            eprintln!("zk-rwlock: lock lost: node {node} was deleted, possibly while the command ran");
+            Ok(exit::LOST)
+        }
         Err(e) if e.is_session_over() => {
             eprintln!(
                 "zk-rwlock: lock lost: the ZooKeeper session ended before the lock was released, \
@@ -558,124 +578,29 @@ async fn acquire(
     guard.map(|g| g.map(|guard| Holding::Many { guard, first }))
 }
 
-/// The running command and where its signals go.
-struct Child {
-    child: tokio::process::Child,
-    target: Target,
-}
-
-/// Where signals for the command go.
-#[derive(Clone, Copy)]
-enum Target {
-    /// The command leads its own process group.
-    Group(libc::pid_t),
-    /// The command shares zk-rwlock's process group (interactive use).
-    Process(libc::pid_t),
-}
-
-impl Target {
-    fn signal(self, sig: libc::c_int) {
-        let pid = match self {
-            Target::Group(pgid) => -pgid,
-            Target::Process(pid) => pid,
-        };
-        // SAFETY: kill(2) has no memory-safety preconditions. The pid is
-        // that of our own child, which is not reaped before we stop
-        // signalling it (for a group: the group outlives the reaped leader
-        // only while other members exist, so the id is not reused).
-        let rc = unsafe { libc::kill(pid, sig) };
-        if rc != 0 {
-            tracing::debug!(pid, sig, error = %io::Error::last_os_error(), "kill failed");
-        }
-    }
-
-    /// Whether any live (non-zombie) process of the group is left; always
-    /// false for a single process, which has been reaped when this is asked.
-    fn group_alive(self) -> bool {
-        let Target::Group(pgid) = self else {
-            return false;
-        };
-        // SAFETY: signal 0 only checks for existence.
-        if unsafe { libc::kill(-pgid, 0) } != 0 {
-            return false;
-        }
-        // Members that died but were never reaped (a container's PID 1 may
-        // not reap orphans) still count for kill(2): look closer.
-        live_group_member(pgid).unwrap_or(true)
-    }
-}
-
-/// Whether `/proc` shows a process of group `pgid` that is not a zombie;
-/// `None` where `/proc` cannot tell.
-#[cfg(target_os = "linux")]
-fn live_group_member(pgid: libc::pid_t) -> Option<bool> {
-    let pgid = pgid.to_string();
-    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
-        if !entry
-            .file_name()
-            .to_string_lossy()
-            .bytes()
-            .all(|b| b.is_ascii_digit())
-        {
-            continue;
-        }
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        // After the parenthesised command name: state, ppid, pgrp, ...
-        let Some((_, rest)) = stat.rsplit_once(')') else {
-            continue;
-        };
-        let mut fields = rest.split_whitespace();
-        let (state, pgrp) = (fields.next(), fields.nth(1));
-        if pgrp == Some(pgid.as_str()) && state != Some("Z") {
-            return Some(true);
-        }
-    }
-    Some(false)
-}
-
-#[cfg(not(target_os = "linux"))]
-fn live_group_member(_pgid: libc::pid_t) -> Option<bool> {
-    None
-}
-
 /// Whether zk-rwlock runs in the foreground process group of the terminal on stdin.
 fn in_terminal_foreground() -> bool {
     // SAFETY: isatty, tcgetpgrp and getpgrp only query process and terminal state.
     unsafe { libc::isatty(0) == 1 && libc::tcgetpgrp(0) == libc::getpgrp() }
 }
 
-/// What the command is told of its lease.
-struct LeaseEnv {
-    /// The negotiated session timeout.
+/// The variables CMD gets: its node, token, session timeout and lease
+/// deadline at the start (the keeper adds the lease file).
+fn command_env(
+    guard: &Holding,
     session_timeout: Duration,
-    /// The lease deadline at spawn.
     deadline: std::time::Instant,
-    /// The lease file, if it could be created.
-    file: Option<std::path::PathBuf>,
-}
-
-/// Spawns the command with the lock's environment. On failure: the exit
-/// code (126/127) and a message.
-fn spawn(command: &[OsString], guard: &Holding, lease: &LeaseEnv) -> Result<Child, (u8, String)> {
-    let (program, rest) = command
-        .split_first()
-        .ok_or((exit::USAGE, "no command given".to_owned()))?;
-    let mut cmd = tokio::process::Command::new(program);
-    let deadline_ms = lease_file::unix_ms(
-        lease.deadline,
-        std::time::Instant::now(),
-        std::time::SystemTime::now(),
-    );
-    cmd.args(rest)
-        .env("ZK_RWLOCK_NODE", guard.node())
-        .env("ZK_RWLOCK_FENCING_TOKEN", guard.fencing_token().to_string())
-        .env(
+) -> Vec<(&'static str, String)> {
+    let deadline_ms = lease_file::unix_ms(deadline, std::time::Instant::now(), std::time::SystemTime::now());
+    let mut env = vec![
+        ("ZK_RWLOCK_NODE", guard.node().to_owned()),
+        ("ZK_RWLOCK_FENCING_TOKEN", guard.fencing_token().to_string()),
+        (
             "ZK_RWLOCK_SESSION_TIMEOUT_MS",
-            lease.session_timeout.as_millis().to_string(),
-        )
-        .env("ZK_RWLOCK_LEASE_DEADLINE_MS", deadline_ms.to_string());
+            session_timeout.as_millis().to_string(),
+        ),
+        ("ZK_RWLOCK_LEASE_DEADLINE_MS", deadline_ms.to_string()),
+    ];
     let parts = guard.parts();
     if parts.len() > 1 {
         let nodes: Vec<&str> = parts.iter().map(|(_, node, _)| *node).collect();
@@ -683,68 +608,17 @@ fn spawn(command: &[OsString], guard: &Holding, lease: &LeaseEnv) -> Result<Chil
             .iter()
             .map(|(dir, _, token)| format!("{token} {dir}"))
             .collect();
-        cmd.env("ZK_RWLOCK_NODES", nodes.join("\n"))
-            .env("ZK_RWLOCK_FENCING_TOKENS", tokens.join("\n"));
-    } else {
-        cmd.env_remove("ZK_RWLOCK_NODES")
-            .env_remove("ZK_RWLOCK_FENCING_TOKENS");
+        env.push(("ZK_RWLOCK_NODES", nodes.join("\n")));
+        env.push(("ZK_RWLOCK_FENCING_TOKENS", tokens.join("\n")));
     }
-    match &lease.file {
-        Some(file) => cmd.env("ZK_RWLOCK_LEASE_FILE", file),
-        // Not one inherited from an outer zk-rwlock.
-        None => cmd.env_remove("ZK_RWLOCK_LEASE_FILE"),
-    };
-    let own_group = !in_terminal_foreground();
-    if own_group {
-        cmd.process_group(0);
-    }
-    #[cfg(target_os = "linux")]
-    {
-        let parent = std::process::id() as libc::pid_t;
-        // SAFETY: the closure runs in the forked child before exec and
-        // calls only async-signal-safe functions (prctl, getppid); it
-        // allocates nothing.
-        unsafe {
-            cmd.pre_exec(move || {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                // zk-rwlock died before the death signal was armed.
-                if libc::getppid() != parent {
-                    return Err(io::Error::from_raw_os_error(libc::ESRCH));
-                }
-                Ok(())
-            });
-        }
-    }
-    let name = program.to_string_lossy();
-    match cmd.spawn() {
-        Ok(child) => {
-            let Some(pid) = child.id() else {
-                return Err((
-                    exit::SOFTWARE,
-                    format!("`{name}` exited before it could be watched"),
-                ));
-            };
-            let pid = pid as libc::pid_t;
-            let target = if own_group {
-                Target::Group(pid)
-            } else {
-                Target::Process(pid)
-            };
-            Ok(Child { child, target })
-        }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            Err((exit::NOT_FOUND, format!("cannot run `{name}`: command not found")))
-        }
-        Err(e) => Err((exit::CANNOT_EXECUTE, format!("cannot run `{name}`: {e}"))),
-    }
+    env
 }
 
 /// Why the command was stopped by zk-rwlock.
 enum Stopped {
-    /// The connection to ZooKeeper was lost (`--on-suspend term`), and the
-    /// lock was not seen lost while the command ran.
+    /// The connection to ZooKeeper was lost (`--on-suspend term`), or
+    /// stayed lost too long (`lease`), and the lock was not seen lost while
+    /// the command ran.
     Suspended,
     /// The lock was lost: why.
     Lost(String),
@@ -763,181 +637,252 @@ struct Outcome {
 /// before giving up on them (a process in uninterruptible sleep).
 const KILL_WAIT: Duration = Duration::from_secs(5);
 
-/// Waits for the command while following the lock's state and lease (and
-/// the lease file), and signals. Stops the command as `policy` says.
+/// Waits for the command and every process it started (the keeper says
+/// when the tree is gone) while following the lock's state and lease, and
+/// signals. Stops the tree as `policy` says; keeps the keeper told of the
+/// lease, so that it stops the tree by the same rules if this process
+/// cannot act.
 async fn supervise(
-    mut child: Child,
+    mut keeper: Keeper,
     lock: &SharedLock,
     guard: &Holding,
     (policy, on_revoke): (Policy, OnRevoke),
     period: Duration,
-    lease: &mut Option<LeaseFile>,
     signals: &mut Signals,
 ) -> Outcome {
-    let target = child.target;
     // Looked for only when asked to act on it: a second watcher on the
     // node (one getData), no request otherwise.
     let mut revocable = on_revoke.0.is_some();
     let mut interrupted: Option<libc::c_int> = None;
     // When SIGTERM was sent, and why.
     let mut termed: Option<(std::time::Instant, Cause)> = None;
-    let mut killed = false;
+    // When SIGKILL was sent.
+    let mut killed: Option<std::time::Instant> = None;
     let mut lost: Option<String> = None;
     let mut seen = HoldState::Held;
+    // CMD's own exit code, once it exited.
+    let mut code: Option<u8> = None;
     let mut tick = tokio::time::interval(period);
     tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
-    let status = {
-        let wait = child.child.wait();
-        // Wakes up on every change of state; the tick catches the lease
-        // moving on, which nothing announces.
-        let change = state_change(guard, HoldState::Held);
-        let revoked = guard.revocation_requested();
-        tokio::pin!(wait, change, revoked);
-        let mut following = true;
-        loop {
-            let now = std::time::Instant::now();
-            let state = guard.state();
-            let deadline = guard.lease_deadline();
-            if let Some(file) = lease.as_mut() {
-                file.update(deadline, state);
-            }
-            let step = if killed {
-                Step::Run
-            } else {
-                policy.step(state, now, deadline, termed.map(|(at, _)| at))
-            };
-            let left = human_ms(deadline.saturating_duration_since(now));
-            let stopping = termed.is_some() || killed;
-            if state != seen {
-                match state {
-                    HoldState::Suspended => {
-                        let what = match step {
-                            Step::Term(_) => {
-                                let kill = policy
-                                    .kill_at(Some(now), deadline)
-                                    .map(|(at, _)| human_ms(at.saturating_duration_since(now)));
-                                format!(
-                                    "stopping the command (SIGTERM now, SIGKILL in {} if it still runs)",
-                                    kill.as_deref().unwrap_or("never")
-                                )
-                            }
-                            _ if stopping => "the command is being stopped".to_owned(),
-                            _ => "the command keeps running (--on-suspend ignore)".to_owned(),
-                        };
-                        eprintln!(
-                            "zk-rwlock: connection to ZooKeeper lost while the command ran; \
-                             the lease keeps the lock for {left} more: {what}"
-                        );
+    // Wakes up on every change of state; the tick catches the lease
+    // moving on, which nothing announces.
+    let change = state_change(guard, HoldState::Held);
+    let revoked = guard.revocation_requested();
+    tokio::pin!(change, revoked);
+    let mut following = true;
+    loop {
+        let now = std::time::Instant::now();
+        let state = guard.state();
+        let deadline = guard.lease_deadline();
+        let (term_at, kill_at) = policy.unattended(deadline, termed.map(|(at, _)| at));
+        keeper
+            .lease(ToKeeper::Lease {
+                deadline: keeper::boot_of(deadline),
+                state,
+                term_at: term_at.map(keeper::boot_of),
+                kill_at: if killed.is_some() {
+                    None
+                } else {
+                    kill_at.map(keeper::boot_of)
+                },
+            })
+            .await;
+        let step = if killed.is_some() {
+            Step::Run
+        } else {
+            policy.step(state, now, deadline, termed.map(|(at, _)| at))
+        };
+        let left = human_ms(deadline.saturating_duration_since(now));
+        let stopping = termed.is_some() || killed.is_some();
+        let kill_in = || {
+            policy
+                .kill_at(Some(now), deadline)
+                .map(|(at, _)| human_ms(at.saturating_duration_since(now)))
+                .unwrap_or_else(|| "never".to_owned())
+        };
+        if state != seen {
+            match state {
+                HoldState::Suspended => {
+                    let what = match step {
+                        Step::Term(_) => format!(
+                            "stopping the command (SIGTERM now, SIGKILL in {} if it still runs)",
+                            kill_in()
+                        ),
+                        _ if stopping => "the command is being stopped".to_owned(),
+                        _ => match policy.term_at(deadline) {
+                            Some(at) => format!(
+                                "the command keeps running; it gets SIGTERM in {} unless the connection is back",
+                                human_ms(at.saturating_duration_since(now))
+                            ),
+                            None => "the command keeps running (--on-suspend ignore)".to_owned(),
+                        },
+                    };
+                    eprintln!(
+                        "zk-rwlock: connection to ZooKeeper lost while the command ran; \
+                         the lease keeps the lock for {left} more: {what}"
+                    );
+                }
+                HoldState::Held => eprintln!(
+                    "zk-rwlock: connection to ZooKeeper back: the lock is held{}",
+                    if stopping {
+                        "; the command is being stopped all the same"
+                    } else {
+                        ""
                     }
-                    HoldState::Held => eprintln!(
-                        "zk-rwlock: connection to ZooKeeper back: the lock is held{}",
-                        if stopping {
-                            "; the command is being stopped all the same"
-                        } else {
-                            ""
+                ),
+                HoldState::Lost => {
+                    let why = loss_reason(lock, guard);
+                    match step {
+                        Step::Term(_) => eprintln!(
+                            "zk-rwlock: lock lost ({why}): terminating the command \
+                             (SIGTERM, then SIGKILL in {} if it still runs)",
+                            kill_in()
+                        ),
+                        _ if stopping => {
+                            eprintln!("zk-rwlock: lock lost ({why}) while the command was being stopped")
                         }
+                        _ => eprintln!("zk-rwlock: lock lost ({why}) while the command ran"),
+                    }
+                    lost = Some(why);
+                }
+            }
+            seen = state;
+        }
+        match step {
+            Step::Run => {}
+            Step::Term(cause) => {
+                if cause == Cause::Outlasted {
+                    eprintln!(
+                        "zk-rwlock: no answer from ZooKeeper and {left} left of the lease: stopping the command \
+                         (SIGTERM now, SIGKILL in {} if it still runs)",
+                        kill_in()
+                    );
+                }
+                keeper.signal(libc::SIGTERM).await;
+                termed = Some((now, cause));
+            }
+            Step::Kill(cause) => {
+                match cause {
+                    Cause::KillAfter => eprintln!(
+                        "zk-rwlock: the command outlived --kill-after ({}): sending SIGKILL",
+                        human(policy.kill_after)
                     ),
-                    HoldState::Lost => {
-                        let why = loss_reason(lock, guard);
-                        match step {
-                            Step::Term(_) => {
-                                let kill = policy
-                                    .kill_at(Some(now), deadline)
-                                    .map(|(at, _)| human_ms(at.saturating_duration_since(now)));
-                                eprintln!(
-                                    "zk-rwlock: lock lost ({why}): terminating the command \
-                                     (SIGTERM, then SIGKILL in {} if it still runs)",
-                                    kill.as_deref().unwrap_or("never")
-                                );
-                            }
-                            _ if stopping => {
-                                eprintln!("zk-rwlock: lock lost ({why}) while the command was being stopped")
-                            }
-                            _ => eprintln!("zk-rwlock: lock lost ({why}) while the command ran"),
-                        }
-                        lost = Some(why);
-                    }
+                    _ if deadline > now => eprintln!(
+                        "zk-rwlock: the command still runs {left} before the lease runs out: sending SIGKILL"
+                    ),
+                    _ => eprintln!(
+                        "zk-rwlock: the command still runs and its lease has run out: sending SIGKILL"
+                    ),
                 }
-                seen = state;
+                keeper.kill().await;
+                killed = Some(now);
+                termed.get_or_insert((now, cause));
             }
-            match step {
-                Step::Run => {}
-                Step::Term(cause) => {
-                    target.signal(libc::SIGTERM);
-                    termed = Some((now, cause));
-                }
-                Step::Kill(cause) => {
-                    match cause {
-                        Cause::KillAfter => eprintln!(
-                            "zk-rwlock: the command outlived --kill-after ({}): sending SIGKILL",
-                            human(policy.kill_after)
-                        ),
-                        _ if deadline > now => eprintln!(
-                            "zk-rwlock: the command still runs {left} before the lease runs out: sending SIGKILL"
-                        ),
-                        _ => eprintln!("zk-rwlock: the command still runs and its lease has run out: sending SIGKILL"),
-                    }
-                    target.signal(libc::SIGKILL);
-                    killed = true;
-                    termed.get_or_insert((now, cause));
-                }
+        }
+        if let Some(at) = killed {
+            if now.saturating_duration_since(at) >= KILL_WAIT {
+                eprintln!(
+                    "zk-rwlock: warning: processes of the command are still alive {} after SIGKILL; \
+                     not waiting for them",
+                    human(KILL_WAIT)
+                );
+                break;
             }
-            let kill_at = if killed {
-                None
-            } else {
+        }
+        let wake = if killed.is_some() {
+            // Only to give up on processes that outlive SIGKILL.
+            killed.map(|at| Instant::from_std(at + KILL_WAIT))
+        } else {
+            [
                 policy
                     .kill_at(termed.map(|(at, _)| at), deadline)
-                    .map(|(at, _)| Instant::from_std(at))
-            };
-            tokio::select! {
-                status = &mut wait => break status,
-                state = &mut change, if following => {
-                    if state == HoldState::Lost {
-                        following = false;
-                    } else {
-                        change.set(state_change(guard, state));
-                    }
+                    .map(|(at, _)| at),
+                if termed.is_none() {
+                    policy.term_at(deadline)
+                } else {
+                    None
+                },
+            ]
+            .into_iter()
+            .flatten()
+            .min()
+            .map(Instant::from_std)
+        };
+        tokio::select! {
+            event = keeper.next() => match event {
+                Some(FromKeeper::Exited(c)) => code = Some(c),
+                Some(FromKeeper::Remain(pids)) if !stopping => {
+                    let pids: Vec<String> = pids.iter().map(i32::to_string).collect();
+                    eprintln!(
+                        "zk-rwlock: the command exited; {} process{} it started still run{} ({}): {}",
+                        pids.len(),
+                        if pids.len() == 1 { "" } else { "es" },
+                        if pids.len() == 1 { "s" } else { "" },
+                        pids.join(" "),
+                        if keeper.kill_orphans {
+                            "ending them (--kill-orphans)"
+                        } else {
+                            "the lock is held until they exit (--kill-orphans ends them)"
+                        }
+                    );
                 }
-                requested = &mut revoked, if revocable => {
-                    revocable = false;
-                    if let (true, Some(sig)) = (requested, on_revoke.0) {
-                        eprintln!(
-                            "zk-rwlock: revocation requested on {}: sending {} to the command",
-                            guard.node(),
-                            signal_name(sig)
-                        );
-                        target.signal(sig);
+                Some(FromKeeper::Remain(_)) | Some(FromKeeper::Started(_)) | Some(FromKeeper::Failed(..)) => {}
+                Some(FromKeeper::Acted(sig)) => {
+                    if sig == libc::SIGKILL {
+                        killed.get_or_insert(now);
                     }
+                    termed.get_or_insert((now, Cause::LeaseEnding));
+                    eprintln!(
+                        "zk-rwlock: the command's processes got {} from the keeper: zk-rwlock did not act in time \
+                         (stopped or starved) and the lease is ending",
+                        signal_name(sig)
+                    );
                 }
-                () = sleep_until(kill_at) => {}
-                _ = tick.tick() => {}
-                sig = signals.recv() => {
-                    // A terminal's Ctrl-C already reached a command that shares our group.
-                    let forward = matches!(target, Target::Group(_)) || sig != libc::SIGINT;
-                    if forward {
-                        tracing::debug!(sig, "forwarding signal to the command");
-                        target.signal(sig);
-                        interrupted.get_or_insert(sig);
-                    }
+                Some(FromKeeper::Gone) => break,
+                None => {
+                    eprintln!("zk-rwlock: the keeper process died: killing the command's processes");
+                    kill_own_tree().await;
+                    killed.get_or_insert(now);
+                    termed.get_or_insert((now, Cause::Lost));
+                    break;
+                }
+            },
+            state = &mut change, if following => {
+                if state == HoldState::Lost {
+                    following = false;
+                } else {
+                    change.set(state_change(guard, state));
+                }
+            }
+            requested = &mut revoked, if revocable => {
+                revocable = false;
+                if let (true, Some(sig)) = (requested, on_revoke.0) {
+                    eprintln!(
+                        "zk-rwlock: revocation requested on {}: sending {} to the command",
+                        guard.node(),
+                        signal_name(sig)
+                    );
+                    keeper.signal(sig).await;
+                }
+            }
+            () = sleep_until(wake) => {}
+            _ = tick.tick() => {}
+            sig = signals.recv() => {
+                // A terminal's Ctrl-C already reached a command that shares our group.
+                if sig != libc::SIGINT || keeper.own_group {
+                    tracing::debug!(sig, "forwarding signal to the command's processes");
+                    keeper.signal(sig).await;
+                    interrupted.get_or_insert(sig);
                 }
             }
         }
-    };
-    let code = match status {
-        Ok(status) => status_code(status),
-        Err(e) => {
-            eprintln!("zk-rwlock: cannot wait for the command: {e}");
-            exit::SOFTWARE
-        }
-    };
+    }
+    let code = code.unwrap_or(exit::SOFTWARE);
     // Lost, but the command's exit won the race to be noticed.
     if lost.is_none() && termed.is_none() && guard.state() == HoldState::Lost {
         let why = loss_reason(lock, guard);
         eprintln!("zk-rwlock: lock lost ({why}) while the command ran");
         lost = Some(why);
-    }
-    if termed.is_some() || lost.is_some() {
-        reap_group(target, policy, guard, termed.map(|(at, _)| at), killed).await;
     }
     let stopped = match (lost, termed) {
         (Some(why), _) => Some(Stopped::Lost(why)),
@@ -950,49 +895,22 @@ async fn supervise(
     }
 }
 
-/// After the command's leader has exited: the rest of its group gets
-/// until its SIGKILL time (now if it never had SIGTERM), then SIGKILL;
-/// then waits until it is gone, saying so if it outlives the lease.
-async fn reap_group(
-    target: Target,
-    policy: Policy,
-    guard: &Holding,
-    termed: Option<std::time::Instant>,
-    mut killed: bool,
-) {
-    let mut killed_at = std::time::Instant::now();
-    let mut late = false;
-    while target.group_alive() {
-        let now = std::time::Instant::now();
-        let deadline = guard.lease_deadline();
-        if killed {
-            if !late && now >= deadline && policy.on_suspend == OnSuspend::Term {
-                late = true;
-                eprintln!(
-                    "zk-rwlock: warning: processes of the command outlived SIGKILL past the lease deadline"
-                );
-            }
-            if now.saturating_duration_since(killed_at) >= KILL_WAIT {
-                eprintln!(
-                    "zk-rwlock: warning: processes of the command are still alive {} after SIGKILL; \
-                     not waiting for them",
-                    human(KILL_WAIT)
-                );
-                return;
-            }
-        } else {
-            let kill_at = match termed {
-                Some(at) => policy.kill_at(Some(at), deadline).map(|(at, _)| at),
-                None => Some(now),
-            };
-            if kill_at.is_some_and(|at| now >= at) {
-                target.signal(libc::SIGKILL);
-                killed = true;
-                killed_at = now;
-                continue;
-            }
+/// The keeper died (killed on its own): its orphans, CMD's tree, came back
+/// to this process (a subreaper too). Kills them until none is left, for
+/// at most [`KILL_WAIT`].
+async fn kill_own_tree() {
+    let me = std::process::id() as libc::pid_t;
+    let until = std::time::Instant::now() + KILL_WAIT;
+    while tree::signal_descendants(me, libc::SIGKILL) > 0 {
+        if std::time::Instant::now() >= until {
+            eprintln!(
+                "zk-rwlock: warning: processes of the command are still alive {} after SIGKILL; \
+                 not waiting for them",
+                human(KILL_WAIT)
+            );
+            return;
         }
-        tokio::time::sleep(Duration::from_millis(if killed { 5 } else { 20 })).await;
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
 
@@ -1026,15 +944,6 @@ fn loss_reason(lock: &SharedLock, guard: &Holding) -> String {
         return "its lease ran out: no answer from ZooKeeper within the session timeout".to_owned();
     }
     format!("node {} was deleted", guard.lost_part())
-}
-
-/// A shell-style exit code for a child's status: its code, or 128+signal.
-fn status_code(status: ExitStatus) -> u8 {
-    match (status.code(), status.signal()) {
-        (Some(code), _) => (code & 0xff) as u8,
-        (None, Some(sig)) => signal_exit(sig),
-        (None, None) => exit::SOFTWARE,
-    }
 }
 
 /// `300ms`, `2s`, `1.5s`; `0s` rather than `0ns`.
@@ -1198,8 +1107,6 @@ mod tests {
 
     #[test]
     fn exit_codes_of_statuses() {
-        assert_eq!(status_code(ExitStatus::from_raw(3 << 8)), 3);
-        assert_eq!(status_code(ExitStatus::from_raw(libc::SIGKILL)), 137);
         assert_eq!(signal_exit(libc::SIGINT), 130);
         assert_eq!(signal_exit(libc::SIGTERM), 143);
     }

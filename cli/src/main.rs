@@ -29,6 +29,9 @@ enum Command {
     Status(status::Args),
     /// Ask the holder(s) of a lock, or one contender, to let go.
     Revoke(revoke::Args),
+    /// (exec's keeper process; not for use by hand)
+    #[command(name = "__keeper", hide = true)]
+    Keeper(exec::keeper::Args),
 }
 
 fn main() -> ExitCode {
@@ -38,5 +41,6 @@ fn main() -> ExitCode {
         Command::Exec(args) => exec::run(args),
         Command::Status(args) => status::run(args),
         Command::Revoke(args) => revoke::run(args),
+        Command::Keeper(args) => exec::keeper::run(args),
     }
 }

@@ -2,7 +2,9 @@
 //! line, `<lease deadline, Unix epoch milliseconds> <held|suspended|lost>`,
 //! rewritten atomically (a temporary file renamed over it) whenever the
 //! deadline moves or the state changes, in a private directory (mode 0700)
-//! that `exec` creates for the run and removes when it exits.
+//! that the keeper creates for the run and removes when it exits. The
+//! keeper writes it from what `exec` tells it, and writes `lost` itself
+//! once the deadline passes without news (`exec` stopped).
 
 use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
@@ -28,17 +30,17 @@ const NAME: &str = "lease";
 pub struct LeaseFile {
     dir: PathBuf,
     file: PathBuf,
-    /// What the file says now: the deadline it was written from, and the state.
-    written: Option<(Instant, HoldState)>,
+    /// What the file says now: the deadline (Unix ms), and the state.
+    written: Option<(u64, HoldState)>,
     /// A write failed: warned once, then only logged.
     warned: bool,
 }
 
 impl LeaseFile {
     /// Creates a private directory in the system's temporary directory
-    /// (`$TMPDIR`, else `/tmp`) and the file in it, saying `deadline` and
-    /// `state`.
-    pub fn create(deadline: Instant, state: HoldState) -> io::Result<LeaseFile> {
+    /// (`$TMPDIR`, else `/tmp`) and the file in it, saying `deadline` (Unix
+    /// epoch ms) and `state`.
+    pub fn create(deadline: u64, state: HoldState) -> io::Result<LeaseFile> {
         let base = std::env::temp_dir();
         let pid = std::process::id();
         let mut attempt = 0u32;
@@ -74,7 +76,7 @@ impl LeaseFile {
     /// Rewrites the file if the deadline or the state changed. A failure
     /// is reported once on stderr (the command goes on with the file as it
     /// was), then logged.
-    pub fn update(&mut self, deadline: Instant, state: HoldState) {
+    pub fn update(&mut self, deadline: u64, state: HoldState) {
         if self.written == Some((deadline, state)) {
             return;
         }
@@ -90,8 +92,8 @@ impl LeaseFile {
         }
     }
 
-    fn write(&mut self, deadline: Instant, state: HoldState) -> io::Result<()> {
-        let line = line(unix_ms(deadline, Instant::now(), SystemTime::now()), state);
+    fn write(&mut self, deadline: u64, state: HoldState) -> io::Result<()> {
+        let line = line(deadline, state);
         let tmp = self.dir.join(format!("{NAME}.tmp"));
         let mut f = std::fs::OpenOptions::new()
             .write(true)
@@ -188,8 +190,8 @@ mod tests {
 
     #[test]
     fn private_rewritten_and_removed() {
-        let t0 = Instant::now();
-        let mut file = LeaseFile::create(t0 + Duration::from_secs(4), HoldState::Held).unwrap();
+        let t0 = 1_700_000_000_000;
+        let mut file = LeaseFile::create(t0 + 4_000, HoldState::Held).unwrap();
         let path = file.path().to_owned();
         let dir = path.parent().unwrap().to_owned();
         let mode = std::fs::metadata(&dir).unwrap().permissions().mode();
@@ -198,10 +200,10 @@ mod tests {
         let first = read();
         assert!(first.ends_with(" held\n"), "{first:?}");
         let ms = |s: &str| s.split(' ').next().unwrap().parse::<u64>().unwrap();
-        file.update(t0 + Duration::from_secs(5), HoldState::Held);
+        file.update(t0 + 5_000, HoldState::Held);
         let second = read();
-        assert!(ms(&second) >= ms(&first) + 999, "{first:?} {second:?}");
-        file.update(t0 + Duration::from_secs(5), HoldState::Suspended);
+        assert_eq!(ms(&second), ms(&first) + 1_000, "{first:?} {second:?}");
+        file.update(t0 + 5_000, HoldState::Suspended);
         assert!(read().ends_with(" suspended\n"));
         // Only the file itself is left in the directory.
         let names: Vec<_> = std::fs::read_dir(&dir)

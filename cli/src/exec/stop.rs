@@ -11,6 +11,10 @@ use zk_rwlock::HoldState;
 /// command runs (`--on-suspend`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum OnSuspend {
+    /// Let CMD run while the lease can still cover its orderly stop:
+    /// SIGTERM at the lease deadline less the kill margin less the grace,
+    /// SIGKILL at the deadline less the kill margin.
+    Lease,
     /// Stop CMD at once: SIGTERM, and SIGKILL before the lease runs out.
     Term,
     /// Let CMD run while the lease lasts; stop it only once the lock is lost.
@@ -30,6 +34,9 @@ pub enum Cause {
     LeaseEnding,
     /// `--kill-after` has passed since SIGTERM.
     KillAfter,
+    /// The connection stayed lost (or the server silent) until the lease
+    /// could only just cover the command's stop (`--on-suspend lease`).
+    Outlasted,
 }
 
 /// What to do now.
@@ -71,6 +78,22 @@ pub struct Policy {
     pub kill_after: Duration,
     /// [`kill_margin`] of the session timeout.
     pub margin: Duration,
+    /// `--grace`: with `--on-suspend lease`, SIGTERM comes this long
+    /// before the SIGKILL time.
+    pub grace: Duration,
+}
+
+/// The default `--grace`: 3/10 of the session timeout, at most 3 s.
+///
+/// A lost connection is noticed about 2/5 of the session timeout after
+/// the server's last answer when the link goes silent, at once when the
+/// server closes it (a restart); the lease ends at 49/50 of the timeout.
+/// With the kill margin (1 s of a 10 s session) and 3/10 as grace,
+/// SIGTERM comes 5.8 s after the last answer of a 10 s session: time for
+/// a server to restart and the client to reconnect. Sessions of 3.3 s or
+/// less keep 0.38 of the timeout for the grace and the margin together.
+pub fn default_grace(session_timeout: Duration) -> Duration {
+    Duration::from_secs(3).min(session_timeout * 3 / 10)
 }
 
 impl Policy {
@@ -88,7 +111,7 @@ impl Policy {
             .and_then(|t| t.checked_add(self.kill_after))
             .map(|at| (at, Cause::KillAfter));
         let lease = match self.on_suspend {
-            OnSuspend::Term => Some((
+            OnSuspend::Term | OnSuspend::Lease => Some((
                 deadline.checked_sub(self.margin).unwrap_or(deadline),
                 Cause::LeaseEnding,
             )),
@@ -116,8 +139,53 @@ impl Policy {
         match (state, self.on_suspend) {
             (HoldState::Lost, _) => Step::Term(Cause::Lost),
             (HoldState::Suspended, OnSuspend::Term) => Step::Term(Cause::Suspended),
+            (_, OnSuspend::Lease) if self.term_at(deadline).is_some_and(|at| now >= at) => {
+                Step::Term(Cause::Outlasted)
+            }
             _ => Step::Run,
         }
+    }
+
+    /// With `--on-suspend lease`: when a command that still runs without
+    /// news from the server gets SIGTERM, the deadline less the margin and
+    /// the grace.
+    pub fn term_at(&self, deadline: Instant) -> Option<Instant> {
+        match self.on_suspend {
+            OnSuspend::Lease => Some(
+                deadline
+                    .checked_sub(self.margin.saturating_add(self.grace))
+                    .unwrap_or(deadline),
+            ),
+            _ => None,
+        }
+    }
+
+    /// What the keeper does if `exec` says nothing more (stopped, or
+    /// killed and its death missed): SIGTERM at the first time (unless
+    /// `termed`), SIGKILL at the second. The same rules, as if no answer
+    /// came from the server again: the command is stopped by the same
+    /// deadline whether `exec` can act or not. With `--on-suspend ignore`,
+    /// SIGTERM at the deadline and SIGKILL `--kill-after` later.
+    pub fn unattended(
+        &self,
+        deadline: Instant,
+        termed: Option<Instant>,
+    ) -> (Option<Instant>, Option<Instant>) {
+        let term = match (termed, self.on_suspend) {
+            (Some(_), _) => None,
+            (None, OnSuspend::Ignore) => Some(deadline),
+            (None, OnSuspend::Term) => Some(
+                deadline
+                    .checked_sub(self.margin.saturating_add(self.grace))
+                    .unwrap_or(deadline),
+            ),
+            (None, OnSuspend::Lease) => self.term_at(deadline),
+        };
+        let kill = self
+            .kill_at(termed, deadline)
+            .map(|(at, _)| at)
+            .or_else(|| term.and_then(|t| t.checked_add(self.kill_after)));
+        (term, kill)
     }
 }
 
@@ -158,6 +226,7 @@ mod tests {
             on_suspend: OnSuspend::Term,
             kill_after: ms(10_000),
             margin: ms(800),
+            grace: ms(1_200),
         };
         let ignore = Policy {
             on_suspend: OnSuspend::Ignore,
@@ -191,8 +260,88 @@ mod tests {
             on_suspend: OnSuspend::Ignore,
             kill_after: Duration::MAX,
             margin: ms(800),
+            grace: ms(1_200),
         };
         assert_eq!(never.kill_at(Some(t0), deadline), None);
+    }
+
+    #[test]
+    fn lease_mode_rides_out_a_blip_and_stops_in_time() {
+        use HoldState::*;
+        let t0 = Instant::now();
+        let deadline = t0 + ms(4_000);
+        let lease = Policy {
+            on_suspend: OnSuspend::Lease,
+            kill_after: ms(10_000),
+            margin: ms(800),
+            grace: ms(1_200),
+        };
+        let at = |d| t0 + ms(d);
+        // SIGTERM at 4000 - 800 - 1200, SIGKILL at 4000 - 800.
+        assert_eq!(lease.term_at(deadline), Some(at(2_000)));
+        for (state, now, termed, want) in [
+            (Suspended, 1_999, None, Step::Run),
+            (Held, 1_999, None, Step::Run),
+            (Suspended, 2_000, None, Step::Term(Cause::Outlasted)),
+            // The server silent, the loss not noticed yet: the same.
+            (Held, 2_000, None, Step::Term(Cause::Outlasted)),
+            (Suspended, 2_500, Some(2_000), Step::Run),
+            (Suspended, 3_200, Some(2_000), Step::Kill(Cause::LeaseEnding)),
+            (Lost, 1_000, None, Step::Term(Cause::Lost)),
+        ] {
+            assert_eq!(
+                lease.step(state, at(now), deadline, termed.map(at)),
+                want,
+                "{state:?} at {now} termed {termed:?}"
+            );
+        }
+        // A 10 s session: SIGTERM 5.8 s after the last answer.
+        let ten = ms(10_000);
+        assert_eq!(default_grace(ten), ms(3_000));
+        assert_eq!(ten * 49 / 50 - kill_margin(ten) - default_grace(ten), ms(5_800));
+        assert_eq!(default_grace(ms(4_000)), ms(1_200));
+    }
+
+    #[test]
+    fn unattended_times_match_the_rules() {
+        let t0 = Instant::now();
+        let deadline = t0 + ms(4_000);
+        let at = |d| t0 + ms(d);
+        let lease = Policy {
+            on_suspend: OnSuspend::Lease,
+            kill_after: ms(10_000),
+            margin: ms(800),
+            grace: ms(1_200),
+        };
+        assert_eq!(
+            lease.unattended(deadline, None),
+            (Some(at(2_000)), Some(at(3_200)))
+        );
+        assert_eq!(
+            lease.unattended(deadline, Some(at(2_100))),
+            (None, Some(at(3_200)))
+        );
+        let term = Policy {
+            on_suspend: OnSuspend::Term,
+            ..lease
+        };
+        assert_eq!(
+            term.unattended(deadline, None),
+            (Some(at(2_000)), Some(at(3_200)))
+        );
+        let ignore = Policy {
+            on_suspend: OnSuspend::Ignore,
+            kill_after: ms(300),
+            ..lease
+        };
+        assert_eq!(
+            ignore.unattended(deadline, None),
+            (Some(at(4_000)), Some(at(4_300)))
+        );
+        assert_eq!(
+            ignore.unattended(deadline, Some(at(4_000))),
+            (None, Some(at(4_300)))
+        );
     }
 
     /// Rows: policy, state, now and SIGTERM time (ms from t0; the lease
@@ -206,6 +355,7 @@ mod tests {
             on_suspend: OnSuspend::Term,
             kill_after: ms(10_000),
             margin: ms(800),
+            grace: ms(1_200),
         };
         let ignore = Policy {
             on_suspend: OnSuspend::Ignore,

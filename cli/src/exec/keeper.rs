@@ -1,0 +1,815 @@
+//! The keeper: the process between `exec` and its command that holds the
+//! command's whole process tree, and stops it in time even when `exec`
+//! cannot act.
+//!
+//! ```text
+//! zk-rwlock exec          ZooKeeper session, lease, stop policy
+//!   └─ keeper             child subreaper: no network, one thread
+//!        └─ CMD           and everything CMD starts, wherever it goes
+//! ```
+//!
+//! * **The whole tree.** The keeper is a child subreaper, so every process
+//!   CMD starts stays its descendant, even one that leaves CMD's process
+//!   group or session (a background job, `nohup`, `setsid`, a double
+//!   fork). The keeper says `gone` only when it has no child left: only
+//!   then does `exec` release the lock.
+//! * **When `exec` dies** (SIGKILL, the OOM killer), the control socket
+//!   reaches end of file: the keeper kills the tree at once.
+//! * **When `exec` stops** (SIGSTOP, a debugger), nothing renews the times
+//!   `exec` gave it: at the last `term` time the keeper sends SIGTERM to
+//!   the tree, at the last `kill` time SIGKILL (both before the lease
+//!   deadline), and at the deadline it writes `lost` in the lease file.
+//!
+//! The keeper blocks the terminal's and job control's signals (SIGINT,
+//! SIGQUIT, SIGHUP, SIGTERM, SIGTSTP, SIGTTIN, SIGTTOU): `exec` forwards
+//! what CMD should get, and a keeper stopped with CMD could not stop CMD.
+//! Only SIGKILL ends it; if both `exec` and the keeper are killed with
+//! SIGKILL together, CMD itself dies with them (parent-death signal) but
+//! what CMD started is left to run.
+//!
+//! The control protocol is one line per message over a Unix socket pair;
+//! times are `CLOCK_BOOTTIME` nanoseconds (one clock for both processes,
+//! which goes on while the machine is suspended, as the server's does).
+
+use std::ffi::OsString;
+use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+use std::os::unix::net::UnixStream;
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime};
+
+use zk_rwlock::HoldState;
+
+use super::lease_file::LeaseFile;
+use super::tree;
+use crate::common::exit;
+
+/// The hidden subcommand that runs the keeper.
+pub const SUBCOMMAND: &str = "__keeper";
+
+/// Now on `CLOCK_BOOTTIME`, in nanoseconds.
+pub fn boot_now() -> i128 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Boottime);
+    i128::from(t.tv_sec) * 1_000_000_000 + i128::from(t.tv_nsec)
+}
+
+/// `at` (a monotonic instant) on the boot clock.
+pub fn boot_of(at: std::time::Instant) -> i128 {
+    let now = std::time::Instant::now();
+    let boot = boot_now();
+    if at >= now {
+        boot + at.duration_since(now).as_nanos() as i128
+    } else {
+        boot - now.duration_since(at).as_nanos() as i128
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Messages
+
+/// From `exec` to the keeper.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToKeeper {
+    /// The lease as `exec` sees it now, and what the keeper does if it
+    /// hears nothing more: SIGTERM to the tree at `term_at`, SIGKILL at
+    /// `kill_at` (boot nanoseconds; `None`: not on its own).
+    Lease {
+        deadline: i128,
+        state: HoldState,
+        term_at: Option<i128>,
+        kill_at: Option<i128>,
+    },
+    /// Send this signal to every process of the tree.
+    Signal(libc::c_int),
+    /// SIGKILL the tree, again until nothing of it is left.
+    Kill,
+}
+
+/// From the keeper to `exec`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FromKeeper {
+    /// CMD runs with this pid.
+    Started(libc::pid_t),
+    /// CMD could not be started: exit code, message.
+    Failed(u8, String),
+    /// CMD itself exited, with this shell-style code.
+    Exited(u8),
+    /// CMD exited, these processes it started still run.
+    Remain(Vec<libc::pid_t>),
+    /// The keeper signalled the tree on its own: `exec` said nothing in time.
+    Acted(libc::c_int),
+    /// Nothing of the tree is left; the keeper exits.
+    Gone,
+}
+
+fn state_word(state: HoldState) -> &'static str {
+    match state {
+        HoldState::Held => "held",
+        HoldState::Suspended => "suspended",
+        HoldState::Lost => "lost",
+    }
+}
+
+fn opt(t: Option<i128>) -> String {
+    t.map_or_else(|| "-".to_owned(), |t| t.to_string())
+}
+
+fn parse_opt(s: &str) -> Option<Option<i128>> {
+    if s == "-" {
+        Some(None)
+    } else {
+        s.parse().ok().map(Some)
+    }
+}
+
+impl ToKeeper {
+    pub fn encode(&self) -> String {
+        match self {
+            ToKeeper::Lease {
+                deadline,
+                state,
+                term_at,
+                kill_at,
+            } => format!(
+                "lease {deadline} {} {} {}\n",
+                state_word(*state),
+                opt(*term_at),
+                opt(*kill_at)
+            ),
+            ToKeeper::Signal(sig) => format!("signal {sig}\n"),
+            ToKeeper::Kill => "kill\n".to_owned(),
+        }
+    }
+
+    pub fn parse(line: &str) -> Option<ToKeeper> {
+        let mut words = line.split_whitespace();
+        match words.next()? {
+            "lease" => {
+                let deadline = words.next()?.parse().ok()?;
+                let state = match words.next()? {
+                    "held" => HoldState::Held,
+                    "suspended" => HoldState::Suspended,
+                    "lost" => HoldState::Lost,
+                    _ => return None,
+                };
+                let term_at = parse_opt(words.next()?)?;
+                let kill_at = parse_opt(words.next()?)?;
+                Some(ToKeeper::Lease {
+                    deadline,
+                    state,
+                    term_at,
+                    kill_at,
+                })
+            }
+            "signal" => Some(ToKeeper::Signal(words.next()?.parse().ok()?)),
+            "kill" => Some(ToKeeper::Kill),
+            _ => None,
+        }
+    }
+}
+
+impl FromKeeper {
+    pub fn encode(&self) -> String {
+        match self {
+            FromKeeper::Started(pid) => format!("started {pid}\n"),
+            // The message on one line.
+            FromKeeper::Failed(code, message) => format!("failed {code} {}\n", message.replace('\n', " ")),
+            FromKeeper::Exited(code) => format!("exited {code}\n"),
+            FromKeeper::Remain(pids) => {
+                let pids: Vec<String> = pids.iter().map(i32::to_string).collect();
+                format!("remain {}\n", pids.join(" "))
+            }
+            FromKeeper::Acted(sig) => format!("acted {sig}\n"),
+            FromKeeper::Gone => "gone\n".to_owned(),
+        }
+    }
+
+    pub fn parse(line: &str) -> Option<FromKeeper> {
+        let (word, rest) = line.trim_end().split_once(' ').unwrap_or((line.trim_end(), ""));
+        match word {
+            "started" => Some(FromKeeper::Started(rest.parse().ok()?)),
+            "failed" => {
+                let (code, message) = rest.split_once(' ').unwrap_or((rest, ""));
+                Some(FromKeeper::Failed(code.parse().ok()?, message.to_owned()))
+            }
+            "exited" => Some(FromKeeper::Exited(rest.parse().ok()?)),
+            "remain" => rest
+                .split_whitespace()
+                .map(|p| p.parse().ok())
+                .collect::<Option<Vec<_>>>()
+                .map(FromKeeper::Remain),
+            "acted" => Some(FromKeeper::Acted(rest.parse().ok()?)),
+            "gone" => Some(FromKeeper::Gone),
+            _ => None,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The keeper's rules: pure, time as an argument.
+
+/// What the keeper does now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Act {
+    /// SIGTERM to the tree.
+    Term,
+    /// SIGKILL to the tree (repeated while anything is left).
+    Kill,
+    /// The lease deadline passed without a renewal: the lease file says `lost`.
+    MarkLost,
+}
+
+/// The keeper's view: the last lease `exec` sent and what was done.
+#[derive(Debug, Clone)]
+pub struct Watch {
+    pub deadline: i128,
+    pub state: HoldState,
+    pub term_at: Option<i128>,
+    pub kill_at: Option<i128>,
+    /// SIGTERM sent (by `exec`'s word or on the keeper's own).
+    pub termed: bool,
+    /// SIGKILL in progress.
+    pub killing: bool,
+    /// The lease file says `lost` for `deadline`.
+    pub marked_lost: bool,
+    /// `--kill-orphans`, once CMD exited: SIGTERM sent then, SIGKILL at this time.
+    pub orphans_kill_at: Option<i128>,
+}
+
+impl Watch {
+    pub fn new(deadline: i128, term_at: Option<i128>, kill_at: Option<i128>) -> Watch {
+        Watch {
+            deadline,
+            state: HoldState::Held,
+            term_at,
+            kill_at,
+            termed: false,
+            killing: false,
+            marked_lost: false,
+            orphans_kill_at: None,
+        }
+    }
+
+    /// A message from `exec`: what to do at once.
+    pub fn on_message(&mut self, msg: &ToKeeper) -> Option<Act> {
+        match *msg {
+            ToKeeper::Lease {
+                deadline,
+                state,
+                term_at,
+                kill_at,
+            } => {
+                if deadline != self.deadline {
+                    self.marked_lost = false;
+                }
+                self.deadline = deadline;
+                self.state = state;
+                self.term_at = term_at;
+                self.kill_at = kill_at;
+                None
+            }
+            ToKeeper::Signal(sig) => {
+                if sig == libc::SIGTERM {
+                    self.termed = true;
+                }
+                None
+            }
+            ToKeeper::Kill => {
+                self.killing = true;
+                Some(Act::Kill)
+            }
+        }
+    }
+
+    /// `exec` is gone: kill the tree.
+    pub fn on_exec_gone(&mut self) -> Act {
+        self.killing = true;
+        Act::Kill
+    }
+
+    /// CMD exited with `--kill-orphans`: SIGTERM the rest now, SIGKILL
+    /// after `kill_after` (or at the lease's kill time, if sooner).
+    pub fn on_command_exit_kill_orphans(&mut self, now: i128, kill_after: Duration) -> Act {
+        self.termed = true;
+        self.orphans_kill_at = Some(now + kill_after.as_nanos() as i128);
+        Act::Term
+    }
+
+    /// What is due at `now`, at most one act per call (call until `None`).
+    pub fn due(&mut self, now: i128) -> Option<Act> {
+        if !self.marked_lost && now >= self.deadline && self.state != HoldState::Lost {
+            self.marked_lost = true;
+            return Some(Act::MarkLost);
+        }
+        if self.killing {
+            return None;
+        }
+        let kill = [self.kill_at, self.orphans_kill_at].into_iter().flatten().min();
+        if kill.is_some_and(|at| now >= at) {
+            self.killing = true;
+            return Some(Act::Kill);
+        }
+        if !self.termed && self.term_at.is_some_and(|at| now >= at) {
+            self.termed = true;
+            return Some(Act::Term);
+        }
+        None
+    }
+
+    /// When to look again (boot ns), if anything is pending.
+    pub fn next_wake(&self) -> Option<i128> {
+        let mut times = Vec::new();
+        if !self.marked_lost && self.state != HoldState::Lost {
+            times.push(self.deadline);
+        }
+        if !self.killing {
+            times.extend(self.kill_at);
+            times.extend(self.orphans_kill_at);
+            if !self.termed {
+                times.extend(self.term_at);
+            }
+        }
+        times.into_iter().min()
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The keeper process.
+
+/// The keeper's arguments (hidden: `exec` alone runs it).
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The control socket's file descriptor.
+    #[arg(long)]
+    control_fd: RawFd,
+    /// Run CMD in a process group of its own.
+    #[arg(long)]
+    own_group: bool,
+    /// When CMD exits, SIGTERM the rest of its tree (SIGKILL after --kill-after).
+    #[arg(long)]
+    kill_orphans: bool,
+    /// Nanoseconds between SIGTERM and SIGKILL for --kill-orphans.
+    #[arg(long)]
+    kill_after_ns: u64,
+    /// The lease deadline when CMD starts (boot ns).
+    #[arg(long, allow_hyphen_values = true)]
+    deadline: i128,
+    /// Without a word from exec: SIGTERM at this time (boot ns).
+    #[arg(long, allow_hyphen_values = true)]
+    term_at: Option<i128>,
+    /// Without a word from exec: SIGKILL at this time (boot ns).
+    #[arg(long, allow_hyphen_values = true)]
+    kill_at: Option<i128>,
+    /// Create no lease file.
+    #[arg(long)]
+    no_lease_file: bool,
+    #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true)]
+    command: Vec<OsString>,
+}
+
+/// The signals the keeper blocks: all it must not die or stop of, and SIGCHLD (read from a signalfd).
+fn blocked_set() -> libc::sigset_t {
+    // SAFETY: sigemptyset/sigaddset initialise and fill the set they are given.
+    unsafe {
+        let mut set = std::mem::zeroed::<libc::sigset_t>();
+        libc::sigemptyset(&mut set);
+        for sig in [
+            libc::SIGCHLD,
+            libc::SIGINT,
+            libc::SIGQUIT,
+            libc::SIGHUP,
+            libc::SIGTERM,
+            libc::SIGTSTP,
+            libc::SIGTTIN,
+            libc::SIGTTOU,
+            libc::SIGPIPE,
+        ] {
+            libc::sigaddset(&mut set, sig);
+        }
+        set
+    }
+}
+
+/// Runs the keeper: never returns before the tree is gone (or `exec` and
+/// the tree are).
+pub fn run(args: Args) -> ExitCode {
+    match keep(args) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("zk-rwlock: keeper: {e}");
+            ExitCode::from(exit::SOFTWARE)
+        }
+    }
+}
+
+fn keep(args: Args) -> io::Result<u8> {
+    let set = blocked_set();
+    // SAFETY: the set is initialised; the keeper has one thread.
+    if unsafe { libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the descriptor was handed over by exec for this process alone.
+    let mut control = unsafe { UnixStream::from_raw_fd(args.control_fd) };
+    // Not for CMD.
+    // SAFETY: fcntl on a descriptor this process owns.
+    unsafe { libc::fcntl(control.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) };
+    control.set_nonblocking(true)?;
+    // SAFETY: signalfd on an initialised set; a new descriptor is returned.
+    let sigfd = unsafe { libc::signalfd(-1, &set, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK) };
+    if sigfd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    tree::become_subreaper()?;
+
+    let me = std::process::id() as libc::pid_t;
+    let mut watch = Watch::new(args.deadline, args.term_at, args.kill_at);
+    let mut lease = if args.no_lease_file {
+        None
+    } else {
+        match LeaseFile::create(unix_ms(args.deadline), HoldState::Held) {
+            Ok(file) => Some(file),
+            Err(e) => {
+                eprintln!(
+                    "zk-rwlock: warning: cannot create the lease file in {}: {e}; \
+                     the command runs without ZK_RWLOCK_LEASE_FILE",
+                    std::env::temp_dir().display()
+                );
+                None
+            }
+        }
+    };
+    let cmd_pid = match spawn(&args, lease.as_ref().map(LeaseFile::path)) {
+        Ok(pid) => pid,
+        Err((code, message)) => {
+            send(&mut control, &FromKeeper::Failed(code, message));
+            return Ok(code);
+        }
+    };
+    send(&mut control, &FromKeeper::Started(cmd_pid));
+
+    let mut exec_alive = true;
+    let mut buf = Vec::new();
+    let mut cmd_running = true;
+    let mut last_kill: Option<i128> = None;
+    loop {
+        // Children that ended.
+        let (reaped, left) = tree::reap();
+        for (pid, status) in reaped {
+            if pid == cmd_pid && cmd_running {
+                cmd_running = false;
+                send(&mut control, &FromKeeper::Exited(shell_code(status)));
+                if left {
+                    let remain = tree::descendants(me);
+                    if !remain.is_empty() {
+                        send(&mut control, &FromKeeper::Remain(remain));
+                        if args.kill_orphans {
+                            let act = watch.on_command_exit_kill_orphans(
+                                boot_now(),
+                                Duration::from_nanos(args.kill_after_ns),
+                            );
+                            perform(act, me, &mut control, &mut lease, &watch, false);
+                        }
+                    }
+                }
+            }
+        }
+        if !left {
+            if let Some(file) = lease.as_mut() {
+                file.update(unix_ms(watch.deadline), watch.state);
+            }
+            send(&mut control, &FromKeeper::Gone);
+            return Ok(0);
+        }
+        // Messages from exec.
+        if exec_alive {
+            match read_lines(&mut control, &mut buf) {
+                Ok((lines, eof)) => {
+                    for line in lines {
+                        match ToKeeper::parse(&line) {
+                            Some(msg) => {
+                                if let ToKeeper::Signal(sig) = msg {
+                                    tree::signal_descendants(me, sig);
+                                }
+                                let act = watch.on_message(&msg);
+                                if let ToKeeper::Lease { deadline, state, .. } = msg {
+                                    if let Some(file) = lease.as_mut() {
+                                        file.update(unix_ms(deadline), state);
+                                    }
+                                }
+                                if let Some(act) = act {
+                                    perform(act, me, &mut control, &mut lease, &watch, false);
+                                }
+                            }
+                            None => tracing::warn!(line, "keeper: unknown message"),
+                        }
+                    }
+                    if eof {
+                        exec_alive = false;
+                        eprintln!("zk-rwlock: exec is gone: killing the processes of its command");
+                        let act = watch.on_exec_gone();
+                        perform(act, me, &mut control, &mut lease, &watch, false);
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        // Timers.
+        let now = boot_now();
+        while let Some(act) = watch.due(now) {
+            perform(act, me, &mut control, &mut lease, &watch, true);
+        }
+        // While killing: again, every 10 ms, until nothing is left.
+        if watch.killing && last_kill.is_none_or(|at| now - at >= 10_000_000) {
+            tree::signal_descendants(me, libc::SIGKILL);
+            last_kill = Some(now);
+        }
+        let mut wake = watch.next_wake().map(|at| at - now);
+        if watch.killing {
+            wake = Some(wake.map_or(10_000_000, |w| w.min(10_000_000)));
+        }
+        let timeout_ms = wake.map_or(-1, |ns| {
+            ((ns.max(0) + 999_999) / 1_000_000).min(1_000) as libc::c_int
+        });
+        let mut fds = [
+            libc::pollfd {
+                fd: if exec_alive { control.as_raw_fd() } else { -1 },
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: sigfd,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        // SAFETY: poll reads and writes the two pollfds it is given.
+        let rc = unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout_ms) };
+        if rc < 0 {
+            let err = io::Error::last_os_error();
+            if err.raw_os_error() != Some(libc::EINTR) {
+                return Err(err);
+            }
+        }
+        if fds[1].revents != 0 {
+            // Drain the signalfd: reaping above finds what ended.
+            let mut info = [0u8; 128];
+            // SAFETY: read into a buffer of the size given.
+            while unsafe { libc::read(sigfd, info.as_mut_ptr().cast(), info.len()) } > 0 {}
+        }
+    }
+}
+
+/// Does `act`: signals the tree or marks the lease file; tells exec when
+/// the keeper acted on its own (`own`).
+fn perform(
+    act: Act,
+    me: libc::pid_t,
+    control: &mut UnixStream,
+    lease: &mut Option<LeaseFile>,
+    watch: &Watch,
+    own: bool,
+) {
+    let sig = match act {
+        Act::MarkLost => {
+            if let Some(file) = lease.as_mut() {
+                file.update(unix_ms(watch.deadline), HoldState::Lost);
+            }
+            return;
+        }
+        Act::Term => libc::SIGTERM,
+        Act::Kill => libc::SIGKILL,
+    };
+    tree::signal_descendants(me, sig);
+    if own {
+        send(control, &FromKeeper::Acted(sig));
+    }
+}
+
+/// Sends a message; exec may be gone (then nothing is listening).
+fn send(control: &mut UnixStream, msg: &FromKeeper) {
+    let line = msg.encode();
+    // A few bytes on a socket exec drains: a short wait at most.
+    let _ = control.set_nonblocking(false);
+    let _ = control.set_write_timeout(Some(Duration::from_millis(200)));
+    if let Err(e) = control.write_all(line.as_bytes()) {
+        tracing::debug!(error = %e, "keeper: exec not listening");
+    }
+    let _ = control.set_nonblocking(true);
+}
+
+/// The complete lines available now, and whether the other end closed.
+fn read_lines(control: &mut UnixStream, buf: &mut Vec<u8>) -> io::Result<(Vec<String>, bool)> {
+    let mut chunk = [0u8; 4096];
+    let mut eof = false;
+    loop {
+        match control.read(&mut chunk) {
+            Ok(0) => {
+                eof = true;
+                break;
+            }
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            // A reset is exec gone too.
+            Err(_) => {
+                eof = true;
+                break;
+            }
+        }
+    }
+    let mut lines = Vec::new();
+    while let Some(at) = buf.iter().position(|&b| b == b'\n') {
+        let line: Vec<u8> = buf.drain(..=at).collect();
+        lines.push(String::from_utf8_lossy(&line).trim_end().to_owned());
+    }
+    Ok((lines, eof))
+}
+
+/// A boot-clock time as Unix epoch milliseconds.
+fn unix_ms(at: i128) -> u64 {
+    let now = boot_now();
+    let wall = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i128);
+    u64::try_from((wall + (at - now)).max(0) / 1_000_000).unwrap_or(u64::MAX)
+}
+
+/// A wait status as a shell's exit code: the code, or 128+signal.
+fn shell_code(status: libc::c_int) -> u8 {
+    if libc::WIFEXITED(status) {
+        (libc::WEXITSTATUS(status) & 0xff) as u8
+    } else if libc::WIFSIGNALED(status) {
+        (128 + libc::WTERMSIG(status)).clamp(0, 255) as u8
+    } else {
+        exit::SOFTWARE
+    }
+}
+
+/// Starts CMD: in its own process group unless told otherwise, killed if
+/// the keeper dies. On failure, the exit code (126/127) and a message.
+fn spawn(args: &Args, lease_file: Option<&std::path::Path>) -> Result<libc::pid_t, (u8, String)> {
+    use std::os::unix::process::CommandExt;
+    let (program, rest) = args
+        .command
+        .split_first()
+        .ok_or((exit::USAGE, "no command given".to_owned()))?;
+    let mut cmd = std::process::Command::new(program);
+    cmd.args(rest);
+    match lease_file {
+        Some(file) => cmd.env("ZK_RWLOCK_LEASE_FILE", file),
+        // Not one inherited from an outer zk-rwlock.
+        None => cmd.env_remove("ZK_RWLOCK_LEASE_FILE"),
+    };
+    if args.own_group {
+        cmd.process_group(0);
+    }
+    #[cfg(target_os = "linux")]
+    {
+        let parent = std::process::id() as libc::pid_t;
+        // SAFETY: the closure runs in the forked child before exec and
+        // calls only async-signal-safe functions (sigemptyset,
+        // sigprocmask, prctl, getppid); it allocates nothing.
+        unsafe {
+            cmd.pre_exec(move || {
+                // CMD starts with no signal blocked (the keeper blocks many).
+                let mut none = std::mem::zeroed::<libc::sigset_t>();
+                libc::sigemptyset(&mut none);
+                if libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut()) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                // The keeper died before the death signal was armed.
+                if libc::getppid() != parent {
+                    return Err(io::Error::from_raw_os_error(libc::ESRCH));
+                }
+                Ok(())
+            });
+        }
+    }
+    let name = program.to_string_lossy();
+    match cmd.spawn() {
+        // The keeper reaps it with waitpid(-1): the handle is not waited on.
+        Ok(child) => Ok(child.id() as libc::pid_t),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            Err((exit::NOT_FOUND, format!("cannot run `{name}`: command not found")))
+        }
+        Err(e) => Err((exit::CANNOT_EXECUTE, format!("cannot run `{name}`: {e}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_round_trip() {
+        for msg in [
+            ToKeeper::Lease {
+                deadline: 123_456_789_000,
+                state: HoldState::Suspended,
+                term_at: Some(-5),
+                kill_at: None,
+            },
+            ToKeeper::Signal(libc::SIGUSR1),
+            ToKeeper::Kill,
+        ] {
+            assert_eq!(ToKeeper::parse(&msg.encode()), Some(msg.clone()), "{msg:?}");
+        }
+        for msg in [
+            FromKeeper::Started(42),
+            FromKeeper::Failed(127, "cannot run `x`: command not found".to_owned()),
+            FromKeeper::Exited(3),
+            FromKeeper::Remain(vec![7, 8]),
+            FromKeeper::Acted(libc::SIGKILL),
+            FromKeeper::Gone,
+        ] {
+            assert_eq!(FromKeeper::parse(&msg.encode()), Some(msg.clone()), "{msg:?}");
+        }
+        assert_eq!(
+            FromKeeper::parse(&FromKeeper::Failed(126, "a\nb".to_owned()).encode()),
+            Some(FromKeeper::Failed(126, "a b".to_owned()))
+        );
+        assert_eq!(ToKeeper::parse("lease x held - -"), None);
+        assert_eq!(FromKeeper::parse("what"), None);
+    }
+
+    #[test]
+    fn shell_codes_of_wait_statuses() {
+        assert_eq!(shell_code(3 << 8), 3);
+        assert_eq!(shell_code(libc::SIGKILL), 137);
+        assert_eq!(shell_code(libc::SIGTERM), 143);
+    }
+
+    const S: i128 = 1_000_000_000;
+
+    #[test]
+    fn unattended_term_then_kill_then_lost() {
+        let mut w = Watch::new(10 * S, Some(6 * S), Some(9 * S));
+        assert_eq!(w.due(5 * S), None);
+        assert_eq!(w.next_wake(), Some(6 * S));
+        assert_eq!(w.due(6 * S), Some(Act::Term));
+        assert_eq!(w.due(6 * S), None, "SIGTERM once");
+        assert_eq!(w.next_wake(), Some(9 * S));
+        assert_eq!(w.due(9 * S), Some(Act::Kill));
+        assert_eq!(w.next_wake(), Some(10 * S));
+        assert_eq!(w.due(10 * S), Some(Act::MarkLost));
+        assert_eq!(w.due(11 * S), None);
+        assert_eq!(w.next_wake(), None);
+    }
+
+    #[test]
+    fn renewals_push_everything_on() {
+        let mut w = Watch::new(10 * S, Some(6 * S), Some(9 * S));
+        for k in 1..5 {
+            let renew = ToKeeper::Lease {
+                deadline: (10 + 5 * k) * S,
+                state: HoldState::Held,
+                term_at: Some((6 + 5 * k) * S),
+                kill_at: Some((9 + 5 * k) * S),
+            };
+            assert_eq!(w.on_message(&renew), None);
+            assert_eq!(w.due((5 + 5 * k) * S), None);
+        }
+    }
+
+    #[test]
+    fn exec_terms_first_keeper_does_not_term_again() {
+        let mut w = Watch::new(10 * S, Some(6 * S), Some(9 * S));
+        assert_eq!(w.on_message(&ToKeeper::Signal(libc::SIGTERM)), None);
+        assert_eq!(w.due(7 * S), None);
+        assert_eq!(w.due(9 * S), Some(Act::Kill));
+        // Other signals are only forwarded.
+        let mut w = Watch::new(10 * S, Some(6 * S), None);
+        assert_eq!(w.on_message(&ToKeeper::Signal(libc::SIGUSR1)), None);
+        assert_eq!(w.due(6 * S), Some(Act::Term));
+    }
+
+    #[test]
+    fn a_lost_lease_is_not_marked_again_and_kill_is_final() {
+        let mut w = Watch::new(10 * S, None, None);
+        w.on_message(&ToKeeper::Lease {
+            deadline: 10 * S,
+            state: HoldState::Lost,
+            term_at: None,
+            kill_at: None,
+        });
+        assert_eq!(w.due(20 * S), None, "exec already said lost");
+        assert_eq!(w.on_exec_gone(), Act::Kill);
+        assert!(w.killing);
+        assert_eq!(w.due(30 * S), None);
+    }
+
+    #[test]
+    fn kill_orphans_terms_then_kills_after_the_grace() {
+        let mut w = Watch::new(100 * S, Some(60 * S), Some(90 * S));
+        assert_eq!(
+            w.on_command_exit_kill_orphans(S, Duration::from_secs(2)),
+            Act::Term
+        );
+        assert_eq!(w.due(2 * S), None);
+        assert_eq!(w.next_wake(), Some(3 * S));
+        assert_eq!(w.due(3 * S), Some(Act::Kill));
+    }
+}

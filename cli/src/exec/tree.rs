@@ -1,0 +1,179 @@
+//! A process tree, as `/proc` shows it: the live (not zombie) descendants
+//! of a process, and signals to every one of them.
+//!
+//! `exec`'s keeper is a child subreaper (`PR_SET_CHILD_SUBREAPER`): a
+//! process of the command's tree whose parent dies is re-parented to the
+//! keeper, not to init, so "every descendant of the keeper" is every
+//! process the command started, however it left its process group or
+//! session (`setsid`, a double fork, `nohup`, `disown`).
+
+use std::collections::HashMap;
+use std::io;
+
+/// One process as `/proc/<pid>/stat` shows it.
+struct Stat {
+    ppid: libc::pid_t,
+    zombie: bool,
+}
+
+/// `/proc/<pid>/stat`: the parent and whether it is a zombie.
+fn stat(pid: libc::pid_t) -> Option<Stat> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the parenthesised command name (which may hold anything): state, ppid, ...
+    let (_, rest) = text.rsplit_once(')')?;
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    Some(Stat {
+        ppid,
+        zombie: state == "Z" || state == "X",
+    })
+}
+
+/// Every process's parent, and whether it lives.
+fn table() -> io::Result<HashMap<libc::pid_t, Stat>> {
+    let mut all = HashMap::new();
+    for entry in std::fs::read_dir("/proc")?.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<libc::pid_t>().ok())
+        else {
+            continue;
+        };
+        // Gone between the listing and the read: not a descendant any more.
+        if let Some(s) = stat(pid) {
+            all.insert(pid, s);
+        }
+    }
+    Ok(all)
+}
+
+/// The live (not zombie) descendants of `root`, parents before children.
+/// A zombie's children are followed (they still descend from `root` until
+/// re-parented). Empty if `/proc` cannot be read.
+pub fn descendants(root: libc::pid_t) -> Vec<libc::pid_t> {
+    let all = match table() {
+        Ok(all) => all,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read /proc: the command's processes cannot be listed");
+            return Vec::new();
+        }
+    };
+    let mut children: HashMap<libc::pid_t, Vec<libc::pid_t>> = HashMap::new();
+    for (&pid, s) in &all {
+        children.entry(s.ppid).or_default().push(pid);
+    }
+    let mut out = Vec::new();
+    let mut queue = vec![root];
+    while let Some(parent) = queue.pop() {
+        for &child in children.get(&parent).map_or(&[][..], Vec::as_slice) {
+            if child == root {
+                continue;
+            }
+            if all.get(&child).is_some_and(|s| !s.zombie) {
+                out.push(child);
+            }
+            queue.push(child);
+        }
+    }
+    out
+}
+
+/// Sends `sig` to every live descendant of `root`; how many there were.
+/// Processes forked meanwhile may be missed: for SIGKILL, call again until
+/// none is left.
+pub fn signal_descendants(root: libc::pid_t, sig: libc::c_int) -> usize {
+    let pids = descendants(root);
+    for &pid in &pids {
+        signal(pid, sig);
+    }
+    pids.len()
+}
+
+/// kill(2), logging a failure (the process may have just exited).
+pub fn signal(pid: libc::pid_t, sig: libc::c_int) {
+    // SAFETY: kill(2) has no memory-safety preconditions. The pid is a
+    // descendant of this process that `/proc` just listed as alive; it is
+    // not reaped (and its id not reused) before this process waits for it.
+    if unsafe { libc::kill(pid, sig) } != 0 {
+        tracing::debug!(pid, sig, error = %io::Error::last_os_error(), "kill failed");
+    }
+}
+
+/// Makes this process a child subreaper: orphans among its descendants
+/// are re-parented to it instead of to init (Linux).
+#[cfg(target_os = "linux")]
+pub fn become_subreaper() -> io::Result<()> {
+    // SAFETY: prctl(PR_SET_CHILD_SUBREAPER) changes only this process's
+    // attribute; it reads no memory.
+    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn become_subreaper() -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "child subreapers exist only on Linux",
+    ))
+}
+
+/// Reaps every child of this process that has exited, without blocking;
+/// returns (pid, raw wait status) of each, and whether children are left.
+pub fn reap() -> (Vec<(libc::pid_t, libc::c_int)>, bool) {
+    let mut done = Vec::new();
+    loop {
+        let mut status: libc::c_int = 0;
+        // SAFETY: waitpid writes only the status it is given.
+        let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+        match pid {
+            0 => return (done, true),
+            p if p > 0 => done.push((p, status)),
+            _ => {
+                let err = io::Error::last_os_error();
+                if err.raw_os_error() == Some(libc::EINTR) {
+                    continue;
+                }
+                // ECHILD: no children at all.
+                return (done, false);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn finds_a_grandchild_and_signals_it() {
+        // sh forks a sleep and waits for it: both descend from this test.
+        let mut child = Command::new("sh")
+            .args(["-c", "sleep 30 & wait"])
+            .spawn()
+            .expect("sh");
+        let me = std::process::id() as libc::pid_t;
+        let sh = child.id() as libc::pid_t;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut found = Vec::new();
+        while Instant::now() < deadline {
+            found = descendants(me);
+            if found.len() >= 2 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(found.contains(&sh), "{found:?}");
+        let sleep = *found.iter().find(|&&p| p != sh).expect("the sleep");
+        assert_eq!(stat(sleep).map(|s| s.ppid), Some(sh));
+        signal(sleep, libc::SIGKILL);
+        let status = child.wait().expect("wait");
+        assert!(status.success(), "sh's wait returns 0 once its job is killed");
+        assert!(!descendants(me).contains(&sleep));
+    }
+}
