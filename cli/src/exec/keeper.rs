@@ -215,6 +215,9 @@ pub enum Act {
     Term,
     /// SIGKILL to the tree (repeated while anything is left).
     Kill,
+    /// SIGKILL to what is left of the tree, `--kill-after` after the
+    /// SIGTERM of `--kill-orphans` (not news for `exec`: the lock is fine).
+    KillOrphans,
     /// The lease deadline passed without a renewal: the lease file says `lost`.
     MarkLost,
 }
@@ -304,10 +307,13 @@ impl Watch {
         if self.killing {
             return None;
         }
-        let kill = [self.kill_at, self.orphans_kill_at].into_iter().flatten().min();
-        if kill.is_some_and(|at| now >= at) {
+        if self.kill_at.is_some_and(|at| now >= at) {
             self.killing = true;
             return Some(Act::Kill);
+        }
+        if self.orphans_kill_at.is_some_and(|at| now >= at) {
+            self.killing = true;
+            return Some(Act::KillOrphans);
         }
         if !self.termed && self.term_at.is_some_and(|at| now >= at) {
             self.termed = true;
@@ -577,10 +583,10 @@ fn perform(
             return;
         }
         Act::Term => libc::SIGTERM,
-        Act::Kill => libc::SIGKILL,
+        Act::Kill | Act::KillOrphans => libc::SIGKILL,
     };
     tree::signal_descendants(me, sig);
-    if own {
+    if own && act != Act::KillOrphans {
         send(control, &FromKeeper::Acted(sig));
     }
 }
@@ -810,6 +816,10 @@ mod tests {
         );
         assert_eq!(w.due(2 * S), None);
         assert_eq!(w.next_wake(), Some(3 * S));
-        assert_eq!(w.due(3 * S), Some(Act::Kill));
+        assert_eq!(w.due(3 * S), Some(Act::KillOrphans));
+        // The lease's own kill time comes first when it is sooner.
+        let mut w = Watch::new(100 * S, Some(60 * S), Some(90 * S));
+        w.on_command_exit_kill_orphans(89 * S, Duration::from_secs(2));
+        assert_eq!(w.due(90 * S), Some(Act::Kill));
     }
 }
