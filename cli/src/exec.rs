@@ -47,9 +47,29 @@ const AFTER_LONG_HELP: &str = "\
 How it works:
   zk-rwlock waits for the lock on the ZooKeeper lock directory PATH (at most
   --timeout), runs CMD with stdin, stdout and stderr inherited, releases the
-  lock when CMD exits, and exits with CMD's exit status. Readers share the
-  lock; a writer excludes readers and writers. Waiters are served in
-  arrival order.
+  lock when CMD and every process it started have exited, and exits with
+  CMD's exit status. Readers share the lock; a writer excludes readers and
+  writers. Waiters are served in arrival order.
+
+CMD's process tree:
+  CMD runs under a keeper process (`zk-rwlock __keeper`, no network) that
+  is a child subreaper: every process CMD starts stays its descendant, even
+  one that leaves CMD's process group or session (background jobs,
+  pipelines, nohup, setsid, disown, a daemon's double fork).
+  - When CMD exits while processes it started still run, the lock is held
+    until they have exited too (as with flock(1), whose lock lives while
+    any process holds it); zk-rwlock names them on stderr. --kill-orphans
+    ends them instead (SIGTERM, SIGKILL after --kill-after).
+  - If zk-rwlock is killed (SIGKILL, out of memory), the keeper kills the
+    whole tree at once.
+  - If zk-rwlock is stopped (SIGSTOP, Ctrl-Z, a debugger) or starved, the
+    keeper stops the tree by the lease's deadlines on its own (below) and
+    writes `lost` in the lease file at the deadline.
+  - Not CMD's descendants, so not covered: work handed to another service
+    (systemd-run, at, ssh, docker run -d, a job queue): run it in the
+    foreground (systemd-run --wait, docker run without -d) or fence its
+    writes. If zk-rwlock and the keeper are both killed with SIGKILL at
+    once (pkill -9), CMD dies with the keeper but what it started is left.
 
   CMD gets these environment variables:
     ZK_RWLOCK_NODE           full path of this contender's ZooKeeper node
@@ -68,9 +88,11 @@ How it works:
                              atomically whenever either changes (the
                              deadline moves on about every 3/20 of the
                              session timeout), checking every min(250ms,
-                             session timeout / 20); read it whole. It lives
-                             in a private directory (mode 0700) that
-                             zk-rwlock removes when it exits. If it cannot
+                             session timeout / 20); read it whole. At the
+                             deadline it says `lost` even if zk-rwlock
+                             could not act. It lives in a private
+                             directory (mode 0700), removed once CMD's
+                             tree is gone. If it cannot
                              be created, zk-rwlock warns and CMD runs
                              without this variable.
     ZK_RWLOCK_NODES, ZK_RWLOCK_FENCING_TOKENS
@@ -97,16 +119,23 @@ The lease:
   is then suspended, safe until the deadline, and lost after it unless the
   connection comes back first.
 
-  --on-suspend term (the default): when the connection is lost, zk-rwlock
-  says so and sends SIGTERM to CMD (its process group, see Signals) at
-  once. If CMD still runs at the lease deadline less a kill margin,
-  min(1s, session timeout / 5), or --kill-after after SIGTERM if that is
-  sooner, it gets SIGKILL, and zk-rwlock waits until its processes are
-  gone. The margin is time for the kernel to tear CMD down (a large
-  process, I/O in progress) before the deadline; for short sessions it
-  shrinks so that CMD keeps most of the time left for SIGTERM. A
-  connection that comes back does not undo the SIGTERM: zk-rwlock
-  releases the lock once CMD has exited, and exits 79.
+  --on-suspend lease (the default): when the connection is lost, CMD
+  keeps running while the lease can still cover its orderly stop. If the
+  connection is not back by the lease deadline less the kill margin,
+  min(1s, session timeout / 5), less --grace (default 3/10 of the session
+  timeout, at most 3s), every process of CMD's tree gets SIGTERM; if any
+  still runs at the deadline less the margin, or --kill-after after
+  SIGTERM if that is sooner, SIGKILL; zk-rwlock waits until they are
+  gone. With a 10s session SIGTERM comes 5.8s after the server's last
+  answer: a server restart or a rolling restart leaves CMD running. The
+  margin is time for the kernel to tear processes down (a large process,
+  I/O in progress) before the deadline.
+
+  --on-suspend term: as soon as the loss is noticed, SIGTERM at once,
+  then SIGKILL as above.
+
+  With either, a connection that comes back after SIGTERM does not undo
+  it: zk-rwlock releases the lock once the tree has exited, and exits 79.
 
   --on-suspend ignore: CMD keeps running while the connection is lost,
   until the lease runs out. Use it when CMD watches ZK_RWLOCK_LEASE_FILE
@@ -114,17 +143,17 @@ The lease:
 
   If the lock is lost while CMD runs (the lease ran out, the ZooKeeper
   session expired or was closed, or the node was deleted), zk-rwlock says
-  why, sends SIGTERM to CMD's process group, SIGKILL after --kill-after
-  (with --on-suspend term: at the lease deadline less the margin, if that
-  is sooner), and exits 79.
+  why, sends SIGTERM to every process of CMD's tree, SIGKILL after --kill-after
+  (with lease and term: at the lease deadline less the margin, if that is
+  sooner), and exits 79.
 
 Revocation:
   `zk-rwlock revoke PATH` (or any client writing `__REVOKE__`, Apache
   Curator's revocation message, to this contender's node) asks the holder
-  to let go. With --on-revoke SIGNAL, zk-rwlock sends SIGNAL to CMD's
-  process group once when the request arrives (also if it arrived while
+  to let go. With --on-revoke SIGNAL, zk-rwlock sends SIGNAL to every
+  process of CMD's tree once when the request arrives (also if it arrived while
   waiting for the lock), and nothing more: no SIGKILL follows, the lock is
-  held until CMD exits, and zk-rwlock then releases it and exits with CMD's
+  held until CMD's tree has exited, and zk-rwlock then releases it and exits with CMD's
   status (128+n if signal n killed it). With --on-revoke ignore (the
   default), requests are not even looked for: a holder is only revoked
   when it chose to be. A request is seen only if this client may READ its
@@ -134,13 +163,13 @@ Revocation:
 Signals:
   SIGINT, SIGTERM or SIGHUP while waiting for the lock: the request is
   withdrawn (its node deleted) and zk-rwlock exits 128+signal.
-  While CMD runs: the signal is forwarded to CMD's process group; zk-rwlock
-  waits for CMD, releases the lock and exits 128+signal.
-  CMD runs in its own process group, so that signals reach all of its
-  processes. When zk-rwlock runs in the foreground of a terminal, CMD stays
-  in the terminal's foreground group instead, so that it can use the
-  terminal and Ctrl-C / Ctrl-Z reach it directly (CMD's status then tells).
-  On Linux, CMD is killed (SIGKILL) if zk-rwlock itself dies.
+  While CMD runs: the signal is forwarded to every process of CMD's tree;
+  zk-rwlock waits for the tree, releases the lock and exits 128+signal.
+  CMD runs in its own process group. When zk-rwlock runs in the foreground
+  of a terminal, CMD stays in the terminal's foreground group instead, so
+  that it can use the terminal and Ctrl-C / Ctrl-Z reach it directly
+  (CMD's status then tells). If zk-rwlock dies, the keeper kills CMD's
+  tree.
 
 Exit codes:
   CMD's status  CMD ran and exited (128+n if signal n killed it)
@@ -249,7 +278,7 @@ pub struct Args {
 
     /// When someone asks the holder to let go (`zk-rwlock revoke`): send
     /// SIGNAL (TERM, INT, HUP, USR1, USR2, QUIT, KILL, with or without SIG)
-    /// to CMD's process group, once; `ignore` keeps CMD running
+    /// to every process of CMD's tree, once; `ignore` keeps CMD running
     #[arg(long, value_name = "SIGNAL|ignore", default_value = "ignore", value_parser = parse_on_revoke)]
     on_revoke: OnRevoke,
 
