@@ -445,3 +445,33 @@ async fn a_two_second_restart_leaves_the_command_running() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// The zk-rwlock binary replaced (an upgrade) while exec waits for the
+/// lock: its keeper is still this very program, and CMD runs.
+#[tokio::test]
+async fn a_binary_replaced_while_waiting_still_runs_the_command() {
+    let connect = server().connect_string();
+    let dir = scratch("replaced");
+    let path = unique_path("replaced");
+    let copy = dir.join("zk-rwlock");
+    std::fs::copy(BIN, &copy).expect("copy the binary");
+    let holder = zk_rwlock::SharedLock::new(support::client_on(&connect).await, &path).expect("lock");
+    let guard = holder.write().await.expect("hold the lock");
+    let ran = dir.join("ran");
+    let a = Command::new(&copy)
+        .args(["exec", "--write", "--connect", &connect, &path, "--", "touch"])
+        .arg(&ran)
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run the copy");
+    support::wait_contenders(&holder, 2).await;
+    std::fs::remove_file(&copy).expect("remove the binary");
+    guard.release().await.expect("release");
+    let (code, stderr) = finish(a).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(ran.exists(), "{stderr}");
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -56,11 +56,17 @@ impl Keeper {
         let software = |what: &str, e: io::Error| (exit::SOFTWARE, format!("{what}: {e}"));
         let (ours, theirs) = std::os::unix::net::UnixStream::pair()
             .map_err(|e| software("cannot create the keeper's socket", e))?;
-        let exe =
-            std::env::current_exe().map_err(|e| software("cannot find zk-rwlock's own executable", e))?;
+        // This very program, even if its file was replaced or removed since
+        // it started (an upgrade while exec waited for the lock).
+        let exe = if cfg!(target_os = "linux") {
+            std::path::PathBuf::from("/proc/self/exe")
+        } else {
+            std::env::current_exe().map_err(|e| software("cannot find zk-rwlock's own executable", e))?
+        };
         let fd = theirs.as_raw_fd();
         let mut cmd = tokio::process::Command::new(exe);
-        cmd.arg(keeper::SUBCOMMAND)
+        cmd.arg0("zk-rwlock")
+            .arg(keeper::SUBCOMMAND)
             .arg("--control-fd")
             .arg(fd.to_string())
             .arg("--kill-after-ns")
