@@ -1,4 +1,6 @@
-//! ZooKeeper's sequence counter at its limit, against a real server whose
+//! ZooKeeper's limits, against a real server: the request limit
+//! (`jute.maxbuffer`, at the end), and first the sequence counter at its
+//! limit, on a server whose
 //! lock directories start with their child version counter (cversion) near
 //! `2147483647` (seeded with `ZkClusterBuilder::seed_cversion`, no 2^31
 //! creates). The counter does not wrap: after `2147483647` the server hands
@@ -576,4 +578,73 @@ async fn passing_the_threshold_warns_once() {
         "{}",
         lines[0]
     );
+}
+
+// ---------------------------------------------------------------------------
+// Input the server would refuse: requests larger than `jute.maxbuffer`
+// (1 MiB less one byte by default).
+
+/// The server's default `jute.maxbuffer`: it closes the connection on a
+/// larger request.
+const JUTE_MAXBUFFER: usize = 0xfffff;
+
+/// A path under `/limits/input` unique in this process (the parent is made
+/// on demand by the lock).
+fn input_path(name: &str) -> String {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    format!("/limits/input/{name}-{}", N.fetch_add(1, Ordering::Relaxed))
+}
+
+/// A request larger than `jute.maxbuffer` (a create with 2 MiB of data), on
+/// a session that holds a lock, fails at once with `RequestTooLarge`,
+/// which is not retryable, and is never sent: a server closes the
+/// connection on it. Sent again and again (as a caller that retries would),
+/// it never costs the session its connection: the session's state never
+/// changes and the guard stays held.
+#[tokio::test]
+async fn an_oversized_request_fails_at_once_and_leaves_the_session_alone() {
+    let c = client().await;
+    let path = input_path("oversized");
+    let lock = SharedLock::new(c.clone(), &path).expect("lock");
+    let guard = lock.write().await.expect("write");
+    let mut states = c.state_watcher();
+    let session = c.session_id();
+    let data = vec![7u8; 2 << 20];
+    let persistent = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+    let mut changes = Vec::new();
+    for attempt in 0..20 {
+        let started = Instant::now();
+        let result = c.create(&format!("{path}-data"), &data, &persistent).await;
+        let took = started.elapsed();
+        match result {
+            Err(zk::Error::RequestTooLarge { size, limit }) => {
+                assert_eq!(limit, JUTE_MAXBUFFER);
+                assert!(size > data.len(), "size {size}");
+            }
+            other => panic!("attempt {attempt}: expected RequestTooLarge, got {other:?}"),
+        }
+        assert!(
+            !zk_rwlock::is_retryable(&zk::Error::RequestTooLarge { size: 0, limit: 0 }),
+            "a request that cannot be sent is not retried"
+        );
+        assert!(took < Duration::from_secs(1), "attempt {attempt} took {took:?}");
+        // A request that does reach the server, answered on the same
+        // connection: a dropped connection would have changed the state.
+        c.check_stat(&path)
+            .await
+            .expect("a request after the refused one");
+        while let Ok(state) = tokio::time::timeout(Duration::ZERO, states.changed()).await {
+            changes.push(state);
+        }
+        assert!(guard.is_held(), "attempt {attempt}: guard {:?}", guard.state());
+    }
+    assert!(changes.is_empty(), "the session's state changed: {changes:?}");
+    assert_eq!(c.session_id(), session);
+    assert_eq!(guard.state(), zk_rwlock::HoldState::Held);
+    assert!(c
+        .check_stat(&format!("{path}-data"))
+        .await
+        .expect("stat")
+        .is_none());
+    guard.release().await.expect("release");
 }
