@@ -8,10 +8,12 @@ use crate::zk;
 pub enum Error {
     /// The lock path is not a valid absolute ZooKeeper path for a lock directory.
     #[error(
-        "invalid lock path `{path}`: {reason}; a lock path is absolute, like `/locks/orders`: \
+        "invalid lock path {}: {reason}; a lock path is absolute, like `/locks/orders`: \
          it starts with '/', has no empty, '.' or '..' segments, no trailing '/', no NUL, \
          no segment named like a contender node (`<host>-<R|W>-<seq>`, or Curator's or kazoo's), \
-         and is not `/` itself"
+         is at most {max} bytes long, and is not `/` itself",
+        quoted(.path),
+        max = crate::limits::MAX_PATH_LEN
     )]
     InvalidPath {
         /// The path as given.
@@ -20,12 +22,33 @@ pub enum Error {
         reason: &'static str,
     },
     /// The contender identity cannot be used in a node name.
-    #[error("invalid identity `{identity}`: {reason}; an identity is a non-empty name without '/', '@' or NUL, like `web01`")]
+    #[error(
+        "invalid identity {}: {reason}; an identity is a non-empty name of at most {max} bytes \
+         without '/', '@' or NUL, like `web01`",
+        quoted(.identity),
+        max = crate::limits::MAX_IDENTITY_LEN
+    )]
     InvalidIdentity {
         /// The identity as given.
         identity: String,
         /// What is wrong with it.
         reason: &'static str,
+    },
+    /// A request of the lock would be larger than ZooKeeper accepts
+    /// (`jute.maxbuffer`, see [`crate::limits`]): its ACLs are too many or
+    /// too long. Refused when the lock is built, before anything is sent.
+    #[error(
+        "the lock `{path}` would send requests of {size} bytes (its path, identity and ACLs), more than \
+         the {limit} bytes a ZooKeeper server accepts in one request (jute.maxbuffer): give it fewer or \
+         shorter ACL entries"
+    )]
+    RequestTooLarge {
+        /// The lock path.
+        path: String,
+        /// The size of its largest request, in bytes.
+        size: usize,
+        /// The client's limit ([`zk::Client::max_request_size`]).
+        limit: usize,
     },
     /// The lock's [layout](crate::LockBuilder::layout) has no contenders
     /// of this mode: Curator's mutex is exclusive only.
@@ -152,6 +175,19 @@ pub enum Error {
     /// Any other error reported by ZooKeeper or its client.
     #[error("ZooKeeper error: {0}")]
     ZooKeeper(#[from] zk::Error),
+}
+
+/// A path or identity in backticks; a long one shortened, with its length.
+fn quoted(s: &str) -> String {
+    const SHOWN: usize = 64;
+    if s.len() <= 2 * SHOWN {
+        return format!("`{s}`");
+    }
+    let mut end = SHOWN;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("`{}...` ({} bytes)", &s[..end], s.len())
 }
 
 /// The text of [`Error::ChrootMissing`].
@@ -308,6 +344,7 @@ mod tests {
             match e {
                 Error::InvalidPath { .. } => "InvalidPath",
                 Error::InvalidIdentity { .. } => "InvalidIdentity",
+                Error::RequestTooLarge { .. } => "RequestTooLarge",
                 Error::UnsupportedMode { .. } => "UnsupportedMode",
                 Error::SessionExpired => "SessionExpired",
                 Error::SessionClosed => "SessionClosed",
@@ -336,6 +373,11 @@ mod tests {
             Error::InvalidIdentity {
                 identity: s(),
                 reason: "",
+            },
+            Error::RequestTooLarge {
+                path: s(),
+                size: 0,
+                limit: 0,
             },
             Error::UnsupportedMode {
                 layout: crate::node_name::Layout::CuratorMutex,
@@ -385,6 +427,32 @@ mod tests {
             .map(|span| span.split('(').next().unwrap_or(span))
             .collect();
         assert_eq!(listed, want, "README's errors bullet: {bullet}");
+    }
+
+    #[test]
+    fn long_paths_and_identities_are_shortened_in_messages() {
+        let long = "é".repeat(1000);
+        let err = Error::InvalidIdentity {
+            identity: long.clone(),
+            reason: "it is longer than 255 bytes",
+        }
+        .to_string();
+        assert!(err.len() < 400, "{err}");
+        assert!(err.contains("(2000 bytes)"), "{err}");
+        assert!(err.contains("at most 255 bytes"), "{err}");
+        let err = Error::InvalidPath {
+            path: format!("/{long}"),
+            reason: "it is longer than 4096 bytes",
+        }
+        .to_string();
+        assert!(err.contains("(2001 bytes)") && err.len() < 600, "{err}");
+        let short = Error::InvalidIdentity {
+            identity: "a/b".into(),
+            reason: "it contains '/'",
+        };
+        assert!(short
+            .to_string()
+            .starts_with("invalid identity `a/b`: it contains '/'"));
     }
 
     #[test]

@@ -595,6 +595,176 @@ fn input_path(name: &str) -> String {
     format!("/limits/input/{name}-{}", N.fetch_add(1, Ordering::Relaxed))
 }
 
+/// Asserts that `result` is `InvalidIdentity` for `identity`, with a short
+/// message that names the limit.
+fn assert_identity_refused<T: std::fmt::Debug>(result: Result<T, Error>, identity: &str) {
+    match result {
+        Err(e @ Error::InvalidIdentity { .. }) => {
+            let message = e.to_string();
+            assert!(message.contains("longer than 255 bytes"), "{message}");
+            assert!(message.len() < 600, "a long message: {} bytes", message.len());
+            let Error::InvalidIdentity { identity: given, .. } = e else {
+                unreachable!()
+            };
+            assert!(given == identity, "the error names another identity");
+        }
+        other => panic!(
+            "an identity of {} bytes: expected InvalidIdentity, got {:?}",
+            identity.len(),
+            other.map(|_| ())
+        ),
+    }
+}
+
+/// An identity longer than 255 bytes (every contender's name carries it,
+/// and a listing carries every name) is refused when the lock is built,
+/// however large: one of 2 MiB, which no request could carry, as well as
+/// one of 256 bytes. One of 255 bytes (multi-byte characters count by
+/// their bytes) works, natively in the node's name and in kazoo's layout
+/// as the node's data.
+#[tokio::test]
+async fn an_identity_longer_than_the_limit_is_refused_when_the_lock_is_built() {
+    let c = client().await;
+    let path = input_path("identity");
+    for len in [256, 2 << 20] {
+        let identity = "x".repeat(len);
+        let built = SharedLock::builder(c.clone(), &path).identity(&identity).build();
+        assert_identity_refused(built, &identity);
+        assert_identity_refused(zk_rwlock::validate_identity(&identity), &identity);
+    }
+    let identity = format!("{}x", "é".repeat(127));
+    assert_eq!(identity.len(), zk_rwlock::limits::MAX_IDENTITY_LEN);
+    for layout in [zk_rwlock::Layout::Native, zk_rwlock::Layout::Kazoo] {
+        let lock = SharedLock::builder(c.clone(), &path)
+            .identity(&identity)
+            .layout(layout)
+            .build()
+            .unwrap_or_else(|e| panic!("{layout}: an identity of 255 bytes: {e}"));
+        let guard = lock
+            .try_write()
+            .await
+            .unwrap_or_else(|e| panic!("{layout}: try_write: {e}"))
+            .expect("free");
+        let (data, _) = c.get_data(guard.node()).await.expect("read the node");
+        match layout {
+            zk_rwlock::Layout::Native => assert!(guard.node().contains(&identity)),
+            _ => assert_eq!(data, identity.as_bytes(), "{layout}: the identity is the data"),
+        }
+        guard.release().await.expect("release");
+    }
+    assert!(children(&c, &path).await.is_empty());
+}
+
+/// A lock path longer than 4096 bytes is refused when the lock is built;
+/// one of 4096 bytes works.
+#[tokio::test]
+async fn a_path_longer_than_the_limit_is_refused_when_the_lock_is_built() {
+    let c = client().await;
+    let base = input_path("path");
+    let path = format!(
+        "{base}/{}",
+        "p".repeat(zk_rwlock::limits::MAX_PATH_LEN - base.len() - 1)
+    );
+    assert_eq!(path.len(), zk_rwlock::limits::MAX_PATH_LEN);
+    let too_long = format!("{path}q");
+    match SharedLock::new(c.clone(), &too_long) {
+        Err(e @ Error::InvalidPath { .. }) => {
+            let message = e.to_string();
+            assert!(message.contains("longer than 4096 bytes"), "{message}");
+            assert!(message.len() < 800, "a long message: {} bytes", message.len());
+        }
+        other => panic!(
+            "a path of 4097 bytes: expected InvalidPath, got {:?}",
+            other.map(|_| ())
+        ),
+    }
+    let lock = SharedLock::new(c.clone(), &path).expect("a path of 4096 bytes");
+    let guard = lock.try_write().await.expect("try_write").expect("free");
+    guard.release().await.expect("release");
+}
+
+/// ACLs: `world:anyone` (all permissions) and READ for 300 digest users
+/// with long names, `pad` bytes of names in all: the last one takes what
+/// does not divide evenly, so that one more byte of `pad` is one more byte
+/// of every request carrying them.
+fn padded_acls(pad: usize) -> Vec<zk::Acl> {
+    const USERS: usize = 300;
+    let mut acls = vec![zk::Acl::new(
+        zk::Permission::ALL,
+        zk::AuthId::new("world", "anyone"),
+    )];
+    for i in 0..USERS {
+        let len = pad / USERS + if i == USERS - 1 { pad % USERS } else { 0 };
+        let head = format!("u{i:03}:");
+        assert!(len > head.len(), "pad {pad} is too small");
+        let id = format!("{head}{}", "h".repeat(len - head.len()));
+        acls.push(zk::Acl::new(zk::Permission::READ, zk::AuthId::new("digest", &id)));
+    }
+    acls
+}
+
+/// ACLs too large for a request are refused when the lock is built, with
+/// the size of its largest request and the limit; ACLs that bring its
+/// largest request (here the contender create) to exactly the limit work
+/// against the server, and the client counts that create, one byte
+/// larger, as the lock does.
+#[tokio::test]
+async fn acls_too_large_for_a_request_are_refused_when_the_lock_is_built() {
+    let c = client().await;
+    let path = input_path("acls");
+    // A long identity makes the contender create the largest request.
+    let identity = "i".repeat(100);
+    let build = |acls: &[zk::Acl]| {
+        SharedLock::builder(c.clone(), &path)
+            .identity(&identity)
+            .acls(acls)
+            .build()
+    };
+    assert_eq!(c.max_request_size(), JUTE_MAXBUFFER);
+    let size_of = |result: Result<SharedLock, Error>| match result {
+        Err(e @ Error::RequestTooLarge { .. }) => {
+            let message = e.to_string();
+            assert!(message.contains("1048575 bytes"), "{message}");
+            let Error::RequestTooLarge { path: p, size, limit } = e else {
+                unreachable!()
+            };
+            assert_eq!((p.as_str(), limit), (path.as_str(), JUTE_MAXBUFFER));
+            size
+        }
+        other => panic!("expected RequestTooLarge, got {:?}", other.map(|_| ())),
+    };
+    let over = size_of(build(&padded_acls(1 << 20)));
+    // Each byte of an id is a byte of the request.
+    let fits = (1 << 20) - (over - JUTE_MAXBUFFER);
+    let lock = build(&padded_acls(fits)).expect("ACLs that bring the largest request to the limit");
+    let guard = lock
+        .try_write()
+        .await
+        .expect("a create of exactly jute.maxbuffer bytes is accepted")
+        .expect("free");
+    guard.release().await.expect("release");
+    assert_eq!(size_of(build(&padded_acls(fits + 1))), JUTE_MAXBUFFER + 1);
+    // The client's own count of that create: one byte too large.
+    let prefix = zk_rwlock::Layout::Native
+        .prefix(&identity, uuid::Uuid::new_v4(), zk_rwlock::Mode::Write)
+        .expect("native write prefix");
+    let acls = padded_acls(fits + 1);
+    let create = c
+        .create(
+            &format!("{path}/{prefix}"),
+            &[],
+            &zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::new(&acls)),
+        )
+        .await;
+    assert_eq!(
+        create.map(|_| ()),
+        Err(zk::Error::RequestTooLarge {
+            size: JUTE_MAXBUFFER + 1,
+            limit: JUTE_MAXBUFFER
+        })
+    );
+}
+
 /// A request larger than `jute.maxbuffer` (a create with 2 MiB of data), on
 /// a session that holds a lock, fails at once with `RequestTooLarge`,
 /// which is not retryable, and is never sent: a server closes the

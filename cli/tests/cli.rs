@@ -634,6 +634,7 @@ async fn bad_arguments_are_reported_clearly() {
     let unreachable = format!("127.0.0.1:{free_port}");
     let chroot = unique_path("no-chroot");
     let no_chroot = format!("{}{chroot}", server().connect_string());
+    let long_identity = "x".repeat(300);
     let cases: Vec<(Vec<&str>, i32, String)> = vec![
         (
             vec!["exec", "--write", "locks/x", "--", "true"],
@@ -707,6 +708,11 @@ async fn bad_arguments_are_reported_clearly() {
             vec!["exec", "--write", "--identity", "__REVOKE__", &path, "--", "true"],
             2,
             "invalid identity `__REVOKE__`".to_owned(),
+        ),
+        (
+            vec!["exec", "--write", "--identity", &long_identity, &path, "--", "true"],
+            2,
+            "(300 bytes): it is longer than 255 bytes".to_owned(),
         ),
         (
             vec!["exec", "--write", "--connect", &unreachable, &path, "--", "true"],
