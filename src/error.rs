@@ -113,6 +113,19 @@ pub enum Error {
         /// The lock directory.
         path: String,
     },
+    /// The lock directory holds data that is not the lock's (a release
+    /// record): the node is someone's, e.g. a counter. The lock does not
+    /// use it, so that no release overwrites that data: the acquire
+    /// withdrew its node, and the data is as it was.
+    #[error(
+        "lock directory `{path}` holds data that is not a lock's release record: it is left as it is \
+         and not used as a lock (each release of the write lock would overwrite that data); lock a \
+         path of its own, e.g. `{path}/lock`"
+    )]
+    DirectoryHoldsData {
+        /// The lock directory.
+        path: String,
+    },
     /// The connect string is malformed.
     #[error("invalid connect string `{servers}`: {reason}; expected host:port[,host:port...]")]
     InvalidConnectString {
@@ -353,6 +366,7 @@ mod tests {
                 Error::NoAuth { .. } => "NoAuth",
                 Error::AuthFailed => "AuthFailed",
                 Error::EphemeralDirectory { .. } => "EphemeralDirectory",
+                Error::DirectoryHoldsData { .. } => "DirectoryHoldsData",
                 Error::InvalidConnectString { .. } => "InvalidConnectString",
                 Error::InvalidTls { .. } => "InvalidTls",
                 Error::ChrootMissing { .. } => "ChrootMissing",
@@ -390,6 +404,7 @@ mod tests {
             Error::NoAuth { path: s() },
             Error::AuthFailed,
             Error::EphemeralDirectory { path: s() },
+            Error::DirectoryHoldsData { path: s() },
             Error::InvalidConnectString {
                 servers: s(),
                 reason: "",

@@ -91,6 +91,9 @@ struct Inner {
     stats: Recorder,
     /// Subtracted from lease deadlines, see [`LockBuilder::follower_lag`].
     follower_lag: Duration,
+    /// An acquire found the directory's data to be the lock's (empty or a
+    /// release record): later acquires do not read it again.
+    data_checked: AtomicBool,
 }
 
 impl Drop for Inner {
@@ -306,6 +309,7 @@ impl LockBuilder {
                 tasks: Arc::default(),
                 stats: Recorder::default(),
                 follower_lag: self.follower_lag,
+                data_checked: AtomicBool::new(false),
             }),
         })
     }
@@ -1007,7 +1011,11 @@ impl SharedLock {
     /// directory. Returns the node's name, its sequence, its czxid, and the
     /// listing if it is known to contain the node. Creates the directory
     /// when it is missing, also when it vanishes between attempts (it is
-    /// removed when empty).
+    /// removed when empty). Until an acquire of this lock has found the
+    /// directory's data to be the lock's (the listing's stat says whether
+    /// there is any; if there is, one read), a directory holding data that
+    /// is not the lock's is refused (the node withdrawn) with
+    /// [`Error::DirectoryHoldsData`].
     async fn create(
         &self,
         prefix: &str,
@@ -1029,9 +1037,10 @@ impl SharedLock {
         loop {
             pending.creating = true;
             // Both requests leave now; the server answers a session's requests
-            // in order, so the listing already contains the new node.
+            // in order, so the listing already contains the new node. The
+            // listing's stat says whether the directory holds data.
             let create = client.create(&prefix_path, data, &options);
-            let list = client.list_children(dir);
+            let list = client.get_children(dir);
             let (me, czxid, list) = match create.await {
                 Ok((stat, seq)) => (
                     format!("{prefix}{:010}", seq.into_i64() as i32),
@@ -1064,6 +1073,16 @@ impl SharedLock {
             };
             pending.node = Some(child_path(dir, &me));
             pending.creating = false;
+            let (children, data_length) = match list {
+                Some(list) => match list.await {
+                    Ok((children, stat)) => (Some(children), Some(stat.data_length)),
+                    Err(_) => (None, None),
+                },
+                None => (None, None),
+            };
+            if !inner.data_checked.load(Ordering::Relaxed) {
+                self.check_data(data_length, pending).await?;
+            }
             let seq = me
                 .parse::<NodeName>()
                 .map(|n| n.seq())
@@ -1071,11 +1090,46 @@ impl SharedLock {
             if seq >= ordering::RECYCLE_THRESHOLD {
                 warn_threshold(dir, seq);
             }
-            let children = match list {
-                Some(list) => list.await.ok().filter(|c| c.contains(&me)),
-                None => None,
-            };
+            let children = children.filter(|c| c.contains(&me));
             return Ok((me, seq, czxid, children));
+        }
+    }
+
+    /// Checks that the lock directory's data is the lock's (nothing or a
+    /// release record, see [`node_name::is_lock_directory_data`]): no
+    /// request if the listing said it holds none (`data_length` 0),
+    /// otherwise one read. If it is not, withdraws the node just created
+    /// and fails: each release of the write lock would overwrite that data.
+    ///
+    /// [`node_name::is_lock_directory_data`]: crate::node_name::is_lock_directory_data
+    async fn check_data(&self, data_length: Option<i32>, pending: &mut Pending) -> Result<(), Error> {
+        let inner = &self.inner;
+        let client = &inner.client;
+        let dir = inner.path.as_str();
+        let data = match data_length {
+            Some(0) => Ok(Vec::new()),
+            _ => with_retry(client, || client.get_data(dir))
+                .await
+                .map(|(data, _)| data),
+        };
+        match data {
+            Ok(data) if crate::node_name::is_lock_directory_data(&data) => {
+                inner.data_checked.store(true, Ordering::Relaxed);
+                Ok(())
+            }
+            Ok(data) => {
+                warn!(
+                    lock = %dir,
+                    bytes = data.len(),
+                    "the lock directory holds data that is not a release record: not using it as a lock"
+                );
+                pending.give_up().await?;
+                Err(Error::DirectoryHoldsData { path: dir.to_owned() })
+            }
+            Err(e) => {
+                pending.give_up().await?;
+                Err(Error::from_zk(e, dir))
+            }
         }
     }
 

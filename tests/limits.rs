@@ -1,6 +1,6 @@
 //! ZooKeeper's limits, against a real server: the request limit
-//! (`jute.maxbuffer`, at the end), and first the sequence counter at its
-//! limit, on a server whose
+//! (`jute.maxbuffer`) and lock directories that hold someone's data (at the
+//! end), and first the sequence counter at its limit, on a server whose
 //! lock directories start with their child version counter (cversion) near
 //! `2147483647` (seeded with `ZkClusterBuilder::seed_cversion`, no 2^31
 //! creates). The counter does not wrap: after `2147483647` the server hands
@@ -582,7 +582,7 @@ async fn passing_the_threshold_warns_once() {
 
 // ---------------------------------------------------------------------------
 // Input the server would refuse: requests larger than `jute.maxbuffer`
-// (1 MiB less one byte by default).
+// (1 MiB less one byte by default) and lock directories holding data.
 
 /// The server's default `jute.maxbuffer`: it closes the connection on a
 /// larger request.
@@ -817,4 +817,101 @@ async fn an_oversized_request_fails_at_once_and_leaves_the_session_alone() {
         .expect("stat")
         .is_none());
     guard.release().await.expect("release");
+}
+
+/// A lock on a node that holds someone's data (here a counter) is refused
+/// at its acquires with `DirectoryHoldsData`, by every kind of acquire,
+/// and the data and the node stay as they were (no contender left behind).
+/// A lock on a child path of the node works, writers exclude each other
+/// there and hand off with the release record, which is written in the
+/// child's data, not the counter's; a directory whose data is such a
+/// record is the lock's, and a new lock object uses it.
+#[tokio::test]
+async fn a_lock_on_a_node_that_holds_data_is_refused_and_the_data_kept() {
+    let c = client().await;
+    let counter = input_path("counter");
+    c.mkdir(
+        "/limits/input",
+        &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
+    )
+    .await
+    .or_else(|e| {
+        if e == zk::Error::NodeExists {
+            Ok(())
+        } else {
+            Err(e)
+        }
+    })
+    .expect("parent");
+    c.create(
+        &counter,
+        b"42",
+        &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
+    )
+    .await
+    .expect("the counter node");
+    let refused = |result: Result<(), Error>, how: &str| match result {
+        Err(Error::DirectoryHoldsData { path }) => assert_eq!(path, counter, "{how}"),
+        other => panic!("{how} on a node holding data: expected DirectoryHoldsData, got {other:?}"),
+    };
+    let on_counter = lock(&counter).await;
+    refused(on_counter.write().await.map(drop), "write");
+    refused(on_counter.try_read().await.map(drop), "try_read");
+    refused(
+        on_counter.write_timeout(Duration::from_secs(2)).await.map(drop),
+        "write_timeout",
+    );
+    let message = on_counter.try_write().await.map(drop).unwrap_err().to_string();
+    assert!(message.contains(&format!("`{counter}/lock`")), "{message}");
+    let (data, stat) = c.get_data(&counter).await.expect("the counter");
+    assert_eq!(data, b"42", "the counter's data");
+    assert_eq!(stat.version, 0, "the counter was written to");
+    // Each refused acquire withdrew its node (waiting for the deletion at
+    // most GIVE_UP_SLACK before it returned).
+    eventually("the refused acquires' nodes are gone", SHORT, || {
+        let c = c.clone();
+        let counter = counter.clone();
+        async move { children(&c, &counter).await.is_empty() }
+    })
+    .await;
+
+    // A lock of its own, under the counter.
+    let path = format!("{counter}/lock");
+    let (a, b, probe) = (lock(&path).await, lock(&path).await, lock(&path).await);
+    let held = a.write().await.expect("a: write");
+    let waiting = tokio::spawn(async move { b.write().await.map(|g| (g, b)) });
+    eventually("b waits", SHORT, || {
+        let c = c.clone();
+        let path = path.clone();
+        async move { children(&c, &path).await.len() == 2 }
+    })
+    .await;
+    assert!(
+        probe.try_write().await.expect("try_write").is_none(),
+        "a writer holds"
+    );
+    held.release().await.expect("a: release");
+    let (handed, _b) = joined(SHORT, waiting).await.expect("b: write");
+    let b_node = handed.node().rsplit('/').next().unwrap_or_default().to_owned();
+    assert!(
+        probe.try_read().await.expect("try_read").is_none(),
+        "a writer holds"
+    );
+    // b waited: its release writes the record into the lock's directory.
+    handed.release().await.expect("b: release");
+    let (record, _) = c.get_data(&path).await.expect("the lock's directory");
+    assert_eq!(record, b_node.as_bytes(), "the release record");
+    let fresh = lock(&path).await;
+    let again = fresh
+        .try_write()
+        .await
+        .expect("a directory holding a release record")
+        .expect("free");
+    again.release().await.expect("release");
+    let (data, stat) = c.get_data(&counter).await.expect("the counter");
+    assert_eq!(
+        (data.as_slice(), stat.version),
+        (&b"42"[..], 0),
+        "the counter was written to"
+    );
 }

@@ -118,6 +118,7 @@ impl From<zk_rwlock::Error> for Failure {
             Error::InvalidPath { .. }
             | Error::InvalidIdentity { .. }
             | Error::RequestTooLarge { .. }
+            | Error::DirectoryHoldsData { .. }
             | Error::UnsupportedMode { .. }
             | Error::InvalidConnectString { .. }
             | Error::ChrootMissing { .. }
