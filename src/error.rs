@@ -8,10 +8,12 @@ use crate::zk;
 pub enum Error {
     /// The lock path is not a valid absolute ZooKeeper path for a lock directory.
     #[error(
-        "invalid lock path `{path}`: {reason}; a lock path is absolute, like `/locks/orders`: \
+        "invalid lock path {}: {reason}; a lock path is absolute, like `/locks/orders`: \
          it starts with '/', has no empty, '.' or '..' segments, no trailing '/', no NUL, \
          no segment named like a contender node (`<host>-<R|W>-<seq>`, or Curator's or kazoo's), \
-         and is not `/` itself"
+         is at most {max} bytes long, and is not `/` itself",
+        quoted(.path),
+        max = crate::limits::MAX_PATH_LEN
     )]
     InvalidPath {
         /// The path as given.
@@ -20,12 +22,33 @@ pub enum Error {
         reason: &'static str,
     },
     /// The contender identity cannot be used in a node name.
-    #[error("invalid identity `{identity}`: {reason}; an identity is a non-empty name without '/', '@' or NUL, like `web01`")]
+    #[error(
+        "invalid identity {}: {reason}; an identity is a non-empty name of at most {max} bytes \
+         without '/', '@' or NUL, like `web01`",
+        quoted(.identity),
+        max = crate::limits::MAX_IDENTITY_LEN
+    )]
     InvalidIdentity {
         /// The identity as given.
         identity: String,
         /// What is wrong with it.
         reason: &'static str,
+    },
+    /// A request of the lock would be larger than ZooKeeper accepts
+    /// (`jute.maxbuffer`, see [`crate::limits`]): its ACLs are too many or
+    /// too long. Refused when the lock is built, before anything is sent.
+    #[error(
+        "the lock `{path}` would send requests of {size} bytes (its path, identity and ACLs), more than \
+         the {limit} bytes a ZooKeeper server accepts in one request (jute.maxbuffer): give it fewer or \
+         shorter ACL entries"
+    )]
+    RequestTooLarge {
+        /// The lock path.
+        path: String,
+        /// The size of its largest request, in bytes.
+        size: usize,
+        /// The client's limit ([`zk::Client::max_request_size`]).
+        limit: usize,
     },
     /// The lock's [layout](crate::LockBuilder::layout) has no contenders
     /// of this mode: Curator's mutex is exclusive only.
@@ -87,6 +110,19 @@ pub enum Error {
     /// The lock directory (or one of its parents) is an ephemeral node, which cannot have children.
     #[error("lock directory `{path}` is an ephemeral node and cannot hold contenders: choose a path under persistent nodes")]
     EphemeralDirectory {
+        /// The lock directory.
+        path: String,
+    },
+    /// The lock directory holds data that is not the lock's (a release
+    /// record): the node is someone's, e.g. a counter. The lock does not
+    /// use it, so that no release overwrites that data: the acquire
+    /// withdrew its node, and the data is as it was.
+    #[error(
+        "lock directory `{path}` holds data that is not a lock's release record: it is left as it is \
+         and not used as a lock (each release of the write lock would overwrite that data); lock a \
+         path of its own, e.g. `{path}/lock`"
+    )]
+    DirectoryHoldsData {
         /// The lock directory.
         path: String,
     },
@@ -152,6 +188,19 @@ pub enum Error {
     /// Any other error reported by ZooKeeper or its client.
     #[error("ZooKeeper error: {0}")]
     ZooKeeper(#[from] zk::Error),
+}
+
+/// A path or identity in backticks; a long one shortened, with its length.
+fn quoted(s: &str) -> String {
+    const SHOWN: usize = 64;
+    if s.len() <= 2 * SHOWN {
+        return format!("`{s}`");
+    }
+    let mut end = SHOWN;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("`{}...` ({} bytes)", &s[..end], s.len())
 }
 
 /// The text of [`Error::ChrootMissing`].
@@ -308,6 +357,7 @@ mod tests {
             match e {
                 Error::InvalidPath { .. } => "InvalidPath",
                 Error::InvalidIdentity { .. } => "InvalidIdentity",
+                Error::RequestTooLarge { .. } => "RequestTooLarge",
                 Error::UnsupportedMode { .. } => "UnsupportedMode",
                 Error::SessionExpired => "SessionExpired",
                 Error::SessionClosed => "SessionClosed",
@@ -316,6 +366,7 @@ mod tests {
                 Error::NoAuth { .. } => "NoAuth",
                 Error::AuthFailed => "AuthFailed",
                 Error::EphemeralDirectory { .. } => "EphemeralDirectory",
+                Error::DirectoryHoldsData { .. } => "DirectoryHoldsData",
                 Error::InvalidConnectString { .. } => "InvalidConnectString",
                 Error::InvalidTls { .. } => "InvalidTls",
                 Error::ChrootMissing { .. } => "ChrootMissing",
@@ -337,6 +388,11 @@ mod tests {
                 identity: s(),
                 reason: "",
             },
+            Error::RequestTooLarge {
+                path: s(),
+                size: 0,
+                limit: 0,
+            },
             Error::UnsupportedMode {
                 layout: crate::node_name::Layout::CuratorMutex,
                 mode: crate::node_name::Mode::Read,
@@ -348,6 +404,7 @@ mod tests {
             Error::NoAuth { path: s() },
             Error::AuthFailed,
             Error::EphemeralDirectory { path: s() },
+            Error::DirectoryHoldsData { path: s() },
             Error::InvalidConnectString {
                 servers: s(),
                 reason: "",
@@ -385,6 +442,32 @@ mod tests {
             .map(|span| span.split('(').next().unwrap_or(span))
             .collect();
         assert_eq!(listed, want, "README's errors bullet: {bullet}");
+    }
+
+    #[test]
+    fn long_paths_and_identities_are_shortened_in_messages() {
+        let long = "é".repeat(1000);
+        let err = Error::InvalidIdentity {
+            identity: long.clone(),
+            reason: "it is longer than 255 bytes",
+        }
+        .to_string();
+        assert!(err.len() < 400, "{err}");
+        assert!(err.contains("(2000 bytes)"), "{err}");
+        assert!(err.contains("at most 255 bytes"), "{err}");
+        let err = Error::InvalidPath {
+            path: format!("/{long}"),
+            reason: "it is longer than 4096 bytes",
+        }
+        .to_string();
+        assert!(err.contains("(2001 bytes)") && err.len() < 600, "{err}");
+        let short = Error::InvalidIdentity {
+            identity: "a/b".into(),
+            reason: "it contains '/'",
+        };
+        assert!(short
+            .to_string()
+            .starts_with("invalid identity `a/b`: it contains '/'"));
     }
 
     #[test]

@@ -84,6 +84,7 @@ pub mod blocking;
 mod connect;
 mod error;
 pub mod lease;
+pub mod limits;
 mod lock;
 pub mod multi;
 pub mod node_name;

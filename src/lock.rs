@@ -19,6 +19,7 @@ use crate::acquire::{Acquire, Action, Counts, Event, Failure, Input, NodeEvent, 
 use crate::background;
 use crate::error::{is_retryable, Error};
 use crate::lease::{self, HoldState, Link, LossCause};
+use crate::limits;
 use crate::node_name::{Layout, Mode, NodeName};
 use crate::ordering::{self, Decision};
 use crate::stats::{End, Recorder, Stats};
@@ -90,6 +91,9 @@ struct Inner {
     stats: Recorder,
     /// Subtracted from lease deadlines, see [`LockBuilder::follower_lag`].
     follower_lag: Duration,
+    /// An acquire found the directory's data to be the lock's (empty or a
+    /// release record): later acquires do not read it again.
+    data_checked: AtomicBool,
 }
 
 impl Drop for Inner {
@@ -138,7 +142,9 @@ pub struct LockBuilder {
 impl LockBuilder {
     /// The identity written into contender node names (default: this
     /// machine's host name); in a peer's [layout](Self::layout), into the
-    /// nodes' data. Non-empty, without `/`, `@` or NUL.
+    /// nodes' data. Non-empty, at most
+    /// [`MAX_IDENTITY_LEN`](crate::limits::MAX_IDENTITY_LEN) (255) bytes,
+    /// without `/`, `@` or NUL: checked by [`build`](Self::build).
     pub fn identity(mut self, identity: &str) -> LockBuilder {
         self.identity = Some(identity.to_owned());
         self
@@ -220,6 +226,10 @@ impl LockBuilder {
     /// # Errors
     ///
     /// [`Error::InvalidPath`], [`Error::InvalidIdentity`];
+    /// [`Error::RequestTooLarge`] if a request of the lock would be larger
+    /// than the client's [`max_request_size`](zk::Client::max_request_size)
+    /// (ZooKeeper's `jute.maxbuffer`, see [`crate::limits`]): too many or
+    /// too long ACL entries;
     /// [`Error::LeaseTooShort`] if the session timeout is less than 2.25
     /// times the [follower lag](Self::follower_lag).
     pub fn build(self) -> Result<SharedLock, Error> {
@@ -268,6 +278,25 @@ impl LockBuilder {
             Some(acls) => Arc::from(acls),
             None => acls.clone(),
         };
+        let chroot = match self.client.path() {
+            "/" => "",
+            chroot => chroot,
+        };
+        let size = limits::largest_request(&limits::LockShape {
+            server_path_len: chroot.len() + self.path.len(),
+            identity: &identity,
+            layout: self.layout,
+            acls_len: limits::acls_len(&acls),
+            directory_acls_len: limits::acls_len(&directory_acls),
+        });
+        let limit = self.client.max_request_size();
+        if size > limit {
+            return Err(Error::RequestTooLarge {
+                path: self.path,
+                size,
+                limit,
+            });
+        }
         Ok(SharedLock {
             inner: Arc::new(Inner {
                 client: self.client,
@@ -280,13 +309,15 @@ impl LockBuilder {
                 tasks: Arc::default(),
                 stats: Recorder::default(),
                 follower_lag: self.follower_lag,
+                data_checked: AtomicBool::new(false),
             }),
         })
     }
 }
 
 /// Checks that `path` can name a lock directory: absolute, not the root,
-/// no empty, `.` or `..` segments, no trailing `/`, no NUL, and no segment
+/// no empty, `.` or `..` segments, no trailing `/`, no NUL, at most
+/// [`MAX_PATH_LEN`](crate::limits::MAX_PATH_LEN) (4096) bytes, and no segment
 /// that parses as a contender node name (`<host>-<R|W>-<seq>`, see
 /// [`node_name::is_contender_name`](crate::node_name::is_contender_name)).
 /// Does no I/O.
@@ -321,6 +352,9 @@ pub fn validate_path(path: &str) -> Result<(), Error> {
     if path.ends_with('/') {
         return bad("it ends with '/'");
     }
+    if path.len() > limits::MAX_PATH_LEN {
+        return bad("it is longer than 4096 bytes: every request and watch of the lock carries it");
+    }
     for segment in path[1..].split('/') {
         match segment {
             "" => return bad("it has an empty segment ('//')"),
@@ -347,9 +381,12 @@ pub fn validate_path(path: &str) -> Result<(), Error> {
 }
 
 /// Checks that `identity` can be written into contender node names:
-/// non-empty, without `/`, `@` or NUL, and not [`REVOKE_PAYLOAD`] (the
-/// Curator and kazoo layouts write the identity as the node's data, where
-/// that value would read as a revocation request). Does no I/O.
+/// non-empty, at most [`MAX_IDENTITY_LEN`](crate::limits::MAX_IDENTITY_LEN)
+/// (255) bytes (every listing of the directory carries every contender's
+/// name, see [`crate::limits`]), without `/`, `@` or NUL, and not
+/// [`REVOKE_PAYLOAD`] (the Curator and kazoo layouts write the identity as
+/// the node's data, where that value would read as a revocation request).
+/// Does no I/O.
 ///
 /// # Errors
 ///
@@ -363,6 +400,12 @@ pub fn validate_identity(identity: &str) -> Result<(), Error> {
     };
     if identity.is_empty() {
         return bad("it is empty");
+    }
+    if identity.len() > limits::MAX_IDENTITY_LEN {
+        return bad(
+            "it is longer than 255 bytes: every contender's node name carries it, and a listing of \
+             the lock's contenders must fit in one reply",
+        );
     }
     if identity.contains('/') {
         return bad("it contains '/'");
@@ -415,24 +458,27 @@ fn default_acls() -> Arc<[zk::Acl]> {
         .clone()
 }
 
-/// This machine's host name, made safe for node names.
+/// This machine's host name, made safe for node names (and cut to
+/// [`MAX_IDENTITY_LEN`](limits::MAX_IDENTITY_LEN) bytes, which a host name
+/// read from the environment may exceed).
 pub(crate) fn default_identity() -> String {
     let raw = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .or_else(|_| std::fs::read_to_string("/etc/hostname"))
         .ok()
         .or_else(|| std::env::var("HOSTNAME").ok())
         .unwrap_or_default();
-    let cleaned: String = raw
-        .trim()
-        .chars()
-        .map(|c| {
-            if matches!(c, '/' | '@' | '\0') || c.is_control() {
-                '_'
-            } else {
-                c
-            }
-        })
-        .collect();
+    let mut cleaned = String::new();
+    for c in raw.trim().chars() {
+        let c = if matches!(c, '/' | '@' | '\0') || c.is_control() {
+            '_'
+        } else {
+            c
+        };
+        if cleaned.len() + c.len_utf8() > limits::MAX_IDENTITY_LEN {
+            break;
+        }
+        cleaned.push(c);
+    }
     if cleaned.is_empty() {
         "localhost".to_owned()
     } else {
@@ -965,7 +1011,11 @@ impl SharedLock {
     /// directory. Returns the node's name, its sequence, its czxid, and the
     /// listing if it is known to contain the node. Creates the directory
     /// when it is missing, also when it vanishes between attempts (it is
-    /// removed when empty).
+    /// removed when empty). Until an acquire of this lock has found the
+    /// directory's data to be the lock's (the listing's stat says whether
+    /// there is any; if there is, one read), a directory holding data that
+    /// is not the lock's is refused (the node withdrawn) with
+    /// [`Error::DirectoryHoldsData`].
     async fn create(
         &self,
         prefix: &str,
@@ -987,9 +1037,10 @@ impl SharedLock {
         loop {
             pending.creating = true;
             // Both requests leave now; the server answers a session's requests
-            // in order, so the listing already contains the new node.
+            // in order, so the listing already contains the new node. The
+            // listing's stat says whether the directory holds data.
             let create = client.create(&prefix_path, data, &options);
-            let list = client.list_children(dir);
+            let list = client.get_children(dir);
             let (me, czxid, list) = match create.await {
                 Ok((stat, seq)) => (
                     format!("{prefix}{:010}", seq.into_i64() as i32),
@@ -1022,6 +1073,16 @@ impl SharedLock {
             };
             pending.node = Some(child_path(dir, &me));
             pending.creating = false;
+            let (children, data_length) = match list {
+                Some(list) => match list.await {
+                    Ok((children, stat)) => (Some(children), Some(stat.data_length)),
+                    Err(_) => (None, None),
+                },
+                None => (None, None),
+            };
+            if !inner.data_checked.load(Ordering::Relaxed) {
+                self.check_data(data_length, pending).await?;
+            }
             let seq = me
                 .parse::<NodeName>()
                 .map(|n| n.seq())
@@ -1029,11 +1090,46 @@ impl SharedLock {
             if seq >= ordering::RECYCLE_THRESHOLD {
                 warn_threshold(dir, seq);
             }
-            let children = match list {
-                Some(list) => list.await.ok().filter(|c| c.contains(&me)),
-                None => None,
-            };
+            let children = children.filter(|c| c.contains(&me));
             return Ok((me, seq, czxid, children));
+        }
+    }
+
+    /// Checks that the lock directory's data is the lock's (nothing or a
+    /// release record, see [`node_name::is_lock_directory_data`]): no
+    /// request if the listing said it holds none (`data_length` 0),
+    /// otherwise one read. If it is not, withdraws the node just created
+    /// and fails: each release of the write lock would overwrite that data.
+    ///
+    /// [`node_name::is_lock_directory_data`]: crate::node_name::is_lock_directory_data
+    async fn check_data(&self, data_length: Option<i32>, pending: &mut Pending) -> Result<(), Error> {
+        let inner = &self.inner;
+        let client = &inner.client;
+        let dir = inner.path.as_str();
+        let data = match data_length {
+            Some(0) => Ok(Vec::new()),
+            _ => with_retry(client, || client.get_data(dir))
+                .await
+                .map(|(data, _)| data),
+        };
+        match data {
+            Ok(data) if crate::node_name::is_lock_directory_data(&data) => {
+                inner.data_checked.store(true, Ordering::Relaxed);
+                Ok(())
+            }
+            Ok(data) => {
+                warn!(
+                    lock = %dir,
+                    bytes = data.len(),
+                    "the lock directory holds data that is not a release record: not using it as a lock"
+                );
+                pending.give_up().await?;
+                Err(Error::DirectoryHoldsData { path: dir.to_owned() })
+            }
+            Err(e) => {
+                pending.give_up().await?;
+                Err(Error::from_zk(e, dir))
+            }
         }
     }
 
@@ -2730,5 +2826,18 @@ mod tests {
         assert!(err.contains("revocation request"), "{err}");
         assert!(validate_identity("__REVOKE__x").is_ok());
         assert!(validate_identity(&default_identity()).is_ok());
+        // Bytes count, not characters: 127 two-byte characters and one more byte.
+        let longest = format!("{}x", "é".repeat(127));
+        assert!(validate_identity(&longest).is_ok());
+        let err = validate_identity(&format!("{longest}x")).unwrap_err().to_string();
+        assert!(err.contains("longer than 255 bytes"), "{err}");
+    }
+
+    #[test]
+    fn path_length() {
+        let longest = format!("/{}", "p".repeat(limits::MAX_PATH_LEN - 1));
+        assert!(validate_path(&longest).is_ok());
+        let err = validate_path(&format!("{longest}p")).unwrap_err().to_string();
+        assert!(err.contains("longer than 4096 bytes"), "{err}");
     }
 }

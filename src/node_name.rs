@@ -338,6 +338,28 @@ pub fn is_contender_name(name: &str) -> bool {
     parse_parts(name).is_ok()
 }
 
+/// True if `data`, a lock directory's data, is what a lock keeps there:
+/// nothing, or a release record (the name of a native writer's node, as
+/// the wire protocol writes it when a writer releases). A lock refuses a
+/// directory that holds anything else
+/// ([`Error::DirectoryHoldsData`](crate::Error::DirectoryHoldsData)), whose
+/// data its releases would overwrite. Does not allocate.
+///
+/// ```
+/// use zk_rwlock::node_name::is_lock_directory_data;
+/// assert!(is_lock_directory_data(b""));
+/// assert!(is_lock_directory_data(b"web01@7f3a0c1e9b2d4f60a1b2c3d4e5f60718-W-0000000042"));
+/// assert!(!is_lock_directory_data(b"42"));
+/// assert!(!is_lock_directory_data(b"web01-R-0000000042")); // a reader leaves no record
+/// ```
+pub fn is_lock_directory_data(data: &[u8]) -> bool {
+    data.is_empty()
+        || std::str::from_utf8(data)
+            .ok()
+            .and_then(|name| parse_parts(name).ok())
+            .is_some_and(|parts| parts.layout == Layout::Native && parts.mode == Mode::Write)
+}
+
 /// True if `s` is exactly how ZooKeeper prints `seq` (`%010d`): zero-padded
 /// to ten characters, the sign included. `s` is known to parse to `seq`, so
 /// only its length remains to be checked.

@@ -1,4 +1,6 @@
-//! ZooKeeper's sequence counter at its limit, against a real server whose
+//! ZooKeeper's limits, against a real server: the request limit
+//! (`jute.maxbuffer`) and lock directories that hold someone's data (at the
+//! end), and first the sequence counter at its limit, on a server whose
 //! lock directories start with their child version counter (cversion) near
 //! `2147483647` (seeded with `ZkClusterBuilder::seed_cversion`, no 2^31
 //! creates). The counter does not wrap: after `2147483647` the server hands
@@ -575,5 +577,341 @@ async fn passing_the_threshold_warns_once() {
         line.contains("sequence") || line.contains("counter"),
         "{}",
         lines[0]
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Input the server would refuse: requests larger than `jute.maxbuffer`
+// (1 MiB less one byte by default) and lock directories holding data.
+
+/// The server's default `jute.maxbuffer`: it closes the connection on a
+/// larger request.
+const JUTE_MAXBUFFER: usize = 0xfffff;
+
+/// A path under `/limits/input` unique in this process (the parent is made
+/// on demand by the lock).
+fn input_path(name: &str) -> String {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    format!("/limits/input/{name}-{}", N.fetch_add(1, Ordering::Relaxed))
+}
+
+/// Asserts that `result` is `InvalidIdentity` for `identity`, with a short
+/// message that names the limit.
+fn assert_identity_refused<T: std::fmt::Debug>(result: Result<T, Error>, identity: &str) {
+    match result {
+        Err(e @ Error::InvalidIdentity { .. }) => {
+            let message = e.to_string();
+            assert!(message.contains("longer than 255 bytes"), "{message}");
+            assert!(message.len() < 600, "a long message: {} bytes", message.len());
+            let Error::InvalidIdentity { identity: given, .. } = e else {
+                unreachable!()
+            };
+            assert!(given == identity, "the error names another identity");
+        }
+        other => panic!(
+            "an identity of {} bytes: expected InvalidIdentity, got {:?}",
+            identity.len(),
+            other.map(|_| ())
+        ),
+    }
+}
+
+/// An identity longer than 255 bytes (every contender's name carries it,
+/// and a listing carries every name) is refused when the lock is built,
+/// however large: one of 2 MiB, which no request could carry, as well as
+/// one of 256 bytes. One of 255 bytes (multi-byte characters count by
+/// their bytes) works, natively in the node's name and in kazoo's layout
+/// as the node's data.
+#[tokio::test]
+async fn an_identity_longer_than_the_limit_is_refused_when_the_lock_is_built() {
+    let c = client().await;
+    let path = input_path("identity");
+    for len in [256, 2 << 20] {
+        let identity = "x".repeat(len);
+        let built = SharedLock::builder(c.clone(), &path).identity(&identity).build();
+        assert_identity_refused(built, &identity);
+        assert_identity_refused(zk_rwlock::validate_identity(&identity), &identity);
+    }
+    let identity = format!("{}x", "é".repeat(127));
+    assert_eq!(identity.len(), zk_rwlock::limits::MAX_IDENTITY_LEN);
+    for layout in [zk_rwlock::Layout::Native, zk_rwlock::Layout::Kazoo] {
+        let lock = SharedLock::builder(c.clone(), &path)
+            .identity(&identity)
+            .layout(layout)
+            .build()
+            .unwrap_or_else(|e| panic!("{layout}: an identity of 255 bytes: {e}"));
+        let guard = lock
+            .try_write()
+            .await
+            .unwrap_or_else(|e| panic!("{layout}: try_write: {e}"))
+            .expect("free");
+        let (data, _) = c.get_data(guard.node()).await.expect("read the node");
+        match layout {
+            zk_rwlock::Layout::Native => assert!(guard.node().contains(&identity)),
+            _ => assert_eq!(data, identity.as_bytes(), "{layout}: the identity is the data"),
+        }
+        guard.release().await.expect("release");
+    }
+    assert!(children(&c, &path).await.is_empty());
+}
+
+/// A lock path longer than 4096 bytes is refused when the lock is built;
+/// one of 4096 bytes works.
+#[tokio::test]
+async fn a_path_longer_than_the_limit_is_refused_when_the_lock_is_built() {
+    let c = client().await;
+    let base = input_path("path");
+    let path = format!(
+        "{base}/{}",
+        "p".repeat(zk_rwlock::limits::MAX_PATH_LEN - base.len() - 1)
+    );
+    assert_eq!(path.len(), zk_rwlock::limits::MAX_PATH_LEN);
+    let too_long = format!("{path}q");
+    match SharedLock::new(c.clone(), &too_long) {
+        Err(e @ Error::InvalidPath { .. }) => {
+            let message = e.to_string();
+            assert!(message.contains("longer than 4096 bytes"), "{message}");
+            assert!(message.len() < 800, "a long message: {} bytes", message.len());
+        }
+        other => panic!(
+            "a path of 4097 bytes: expected InvalidPath, got {:?}",
+            other.map(|_| ())
+        ),
+    }
+    let lock = SharedLock::new(c.clone(), &path).expect("a path of 4096 bytes");
+    let guard = lock.try_write().await.expect("try_write").expect("free");
+    guard.release().await.expect("release");
+}
+
+/// ACLs: `world:anyone` (all permissions) and READ for 300 digest users
+/// with long names, `pad` bytes of names in all: the last one takes what
+/// does not divide evenly, so that one more byte of `pad` is one more byte
+/// of every request carrying them.
+fn padded_acls(pad: usize) -> Vec<zk::Acl> {
+    const USERS: usize = 300;
+    let mut acls = vec![zk::Acl::new(
+        zk::Permission::ALL,
+        zk::AuthId::new("world", "anyone"),
+    )];
+    for i in 0..USERS {
+        let len = pad / USERS + if i == USERS - 1 { pad % USERS } else { 0 };
+        let head = format!("u{i:03}:");
+        assert!(len > head.len(), "pad {pad} is too small");
+        let id = format!("{head}{}", "h".repeat(len - head.len()));
+        acls.push(zk::Acl::new(zk::Permission::READ, zk::AuthId::new("digest", &id)));
+    }
+    acls
+}
+
+/// ACLs too large for a request are refused when the lock is built, with
+/// the size of its largest request and the limit; ACLs that bring its
+/// largest request (here the contender create) to exactly the limit work
+/// against the server, and the client counts that create, one byte
+/// larger, as the lock does.
+#[tokio::test]
+async fn acls_too_large_for_a_request_are_refused_when_the_lock_is_built() {
+    let c = client().await;
+    let path = input_path("acls");
+    // A long identity makes the contender create the largest request.
+    let identity = "i".repeat(100);
+    let build = |acls: &[zk::Acl]| {
+        SharedLock::builder(c.clone(), &path)
+            .identity(&identity)
+            .acls(acls)
+            .build()
+    };
+    assert_eq!(c.max_request_size(), JUTE_MAXBUFFER);
+    let size_of = |result: Result<SharedLock, Error>| match result {
+        Err(e @ Error::RequestTooLarge { .. }) => {
+            let message = e.to_string();
+            assert!(message.contains("1048575 bytes"), "{message}");
+            let Error::RequestTooLarge { path: p, size, limit } = e else {
+                unreachable!()
+            };
+            assert_eq!((p.as_str(), limit), (path.as_str(), JUTE_MAXBUFFER));
+            size
+        }
+        other => panic!("expected RequestTooLarge, got {:?}", other.map(|_| ())),
+    };
+    let over = size_of(build(&padded_acls(1 << 20)));
+    // Each byte of an id is a byte of the request.
+    let fits = (1 << 20) - (over - JUTE_MAXBUFFER);
+    let lock = build(&padded_acls(fits)).expect("ACLs that bring the largest request to the limit");
+    let guard = lock
+        .try_write()
+        .await
+        .expect("a create of exactly jute.maxbuffer bytes is accepted")
+        .expect("free");
+    guard.release().await.expect("release");
+    assert_eq!(size_of(build(&padded_acls(fits + 1))), JUTE_MAXBUFFER + 1);
+    // The client's own count of that create: one byte too large.
+    let prefix = zk_rwlock::Layout::Native
+        .prefix(&identity, uuid::Uuid::new_v4(), zk_rwlock::Mode::Write)
+        .expect("native write prefix");
+    let acls = padded_acls(fits + 1);
+    let create = c
+        .create(
+            &format!("{path}/{prefix}"),
+            &[],
+            &zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::new(&acls)),
+        )
+        .await;
+    assert_eq!(
+        create.map(|_| ()),
+        Err(zk::Error::RequestTooLarge {
+            size: JUTE_MAXBUFFER + 1,
+            limit: JUTE_MAXBUFFER
+        })
+    );
+}
+
+/// A request larger than `jute.maxbuffer` (a create with 2 MiB of data), on
+/// a session that holds a lock, fails at once with `RequestTooLarge`,
+/// which is not retryable, and is never sent: a server closes the
+/// connection on it. Sent again and again (as a caller that retries would),
+/// it never costs the session its connection: the session's state never
+/// changes and the guard stays held.
+#[tokio::test]
+async fn an_oversized_request_fails_at_once_and_leaves_the_session_alone() {
+    let c = client().await;
+    let path = input_path("oversized");
+    let lock = SharedLock::new(c.clone(), &path).expect("lock");
+    let guard = lock.write().await.expect("write");
+    let mut states = c.state_watcher();
+    let session = c.session_id();
+    let data = vec![7u8; 2 << 20];
+    let persistent = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+    let mut changes = Vec::new();
+    for attempt in 0..20 {
+        let started = Instant::now();
+        let result = c.create(&format!("{path}-data"), &data, &persistent).await;
+        let took = started.elapsed();
+        match result {
+            Err(zk::Error::RequestTooLarge { size, limit }) => {
+                assert_eq!(limit, JUTE_MAXBUFFER);
+                assert!(size > data.len(), "size {size}");
+            }
+            other => panic!("attempt {attempt}: expected RequestTooLarge, got {other:?}"),
+        }
+        assert!(
+            !zk_rwlock::is_retryable(&zk::Error::RequestTooLarge { size: 0, limit: 0 }),
+            "a request that cannot be sent is not retried"
+        );
+        assert!(took < Duration::from_secs(1), "attempt {attempt} took {took:?}");
+        // A request that does reach the server, answered on the same
+        // connection: a dropped connection would have changed the state.
+        c.check_stat(&path)
+            .await
+            .expect("a request after the refused one");
+        while let Ok(state) = tokio::time::timeout(Duration::ZERO, states.changed()).await {
+            changes.push(state);
+        }
+        assert!(guard.is_held(), "attempt {attempt}: guard {:?}", guard.state());
+    }
+    assert!(changes.is_empty(), "the session's state changed: {changes:?}");
+    assert_eq!(c.session_id(), session);
+    assert_eq!(guard.state(), zk_rwlock::HoldState::Held);
+    assert!(c
+        .check_stat(&format!("{path}-data"))
+        .await
+        .expect("stat")
+        .is_none());
+    guard.release().await.expect("release");
+}
+
+/// A lock on a node that holds someone's data (here a counter) is refused
+/// at its acquires with `DirectoryHoldsData`, by every kind of acquire,
+/// and the data and the node stay as they were (no contender left behind).
+/// A lock on a child path of the node works, writers exclude each other
+/// there and hand off with the release record, which is written in the
+/// child's data, not the counter's; a directory whose data is such a
+/// record is the lock's, and a new lock object uses it.
+#[tokio::test]
+async fn a_lock_on_a_node_that_holds_data_is_refused_and_the_data_kept() {
+    let c = client().await;
+    let counter = input_path("counter");
+    c.mkdir(
+        "/limits/input",
+        &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
+    )
+    .await
+    .or_else(|e| {
+        if e == zk::Error::NodeExists {
+            Ok(())
+        } else {
+            Err(e)
+        }
+    })
+    .expect("parent");
+    c.create(
+        &counter,
+        b"42",
+        &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
+    )
+    .await
+    .expect("the counter node");
+    let refused = |result: Result<(), Error>, how: &str| match result {
+        Err(Error::DirectoryHoldsData { path }) => assert_eq!(path, counter, "{how}"),
+        other => panic!("{how} on a node holding data: expected DirectoryHoldsData, got {other:?}"),
+    };
+    let on_counter = lock(&counter).await;
+    refused(on_counter.write().await.map(drop), "write");
+    refused(on_counter.try_read().await.map(drop), "try_read");
+    refused(
+        on_counter.write_timeout(Duration::from_secs(2)).await.map(drop),
+        "write_timeout",
+    );
+    let message = on_counter.try_write().await.map(drop).unwrap_err().to_string();
+    assert!(message.contains(&format!("`{counter}/lock`")), "{message}");
+    let (data, stat) = c.get_data(&counter).await.expect("the counter");
+    assert_eq!(data, b"42", "the counter's data");
+    assert_eq!(stat.version, 0, "the counter was written to");
+    // Each refused acquire withdrew its node (waiting for the deletion at
+    // most GIVE_UP_SLACK before it returned).
+    eventually("the refused acquires' nodes are gone", SHORT, || {
+        let c = c.clone();
+        let counter = counter.clone();
+        async move { children(&c, &counter).await.is_empty() }
+    })
+    .await;
+
+    // A lock of its own, under the counter.
+    let path = format!("{counter}/lock");
+    let (a, b, probe) = (lock(&path).await, lock(&path).await, lock(&path).await);
+    let held = a.write().await.expect("a: write");
+    let waiting = tokio::spawn(async move { b.write().await.map(|g| (g, b)) });
+    eventually("b waits", SHORT, || {
+        let c = c.clone();
+        let path = path.clone();
+        async move { children(&c, &path).await.len() == 2 }
+    })
+    .await;
+    assert!(
+        probe.try_write().await.expect("try_write").is_none(),
+        "a writer holds"
+    );
+    held.release().await.expect("a: release");
+    let (handed, _b) = joined(SHORT, waiting).await.expect("b: write");
+    let b_node = handed.node().rsplit('/').next().unwrap_or_default().to_owned();
+    assert!(
+        probe.try_read().await.expect("try_read").is_none(),
+        "a writer holds"
+    );
+    // b waited: its release writes the record into the lock's directory.
+    handed.release().await.expect("b: release");
+    let (record, _) = c.get_data(&path).await.expect("the lock's directory");
+    assert_eq!(record, b_node.as_bytes(), "the release record");
+    let fresh = lock(&path).await;
+    let again = fresh
+        .try_write()
+        .await
+        .expect("a directory holding a release record")
+        .expect("free");
+    again.release().await.expect("release");
+    let (data, stat) = c.get_data(&counter).await.expect("the counter");
+    assert_eq!(
+        (data.as_slice(), stat.version),
+        (&b"42"[..], 0),
+        "the counter was written to"
     );
 }

@@ -117,6 +117,8 @@ impl From<zk_rwlock::Error> for Failure {
         let code = match &err {
             Error::InvalidPath { .. }
             | Error::InvalidIdentity { .. }
+            | Error::RequestTooLarge { .. }
+            | Error::DirectoryHoldsData { .. }
             | Error::UnsupportedMode { .. }
             | Error::InvalidConnectString { .. }
             | Error::ChrootMissing { .. }

@@ -634,6 +634,16 @@ async fn bad_arguments_are_reported_clearly() {
     let unreachable = format!("127.0.0.1:{free_port}");
     let chroot = unique_path("no-chroot");
     let no_chroot = format!("{}{chroot}", server().connect_string());
+    let long_identity = "x".repeat(300);
+    // A node that holds someone's data (a counter) is no lock directory.
+    let counter = unique_path("counter");
+    let open = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+    let c = client().await;
+    match c.mkdir("/test", &open).await {
+        Ok(()) | Err(zk::Error::NodeExists) => {}
+        Err(e) => panic!("mkdir /test: {e}"),
+    }
+    c.create(&counter, b"42", &open).await.unwrap();
     let cases: Vec<(Vec<&str>, i32, String)> = vec![
         (
             vec!["exec", "--write", "locks/x", "--", "true"],
@@ -709,6 +719,16 @@ async fn bad_arguments_are_reported_clearly() {
             "invalid identity `__REVOKE__`".to_owned(),
         ),
         (
+            vec!["exec", "--write", "--identity", &long_identity, &path, "--", "true"],
+            2,
+            "(300 bytes): it is longer than 255 bytes".to_owned(),
+        ),
+        (
+            vec!["exec", "--write", &counter, "--", "true"],
+            2,
+            format!("zk-rwlock: lock directory `{counter}` holds data that is not a lock's release record"),
+        ),
+        (
             vec!["exec", "--write", "--connect", &unreachable, &path, "--", "true"],
             69,
             format!("zk-rwlock: cannot reach ZooKeeper at {unreachable}"),
@@ -746,6 +766,9 @@ async fn bad_arguments_are_reported_clearly() {
         assert!(out.stdout.is_empty(), "{args:?}: {out:#?}");
     }
     assert!(children(&client().await, &path).await.is_empty());
+    let (data, _) = client().await.get_data(&counter).await.unwrap();
+    assert_eq!(data, b"42", "the counter's data");
+    assert!(children(&client().await, &counter).await.is_empty());
 }
 
 /// A lock directory the user may not write to: exit 77.

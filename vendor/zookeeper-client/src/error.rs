@@ -84,6 +84,13 @@ pub enum Error {
     #[error("client has been closed")]
     ClientClosed,
 
+    /// The request is larger than the client's limit ([crate::Connector::with_max_request_size],
+    /// the server's `jute.maxbuffer`): it was not sent. (zk-rwlock patch 6.)
+    #[error(
+        "request of {size} bytes is larger than the {limit} bytes a ZooKeeper server accepts (jute.maxbuffer): not sent"
+    )]
+    RequestTooLarge { size: usize, limit: usize },
+
     #[error("runtime condition mismatch")]
     RuntimeInconsistent,
 
@@ -151,6 +158,8 @@ impl Error {
             Self::SessionExpired => true,
             // We are closed anyway, the session will expire soon.
             Self::ClientClosed => true,
+            // Never sent.
+            Self::RequestTooLarge { .. } => true,
             _ => false,
         }
     }

@@ -226,7 +226,15 @@ pub struct Client {
     requester: Arc<mpsc::UnboundedSender<Request>>,
     state_watcher: StateWatcher,
     lease: Arc<LeaseCell>,
+    /// Requests larger than this are refused without being sent (patch 6). A `u32` (ZooKeeper's
+    /// `jute.maxbuffer` is a Java `int`): it fits beside `version`, and `Client` stays small.
+    max_request_size: u32,
 }
+
+/// The largest request, in bytes after the length prefix, that a client sends by default: the
+/// server's default `jute.maxbuffer` (`0xfffff`). A ZooKeeper server closes the connection on a
+/// larger packet. (zk-rwlock patch 6.)
+pub const DEFAULT_MAX_REQUEST_SIZE: u32 = 0xfffff;
 
 impl Client {
     const CONFIG_NODE: &'static str = "/zookeeper/config";
@@ -250,7 +258,16 @@ impl Client {
         state_watcher: StateWatcher,
         lease: Arc<LeaseCell>,
     ) -> Client {
-        Client { chroot, version, session, session_timeout: timeout, requester, state_watcher, lease }
+        Client {
+            chroot,
+            version,
+            session,
+            session_timeout: timeout,
+            requester,
+            state_watcher,
+            lease,
+            max_request_size: DEFAULT_MAX_REQUEST_SIZE,
+        }
     }
 
     fn validate_path<'a>(&'a self, path: &'a str) -> Result<ChrootPath<'a>> {
@@ -296,6 +313,12 @@ impl Client {
         self.lease.get()
     }
 
+    /// The largest request this client sends, in bytes after the length prefix (see
+    /// [Connector::with_max_request_size]). (zk-rwlock patch 6.)
+    pub fn max_request_size(&self) -> usize {
+        self.max_request_size as usize
+    }
+
     /// Latest session state.
     pub fn state(&self) -> SessionState {
         self.state_watcher.peek_state()
@@ -329,7 +352,15 @@ impl Client {
     }
 
     fn send_marshalled_request(&self, request: MarshalledRequest) -> StateReceiver {
+        // The server closes the connection on a packet larger than its `jute.maxbuffer`, and every
+        // request in flight fails with `ConnectionLoss`: refuse it here instead (patch 6).
+        let size = request.0.len().saturating_sub(4);
+        let limit = self.max_request_size();
         let (operation, receiver) = SessionOperation::new_marshalled(request).with_responser();
+        if size > limit {
+            operation.responser.send(Err(Error::RequestTooLarge { size, limit }));
+            return receiver;
+        }
         if let Err(err) = self.requester.unbounded_send(operation.into()) {
             let state = self.state();
             err.into_inner().into_responser().send(Err(state.to_error()));
@@ -1560,6 +1591,7 @@ pub struct Connector {
     server_version: Version,
     session_timeout: Duration,
     connection_timeout: Duration,
+    max_request_size: u32,
 }
 
 impl Connector {
@@ -1577,6 +1609,7 @@ impl Connector {
             server_version: Version(u32::MAX, u32::MAX, u32::MAX),
             session_timeout: Duration::ZERO,
             connection_timeout: Duration::ZERO,
+            max_request_size: DEFAULT_MAX_REQUEST_SIZE,
         }
     }
 
@@ -1611,6 +1644,17 @@ impl Connector {
     #[deprecated(since = "0.11.0", note = "use Connector::with_connection_timeout instead")]
     pub fn connection_timeout(&mut self, timeout: Duration) -> &mut Self {
         self.connection_timeout = timeout;
+        self
+    }
+
+    /// Specifies the largest request to send, in bytes after the length prefix: set it to the
+    /// servers' `jute.maxbuffer`.
+    ///
+    /// Defaults to [DEFAULT_MAX_REQUEST_SIZE], the servers' default. A larger request fails with
+    /// [Error::RequestTooLarge] and is not sent: a server would close the connection on it, failing
+    /// every request in flight with [Error::ConnectionLoss]. (zk-rwlock patch 6.)
+    pub fn with_max_request_size(mut self, bytes: u32) -> Self {
+        self.max_request_size = bytes;
         self
     }
 
@@ -1786,8 +1830,16 @@ impl Connector {
         asyncs::spawn(async move {
             session.serve(endpoints, conn, buf, depot, receiver).await;
         });
-        let client =
-            Client::new(chroot.to_owned(), self.server_version, session_info, session_timeout, sender, state_watcher, lease);
+        let mut client = Client::new(
+            chroot.to_owned(),
+            self.server_version,
+            session_info,
+            session_timeout,
+            sender,
+            state_watcher,
+            lease,
+        );
+        client.max_request_size = self.max_request_size;
         Ok(client)
     }
 
