@@ -173,9 +173,10 @@ Signals:
 
 Exit codes:
   CMD's status  CMD ran and exited (128+n if signal n killed it)
-  2    usage error: bad option or argument, invalid lock path, identity
-       or connect string, a --follower-lag the session timeout cannot
-       carry (CMD not run)
+  2    usage error: bad option or argument, invalid lock path (also
+       one whose node holds data that is not a lock's), identity (at
+       most 255 bytes) or connect string, ACLs too large for a request,
+       a --follower-lag the session timeout cannot carry (CMD not run)
   69   ZooKeeper unreachable (CMD not run)
   70   other lock or ZooKeeper error before CMD ran, e.g. the session
        expired while waiting, or the lock directory used up ZooKeeper's
