@@ -477,7 +477,7 @@ async fn with_lock(
         grace: args.grace.unwrap_or_else(|| stop::default_grace(session_timeout)),
     };
     let deadline = guard.lease_deadline();
-    let (term_at, kill_at) = policy.unattended(deadline, None);
+    let (term_at, kill_at) = unattended(&policy, deadline, None);
     let start = link::Start {
         command: &args.command,
         env: command_env(&guard, session_timeout, deadline),
@@ -519,6 +519,15 @@ async fn with_lock(
         Some(Stopped::Lost(why)) => {
             let _ = guard.release().await; // the node is gone already
             tracing::debug!(%why, "released after loss");
+            return Ok(exit::LOST);
+        }
+        Some(Stopped::KeeperDied) => {
+            match guard.release().await {
+                Ok(()) => eprintln!(
+                    "zk-rwlock: the command was killed because its keeper process died; the lock is released"
+                ),
+                Err(e) => eprintln!("zk-rwlock: could not release the lock: {e}"),
+            }
             return Ok(exit::LOST);
         }
         Some(Stopped::Suspended) => {
@@ -652,6 +661,8 @@ enum Stopped {
     Suspended,
     /// The lock was lost: why.
     Lost(String),
+    /// The keeper process died (killed on its own): the tree was killed.
+    KeeperDied,
 }
 
 /// How the command ended.
@@ -700,11 +711,13 @@ async fn supervise(
     let revoked = guard.revocation_requested();
     tokio::pin!(change, revoked);
     let mut following = true;
+    let mut keeper_died = false;
+    let me = std::process::id() as libc::pid_t;
     loop {
         let now = std::time::Instant::now();
         let state = guard.state();
         let deadline = guard.lease_deadline();
-        let (term_at, kill_at) = policy.unattended(deadline, termed.map(|(at, _)| at));
+        let (term_at, kill_at) = unattended(&policy, deadline, termed.map(|(at, _)| at));
         keeper
             .lease(ToKeeper::Lease {
                 deadline: keeper::boot_of(deadline),
@@ -789,6 +802,8 @@ async fn supervise(
                     );
                 }
                 keeper.signal(libc::SIGTERM).await;
+                // Directly too: a stopped keeper would not pass it on.
+                tree::signal_descendants_but(me, Some(keeper.pid), libc::SIGTERM);
                 termed = Some((now, cause));
             }
             Step::Kill(cause) => {
@@ -810,6 +825,9 @@ async fn supervise(
             }
         }
         if let Some(at) = killed {
+            // Directly too, again until the keeper says the tree is gone:
+            // a stopped keeper would not pass it on.
+            tree::signal_descendants_but(me, Some(keeper.pid), libc::SIGKILL);
             if now.saturating_duration_since(at) >= KILL_WAIT {
                 eprintln!(
                     "zk-rwlock: warning: processes of the command are still alive {} after SIGKILL; \
@@ -820,8 +838,8 @@ async fn supervise(
             }
         }
         let wake = if killed.is_some() {
-            // Only to give up on processes that outlive SIGKILL.
-            killed.map(|at| Instant::from_std(at + KILL_WAIT))
+            // SIGKILL again soon, until the tree is gone.
+            Some(Instant::now() + Duration::from_millis(20))
         } else {
             [
                 policy
@@ -858,15 +876,18 @@ async fn supervise(
                 }
                 Some(FromKeeper::Remain(_)) | Some(FromKeeper::Started(_)) | Some(FromKeeper::Failed(..)) => {}
                 Some(FromKeeper::Acted(sig)) => {
+                    let news = if sig == libc::SIGKILL { killed.is_none() } else { termed.is_none() };
                     if sig == libc::SIGKILL {
                         killed.get_or_insert(now);
                     }
                     termed.get_or_insert((now, Cause::LeaseEnding));
-                    eprintln!(
+                    if news {
+                        eprintln!(
                         "zk-rwlock: the command's processes got {} from the keeper: zk-rwlock did not act in time \
                          (stopped or starved) and the lease is ending",
                         signal_name(sig)
                     );
+                    }
                 }
                 Some(FromKeeper::Gone) => break,
                 None => {
@@ -874,6 +895,7 @@ async fn supervise(
                     kill_own_tree().await;
                     killed.get_or_insert(now);
                     termed.get_or_insert((now, Cause::Lost));
+                    keeper_died = true;
                     break;
                 }
             },
@@ -916,6 +938,7 @@ async fn supervise(
     }
     let stopped = match (lost, termed) {
         (Some(why), _) => Some(Stopped::Lost(why)),
+        (None, Some(_)) if keeper_died => Some(Stopped::KeeperDied),
         (None, Some(_)) => Some(Stopped::Suspended),
         (None, None) => None,
     };
@@ -923,6 +946,19 @@ async fn supervise(
         code: interrupted.map_or(code, signal_exit),
         stopped,
     }
+}
+
+/// The times the keeper acts on by itself: the policy's, a little later
+/// (min(200 ms, kill margin / 4), still before the deadline), so that an
+/// `exec` that can act does so first.
+fn unattended(
+    policy: &Policy,
+    deadline: std::time::Instant,
+    termed: Option<std::time::Instant>,
+) -> (Option<std::time::Instant>, Option<std::time::Instant>) {
+    let slack = Duration::from_millis(200).min(policy.margin / 4);
+    let (term, kill) = policy.unattended(deadline, termed);
+    (term.map(|t| t + slack), kill.map(|t| t + slack))
 }
 
 /// The keeper died (killed on its own): its orphans, CMD's tree, came back

@@ -426,6 +426,14 @@ fn keep(args: Args) -> io::Result<u8> {
         return Err(io::Error::last_os_error());
     }
     tree::become_subreaper()?;
+    // A group of its own: stopping exec's process group (kill -STOP -PGID,
+    // a shell's job control) must not stop the keeper with it. CMD goes to
+    // a group of its own, or back to exec's (a terminal's foreground).
+    // SAFETY: getpgrp and setpgid change or read only this process's group.
+    let exec_group = unsafe { libc::getpgrp() };
+    if unsafe { libc::setpgid(0, 0) } != 0 {
+        tracing::debug!(error = %io::Error::last_os_error(), "keeper: no process group of its own");
+    }
 
     let me = std::process::id() as libc::pid_t;
     let mut watch = Watch::new(args.deadline, args.term_at, args.kill_at);
@@ -444,7 +452,7 @@ fn keep(args: Args) -> io::Result<u8> {
             }
         }
     };
-    let cmd_pid = match spawn(&args, lease.as_ref().map(LeaseFile::path)) {
+    let cmd_pid = match spawn(&args, lease.as_ref().map(LeaseFile::path), exec_group) {
         Ok(pid) => pid,
         Err((code, message)) => {
             send(&mut control, &FromKeeper::Failed(code, message));
@@ -653,7 +661,11 @@ fn shell_code(status: libc::c_int) -> u8 {
 
 /// Starts CMD: in its own process group unless told otherwise, killed if
 /// the keeper dies. On failure, the exit code (126/127) and a message.
-fn spawn(args: &Args, lease_file: Option<&std::path::Path>) -> Result<libc::pid_t, (u8, String)> {
+fn spawn(
+    args: &Args,
+    lease_file: Option<&std::path::Path>,
+    exec_group: libc::pid_t,
+) -> Result<libc::pid_t, (u8, String)> {
     use std::os::unix::process::CommandExt;
     let (program, rest) = args
         .command
@@ -666,9 +678,7 @@ fn spawn(args: &Args, lease_file: Option<&std::path::Path>) -> Result<libc::pid_
         // Not one inherited from an outer zk-rwlock.
         None => cmd.env_remove("ZK_RWLOCK_LEASE_FILE"),
     };
-    if args.own_group {
-        cmd.process_group(0);
-    }
+    cmd.process_group(if args.own_group { 0 } else { exec_group });
     #[cfg(target_os = "linux")]
     {
         let parent = std::process::id() as libc::pid_t;

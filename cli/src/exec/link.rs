@@ -43,6 +43,8 @@ pub struct Keeper {
     pub own_group: bool,
     /// `--kill-orphans`.
     pub kill_orphans: bool,
+    /// The keeper's pid (0 if unknown).
+    pub pid: libc::pid_t,
 }
 
 /// How long one message may take to send before it is given up (the
@@ -123,7 +125,9 @@ impl Keeper {
             closed: false,
             own_group: start.own_group,
             kill_orphans: start.kill_orphans,
+            pid: 0,
         };
+        keeper.pid = keeper.process.id().map_or(0, |p| p as libc::pid_t);
         match keeper.next().await {
             Some(FromKeeper::Started(pid)) => Ok((keeper, pid)),
             Some(FromKeeper::Failed(code, message)) => {
