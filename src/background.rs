@@ -12,6 +12,10 @@
 //! handle of a lock goes away, it waits (briefly, and only while connected)
 //! for that work to finish, so that a program that drops its guards and
 //! returns from `main` has released them by the time it exits.
+//!
+//! A guard's watch on its node ([`spawn_near`]) runs where its session
+//! runs, and is not counted: it is no work to wait for, it ends with the
+//! guard.
 
 use std::collections::HashSet;
 use std::future::Future;
@@ -65,6 +69,27 @@ pub(crate) fn runs_session(id: i64) -> bool {
     SESSIONS
         .lock()
         .is_ok_and(|sessions| sessions.as_ref().is_some_and(|s| s.contains(&id)))
+}
+
+/// Runs `work` where the session `id` runs, uncounted: work that lasts as
+/// long as something else does (a guard's watch on its node), not work to
+/// wait for. On the background runtime for a session that runs there;
+/// otherwise on the current runtime, where the caller's session most likely
+/// runs: work that uses a session must not outlive the runtime that drives
+/// it (the client's watch futures panic when the session's task is dropped
+/// under them), and there it ends with that runtime. On the background
+/// runtime if there is no current one; `None` if there is neither.
+pub(crate) fn spawn_near<F>(id: i64, work: F) -> Option<tokio::task::JoinHandle<F::Output>>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let near = if runs_session(id) {
+        handle().cloned()
+    } else {
+        Handle::try_current().ok().or_else(|| handle().cloned())
+    };
+    near.map(|handle| handle.spawn(work))
 }
 
 /// Work of one lock that runs in the background: counted, so that the

@@ -1,0 +1,260 @@
+//! What a guard says when nothing awaits it, against a real server: a held
+//! node deleted by someone else turns the guard `Lost` by itself (its kept
+//! watch, through connection loss too), and its release says the lock was
+//! lost. No test here awaits `lost()` or another state future before it
+//! looks at `state()`.
+
+use zk_rwlock_testkit as support;
+
+use std::time::{Duration, Instant};
+
+use support::proxy::{op, Proxy};
+use support::{assert_drained, client, client_on, eventually, server, unique_path, wait_watching};
+use zk_rwlock::{zk, Error, HoldState, Mode, MultiLock, SharedLock};
+
+const SHORT: Duration = Duration::from_secs(10);
+
+/// How soon a guard must say `Lost` once its node is deleted: far less than
+/// the 4 s session timeout of the test clients, which would end it anyway.
+const LOST_WITHIN: Duration = Duration::from_secs(2);
+
+/// Polls `state` (a guard's, nothing awaited) until it says `Lost`, failing
+/// the test after [`LOST_WITHIN`].
+async fn turns_lost(what: &str, state: impl Fn() -> HoldState) {
+    eventually(&format!("{what} says Lost"), LOST_WITHIN, || {
+        let now = state();
+        async move { now == HoldState::Lost }
+    })
+    .await;
+}
+
+/// Waits until `client` is connected again after its connection was cut
+/// (the proxy accepted a connection after `before`).
+async fn reconnected(proxy: &Proxy, before: usize, client: &zk::Client) {
+    eventually("the client reconnected", SHORT, || async {
+        proxy.accepted() > before && client.state() == zk::SessionState::SyncConnected
+    })
+    .await;
+}
+
+fn is_lost_error(result: &Result<(), Error>, node: &str) -> bool {
+    matches!(result, Err(Error::Lost { node: n }) if n == node)
+}
+
+/// The scenario: A holds, B waits; a stranger deletes A's node; B
+/// is granted. A's guard says `Lost` by itself (no future pending), is not
+/// held, and its release reports `Error::Lost`, for a write and a read
+/// guard alike.
+#[tokio::test]
+async fn a_held_node_deleted_by_a_stranger_turns_the_guard_lost() {
+    for mode in [Mode::Write, Mode::Read] {
+        let path = unique_path("stranger");
+        let a = support::lock(&path).await;
+        let held = a.acquire(mode).await.unwrap();
+        let node = held.node().to_owned();
+        assert_eq!(held.state(), HoldState::Held);
+        let b = support::lock(&path).await;
+        let b_session = b.client().session_id().0;
+        let waiter = tokio::spawn(async move { b.write().await });
+        wait_watching(server(), &node, b_session).await;
+
+        client().await.delete(&node, None).await.unwrap();
+        let granted = support::joined(SHORT, waiter).await.unwrap();
+        turns_lost(&format!("the {mode} guard"), || held.state()).await;
+        assert!(!held.is_held(), "{mode}");
+        assert!(granted.is_held());
+        let released = held.release().await;
+        assert!(is_lost_error(&released, &node), "{mode}: {released:?}");
+        granted.release().await.unwrap();
+        assert_drained(&path).await;
+    }
+}
+
+/// A multi-lock's guard is lost when one part's node is deleted, without a
+/// pending future; its release releases the other part and reports the
+/// deleted one.
+#[tokio::test]
+async fn a_multi_guard_whose_part_is_deleted_says_lost() {
+    let base = unique_path("stranger-multi");
+    let (a, b) = (format!("{base}/a"), format!("{base}/b"));
+    let multi = MultiLock::new(
+        client().await,
+        &[(a.as_str(), Mode::Write), (b.as_str(), Mode::Read)],
+    )
+    .unwrap();
+    let guard = multi.acquire().await.unwrap();
+    let deleted = guard.part(&a).unwrap().node().to_owned();
+    client().await.delete(&deleted, None).await.unwrap();
+    turns_lost("the multi guard", || guard.state()).await;
+    assert!(!guard.is_held());
+    assert_eq!(guard.part(&b).unwrap().state(), HoldState::Held);
+    let released = guard.release().await;
+    assert!(is_lost_error(&released, &deleted), "{released:?}");
+    assert_drained(&a).await;
+    assert_drained(&b).await;
+}
+
+/// The blocking guard, from a plain thread: `state()` turns `Lost` by
+/// itself, `release()` reports `Error::Lost`.
+#[test]
+fn a_blocking_guard_whose_node_is_deleted_says_lost() {
+    use zk_rwlock::blocking::SharedLock as BlockingLock;
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let path = unique_path("stranger-blocking");
+    let lock = BlockingLock::connect(&server().connect_string(), &path).unwrap();
+    let held = lock.write().unwrap();
+    let node = held.node().to_owned();
+    assert_eq!(held.state(), HoldState::Held);
+    rt.block_on(async { client().await.delete(&node, None).await.unwrap() });
+    let deadline = Instant::now() + LOST_WITHIN;
+    while held.state() != HoldState::Lost {
+        assert!(
+            Instant::now() < deadline,
+            "the blocking guard still says {} {LOST_WITHIN:?} after its node was deleted",
+            held.state()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(!held.is_held());
+    let released = held.release();
+    assert!(is_lost_error(&released, &node), "{released:?}");
+    assert_eq!(lock.contenders().unwrap(), vec![]);
+}
+
+/// The kept watch survives a cut connection: once the client has
+/// reconnected, a deletion turns the guard `Lost` all the same.
+#[tokio::test]
+async fn the_watch_survives_a_cut_connection() {
+    let proxy = Proxy::start(&server().connect_string());
+    let path = unique_path("stranger-cut");
+    let c = client_on(proxy.addr()).await;
+    let lock = SharedLock::new(c.clone(), &path).unwrap();
+    let held = lock.write().await.unwrap();
+    let node = held.node().to_owned();
+    // The guard's own watch is on the server before the cut.
+    wait_watching(server(), &node, c.session_id().0).await;
+    let before = proxy.accepted();
+    proxy.cut_all();
+    reconnected(&proxy, before, &c).await;
+    assert_eq!(held.state(), HoldState::Held);
+    client().await.delete(&node, None).await.unwrap();
+    turns_lost("the guard", || held.state()).await;
+    let released = held.release().await;
+    assert!(is_lost_error(&released, &node), "{released:?}");
+    assert_drained(&path).await;
+}
+
+/// A node deleted while the client is cut off: the reconnection brings the
+/// deletion (the watch is set again), and the guard says `Lost`.
+#[tokio::test]
+async fn a_deletion_during_a_disconnect_is_seen_after_it() {
+    let proxy = Proxy::start(&server().connect_string());
+    let path = unique_path("stranger-disconnected");
+    let c = client_on(proxy.addr()).await;
+    let lock = SharedLock::new(c.clone(), &path).unwrap();
+    let held = lock.read().await.unwrap();
+    let node = held.node().to_owned();
+    wait_watching(server(), &node, c.session_id().0).await;
+    let before = proxy.accepted();
+    proxy.set_blocked(true);
+    proxy.cut_all();
+    client().await.delete(&node, None).await.unwrap();
+    assert_ne!(held.state(), HoldState::Lost, "nothing told it yet");
+    proxy.set_blocked(false);
+    reconnected(&proxy, before, &c).await;
+    turns_lost("the guard", || held.state()).await;
+    let released = held.release().await;
+    assert!(is_lost_error(&released, &node), "{released:?}");
+    assert_drained(&path).await;
+}
+
+/// A release right after a stranger deleted the node, on a connection that
+/// was cut and came back: `Error::Lost`, whether or not the guard's watch
+/// has told it yet.
+#[tokio::test]
+async fn a_release_after_a_reconnection_reports_a_deleted_node() {
+    let proxy = Proxy::start(&server().connect_string());
+    let path = unique_path("stranger-release");
+    let c = client_on(proxy.addr()).await;
+    let lock = SharedLock::new(c.clone(), &path).unwrap();
+    let held = lock.write().await.unwrap();
+    let node = held.node().to_owned();
+    let before = proxy.accepted();
+    proxy.cut_all();
+    reconnected(&proxy, before, &c).await;
+    client().await.delete(&node, None).await.unwrap();
+    let released = held.release().await;
+    assert!(is_lost_error(&released, &node), "{released:?}");
+    assert_drained(&path).await;
+}
+
+/// The other side of the rule: a release whose delete was applied but
+/// whose answer was lost with the connection finds the node gone when it
+/// tries again. That deletion was its own: released, not lost.
+#[tokio::test]
+async fn a_release_whose_answer_was_lost_counts_as_released() {
+    let proxy = Proxy::start(&server().connect_string());
+    let path = unique_path("lost-answer");
+    let c = client_on(proxy.addr()).await;
+    let lock = SharedLock::new(c.clone(), &path).unwrap();
+    // A read guard releases with a plain delete.
+    let held = lock.read().await.unwrap();
+    proxy.cut_after_request(&[op::DELETE]);
+    held.release().await.unwrap();
+    assert_eq!(proxy.fired(), 1, "the delete's answer was cut off");
+    assert_drained(&path).await;
+}
+
+/// Revocation requests go through the same kept watch: a request is seen
+/// with no future pending, and a deletion after it still turns the guard
+/// `Lost` (the watch was set again after the data change).
+#[tokio::test]
+async fn a_revocation_request_is_seen_without_a_pending_future() {
+    let path = unique_path("revoke-kept");
+    let lock = support::lock(&path).await;
+    let held = lock.write().await.unwrap();
+    let node = held.node().to_owned();
+    let revoker = support::lock(&path).await;
+    assert!(revoker.revoke(&node).await.unwrap());
+    eventually("the guard sees the request", LOST_WITHIN, || async {
+        held.is_revocation_requested()
+    })
+    .await;
+    assert_eq!(held.state(), HoldState::Held, "a request takes nothing away");
+    assert!(tokio::time::timeout(SHORT, held.revocation_requested())
+        .await
+        .unwrap());
+    client().await.delete(&node, None).await.unwrap();
+    turns_lost("the revoked guard", || held.state()).await;
+    assert!(is_lost_error(&held.release().await, &node));
+    assert_drained(&path).await;
+}
+
+/// A guard's watch ends with the guard: once its guards are released or
+/// dropped and the lock and client are gone, nothing holds the session
+/// open (a leaked watch task would keep a clone of the client): it closes,
+/// and its ephemeral witness node goes at once.
+#[tokio::test]
+async fn nothing_outlives_released_and_dropped_guards() {
+    let path = unique_path("no-leak");
+    let c = client().await;
+    let lock = SharedLock::new(c.clone(), &path).unwrap();
+    lock.write().await.unwrap().release().await.unwrap();
+    let witness = format!("{path}-witness");
+    c.create(
+        &witness,
+        &[],
+        &zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all()),
+    )
+    .await
+    .unwrap();
+    drop(c);
+    drop(lock.read().await.unwrap());
+    drop(lock);
+    assert_drained(&path).await;
+    let observer = client().await;
+    eventually("the session closed", SHORT, || async {
+        observer.check_stat(&witness).await.unwrap().is_none()
+    })
+    .await;
+}
