@@ -97,19 +97,43 @@ struct Inner {
 
 impl Drop for Inner {
     /// The last handle of the lock (the lock itself, its clones, guards and
-    /// acquires) is gone: wait, while connected, for the releases and
-    /// deletions it left running in the background, so that a program that
-    /// returns from `main` right after dropping a guard has released it.
+    /// acquires) is gone: wait, while connected and for at most
+    /// [`FLUSH_TIMEOUT`], for the releases and deletions it left running in
+    /// the background, so that a program that drops a guard and then its
+    /// runtime, or returns from `main`, has released it.
     ///
-    /// Only for sessions that run on the library's background thread
-    /// ([`connect_client`]): a session driven by the caller's runtime may
-    /// need this very thread to make progress.
+    /// For a session on the library's background thread ([`connect_client`])
+    /// this thread just waits. A session the caller connected is driven by
+    /// the caller's runtime, which may need this very thread: inside a
+    /// multi-thread runtime the wait is a
+    /// [`block_in_place`](tokio::task::block_in_place), and its other
+    /// workers drive the session meanwhile. Where that cannot be (a
+    /// current-thread runtime, a runtime shutting down, no runtime), the
+    /// pending work is left running and a warning says so: it completes
+    /// only if the session's runtime goes on running, otherwise the nodes
+    /// stay until the session expires.
     fn drop(&mut self) {
         let client = &self.client;
+        let connected = || client.state() == zk::SessionState::SyncConnected;
         if background::runs_session(client.session_id().0) {
-            self.tasks.wait_idle(FLUSH_TIMEOUT, || {
-                client.state() == zk::SessionState::SyncConnected
-            });
+            self.tasks.wait_idle(FLUSH_TIMEOUT, connected);
+            return;
+        }
+        let pending = self.tasks.running();
+        if pending == 0 || !connected() {
+            return;
+        }
+        match background::may_block_for_caller_session() {
+            Ok(()) => tokio::task::block_in_place(|| self.tasks.wait_idle(FLUSH_TIMEOUT, connected)),
+            Err(why) => warn!(
+                lock = %self.path,
+                pending,
+                why,
+                "the lock's last handle is dropped with releases or deletions pending on a session this \
+                 process's runtime drives, and it cannot wait for them here: they complete only if that \
+                 runtime keeps running, otherwise the nodes stay until the session expires (release \
+                 guards with `release().await`, or drop the lock inside a multi-thread runtime)"
+            ),
         }
     }
 }

@@ -1,11 +1,13 @@
 //! What a guard says when nothing awaits it, against a real server: a held
 //! node deleted by someone else turns the guard `Lost` by itself (its kept
-//! watch, through connection loss too), and its release says the lock was
-//! lost. No test here awaits `lost()` or another state future before it
+//! watch, through connection loss too), its release says the lock was lost,
+//! and a lock whose last handle goes as its runtime ends has released what
+//! it held. No test here awaits `lost()` or another state future before it
 //! looks at `state()`.
 
 use zk_rwlock_testkit as support;
 
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use support::proxy::{op, Proxy};
@@ -257,4 +259,143 @@ async fn nothing_outlives_released_and_dropped_guards() {
         observer.check_stat(&witness).await.unwrap().is_none()
     })
     .await;
+}
+
+/// A session the caller connected on a multi-thread runtime; guard and
+/// lock dropped inside `block_on`, then the runtime.
+/// The lock is free at once, not after the session's expiry (10 s here).
+#[test]
+fn a_guard_dropped_as_its_multi_thread_runtime_ends_is_released() {
+    let path = unique_path("runtime-end");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (node, kept) = rt.block_on(async {
+        let c = zk::Client::connector()
+            .with_session_timeout(SHORT)
+            .connect(&server().connect_string())
+            .await
+            .unwrap();
+        let lock = SharedLock::new(c.clone(), &path).unwrap();
+        let guard = lock.write().await.unwrap();
+        let node = guard.node().to_owned();
+        drop(guard);
+        drop(lock);
+        // A clone outlives the runtime: the session is not closed by the
+        // last client's drop, only the release can free the lock.
+        (node, c)
+    });
+    drop(rt);
+    let observer = tokio::runtime::Runtime::new().unwrap();
+    observer.block_on(async {
+        let other = client().await;
+        assert!(
+            other.check_stat(&node).await.unwrap().is_none(),
+            "the dropped guard's node {node} is still there after its runtime ended"
+        );
+        let free = SharedLock::new(other, &path).unwrap().try_write().await.unwrap();
+        free.expect("the lock is free").release().await.unwrap();
+    });
+    drop(kept);
+}
+
+/// A runtime that shuts down with a guard held in one of its tasks (the
+/// lock's last handle goes with that task) does not wait for a release
+/// that cannot complete: its session's task is being dropped too.
+#[test]
+fn a_runtime_shutting_down_with_a_held_guard_does_not_stall() {
+    let path = unique_path("runtime-shutdown");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (held, kept) = rt.block_on(async {
+        let c = zk::Client::connector()
+            .with_session_timeout(Duration::from_secs(4))
+            .connect(&server().connect_string())
+            .await
+            .unwrap();
+        let lock = SharedLock::new(c.clone(), &path).unwrap();
+        let (held_tx, held_rx) = tokio::sync::oneshot::channel();
+        tokio::spawn(async move {
+            let guard = lock.write().await.unwrap();
+            let _ = held_tx.send(());
+            std::future::pending::<()>().await;
+            drop((guard, lock));
+        });
+        (held_rx.await, c)
+    });
+    held.unwrap();
+    let started = Instant::now();
+    drop(rt);
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(1),
+        "the runtime took {took:?} to shut down"
+    );
+    drop(kept);
+}
+
+/// On a current-thread runtime the lock's last handle cannot wait for the
+/// releases pending on the caller's session: it says so.
+#[test]
+fn a_current_thread_runtime_is_warned_about_pending_releases() {
+    let logs = Logs::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(logs.clone())
+        .with_ansi(false)
+        .finish();
+    let path = unique_path("current-thread");
+    tracing::subscriber::with_default(subscriber, || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let c = client().await;
+            let lock = SharedLock::new(c, &path).unwrap();
+            let guard = lock.write().await.unwrap();
+            drop(guard);
+            drop(lock);
+        });
+        // The release completes while the runtime runs.
+        rt.block_on(assert_drained(&path));
+    });
+    let text = logs.text();
+    assert!(
+        text.contains("cannot wait for them here") && text.contains(&path),
+        "no warning about the pending release:\n{text}"
+    );
+}
+
+/// A `tracing` writer that keeps what it is given.
+#[derive(Clone, Default)]
+struct Logs(Arc<Mutex<Vec<u8>>>);
+
+impl Logs {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+impl std::io::Write for Logs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Logs {
+    type Writer = Logs;
+
+    fn make_writer(&'a self) -> Logs {
+        self.clone()
+    }
 }
