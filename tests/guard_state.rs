@@ -399,3 +399,97 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Logs {
         self.clone()
     }
 }
+
+/// The requests the test server received on session `sid` so far (the
+/// `recved` count of `cons`).
+fn received_on(sid: i64) -> i64 {
+    let cons = server().four_letter(0, "cons").unwrap();
+    let tag = format!("sid=0x{sid:x},");
+    let line = cons
+        .lines()
+        .find(|l| l.contains(&tag))
+        .unwrap_or_else(|| panic!("no connection with {tag} in:\n{cons}"));
+    let from = line.find("recved=").unwrap() + "recved=".len();
+    line[from..].split(',').next().unwrap().parse().unwrap()
+}
+
+/// The watches the server holds (`wchs`: "Total watches:N").
+fn watches_on_server() -> usize {
+    let wchs = server().four_letter(0, "wchs").unwrap();
+    wchs.lines()
+        .find_map(|l| l.strip_prefix("Total watches:"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no watch count in {wchs:?}"))
+}
+
+/// This process's resident set (`VmRSS`), in KiB.
+fn vm_rss_kb() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// What keeping a watch on every held node costs: 10,000 write guards held
+/// at once on one session, one lock directory each (made beforehand, so
+/// each grant is one create and one listing). Prints the growth of the
+/// resident set per guard, the requests the server received per grant, the
+/// time per grant and per release, and the watches on the server. A
+/// measurement, not a check: run it alone, in a release build,
+/// `cargo test --release --test guard_state -- --ignored --nocapture --test-threads=1`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement that prints figures; run it alone"]
+async fn cost_of_ten_thousand_held_guards_on_one_session() {
+    const N: usize = 10_000;
+    let base = unique_path("cost");
+    // Long sessions: few pings among the counted requests.
+    let c = zk::Client::connector()
+        .with_session_timeout(Duration::from_secs(30))
+        .connect(&server().connect_string())
+        .await
+        .unwrap();
+    let sid = c.session_id().0;
+    let persistent = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+    c.mkdir(&base, &persistent).await.unwrap();
+    let dirs: Vec<_> = (0..N).map(|i| format!("{base}/e{i}")).collect();
+    for chunk in dirs.chunks(500) {
+        let creates: Vec<_> = chunk.iter().map(|d| c.create(d, &[], &persistent)).collect();
+        for create in creates {
+            create.await.unwrap();
+        }
+    }
+    let locks: Vec<SharedLock> = dirs
+        .iter()
+        .map(|d| SharedLock::new(c.clone(), d).unwrap())
+        .collect();
+    let watches_before = watches_on_server();
+    let rss_before = vm_rss_kb();
+    let received_before = received_on(sid);
+    let started = Instant::now();
+    let mut guards = Vec::with_capacity(N);
+    for lock in &locks {
+        guards.push(lock.write().await.unwrap());
+    }
+    let granting = started.elapsed();
+    // The watches are set in the background after each grant.
+    let waited = Instant::now();
+    while watches_on_server() < watches_before + N && waited.elapsed() < Duration::from_secs(30) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let watches = watches_on_server() - watches_before;
+    let received = received_on(sid) - received_before;
+    let rss_after = vm_rss_kb();
+    assert!(guards.iter().all(|g| g.state() == HoldState::Held));
+    let started = Instant::now();
+    for guard in guards {
+        guard.release().await.unwrap();
+    }
+    let releasing = started.elapsed();
+    println!(
+        "{N} held guards on one session: {:.0} bytes each (resident set {rss_before} -> {rss_after} KiB), \
+         {:.2} requests per grant, {:.3} ms per grant, {:.3} ms per release, {watches} watches on the server",
+        (rss_after.saturating_sub(rss_before) * 1024) as f64 / N as f64,
+        received as f64 / N as f64,
+        granting.as_secs_f64() * 1e3 / N as f64,
+        releasing.as_secs_f64() * 1e3 / N as f64,
+    );
+}
