@@ -11,7 +11,13 @@
 //! Each lock counts the work it started there ([`Tasks`]); when the last
 //! handle of a lock goes away, it waits (briefly, and only while connected)
 //! for that work to finish, so that a program that drops its guards and
-//! returns from `main` has released them by the time it exits.
+//! returns from `main` has released them by the time it exits. A session
+//! the caller connected runs on the caller's runtime, and the wait needs
+//! that runtime to go on meanwhile: see [`may_block_for_caller_session`].
+//!
+//! A guard's watch on its node ([`spawn_near`]) runs where its session
+//! runs, and is not counted: it is no work to wait for, it ends with the
+//! guard.
 
 use std::collections::HashSet;
 use std::future::Future;
@@ -67,6 +73,59 @@ pub(crate) fn runs_session(id: i64) -> bool {
         .is_ok_and(|sessions| sessions.as_ref().is_some_and(|s| s.contains(&id)))
 }
 
+/// Runs `work` where the session `id` runs, uncounted: work that lasts as
+/// long as something else does (a guard's watch on its node), not work to
+/// wait for. On the background runtime for a session that runs there;
+/// otherwise on the current runtime, where the caller's session most likely
+/// runs: work that uses a session must not outlive the runtime that drives
+/// it (the client's watch futures panic when the session's task is dropped
+/// under them), and there it ends with that runtime. On the background
+/// runtime if there is no current one; `None` if there is neither.
+pub(crate) fn spawn_near<F>(id: i64, work: F) -> Option<tokio::task::JoinHandle<F::Output>>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let near = if runs_session(id) {
+        handle().cloned()
+    } else {
+        Handle::try_current().ok().or_else(|| handle().cloned())
+    };
+    near.map(|handle| handle.spawn(work))
+}
+
+/// Whether this thread may block until work that needs a session run by
+/// the caller's runtime is done: `Err` says why not.
+///
+/// Yes inside a multi-thread runtime (a worker, its `block_on`, or a
+/// `spawn_blocking` thread) that is not shutting down: the caller blocks
+/// with [`tokio::task::block_in_place`], and the runtime's other workers
+/// drive the session meanwhile. No on a current-thread runtime (its one
+/// thread may be the one that drives the session), in a runtime that is
+/// shutting down (its tasks, the session's among them, are being
+/// dropped), or outside any runtime (the runtime that drives the session
+/// may not be running).
+pub(crate) fn may_block_for_caller_session() -> Result<(), &'static str> {
+    let Ok(handle) = Handle::try_current() else {
+        return Err("no runtime runs on this thread, and the one that drives the session may not be running");
+    };
+    match handle.runtime_flavor() {
+        tokio::runtime::RuntimeFlavor::MultiThread if shutting_down(&handle) => {
+            Err("its runtime is shutting down")
+        }
+        tokio::runtime::RuntimeFlavor::MultiThread => Ok(()),
+        _ => Err("this thread runs a current-thread runtime, whose thread the session may need"),
+    }
+}
+
+/// True if the runtime of `handle` is shutting down: a task spawned there
+/// is cancelled at once instead of being scheduled.
+fn shutting_down(handle: &Handle) -> bool {
+    let mut probe = std::pin::pin!(tokio::task::unconstrained(handle.spawn(async {})));
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    matches!(probe.as_mut().poll(&mut cx), std::task::Poll::Ready(Err(e)) if e.is_cancelled())
+}
+
 /// Work of one lock that runs in the background: counted, so that the
 /// lock's last handle can wait for it.
 #[derive(Default)]
@@ -111,6 +170,11 @@ impl Tasks {
                 self.idle.notify_all();
             }
         }
+    }
+
+    /// How many of these tasks are running.
+    pub(crate) fn running(&self) -> usize {
+        self.running.lock().map_or(0, |running| *running)
     }
 
     /// Blocks until no work is running, `timeout` has passed, or

@@ -457,7 +457,8 @@ impl Guard {
     }
 
     /// Held, suspended or lost (see [`crate::WriteGuard::state`] and
-    /// [`crate::lease`]).
+    /// [`crate::lease`]): true without a `wait_*` call under way (a node
+    /// deleted by anyone makes it `Lost`).
     pub fn state(&self) -> HoldState {
         self.inner.as_ref().map_or(HoldState::Lost, crate::Guard::state)
     }
@@ -524,11 +525,9 @@ impl Guard {
     }
 
     /// True once a revocation request was seen on the node (see
-    /// [`crate::WriteGuard::is_revocation_requested`]): only while a
-    /// `wait_*` call is under way is it looked for; a request made while
-    /// waiting for the lock is seen by the first
-    /// [`Guard::wait_revocation_requested`] (its first watch reads the
-    /// node). Wait with that rather than polling this flag.
+    /// [`crate::WriteGuard::is_revocation_requested`]): the guard's kept
+    /// watch sees it, with or without a `wait_*` call under way. Wait with
+    /// [`Guard::wait_revocation_requested`] rather than polling this flag.
     pub fn is_revocation_requested(&self) -> bool {
         self.inner
             .as_ref()
@@ -538,10 +537,8 @@ impl Guard {
     /// Waits up to `timeout` for a revocation request (see
     /// [`crate::SharedLock::revoke`]); true if one arrived (or had
     /// already), false if the time ran out or the lock was lost first.
-    /// Each call costs one `getData` (it sets a watch on the node), except
-    /// the first for a guard that waited for the lock (it takes over the
-    /// watch set while waiting); the holder sees a request only if it may
-    /// READ its node.
+    /// Costs no request (the guard's kept watch sees requests); the holder
+    /// sees a request only if it may READ its node.
     ///
     /// # Errors
     ///

@@ -71,7 +71,9 @@ pub enum Error {
     #[error("ZooKeeper client is closed: connect a new client to lock again")]
     SessionClosed,
     /// The contender node was deleted while the lock was held or awaited,
-    /// by someone other than this guard.
+    /// by someone other than this guard: an acquire fails with it, and a
+    /// guard's `release()` reports it (the lock was lost before the
+    /// release, which released nothing).
     #[error("lock lost: contender node `{node}` was deleted by someone else")]
     Lost {
         /// Full path of the deleted node.

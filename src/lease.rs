@@ -95,11 +95,16 @@
 //! | [`HoldState::Lost`] | any | none: someone else may hold the lock. Final |
 //!
 //! A guard becomes `Lost` when the client learns that the session expired
-//! or was closed, when its node is deleted (a watch, while one of the
-//! guard's futures is pending), or when the lease deadline passes before
-//! the server answered again, whichever is noticed first: by
+//! or was closed, when its node is deleted (by anyone: the guard keeps a
+//! watch on its node for its whole life, with or without a future
+//! pending), or when the lease deadline passes before the server answered
+//! again, whichever is noticed first: by
 //! [`state()`](crate::WriteGuard::state), `is_held()`, or a pending
 //! `lost()`, `suspended()` or `resumed()`, which wake up at the deadline.
+//! A guard's state is thus true when nothing awaits it: `state()` reads
+//! the session's state, the clock and what the kept watch has seen, and
+//! costs no request. Its release then says how it ended: a node someone
+//! else deleted is [`Error::Lost`](crate::Error::Lost), not a release.
 //! Once noticed, `Lost` is final: a session that reconnects after its
 //! lease ran out may still be alive, but someone else may have acted in
 //! between, and the holder has been told to stop. Release the guard (or
@@ -222,6 +227,21 @@ pub(crate) fn hold_state(
     }
 }
 
+/// Whether a release that ends with its node gone released the lock
+/// itself (true), or found it deleted by someone else, which means the lock
+/// was lost before the release (false).
+///
+/// `deleted_before`: the guard's watch saw the node deleted before the
+/// release began (no deletion of the guard's own was sent by then).
+/// `found_missing`: the server answered one of the release's requests with
+/// "no such node". `answer_lost`: a request of this release was sent before
+/// that and its answer was lost to a broken connection: it may have deleted
+/// the node itself, so a node missing after it is no proof of anyone else,
+/// and counts as released (one cannot tell the two apart).
+pub(crate) fn released_by_us(deleted_before: bool, found_missing: bool, answer_lost: bool) -> bool {
+    !deleted_before && (!found_missing || answer_lost)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -257,6 +277,29 @@ mod tests {
             span(Duration::from_secs(1), Duration::from_millis(829)),
             Some(Duration::from_millis(1))
         );
+    }
+
+    #[test]
+    fn who_released() {
+        for (deleted_before, found_missing, answer_lost, ours) in [
+            // The delete was answered: the release did it.
+            (false, false, false, true),
+            (false, false, true, true),
+            // Its first answer says the node is gone: someone else deleted it.
+            (false, true, false, false),
+            // Gone on a retry after a lost answer: maybe its own delete.
+            (false, true, true, true),
+            // The watch saw the deletion before the release began.
+            (true, false, false, false),
+            (true, true, false, false),
+            (true, true, true, false),
+        ] {
+            assert_eq!(
+                released_by_us(deleted_before, found_missing, answer_lost),
+                ours,
+                "deleted before {deleted_before}, found missing {found_missing}, answer lost {answer_lost}"
+            );
+        }
     }
 
     #[test]

@@ -11,7 +11,9 @@
 //!
 //! Every guard knows until when no one else can hold its lock (its
 //! [`lease`] deadline) and whether it is held, suspended (connection lost,
-//! lease running) or lost. Anyone may ask a holder to let go
+//! lease running) or lost, with no future pending: it keeps a watch on its
+//! node for its whole life, so a node deleted by anyone makes it lost, and
+//! its release then says so ([`Error::Lost`]). Anyone may ask a holder to let go
 //! ([`SharedLock::revoke`], cooperative revocation): its guard learns it
 //! ([`WriteGuard::revocation_requested`]), and no one else is granted the
 //! lock until it releases. What this crate does not do: it does not manage

@@ -10,7 +10,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use tokio::sync::Notify;
 use tokio::time::Instant;
 use tracing::{debug, info, info_span, warn, Instrument};
 use uuid::Uuid;
@@ -24,6 +23,8 @@ use crate::node_name::{Layout, Mode, NodeName};
 use crate::ordering::{self, Decision};
 use crate::stats::{End, Recorder, Stats};
 use crate::zk;
+
+mod keeper;
 
 /// How long [`SharedLock::connect`] tries to reach a server: 10 s.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -71,7 +72,9 @@ pub struct SharedLock {
 }
 
 struct Inner {
-    client: zk::Client,
+    /// Shared (not cloned) with the background releases and each guard's
+    /// keeper: a clone of the client is 120 bytes and an allocation.
+    client: Arc<zk::Client>,
     path: String,
     /// Shared by every lock with the default identity (as are the default
     /// ACLs): a service may keep a lock per record, thousands of them.
@@ -98,19 +101,43 @@ struct Inner {
 
 impl Drop for Inner {
     /// The last handle of the lock (the lock itself, its clones, guards and
-    /// acquires) is gone: wait, while connected, for the releases and
-    /// deletions it left running in the background, so that a program that
-    /// returns from `main` right after dropping a guard has released it.
+    /// acquires) is gone: wait, while connected and for at most
+    /// [`FLUSH_TIMEOUT`], for the releases and deletions it left running in
+    /// the background, so that a program that drops a guard and then its
+    /// runtime, or returns from `main`, has released it.
     ///
-    /// Only for sessions that run on the library's background thread
-    /// ([`connect_client`]): a session driven by the caller's runtime may
-    /// need this very thread to make progress.
+    /// For a session on the library's background thread ([`connect_client`])
+    /// this thread just waits. A session the caller connected is driven by
+    /// the caller's runtime, which may need this very thread: inside a
+    /// multi-thread runtime the wait is a
+    /// [`block_in_place`](tokio::task::block_in_place), and its other
+    /// workers drive the session meanwhile. Where that cannot be (a
+    /// current-thread runtime, a runtime shutting down, no runtime), the
+    /// pending work is left running and a warning says so: it completes
+    /// only if the session's runtime goes on running, otherwise the nodes
+    /// stay until the session expires.
     fn drop(&mut self) {
         let client = &self.client;
+        let connected = || client.state() == zk::SessionState::SyncConnected;
         if background::runs_session(client.session_id().0) {
-            self.tasks.wait_idle(FLUSH_TIMEOUT, || {
-                client.state() == zk::SessionState::SyncConnected
-            });
+            self.tasks.wait_idle(FLUSH_TIMEOUT, connected);
+            return;
+        }
+        let pending = self.tasks.running();
+        if pending == 0 || !connected() {
+            return;
+        }
+        match background::may_block_for_caller_session() {
+            Ok(()) => tokio::task::block_in_place(|| self.tasks.wait_idle(FLUSH_TIMEOUT, connected)),
+            Err(why) => warn!(
+                lock = %self.path,
+                pending,
+                why,
+                "the lock's last handle is dropped with releases or deletions pending on a session this \
+                 process's runtime drives, and it cannot wait for them here: they complete only if that \
+                 runtime keeps running, otherwise the nodes stay until the session expires (release \
+                 guards with `release().await`, or drop the lock inside a multi-thread runtime)"
+            ),
         }
     }
 }
@@ -299,7 +326,7 @@ impl LockBuilder {
         }
         Ok(SharedLock {
             inner: Arc::new(Inner {
-                client: self.client,
+                client: Arc::new(self.client),
                 path: self.path,
                 identity,
                 layout: self.layout,
@@ -676,9 +703,8 @@ impl SharedLock {
     /// `node` is a child name of this lock's directory, or its full path.
     /// Writing to a node that still waits costs its owner a listing plus
     /// new watches; a request its owner saw while waiting stays recorded,
-    /// and a request made while waiting is seen once the guard's
-    /// `revocation_requested()` is awaited (its first watch reads the
-    /// node). Ok(false) if there is no
+    /// and one it did not is seen by the guard's kept watch, which reads
+    /// the node at the grant. Ok(false) if there is no
     /// such contender: the node no longer exists (released, withdrawn, or
     /// its session ended), or `node` does not name a contender node of this
     /// lock (another directory, a node further down such as a nested
@@ -991,10 +1017,14 @@ impl SharedLock {
                 Action::Grant { mark } => {
                     debug!(node = %driver.node, handoff = machine.counts().handoff, "granted");
                     let own_watch = driver.own_watch.take();
-                    let held = self.grant(&mut pending, mark, driver.node, seq, czxid, own_watch);
-                    if driver.own_revoked {
-                        held.mark_revoked();
-                    }
+                    let held = self.grant(
+                        &mut pending,
+                        mark,
+                        driver.node,
+                        (seq, czxid),
+                        own_watch,
+                        driver.own_revoked,
+                    );
                     return Ok(Some(held));
                 }
                 Action::GiveUp => {
@@ -1193,12 +1223,12 @@ impl SharedLock {
         pending: &mut Pending,
         mark: bool,
         node: String,
-        seq: i32,
-        czxid: i64,
+        seq_czxid: (i32, i64),
         own_watch: Option<WatchFuture>,
+        revoked: bool,
     ) -> Held {
         pending.forget();
-        Held::new(self.inner.clone(), mark, node, seq, czxid, own_watch)
+        Held::new(self.inner.clone(), mark, node, seq_czxid, own_watch, revoked)
     }
 
     /// The error for a contender node that vanished.
@@ -1979,37 +2009,79 @@ fn warn_threshold(dir: &str, seq: i32) {
 /// writes the node's name as the lock directory's data and deletes the node.
 /// The contender watching the node reads the record after the deletion: a
 /// node named there held the lock and released it (see
-/// [`ordering`](crate::ordering)). Retried until confirmed or the session is
-/// over; a missing node counts as released. Where an ACL refuses the
-/// record, a plain deletion.
-async fn release_marked(client: &zk::Client, dir: &str, path: &str) -> Result<(), Error> {
+/// [`ordering`](crate::ordering)). Retried until answered or the session is
+/// over; the server's `NoNode` is passed on (see [`release_node`]). Where
+/// the server refuses the record (an ACL, a quota), a plain deletion.
+async fn release_marked(
+    client: &zk::Client,
+    dir: &str,
+    path: &str,
+    answer_lost: &AtomicBool,
+) -> Result<(), zk::Error> {
     let name = path.rsplit('/').next().unwrap_or(path);
-    let release = || async {
-        let mut multi = client.new_multi_writer();
-        multi.add_set_data(dir, name.as_bytes(), None)?;
-        multi.add_delete(path, None)?;
-        multi.commit().await.map_err(zk::Error::from)
+    let release = || {
+        noting(answer_lost, async {
+            let mut multi = client.new_multi_writer();
+            multi.add_set_data(dir, name.as_bytes(), None)?;
+            multi.add_delete(path, None)?;
+            multi.commit().await.map_err(zk::Error::from)
+        })
     };
     match with_retry(client, release).await {
-        Ok(_) | Err(zk::Error::NoNode) => Ok(()),
-        Err(e) if Error::from_zk(e.clone(), path).is_session_over() => Err(Error::from_zk(e, path)),
+        Ok(_) => Ok(()),
+        Err(zk::Error::NoNode) => Err(zk::Error::NoNode),
+        Err(e) if Error::from_zk(e.clone(), path).is_session_over() => Err(e),
         // The server refused the record (no WRITE on the directory, a
         // quota, ...): the transaction, deletion included, did not happen.
         // A plain deletion releases all the same; successors list again.
         Err(e) => {
             debug!(node = %path, error = %e, "the release record was refused: deleting without it");
-            delete_node(client, path).await
+            with_retry(client, || noting(answer_lost, client.delete(path, None))).await
         }
     }
 }
 
-/// Releases a held node, with the release record or not (see `Held::mark`), and recycles
-/// the directory if its counter is near the limit.
+/// Runs one request of a release, noting in `answer_lost` when its answer
+/// was lost to a broken connection ([`is_retryable`]): it may have been
+/// applied.
+async fn noting<T>(
+    answer_lost: &AtomicBool,
+    request: impl std::future::Future<Output = Result<T, zk::Error>>,
+) -> Result<T, zk::Error> {
+    let result = request.await;
+    if matches!(&result, Err(e) if is_retryable(e)) {
+        answer_lost.store(true, Ordering::Relaxed);
+    }
+    result
+}
+
+/// Releases a held node, with the release record or not (see `Held::mark`),
+/// retrying through connection loss until the deletion is answered or the
+/// session is over, and recycles the directory if its counter is near the
+/// limit.
+///
+/// A node the server says does not exist was deleted by someone else, and
+/// the lock was lost before this release: [`Error::Lost`]. Unless a request
+/// of this release was sent before and its answer lost: that one may have
+/// deleted it, and the node counts as released (see
+/// [`lease::released_by_us`]).
 async fn release_node(client: &zk::Client, dir: &str, mark: bool, path: &str, seq: i32) -> Result<(), Error> {
-    let result = if mark {
-        release_marked(client, dir, path).await
+    let answer_lost = AtomicBool::new(false);
+    let deleted = if mark {
+        release_marked(client, dir, path, &answer_lost).await
     } else {
-        delete_node(client, path).await
+        with_retry(client, || noting(&answer_lost, client.delete(path, None))).await
+    };
+    let result = match deleted {
+        Ok(()) => Ok(()),
+        Err(zk::Error::NoNode) if lease::released_by_us(false, true, answer_lost.load(Ordering::Relaxed)) => {
+            debug!(node = %path, "the node was gone on a retry: released by the attempt whose answer was lost");
+            Ok(())
+        }
+        Err(zk::Error::NoNode) => Err(Error::Lost {
+            node: path.to_owned(),
+        }),
+        Err(e) => Err(Error::from_zk(e, path)),
     };
     if result.is_ok() && ordering::needs_recycling(seq) {
         recycle_dir(client, dir).await;
@@ -2133,14 +2205,6 @@ impl Drop for Pending {
     }
 }
 
-/// What a guard shares with the tasks that watch it.
-struct LostFlag {
-    lost: AtomicBool,
-    /// A revocation request was seen on the node (never cleared).
-    revoked: AtomicBool,
-    notify: Notify,
-}
-
 /// The state common to read and write guards.
 struct Held {
     inner: Arc<Inner>,
@@ -2153,50 +2217,58 @@ struct Held {
     /// seen an older node: without the record it lists again, as it must.)
     /// Readers never write the record: no rule takes a reader's.
     mark: bool,
-    node: String,
     seq: i32,
     fencing_token: i64,
-    lost: Arc<LostFlag>,
+    /// The node's path, and what the keeper and the futures waiting on the
+    /// guard's state share.
+    flags: Arc<keeper::Flags>,
+    /// The task that keeps a watch on the node for the guard's life (see
+    /// [`keeper`]); aborted when the guard is released or dropped.
+    keeper: Option<AbortOnDrop<()>>,
     /// When the lock was granted: the lease deadline if the session's lease
     /// is unknown (it is known once the server answered a request, so this
     /// is only a fallback that makes such a guard lost at once).
     granted_at: std::time::Instant,
     /// [`suspended_since_boot`] when the lock was granted.
     suspended_at_grant: Duration,
-    /// The watch on the node set while waiting, if any: the state futures
-    /// use it instead of setting a new one, and the release fires it, so it
-    /// never costs a request to remove.
-    own_watch: Mutex<Option<WatchFuture>>,
     released: bool,
 }
 
 impl Held {
+    /// The guard of a granted `node`, with its keeper started: `own_watch`
+    /// is the watch on the node set while waiting, if any (the keeper takes
+    /// it over), `revoked` whether a revocation request was seen meanwhile.
     fn new(
         inner: Arc<Inner>,
         mark: bool,
         node: String,
-        seq: i32,
-        fencing_token: i64,
+        (seq, fencing_token): (i32, i64),
         own_watch: Option<WatchFuture>,
+        revoked: bool,
     ) -> Held {
         let granted_at = std::time::Instant::now();
         let suspended_at_grant = suspended_since_boot();
+        let flags = Arc::new(keeper::Flags::new(node));
+        if revoked {
+            flags.mark_revoked();
+        }
+        let keeper = keeper::start(&inner.client, &flags, own_watch);
         Held {
             inner,
             mark,
-            node,
             seq,
             fencing_token,
-            own_watch: Mutex::new(own_watch),
-            lost: Arc::new(LostFlag {
-                lost: AtomicBool::new(false),
-                revoked: AtomicBool::new(false),
-                notify: Notify::new(),
-            }),
+            flags,
+            keeper,
             granted_at,
             suspended_at_grant,
             released: false,
         }
+    }
+
+    /// Full path of the guard's node.
+    fn node(&self) -> &str {
+        self.flags.node()
     }
 
     fn lease_deadline(&self) -> std::time::Instant {
@@ -2222,7 +2294,7 @@ impl Held {
             zk::SessionState::Disconnected | zk::SessionState::ConnectedReadOnly => Link::Down,
             _ => Link::Ended,
         };
-        let flagged = self.lost.lost.load(Ordering::Acquire);
+        let flagged = self.flags.is_lost();
         let deadline = self.lease_deadline();
         let (state, cause) = lease::hold_state(flagged, link, std::time::Instant::now(), deadline);
         match cause {
@@ -2240,21 +2312,11 @@ impl Held {
     }
 
     fn mark_lost(&self, why: &str) {
-        if !self.lost.lost.swap(true, Ordering::AcqRel) {
-            warn!(node = %self.node, why, "lock lost");
-        }
-        self.lost.notify.notify_waiters();
-    }
-
-    fn mark_revoked(&self) {
-        if !self.lost.revoked.swap(true, Ordering::AcqRel) {
-            info!(node = %self.node, "revocation requested");
-        }
-        self.lost.notify.notify_waiters();
+        self.flags.mark_lost(why);
     }
 
     fn is_revocation_requested(&self) -> bool {
-        self.lost.revoked.load(Ordering::Acquire)
+        self.flags.is_revoked()
     }
 
     /// Completes when the lock is lost or a revocation request was seen;
@@ -2266,39 +2328,25 @@ impl Held {
     }
 
     /// Completes when `done` holds for the guard's state, and returns that
-    /// state. Meanwhile it watches the node (a deletion loses the lock), the
-    /// session's state, and the lease deadline.
+    /// state. Meanwhile it follows the session's state, the lease deadline,
+    /// and what the guard's keeper learns of the node (its deletion).
     async fn until(&self, done: impl Fn(HoldState) -> bool) -> HoldState {
         self.wait(|state, _| done(state)).await
     }
 
     /// As [`Held::until`], with `done` also told whether a revocation was
-    /// requested. The node's watch reads the node's data each time it is
-    /// set again after a data change, which is how requests are seen.
+    /// requested. Costs no request: the keeper's watch on the node (see
+    /// [`keeper`]) sets the flags this looks at.
     async fn wait(&self, done: impl Fn(HoldState, bool) -> bool) -> HoldState {
-        let client = &self.inner.client;
-        let mut states = client.state_watcher();
-        // Once the node cannot be watched (the server refuses), only the
-        // session's end or the lease can tell: no request is retried in a
-        // loop.
-        let mut watchable = true;
-        let mut watched = std::pin::pin!(self.watch_node(true));
+        let mut states = self.inner.client.state_watcher();
         loop {
-            let flagged = self.lost.notify.notified();
+            let flagged = self.flags.notify.notified();
             let state = self.state();
             if done(state, self.is_revocation_requested()) {
                 return state;
             }
             let lease_end = Instant::from_std(self.lease_deadline()).min(Instant::now() + RECHECK);
             tokio::select! {
-                outcome = &mut watched => {
-                    match outcome {
-                        Watched::Gone(why) => self.mark_lost(why),
-                        Watched::Again => {}
-                        Watched::Unwatchable => watchable = false,
-                    }
-                    watched.set(self.watch_node(watchable));
-                }
                 _ = states.changed() => {}
                 () = tokio::time::sleep_until(lease_end) => {}
                 () = flagged => {}
@@ -2306,62 +2354,32 @@ impl Held {
         }
     }
 
-    /// One watch on the held node: what became of it.
-    async fn watch_node(&self, watchable: bool) -> Watched {
-        if !watchable {
-            return std::future::pending::<Watched>().await;
-        }
-        let client = &self.inner.client;
-        let set = self.own_watch.lock().ok().and_then(|mut w| w.take());
-        let changed: WatchFuture = match set {
-            Some(changed) => changed,
-            None => match client.get_and_watch_data(&self.node).await {
-                Ok((data, _, watcher)) => {
-                    if is_revocation(&data) {
-                        self.mark_revoked();
-                    }
-                    Box::pin(watcher.changed())
-                }
-                Err(zk::Error::NoNode) => return Watched::Gone("its node was deleted"),
-                // A request waits for the reconnection; the pause keeps a
-                // client whose session task is gone from spinning.
-                Err(e) if is_retryable(&e) => {
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    return Watched::Again;
-                }
-                // The session's end is seen through its state.
-                Err(zk::Error::SessionExpired) | Err(zk::Error::ClientClosed) => {
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    return Watched::Again;
-                }
-                Err(e) => {
-                    warn!(node = %self.node, error = %e, "cannot watch the held node: only the session's end and the lease will be noticed");
-                    return Watched::Unwatchable;
-                }
-            },
-        };
-        let event = changed.await;
-        if event.event_type == zk::EventType::NodeDeleted {
-            Watched::Gone("its node was deleted")
-        } else if Error::from_session_state(event.session_state).is_some() {
-            Watched::Gone("the session ended")
-        } else {
-            Watched::Again
-        }
-    }
-
     /// Releases, on the library's background runtime: dropping this future
     /// (a timeout around it, say) leaves the release running until it is
     /// confirmed or the session is over, as a dropped guard's would.
+    ///
+    /// A node the keeper saw deleted before is not deleted again: the
+    /// release reports [`Error::Lost`] at once. Otherwise see
+    /// [`release_node`] for what a node found missing means.
     async fn release(mut self) -> Result<(), Error> {
         self.released = true;
-        let span = info_span!("release", node = %self.node);
+        let node = self.node().to_owned();
+        let span = info_span!("release", node = %node);
+        let deleted_before = self.flags.begin_release();
+        let keeper = self.keeper.take();
+        if deleted_before {
+            let _entered = span.enter();
+            debug!("the node was deleted by someone else before the release: the lock was lost");
+            return Err(Error::Lost { node });
+        }
         let client = self.inner.client.clone();
-        let node = std::mem::take(&mut self.node);
         let (mark, seq) = (self.mark, self.seq);
         let dir = self.inner.path.clone();
         let work = async move {
             let result = release_node(&client, &dir, mark, &node, seq).await;
+            // After the deletion, which fired the keeper's watch: ending
+            // the keeper then costs no request to remove the watch.
+            drop(keeper);
             debug!(?result, "released");
             result
         }
@@ -2426,29 +2444,27 @@ fn is_revocation(data: &[u8]) -> bool {
     data == REVOKE_PAYLOAD
 }
 
-/// What became of a watch on a held node.
-enum Watched {
-    /// The node is gone, or the session ended: why.
-    Gone(&'static str),
-    /// Something else happened: watch again.
-    Again,
-    /// The server refuses the watch.
-    Unwatchable,
-}
-
 impl Drop for Held {
     fn drop(&mut self) {
         if self.released {
             return;
         }
+        let deleted_before = self.flags.begin_release();
+        let keeper = self.keeper.take();
+        let node = self.node().to_owned();
+        if deleted_before {
+            debug!(node = %node, "dropped a guard whose node someone else deleted: nothing to release");
+            return;
+        }
         let client = self.inner.client.clone();
         let dir = self.inner.path.clone();
-        let node = std::mem::take(&mut self.node);
         let (mark, seq) = (self.mark, self.seq);
         // On the library's background runtime: the caller's runtime may be
         // shutting down, or there may be none (a plain thread).
         self.inner.tasks.spawn(async move {
-            match release_node(&client, &dir, mark, &node, seq).await {
+            let result = release_node(&client, &dir, mark, &node, seq).await;
+            drop(keeper);
+            match result {
                 Ok(()) => debug!(node = %node, "released on drop"),
                 Err(e) => warn!(node = %node, error = %e, "release on drop failed"),
             }
@@ -2464,13 +2480,18 @@ macro_rules! guard {
         /// between tasks and threads. Dropping it releases the lock in the
         /// background (logged with `tracing` if that fails); call
         /// `release` to learn the outcome.
+        ///
+        /// For its whole life the guard keeps a watch on its node (one
+        /// `getData` at the grant, unless the acquire had set one while
+        /// waiting): whoever deletes the node, the guard knows it without
+        /// being asked or awaited, and its state says `Lost` from then on.
         #[must_use = "dropping the guard releases the lock"]
         pub struct $name(Held);
 
         impl $name {
             /// Full path of this guard's contender node.
             pub fn node(&self) -> &str {
-                &self.0.node
+                self.0.node()
             }
 
             /// The fencing token: the czxid of the contender node. Larger
@@ -2489,6 +2510,12 @@ macro_rules! guard {
             /// [`HoldState::Suspended`] (connection lost, lease still
             /// running) or [`HoldState::Lost`] (final). See
             /// [`crate::lease`] for what each promises.
+            ///
+            /// True without any future pending: it is `Lost` once the
+            /// session has ended, the lease deadline has passed, or the
+            /// guard's kept watch has seen its node deleted (by anyone: an
+            /// operator, another client), a notification's trip after the
+            /// deletion. Costs no request.
             pub fn state(&self) -> HoldState {
                 self.0.state()
             }
@@ -2505,7 +2532,8 @@ macro_rules! guard {
             }
 
             /// False once the lock is known lost ([`HoldState::Lost`]):
-            /// the session ended, the node was deleted, or the lease
+            /// the session ended, the node was deleted (seen by the
+            /// guard's kept watch, no future needed), or the lease
             /// deadline passed. True while held or suspended: use
             /// [`Self::state`] to tell them apart.
             pub fn is_held(&self) -> bool {
@@ -2515,8 +2543,8 @@ macro_rules! guard {
             /// Completes when the lock is lost ([`HoldState::Lost`]): the
             /// session expires or is closed, the node is deleted by someone
             /// else, or the lease deadline passes before the server answers
-            /// again. While this future is pending it keeps a watch on the
-            /// node.
+            /// again. Costs no request: it waits on what the guard's kept
+            /// watch and the session tell.
             ///
             /// # Cancellation safety
             ///
@@ -2554,31 +2582,25 @@ macro_rules! guard {
             /// Cooperative: the lock is still held until released; no one
             /// else is granted meanwhile. Never reset.
             ///
-            /// Costs no request, and looks for nothing by itself: the
-            /// request is seen while one of this guard's futures
-            /// ([`Self::lost`], [`Self::suspended`], [`Self::resumed`],
-            /// [`Self::revocation_requested`]) is pending, since they keep a
-            /// watch on the node. Without such a future, this flag does not
-            /// change: to learn of a request, await
+            /// Costs no request: the guard's kept watch on its node sees
+            /// the request (a data change, read once more), with or without
+            /// a future pending, and so does the acquire for a request made
+            /// while it waited. To act on a request, await
             /// [`Self::revocation_requested`] (e.g. in a `select!` with the
-            /// work) rather than polling this flag. A request made while
-            /// waiting for the lock is seen once the guard's
-            /// `revocation_requested()` is awaited (its first watch reads the
-            /// node). The holder sees a request only if it may READ its own
-            /// node.
+            /// work) rather than polling this flag. The holder sees a
+            /// request only if it may READ its own node.
             pub fn is_revocation_requested(&self) -> bool {
                 self.0.is_revocation_requested()
             }
 
             /// Completes when a revocation request arrives on this guard's
             /// node (true), at once if one already did, or when the lock is
-            /// lost first (false: no request can come any more). Keeps a
-            /// watch on the node while pending: each new future costs one
-            /// `getData` to set it, except the first of a guard that waited
-            /// for the lock (it takes over the watch set while waiting), and
-            /// each data change of the node costs one more. A node the holder
-            /// may not READ cannot be watched: a request on it is never
-            /// seen, and this completes only when the lock is lost.
+            /// lost first (false: no request can come any more). Costs no
+            /// request of its own: the guard's kept watch sees requests
+            /// (each data change of the node costs one `getData` to read it
+            /// and watch again). A node the holder may not READ cannot be
+            /// watched: a request on it is never seen, and this completes
+            /// only when the lock is lost.
             ///
             /// # Cancellation safety
             ///
@@ -2589,7 +2611,16 @@ macro_rules! guard {
 
             /// Releases the lock: deletes the contender node, retrying
             /// through connection loss until the deletion is confirmed or
-            /// the session is over. A node already gone counts as released.
+            /// the session is over.
+            ///
+            /// A node someone else deleted was not released by this call:
+            /// the lock was lost before it, and the release says so with
+            /// [`Error::Lost`] (whether the guard's kept watch had seen the
+            /// deletion, or the server answers the release's first delete
+            /// with "no such node"). One case cannot be told apart: when a
+            /// delete of this release was sent and its answer lost with the
+            /// connection, a node found gone on the retry counts as
+            /// released by that delete.
             ///
             /// For a writer that had to wait, the deletion is one transaction
             /// that also writes the node's name as the lock directory's data
@@ -2600,9 +2631,10 @@ macro_rules! guard {
             ///
             /// # Errors
             ///
-            /// [`Error::SessionExpired`] or [`Error::SessionClosed`] if the
-            /// session ended first (the node is gone with it, but the lock
-            /// was lost before this release); [`Error::NoAuth`] or
+            /// [`Error::Lost`] if someone else deleted the node (see
+            /// above); [`Error::SessionExpired`] or [`Error::SessionClosed`]
+            /// if the session ended first (the node is gone with it, but
+            /// the lock was lost before this release); [`Error::NoAuth`] or
             /// [`Error::ZooKeeper`] if the server refused the deletion.
             pub async fn release(self) -> Result<(), Error> {
                 self.0.release().await
@@ -2612,7 +2644,7 @@ macro_rules! guard {
         impl std::fmt::Debug for $name {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.debug_struct(stringify!($name))
-                    .field("node", &self.0.node)
+                    .field("node", &self.0.node())
                     .field("fencing_token", &self.0.fencing_token)
                     .field("state", &self.0.state())
                     .finish()
@@ -2651,7 +2683,7 @@ impl Guard {
 
     /// Full path of this guard's contender node.
     pub fn node(&self) -> &str {
-        &self.held().node
+        self.held().node()
     }
 
     /// The fencing token: the czxid of the contender node (see [`WriteGuard::fencing_token`]).

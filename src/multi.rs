@@ -53,7 +53,9 @@
 //!
 //! The parts share a fate: [`MultiGuard::state`] is the worst part's
 //! ([`HoldState::Lost`] over [`HoldState::Suspended`] over
-//! [`HoldState::Held`]), [`MultiGuard::lease_deadline`] the earliest, and
+//! [`HoldState::Held`]; each part keeps a watch on its node, so it is true
+//! with no future pending), [`MultiGuard::release`] reports a part whose
+//! node someone else deleted ([`Error::Lost`]), [`MultiGuard::lease_deadline`] the earliest, and
 //! [`MultiGuard::lost`] completes when any part is lost. Each part has its
 //! own fencing token ([`MultiGuard::fencing_token`]): pass each store the
 //! token of the lock that guards it.

@@ -248,8 +248,12 @@ async fn guard_learns_when_its_node_is_deleted() {
         .expect("lost() completes");
     deleter.await.unwrap();
     assert!(!g.is_held());
-    // Releasing a node that is already gone counts as released.
-    g.release().await.unwrap();
+    // The release says the lock was lost before it: it did not release it.
+    let node = g.node().to_owned();
+    assert!(
+        matches!(g.release().await, Err(Error::Lost { node: n }) if n == node),
+        "releasing a node someone else deleted is Error::Lost"
+    );
     assert_drained(&path).await;
 }
 
@@ -660,7 +664,8 @@ async fn a_guard_granted_after_waiting_learns_when_its_node_is_deleted() {
         .await
         .expect("lost() completes");
     assert!(!g.is_held());
-    g.release().await.unwrap();
+    let node = g.node().to_owned();
+    assert!(matches!(g.release().await, Err(Error::Lost { node: n }) if n == node));
     assert_drained(&path).await;
 }
 
@@ -996,8 +1001,8 @@ fn a_blocking_guard_learns_of_loss_and_refuses_to_release_inside_a_runtime() {
         "not lost within {SHORT:?} of the deletion"
     );
     assert!(!g.is_held());
-    // A node already gone counts as released.
-    g.release().unwrap();
+    // Someone else deleted the node: the release says the lock was lost.
+    assert!(matches!(g.release(), Err(Error::Lost { node: n }) if n == node));
 
     // Inside a multi-thread runtime's `block_on` (not one of its workers) a
     // blocking release works, and the node is gone when it returns.

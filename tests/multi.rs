@@ -240,8 +240,9 @@ async fn lost_when_one_part_is_deleted() {
         tokio::time::timeout(SHORT, guard.suspended()).await.unwrap(),
         HoldState::Lost
     );
-    // Releasing releases the part still held; the deleted one counts as released.
-    guard.release().await.unwrap();
+    // Releasing releases the part still held, and says the deleted one was lost.
+    let deleted = guard.part(&b).unwrap().node().to_owned();
+    assert!(matches!(guard.release().await, Err(Error::Lost { node }) if node == deleted));
     assert_drained(&a).await;
     assert_drained(&b).await;
 }
@@ -742,7 +743,9 @@ async fn a_revocation_request_on_any_part() {
         .await
         .expect("every part lost: no request");
     assert!(!asked);
-    guard.release().await.unwrap();
+    // Both nodes were deleted by someone else: the release says so.
+    let first = guard.parts()[0].node().to_owned();
+    assert!(matches!(guard.release().await, Err(Error::Lost { node }) if node == first));
     assert_drained(&a).await;
     assert_drained(&b).await;
 }
