@@ -538,12 +538,20 @@ mod tests {
             // A native reader's name: no reader leaves a record.
             (b"web01@7f3a0c1e9b2d4f60a1b2c3d4e5f60718-R-0000000042", false),
             // Peers' writer names: no peer writes a record.
-            (b"_c_0b7d6f5e-1c2a-4e3b-8f9a-0123456789ab-__WRIT__0000000042", false),
+            (
+                b"_c_0b7d6f5e-1c2a-4e3b-8f9a-0123456789ab-__WRIT__0000000042",
+                false,
+            ),
             (b"0123456789abcdef0123456789abcdef__lock__0000000042", false),
             (b"42", false),
             (b"\xff\xfe", false),
         ] {
-            assert_eq!(is_lock_directory_data(data), want, "{:?}", String::from_utf8_lossy(data));
+            assert_eq!(
+                is_lock_directory_data(data),
+                want,
+                "{:?}",
+                String::from_utf8_lossy(data)
+            );
         }
     }
 
