@@ -11,7 +11,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use support::proxy::{op, Proxy};
-use support::{assert_drained, client, client_on, eventually, server, unique_path, wait_watching};
+use support::{
+    assert_drained, client, client_on, eventually, received_on, server, unique_path, wait_watching,
+};
 use zk_rwlock::{zk, Error, HoldState, Mode, MultiLock, SharedLock};
 
 const SHORT: Duration = Duration::from_secs(10);
@@ -398,19 +400,6 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Logs {
     fn make_writer(&'a self) -> Logs {
         self.clone()
     }
-}
-
-/// The requests the test server received on session `sid` so far (the
-/// `recved` count of `cons`).
-fn received_on(sid: i64) -> i64 {
-    let cons = server().four_letter(0, "cons").unwrap();
-    let tag = format!("sid=0x{sid:x},");
-    let line = cons
-        .lines()
-        .find(|l| l.contains(&tag))
-        .unwrap_or_else(|| panic!("no connection with {tag} in:\n{cons}"));
-    let from = line.find("recved=").unwrap() + "recved=".len();
-    line[from..].split(',').next().unwrap().parse().unwrap()
 }
 
 /// The watches the server holds (`wchs`: "Total watches:N").

@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use support::{
-    assert_drained, children, client, eventually, lock, server, unique_path, wait_contenders, wait_watching,
+    assert_drained, children, client, eventually, lock, received_on, server, unique_path, wait_contenders,
+    wait_watching,
 };
 use zk_rwlock::{zk, ContenderState, Error, Mode, SharedLock};
 
@@ -1035,19 +1036,6 @@ fn a_blocking_guard_learns_of_loss_and_refuses_to_release_inside_a_runtime() {
         .await;
     });
     assert_eq!(l.contenders().unwrap(), vec![]);
-}
-
-/// The requests the test server received on session `sid` so far (the
-/// `recved` count of `cons`).
-fn received_on(sid: i64) -> i64 {
-    let cons = server().four_letter(0, "cons").unwrap();
-    let tag = format!("sid=0x{sid:x},");
-    let line = cons
-        .lines()
-        .find(|l| l.contains(&tag))
-        .unwrap_or_else(|| panic!("no connection with {tag} in:\n{cons}"));
-    let from = line.find("recved=").unwrap() + "recved=".len();
-    line[from..].split(',').next().unwrap().parse().unwrap()
 }
 
 /// A new lock directory under an existing parent (a lock per record, many

@@ -11,7 +11,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{assert_drained, children, client, eventually, lock, server, unique_path};
+use support::{alive, assert_drained, children, client, eventually, lock, server, unique_path};
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc::UnboundedReceiver;
 use zk_rwlock::{zk, ContenderState};
@@ -98,17 +98,6 @@ fn kill(pid: u32, sig: libc::c_int) {
     // SAFETY: kill(2) has no memory-safety preconditions.
     let rc = unsafe { libc::kill(pid as libc::pid_t, sig) };
     assert_eq!(rc, 0, "kill({pid}, {sig}): {}", std::io::Error::last_os_error());
-}
-
-/// Whether process `pid` exists and is not a zombie.
-fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => false,
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            .is_some_and(|state| state != "Z"),
-    }
 }
 
 /// Waits until `file` holds a complete line and returns its words.

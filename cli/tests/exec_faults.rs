@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use zk_rwlock::{zk, ContenderState, SharedLock, GIVE_UP_SLACK};
 use zk_rwlock_testkit::{
-    children, client_on, eventually, joined, pin, seq_of, server, settles_to, unique_path, wait_contenders,
-    ZkCluster,
+    alive, children, client_on, eventually, joined, pin, seq_of, server, settles_to, unique_path,
+    wait_contenders, ZkCluster,
 };
 
 const BIN: &str = env!("CARGO_BIN_EXE_zk-rwlock");
@@ -61,17 +61,6 @@ fn seeded() -> &'static ZkCluster {
 
 async fn seeded_client() -> zk::Client {
     client_on(&seeded().connect_string()).await
-}
-
-/// Whether process `pid` exists and is not a zombie.
-fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => false,
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            .is_some_and(|state| state != "Z"),
-    }
 }
 
 /// A `zk-rwlock exec` holder killed with SIGKILL takes its command with it,

@@ -17,7 +17,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use support::proxy::Proxy;
-use support::{client_on, eventually, joined, server, settles_to, unique_path, wait_contenders};
+use support::{alive, client_on, eventually, joined, server, settles_to, unique_path, wait_contenders};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 use zk_rwlock::{ContenderState, SharedLock};
 
@@ -46,17 +46,6 @@ fn scratch(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("scratch dir");
     dir
-}
-
-/// Whether process `pid` exists and is not a zombie.
-fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => false,
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            .is_some_and(|state| state != "Z"),
-    }
 }
 
 /// Whether any process of group `pgid` is alive (not a zombie).

@@ -18,7 +18,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use support::proxy::Proxy;
-use support::{eventually, server, unique_path, ZkCluster};
+use support::{alive, eventually, server, unique_path, ZkCluster};
 
 const BIN: &str = env!("CARGO_BIN_EXE_zk-rwlock");
 /// Upper bound for anything that should happen promptly.
@@ -59,17 +59,6 @@ fn now_ns() -> i128 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as i128)
-}
-
-/// Whether process `pid` exists and is not a zombie.
-fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => false,
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            .is_some_and(|state| state != "Z"),
-    }
 }
 
 /// The log: A's lines (time, pid) and B's grant times.

@@ -361,3 +361,27 @@ pub fn tls_server() -> &'static ZkCluster {
 pub fn pem(path: &std::path::Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
 }
+
+/// Whether process `pid` exists and is not a zombie (read from `/proc`).
+pub fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => false,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z"),
+    }
+}
+
+/// The requests the shared test [`server`] received on session `sid` so
+/// far (the `recved` count of `cons`).
+pub fn received_on(sid: i64) -> i64 {
+    let cons = server().four_letter(0, "cons").unwrap();
+    let tag = format!("sid=0x{sid:x},");
+    let line = cons
+        .lines()
+        .find(|l| l.contains(&tag))
+        .unwrap_or_else(|| panic!("no connection with {tag} in:\n{cons}"));
+    let from = line.find("recved=").unwrap() + "recved=".len();
+    line[from..].split(',').next().unwrap().parse().unwrap()
+}
