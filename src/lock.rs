@@ -2354,6 +2354,34 @@ impl Held {
         }
     }
 
+    /// Begins the release (of [`Held::release`] or the drop): the work that
+    /// deletes the node and then ends the keeper, to be run in the
+    /// background; [`Error::Lost`] instead if the keeper saw the node
+    /// deleted by someone else before (nothing of the guard's own to
+    /// delete, see [`lease::released_by_us`]).
+    fn begin_release(
+        &mut self,
+    ) -> Result<impl std::future::Future<Output = Result<(), Error>> + Send + 'static, Error> {
+        self.released = true;
+        let deleted_before = self.flags.begin_release();
+        let keeper = self.keeper.take();
+        let node = self.node().to_owned();
+        // Nothing sent yet: neither found missing nor an answer lost.
+        if !lease::released_by_us(deleted_before, false, false) {
+            return Err(Error::Lost { node });
+        }
+        let client = self.inner.client.clone();
+        let dir = self.inner.path.clone();
+        let (mark, seq) = (self.mark, self.seq);
+        Ok(async move {
+            let result = release_node(&client, &dir, mark, &node, seq).await;
+            // After the deletion, which fired the keeper's watch: ending
+            // the keeper then costs no request to remove the watch.
+            drop(keeper);
+            result
+        })
+    }
+
     /// Releases, on the library's background runtime: dropping this future
     /// (a timeout around it, say) leaves the release running until it is
     /// confirmed or the session is over, as a dropped guard's would.
@@ -2362,24 +2390,17 @@ impl Held {
     /// release reports [`Error::Lost`] at once. Otherwise see
     /// [`release_node`] for what a node found missing means.
     async fn release(mut self) -> Result<(), Error> {
-        self.released = true;
-        let node = self.node().to_owned();
-        let span = info_span!("release", node = %node);
-        let deleted_before = self.flags.begin_release();
-        let keeper = self.keeper.take();
-        if deleted_before {
-            let _entered = span.enter();
-            debug!("the node was deleted by someone else before the release: the lock was lost");
-            return Err(Error::Lost { node });
-        }
-        let client = self.inner.client.clone();
-        let (mark, seq) = (self.mark, self.seq);
-        let dir = self.inner.path.clone();
+        let span = info_span!("release", node = %self.node());
+        let work = match self.begin_release() {
+            Ok(work) => work,
+            Err(e) => {
+                let _entered = span.enter();
+                debug!("the node was deleted by someone else before the release: the lock was lost");
+                return Err(e);
+            }
+        };
         let work = async move {
-            let result = release_node(&client, &dir, mark, &node, seq).await;
-            // After the deletion, which fired the keeper's watch: ending
-            // the keeper then costs no request to remove the watch.
-            drop(keeper);
+            let result = work.await;
             debug!(?result, "released");
             result
         }
@@ -2449,22 +2470,15 @@ impl Drop for Held {
         if self.released {
             return;
         }
-        let deleted_before = self.flags.begin_release();
-        let keeper = self.keeper.take();
         let node = self.node().to_owned();
-        if deleted_before {
+        let Ok(work) = self.begin_release() else {
             debug!(node = %node, "dropped a guard whose node someone else deleted: nothing to release");
             return;
-        }
-        let client = self.inner.client.clone();
-        let dir = self.inner.path.clone();
-        let (mark, seq) = (self.mark, self.seq);
+        };
         // On the library's background runtime: the caller's runtime may be
         // shutting down, or there may be none (a plain thread).
         self.inner.tasks.spawn(async move {
-            let result = release_node(&client, &dir, mark, &node, seq).await;
-            drop(keeper);
-            match result {
+            match work.await {
                 Ok(()) => debug!(node = %node, "released on drop"),
                 Err(e) => warn!(node = %node, error = %e, "release on drop failed"),
             }
