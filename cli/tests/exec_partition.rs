@@ -492,7 +492,16 @@ exit 7
 
     proxy.freeze();
     run.line("the command keeps running (--on-suspend ignore)").await;
-    let (deadline, state) = lease_line(&std::fs::read_to_string(&lease_file).unwrap());
+    // The keeper writes the file on exec's word, as exec says so on stderr:
+    // the two arrive in either order.
+    let mut seen = (0, String::new());
+    eventually("the lease file says suspended", WITHIN, || {
+        seen = lease_line(&std::fs::read_to_string(&lease_file).unwrap_or_default());
+        let suspended = seen.1 == "suspended";
+        async move { suspended }
+    })
+    .await;
+    let (deadline, state) = seen;
     assert_eq!(state, "suspended");
     proxy.thaw();
     run.line("connection to ZooKeeper back: the lock is held").await;
