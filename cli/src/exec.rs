@@ -492,7 +492,6 @@ async fn with_lock(
         deadline: keeper::boot_of(deadline),
         term_at: term_at.map(keeper::boot_of),
         kill_at: kill_at.map(keeper::boot_of),
-        lease_file: true,
     };
     // Should the keeper die on its own, CMD's tree comes back to this
     // process, which then kills it (see `kill_own_tree`).

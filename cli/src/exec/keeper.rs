@@ -366,9 +366,6 @@ pub struct Args {
     /// Without a word from exec: SIGKILL at this time (boot ns).
     #[arg(long, allow_hyphen_values = true)]
     kill_at: Option<i128>,
-    /// Create no lease file.
-    #[arg(long)]
-    no_lease_file: bool,
     #[arg(required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true)]
     command: Vec<OsString>,
 }
@@ -437,19 +434,15 @@ fn keep(args: Args) -> io::Result<u8> {
 
     let me = std::process::id() as libc::pid_t;
     let mut watch = Watch::new(args.deadline, args.term_at, args.kill_at);
-    let mut lease = if args.no_lease_file {
-        None
-    } else {
-        match LeaseFile::create(unix_ms(args.deadline), HoldState::Held) {
-            Ok(file) => Some(file),
-            Err(e) => {
-                eprintln!(
-                    "zk-rwlock: warning: cannot create the lease file in {}: {e}; \
-                     the command runs without ZK_RWLOCK_LEASE_FILE",
-                    std::env::temp_dir().display()
-                );
-                None
-            }
+    let mut lease = match LeaseFile::create(unix_ms(args.deadline), HoldState::Held) {
+        Ok(file) => Some(file),
+        Err(e) => {
+            eprintln!(
+                "zk-rwlock: warning: cannot create the lease file in {}: {e}; \
+                 the command runs without ZK_RWLOCK_LEASE_FILE",
+                std::env::temp_dir().display()
+            );
+            None
         }
     };
     let cmd_pid = match spawn(&args, lease.as_ref().map(LeaseFile::path), exec_group) {
@@ -653,7 +646,7 @@ fn shell_code(status: libc::c_int) -> u8 {
     if libc::WIFEXITED(status) {
         (libc::WEXITSTATUS(status) & 0xff) as u8
     } else if libc::WIFSIGNALED(status) {
-        (128 + libc::WTERMSIG(status)).clamp(0, 255) as u8
+        super::signal_exit(libc::WTERMSIG(status))
     } else {
         exit::SOFTWARE
     }

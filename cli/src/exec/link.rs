@@ -27,7 +27,6 @@ pub struct Start<'a> {
     pub deadline: i128,
     pub term_at: Option<i128>,
     pub kill_at: Option<i128>,
-    pub lease_file: bool,
 }
 
 /// A running keeper.
@@ -86,9 +85,6 @@ impl Keeper {
         if start.kill_orphans {
             cmd.arg("--kill-orphans");
         }
-        if !start.lease_file {
-            cmd.arg("--no-lease-file");
-        }
         cmd.arg("--").args(start.command);
         for (key, value) in &start.env {
             cmd.env(key, value);
@@ -118,6 +114,7 @@ impl Keeper {
         let stream = UnixStream::from_std(ours).map_err(|e| software("cannot use the keeper's socket", e))?;
         let (read, writer) = stream.into_split();
         let mut keeper = Keeper {
+            pid: process.id().map_or(0, |p| p as libc::pid_t),
             process,
             lines: BufReader::new(read).lines(),
             writer,
@@ -125,9 +122,7 @@ impl Keeper {
             closed: false,
             own_group: start.own_group,
             kill_orphans: start.kill_orphans,
-            pid: 0,
         };
-        keeper.pid = keeper.process.id().map_or(0, |p| p as libc::pid_t);
         match keeper.next().await {
             Some(FromKeeper::Started(pid)) => Ok((keeper, pid)),
             Some(FromKeeper::Failed(code, message)) => {

@@ -151,13 +151,17 @@ impl Policy {
     /// the grace.
     pub fn term_at(&self, deadline: Instant) -> Option<Instant> {
         match self.on_suspend {
-            OnSuspend::Lease => Some(
-                deadline
-                    .checked_sub(self.margin.saturating_add(self.grace))
-                    .unwrap_or(deadline),
-            ),
+            OnSuspend::Lease => Some(self.margin_and_grace_before(deadline)),
             _ => None,
         }
+    }
+
+    /// `deadline` less the kill margin and the grace (the deadline itself
+    /// if that is before the clock's range).
+    fn margin_and_grace_before(&self, deadline: Instant) -> Instant {
+        deadline
+            .checked_sub(self.margin.saturating_add(self.grace))
+            .unwrap_or(deadline)
     }
 
     /// What the keeper does if `exec` says nothing more (stopped, or
@@ -174,12 +178,7 @@ impl Policy {
         let term = match (termed, self.on_suspend) {
             (Some(_), _) => None,
             (None, OnSuspend::Ignore) => Some(deadline),
-            (None, OnSuspend::Term) => Some(
-                deadline
-                    .checked_sub(self.margin.saturating_add(self.grace))
-                    .unwrap_or(deadline),
-            ),
-            (None, OnSuspend::Lease) => self.term_at(deadline),
+            (None, OnSuspend::Term | OnSuspend::Lease) => Some(self.margin_and_grace_before(deadline)),
         };
         let kill = self
             .kill_at(termed, deadline)
