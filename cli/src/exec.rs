@@ -31,7 +31,7 @@ use zk_rwlock::{HoldState, Layout, Mode, MultiLock, SharedLock};
 
 use crate::common::{self, exit, Failure};
 use holding::Holding;
-use keeper::{FromKeeper, ToKeeper};
+use keeper::FromKeeper;
 use link::Keeper;
 use stop::{Cause, OnSuspend, Policy, Step};
 
@@ -718,15 +718,11 @@ async fn supervise(
         let deadline = guard.lease_deadline();
         let (term_at, kill_at) = unattended(&policy, deadline, termed.map(|(at, _)| at));
         keeper
-            .lease(ToKeeper::Lease {
-                deadline: keeper::boot_of(deadline),
+            .lease(link::Lease {
+                deadline,
                 state,
-                term_at: term_at.map(keeper::boot_of),
-                kill_at: if killed.is_some() {
-                    None
-                } else {
-                    kill_at.map(keeper::boot_of)
-                },
+                term_at,
+                kill_at: kill_at.filter(|_| killed.is_none()),
             })
             .await;
         let step = if killed.is_some() {

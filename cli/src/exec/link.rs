@@ -11,6 +11,10 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::UnixStream;
 
+use std::time::Instant;
+
+use zk_rwlock::HoldState;
+
 use super::keeper::{self, FromKeeper, ToKeeper};
 use crate::common::exit;
 
@@ -29,13 +33,25 @@ pub struct Start<'a> {
     pub kill_at: Option<i128>,
 }
 
+/// The lease as exec sees it, and the keeper's times to act on its own
+/// (see [`ToKeeper::Lease`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lease {
+    pub deadline: Instant,
+    pub state: HoldState,
+    pub term_at: Option<Instant>,
+    pub kill_at: Option<Instant>,
+}
+
 /// A running keeper.
 pub struct Keeper {
     process: tokio::process::Child,
     lines: tokio::io::Lines<BufReader<OwnedReadHalf>>,
     writer: OwnedWriteHalf,
-    /// The last lease message sent: only changes are sent.
-    sent: Option<ToKeeper>,
+    /// The last lease sent, as exec's clock reads it: only changes are
+    /// sent (on the boot clock the same instant reads a little differently
+    /// each time it is converted).
+    sent: Option<Lease>,
     /// The keeper is gone (end of file or an error).
     closed: bool,
     /// CMD runs in a process group of its own (not in a terminal's foreground).
@@ -159,12 +175,18 @@ impl Keeper {
     }
 
     /// Sends the lease if it changed.
-    pub async fn lease(&mut self, msg: ToKeeper) {
-        if self.sent.as_ref() == Some(&msg) {
+    pub async fn lease(&mut self, lease: Lease) {
+        if self.sent == Some(lease) {
             return;
         }
+        let msg = ToKeeper::Lease {
+            deadline: keeper::boot_of(lease.deadline),
+            state: lease.state,
+            term_at: lease.term_at.map(keeper::boot_of),
+            kill_at: lease.kill_at.map(keeper::boot_of),
+        };
         self.send(&msg).await;
-        self.sent = Some(msg);
+        self.sent = Some(lease);
     }
 
     /// Signals every process of CMD's tree.
