@@ -72,9 +72,7 @@ pub struct SharedLock {
 }
 
 struct Inner {
-    /// Shared (not cloned) with the background releases and each guard's
-    /// keeper: a clone of the client is 120 bytes and an allocation.
-    client: Arc<zk::Client>,
+    client: zk::Client,
     path: String,
     /// Shared by every lock with the default identity (as are the default
     /// ACLs): a service may keep a lock per record, thousands of them.
@@ -326,7 +324,7 @@ impl LockBuilder {
         }
         Ok(SharedLock {
             inner: Arc::new(Inner {
-                client: Arc::new(self.client),
+                client: self.client,
                 path: self.path,
                 identity,
                 layout: self.layout,

@@ -28,10 +28,10 @@
 //! It ends when the node is gone, the session ends, or the server refuses
 //! the watch; the guard aborts it when it is released or dropped, after the
 //! release's deletion has fired the watch, so that removing the watch costs
-//! no request. It holds the lock's client and the flags (with the node's
-//! path) it shares with the guard, not the lock itself: the lock's last
-//! handle must not go with a task of the background runtime, where its
-//! drop would wait for that runtime's own work.
+//! no request. It holds a clone of the lock's client and the flags (with
+//! the node's path) it shares with the guard, not the lock itself: the
+//! lock's last handle must not go with a task of the background runtime,
+//! where its drop would wait for that runtime's own work.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -133,7 +133,7 @@ impl Flags {
 /// taken over instead of setting another. `None`, logged, if there is no
 /// runtime to run it on.
 pub(super) fn start(
-    client: &Arc<zk::Client>,
+    client: &zk::Client,
     flags: &Arc<Flags>,
     first: Option<WatchFuture>,
 ) -> Option<AbortOnDrop<()>> {
@@ -153,7 +153,7 @@ pub(super) fn start(
 /// The keeper's loop (see the [module documentation](self)). What stays
 /// resident for the guard's life is this future waiting on its watch; the
 /// request that sets the watch, and its retries, are boxed apart.
-async fn keep(client: Arc<zk::Client>, flags: Arc<Flags>, mut watch: Option<WatchFuture>) {
+async fn keep(client: zk::Client, flags: Arc<Flags>, mut watch: Option<WatchFuture>) {
     loop {
         let changed = match watch.take() {
             Some(changed) => changed,
