@@ -10,9 +10,10 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use support::proxy::Proxy;
-use support::{children, client, client_on, eventually, joined, server, unique_path, wait_contenders};
+use support::{
+    children, client, client_on, eventually, joined, own_server, server, unique_path, wait_contenders,
+};
 use zk_rwlock::{zk, ContenderState, Error, SharedLock, GIVE_UP_SLACK, TRY_TIMEOUT};
-use zk_rwlock_testkit::launcher::ZkCluster;
 
 const SHORT: Duration = Duration::from_secs(10);
 
@@ -124,25 +125,12 @@ async fn contenders_of_different_identities_watch_each_others_nodes() {
     support::assert_drained(&path).await;
 }
 
-/// A server of this test's own, with sessions of up to 10 s.
-fn own_server() -> ZkCluster {
-    ZkCluster::builder()
-        .tick_time(Duration::from_millis(500))
-        .start()
-        .unwrap_or_else(|e| {
-            panic!(
-                "these tests need a real ZooKeeper server: {e}\n\
-                 install it with `sudo apt-get install -y zookeeper` (or run ./scripts/test.sh, which does)"
-            )
-        })
-}
-
 /// `*_timeout`, `try_*` and `exec --timeout` return by their deadline (plus
 /// `GIVE_UP_SLACK`) when the server goes away while they wait; the node is
 /// deleted after the client reconnects.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deadlines_hold_while_the_server_is_down() {
-    let mut zk = own_server();
+    let mut zk = own_server(Duration::from_millis(500));
     let servers = zk.connect_string();
     let path = unique_path("deadline");
     let session = Duration::from_secs(8);

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use zk_rwlock::{zk, ContenderState, SharedLock, GIVE_UP_SLACK};
 use zk_rwlock_testkit::{
-    alive, children, client_on, eventually, joined, pin, seq_of, server, settles_to, unique_path,
+    alive, children, client_on, eventually, joined, own_server, pin, seq_of, server, settles_to, unique_path,
     wait_contenders, ZkCluster,
 };
 
@@ -24,20 +24,6 @@ const LIMIT: i32 = i32::MAX;
 const CLI: &str = "/limits/cli";
 /// `exec --write` loops run into the limit.
 const CLI_RACE: &str = "/limits/cli-race";
-
-/// A server of its own with a short tick (sessions of 1 to 10 s), for the
-/// test that kills it.
-fn own_server() -> ZkCluster {
-    ZkCluster::builder()
-        .tick_time(Duration::from_millis(500))
-        .start()
-        .unwrap_or_else(|e| {
-            panic!(
-                "these tests need a real ZooKeeper server: {e}\n\
-                 install it with `sudo apt-get install -y zookeeper` (or run ./scripts/test.sh, which does)"
-            )
-        })
-}
 
 /// One server for the tests at the limit, with their directories seeded
 /// (as plain persistent nodes) near the counter's limit. Fails (never
@@ -168,7 +154,7 @@ async fn a_killed_holder_process_is_replaced_only_after_its_session_expires() {
 /// by then.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exec_timeout_holds_while_the_server_is_down() {
-    let mut zk = own_server();
+    let mut zk = own_server(Duration::from_millis(500));
     let servers = zk.connect_string();
     let path = unique_path("exec-deadline");
     let holder_lock = SharedLock::new(client_on(&servers).await, &path).unwrap();

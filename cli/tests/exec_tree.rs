@@ -18,7 +18,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use support::proxy::Proxy;
-use support::{alive, eventually, server, unique_path, ZkCluster};
+use support::{alive, eventually, own_server, server, unique_path};
 
 const BIN: &str = env!("CARGO_BIN_EXE_zk-rwlock");
 /// Upper bound for anything that should happen promptly.
@@ -368,15 +368,7 @@ async fn in_a_terminal_the_whole_tree_is_stopped() {
 /// default the command rides it out and exec exits with its status.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_two_second_restart_leaves_the_command_running() {
-    let mut zk: ZkCluster = ZkCluster::builder()
-        .tick_time(Duration::from_secs(1))
-        .start()
-        .unwrap_or_else(|e| {
-            panic!(
-                "this test needs a real ZooKeeper server: {e}\n\
-                 install it with `sudo apt-get install -y zookeeper` (or run ./scripts/test.sh, which does)"
-            )
-        });
+    let mut zk = own_server(Duration::from_secs(1));
     let connect = zk.connect_string();
     let dir = scratch("restart");
     let path = unique_path("restart");

@@ -19,13 +19,26 @@ use crate::proxy;
 /// skips it) with installation advice when ZooKeeper is missing.
 pub fn server() -> &'static ZkCluster {
     static SERVER: OnceLock<ZkCluster> = OnceLock::new();
-    SERVER.get_or_init(|| match ZkCluster::standalone() {
-        Ok(cluster) => cluster,
-        Err(e) => panic!(
-            "these tests need a real ZooKeeper server: {e}\n\
-             install it with `sudo apt-get install -y zookeeper` (or run ./scripts/test.sh, which does)"
-        ),
-    })
+    SERVER.get_or_init(|| ZkCluster::standalone().unwrap_or_else(|e| need_zookeeper(e)))
+}
+
+/// A standalone server of the caller's own with this tick time (sessions
+/// of 2 to 20 ticks), for a test that stops, restarts or kills it. Fails
+/// the test (never skips it) with installation advice when ZooKeeper is
+/// missing.
+pub fn own_server(tick: Duration) -> ZkCluster {
+    ZkCluster::builder()
+        .tick_time(tick)
+        .start()
+        .unwrap_or_else(|e| need_zookeeper(e))
+}
+
+/// Fails the test that could not start a server, saying how to install one.
+fn need_zookeeper(e: impl std::fmt::Display) -> ! {
+    panic!(
+        "these tests need a real ZooKeeper server: {e}\n\
+         install it with `sudo apt-get install -y zookeeper` (or run ./scripts/test.sh, which does)"
+    )
 }
 
 /// A fresh lock path, unique within this process.
