@@ -2246,7 +2246,7 @@ impl Held {
     ) -> Held {
         let granted_at = std::time::Instant::now();
         let suspended_at_grant = suspended_since_boot();
-        let flags = Arc::new(keeper::Flags::new(node));
+        let flags = Arc::new(keeper::Flags::new(node, fencing_token));
         if revoked {
             flags.mark_revoked();
         }

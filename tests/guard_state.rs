@@ -74,6 +74,40 @@ async fn a_held_node_deleted_by_a_stranger_turns_the_guard_lost() {
     }
 }
 
+/// A stranger writes to the held node, deletes it and makes a node of the
+/// same name, in one transaction: the data change uses up the guard's
+/// watch, and the node its watch then reads is the stranger's (another
+/// czxid). The guard says `Lost`, and its release reports it and leaves
+/// the stranger's node alone.
+#[tokio::test]
+async fn a_held_node_deleted_and_made_again_by_a_stranger_turns_the_guard_lost() {
+    let path = unique_path("remade");
+    let lock = support::lock(&path).await;
+    let held = lock.write().await.unwrap();
+    let node = held.node().to_owned();
+    wait_watching(server(), &node, lock.client().session_id().0).await;
+    let stranger = client().await;
+    let mut multi = stranger.new_multi_writer();
+    multi.add_set_data(&node, b"not a revocation", None).unwrap();
+    multi.add_delete(&node, None).unwrap();
+    multi
+        .add_create(
+            &node,
+            b"",
+            &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
+        )
+        .unwrap();
+    multi.commit().await.unwrap();
+    turns_lost("the guard", || held.state()).await;
+    let released = held.release().await;
+    assert!(is_lost_error(&released, &node), "{released:?}");
+    assert!(
+        stranger.check_stat(&node).await.unwrap().is_some(),
+        "the release deleted the stranger's node"
+    );
+    stranger.delete(&node, None).await.unwrap();
+}
+
 /// A multi-lock's guard is lost when one part's node is deleted, without a
 /// pending future; its release releases the other part and reports the
 /// deleted one.

@@ -7,7 +7,9 @@
 //! which keeps one data watch (`getData`) on the node:
 //!
 //! - the node's deletion marks the guard lost, unless its own release has
-//!   begun (that deletion is the release's);
+//!   begun (that deletion is the release's); so does a node of the same
+//!   name found with another czxid when the watch is set again (a data
+//!   change used up the watch, then the node was deleted and made again);
 //! - a data change reads the node and watches it again: this is how a
 //!   revocation request ([`super::REVOKE_PAYLOAD`]) is seen, with no
 //!   second watch or loop of its own;
@@ -54,6 +56,10 @@ const RETRY_PAUSES: (Duration, Duration) = (Duration::from_millis(10), Duration:
 pub(super) struct Flags {
     /// Full path of the guard's node.
     node: Box<str>,
+    /// The node's czxid (the guard's fencing token): a node of the same
+    /// name with another is someone else's, made after the guard's was
+    /// deleted.
+    czxid: i64,
     /// Known lost (final).
     lost: AtomicBool,
     /// The node was deleted, and not by this guard's release.
@@ -68,9 +74,10 @@ pub(super) struct Flags {
 }
 
 impl Flags {
-    pub(super) fn new(node: String) -> Flags {
+    pub(super) fn new(node: String, czxid: i64) -> Flags {
         Flags {
             node: node.into_boxed_str(),
+            czxid,
             lost: AtomicBool::new(false),
             deleted: AtomicBool::new(false),
             revoked: AtomicBool::new(false),
@@ -182,6 +189,13 @@ async fn set_watch(client: &zk::Client, flags: &Flags) -> Option<WatchFuture> {
     let mut pause = Duration::ZERO;
     loop {
         match client.get_and_watch_data(&flags.node).await {
+            // A data change used up the watch, then the node was deleted
+            // and made again under its name (by someone else: the name
+            // carries this acquire's token): the guard's node is gone.
+            Ok((_, stat, _)) if stat.czxid != flags.czxid => {
+                flags.mark_deleted();
+                return None;
+            }
             Ok((data, _, watcher)) => {
                 if is_revocation(&data) {
                     flags.mark_revoked();
