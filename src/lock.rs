@@ -125,8 +125,21 @@ impl Drop for Inner {
         if pending == 0 || !connected() {
             return;
         }
-        match background::may_block_for_caller_session() {
-            Ok(()) => tokio::task::block_in_place(|| self.tasks.wait_idle(FLUSH_TIMEOUT, connected)),
+        let blocked = background::may_block_for_caller_session().and_then(|()| {
+            // Tokio still refuses where the runtime entered is not the one
+            // whose thread this is (a multi-thread runtime's handle entered
+            // inside a current-thread runtime): caught, and said below. Not
+            // tried while unwinding, where a second panic would abort.
+            if std::thread::panicking() {
+                return Err("this thread is unwinding from a panic");
+            }
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                tokio::task::block_in_place(|| self.tasks.wait_idle(FLUSH_TIMEOUT, connected))
+            }))
+            .map_err(|_| "tokio refused to block this thread (the runtime entered does not run it)")
+        });
+        match blocked {
+            Ok(()) => {}
             Err(why) => warn!(
                 lock = %self.path,
                 pending,

@@ -108,6 +108,36 @@ async fn a_held_node_deleted_and_made_again_by_a_stranger_turns_the_guard_lost()
     stranger.delete(&node, None).await.unwrap();
 }
 
+/// The lock's last handle dropped inside a current-thread runtime with a
+/// multi-thread runtime's handle entered, a release pending: tokio refuses
+/// to block there, and the drop says so instead of panicking.
+#[test]
+fn a_lock_dropped_where_tokio_refuses_to_block_does_not_panic() {
+    let multi = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let current = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let path = unique_path("refused-block");
+    let handle = multi.handle().clone();
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        current.block_on(async {
+            // The session runs on the multi-thread runtime.
+            let c = handle.spawn(client()).await.unwrap();
+            let lock = SharedLock::new(c, &path).unwrap();
+            drop(lock.write().await.unwrap()); // its release pending
+            let _entered = handle.enter();
+            drop(lock);
+        })
+    }));
+    assert!(outcome.is_ok(), "dropping the lock panicked");
+    multi.block_on(support::assert_drained(&path));
+}
+
 /// A multi-lock's guard is lost when one part's node is deleted, without a
 /// pending future; its release releases the other part and reports the
 /// deleted one.
