@@ -118,7 +118,9 @@ pub enum Error {
     /// The lock directory holds data that is not the lock's (a release
     /// record): the node is someone's, e.g. a counter. The lock does not
     /// use it, so that no release overwrites that data: the acquire
-    /// withdrew its node, and the data is as it was.
+    /// withdrew its node, and the data is as it was (the node's child
+    /// version moved on; a container that never had children before is
+    /// now an empty container, which the server removes).
     #[error(
         "lock directory `{path}` holds data that is not a lock's release record: it is left as it is \
          and not used as a lock (each release of the write lock would overwrite that data); lock a \
