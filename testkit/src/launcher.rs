@@ -1995,9 +1995,12 @@ mod tests {
         gone.wait().expect("wait true");
         let dir = tmp.join(format!("{DIR_PREFIX}{dead}-0"));
         fs::create_dir_all(dir.join("member-0")).expect("mkdir");
-        // Stands in for an orphaned server: its command line names `dir`.
+        // Stands in for an orphaned server: its command line names `dir`. The shell waits in
+        // its builtin `read`: a lone external command (`sh -c "sleep 30"`) may be exec'd by
+        // dash, and `sleep`'s command line no longer names `dir`.
         let mut orphan = Command::new("sh")
-            .args(["-c", "sleep 30", dir.to_str().expect("utf-8 temp dir")])
+            .args(["-c", "read line", dir.to_str().expect("utf-8 temp dir")])
+            .stdin(std::process::Stdio::piped())
             .spawn()
             .expect("spawn sh");
         fs::write(dir.join("member-0/pid"), orphan.id().to_string()).expect("pid file");
