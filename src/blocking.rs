@@ -72,8 +72,9 @@ use std::time::{Duration, Instant};
 
 use tokio::runtime::Runtime;
 
+use crate::connect::connect_client;
 use crate::error::Error;
-use crate::lock::{connect_client, validate_path};
+use crate::lock::validate_path;
 use crate::{zk, Contender, HoldState, Mode, DEFAULT_CONNECT_TIMEOUT, DEFAULT_SESSION_TIMEOUT};
 
 /// A read/write lock for synchronous code. Cheap to clone; clones share the session.

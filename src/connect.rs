@@ -1,9 +1,12 @@
-//! Connecting with credentials, TLS and SASL: [`ConnectOptions`].
+//! Connecting a session: [`connect_client`]; with credentials, TLS and
+//! SASL: [`ConnectOptions`]. Sessions run on the library's background
+//! thread.
 
 use std::time::Duration;
 
+use crate::background::AbortOnDrop;
 use crate::error::Error;
-use crate::lock::{missing_chroot, AbortOnDrop, SharedLock};
+use crate::lock::{with_retry, SharedLock};
 use crate::{background, zk, DEFAULT_CONNECT_TIMEOUT, DEFAULT_SESSION_TIMEOUT};
 
 /// How to connect a ZooKeeper session: timeouts, credentials, TLS, SASL.
@@ -233,11 +236,40 @@ impl ConnectOptions {
 }
 
 /// Connects a new client session to `servers` (a connect string like
+/// `"127.0.0.1:2181,127.0.0.1:2182"`), asking for `session_timeout`, and
+/// gives up after `connect_timeout` or as soon as every server has refused.
+///
+/// The session runs on the library's background thread, not on the
+/// caller's runtime: it outlives that runtime, so that guards dropped as
+/// the runtime shuts down (as `#[tokio::main]` returns) are still released
+/// (see [`SharedLock`]).
+///
+/// A chroot in `servers` (`host:port/app`) must exist: one `exists` request
+/// checks it once connected. For credentials and TLS:
+/// [`connect_client_with`].
+///
+/// # Errors
+///
+/// [`Error::InvalidConnectString`] for a malformed connect string;
+/// [`Error::Unreachable`] if no session is established in time;
+/// [`Error::ChrootMissing`] if the chroot does not exist.
+pub async fn connect_client(
+    servers: &str,
+    session_timeout: Duration,
+    connect_timeout: Duration,
+) -> Result<zk::Client, Error> {
+    let options = crate::ConnectOptions::new()
+        .session_timeout(session_timeout)
+        .connect_timeout(connect_timeout);
+    crate::connect_client_with(servers, &options).await
+}
+
+/// Connects a new client session to `servers` (a connect string like
 /// `"zk1:2181,zk2:2181"`, optionally with a chroot) with `options`, and
 /// gives up after the connect timeout or as soon as every server has refused.
 ///
-/// As [`connect_client`](crate::connect_client), which it generalises: the
-/// session runs on the library's background thread, and a chroot must exist.
+/// As [`connect_client`], which it generalises: the session runs on the
+/// library's background thread, and a chroot must exist.
 ///
 /// # Errors
 ///
@@ -296,6 +328,24 @@ pub async fn connect_client_with(servers: &str, options: &ConnectOptions) -> Res
             reason,
         }),
         Ok(Err(e)) => Err(Error::from_zk(e, servers)),
+    }
+}
+
+/// [`Error::ChrootMissing`] (naming the lock directory `path`, if given) if
+/// `client` has a chroot and it does not exist; `None` if it exists, there
+/// is none, or the check fails (the caller's own error stands then).
+pub(crate) async fn missing_chroot(client: &zk::Client, path: Option<&str>) -> Option<Error> {
+    let chroot = client.path();
+    if chroot == "/" {
+        return None;
+    }
+    // Under a chroot, `/` is the chroot itself.
+    match with_retry(client, || client.check_stat("/")).await {
+        Ok(None) => Some(Error::ChrootMissing {
+            chroot: chroot.to_owned(),
+            path: path.map(str::to_owned),
+        }),
+        _ => None,
     }
 }
 

@@ -93,13 +93,13 @@ pub mod node_name;
 pub mod ordering;
 mod stats;
 
-pub use connect::{connect_client_with, ConnectOptions};
+pub use connect::{connect_client, connect_client_with, ConnectOptions};
 pub use error::{is_retryable, Error};
 pub use lease::HoldState;
 pub use lock::{
-    connect_client, validate_identity, validate_path, Contender, ContenderState, Guard, LockBuilder,
-    ReadGuard, Revoked, SharedLock, Snapshot, WriteGuard, DEFAULT_CONNECT_TIMEOUT, DEFAULT_SESSION_TIMEOUT,
-    GIVE_UP_SLACK, REVOKE_PAYLOAD, TRY_TIMEOUT,
+    validate_identity, validate_path, Contender, ContenderState, Guard, LockBuilder, ReadGuard, Revoked,
+    SharedLock, Snapshot, WriteGuard, DEFAULT_CONNECT_TIMEOUT, DEFAULT_SESSION_TIMEOUT, GIVE_UP_SLACK,
+    REVOKE_PAYLOAD, TRY_TIMEOUT,
 };
 pub use multi::{MultiGuard, MultiLock};
 pub use node_name::{Layout, Mode, NodeName};

@@ -42,8 +42,10 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tracing::{debug, info, warn};
 
-use super::{is_revocation, AbortOnDrop, WatchFuture};
+use super::driver::WatchFuture;
+use super::revoke::is_revocation;
 use crate::background;
+use crate::background::AbortOnDrop;
 use crate::error::{is_retryable, Error};
 use crate::zk;
 

@@ -1,0 +1,724 @@
+//! The driver of an acquire: creates the contender node, performs the
+//! actions of [`crate::acquire`]'s machine on the ZooKeeper client, and
+//! feeds back what came of them (the run loop in that module's
+//! documentation).
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tracing::{debug, info_span, warn, Instrument};
+use uuid::Uuid;
+
+use super::directory::{child_path, find_own, warn_threshold, with_retry};
+use super::held::{Held, Pending};
+use super::revoke::is_revocation;
+use super::SharedLock;
+use crate::acquire::{Acquire, Action, Counts, Event, Failure, Input, NodeEvent, Record, Reply};
+use crate::connect::missing_chroot;
+use crate::error::{is_retryable, Error};
+use crate::node_name::{Layout, Mode, NodeName};
+use crate::ordering;
+use crate::stats::End;
+use crate::zk;
+
+/// How long an acquire may wait.
+#[derive(Clone, Copy)]
+pub(super) enum Patience {
+    /// Give up at once if the lock is not free (`try_*`).
+    None,
+    /// Give up at this instant.
+    Until(Instant),
+    /// Wait as long as it takes.
+    Forever,
+}
+
+impl SharedLock {
+    /// The acquire loop: create, snapshot, decide, act.
+    pub(super) async fn acquire_held(&self, mode: Mode, patience: Patience) -> Result<Option<Held>, Error> {
+        let span = info_span!("acquire", lock = %self.inner.path, mode = %mode);
+        let started = Instant::now();
+        self.inner.stats.started();
+        let mut counts = Counts::default();
+        let result = match self
+            .acquire_inner(mode, patience, &mut counts)
+            .instrument(span)
+            .await
+        {
+            // Neither the directory nor its parents could be created: a
+            // missing chroot is the one cause the server does not name.
+            Err(Error::ZooKeeper(zk::Error::NoNode)) => {
+                Err(missing_chroot(&self.inner.client, Some(&self.inner.path))
+                    .await
+                    .unwrap_or(Error::ZooKeeper(zk::Error::NoNode)))
+            }
+            result => result,
+        };
+        let end = match &result {
+            Ok(Some(_)) => End::Granted,
+            Ok(None) => End::GaveUp,
+            Err(_) => End::Failed,
+        };
+        self.inner.stats.record(end, counts, started.elapsed());
+        result
+    }
+
+    /// The driver of [`Acquire`]: performs its actions and feeds back what
+    /// came of them (the run loop of [`crate::acquire`]).
+    async fn acquire_inner(
+        &self,
+        mode: Mode,
+        patience: Patience,
+        counts: &mut Counts,
+    ) -> Result<Option<Held>, Error> {
+        let inner = &self.inner;
+        let client = &inner.client;
+        let dir = inner.path.as_str();
+        let token = Uuid::new_v4();
+        let Some(prefix) = inner.layout.prefix(&inner.identity, token, mode) else {
+            return Err(Error::UnsupportedMode {
+                layout: inner.layout,
+                mode,
+            });
+        };
+        // Every session state change from here on: after a reconnect, the
+        // client re-registers watches in no particular order, so events of
+        // our own node and of the watched node may come in either order.
+        let states = client.state_watcher();
+        // From here on, dropping this future deletes whatever node it made.
+        let mut pending = Pending::new(self.inner.clone(), token);
+        let until = match patience {
+            Patience::Until(until) => Some(until),
+            Patience::None => Some(Instant::now() + TRY_TIMEOUT),
+            Patience::Forever => None,
+        };
+        let mut machine = Acquire::new(mode, !matches!(patience, Patience::None));
+        let Some(created) = before(until, self.create(&prefix, &mut pending)).await else {
+            debug!("timed out while creating the contender node");
+            return pending.give_up().await;
+        };
+        let (me, seq, czxid, children) = created?;
+        let node = child_path(dir, &me);
+        debug!(node = %node, "created contender node");
+        pending.seq = seq;
+        let mut driver = Driver {
+            lock: self,
+            states,
+            node,
+            until,
+            own_watch: None,
+            own_revoked: false,
+            watched: None,
+            watched_path: String::new(),
+            last_error: None,
+            ended: None,
+        };
+        let mut action = machine.created(&me, children.as_deref());
+        if machine.saw_foreign() {
+            if let Some(children) = &children {
+                self.warn_foreign(children);
+            }
+        }
+        drop(children);
+        loop {
+            *counts = machine.counts();
+            action = match action {
+                Action::Grant { mark } => {
+                    debug!(node = %driver.node, handoff = machine.counts().handoff, "granted");
+                    let own_watch = driver.own_watch.take();
+                    let held = self.grant(
+                        &mut pending,
+                        mark,
+                        driver.node,
+                        (seq, czxid),
+                        own_watch,
+                        driver.own_revoked,
+                    );
+                    return Ok(Some(held));
+                }
+                Action::GiveUp => {
+                    debug!(node = %driver.node, "giving up");
+                    return pending.give_up().await;
+                }
+                Action::Fail(failure) => return Err(driver.failed(failure, &mut pending).await),
+                action => driver.perform(&mut machine, action).await,
+            };
+        }
+    }
+
+    /// Creates the contender node, pipelined with the first listing of the
+    /// directory. Returns the node's name, its sequence, its czxid, and the
+    /// listing if it is known to contain the node. Creates the directory
+    /// when it is missing, also when it vanishes between attempts (it is
+    /// removed when empty). Until an acquire of this lock has found the
+    /// directory's data to be the lock's (the listing's stat says whether
+    /// there is any; if there is, one read), a directory holding data that
+    /// is not the lock's is refused (the node withdrawn) with
+    /// [`Error::DirectoryHoldsData`].
+    async fn create(
+        &self,
+        prefix: &str,
+        pending: &mut Pending,
+    ) -> Result<(String, i32, i64, Option<Vec<String>>), Error> {
+        let inner = &self.inner;
+        let client = &inner.client;
+        let dir = inner.path.as_str();
+        let prefix_path = child_path(dir, prefix);
+        let acls = zk::Acls::new(&inner.acls);
+        let options = zk::CreateMode::EphemeralSequential.with_acls(acls);
+        // kazoo keeps its identifier as the node's data, Curator the
+        // client's address: a peer layout gets the identity.
+        let data = match inner.layout {
+            Layout::Native => &[][..],
+            _ => inner.identity.as_bytes(),
+        };
+        let mut missing = 0;
+        loop {
+            pending.creating = true;
+            // Both requests leave now; the server answers a session's requests
+            // in order, so the listing already contains the new node. The
+            // listing's stat says whether the directory holds data.
+            let create = client.create(&prefix_path, data, &options);
+            let list = client.get_children(dir);
+            let (me, czxid, list) = match create.await {
+                Ok((stat, seq)) => (
+                    format!("{prefix}{:010}", seq.into_i64() as i32),
+                    stat.czxid,
+                    Some(list),
+                ),
+                Err(zk::Error::NoNode) => {
+                    drop(list);
+                    pending.creating = false;
+                    missing += 1;
+                    if missing > MAX_DIRECTORY_ATTEMPTS {
+                        return Err(Error::from_zk(zk::Error::NoNode, dir));
+                    }
+                    self.make_dir().await?;
+                    continue;
+                }
+                Err(e) if is_retryable(&e) => {
+                    drop(list);
+                    // The create may have been applied: look for the token.
+                    let Some((me, czxid)) = find_own(client, dir, pending.token, inner.layout).await? else {
+                        continue;
+                    };
+                    debug!("found own node after connection loss during create");
+                    (me, czxid, None)
+                }
+                Err(e) => {
+                    pending.creating = false;
+                    return Err(Error::from_zk(e, dir));
+                }
+            };
+            pending.node = Some(child_path(dir, &me));
+            pending.creating = false;
+            let (children, data_length) = match list {
+                Some(list) => match list.await {
+                    Ok((children, stat)) => (Some(children), Some(stat.data_length)),
+                    Err(_) => (None, None),
+                },
+                None => (None, None),
+            };
+            if !inner.data_checked.load(Ordering::Relaxed) {
+                self.check_data(data_length, pending).await?;
+            }
+            let seq = me
+                .parse::<NodeName>()
+                .map(|n| n.seq())
+                .unwrap_or(ordering::SEQUENCE_LIMIT);
+            if seq >= ordering::RECYCLE_THRESHOLD {
+                warn_threshold(dir, seq);
+            }
+            let children = children.filter(|c| c.contains(&me));
+            return Ok((me, seq, czxid, children));
+        }
+    }
+
+    /// Hands a granted node to a guard: the pending clean-up is disarmed.
+    fn grant(
+        &self,
+        pending: &mut Pending,
+        mark: bool,
+        node: String,
+        seq_czxid: (i32, i64),
+        own_watch: Option<WatchFuture>,
+        revoked: bool,
+    ) -> Held {
+        pending.forget();
+        Held::new(self.inner.clone(), mark, node, seq_czxid, own_watch, revoked)
+    }
+
+    /// The error for a contender node that vanished.
+    fn gone_error(&self, node: &str) -> Error {
+        Error::from_session_state(self.inner.client.state()).unwrap_or_else(|| Error::Lost {
+            node: node.to_owned(),
+        })
+    }
+
+    /// True the first time this lock is asked about `key`: what is logged
+    /// under it is logged once.
+    fn first_time(&self, key: &str) -> bool {
+        self.inner
+            .warned
+            .lock()
+            .is_ok_and(|mut warned| warned.get_or_insert_with(Box::default).insert(key.to_owned()))
+    }
+
+    /// Logs each child that is not a contender, once per name.
+    fn warn_foreign(&self, children: &[String]) {
+        for child in children {
+            if crate::node_name::parse_parts(child).is_err() && self.first_time(child) {
+                warn!(
+                    lock = %self.inner.path,
+                    child = %child,
+                    "ignoring a child that is not a contender node in any known layout (native \
+                     `<host>-<R|W>-<seq>`, Curator `_c_<uuid>-__READ__|__WRIT__|lock-<seq>`, \
+                     kazoo `<hex>__rlock__|__lock__<seq>`)"
+                );
+            }
+        }
+    }
+
+    /// Logs, once per lock, that a watched contender cannot be read by this
+    /// identity: the server would not deliver its watch events, so it is
+    /// polled. (Once per lock, not per node: every acquire waits on a new
+    /// node, and the set of names warned about must not grow without end.)
+    fn warn_unreadable(&self, path: &str) {
+        if self.first_time("\0unreadable") {
+            warn!(
+                node = %path,
+                "cannot read the contender node to wait on (its ACL): polling it instead of watching; \
+                 give every contender READ on contender nodes (e.g. world:anyone:r) for prompt hand-offs"
+            );
+        }
+    }
+
+    /// Logs, once per node, that a watched contender is not ephemeral: it
+    /// stays, and blocks the lock, until someone deletes it.
+    fn warn_persistent(&self, path: &str) {
+        if self.first_time(path) {
+            warn!(node = %path, "a contender node in the queue is not ephemeral: it blocks the lock until someone deletes it");
+        }
+    }
+}
+
+/// What the driver of one acquire holds besides the machine: the watches'
+/// futures, the deadline, and what it saw last.
+struct Driver<'a> {
+    lock: &'a SharedLock,
+    states: zk::StateWatcher,
+    /// The full path of our node.
+    node: String,
+    until: Option<Instant>,
+    /// The pending watch on our own node.
+    own_watch: Option<WatchFuture>,
+    /// Our node's data was the revocation request when one of its watches
+    /// was set (see [`REVOKE_PAYLOAD`](super::REVOKE_PAYLOAD); never reset, as the guard's flag):
+    /// the guard starts with the flag.
+    own_revoked: bool,
+    /// The pending watch on the watched node.
+    watched: Option<WatchFuture>,
+    watched_path: String,
+    /// The error behind the last failed request, for `Failure::Request`.
+    last_error: Option<Error>,
+    /// The terminal session state seen, if any.
+    ended: Option<zk::SessionState>,
+}
+
+impl Driver<'_> {
+    /// Performs one action that is not an end, and returns the machine's next action.
+    async fn perform(&mut self, machine: &mut Acquire, action: Action) -> Action {
+        let client = &self.lock.inner.client;
+        let dir = self.lock.inner.path.as_str();
+        match action {
+            Action::List => {
+                let listed = before(self.until, with_retry(client, || client.list_children(dir))).await;
+                self.pump(machine);
+                match listed {
+                    None => machine.step(Input::Deadline),
+                    Some(Ok(children)) => {
+                        let next = machine.step(Input::Listed(Reply::Ok(&children)));
+                        if machine.saw_foreign() {
+                            self.lock.warn_foreign(&children);
+                        }
+                        next
+                    }
+                    Some(Err(e)) => {
+                        let reply = self.reply(e, dir);
+                        machine.step(Input::Listed(reply))
+                    }
+                }
+            }
+            Action::SetWatches { own, watched } => {
+                self.watched_path = child_path(dir, &watched);
+                self.watched = None;
+                if own {
+                    self.own_watch = None;
+                }
+                // Data watches (`getData`): on a missing node no watch is
+                // left behind. Both requests leave now.
+                let own_request = own.then(|| client.get_and_watch_data(&self.node));
+                let watch_request = client.get_and_watch_data(&self.watched_path);
+                let requests = async {
+                    let own = match own_request {
+                        Some(request) => Some(request.await),
+                        None => None,
+                    };
+                    (own, watch_request.await)
+                };
+                // Changes of state before the watches were set do not matter.
+                while state_now(&mut self.states).is_some() {}
+                let Some((own, watched)) = before(self.until, requests).await else {
+                    return machine.step(Input::Deadline);
+                };
+                let watched = match watched {
+                    Ok((_, stat, watcher)) => {
+                        if stat.ephemeral_owner == 0 {
+                            self.lock.warn_persistent(&self.watched_path);
+                        }
+                        self.watched = Some(Box::pin(watcher.changed()));
+                        Reply::Ok(())
+                    }
+                    Err(e) => {
+                        if e == zk::Error::NoAuth {
+                            self.lock.warn_unreadable(&self.watched_path);
+                        }
+                        let path = self.watched_path.clone();
+                        self.reply(e, &path)
+                    }
+                };
+                // The machine looks at our own node's answer first: its
+                // error is the one a failure reports.
+                let own = own.map(|own| match own {
+                    Ok((data, _, watcher)) => {
+                        // Sticky, as the guard's flag: a later write to the
+                        // node does not take back a request seen.
+                        self.own_revoked |= is_revocation(&data);
+                        self.own_watch = Some(Box::pin(watcher.changed()));
+                        Reply::Ok(())
+                    }
+                    Err(e) => {
+                        let node = self.node.clone();
+                        self.reply(e, &node)
+                    }
+                });
+                self.pump(machine);
+                let next = machine.step(Input::WatchesSet { own, watched });
+                if let Action::Wait { poll } = next {
+                    debug!(node = %self.node, watch = %self.watched_path, polling = poll, "waiting");
+                }
+                next
+            }
+            Action::Wait { poll } => {
+                let input = self.wait(poll).await;
+                debug!(node = %self.node, input = ?input, "woke up");
+                machine.step(input)
+            }
+            Action::Rewatch { .. } => {
+                let again = before(self.until, client.get_and_watch_data(&self.watched_path)).await;
+                self.pump(machine);
+                match again {
+                    None => machine.step(Input::Deadline),
+                    Some(Ok((_, _, watcher))) => {
+                        debug!(node = %self.node, watch = %self.watched_path, "data written to the watched node, which is still there: waiting on");
+                        self.watched = Some(Box::pin(watcher.changed()));
+                        machine.step(Input::Rewatched(Reply::Ok(())))
+                    }
+                    Some(Err(e)) => {
+                        let path = self.watched_path.clone();
+                        let reply = self.reply(e, &path);
+                        machine.step(Input::Rewatched(reply))
+                    }
+                }
+            }
+            Action::ReadRecord { watched } => {
+                // One read request, with our own node.
+                let node = self.node.as_str();
+                let verify = || async {
+                    let mut reads = client.new_multi_reader();
+                    reads.add_get_data(dir)?;
+                    reads.add_get_data(node)?;
+                    reads.commit().await
+                };
+                let read = before(self.until, with_retry(client, verify)).await;
+                self.pump(machine);
+                let reply = match read {
+                    None => return machine.step(Input::Deadline),
+                    Some(Ok(reads)) => match reads.as_slice() {
+                        [zk::MultiReadResult::Data { data: record, .. }, mine] => Reply::Ok(Record {
+                            names_watched: record.as_slice() == watched.as_bytes(),
+                            own: match mine {
+                                zk::MultiReadResult::Data { .. } => Reply::Ok(()),
+                                zk::MultiReadResult::Error { err } => error_reply(err),
+                                _ => Reply::Failed,
+                            },
+                        }),
+                        _ => Reply::Failed,
+                    },
+                    Some(Err(e)) => {
+                        debug!(node = %self.node, error = %e, "cannot read the release record: listing again");
+                        error_reply(&e)
+                    }
+                };
+                machine.step(Input::RecordRead(reply))
+            }
+            Action::CheckOwn => {
+                debug!(node = %self.node, "checking our own node before the hand-off");
+                let node = self.node.as_str();
+                let checked = before(self.until, with_retry(client, || client.check_stat(node))).await;
+                self.pump(machine);
+                match checked {
+                    None => machine.step(Input::Deadline),
+                    Some(Ok(stat)) => machine.step(Input::OwnChecked(Reply::Ok(stat.is_some()))),
+                    Some(Err(e)) => {
+                        let node = self.node.clone();
+                        let reply = self.reply(e, &node);
+                        machine.step(Input::OwnChecked(reply))
+                    }
+                }
+            }
+            Action::Grant { .. } | Action::GiveUp | Action::Fail(_) => action,
+        }
+    }
+
+    /// Waits for the next event of an acquire that waits.
+    async fn wait(&mut self, poll: bool) -> Input<'static> {
+        let client = &self.lock.inner.client;
+        let own = async {
+            match self.own_watch.as_mut() {
+                Some(changed) => changed.await,
+                None => std::future::pending().await,
+            }
+        };
+        let watched = async {
+            if poll {
+                return match poll_until_gone(client, &self.watched_path).await {
+                    Ok(()) => (Event::Watched(NodeEvent::Deleted), client.state()),
+                    Err(e) => {
+                        let error = Error::from_zk(e, &self.watched_path);
+                        let event = if error.is_session_over() {
+                            Event::SessionEnded
+                        } else {
+                            Event::Watched(NodeEvent::Failed)
+                        };
+                        self.last_error = Some(error);
+                        (event, client.state())
+                    }
+                };
+            }
+            match self.watched.as_mut() {
+                Some(changed) => {
+                    let event = changed.await;
+                    (Event::Watched(node_event(&event)), event.session_state)
+                }
+                // Nothing to wait on: a fresh snapshot decides.
+                None => (Event::Watched(NodeEvent::Other), client.state()),
+            }
+        };
+        let deadline = async {
+            match self.until {
+                Some(until) => tokio::time::sleep_until(until).await,
+                None => std::future::pending().await,
+            }
+        };
+        let states = &mut self.states;
+        // The session state an event carries: a watch hears of the
+        // session's end before `client.state()` says so.
+        let (input, own_fired, watched_fired, state) = tokio::select! {
+            biased;
+            event = own => (Input::Event(Event::Own(node_event(&event))), true, false, event.session_state),
+            state = states.changed() => (Input::Event(session_event(state)), false, false, state),
+            (event, state) = watched => (Input::Event(event), false, !poll, state),
+            () = deadline => (Input::Deadline, false, false, client.state()),
+        };
+        if own_fired {
+            self.own_watch = None;
+        }
+        if watched_fired {
+            self.watched = None;
+        }
+        if let Input::Event(
+            Event::SessionEnded
+            | Event::Own(NodeEvent::SessionEnded)
+            | Event::Watched(NodeEvent::SessionEnded),
+        ) = input
+        {
+            self.ended = Some(state)
+                .filter(|state| Error::from_session_state(*state).is_some())
+                .or(Some(client.state()));
+        }
+        input
+    }
+
+    /// Tells the machine what arrived while a request was in flight: our own
+    /// node's watch, and the session's state changes.
+    fn pump(&mut self, machine: &mut Acquire) {
+        if let Some(event) = take_ready(&mut self.own_watch) {
+            if Error::from_session_state(event.session_state).is_some() {
+                self.ended = Some(event.session_state);
+            }
+            machine.event(Event::Own(node_event(&event)));
+        }
+        while let Some(state) = state_now(&mut self.states) {
+            let event = session_event(state);
+            if event == Event::SessionEnded {
+                self.ended = Some(state);
+            }
+            machine.event(event);
+        }
+    }
+
+    /// The machine's view of a failed request; the error is kept for `Failure::Request`.
+    fn reply<T>(&mut self, e: zk::Error, path: &str) -> Reply<T> {
+        let reply = error_reply(&e);
+        self.last_error = Some(Error::from_zk(e, path));
+        reply
+    }
+
+    /// The error for a failed acquire.
+    async fn failed(&mut self, failure: Failure, pending: &mut Pending) -> Error {
+        let lock = self.lock;
+        match failure {
+            Failure::Lost => {
+                pending.forget();
+                lock.gone_error(&self.node)
+            }
+            Failure::SessionEnded => {
+                pending.forget();
+                self.ended
+                    .and_then(Error::from_session_state)
+                    .unwrap_or_else(|| lock.gone_error(&self.node))
+            }
+            Failure::Exhausted => {
+                warn!(node = %self.node, "the lock directory's sequence counter is used up: withdrawing");
+                let _ = pending.give_up().await;
+                Error::SequenceExhausted {
+                    path: lock.inner.path.clone(),
+                }
+            }
+            Failure::InvalidName => Error::ZooKeeper(zk::Error::UnexpectedError(format!(
+                "the contender node {} is not named as a contender",
+                self.node
+            ))),
+            Failure::Request => self.last_error.take().unwrap_or_else(|| {
+                Error::ZooKeeper(zk::Error::UnexpectedError("the acquire failed".to_owned()))
+            }),
+        }
+    }
+}
+
+/// The machine's view of an error.
+fn error_reply<T>(e: &zk::Error) -> Reply<T> {
+    match e {
+        zk::Error::NoNode => Reply::NoNode,
+        zk::Error::NoAuth => Reply::NoAuth,
+        e if is_retryable(e) => Reply::Retry,
+        _ => Reply::Failed,
+    }
+}
+
+/// The machine's view of a watch event.
+fn node_event(event: &zk::WatchedEvent) -> NodeEvent {
+    if Error::from_session_state(event.session_state).is_some() {
+        return NodeEvent::SessionEnded;
+    }
+    match event.event_type {
+        zk::EventType::NodeDeleted => NodeEvent::Deleted,
+        zk::EventType::NodeDataChanged => NodeEvent::DataChanged,
+        _ => NodeEvent::Other,
+    }
+}
+
+/// The machine's view of a session state change.
+fn session_event(state: zk::SessionState) -> Event {
+    if Error::from_session_state(state).is_some() {
+        Event::SessionEnded
+    } else {
+        Event::Interrupted
+    }
+}
+
+/// The shortest and the longest pause between two checks of a node that
+/// cannot be watched.
+const POLL_INTERVALS: (Duration, Duration) = (Duration::from_millis(10), Duration::from_millis(200));
+
+/// Checks with `exists` (which needs no permission) until the node at
+/// `path` is gone, pausing between checks from 10 ms up to 200 ms. Fails
+/// with the last error once checks fail for good: a non-retryable error,
+/// or retryable ones for twice the session timeout.
+async fn poll_until_gone(client: &zk::Client, path: &str) -> Result<(), zk::Error> {
+    let mut pause = POLL_INTERVALS.0;
+    let mut failing_since: Option<Instant> = None;
+    loop {
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(POLL_INTERVALS.1);
+        match client.check_stat(path).await {
+            Ok(None) => return Ok(()),
+            Ok(Some(_)) => failing_since = None,
+            Err(e) if is_retryable(&e) => {
+                let since = *failing_since.get_or_insert_with(Instant::now);
+                if since.elapsed() > client.session_timeout() * 2 {
+                    return Err(e);
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// A pending watch: its event, once it fires.
+pub(super) type WatchFuture = std::pin::Pin<Box<dyn std::future::Future<Output = zk::WatchedEvent> + Send>>;
+
+/// The event of a watch that has fired (checked without waiting); a
+/// finished watch is taken out, as it must not be polled again.
+fn take_ready(watch: &mut Option<WatchFuture>) -> Option<zk::WatchedEvent> {
+    let changed = watch.as_mut()?;
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match changed.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(event) => {
+            *watch = None;
+            Some(event)
+        }
+        std::task::Poll::Pending => None,
+    }
+}
+
+/// The next session state change already seen, without waiting.
+fn state_now(states: &mut zk::StateWatcher) -> Option<zk::SessionState> {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match std::future::Future::poll(std::pin::pin!(states.changed()), &mut cx) {
+        std::task::Poll::Ready(state) => Some(state),
+        std::task::Poll::Pending => None,
+    }
+}
+
+/// Runs `fut` unless the deadline passes first (`None` then).
+async fn before<T>(until: Option<Instant>, fut: impl std::future::Future<Output = T>) -> Option<T> {
+    match until {
+        None => Some(fut.await),
+        Some(until) => tokio::time::timeout_at(until, fut).await.ok(),
+    }
+}
+
+/// Waiting until `timeout` from now; forever if that instant is beyond
+/// the clock's range (`Duration::MAX`).
+pub(super) fn deadline(timeout: Duration) -> Patience {
+    Instant::now()
+        .checked_add(timeout)
+        .map_or(Patience::Forever, Patience::Until)
+}
+
+/// How long a giving-up acquire (timed out, `try_*` that found the lock
+/// taken, or refused at the counter's limit) waits for its node's deletion
+/// before it returns; the deletion goes on in the background after that
+/// (for example until the client has reconnected). 250 ms.
+pub const GIVE_UP_SLACK: Duration = Duration::from_millis(250);
+
+/// How long `try_*` waits for ZooKeeper's answers (it never waits for
+/// another contender): when no answer comes in time, for example while
+/// the client is disconnected, it gives up with `Ok(None)`. 500 ms.
+pub const TRY_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// How often an acquire recreates a lock directory that vanishes under it
+/// (it is removed when empty) before it reports `NoNode`.
+const MAX_DIRECTORY_ATTEMPTS: u32 = 10;

@@ -1,0 +1,385 @@
+//! A contender node's life: [`Pending`] until it is granted (dropping it
+//! withdraws the node), then [`Held`] (the state behind a guard: lease,
+//! kept watch, release).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tracing::{debug, info_span, warn, Instrument};
+use uuid::Uuid;
+
+use super::directory::{child_path, delete_node, find_own, recycle_dir, release_node};
+use super::driver::{WatchFuture, GIVE_UP_SLACK};
+use super::{keeper, Inner};
+use crate::background::AbortOnDrop;
+use crate::error::{is_retryable, Error};
+use crate::lease::{self, HoldState, Link, LossCause};
+use crate::node_name::NodeName;
+use crate::ordering;
+use crate::zk;
+
+/// A contender node that has not been handed to a guard yet. Dropping it
+/// deletes the node in the background (cancellation safety).
+pub(super) struct Pending {
+    inner: Arc<Inner>,
+    pub(super) token: Uuid,
+    /// Full path, once known.
+    pub(super) node: Option<String>,
+    /// The node's sequence, once known.
+    pub(super) seq: i32,
+    /// A create request may have been sent whose result is not known.
+    pub(super) creating: bool,
+    armed: bool,
+}
+
+impl Pending {
+    pub(super) fn new(inner: Arc<Inner>, token: Uuid) -> Pending {
+        Pending {
+            inner,
+            token,
+            node: None,
+            seq: 0,
+            creating: false,
+            armed: true,
+        }
+    }
+
+    /// The node now belongs to a guard, or is known to be gone.
+    pub(super) fn forget(&mut self) {
+        self.armed = false;
+    }
+
+    /// Withdraws the request: starts deleting the node now, waits for the
+    /// deletion at most [`GIVE_UP_SLACK`], and lets it go on in the
+    /// background after that. Reports a deletion the server refused.
+    pub(super) async fn give_up(&mut self) -> Result<Option<Held>, Error> {
+        if let Some(removal) = self.start_removal() {
+            if let Ok(Ok(Err(e))) = tokio::time::timeout(GIVE_UP_SLACK, removal).await {
+                return Err(e);
+            }
+        }
+        Ok(None)
+    }
+
+    /// Starts the deletion of the node, if there is one to delete. The
+    /// delete request leaves at once, so any later request of this session
+    /// (a new acquire) is answered after it.
+    fn start_removal(&mut self) -> Option<tokio::task::JoinHandle<Result<(), Error>>> {
+        if !std::mem::take(&mut self.armed) || (self.node.is_none() && !self.creating) {
+            return None;
+        }
+        let client = self.inner.client.clone();
+        let dir = self.inner.path.clone();
+        let layout = self.inner.layout;
+        let (token, node, creating, seq) = (self.token, self.node.take(), self.creating, self.seq);
+        let first = node.as_deref().map(|node| client.delete(node, None));
+        self.inner.tasks.spawn(async move {
+            let result = match (node, first) {
+                (Some(node), Some(first)) => match first.await {
+                    Ok(()) | Err(zk::Error::NoNode) => Ok(Some(seq)),
+                    Err(e) if is_retryable(&e) => delete_node(&client, &node).await.map(|()| Some(seq)),
+                    Err(e) => Err(Error::from_zk(e, &node)),
+                },
+                _ if creating => match find_own(&client, &dir, token, layout).await {
+                    Ok(Some((me, _))) => {
+                        let seq = me.parse::<NodeName>().map_or(seq, |n| n.seq());
+                        delete_node(&client, &child_path(&dir, &me))
+                            .await
+                            .map(|()| Some(seq))
+                    }
+                    Ok(None) => Ok(None),
+                    Err(e) => Err(e),
+                },
+                _ => Ok(None),
+            };
+            match result {
+                Ok(Some(seq)) if ordering::needs_recycling(seq) => {
+                    recycle_dir(&client, &dir).await;
+                    Ok(())
+                }
+                Ok(_) => Ok(()),
+                // The session is over: its ephemeral nodes are gone with it.
+                Err(e) if e.is_session_over() => Ok(()),
+                Err(e) => {
+                    warn!(lock = %dir, error = %e, "could not delete the node of a withdrawn acquire");
+                    Err(e)
+                }
+            }
+        })
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        self.start_removal();
+    }
+}
+
+/// The state common to read and write guards.
+pub(super) struct Held {
+    inner: Arc<Inner>,
+    /// Release with the release record (the mark): a writer that had to
+    /// wait. Only a contender that saw others before this writer can take
+    /// the lock on its record;
+    /// a writer granted on its first listing had none before it, so its
+    /// successor's decision already says its deletion alone grants. (A
+    /// successor that listed just before that first listing may still have
+    /// seen an older node: without the record it lists again, as it must.)
+    /// Readers never write the record: no rule takes a reader's.
+    mark: bool,
+    seq: i32,
+    pub(super) fencing_token: i64,
+    /// The node's path, and what the keeper and the futures waiting on the
+    /// guard's state share.
+    flags: Arc<keeper::Flags>,
+    /// The task that keeps a watch on the node for the guard's life (see
+    /// [`keeper`]); aborted when the guard is released or dropped.
+    keeper: Option<AbortOnDrop<()>>,
+    /// When the lock was granted: the lease deadline if the session's lease
+    /// is unknown (it is known once the server answered a request, so this
+    /// is only a fallback that makes such a guard lost at once).
+    granted_at: std::time::Instant,
+    /// [`suspended_since_boot`] when the lock was granted.
+    suspended_at_grant: Duration,
+    released: bool,
+}
+
+impl Held {
+    /// The guard of a granted `node`, with its keeper started: `own_watch`
+    /// is the watch on the node set while waiting, if any (the keeper takes
+    /// it over), `revoked` whether a revocation request was seen meanwhile.
+    pub(super) fn new(
+        inner: Arc<Inner>,
+        mark: bool,
+        node: String,
+        (seq, fencing_token): (i32, i64),
+        own_watch: Option<WatchFuture>,
+        revoked: bool,
+    ) -> Held {
+        let granted_at = std::time::Instant::now();
+        let suspended_at_grant = suspended_since_boot();
+        let flags = Arc::new(keeper::Flags::new(node, fencing_token));
+        if revoked {
+            flags.mark_revoked();
+        }
+        let keeper = keeper::start(&inner.client, &flags, own_watch);
+        Held {
+            inner,
+            mark,
+            seq,
+            fencing_token,
+            flags,
+            keeper,
+            granted_at,
+            suspended_at_grant,
+            released: false,
+        }
+    }
+
+    /// Full path of the guard's node.
+    pub(super) fn node(&self) -> &str {
+        self.flags.node()
+    }
+
+    pub(super) fn lease_deadline(&self) -> std::time::Instant {
+        // No floor from earlier readings: a reconnection may negotiate a
+        // shorter timeout, and the server renews the session with it.
+        let deadline =
+            session_lease_deadline(&self.inner.client, self.inner.follower_lag).unwrap_or(self.granted_at);
+        // The monotonic clock stands still while the machine is suspended,
+        // the server's does not: a guard that lived through a suspend loses
+        // that much of its lease, for good (which answer came before the
+        // suspend and which after is not known).
+        let suspended = suspended_since_boot().saturating_sub(self.suspended_at_grant);
+        if suspended >= MIN_SUSPEND {
+            deadline.checked_sub(suspended).unwrap_or(self.granted_at)
+        } else {
+            deadline
+        }
+    }
+
+    pub(super) fn state(&self) -> HoldState {
+        let link = match self.inner.client.state() {
+            zk::SessionState::SyncConnected => Link::Up,
+            zk::SessionState::Disconnected | zk::SessionState::ConnectedReadOnly => Link::Down,
+            _ => Link::Ended,
+        };
+        let flagged = self.flags.is_lost();
+        let deadline = self.lease_deadline();
+        let (state, cause) = lease::hold_state(flagged, link, std::time::Instant::now(), deadline);
+        match cause {
+            Some(LossCause::SessionEnded) => self.mark_lost("the session ended"),
+            Some(LossCause::LeaseRanOut) => {
+                self.mark_lost("the lease deadline passed without an answer from the server")
+            }
+            None => {}
+        }
+        state
+    }
+
+    pub(super) fn is_held(&self) -> bool {
+        self.state() != HoldState::Lost
+    }
+
+    fn mark_lost(&self, why: &str) {
+        self.flags.mark_lost(why);
+    }
+
+    pub(super) fn is_revocation_requested(&self) -> bool {
+        self.flags.is_revoked()
+    }
+
+    /// Completes when the lock is lost or a revocation request was seen;
+    /// true for the request (also when the lock was lost after it).
+    pub(super) async fn revocation_requested(&self) -> bool {
+        self.wait(|state, revoked| revoked || state == HoldState::Lost)
+            .await;
+        self.is_revocation_requested()
+    }
+
+    /// Completes when `done` holds for the guard's state, and returns that
+    /// state. Meanwhile it follows the session's state, the lease deadline,
+    /// and what the guard's keeper learns of the node (its deletion).
+    pub(super) async fn until(&self, done: impl Fn(HoldState) -> bool) -> HoldState {
+        self.wait(|state, _| done(state)).await
+    }
+
+    /// As [`Held::until`], with `done` also told whether a revocation was
+    /// requested. Costs no request: the keeper's watch on the node (see
+    /// [`keeper`]) sets the flags this looks at.
+    async fn wait(&self, done: impl Fn(HoldState, bool) -> bool) -> HoldState {
+        let mut states = self.inner.client.state_watcher();
+        loop {
+            let flagged = self.flags.notify.notified();
+            let state = self.state();
+            if done(state, self.is_revocation_requested()) {
+                return state;
+            }
+            let lease_end = Instant::from_std(self.lease_deadline()).min(Instant::now() + RECHECK);
+            tokio::select! {
+                _ = states.changed() => {}
+                () = tokio::time::sleep_until(lease_end) => {}
+                () = flagged => {}
+            }
+        }
+    }
+
+    /// Begins the release (of [`Held::release`] or the drop): the work that
+    /// deletes the node and then ends the keeper, to be run in the
+    /// background; [`Error::Lost`] instead if the keeper saw the node
+    /// deleted by someone else before (nothing of the guard's own to
+    /// delete, see [`lease::released_by_us`]).
+    fn begin_release(
+        &mut self,
+    ) -> Result<impl std::future::Future<Output = Result<(), Error>> + Send + 'static, Error> {
+        self.released = true;
+        let deleted_before = self.flags.begin_release();
+        let keeper = self.keeper.take();
+        let node = self.node().to_owned();
+        // Nothing sent yet: neither found missing nor an answer lost.
+        if !lease::released_by_us(deleted_before, false, false) {
+            return Err(Error::Lost { node });
+        }
+        let client = self.inner.client.clone();
+        let dir = self.inner.path.clone();
+        let (mark, seq) = (self.mark, self.seq);
+        Ok(async move {
+            let result = release_node(&client, &dir, mark, &node, seq).await;
+            // After the deletion, which fired the keeper's watch: ending
+            // the keeper then costs no request to remove the watch.
+            drop(keeper);
+            result
+        })
+    }
+
+    /// Releases, on the library's background runtime: dropping this future
+    /// (a timeout around it, say) leaves the release running until it is
+    /// confirmed or the session is over, as a dropped guard's would.
+    ///
+    /// A node the keeper saw deleted before is not deleted again: the
+    /// release reports [`Error::Lost`] at once. Otherwise see
+    /// [`release_node`] for what a node found missing means.
+    pub(super) async fn release(mut self) -> Result<(), Error> {
+        let span = info_span!("release", node = %self.node());
+        let work = match self.begin_release() {
+            Ok(work) => work,
+            Err(e) => {
+                let _entered = span.enter();
+                debug!("the node was deleted by someone else before the release: the lock was lost");
+                return Err(e);
+            }
+        };
+        let work = async move {
+            let result = work.await;
+            debug!(?result, "released");
+            result
+        }
+        .instrument(span);
+        match self.inner.tasks.spawn(work) {
+            Some(task) => match task.await {
+                Ok(result) => result,
+                Err(e) => Err(Error::Runtime(std::io::Error::other(format!(
+                    "the release failed: {e}"
+                )))),
+            },
+            None => Err(Error::Runtime(std::io::Error::other(
+                "no runtime to run the release on",
+            ))),
+        }
+    }
+}
+
+/// Below this, a difference between the boot and monotonic clocks is the
+/// time between reading them, not a suspend.
+const MIN_SUSPEND: Duration = Duration::from_millis(5);
+
+/// The longest a future waiting on a guard's state sleeps before it looks
+/// again: its timers run on the monotonic clock, which stands still while
+/// the machine is suspended, so after a resume it must not wait out a
+/// deadline that has long passed.
+const RECHECK: Duration = Duration::from_secs(1);
+
+/// How long this machine has been suspended since it booted:
+/// `CLOCK_BOOTTIME` less `CLOCK_MONOTONIC` (Linux). Zero where unknown.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn suspended_since_boot() -> Duration {
+    use rustix::time::{clock_gettime, ClockId, Timespec};
+    let nanos = |t: Timespec| i128::from(t.tv_sec) * 1_000_000_000 + i128::from(t.tv_nsec);
+    let monotonic = nanos(clock_gettime(ClockId::Monotonic));
+    let boot = nanos(clock_gettime(ClockId::Boottime));
+    Duration::from_nanos(u64::try_from((boot - monotonic).max(0)).unwrap_or(u64::MAX))
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn suspended_since_boot() -> Duration {
+    Duration::ZERO
+}
+
+/// The lease deadline of `client`'s session, once the server has answered.
+fn session_lease_deadline(client: &zk::Client, follower_lag: Duration) -> Option<std::time::Instant> {
+    client
+        .session_lease()
+        .map(|l| lease::deadline(l.answered_sent, l.timeout, follower_lag))
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if self.released {
+            return;
+        }
+        let node = self.node().to_owned();
+        let Ok(work) = self.begin_release() else {
+            debug!(node = %node, "dropped a guard whose node someone else deleted: nothing to release");
+            return;
+        };
+        // On the library's background runtime: the caller's runtime may be
+        // shutting down, or there may be none (a plain thread).
+        self.inner.tasks.spawn(async move {
+            match work.await {
+                Ok(()) => debug!(node = %node, "released on drop"),
+                Err(e) => warn!(node = %node, error = %e, "release on drop failed"),
+            }
+        });
+    }
+}
