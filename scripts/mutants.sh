@@ -9,7 +9,7 @@
 #   scripts/mutants.sh --all [cargo-mutants options]
 #       The whole library against the whole test suite, which starts real
 #       ZooKeeper servers: hours on two cores. Scope it with options such as
-#       `--file src/lock.rs`, `--re 'impl Drop'`, `--shard 1/8`, `--timeout 300`.
+#       `--file 'src/lock/*.rs'`, `--re 'impl Drop'`, `--shard 1/8`, `--timeout 300`.
 #
 # Results go to mutants.out/ (`-o DIR` for elsewhere); CARGO_MUTANTS_JOBS=N
 # builds and tests N mutants at once.
