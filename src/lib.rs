@@ -84,6 +84,7 @@ pub mod acquire;
 mod background;
 pub mod blocking;
 mod connect;
+pub mod contender;
 mod error;
 pub mod lease;
 pub mod limits;

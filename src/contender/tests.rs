@@ -1,0 +1,931 @@
+//! A contender's life, step by step: each test feeds answers and checks the
+//! actions that come back.
+
+use super::*;
+use crate::acquire::{Action as Wait, Input as Heard, NodeEvent, Reply};
+
+const SESSION: i64 = 7;
+
+fn token() -> Uuid {
+    Uuid::from_u128(0xabcd)
+}
+
+fn name(mode: Mode, seq: i32) -> String {
+    format!(
+        "{}{seq:010}",
+        Layout::Native.prefix("h", token(), mode).unwrap_or_default()
+    )
+}
+
+/// A native contender on [`SESSION`], the directory's data already checked.
+fn contender(mode: Mode) -> Contender {
+    Contender::new(mode, true, Layout::Native, token(), SESSION, false)
+}
+
+fn created(name: &str, czxid: i64, listing: Option<&[String]>) -> Input<'static> {
+    let listing = listing.map(|l| Answer::Ok((l.to_vec().leak() as &[String], 0)));
+    Input::Created {
+        node: Answer::Ok(Created {
+            name: name.to_owned(),
+            czxid,
+        }),
+        listing,
+    }
+}
+
+fn deleted(answer: Answer<()>, answer_lost: bool) -> Input<'static> {
+    Input::Deleted { answer, answer_lost }
+}
+
+/// A contender granted on its first listing, alone in the directory.
+fn holder(mode: Mode, seq: i32) -> Contender {
+    let mut c = contender(mode);
+    assert_eq!(c.start(), Action::Create);
+    let me = name(mode, seq);
+    assert_eq!(
+        c.step(created(&me, 40, Some(std::slice::from_ref(&me)))),
+        Action::Grant { mark: false }
+    );
+    assert!(c.is_held());
+    c
+}
+
+#[test]
+fn granted_at_once_then_released_plainly() {
+    let mut c = holder(Mode::Write, 3);
+    assert_eq!(c.node(), Some(name(Mode::Write, 3).as_str()));
+    assert_eq!((c.seq(), c.czxid()), (Some(3), Some(40)));
+    assert_eq!(
+        c.release(),
+        Action::Delete {
+            name: name(Mode::Write, 3),
+            record: false
+        }
+    );
+    assert!(!c.is_held());
+    assert_eq!(
+        c.step(deleted(Answer::Ok(()), false)),
+        Action::Done(Outcome::Deleted)
+    );
+}
+
+#[test]
+fn a_listing_without_my_node_is_not_trusted() {
+    let mut c = contender(Mode::Read);
+    c.start();
+    let me = name(Mode::Read, 1);
+    assert_eq!(c.step(created(&me, 40, Some(&[]))), Action::Acquire(Wait::List));
+}
+
+/// A writer behind a writer: waits, then is granted by the record.
+fn waiting_writer() -> Contender {
+    let mut c = contender(Mode::Write);
+    c.start();
+    let me = name(Mode::Write, 2);
+    let other = "x-W-0000000001".to_owned();
+    assert_eq!(
+        c.step(created(&me, 41, Some(&[other.clone(), me.clone()]))),
+        Action::Acquire(Wait::SetWatches {
+            own: true,
+            watched: other
+        })
+    );
+    c
+}
+
+#[test]
+fn a_writer_that_waited_releases_with_the_record() {
+    let mut c = waiting_writer();
+    assert_eq!(
+        c.step(Input::Acquire(Heard::WatchesSet {
+            own: Some(Reply::Ok(())),
+            watched: Reply::Ok(())
+        })),
+        Action::Acquire(Wait::Wait { poll: false })
+    );
+    assert_eq!(
+        c.step(Input::Acquire(Heard::Event(Event::Watched(NodeEvent::Deleted)))),
+        Action::Grant { mark: true }
+    );
+    assert!(c.own_watch_set());
+    assert_eq!(c.counts().wakeups, 1);
+    let me = name(Mode::Write, 2);
+    assert_eq!(
+        c.release(),
+        Action::Delete {
+            name: me.clone(),
+            record: true
+        }
+    );
+    // The server refuses the record: a plain deletion, then done.
+    assert_eq!(
+        c.step(deleted(Answer::NoAuth, false)),
+        Action::Delete {
+            name: me.clone(),
+            record: false
+        }
+    );
+    assert_eq!(
+        c.step(deleted(Answer::Ok(()), false)),
+        Action::Done(Outcome::Deleted)
+    );
+}
+
+#[test]
+fn a_refused_record_of_any_kind_falls_back_to_a_plain_deletion() {
+    for refusal in [
+        Answer::Failed,
+        Answer::NoAuth,
+        Answer::Exists,
+        Answer::Unimplemented,
+    ] {
+        let mut c = waiting_writer();
+        c.step(Input::Acquire(Heard::WatchesSet {
+            own: Some(Reply::Ok(())),
+            watched: Reply::NoNode,
+        }));
+        assert!(c.is_held(), "{refusal:?}");
+        let me = name(Mode::Write, 2);
+        assert_eq!(
+            c.release(),
+            Action::Delete {
+                name: me.clone(),
+                record: true
+            }
+        );
+        assert_eq!(
+            c.step(deleted(refusal.clone(), false)),
+            Action::Delete {
+                name: me.clone(),
+                record: false
+            },
+            "{refusal:?}"
+        );
+        // A plain deletion refused is a failure, not a loop.
+        assert_eq!(c.step(deleted(refusal, false)), Action::Done(Outcome::Failed));
+    }
+}
+
+#[test]
+fn a_release_that_finds_its_node_missing() {
+    for (answer_lost_before, answer_lost_now, outcome) in [
+        (false, false, Outcome::Lost),
+        (false, true, Outcome::Deleted),
+        (true, false, Outcome::Deleted),
+    ] {
+        let mut c = waiting_writer();
+        c.step(Input::Acquire(Heard::WatchesSet {
+            own: Some(Reply::Ok(())),
+            watched: Reply::NoNode,
+        }));
+        let me = name(Mode::Write, 2);
+        assert_eq!(
+            c.release(),
+            Action::Delete {
+                name: me.clone(),
+                record: true
+            }
+        );
+        if answer_lost_before {
+            // The record was refused after an attempt whose answer was lost.
+            assert_eq!(
+                c.step(deleted(Answer::Failed, true)),
+                Action::Delete {
+                    name: me.clone(),
+                    record: false
+                }
+            );
+        }
+        assert_eq!(
+            c.step(deleted(Answer::NoNode, answer_lost_now)),
+            Action::Done(outcome)
+        );
+    }
+}
+
+#[test]
+fn release_ends_with_the_session() {
+    let mut c = holder(Mode::Read, 5);
+    c.release();
+    assert_eq!(
+        c.step(deleted(Answer::SessionEnded, false)),
+        Action::Done(Outcome::SessionEnded)
+    );
+    let mut c = holder(Mode::Read, 5);
+    c.release();
+    assert_eq!(
+        c.step(deleted(Answer::Retry, true)),
+        Action::Done(Outcome::Failed)
+    );
+}
+
+#[test]
+fn the_held_node_deleted_by_someone_else_is_lost() {
+    let mut c = holder(Mode::Write, 3);
+    assert_eq!(c.held_event(NodeEvent::DataChanged), Keep::Watch);
+    assert!(!c.is_lost());
+    assert_eq!(c.held_event(NodeEvent::Deleted), Keep::Stop);
+    assert!(c.is_lost() && !c.is_held());
+    // Nothing of its own to delete.
+    assert_eq!(c.release(), Action::Done(Outcome::Lost));
+}
+
+#[test]
+fn the_held_node_made_again_by_someone_else_is_lost() {
+    let mut c = holder(Mode::Write, 3);
+    assert_eq!(
+        c.held_watch_set(Answer::Ok(HeldNode {
+            czxid: 40,
+            revocation: false
+        })),
+        Keep::Wait
+    );
+    assert!(!c.is_lost());
+    assert_eq!(
+        c.held_watch_set(Answer::Ok(HeldNode {
+            czxid: 99,
+            revocation: false
+        })),
+        Keep::Stop
+    );
+    assert!(c.is_lost());
+    assert_eq!(c.release(), Action::Done(Outcome::Lost));
+}
+
+#[test]
+fn keeper_answers() {
+    for (answer, keep, lost) in [
+        (Answer::NoNode, Keep::Stop, true),
+        (Answer::SessionEnded, Keep::Stop, true),
+        (Answer::Retry, Keep::Watch, false),
+        (Answer::NoAuth, Keep::Stop, false),
+        (Answer::Failed, Keep::Stop, false),
+        (Answer::Exists, Keep::Stop, false),
+        (Answer::Unimplemented, Keep::Stop, false),
+    ] {
+        let mut c = holder(Mode::Read, 1);
+        assert_eq!(c.held_watch_set(answer.clone()), keep, "{answer:?}");
+        assert_eq!(c.is_lost(), lost, "{answer:?}");
+    }
+    for (event, keep, lost) in [
+        (NodeEvent::Deleted, Keep::Stop, true),
+        (NodeEvent::SessionEnded, Keep::Stop, true),
+        (NodeEvent::DataChanged, Keep::Watch, false),
+        (NodeEvent::Other, Keep::Watch, false),
+        (NodeEvent::Failed, Keep::Watch, false),
+    ] {
+        let mut c = holder(Mode::Read, 1);
+        assert_eq!(c.held_event(event), keep, "{event:?}");
+        assert_eq!(c.is_lost(), lost, "{event:?}");
+    }
+}
+
+#[test]
+fn a_deletion_after_the_release_began_is_the_releases() {
+    let mut c = holder(Mode::Write, 3);
+    c.release();
+    c.held_event(NodeEvent::Deleted);
+    assert!(!c.is_lost());
+    assert_eq!(
+        c.step(deleted(Answer::Ok(()), false)),
+        Action::Done(Outcome::Deleted)
+    );
+}
+
+#[test]
+fn revocation_requests_are_kept() {
+    let mut c = holder(Mode::Read, 1);
+    assert!(!c.is_revoked());
+    c.held_watch_set(Answer::Ok(HeldNode {
+        czxid: 40,
+        revocation: true,
+    }));
+    assert!(c.is_revoked());
+    c.held_watch_set(Answer::Ok(HeldNode {
+        czxid: 40,
+        revocation: false,
+    }));
+    assert!(c.is_revoked());
+    let mut c = contender(Mode::Read);
+    c.note_revoked();
+    assert!(c.is_revoked());
+    c.held_lost();
+    assert!(c.is_lost());
+}
+
+#[test]
+fn a_missing_directory_is_made_a_bounded_number_of_times() {
+    let mut c = contender(Mode::Read);
+    c.start();
+    let missing = || Input::Created {
+        node: Answer::NoNode,
+        listing: Some(Answer::NoNode),
+    };
+    for attempt in 1..=MAX_DIRECTORY_ATTEMPTS {
+        assert_eq!(
+            c.step(missing()),
+            Action::CreateDir { container: true },
+            "{attempt}"
+        );
+        if attempt == 1 {
+            // Its parent is missing too.
+            assert_eq!(c.step(Input::DirCreated(Answer::NoNode)), Action::CreateParents);
+            assert_eq!(
+                c.step(Input::ParentsCreated(Answer::Exists)),
+                Action::CreateDir { container: true }
+            );
+        }
+        if attempt == 2 {
+            // A server without containers.
+            assert_eq!(
+                c.step(Input::DirCreated(Answer::Unimplemented)),
+                Action::CreateDir { container: false }
+            );
+        }
+        let made = if attempt % 2 == 0 {
+            Answer::Exists
+        } else {
+            Answer::Ok(())
+        };
+        assert_eq!(c.step(Input::DirCreated(made)), Action::Create);
+    }
+    assert_eq!(c.step(missing()), Action::Fail(Failure::NoDirectory));
+    // Nothing was made: nothing to withdraw.
+    assert_eq!(c.withdraw(), Action::Done(Outcome::Deleted));
+}
+
+#[test]
+fn directory_requests_that_fail() {
+    for (first, second, failure) in [
+        (Answer::SessionEnded, None, Failure::SessionEnded),
+        (Answer::NoAuth, None, Failure::Request),
+        (Answer::Retry, None, Failure::Request),
+        (
+            Answer::Unimplemented,
+            Some(Answer::Unimplemented),
+            Failure::Request,
+        ),
+        (Answer::NoNode, Some(Answer::SessionEnded), Failure::SessionEnded),
+        (Answer::NoNode, Some(Answer::NoAuth), Failure::Request),
+    ] {
+        let mut c = contender(Mode::Read);
+        c.start();
+        c.step(Input::Created {
+            node: Answer::NoNode,
+            listing: None,
+        });
+        let mut action = c.step(Input::DirCreated(first.clone()));
+        if let Some(second) = second {
+            action = match action {
+                Action::CreateParents => c.step(Input::ParentsCreated(second)),
+                Action::CreateDir { .. } => c.step(Input::DirCreated(second)),
+                other => other,
+            };
+        }
+        assert_eq!(action, Action::Fail(failure), "{first:?}");
+    }
+}
+
+#[test]
+fn kazoos_directory_is_persistent() {
+    let mut c = Contender::new(Mode::Read, true, Layout::Kazoo, token(), SESSION, false);
+    c.start();
+    assert_eq!(
+        c.step(Input::Created {
+            node: Answer::NoNode,
+            listing: None
+        }),
+        Action::CreateDir { container: false }
+    );
+}
+
+#[test]
+fn a_parent_removed_meanwhile_makes_the_directory_again() {
+    let mut c = contender(Mode::Read);
+    c.start();
+    c.step(Input::Created {
+        node: Answer::NoNode,
+        listing: None,
+    });
+    c.step(Input::DirCreated(Answer::NoNode));
+    assert_eq!(
+        c.step(Input::ParentsCreated(Answer::NoNode)),
+        Action::CreateDir { container: true }
+    );
+    assert_eq!(
+        c.step(Input::ParentsCreated(Answer::Ok(()))),
+        Action::Fail(Failure::Request)
+    );
+}
+
+#[test]
+fn create_errors() {
+    for (answer, failure) in [
+        (Answer::SessionEnded, Failure::SessionEnded),
+        (Answer::NoAuth, Failure::Request),
+        (Answer::Failed, Failure::Request),
+        (Answer::Exists, Failure::Request),
+    ] {
+        let mut c = contender(Mode::Read);
+        c.start();
+        assert_eq!(
+            c.step(Input::Created {
+                node: answer.clone(),
+                listing: None
+            }),
+            Action::Fail(failure),
+            "{answer:?}"
+        );
+        // Not made: nothing to withdraw.
+        let end = if failure == Failure::SessionEnded {
+            Outcome::SessionEnded
+        } else {
+            Outcome::Deleted
+        };
+        assert_eq!(c.withdraw(), Action::Done(end));
+    }
+}
+
+/// After a create whose answer was lost: the listing found `children`.
+fn finding(children: &[String]) -> (Contender, Action) {
+    let mut c = contender(Mode::Write);
+    c.start();
+    assert_eq!(
+        c.step(Input::Created {
+            node: Answer::Retry,
+            listing: Some(Answer::Retry)
+        }),
+        Action::FindOwn
+    );
+    let action = c.step(Input::Found(Answer::Ok(children)));
+    (c, action)
+}
+
+#[test]
+fn find_own_takes_my_sessions_node_with_my_token() {
+    let mine = name(Mode::Write, 4);
+    let other_layout = format!(
+        "{}0000000005",
+        Layout::Kazoo.prefix("", token(), Mode::Write).unwrap_or_default()
+    );
+    let other_token = format!(
+        "{}0000000006",
+        Layout::Native
+            .prefix("h", Uuid::from_u128(1), Mode::Write)
+            .unwrap_or_default()
+    );
+    let children = vec![other_layout, mine.clone(), other_token, "junk".to_owned()];
+    let (mut c, action) = finding(&children);
+    assert_eq!(action, Action::Stat { name: mine.clone() });
+    assert_eq!(
+        c.step(Input::Stat(Answer::Ok(Some(Owner {
+            session: SESSION,
+            czxid: 77
+        })))),
+        Action::Acquire(Wait::List)
+    );
+    assert_eq!(
+        (c.node(), c.czxid(), c.seq()),
+        (Some(mine.as_str()), Some(77), Some(4))
+    );
+}
+
+#[test]
+fn find_own_ignores_a_node_of_another_session() {
+    let mine = name(Mode::Write, 4);
+    let (mut c, _) = finding(std::slice::from_ref(&mine));
+    // An earlier, expired session's node with the same token: not mine.
+    assert_eq!(
+        c.step(Input::Stat(Answer::Ok(Some(Owner {
+            session: SESSION + 1,
+            czxid: 77
+        })))),
+        Action::Create
+    );
+    assert_eq!(c.node(), None);
+    let (mut c, _) = finding(std::slice::from_ref(&mine));
+    assert_eq!(c.step(Input::Stat(Answer::Ok(None))), Action::Create);
+    let (mut c, _) = finding(std::slice::from_ref(&mine));
+    assert_eq!(c.step(Input::Stat(Answer::NoNode)), Action::Create);
+    let (mut c, _) = finding(std::slice::from_ref(&mine));
+    assert_eq!(c.step(Input::Stat(Answer::Retry)), Action::Fail(Failure::Request));
+    let (mut c, _) = finding(std::slice::from_ref(&mine));
+    assert_eq!(
+        c.step(Input::Stat(Answer::SessionEnded)),
+        Action::Fail(Failure::SessionEnded)
+    );
+}
+
+#[test]
+fn find_own_keeps_the_first_made_and_deletes_the_others() {
+    let (a, b, d) = (name(Mode::Write, 4), name(Mode::Write, 5), name(Mode::Write, 6));
+    let (mut c, action) = finding(&[a.clone(), b.clone(), d.clone()]);
+    assert_eq!(action, Action::Stat { name: d.clone() });
+    let owner = |czxid| {
+        Input::Stat(Answer::Ok(Some(Owner {
+            session: SESSION,
+            czxid,
+        })))
+    };
+    assert_eq!(c.step(owner(30)), Action::Stat { name: b.clone() });
+    assert_eq!(c.step(owner(10)), Action::Stat { name: a.clone() });
+    // b was made first: the others go.
+    let first = c.step(owner(20));
+    assert!(
+        matches!(&first, Action::Delete { record: false, .. }),
+        "{first:?}"
+    );
+    let second = c.step(deleted(Answer::Ok(()), false));
+    assert!(
+        matches!(&second, Action::Delete { record: false, .. }),
+        "{second:?}"
+    );
+    let mut gone = [first, second]
+        .into_iter()
+        .filter_map(|a| match a {
+            Action::Delete { name, .. } => Some(name),
+            _ => None,
+        })
+        .collect::<Vec<_>>();
+    gone.sort();
+    assert_eq!(gone, vec![a, d]);
+    assert_eq!(
+        c.step(deleted(Answer::NoNode, false)),
+        Action::Acquire(Wait::List)
+    );
+    assert_eq!((c.node(), c.czxid()), (Some(b.as_str()), Some(10)));
+}
+
+#[test]
+fn find_own_failures() {
+    let mut c = contender(Mode::Write);
+    c.start();
+    c.step(Input::Created {
+        node: Answer::Retry,
+        listing: None,
+    });
+    // The directory is gone: no node of mine, create again.
+    assert_eq!(c.step(Input::Found(Answer::NoNode)), Action::Create);
+    for (answer, failure) in [
+        (Answer::SessionEnded, Failure::SessionEnded),
+        (Answer::Retry, Failure::Request),
+        (Answer::NoAuth, Failure::Request),
+    ] {
+        let mut c = contender(Mode::Write);
+        c.start();
+        c.step(Input::Created {
+            node: Answer::Retry,
+            listing: None,
+        });
+        assert_eq!(c.step(Input::Found(answer)), Action::Fail(failure));
+    }
+    // Deleting an extra node fails.
+    for (answer, failure) in [
+        (Answer::SessionEnded, Failure::SessionEnded),
+        (Answer::NoAuth, Failure::Request),
+    ] {
+        let (a, b) = (name(Mode::Write, 4), name(Mode::Write, 5));
+        let (mut c, _) = finding(&[a, b]);
+        let owner = |czxid| {
+            Input::Stat(Answer::Ok(Some(Owner {
+                session: SESSION,
+                czxid,
+            })))
+        };
+        c.step(owner(1));
+        c.step(owner(2));
+        assert_eq!(c.step(deleted(answer, false)), Action::Fail(failure));
+    }
+}
+
+#[test]
+fn withdraw_while_creating_looks_for_the_node() {
+    let mine = name(Mode::Read, 8);
+    let mut c = contender(Mode::Read);
+    c.start();
+    // The deadline passed with the create's answer unknown.
+    assert_eq!(c.withdraw(), Action::FindOwn);
+    assert_eq!(
+        c.step(Input::Found(Answer::Ok(std::slice::from_ref(&mine)))),
+        Action::Stat { name: mine.clone() }
+    );
+    assert_eq!(
+        c.step(Input::Stat(Answer::Ok(Some(Owner {
+            session: SESSION,
+            czxid: 5
+        })))),
+        Action::Delete {
+            name: mine.clone(),
+            record: false
+        }
+    );
+    assert_eq!(
+        c.step(deleted(Answer::NoNode, false)),
+        Action::Done(Outcome::Deleted)
+    );
+    // Not there: nothing to delete.
+    let mut c = contender(Mode::Read);
+    c.start();
+    c.withdraw();
+    assert_eq!(
+        c.step(Input::Found(Answer::Ok(&[]))),
+        Action::Done(Outcome::Deleted)
+    );
+}
+
+#[test]
+fn withdraw_while_deleting_extras_deletes_them_all() {
+    let (a, b) = (name(Mode::Write, 4), name(Mode::Write, 5));
+    let (mut c, _) = finding(&[a.clone(), b.clone()]);
+    let owner = |czxid| {
+        Input::Stat(Answer::Ok(Some(Owner {
+            session: SESSION,
+            czxid,
+        })))
+    };
+    // Stats go from the last child: b is made first, a is an extra.
+    c.step(owner(1));
+    assert_eq!(
+        c.step(owner(2)),
+        Action::Delete {
+            name: a.clone(),
+            record: false
+        }
+    );
+    assert_eq!(
+        c.withdraw(),
+        Action::Delete {
+            name: b.clone(),
+            record: false
+        }
+    );
+    assert_eq!(
+        c.step(deleted(Answer::Ok(()), false)),
+        Action::Delete {
+            name: a,
+            record: false
+        }
+    );
+    assert_eq!(
+        c.step(deleted(Answer::Ok(()), false)),
+        Action::Done(Outcome::Deleted)
+    );
+}
+
+#[test]
+fn try_gives_up_and_withdraws() {
+    let mut c = Contender::new(Mode::Write, false, Layout::Native, token(), SESSION, false);
+    c.start();
+    let me = name(Mode::Write, 2);
+    assert_eq!(
+        c.step(created(&me, 1, Some(&["x-R-0000000001".to_owned(), me.clone()]))),
+        Action::GiveUp
+    );
+    assert_eq!(
+        c.withdraw(),
+        Action::Delete {
+            name: me,
+            record: false
+        }
+    );
+    assert_eq!(
+        c.step(deleted(Answer::SessionEnded, false)),
+        Action::Done(Outcome::SessionEnded)
+    );
+}
+
+#[test]
+fn a_lost_waiter_has_nothing_to_withdraw() {
+    let mut c = waiting_writer();
+    assert_eq!(
+        c.step(Input::Acquire(Heard::WatchesSet {
+            own: Some(Reply::NoNode),
+            watched: Reply::Ok(())
+        })),
+        Action::Fail(Failure::Lost)
+    );
+    assert_eq!(c.withdraw(), Action::Done(Outcome::Deleted));
+    let mut c = waiting_writer();
+    c.event(Event::SessionEnded);
+    assert_eq!(
+        c.step(Input::Acquire(Heard::WatchesSet {
+            own: Some(Reply::Ok(())),
+            watched: Reply::Ok(())
+        })),
+        Action::Fail(Failure::SessionEnded)
+    );
+    assert_eq!(c.withdraw(), Action::Done(Outcome::SessionEnded));
+}
+
+#[test]
+fn a_session_ended_while_creating_reaches_the_wait() {
+    let mut c = contender(Mode::Write);
+    c.start();
+    c.event(Event::SessionEnded);
+    let me = name(Mode::Write, 2);
+    assert_eq!(
+        c.step(created(&me, 1, Some(std::slice::from_ref(&me)))),
+        Action::Fail(Failure::SessionEnded)
+    );
+}
+
+#[test]
+fn the_directorys_data_is_checked_once() {
+    let me = name(Mode::Write, 2);
+    // The listing says the directory holds no data: no read.
+    let mut c = Contender::new(Mode::Write, true, Layout::Native, token(), SESSION, true);
+    c.start();
+    assert_eq!(
+        c.step(created(&me, 1, Some(std::slice::from_ref(&me)))),
+        Action::Grant { mark: false }
+    );
+    assert!(c.data_checked());
+    // It holds some: read it.
+    for (data, next) in [
+        (&b""[..], Action::Acquire(Wait::List)),
+        (me.as_bytes(), Action::Acquire(Wait::List)),
+        (b"{\"config\": 1}", Action::Fail(Failure::DirectoryHoldsData)),
+    ] {
+        let mut c = Contender::new(Mode::Write, true, Layout::Native, token(), SESSION, true);
+        c.start();
+        assert_eq!(
+            c.step(Input::Created {
+                node: Answer::Ok(Created {
+                    name: me.clone(),
+                    czxid: 1
+                }),
+                listing: Some(Answer::Retry)
+            }),
+            Action::ReadDirData
+        );
+        assert_eq!(c.step(Input::DirData(Answer::Ok(data))), next);
+        assert_eq!(
+            c.data_checked(),
+            next != Action::Fail(Failure::DirectoryHoldsData)
+        );
+        if !c.data_checked() {
+            // The node is withdrawn.
+            assert_eq!(
+                c.withdraw(),
+                Action::Delete {
+                    name: me.clone(),
+                    record: false
+                }
+            );
+        }
+    }
+    for (answer, failure) in [
+        (Answer::SessionEnded, Failure::SessionEnded),
+        (Answer::Retry, Failure::Request),
+    ] {
+        let mut c = Contender::new(Mode::Write, true, Layout::Native, token(), SESSION, true);
+        c.start();
+        c.step(Input::Created {
+            node: Answer::Ok(Created {
+                name: me.clone(),
+                czxid: 1,
+            }),
+            listing: None,
+        });
+        assert_eq!(c.step(Input::DirData(answer)), Action::Fail(failure));
+    }
+    // A node found after a lost answer: read too.
+    let mut c = Contender::new(Mode::Write, true, Layout::Native, token(), SESSION, true);
+    c.start();
+    c.step(Input::Created {
+        node: Answer::Retry,
+        listing: None,
+    });
+    c.step(Input::Found(Answer::Ok(std::slice::from_ref(&me))));
+    assert_eq!(
+        c.step(Input::Stat(Answer::Ok(Some(Owner {
+            session: SESSION,
+            czxid: 3
+        })))),
+        Action::ReadDirData
+    );
+    // Not checked yet: a lock known to be fine asks nothing.
+    let mut c = contender(Mode::Write);
+    c.start();
+    c.step(created(&me, 1, Some(std::slice::from_ref(&me))));
+    assert!(!c.data_checked());
+}
+
+#[test]
+fn recycling_near_the_counters_limit() {
+    let seq = ordering::RECYCLE_THRESHOLD;
+    // Empty: recycled; the outcome is the release's.
+    let mut c = holder(Mode::Read, seq);
+    c.release();
+    assert_eq!(c.step(deleted(Answer::Ok(()), false)), Action::ReadDirAcl);
+    assert_eq!(c.step(Input::DirAcl(Answer::Ok(0))), Action::Recycle);
+    assert_eq!(
+        c.step(Input::Recycled(Answer::Failed)),
+        Action::Done(Outcome::Deleted)
+    );
+    // Someone queued, or the ACL cannot be read: it stays.
+    for answer in [Answer::Ok(1), Answer::NoAuth, Answer::NoNode] {
+        let mut c = holder(Mode::Read, seq);
+        c.release();
+        c.step(deleted(Answer::Ok(()), false));
+        assert_eq!(c.step(Input::DirAcl(answer)), Action::Done(Outcome::Deleted));
+    }
+    // Below the threshold: no recycling.
+    let mut c = holder(Mode::Read, seq - 1);
+    c.release();
+    assert_eq!(
+        c.step(deleted(Answer::Ok(()), false)),
+        Action::Done(Outcome::Deleted)
+    );
+    // A lost release recycles nothing.
+    let mut c = holder(Mode::Read, seq);
+    c.release();
+    assert_eq!(
+        c.step(deleted(Answer::NoNode, false)),
+        Action::Done(Outcome::Lost)
+    );
+    // A withdrawal recycles too.
+    let mut c = Contender::new(Mode::Write, false, Layout::Native, token(), SESSION, false);
+    c.start();
+    let me = name(Mode::Write, seq);
+    c.step(created(&me, 1, Some(&["x-R-0000000001".to_owned(), me.clone()])));
+    c.withdraw();
+    assert_eq!(c.step(deleted(Answer::Ok(()), false)), Action::ReadDirAcl);
+}
+
+#[test]
+fn the_sequence_limit_withdraws() {
+    let mut c = contender(Mode::Write);
+    c.start();
+    let me = name(Mode::Write, ordering::SEQUENCE_LIMIT);
+    assert_eq!(
+        c.step(created(&me, 1, Some(std::slice::from_ref(&me)))),
+        Action::Fail(Failure::Exhausted)
+    );
+    assert_eq!(
+        c.withdraw(),
+        Action::Delete {
+            name: me,
+            record: false
+        }
+    );
+    assert_eq!(c.step(deleted(Answer::Ok(()), false)), Action::ReadDirAcl);
+}
+
+#[test]
+fn answers_to_questions_not_asked() {
+    let mut c = contender(Mode::Read);
+    c.start();
+    assert_eq!(
+        c.step(Input::Recycled(Answer::Ok(()))),
+        Action::Fail(Failure::Request)
+    );
+    let mut c = holder(Mode::Read, 1);
+    c.release();
+    c.step(deleted(Answer::Ok(()), false));
+    assert_eq!(
+        c.step(deleted(Answer::Ok(()), false)),
+        Action::Done(Outcome::Failed)
+    );
+    // A withdrawal or release under way goes on; a second one is a no-op.
+    let mut c = holder(Mode::Read, 1);
+    let first = c.release();
+    assert!(matches!(first, Action::Delete { .. }));
+    assert_eq!(c.withdraw(), Action::Done(Outcome::Deleted));
+    // A holder withdraws by releasing.
+    let mut c = holder(Mode::Read, 1);
+    assert!(matches!(c.withdraw(), Action::Delete { record: false, .. }));
+    // Release before the grant is a withdrawal.
+    let mut c = contender(Mode::Read);
+    c.start();
+    assert_eq!(c.release(), Action::FindOwn);
+}
+
+#[test]
+fn events_reach_the_wait() {
+    let mut c = waiting_writer();
+    c.event(Event::Own(NodeEvent::Deleted));
+    assert_eq!(
+        c.step(Input::Acquire(Heard::WatchesSet {
+            own: Some(Reply::Ok(())),
+            watched: Reply::Ok(())
+        })),
+        Action::Fail(Failure::Lost)
+    );
+    assert!(!c.saw_foreign());
+    let mut c = contender(Mode::Read);
+    c.start();
+    let me = name(Mode::Read, 1);
+    c.step(created(&me, 1, Some(&["junk".to_owned(), me.clone()])));
+    assert!(c.saw_foreign());
+}
+
+#[test]
+fn retry_pauses() {
+    let second = Duration::from_secs(1);
+    let ms = Duration::from_millis;
+    assert_eq!(retry_pause(Duration::ZERO, second, Duration::ZERO), Some(ms(1)));
+    assert_eq!(retry_pause(second, second, ms(1)), Some(ms(2)));
+    assert_eq!(retry_pause(second * 2, second, ms(80)), Some(ms(100)));
+    assert_eq!(retry_pause(second * 2 + ms(1), second, ms(80)), None);
+}
