@@ -296,6 +296,7 @@ enum Phase {
     Creating,
     MakingDir {
         container: bool,
+        after_parents: bool,
     },
     MakingParents {
         container: bool,
@@ -464,20 +465,29 @@ impl Contender {
         let phase = std::mem::replace(&mut self.phase, Phase::Done);
         match (phase, input) {
             (Phase::Creating, Input::Created { node, listing }) => self.created(node, listing),
-            (Phase::MakingDir { container }, Input::DirCreated(answer)) => match answer {
+            (
+                Phase::MakingDir {
+                    container,
+                    after_parents,
+                },
+                Input::DirCreated(answer),
+            ) => match answer {
                 Answer::Ok(()) | Answer::Exists => self.create(),
+                // A parent removed again meanwhile: the create finds the
+                // directory missing and comes back, a bounded number of times.
+                Answer::NoNode if after_parents => self.create(),
                 Answer::NoNode => {
                     self.phase = Phase::MakingParents { container };
                     Action::CreateParents
                 }
-                Answer::Unimplemented if container => self.make_dir(false),
+                Answer::Unimplemented if container => self.make_dir(false, after_parents),
                 Answer::SessionEnded => self.fail(Failure::SessionEnded),
                 _ => self.fail(Failure::Request),
             },
             (Phase::MakingParents { container }, Input::ParentsCreated(answer)) => match answer {
-                // A parent removed meanwhile: the create finds the
-                // directory missing and comes back, a bounded number of times.
-                Answer::Ok(()) | Answer::Exists | Answer::NoNode => self.make_dir(container),
+                // A parent's parent removed meanwhile: the directory's
+                // create says so, and the contender's create comes back.
+                Answer::Ok(()) | Answer::Exists | Answer::NoNode => self.make_dir(container, true),
                 Answer::SessionEnded => self.fail(Failure::SessionEnded),
                 _ => self.fail(Failure::Request),
             },
@@ -704,8 +714,11 @@ impl Contender {
         Action::Create
     }
 
-    fn make_dir(&mut self, container: bool) -> Action {
-        self.phase = Phase::MakingDir { container };
+    fn make_dir(&mut self, container: bool, after_parents: bool) -> Action {
+        self.phase = Phase::MakingDir {
+            container,
+            after_parents,
+        };
         Action::CreateDir { container }
     }
 
@@ -765,7 +778,7 @@ impl Contender {
                 if self.dir_attempts > MAX_DIRECTORY_ATTEMPTS {
                     return self.fail(Failure::NoDirectory);
                 }
-                self.make_dir(self.layout != Layout::Kazoo)
+                self.make_dir(self.layout != Layout::Kazoo, false)
             }
             // The create may have been applied: look for the token.
             Answer::Retry => self.find_own(),

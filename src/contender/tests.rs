@@ -412,6 +412,8 @@ fn a_parent_removed_meanwhile_makes_the_directory_again() {
         c.step(Input::ParentsCreated(Answer::NoNode)),
         Action::CreateDir { container: true }
     );
+    // Gone again: the contender's create comes back.
+    assert_eq!(c.step(Input::DirCreated(Answer::NoNode)), Action::Create);
     assert_eq!(
         c.step(Input::ParentsCreated(Answer::Ok(()))),
         Action::Fail(Failure::Request)
