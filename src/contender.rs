@@ -35,7 +35,7 @@
 //!         GiveUp | Fail(_)  => the acquire ends; action = machine.withdraw()
 //!                              (deletes the node, if there is one to delete)
 //!         Delete{name,record} => delete `name` (with `record`: in one transaction with the
-//!                              release record, see [`crate::node_name::release_record`]),
+//!                              release record: the directory's data set to its name),
 //!                              retried until answered; feed Deleted { answer, answer_lost }
 //!         ReadDirAcl        => read the directory's ACL and child count, keeping the ACL;
 //!                              feed DirAcl(children)
@@ -778,7 +778,7 @@ impl Contender {
                 if self.dir_attempts > MAX_DIRECTORY_ATTEMPTS {
                     return self.fail(Failure::NoDirectory);
                 }
-                self.make_dir(self.layout != Layout::Kazoo, false)
+                self.make_dir(container_directory(self.layout), false)
             }
             // The create may have been applied: look for the token.
             Answer::Retry => self.find_own(),
@@ -927,6 +927,15 @@ impl Contender {
             _ => self.done(outcome),
         }
     }
+}
+
+/// Whether a lock in `layout` makes its directory a container, which the
+/// server removes once it is empty: all but kazoo's layout. kazoo checks its
+/// lock path once per lock object and does not recreate it, so a reaped
+/// directory would fail kazoo's next acquire (kazoo's own directories are
+/// persistent).
+pub fn container_directory(layout: Layout) -> bool {
+    layout != Layout::Kazoo
 }
 
 /// The pause before a request that failed for a broken connection is sent

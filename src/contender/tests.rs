@@ -387,6 +387,14 @@ fn directory_requests_that_fail() {
 }
 
 #[test]
+fn kazoo_directories_persist() {
+    assert!(!container_directory(Layout::Kazoo));
+    for layout in [Layout::Native, Layout::Curator, Layout::CuratorMutex] {
+        assert!(container_directory(layout), "{layout}");
+    }
+}
+
+#[test]
 fn kazoos_directory_is_persistent() {
     let mut c = Contender::new(Mode::Read, true, Layout::Kazoo, token(), SESSION, false);
     c.start();

@@ -10,15 +10,15 @@ use tokio::time::Instant;
 use tracing::{debug, info_span, warn, Instrument};
 use uuid::Uuid;
 
-use super::directory::{child_path, find_own, warn_threshold, with_retry};
 use super::held::{Held, Pending};
+use super::requests::{child_path, with_retry, Requests};
 use super::revoke::is_revocation;
 use super::SharedLock;
-use crate::acquire::{Acquire, Action, Counts, Event, Failure, Input, NodeEvent, Record, Reply};
+use crate::acquire::{Action, Counts, Event, Input, NodeEvent, Record, Reply};
 use crate::connect::missing_chroot;
+use crate::contender::{self, Contender, Failure};
 use crate::error::{is_retryable, Error};
-use crate::node_name::{Layout, Mode, NodeName};
-use crate::ordering;
+use crate::node_name::Mode;
 use crate::stats::End;
 use crate::zk;
 
@@ -63,8 +63,9 @@ impl SharedLock {
         result
     }
 
-    /// The driver of [`Acquire`]: performs its actions and feeds back what
-    /// came of them (the run loop of [`crate::acquire`]).
+    /// The driver of a contender's acquire: performs the machine's actions
+    /// and feeds back what came of them (the run loop of
+    /// [`crate::contender`]).
     async fn acquire_inner(
         &self,
         mode: Mode,
@@ -73,7 +74,6 @@ impl SharedLock {
     ) -> Result<Option<Held>, Error> {
         let inner = &self.inner;
         let client = &inner.client;
-        let dir = inner.path.as_str();
         let token = Uuid::new_v4();
         let Some(prefix) = inner.layout.prefix(&inner.identity, token, mode) else {
             return Err(Error::UnsupportedMode {
@@ -85,167 +85,77 @@ impl SharedLock {
         // client re-registers watches in no particular order, so events of
         // our own node and of the watched node may come in either order.
         let states = client.state_watcher();
-        // From here on, dropping this future deletes whatever node it made.
-        let mut pending = Pending::new(self.inner.clone(), token);
         let until = match patience {
             Patience::Until(until) => Some(until),
             Patience::None => Some(Instant::now() + TRY_TIMEOUT),
             Patience::Forever => None,
         };
-        let mut machine = Acquire::new(mode, !matches!(patience, Patience::None));
-        let Some(created) = before(until, self.create(&prefix, &mut pending)).await else {
-            debug!("timed out while creating the contender node");
-            return pending.give_up().await;
-        };
-        let (me, seq, czxid, children) = created?;
-        let node = child_path(dir, &me);
-        debug!(node = %node, "created contender node");
-        pending.seq = seq;
+        let machine = Contender::new(
+            mode,
+            !matches!(patience, Patience::None),
+            inner.layout,
+            token,
+            client.session_id().0,
+            !inner.data_checked.load(Ordering::Relaxed),
+        );
+        // From here on, dropping this future withdraws whatever node it made.
+        let mut pending = Pending::new(self.inner.clone(), Requests::new(inner, prefix), machine);
         let mut driver = Driver {
             lock: self,
             states,
-            node,
+            node: String::new(),
             until,
             own_watch: None,
-            own_revoked: false,
             watched: None,
             watched_path: String::new(),
             last_error: None,
             ended: None,
         };
-        let mut action = machine.created(&me, children.as_deref());
-        if machine.saw_foreign() {
-            if let Some(children) = &children {
-                self.warn_foreign(children);
-            }
-        }
-        drop(children);
+        let mut action = pending.machine.start();
         loop {
-            *counts = machine.counts();
+            *counts = pending.machine.counts();
             action = match action {
-                Action::Grant { mark } => {
-                    debug!(node = %driver.node, handoff = machine.counts().handoff, "granted");
+                contender::Action::Grant { .. } => {
+                    debug!(node = %driver.node, handoff = counts.handoff, "granted");
                     let own_watch = driver.own_watch.take();
-                    let held = self.grant(
-                        &mut pending,
-                        mark,
-                        driver.node,
-                        (seq, czxid),
-                        own_watch,
-                        driver.own_revoked,
-                    );
-                    return Ok(Some(held));
+                    return Ok(Some(pending.grant(own_watch)));
                 }
-                Action::GiveUp => {
+                contender::Action::GiveUp => {
                     debug!(node = %driver.node, "giving up");
                     return pending.give_up().await;
                 }
-                Action::Fail(failure) => return Err(driver.failed(failure, &mut pending).await),
-                action => driver.perform(&mut machine, action).await,
-            };
-        }
-    }
-
-    /// Creates the contender node, pipelined with the first listing of the
-    /// directory. Returns the node's name, its sequence, its czxid, and the
-    /// listing if it is known to contain the node. Creates the directory
-    /// when it is missing, also when it vanishes between attempts (it is
-    /// removed when empty). Until an acquire of this lock has found the
-    /// directory's data to be the lock's (the listing's stat says whether
-    /// there is any; if there is, one read), a directory holding data that
-    /// is not the lock's is refused (the node withdrawn) with
-    /// [`Error::DirectoryHoldsData`].
-    async fn create(
-        &self,
-        prefix: &str,
-        pending: &mut Pending,
-    ) -> Result<(String, i32, i64, Option<Vec<String>>), Error> {
-        let inner = &self.inner;
-        let client = &inner.client;
-        let dir = inner.path.as_str();
-        let prefix_path = child_path(dir, prefix);
-        let acls = zk::Acls::new(&inner.acls);
-        let options = zk::CreateMode::EphemeralSequential.with_acls(acls);
-        // kazoo keeps its identifier as the node's data, Curator the
-        // client's address: a peer layout gets the identity.
-        let data = match inner.layout {
-            Layout::Native => &[][..],
-            _ => inner.identity.as_bytes(),
-        };
-        let mut missing = 0;
-        loop {
-            pending.creating = true;
-            // Both requests leave now; the server answers a session's requests
-            // in order, so the listing already contains the new node. The
-            // listing's stat says whether the directory holds data.
-            let create = client.create(&prefix_path, data, &options);
-            let list = client.get_children(dir);
-            let (me, czxid, list) = match create.await {
-                Ok((stat, seq)) => (
-                    format!("{prefix}{:010}", seq.into_i64() as i32),
-                    stat.czxid,
-                    Some(list),
-                ),
-                Err(zk::Error::NoNode) => {
-                    drop(list);
-                    pending.creating = false;
-                    missing += 1;
-                    if missing > MAX_DIRECTORY_ATTEMPTS {
-                        return Err(Error::from_zk(zk::Error::NoNode, dir));
+                contender::Action::Fail(failure) => return Err(driver.failed(failure, &mut pending).await),
+                contender::Action::Acquire(action) => {
+                    if driver.node.is_empty() {
+                        driver.node = child_path(&inner.path, pending.machine.node().unwrap_or_default());
                     }
-                    self.make_dir().await?;
-                    continue;
+                    driver.last_error = None;
+                    driver.perform(&mut pending.machine, action).await
                 }
-                Err(e) if is_retryable(&e) => {
-                    drop(list);
-                    // The create may have been applied: look for the token.
-                    let Some((me, czxid)) = find_own(client, dir, pending.token, inner.layout).await? else {
-                        continue;
+                contender::Action::Done(_) => return Err(unexpected("the acquire ended without a grant")),
+                request => {
+                    pending.requests.last_error = None;
+                    let Some(answered) = before(until, pending.requests.perform(&request)).await else {
+                        debug!("the deadline passed during {request:?}");
+                        return pending.give_up().await;
                     };
-                    debug!("found own node after connection loss during create");
-                    (me, czxid, None)
-                }
-                Err(e) => {
-                    pending.creating = false;
-                    return Err(Error::from_zk(e, dir));
+                    let Some(answered) = answered else {
+                        return Err(unexpected("an action that is no request"));
+                    };
+                    driver.pump(&mut pending.machine);
+                    let next = pending.machine.step(answered.input());
+                    if pending.machine.data_checked() {
+                        inner.data_checked.store(true, Ordering::Relaxed);
+                    }
+                    if pending.machine.saw_foreign() {
+                        if let Some(children) = answered.listing() {
+                            self.warn_foreign(children);
+                        }
+                    }
+                    next
                 }
             };
-            pending.node = Some(child_path(dir, &me));
-            pending.creating = false;
-            let (children, data_length) = match list {
-                Some(list) => match list.await {
-                    Ok((children, stat)) => (Some(children), Some(stat.data_length)),
-                    Err(_) => (None, None),
-                },
-                None => (None, None),
-            };
-            if !inner.data_checked.load(Ordering::Relaxed) {
-                self.check_data(data_length, pending).await?;
-            }
-            let seq = me
-                .parse::<NodeName>()
-                .map(|n| n.seq())
-                .unwrap_or(ordering::SEQUENCE_LIMIT);
-            if seq >= ordering::RECYCLE_THRESHOLD {
-                warn_threshold(dir, seq);
-            }
-            let children = children.filter(|c| c.contains(&me));
-            return Ok((me, seq, czxid, children));
         }
-    }
-
-    /// Hands a granted node to a guard: the pending clean-up is disarmed.
-    fn grant(
-        &self,
-        pending: &mut Pending,
-        mark: bool,
-        node: String,
-        seq_czxid: (i32, i64),
-        own_watch: Option<WatchFuture>,
-        revoked: bool,
-    ) -> Held {
-        pending.forget();
-        Held::new(self.inner.clone(), mark, node, seq_czxid, own_watch, revoked)
     }
 
     /// The error for a contender node that vanished.
@@ -312,10 +222,6 @@ struct Driver<'a> {
     until: Option<Instant>,
     /// The pending watch on our own node.
     own_watch: Option<WatchFuture>,
-    /// Our node's data was the revocation request when one of its watches
-    /// was set (see [`REVOKE_PAYLOAD`](super::REVOKE_PAYLOAD); never reset, as the guard's flag):
-    /// the guard starts with the flag.
-    own_revoked: bool,
     /// The pending watch on the watched node.
     watched: Option<WatchFuture>,
     watched_path: String,
@@ -326,8 +232,8 @@ struct Driver<'a> {
 }
 
 impl Driver<'_> {
-    /// Performs one action that is not an end, and returns the machine's next action.
-    async fn perform(&mut self, machine: &mut Acquire, action: Action) -> Action {
+    /// Performs one action of the wait, and returns the machine's next action.
+    async fn perform(&mut self, machine: &mut Contender, action: Action) -> contender::Action {
         let client = &self.lock.inner.client;
         let dir = self.lock.inner.path.as_str();
         match action {
@@ -335,9 +241,9 @@ impl Driver<'_> {
                 let listed = before(self.until, with_retry(client, || client.list_children(dir))).await;
                 self.pump(machine);
                 match listed {
-                    None => machine.step(Input::Deadline),
+                    None => feed(machine, Input::Deadline),
                     Some(Ok(children)) => {
-                        let next = machine.step(Input::Listed(Reply::Ok(&children)));
+                        let next = feed(machine, Input::Listed(Reply::Ok(&children)));
                         if machine.saw_foreign() {
                             self.lock.warn_foreign(&children);
                         }
@@ -345,7 +251,7 @@ impl Driver<'_> {
                     }
                     Some(Err(e)) => {
                         let reply = self.reply(e, dir);
-                        machine.step(Input::Listed(reply))
+                        feed(machine, Input::Listed(reply))
                     }
                 }
             }
@@ -369,7 +275,7 @@ impl Driver<'_> {
                 // Changes of state before the watches were set do not matter.
                 while state_now(&mut self.states).is_some() {}
                 let Some((own, watched)) = before(self.until, requests).await else {
-                    return machine.step(Input::Deadline);
+                    return feed(machine, Input::Deadline);
                 };
                 let watched = match watched {
                     Ok((_, stat, watcher)) => {
@@ -393,7 +299,9 @@ impl Driver<'_> {
                     Ok((data, _, watcher)) => {
                         // Sticky, as the guard's flag: a later write to the
                         // node does not take back a request seen.
-                        self.own_revoked |= is_revocation(&data);
+                        if is_revocation(&data) {
+                            machine.note_revoked();
+                        }
                         self.own_watch = Some(Box::pin(watcher.changed()));
                         Reply::Ok(())
                     }
@@ -403,8 +311,8 @@ impl Driver<'_> {
                     }
                 });
                 self.pump(machine);
-                let next = machine.step(Input::WatchesSet { own, watched });
-                if let Action::Wait { poll } = next {
+                let next = feed(machine, Input::WatchesSet { own, watched });
+                if let contender::Action::Acquire(Action::Wait { poll }) = next {
                     debug!(node = %self.node, watch = %self.watched_path, polling = poll, "waiting");
                 }
                 next
@@ -412,22 +320,22 @@ impl Driver<'_> {
             Action::Wait { poll } => {
                 let input = self.wait(poll).await;
                 debug!(node = %self.node, input = ?input, "woke up");
-                machine.step(input)
+                feed(machine, input)
             }
             Action::Rewatch { .. } => {
                 let again = before(self.until, client.get_and_watch_data(&self.watched_path)).await;
                 self.pump(machine);
                 match again {
-                    None => machine.step(Input::Deadline),
+                    None => feed(machine, Input::Deadline),
                     Some(Ok((_, _, watcher))) => {
                         debug!(node = %self.node, watch = %self.watched_path, "data written to the watched node, which is still there: waiting on");
                         self.watched = Some(Box::pin(watcher.changed()));
-                        machine.step(Input::Rewatched(Reply::Ok(())))
+                        feed(machine, Input::Rewatched(Reply::Ok(())))
                     }
                     Some(Err(e)) => {
                         let path = self.watched_path.clone();
                         let reply = self.reply(e, &path);
-                        machine.step(Input::Rewatched(reply))
+                        feed(machine, Input::Rewatched(reply))
                     }
                 }
             }
@@ -443,7 +351,7 @@ impl Driver<'_> {
                 let read = before(self.until, with_retry(client, verify)).await;
                 self.pump(machine);
                 let reply = match read {
-                    None => return machine.step(Input::Deadline),
+                    None => return feed(machine, Input::Deadline),
                     Some(Ok(reads)) => match reads.as_slice() {
                         [zk::MultiReadResult::Data { data: record, .. }, mine] => Reply::Ok(Record {
                             names_watched: record.as_slice() == watched.as_bytes(),
@@ -460,7 +368,7 @@ impl Driver<'_> {
                         error_reply(&e)
                     }
                 };
-                machine.step(Input::RecordRead(reply))
+                feed(machine, Input::RecordRead(reply))
             }
             Action::CheckOwn => {
                 debug!(node = %self.node, "checking our own node before the hand-off");
@@ -468,16 +376,20 @@ impl Driver<'_> {
                 let checked = before(self.until, with_retry(client, || client.check_stat(node))).await;
                 self.pump(machine);
                 match checked {
-                    None => machine.step(Input::Deadline),
-                    Some(Ok(stat)) => machine.step(Input::OwnChecked(Reply::Ok(stat.is_some()))),
+                    None => feed(machine, Input::Deadline),
+                    Some(Ok(stat)) => feed(machine, Input::OwnChecked(Reply::Ok(stat.is_some()))),
                     Some(Err(e)) => {
                         let node = self.node.clone();
                         let reply = self.reply(e, &node);
-                        machine.step(Input::OwnChecked(reply))
+                        feed(machine, Input::OwnChecked(reply))
                     }
                 }
             }
-            Action::Grant { .. } | Action::GiveUp | Action::Fail(_) => action,
+            // Ends are the contender's own actions, never the wait's.
+            Action::Grant { .. } | Action::GiveUp | Action::Fail(_) => {
+                self.last_error = Some(unexpected("an end of the wait reached its driver"));
+                contender::Action::Fail(Failure::Request)
+            }
         }
     }
 
@@ -552,7 +464,7 @@ impl Driver<'_> {
 
     /// Tells the machine what arrived while a request was in flight: our own
     /// node's watch, and the session's state changes.
-    fn pump(&mut self, machine: &mut Acquire) {
+    fn pump(&mut self, machine: &mut Contender) {
         if let Some(event) = take_ready(&mut self.own_watch) {
             if Error::from_session_state(event.session_state).is_some() {
                 self.ended = Some(event.session_state);
@@ -578,17 +490,18 @@ impl Driver<'_> {
     /// The error for a failed acquire.
     async fn failed(&mut self, failure: Failure, pending: &mut Pending) -> Error {
         let lock = self.lock;
+        let dir = lock.inner.path.as_str();
+        let last_error = self
+            .last_error
+            .take()
+            .or_else(|| pending.requests.last_error.take());
         match failure {
-            Failure::Lost => {
-                pending.forget();
-                lock.gone_error(&self.node)
-            }
-            Failure::SessionEnded => {
-                pending.forget();
-                self.ended
-                    .and_then(Error::from_session_state)
-                    .unwrap_or_else(|| lock.gone_error(&self.node))
-            }
+            // Nothing to withdraw (the machine knows): dropping `pending` does it.
+            Failure::Lost => lock.gone_error(&self.node),
+            Failure::SessionEnded => self
+                .ended
+                .and_then(Error::from_session_state)
+                .unwrap_or_else(|| lock.gone_error(&self.node)),
             Failure::Exhausted => {
                 warn!(node = %self.node, "the lock directory's sequence counter is used up: withdrawing");
                 let _ = pending.give_up().await;
@@ -600,11 +513,27 @@ impl Driver<'_> {
                 "the contender node {} is not named as a contender",
                 self.node
             ))),
-            Failure::Request => self.last_error.take().unwrap_or_else(|| {
-                Error::ZooKeeper(zk::Error::UnexpectedError("the acquire failed".to_owned()))
-            }),
+            Failure::Request => last_error.unwrap_or_else(|| unexpected("the acquire failed")),
+            Failure::DirectoryHoldsData => match pending.give_up().await {
+                Err(e) => e,
+                Ok(_) => Error::DirectoryHoldsData { path: dir.to_owned() },
+            },
+            Failure::NoDirectory => match pending.give_up().await {
+                Err(e) => e,
+                Ok(_) => Error::from_zk(zk::Error::NoNode, dir),
+            },
         }
     }
+}
+
+/// Feeds an input of the wait to the contender's machine.
+fn feed(machine: &mut Contender, input: Input<'_>) -> contender::Action {
+    machine.step(contender::Input::Acquire(input))
+}
+
+/// An error for what cannot happen (a driver error), typed, not a panic.
+fn unexpected(what: &str) -> Error {
+    Error::ZooKeeper(zk::Error::UnexpectedError(what.to_owned()))
 }
 
 /// The machine's view of an error.
@@ -618,7 +547,7 @@ fn error_reply<T>(e: &zk::Error) -> Reply<T> {
 }
 
 /// The machine's view of a watch event.
-fn node_event(event: &zk::WatchedEvent) -> NodeEvent {
+pub(super) fn node_event(event: &zk::WatchedEvent) -> NodeEvent {
     if Error::from_session_state(event.session_state).is_some() {
         return NodeEvent::SessionEnded;
     }
@@ -718,7 +647,3 @@ pub const GIVE_UP_SLACK: Duration = Duration::from_millis(250);
 /// another contender): when no answer comes in time, for example while
 /// the client is disconnected, it gives up with `Ok(None)`. 500 ms.
 pub const TRY_TIMEOUT: Duration = Duration::from_millis(500);
-
-/// How often an acquire recreates a lock directory that vanishes under it
-/// (it is removed when empty) before it reports `NoNode`.
-const MAX_DIRECTORY_ATTEMPTS: u32 = 10;

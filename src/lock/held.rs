@@ -1,107 +1,101 @@
 //! A contender node's life: [`Pending`] until it is granted (dropping it
 //! withdraws the node), then [`Held`] (the state behind a guard: lease,
-//! kept watch, release).
+//! kept watch, release). Both own the contender's machine
+//! ([`crate::contender`]) and run its withdrawal or release with
+//! [`Requests::finish`].
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
 use tracing::{debug, info_span, warn, Instrument};
-use uuid::Uuid;
 
-use super::directory::{child_path, delete_node, find_own, recycle_dir, release_node};
 use super::driver::{WatchFuture, GIVE_UP_SLACK};
+use super::requests::{child_path, Requests};
 use super::{keeper, Inner};
 use crate::background::AbortOnDrop;
-use crate::error::{is_retryable, Error};
+use crate::contender::{Action, Contender, Outcome};
+use crate::error::Error;
 use crate::lease::{self, HoldState, Link, LossCause};
-use crate::node_name::NodeName;
-use crate::ordering;
 use crate::zk;
 
-/// A contender node that has not been handed to a guard yet. Dropping it
-/// deletes the node in the background (cancellation safety).
+/// A contender that has not been handed to a guard yet: its machine and
+/// requests. Dropping it withdraws the node in the background
+/// (cancellation safety).
 pub(super) struct Pending {
     inner: Arc<Inner>,
-    pub(super) token: Uuid,
-    /// Full path, once known.
-    pub(super) node: Option<String>,
-    /// The node's sequence, once known.
-    pub(super) seq: i32,
-    /// A create request may have been sent whose result is not known.
-    pub(super) creating: bool,
+    pub(super) requests: Requests,
+    pub(super) machine: Contender,
     armed: bool,
 }
 
 impl Pending {
-    pub(super) fn new(inner: Arc<Inner>, token: Uuid) -> Pending {
+    pub(super) fn new(inner: Arc<Inner>, requests: Requests, machine: Contender) -> Pending {
         Pending {
             inner,
-            token,
-            node: None,
-            seq: 0,
-            creating: false,
+            requests,
+            machine,
             armed: true,
         }
     }
 
-    /// The node now belongs to a guard, or is known to be gone.
-    pub(super) fn forget(&mut self) {
+    /// Hands the granted node to a guard, with the watch on it set while
+    /// waiting (the guard's keeper takes it over).
+    pub(super) fn grant(mut self, own_watch: Option<WatchFuture>) -> Held {
         self.armed = false;
+        let machine = self.machine.clone();
+        let requests = self.requests.clone();
+        Held::new(self.inner.clone(), requests, machine, own_watch)
     }
 
-    /// Withdraws the request: starts deleting the node now, waits for the
-    /// deletion at most [`GIVE_UP_SLACK`], and lets it go on in the
-    /// background after that. Reports a deletion the server refused.
+    /// Withdraws: starts the withdrawal now, waits for it at most
+    /// [`GIVE_UP_SLACK`], and lets it go on in the background after that.
+    /// Reports a deletion the server refused.
     pub(super) async fn give_up(&mut self) -> Result<Option<Held>, Error> {
-        if let Some(removal) = self.start_removal() {
-            if let Ok(Ok(Err(e))) = tokio::time::timeout(GIVE_UP_SLACK, removal).await {
+        if let Some(withdrawal) = self.start_withdrawal() {
+            if let Ok(Ok(Err(e))) = tokio::time::timeout(GIVE_UP_SLACK, withdrawal).await {
                 return Err(e);
             }
         }
         Ok(None)
     }
 
-    /// Starts the deletion of the node, if there is one to delete. The
-    /// delete request leaves at once, so any later request of this session
-    /// (a new acquire) is answered after it.
-    fn start_removal(&mut self) -> Option<tokio::task::JoinHandle<Result<(), Error>>> {
-        if !std::mem::take(&mut self.armed) || (self.node.is_none() && !self.creating) {
+    /// Starts the withdrawal the machine asks for, if there is anything to
+    /// delete. A first deletion leaves at once, so any later request of
+    /// this session (a new acquire) is answered after it.
+    fn start_withdrawal(&mut self) -> Option<tokio::task::JoinHandle<Result<(), Error>>> {
+        if !std::mem::take(&mut self.armed) {
             return None;
         }
-        let client = self.inner.client.clone();
-        let dir = self.inner.path.clone();
-        let layout = self.inner.layout;
-        let (token, node, creating, seq) = (self.token, self.node.take(), self.creating, self.seq);
-        let first = node.as_deref().map(|node| client.delete(node, None));
+        let mut machine = self.machine.clone();
+        let action = machine.withdraw();
+        if let Action::Done(_) = action {
+            return None;
+        }
+        let mut requests = self.requests.clone();
+        let first = match &action {
+            Action::Delete { name, record: false } => {
+                let client = requests.client();
+                Some(client.delete(&child_path(requests.dir(), name), None))
+            }
+            _ => None,
+        };
         self.inner.tasks.spawn(async move {
-            let result = match (node, first) {
-                (Some(node), Some(first)) => match first.await {
-                    Ok(()) | Err(zk::Error::NoNode) => Ok(Some(seq)),
-                    Err(e) if is_retryable(&e) => delete_node(&client, &node).await.map(|()| Some(seq)),
-                    Err(e) => Err(Error::from_zk(e, &node)),
-                },
-                _ if creating => match find_own(&client, &dir, token, layout).await {
-                    Ok(Some((me, _))) => {
-                        let seq = me.parse::<NodeName>().map_or(seq, |n| n.seq());
-                        delete_node(&client, &child_path(&dir, &me))
-                            .await
-                            .map(|()| Some(seq))
-                    }
-                    Ok(None) => Ok(None),
-                    Err(e) => Err(e),
-                },
-                _ => Ok(None),
-            };
-            match result {
-                Ok(Some(seq)) if ordering::needs_recycling(seq) => {
-                    recycle_dir(&client, &dir).await;
-                    Ok(())
+            let dir = requests.dir().to_owned();
+            let outcome = match first {
+                Some(first) => {
+                    let next = requests.delete_sent(&mut machine, &action, first.await).await;
+                    requests.finish(&mut machine, next).await
                 }
-                Ok(_) => Ok(()),
+                None => requests.finish(&mut machine, action).await,
+            };
+            match outcome {
                 // The session is over: its ephemeral nodes are gone with it.
-                Err(e) if e.is_session_over() => Ok(()),
-                Err(e) => {
+                Outcome::Deleted | Outcome::Lost | Outcome::SessionEnded => Ok(()),
+                Outcome::Failed => {
+                    let e = requests.last_error.take().unwrap_or_else(|| {
+                        Error::ZooKeeper(zk::Error::UnexpectedError("the withdrawal failed".to_owned()))
+                    });
                     warn!(lock = %dir, error = %e, "could not delete the node of a withdrawn acquire");
                     Err(e)
                 }
@@ -112,26 +106,18 @@ impl Pending {
 
 impl Drop for Pending {
     fn drop(&mut self) {
-        self.start_removal();
+        self.start_withdrawal();
     }
 }
 
 /// The state common to read and write guards.
 pub(super) struct Held {
     inner: Arc<Inner>,
-    /// Release with the release record (the mark): a writer that had to
-    /// wait. Only a contender that saw others before this writer can take
-    /// the lock on its record;
-    /// a writer granted on its first listing had none before it, so its
-    /// successor's decision already says its deletion alone grants. (A
-    /// successor that listed just before that first listing may still have
-    /// seen an older node: without the record it lists again, as it must.)
-    /// Readers never write the record: no rule takes a reader's.
-    mark: bool,
-    seq: i32,
+    /// The requests of the release.
+    requests: Requests,
     pub(super) fencing_token: i64,
-    /// The node's path, and what the keeper and the futures waiting on the
-    /// guard's state share.
+    /// The node's path and the contender's machine, shared with the keeper
+    /// and the futures waiting on the guard's state.
     flags: Arc<keeper::Flags>,
     /// The task that keeps a watch on the node for the guard's life (see
     /// [`keeper`]); aborted when the guard is released or dropped.
@@ -146,28 +132,24 @@ pub(super) struct Held {
 }
 
 impl Held {
-    /// The guard of a granted `node`, with its keeper started: `own_watch`
-    /// is the watch on the node set while waiting, if any (the keeper takes
-    /// it over), `revoked` whether a revocation request was seen meanwhile.
-    pub(super) fn new(
+    /// The guard of the node `machine` holds, with its keeper started:
+    /// `own_watch` is the watch on the node set while waiting, if any (the
+    /// keeper takes it over).
+    fn new(
         inner: Arc<Inner>,
-        mark: bool,
-        node: String,
-        (seq, fencing_token): (i32, i64),
+        requests: Requests,
+        machine: Contender,
         own_watch: Option<WatchFuture>,
-        revoked: bool,
     ) -> Held {
         let granted_at = std::time::Instant::now();
         let suspended_at_grant = suspended_since_boot();
-        let flags = Arc::new(keeper::Flags::new(node, fencing_token));
-        if revoked {
-            flags.mark_revoked();
-        }
+        let node = child_path(&inner.path, machine.node().unwrap_or_default());
+        let fencing_token = machine.czxid().unwrap_or_default();
+        let flags = Arc::new(keeper::Flags::new(node, machine));
         let keeper = keeper::start(&inner.client, &flags, own_watch);
         Held {
             inner,
-            mark,
-            seq,
+            requests,
             fencing_token,
             flags,
             keeper,
@@ -266,30 +248,35 @@ impl Held {
     }
 
     /// Begins the release (of [`Held::release`] or the drop): the work that
-    /// deletes the node and then ends the keeper, to be run in the
+    /// runs the machine's release (deletes the node, with the release record
+    /// if the grant said so) and then ends the keeper, to be run in the
     /// background; [`Error::Lost`] instead if the keeper saw the node
-    /// deleted by someone else before (nothing of the guard's own to
-    /// delete, see [`lease::released_by_us`]).
+    /// deleted by someone else before (nothing of the guard's own to delete).
     fn begin_release(
         &mut self,
     ) -> Result<impl std::future::Future<Output = Result<(), Error>> + Send + 'static, Error> {
         self.released = true;
-        let deleted_before = self.flags.begin_release();
+        let (mut machine, action) = self.flags.begin_release();
         let keeper = self.keeper.take();
         let node = self.node().to_owned();
-        // Nothing sent yet: neither found missing nor an answer lost.
-        if !lease::released_by_us(deleted_before, false, false) {
+        if action == Action::Done(Outcome::Lost) {
             return Err(Error::Lost { node });
         }
-        let client = self.inner.client.clone();
-        let dir = self.inner.path.clone();
-        let (mark, seq) = (self.mark, self.seq);
+        let mut requests = self.requests.clone();
         Ok(async move {
-            let result = release_node(&client, &dir, mark, &node, seq).await;
+            let outcome = requests.finish(&mut machine, action).await;
             // After the deletion, which fired the keeper's watch: ending
             // the keeper then costs no request to remove the watch.
             drop(keeper);
-            result
+            match outcome {
+                Outcome::Deleted => Ok(()),
+                Outcome::Lost => Err(Error::Lost { node }),
+                Outcome::SessionEnded | Outcome::Failed => {
+                    Err(requests.last_error.take().unwrap_or_else(|| {
+                        Error::ZooKeeper(zk::Error::UnexpectedError("the release failed".to_owned()))
+                    }))
+                }
+            }
         })
     }
 
@@ -298,8 +285,9 @@ impl Held {
     /// confirmed or the session is over, as a dropped guard's would.
     ///
     /// A node the keeper saw deleted before is not deleted again: the
-    /// release reports [`Error::Lost`] at once. Otherwise see
-    /// [`release_node`] for what a node found missing means.
+    /// release reports [`Error::Lost`] at once; so does a release whose
+    /// first answer says the node is gone (someone else deleted it), unless
+    /// an earlier attempt's answer was lost ([`lease::released_by_us`]).
     pub(super) async fn release(mut self) -> Result<(), Error> {
         let span = info_span!("release", node = %self.node());
         let work = match self.begin_release() {

@@ -35,17 +35,16 @@
 //! lock's last handle must not go with a task of the background runtime,
 //! where its drop would wait for that runtime's own work.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use tokio::sync::Notify;
 use tracing::{debug, info, warn};
 
-use super::driver::WatchFuture;
+use super::driver::{node_event, WatchFuture};
 use super::revoke::is_revocation;
-use crate::background;
-use crate::background::AbortOnDrop;
+use crate::background::{self, AbortOnDrop};
+use crate::contender::{Action, Answer, Contender, HeldNode, Keep};
 use crate::error::{is_retryable, Error};
 use crate::zk;
 
@@ -54,36 +53,21 @@ use crate::zk;
 const RETRY_PAUSES: (Duration, Duration) = (Duration::from_millis(10), Duration::from_secs(1));
 
 /// What a guard shares with its keeper and with the futures that wait on
-/// its state: its node's path, and what is known of it.
+/// its state: its node's path, and the contender's machine, which decides
+/// what the keeper's answers and events mean.
 pub(super) struct Flags {
     /// Full path of the guard's node.
     node: Box<str>,
-    /// The node's czxid (the guard's fencing token): a node of the same
-    /// name with another is someone else's, made after the guard's was
-    /// deleted.
-    czxid: i64,
-    /// Known lost (final).
-    lost: AtomicBool,
-    /// The node was deleted, and not by this guard's release.
-    deleted: AtomicBool,
-    /// A revocation request was seen on the node (never cleared).
-    revoked: AtomicBool,
-    /// The guard's release (or drop) has begun: a deletion from now on is
-    /// its own.
-    releasing: AtomicBool,
-    /// Woken on each change of the flags above.
+    machine: Mutex<Contender>,
+    /// Woken on each change of what the machine knows.
     pub(super) notify: Notify,
 }
 
 impl Flags {
-    pub(super) fn new(node: String, czxid: i64) -> Flags {
+    pub(super) fn new(node: String, machine: Contender) -> Flags {
         Flags {
             node: node.into_boxed_str(),
-            czxid,
-            lost: AtomicBool::new(false),
-            deleted: AtomicBool::new(false),
-            revoked: AtomicBool::new(false),
-            releasing: AtomicBool::new(false),
+            machine: Mutex::new(machine),
             notify: Notify::new(),
         }
     }
@@ -92,48 +76,51 @@ impl Flags {
         &self.node
     }
 
+    fn machine(&self) -> MutexGuard<'_, Contender> {
+        self.machine.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     pub(super) fn is_lost(&self) -> bool {
-        self.lost.load(Ordering::Acquire)
+        self.machine().is_lost()
     }
 
     pub(super) fn is_revoked(&self) -> bool {
-        self.revoked.load(Ordering::Acquire)
+        self.machine().is_revoked()
     }
 
     /// Marks the guard lost (logged once), and wakes its waiters.
     pub(super) fn mark_lost(&self, why: &str) {
-        if !self.lost.swap(true, Ordering::AcqRel) {
-            warn!(node = %self.node, why, "lock lost");
-        }
-        self.notify.notify_waiters();
+        self.update(why, |machine| machine.held_lost());
     }
 
-    /// Notes a revocation request (logged once), and wakes the guard's
-    /// waiters.
-    pub(super) fn mark_revoked(&self) {
-        if !self.revoked.swap(true, Ordering::AcqRel) {
+    /// Feeds the machine through `feed`; logs what became known (lost,
+    /// revocation requested) and wakes the guard's waiters.
+    fn update<T>(&self, why: &str, feed: impl FnOnce(&mut Contender) -> T) -> T {
+        let mut machine = self.machine();
+        let before = (machine.is_lost(), machine.is_revoked());
+        let result = feed(&mut machine);
+        let after = (machine.is_lost(), machine.is_revoked());
+        drop(machine);
+        if after.0 && !before.0 {
+            warn!(node = %self.node, why, "lock lost");
+        }
+        if after.1 && !before.1 {
             info!(node = %self.node, "revocation requested");
         }
         self.notify.notify_waiters();
-    }
-
-    /// The node is gone: the lock is lost, unless the guard's release has
-    /// begun (then the deletion is the release's).
-    fn mark_deleted(&self) {
-        if self.releasing.load(Ordering::SeqCst) {
-            return;
-        }
-        self.deleted.store(true, Ordering::SeqCst);
-        self.mark_lost("its node was deleted");
+        result
     }
 
     /// The guard's release begins: a deletion seen from now on is its own.
-    /// Returns whether the node was seen deleted before (by someone else).
-    /// A deletion seen at the same moment may still be missed here; the
-    /// release's first answer ("no such node") tells then.
-    pub(super) fn begin_release(&self) -> bool {
-        self.releasing.store(true, Ordering::SeqCst);
-        self.deleted.load(Ordering::SeqCst)
+    /// Returns the machine (a copy, to run the release with) and its first
+    /// action: [`crate::contender::Outcome::Lost`] if the node was seen
+    /// deleted by someone else before. A deletion seen at the same moment
+    /// may still be missed here; the release's first answer ("no such
+    /// node") tells then.
+    pub(super) fn begin_release(&self) -> (Contender, Action) {
+        let mut machine = self.machine();
+        let action = machine.release();
+        (machine.clone(), action)
     }
 }
 
@@ -159,68 +146,70 @@ pub(super) fn start(
     }
 }
 
-/// The keeper's loop (see the [module documentation](self)). What stays
-/// resident for the guard's life is this future waiting on its watch; the
-/// request that sets the watch, and its retries, are boxed apart.
+/// The keeper's loop (see the [module documentation](self)): performs what
+/// the machine says ([`Keep`]). What stays resident for the guard's life is
+/// this future waiting on its watch; the request that sets the watch is
+/// boxed apart.
 async fn keep(client: zk::Client, flags: Arc<Flags>, mut watch: Option<WatchFuture>) {
+    let mut next = if watch.is_some() { Keep::Wait } else { Keep::Watch };
+    let mut pause = Duration::ZERO;
     loop {
-        let changed = match watch.take() {
-            Some(changed) => changed,
-            None => match Box::pin(set_watch(&client, &flags)).await {
-                Some(changed) => changed,
-                None => return,
-            },
+        next = match (next, watch.take()) {
+            (Keep::Stop, _) => return,
+            (Keep::Wait, Some(changed)) => {
+                let event = changed.await;
+                let why = if event.event_type == zk::EventType::NodeDeleted {
+                    "its node was deleted"
+                } else {
+                    "the session ended"
+                };
+                flags.update(why, |machine| machine.held_event(node_event(&event)))
+            }
+            (Keep::Wait, None) | (Keep::Watch, _) => {
+                let (keep, changed) = Box::pin(set_watch(&client, &flags)).await;
+                if keep == Keep::Watch {
+                    pause = (pause * 2).clamp(RETRY_PAUSES.0, RETRY_PAUSES.1);
+                    debug!(node = %flags.node, ?pause, "watching the held node again after a pause");
+                    tokio::time::sleep(pause).await;
+                } else {
+                    pause = Duration::ZERO;
+                }
+                watch = changed;
+                keep
+            }
         };
-        let event = changed.await;
-        if event.event_type == zk::EventType::NodeDeleted {
-            return flags.mark_deleted();
-        }
-        if Error::from_session_state(event.session_state).is_some() {
-            return flags.mark_lost("the session ended");
-        }
-        // Data written to the node (a revocation request?): read it and
-        // watch again.
     }
 }
 
-/// Sets a data watch on the node, reading its data (a revocation request
-/// is noted), and sends the request again after a broken connection.
-/// `None` when there is nothing left to watch: the node is gone or the
-/// session over (the guard is marked lost), or the server refuses (logged).
-async fn set_watch(client: &zk::Client, flags: &Flags) -> Option<WatchFuture> {
-    let mut pause = Duration::ZERO;
-    loop {
-        match client.get_and_watch_data(&flags.node).await {
-            // A data change used up the watch, then the node was deleted
-            // and made again under its name (by someone else: the name
-            // carries this acquire's token): the guard's node is gone.
-            Ok((_, stat, _)) if stat.czxid != flags.czxid => {
-                flags.mark_deleted();
-                return None;
-            }
-            Ok((data, _, watcher)) => {
-                if is_revocation(&data) {
-                    flags.mark_revoked();
+/// Reads the node and sets a data watch on it; the machine says what the
+/// answer means.
+async fn set_watch(client: &zk::Client, flags: &Flags) -> (Keep, Option<WatchFuture>) {
+    match client.get_and_watch_data(&flags.node).await {
+        Ok((data, stat, watcher)) => {
+            let node = HeldNode {
+                czxid: stat.czxid,
+                revocation: is_revocation(&data),
+            };
+            let keep = flags.update("its node was deleted and made again by someone else", |machine| {
+                machine.held_watch_set(Answer::Ok(node))
+            });
+            let changed: WatchFuture = Box::pin(watcher.changed());
+            (keep, (keep == Keep::Wait).then_some(changed))
+        }
+        Err(e) => {
+            let answer = match e {
+                zk::Error::NoNode => Answer::NoNode,
+                ref e if is_retryable(e) => Answer::Retry,
+                ref e if Error::from_zk(e.clone(), &flags.node).is_session_over() => Answer::SessionEnded,
+                ref e => {
+                    warn!(node = %flags.node, error = %e, "cannot watch the held node: only the session's end and the lease will be noticed");
+                    Answer::Failed
                 }
-                return Some(Box::pin(watcher.changed()));
-            }
-            Err(zk::Error::NoNode) => {
-                flags.mark_deleted();
-                return None;
-            }
-            Err(e) if is_retryable(&e) => {
-                pause = (pause * 2).clamp(RETRY_PAUSES.0, RETRY_PAUSES.1);
-                debug!(node = %flags.node, error = %e, ?pause, "watching the held node again after a pause");
-                tokio::time::sleep(pause).await;
-            }
-            Err(e) if Error::from_zk(e.clone(), &flags.node).is_session_over() => {
-                flags.mark_lost("the session ended");
-                return None;
-            }
-            Err(e) => {
-                warn!(node = %flags.node, error = %e, "cannot watch the held node: only the session's end and the lease will be noticed");
-                return None;
-            }
+            };
+            let keep = flags.update("its node was deleted, or the session ended", |machine| {
+                machine.held_watch_set(answer)
+            });
+            (keep, None)
         }
     }
 }

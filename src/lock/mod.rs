@@ -32,11 +32,11 @@ use crate::node_name::{Layout, Mode};
 use crate::stats::{Recorder, Stats};
 use crate::zk;
 
-mod directory;
 mod driver;
 mod guard;
 mod held;
 mod keeper;
+mod requests;
 mod revoke;
 mod snapshot;
 mod validate;
@@ -47,8 +47,8 @@ pub use revoke::{Revoked, REVOKE_PAYLOAD};
 pub use snapshot::{Contender, ContenderState, Snapshot};
 pub use validate::{validate_identity, validate_path};
 
-pub(crate) use directory::with_retry;
 use driver::{deadline, Patience};
+pub(crate) use requests::with_retry;
 use validate::{default_acls, peers_cannot_read, shared_default_identity};
 
 /// How long [`SharedLock::connect`] tries to reach a server: 10 s.

@@ -4,7 +4,7 @@
 
 use tracing::{debug, info};
 
-use super::directory::{child_path, with_retry};
+use super::requests::{child_path, with_retry};
 use super::{ContenderState, SharedLock};
 use crate::error::Error;
 use crate::node_name::{Layout, NodeName};

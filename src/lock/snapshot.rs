@@ -3,7 +3,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::directory::{child_path, with_retry};
+use super::requests::{child_path, with_retry};
 use super::SharedLock;
 use crate::connect::missing_chroot;
 use crate::error::{is_retryable, Error};

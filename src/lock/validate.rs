@@ -127,18 +127,6 @@ pub(super) fn peers_cannot_read(layout: Layout, acls: &[zk::Acl]) -> bool {
             .any(|acl| acl.scheme() != "auth" && acl.permission().has(zk::Permission::READ))
 }
 
-/// How a lock in `layout` creates its directory: a container, which the
-/// server removes once it is empty, except in kazoo's layout: kazoo checks
-/// its lock path once per lock object and does not recreate it, so a
-/// reaped directory would fail kazoo's next acquire (kazoo's own
-/// directories are persistent).
-pub(super) fn directory_mode(layout: Layout) -> zk::CreateMode {
-    match layout {
-        Layout::Kazoo => zk::CreateMode::Persistent,
-        _ => zk::CreateMode::Container,
-    }
-}
-
 /// [`default_identity`], read once per process.
 pub(super) fn shared_default_identity() -> Arc<str> {
     static IDENTITY: OnceLock<Arc<str>> = OnceLock::new();
@@ -237,14 +225,6 @@ mod tests {
             let err = validate_path(bad).unwrap_err().to_string();
             assert!(err.contains(why), "{bad:?}: {err}");
             assert!(err.contains(&format!("`{bad}`")), "{bad:?}: {err}");
-        }
-    }
-
-    #[test]
-    fn kazoo_directories_persist() {
-        assert_eq!(directory_mode(Layout::Kazoo), zk::CreateMode::Persistent);
-        for layout in [Layout::Native, Layout::Curator, Layout::CuratorMutex] {
-            assert_eq!(directory_mode(layout), zk::CreateMode::Container, "{layout}");
         }
     }
 
