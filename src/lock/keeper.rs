@@ -4,16 +4,19 @@
 //! held node (an operator, another identity inside the directory's trust
 //! boundary), the guard says `Lost` from then on, and its release says the
 //! lock was lost. So each guard gets a small task at the grant, its keeper,
-//! which keeps one data watch (`getData`) on the node:
+//! which keeps one data watch (`getData`) on the node and feeds what it
+//! learns to the contender's machine ([`Contender::held_watch_set`],
+//! [`Contender::held_event`]), which decides what it means (see
+//! [`crate::contender`]'s rules):
 //!
-//! - the node's deletion marks the guard lost, unless its own release has
-//!   begun (that deletion is the release's); so does a node of the same
-//!   name found with another czxid when the watch is set again (a data
-//!   change used up the watch, then the node was deleted and made again);
+//! - the node's deletion loses the lock, unless its own release has begun
+//!   (that deletion is the release's); so does a node of the same name
+//!   found with another czxid when the watch is set again (a data change
+//!   used up the watch, then the node was deleted and made again);
 //! - a data change reads the node and watches it again: this is how a
 //!   revocation request ([`super::REVOKE_PAYLOAD`]) is seen, with no
 //!   second watch or loop of its own;
-//! - the session's end marks the guard lost;
+//! - the session's end loses the lock;
 //! - a watch the server refuses (the node's ACL does not let its owner
 //!   READ) is logged, and the guard learns only of the session's end and
 //!   its lease.

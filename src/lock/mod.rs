@@ -1,20 +1,21 @@
 //! The ZooKeeper adapter: [`SharedLock`] and its guards.
 //!
-//! The adapter is thin: it creates, lists, watches and deletes nodes, and
-//! feeds what comes back to [`crate::acquire`]'s state machine, which says
-//! what to do next (the run loop in that module's documentation). No rule
-//! of when a contender holds lives here.
+//! The adapter is thin: it performs the actions of
+//! [`crate::contender`]'s machine (create, list, watch, delete, recycle)
+//! and feeds what comes back to it; the machine says what to do next (the
+//! run loop in that module's documentation). No rule of a contender's life
+//! lives here.
 //!
 //! Its rooms: this module has the lock handle, its builder and the public
-//! acquire methods; `driver` runs an acquire (creating the node, the
-//! machine's actions, the watches); `held` has a contender node's life
-//! before and after the grant (`Pending`, `Held`: withdrawal, lease,
-//! release); `directory` the requests on the lock directory and its nodes
-//! (creating the directory, retrying, finding, deleting and releasing
-//! nodes, recycling); `guard` the guard types; `keeper` the watch a guard
-//! keeps on its node; `snapshot` and `revoke` the listing of contenders
-//! and revocation requests; `validate` the checks of paths and identities
-//! and the defaults.
+//! acquire methods; `driver` runs an acquire (the machine's loop, and the
+//! wait's requests and watches); `requests` performs the machine's other
+//! request actions, one function each (the node's create, the directory,
+//! finding my node, deletions with or without the release record,
+//! recycling); `held` has a contender's life before and after the grant
+//! (`Pending`, `Held`: withdrawal, lease, release); `guard` the guard
+//! types; `keeper` the watch a guard keeps on its node; `snapshot` and
+//! `revoke` the listing of contenders and revocation requests; `validate`
+//! the checks of paths and identities and the defaults.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
