@@ -345,7 +345,7 @@ impl SharedLock {
     /// As [`crate::SharedLock::read`], and [`Error::InsideRuntime`].
     pub fn read(&self) -> Result<Guard, Error> {
         let g = self.block_on(self.lock.read())??;
-        Ok(self.wrap(crate::Guard::Read(g)))
+        Ok(self.wrap(crate::Guard::from(g)))
     }
 
     /// Acquires the lock for writing, waiting as long as it takes.
@@ -355,7 +355,7 @@ impl SharedLock {
     /// As [`crate::SharedLock::write`], and [`Error::InsideRuntime`].
     pub fn write(&self) -> Result<Guard, Error> {
         let g = self.block_on(self.lock.write())??;
-        Ok(self.wrap(crate::Guard::Write(g)))
+        Ok(self.wrap(crate::Guard::from(g)))
     }
 
     /// Acquires the lock for reading if it is free now; `Ok(None)` otherwise.
@@ -366,7 +366,7 @@ impl SharedLock {
     pub fn try_read(&self) -> Result<Option<Guard>, Error> {
         Ok(self
             .block_on(self.lock.try_read())??
-            .map(|g| self.wrap(crate::Guard::Read(g))))
+            .map(|g| self.wrap(crate::Guard::from(g))))
     }
 
     /// Acquires the lock for writing if it is free now; `Ok(None)` otherwise.
@@ -377,7 +377,7 @@ impl SharedLock {
     pub fn try_write(&self) -> Result<Option<Guard>, Error> {
         Ok(self
             .block_on(self.lock.try_write())??
-            .map(|g| self.wrap(crate::Guard::Write(g))))
+            .map(|g| self.wrap(crate::Guard::from(g))))
     }
 
     /// Acquires the lock for reading, waiting at most `timeout`; `Ok(None)` on timeout.
@@ -388,7 +388,7 @@ impl SharedLock {
     pub fn read_timeout(&self, timeout: Duration) -> Result<Option<Guard>, Error> {
         Ok(self
             .block_on(self.lock.read_timeout(timeout))??
-            .map(|g| self.wrap(crate::Guard::Read(g))))
+            .map(|g| self.wrap(crate::Guard::from(g))))
     }
 
     /// Acquires the lock for writing, waiting at most `timeout`; `Ok(None)` on timeout.
@@ -399,7 +399,7 @@ impl SharedLock {
     pub fn write_timeout(&self, timeout: Duration) -> Result<Option<Guard>, Error> {
         Ok(self
             .block_on(self.lock.write_timeout(timeout))??
-            .map(|g| self.wrap(crate::Guard::Write(g))))
+            .map(|g| self.wrap(crate::Guard::from(g))))
     }
 
     /// The contenders in queue order (see [`crate::SharedLock::contenders`]).
