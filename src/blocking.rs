@@ -345,7 +345,7 @@ impl SharedLock {
     /// As [`crate::SharedLock::read`], and [`Error::InsideRuntime`].
     pub fn read(&self) -> Result<Guard, Error> {
         let g = self.block_on(self.lock.read())??;
-        Ok(self.wrap(crate::Guard::Read(g)))
+        Ok(self.wrap(crate::Guard::from(g)))
     }
 
     /// Acquires the lock for writing, waiting as long as it takes.
@@ -355,7 +355,7 @@ impl SharedLock {
     /// As [`crate::SharedLock::write`], and [`Error::InsideRuntime`].
     pub fn write(&self) -> Result<Guard, Error> {
         let g = self.block_on(self.lock.write())??;
-        Ok(self.wrap(crate::Guard::Write(g)))
+        Ok(self.wrap(crate::Guard::from(g)))
     }
 
     /// Acquires the lock for reading if it is free now; `Ok(None)` otherwise.
@@ -366,7 +366,7 @@ impl SharedLock {
     pub fn try_read(&self) -> Result<Option<Guard>, Error> {
         Ok(self
             .block_on(self.lock.try_read())??
-            .map(|g| self.wrap(crate::Guard::Read(g))))
+            .map(|g| self.wrap(crate::Guard::from(g))))
     }
 
     /// Acquires the lock for writing if it is free now; `Ok(None)` otherwise.
@@ -377,7 +377,7 @@ impl SharedLock {
     pub fn try_write(&self) -> Result<Option<Guard>, Error> {
         Ok(self
             .block_on(self.lock.try_write())??
-            .map(|g| self.wrap(crate::Guard::Write(g))))
+            .map(|g| self.wrap(crate::Guard::from(g))))
     }
 
     /// Acquires the lock for reading, waiting at most `timeout`; `Ok(None)` on timeout.
@@ -388,7 +388,7 @@ impl SharedLock {
     pub fn read_timeout(&self, timeout: Duration) -> Result<Option<Guard>, Error> {
         Ok(self
             .block_on(self.lock.read_timeout(timeout))??
-            .map(|g| self.wrap(crate::Guard::Read(g))))
+            .map(|g| self.wrap(crate::Guard::from(g))))
     }
 
     /// Acquires the lock for writing, waiting at most `timeout`; `Ok(None)` on timeout.
@@ -399,7 +399,7 @@ impl SharedLock {
     pub fn write_timeout(&self, timeout: Duration) -> Result<Option<Guard>, Error> {
         Ok(self
             .block_on(self.lock.write_timeout(timeout))??
-            .map(|g| self.wrap(crate::Guard::Write(g))))
+            .map(|g| self.wrap(crate::Guard::from(g))))
     }
 
     /// The contenders in queue order (see [`crate::SharedLock::contenders`]).
@@ -430,6 +430,75 @@ impl SharedLock {
     /// As [`crate::SharedLock::revoke_holders`], and [`Error::InsideRuntime`].
     pub fn revoke_holders(&self) -> Result<crate::Revoked, Error> {
         self.block_on(self.lock.revoke_holders())?
+    }
+}
+
+/// An async guard that a blocking guard wraps, [`crate::Guard`] or
+/// [`crate::MultiGuard`]: what the blocking guard's waits wait on.
+trait Wrapped {
+    /// [`crate::Guard::suspended`] or [`crate::MultiGuard::suspended`].
+    fn until_suspended(&self) -> impl Future<Output = HoldState>;
+    /// [`crate::Guard::resumed`] or [`crate::MultiGuard::resumed`].
+    fn until_resumed(&self) -> impl Future<Output = HoldState>;
+    /// [`crate::Guard::lost`] or [`crate::MultiGuard::lost`].
+    fn until_lost(&self) -> impl Future<Output = ()>;
+}
+
+impl Wrapped for crate::Guard {
+    fn until_suspended(&self) -> impl Future<Output = HoldState> {
+        self.suspended()
+    }
+
+    fn until_resumed(&self) -> impl Future<Output = HoldState> {
+        self.resumed()
+    }
+
+    fn until_lost(&self) -> impl Future<Output = ()> {
+        self.lost()
+    }
+}
+
+impl Wrapped for crate::MultiGuard {
+    fn until_suspended(&self) -> impl Future<Output = HoldState> {
+        self.suspended()
+    }
+
+    fn until_resumed(&self) -> impl Future<Output = HoldState> {
+        self.resumed()
+    }
+
+    fn until_lost(&self) -> impl Future<Output = ()> {
+        self.lost()
+    }
+}
+
+/// The waits of [`Guard`] and [`MultiGuard`] (their `wait_*` methods), on
+/// the async guard they wrap: `None` once released, which counts as lost.
+impl OwnedRuntime {
+    fn wait_suspended(&self, guard: Option<&impl Wrapped>, timeout: Duration) -> Result<HoldState, Error> {
+        let Some(guard) = guard else {
+            return Ok(HoldState::Lost);
+        };
+        self.block_on_within(timeout, guard.until_suspended(), HoldState::Held)
+    }
+
+    fn wait_resumed(&self, guard: Option<&impl Wrapped>, timeout: Duration) -> Result<HoldState, Error> {
+        let Some(guard) = guard else {
+            return Ok(HoldState::Lost);
+        };
+        self.block_on_within(timeout, guard.until_resumed(), HoldState::Suspended)
+    }
+
+    fn wait_lost(&self, guard: Option<&impl Wrapped>, timeout: Duration) -> Result<bool, Error> {
+        let Some(guard) = guard else { return Ok(true) };
+        self.block_on_within(
+            timeout,
+            async {
+                guard.until_lost().await;
+                true
+            },
+            false,
+        )
     }
 }
 
@@ -486,11 +555,7 @@ impl Guard {
     ///
     /// [`Error::InsideRuntime`].
     pub fn wait_suspended(&self, timeout: Duration) -> Result<HoldState, Error> {
-        let Some(inner) = &self.inner else {
-            return Ok(HoldState::Lost);
-        };
-        self.rt
-            .block_on_within(timeout, inner.suspended(), HoldState::Held)
+        self.rt.wait_suspended(self.inner.as_ref(), timeout)
     }
 
     /// Waits up to `timeout` for the lock to be no longer suspended (held
@@ -501,11 +566,7 @@ impl Guard {
     ///
     /// [`Error::InsideRuntime`].
     pub fn wait_resumed(&self, timeout: Duration) -> Result<HoldState, Error> {
-        let Some(inner) = &self.inner else {
-            return Ok(HoldState::Lost);
-        };
-        self.rt
-            .block_on_within(timeout, inner.resumed(), HoldState::Suspended)
+        self.rt.wait_resumed(self.inner.as_ref(), timeout)
     }
 
     /// Waits up to `timeout` for the lock to be lost; true if it was.
@@ -514,15 +575,7 @@ impl Guard {
     ///
     /// [`Error::InsideRuntime`].
     pub fn wait_lost(&self, timeout: Duration) -> Result<bool, Error> {
-        let Some(inner) = &self.inner else { return Ok(true) };
-        self.rt.block_on_within(
-            timeout,
-            async {
-                inner.lost().await;
-                true
-            },
-            false,
-        )
+        self.rt.wait_lost(self.inner.as_ref(), timeout)
     }
 
     /// True once a revocation request was seen on the node (see
@@ -725,11 +778,7 @@ impl MultiGuard {
     ///
     /// [`Error::InsideRuntime`].
     pub fn wait_suspended(&self, timeout: Duration) -> Result<HoldState, Error> {
-        let Some(inner) = &self.inner else {
-            return Ok(HoldState::Lost);
-        };
-        self.rt
-            .block_on_within(timeout, inner.suspended(), HoldState::Held)
+        self.rt.wait_suspended(self.inner.as_ref(), timeout)
     }
 
     /// Waits up to `timeout` for no part to be suspended any more (all
@@ -741,11 +790,7 @@ impl MultiGuard {
     ///
     /// [`Error::InsideRuntime`].
     pub fn wait_resumed(&self, timeout: Duration) -> Result<HoldState, Error> {
-        let Some(inner) = &self.inner else {
-            return Ok(HoldState::Lost);
-        };
-        self.rt
-            .block_on_within(timeout, inner.resumed(), HoldState::Suspended)
+        self.rt.wait_resumed(self.inner.as_ref(), timeout)
     }
 
     /// Waits up to `timeout` for any part to be lost; true if one was.
@@ -754,15 +799,7 @@ impl MultiGuard {
     ///
     /// [`Error::InsideRuntime`].
     pub fn wait_lost(&self, timeout: Duration) -> Result<bool, Error> {
-        let Some(inner) = &self.inner else { return Ok(true) };
-        self.rt.block_on_within(
-            timeout,
-            async {
-                inner.lost().await;
-                true
-            },
-            false,
-        )
+        self.rt.wait_lost(self.inner.as_ref(), timeout)
     }
 
     /// Releases every part and reports the first error (see

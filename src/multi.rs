@@ -423,7 +423,7 @@ impl MultiGuard {
     /// The guard of the part on lock directory `path` (as given to its
     /// lock, relative to its client's chroot), if there is one.
     pub fn part(&self, path: &str) -> Option<&Guard> {
-        self.parts.iter().find(|g| lock_dir(g.node()) == path)
+        self.parts.iter().find(|g| g.lock_path() == path)
     }
 
     /// The fencing token of the part on lock directory `path` (as given to
@@ -553,11 +553,6 @@ fn rank(state: HoldState) -> u8 {
     }
 }
 
-/// The lock directory of the contender node `node`.
-fn lock_dir(node: &str) -> &str {
-    node.rsplit_once('/').map_or("", |(dir, _)| dir)
-}
-
 /// Completes when the first of `futures` does (never if there are none).
 async fn first<F: Future<Output = ()> + Unpin>(futures: impl Iterator<Item = F>) {
     let mut futures: Vec<F> = futures.collect();
@@ -606,12 +601,6 @@ mod tests {
         assert_eq!(worst([Held, Suspended, Held].into_iter()), Suspended);
         assert_eq!(worst([Suspended, Lost, Held].into_iter()), Lost);
         assert_eq!(worst([Lost, Suspended].into_iter()), Lost);
-    }
-
-    #[test]
-    fn lock_dir_of_a_node() {
-        assert_eq!(lock_dir("/locks/a/web01-W-0000000001"), "/locks/a");
-        assert_eq!(lock_dir("/a/x"), "/a");
     }
 
     #[test]

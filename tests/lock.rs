@@ -676,7 +676,7 @@ async fn the_mode_can_be_chosen_at_run_time() {
     let (a, b) = (lock(&path).await, lock(&path).await);
     let w = a.acquire(Mode::Write).await.unwrap();
     assert_eq!(w.mode(), Mode::Write);
-    assert!(matches!(w, zk_rwlock::Guard::Write(_)));
+    assert_eq!(w.lock_path(), path);
     assert!(b.try_acquire(Mode::Read).await.unwrap().is_none());
     assert!(b
         .acquire_timeout(Mode::Read, Duration::from_millis(100))

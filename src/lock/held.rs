@@ -164,6 +164,11 @@ impl Held {
         self.flags.node()
     }
 
+    /// The lock directory's path: the node's parent.
+    pub(super) fn lock_path(&self) -> &str {
+        &self.inner.path
+    }
+
     pub(super) fn lease_deadline(&self) -> std::time::Instant {
         // No floor from earlier readings: a reconnection may negotiate a
         // shorter timeout, and the server renews the session with it.

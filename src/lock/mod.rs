@@ -458,7 +458,7 @@ impl SharedLock {
     /// Dropping the future leaves no node behind (see [`SharedLock`]).
     pub async fn read(&self) -> Result<ReadGuard, Error> {
         let held = self.acquire_held(Mode::Read, Patience::Forever).await?;
-        held.map(ReadGuard).ok_or_else(unreachable_timeout)
+        held.map(ReadGuard::new).ok_or_else(unreachable_timeout)
     }
 
     /// Acquires the lock for writing (exclusive), waiting as long as it takes.
@@ -472,7 +472,7 @@ impl SharedLock {
     /// Dropping the future leaves no node behind (see [`SharedLock`]).
     pub async fn write(&self) -> Result<WriteGuard, Error> {
         let held = self.acquire_held(Mode::Write, Patience::Forever).await?;
-        held.map(WriteGuard).ok_or_else(unreachable_timeout)
+        held.map(WriteGuard::new).ok_or_else(unreachable_timeout)
     }
 
     /// Acquires the lock for reading if that is possible without waiting;
@@ -486,7 +486,7 @@ impl SharedLock {
         Ok(self
             .acquire_held(Mode::Read, Patience::None)
             .await?
-            .map(ReadGuard))
+            .map(ReadGuard::new))
     }
 
     /// Acquires the lock for writing if that is possible without waiting;
@@ -500,7 +500,7 @@ impl SharedLock {
         Ok(self
             .acquire_held(Mode::Write, Patience::None)
             .await?
-            .map(WriteGuard))
+            .map(WriteGuard::new))
     }
 
     /// Acquires the lock for reading, waiting at most `timeout`; `Ok(None)`
@@ -514,7 +514,7 @@ impl SharedLock {
         Ok(self
             .acquire_held(Mode::Read, deadline(timeout))
             .await?
-            .map(ReadGuard))
+            .map(ReadGuard::new))
     }
 
     /// Acquires the lock for writing, waiting at most `timeout`; `Ok(None)`
@@ -528,7 +528,7 @@ impl SharedLock {
         Ok(self
             .acquire_held(Mode::Write, deadline(timeout))
             .await?
-            .map(WriteGuard))
+            .map(WriteGuard::new))
     }
 
     /// Acquires the lock in `mode`, waiting as long as it takes: [`SharedLock::read`]

@@ -33,7 +33,7 @@ impl Holding {
 
     /// Every part: lock directory, node, fencing token (in path order).
     pub fn parts(&self) -> Vec<(String, &str, i64)> {
-        let dir = |g: &Guard| g.node().rsplit_once('/').map_or("", |(d, _)| d).to_owned();
+        let dir = |g: &Guard| g.lock_path().to_owned();
         match self {
             Holding::One(g) => vec![(dir(g), g.node(), g.fencing_token())],
             Holding::Many { guard, .. } => guard

@@ -1,0 +1,830 @@
+//! Event sequences and the actions they lead to. A case starts with the
+//! listing its node was created into (`[X]` marks mine; see
+//! `ordering`'s table for the row syntax), then alternates an input and
+//! the expected action:
+//!
+//! - inputs: `listed ROW`, `listed nonode`, `set OWN WATCHED` (each `ok`,
+//!   `nonode`, `noauth`, `retry`, `failed`, or `-` for an own watch not
+//!   asked), `deleted`, `data`, `other`, `own-deleted`, `own-data`,
+//!   `interrupted`, `ended` (events during a wait), `~own-deleted`,
+//!   `~own-data`, `~interrupted`, `~ended` (events recorded while a
+//!   request is in flight, followed by the next input on the same line
+//!   after `;`), `rewatched R`, `record named|other OWN`, `checked
+//!   yes|no|retry`, `deadline`;
+//! - actions: `list`, `watch N` / `watch+own N` (the child at position
+//!   N), `wait`, `poll`, `rewatch`, `read`, `check`, `grant`, `grant
+//!   mark`, `give up`, `fail lost|ended|exhausted|request`.
+use super::*;
+
+/// `ordering`'s rows, with each contender's host named by its sequence,
+/// so that my name is the same in every listing of a case.
+fn build(row: &str) -> (Vec<String>, Option<String>) {
+    crate::ordering::tests::build_named(row, |_, seq| format!("h{seq}"))
+}
+
+fn reply(word: &str) -> Reply<()> {
+    match word {
+        "ok" => Reply::Ok(()),
+        "nonode" => Reply::NoNode,
+        "noauth" => Reply::NoAuth,
+        "retry" => Reply::Retry,
+        "failed" => Reply::Failed,
+        other => panic!("bad reply {other}"),
+    }
+}
+
+fn show(action: &Action, names: &[String]) -> String {
+    let pos = |watched: &str| names.iter().position(|n| n == watched).unwrap();
+    match action {
+        Action::List => "list".into(),
+        Action::SetWatches { own: false, watched } => format!("watch {}", pos(watched)),
+        Action::SetWatches { own: true, watched } => format!("watch+own {}", pos(watched)),
+        Action::Wait { poll: false } => "wait".into(),
+        Action::Wait { poll: true } => "poll".into(),
+        Action::Rewatch { .. } => "rewatch".into(),
+        Action::ReadRecord { .. } => "read".into(),
+        Action::CheckOwn => "check".into(),
+        Action::Grant { mark: false } => "grant".into(),
+        Action::Grant { mark: true } => "grant mark".into(),
+        Action::GiveUp => "give up".into(),
+        Action::Fail(Failure::Lost) => "fail lost".into(),
+        Action::Fail(Failure::SessionEnded) => "fail ended".into(),
+        Action::Fail(Failure::Exhausted) => "fail exhausted".into(),
+        Action::Fail(Failure::InvalidName) => "fail name".into(),
+        Action::Fail(Failure::Request) => "fail request".into(),
+    }
+}
+
+fn event(word: &str) -> Event {
+    match word {
+        "deleted" => Event::Watched(NodeEvent::Deleted),
+        "data" => Event::Watched(NodeEvent::DataChanged),
+        "other" => Event::Watched(NodeEvent::Other),
+        "watch-failed" => Event::Watched(NodeEvent::Failed),
+        "own-deleted" => Event::Own(NodeEvent::Deleted),
+        "own-data" => Event::Own(NodeEvent::DataChanged),
+        "interrupted" => Event::Interrupted,
+        "ended" => Event::SessionEnded,
+        other => panic!("bad event {other}"),
+    }
+}
+
+/// Runs one case; returns the machine's counts at the end.
+fn run(may_wait: bool, created: &str, steps: &[(&str, &str)]) -> Counts {
+    let (first, me) = build(created);
+    let me = me.expect("a row with [me]");
+    let mode = me.parse::<crate::NodeName>().expect("my name parses").mode();
+    let mut machine = Acquire::new(mode, may_wait);
+    let (open, rest) = steps.split_first().expect("a first action");
+    assert_eq!(open.0, "created", "{created}: the first step is `created`");
+    let mut names = first.clone();
+    let got = machine.created(&me, Some(&first));
+    assert_eq!(show(&got, &names), open.1, "{created}: after creation");
+    for (input, want) in rest {
+        let mut line = *input;
+        while let Some((pumped, next)) = line.split_once(';') {
+            machine.event(event(pumped.trim().trim_start_matches('~')));
+            line = next.trim();
+        }
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let listing;
+        let got = match words.as_slice() {
+            ["listed", "nonode"] => machine.step(Input::Listed(Reply::NoNode)),
+            ["listed", row @ ..] => {
+                listing = build(&row.join(" ")).0;
+                names = listing.clone();
+                machine.step(Input::Listed(Reply::Ok(&listing)))
+            }
+            ["set", own, watched] => machine.step(Input::WatchesSet {
+                own: (*own != "-").then(|| reply(own)),
+                watched: reply(watched),
+            }),
+            ["rewatched", r] => machine.step(Input::Rewatched(reply(r))),
+            ["record", named, own] => machine.step(Input::RecordRead(Reply::Ok(Record {
+                names_watched: *named == "named",
+                own: reply(own),
+            }))),
+            ["record", r] => machine.step(Input::RecordRead(match reply(r) {
+                Reply::Retry => Reply::Retry,
+                _ => Reply::Failed,
+            })),
+            ["checked", "yes"] => machine.step(Input::OwnChecked(Reply::Ok(true))),
+            ["checked", "no"] => machine.step(Input::OwnChecked(Reply::Ok(false))),
+            ["checked", r] => machine.step(Input::OwnChecked(match reply(r) {
+                Reply::Retry => Reply::Retry,
+                Reply::NoNode => Reply::NoNode,
+                _ => Reply::Failed,
+            })),
+            ["deadline"] => machine.step(Input::Deadline),
+            [word] => machine.step(Input::Event(event(word))),
+            _ => panic!("bad input {input}"),
+        };
+        assert_eq!(
+            show(&got, &names),
+            *want,
+            "{created}: after `{input}` in {steps:?}"
+        );
+    }
+    machine.counts()
+}
+
+type Steps = &'static [(&'static str, &'static str)];
+
+/// Cases of an acquire that may wait.
+const CASES: &[(&str, Steps)] = &[
+    // Granted at once: no watch, no mark.
+    ("[W]", &[("created", "grant")]),
+    ("R [R]", &[("created", "grant")]),
+    // A writer behind the head: its deletion alone grants (hand-off).
+    (
+        "W [W]",
+        &[
+            ("created", "watch+own 0"),
+            ("set ok ok", "wait"),
+            ("deleted", "grant mark"),
+        ],
+    ),
+    // ... unless my node is gone or changed meanwhile.
+    (
+        "W [W]",
+        &[
+            ("created", "watch+own 0"),
+            ("set ok ok", "wait"),
+            ("own-deleted", "fail lost"),
+        ],
+    ),
+    (
+        "W [W]",
+        &[
+            ("created", "watch+own 0"),
+            ("set ok ok", "wait"),
+            ("own-data", "list"),
+            ("listed W@0 [W@1]", "watch+own 0"),
+        ],
+    ),
+    // My node's watch fired before the answers were fed: it stays fired,
+    // so no hand-off trusts it.
+    (
+        "W [W]",
+        &[("created", "watch+own 0"), ("~own-data; set ok nonode", "list")],
+    ),
+    (
+        "W [W]",
+        &[
+            ("created", "watch+own 0"),
+            ("~own-data; set ok ok", "wait"),
+            ("deleted", "list"),
+        ],
+    ),
+    // Own node deleted while the watches were being set: lost.
+    (
+        "W [W]",
+        &[
+            ("created", "watch+own 0"),
+            ("~own-deleted; set ok ok", "fail lost"),
+        ],
+    ),
+    (
+        "W [W]",
+        &[("created", "watch+own 0"), ("set nonode ok", "fail lost")],
+    ),
+    // An interruption makes a hand-off ask first.
+    (
+        "W [W]",
+        &[
+            ("created", "watch+own 0"),
+            ("set ok ok", "wait"),
+            ("interrupted", "wait"),
+            ("deleted", "check"),
+            ("checked yes", "grant mark"),
+        ],
+    ),
+    (
+        "W [W]",
+        &[
+            ("created", "watch+own 0"),
+            ("set ok ok", "wait"),
+            ("interrupted", "wait"),
+            ("deleted", "check"),
+            ("checked no", "list"),
+        ],
+    ),
+    (
+        "W [W]",
+        &[
+            ("created", "watch+own 0"),
+            ("~interrupted; set ok ok", "wait"),
+            ("deleted", "check"),
+        ],
+    ),
+    // An own-node event recorded during a request blocks the hand-off.
+    (
+        "W [W]",
+        &[
+            ("created", "watch+own 0"),
+            ("set ok ok", "wait"),
+            ("deleted", "grant mark"),
+        ],
+    ),
+    (
+        "W W [W]",
+        &[
+            ("created", "watch+own 1"),
+            ("set ok ok", "wait"),
+            ("deleted", "read"),
+            ("~own-data; record named ok", "list"),
+        ],
+    ),
+    // The watched node already gone when the watch is set.
+    (
+        "W [W]",
+        &[("created", "watch+own 0"), ("set ok nonode", "grant mark")],
+    ),
+    (
+        "W W [W]",
+        &[("created", "watch+own 1"), ("set ok nonode", "list")],
+    ),
+    // Release record: a writer behind a waiting writer.
+    (
+        "W W [W]",
+        &[
+            ("created", "watch+own 1"),
+            ("set ok ok", "wait"),
+            ("deleted", "read"),
+            ("record named ok", "grant mark"),
+        ],
+    ),
+    (
+        "W W [W]",
+        &[
+            ("created", "watch+own 1"),
+            ("set ok ok", "wait"),
+            ("deleted", "read"),
+            ("record other ok", "list"),
+        ],
+    ),
+    (
+        "W W [W]",
+        &[
+            ("created", "watch+own 1"),
+            ("set ok ok", "wait"),
+            ("deleted", "read"),
+            ("record named nonode", "list"),
+        ],
+    ),
+    (
+        "W W [W]",
+        &[
+            ("created", "watch+own 1"),
+            ("set ok ok", "wait"),
+            ("deleted", "read"),
+            ("record retry", "list"),
+        ],
+    ),
+    (
+        "W W [W]",
+        &[
+            ("created", "watch+own 1"),
+            ("set ok ok", "wait"),
+            ("deleted", "read"),
+            ("record failed", "list"),
+        ],
+    ),
+    (
+        "W W [W]",
+        &[
+            ("created", "watch+own 1"),
+            ("set ok ok", "wait"),
+            ("interrupted", "wait"),
+            ("deleted", "read"),
+            ("record named ok", "check"),
+            ("checked yes", "grant mark"),
+        ],
+    ),
+    // A stray data change grants nothing: watch again.
+    (
+        "W [W]",
+        &[
+            ("created", "watch+own 0"),
+            ("set ok ok", "wait"),
+            ("data", "rewatch"),
+            ("rewatched ok", "wait"),
+            ("deleted", "grant mark"),
+        ],
+    ),
+    (
+        "W [W]",
+        &[
+            ("created", "watch+own 0"),
+            ("set ok ok", "wait"),
+            ("data", "rewatch"),
+            ("rewatched nonode", "grant mark"),
+        ],
+    ),
+    (
+        "W W [W]",
+        &[
+            ("created", "watch+own 1"),
+            ("set ok ok", "wait"),
+            ("data", "rewatch"),
+            ("rewatched nonode", "read"),
+        ],
+    ),
+    (
+        "W [W]",
+        &[
+            ("created", "watch+own 0"),
+            ("set ok ok", "wait"),
+            ("data", "rewatch"),
+            ("rewatched noauth", "poll"),
+            ("deleted", "grant mark"),
+        ],
+    ),
+    (
+        "W [W]",
+        &[
+            ("created", "watch+own 0"),
+            ("set ok ok", "wait"),
+            ("data", "rewatch"),
+            ("rewatched retry", "list"),
+        ],
+    ),
+    (
+        "W [W]",
+        &[
+            ("created", "watch+own 0"),
+            ("set ok ok", "wait"),
+            ("data", "rewatch"),
+            ("rewatched failed", "fail request"),
+        ],
+    ),
+    // No hand-off possible: a reader-predecessor of a writer.
+    (
+        "R W R [W]",
+        &[
+            ("created", "watch 2"),
+            ("set - ok", "wait"),
+            ("deleted", "list"),
+            ("listed R@0 W@1 [W@3]", "watch+own 1"),
+        ],
+    ),
+    // Readers: the only writer before me.
+    (
+        "W R [R]",
+        &[
+            ("created", "watch+own 0"),
+            ("set ok ok", "wait"),
+            ("deleted", "grant"),
+        ],
+    ),
+    (
+        "W W [R]",
+        &[
+            ("created", "watch+own 1"),
+            ("set ok ok", "wait"),
+            ("deleted", "read"),
+            ("record named ok", "grant"),
+        ],
+    ),
+    // Unreadable nodes: poll the watched one; ask about my own one.
+    (
+        "W [W]",
+        &[
+            ("created", "watch+own 0"),
+            ("set ok noauth", "poll"),
+            ("deleted", "grant mark"),
+        ],
+    ),
+    (
+        "W [W]",
+        &[
+            ("created", "watch+own 0"),
+            ("set noauth ok", "wait"),
+            ("deleted", "check"),
+            ("checked yes", "grant mark"),
+        ],
+    ),
+    (
+        "W W [W]",
+        &[
+            ("created", "watch+own 1"),
+            ("set noauth ok", "wait"),
+            ("deleted", "read"),
+            ("record named noauth", "check"),
+        ],
+    ),
+    // Retryable errors while setting watches: list again.
+    (
+        "W [W]",
+        &[
+            ("created", "watch+own 0"),
+            ("set retry ok", "list"),
+            ("listed [W@1]", "grant mark"),
+        ],
+    ),
+    (
+        "W [W]",
+        &[
+            ("created", "watch+own 0"),
+            ("set ok retry", "list"),
+            ("listed W@0 [W@1]", "watch 0"),
+        ],
+    ),
+    (
+        "W [W]",
+        &[("created", "watch+own 0"), ("set failed ok", "fail request")],
+    ),
+    (
+        "W [W]",
+        &[("created", "watch+own 0"), ("set ok failed", "fail request")],
+    ),
+    // The session ends: during a wait, or noticed between requests.
+    (
+        "W [W]",
+        &[
+            ("created", "watch+own 0"),
+            ("set ok ok", "wait"),
+            ("ended", "fail ended"),
+        ],
+    ),
+    (
+        "W W [W]",
+        &[
+            ("created", "watch+own 1"),
+            ("set ok ok", "wait"),
+            ("deleted", "read"),
+            ("~ended; record named ok", "fail ended"),
+        ],
+    ),
+    // A watch that fails for good fails the acquire.
+    (
+        "W [W]",
+        &[
+            ("created", "watch+own 0"),
+            ("set ok noauth", "poll"),
+            ("watch-failed", "fail request"),
+        ],
+    ),
+    // Other watch events: list again.
+    (
+        "W W [W]",
+        &[
+            ("created", "watch+own 1"),
+            ("set ok ok", "wait"),
+            ("other", "list"),
+            ("listed W@1 [W@2]", "watch 0"),
+        ],
+    ),
+    // Missing from a listing: lost; the counter's limit: withdraw.
+    (
+        "W W [W]",
+        &[
+            ("created", "watch+own 1"),
+            ("set ok ok", "wait"),
+            ("other", "list"),
+            ("listed W@0 W@1", "fail lost"),
+        ],
+    ),
+    ("[W@2147483647]", &[("created", "fail exhausted")]),
+    ("W@5 [R@5]", &[("created", "fail exhausted")]),
+    (
+        "W [W]",
+        &[
+            ("created", "watch+own 0"),
+            ("set ok ok", "wait"),
+            ("other", "list"),
+            ("listed nonode", "fail lost"),
+        ],
+    ),
+    // The deadline, at any step.
+    ("W [W]", &[("created", "watch+own 0"), ("deadline", "give up")]),
+    (
+        "W [W]",
+        &[
+            ("created", "watch+own 0"),
+            ("set ok ok", "wait"),
+            ("deadline", "give up"),
+        ],
+    ),
+    (
+        "W W [W]",
+        &[
+            ("created", "watch+own 1"),
+            ("set ok ok", "wait"),
+            ("deleted", "read"),
+            ("deadline", "give up"),
+        ],
+    ),
+    (
+        "W [W]",
+        &[
+            ("created", "watch+own 0"),
+            ("set ok ok", "wait"),
+            ("interrupted", "wait"),
+            ("deleted", "check"),
+            ("deadline", "give up"),
+        ],
+    ),
+    // Answers to questions not asked are driver errors.
+    (
+        "W [W]",
+        &[("created", "watch+own 0"), ("checked yes", "fail request")],
+    ),
+];
+
+#[test]
+fn event_sequences() {
+    for (created, steps) in CASES {
+        run(true, created, steps);
+    }
+}
+
+#[test]
+fn try_gives_up_at_the_first_wait() {
+    run(false, "W [W]", &[("created", "give up")]);
+    run(false, "R R [R]", &[("created", "grant")]);
+    run(false, "W [R]", &[("created", "give up")]);
+}
+
+#[test]
+fn peer_layout_writers_never_mark() {
+    // Behind a peer's writer: its deletion, unless it grants alone,
+    // means a new listing; and a peer-layout writer releases unmarked.
+    run(
+        true,
+        "cW kW [cW]",
+        &[
+            ("created", "watch 1"),
+            ("set - ok", "wait"),
+            ("deleted", "list"),
+            ("listed cW@0 [cW@2]", "watch 0"),
+            ("set - ok", "wait"),
+            ("deleted", "list"),
+            ("listed [cW@2]", "grant"),
+        ],
+    );
+    run(
+        true,
+        "W [kW]",
+        &[
+            ("created", "watch+own 0"),
+            ("set ok ok", "wait"),
+            ("deleted", "grant"),
+        ],
+    );
+    run(
+        true,
+        "m [m]",
+        &[
+            ("created", "watch+own 0"),
+            ("set ok retry", "list"),
+            ("listed [m@1]", "grant"),
+        ],
+    );
+    // A native writer still marks behind a peer.
+    run(
+        true,
+        "kW [W]",
+        &[
+            ("created", "watch+own 0"),
+            ("set ok ok", "wait"),
+            ("deleted", "grant mark"),
+        ],
+    );
+}
+
+#[test]
+fn a_writer_granted_at_once_does_not_mark_but_one_granted_after_a_listing_does() {
+    run(
+        true,
+        "W [W]",
+        &[
+            ("created", "watch+own 0"),
+            ("set ok retry", "list"),
+            ("listed [W@1]", "grant mark"),
+        ],
+    );
+    run(
+        true,
+        "R [W]",
+        &[
+            ("created", "watch+own 0"),
+            ("set ok ok", "wait"),
+            ("deleted", "grant mark"),
+        ],
+    );
+    run(
+        true,
+        "W [R]",
+        &[
+            ("created", "watch+own 0"),
+            ("set ok ok", "wait"),
+            ("deleted", "grant"),
+        ],
+    );
+}
+
+#[test]
+fn counts() {
+    let hand_off = run(
+        true,
+        "W [W]",
+        &[
+            ("created", "watch+own 0"),
+            ("set ok ok", "wait"),
+            ("deleted", "grant mark"),
+        ],
+    );
+    assert_eq!(
+        hand_off,
+        Counts {
+            listings: 1,
+            wakeups: 1,
+            retries: 0,
+            handoff: true
+        }
+    );
+    let listed = run(
+        true,
+        "W W [W]",
+        &[
+            ("created", "watch+own 1"),
+            ("set ok retry", "list"),
+            ("listed W@1 [W@2]", "watch 0"),
+            ("set - ok", "wait"),
+            ("deleted", "grant mark"),
+        ],
+    );
+    assert_eq!(
+        listed,
+        Counts {
+            listings: 2,
+            wakeups: 1,
+            retries: 1,
+            handoff: true
+        }
+    );
+    let at_once = run(true, "[W]", &[("created", "grant")]);
+    assert!(!at_once.handoff);
+}
+
+#[test]
+fn the_own_watch_is_kept_across_waits() {
+    let (names, me) = build("W W [W]");
+    let mut machine = Acquire::new(Mode::Write, true);
+    let me = me.unwrap();
+    assert_eq!(show(&machine.created(&me, Some(&names)), &names), "watch+own 1");
+    machine.step(Input::WatchesSet {
+        own: Some(Reply::Ok(())),
+        watched: Reply::Ok(()),
+    });
+    assert!(machine.own_watch_set());
+    machine.step(Input::Event(Event::Watched(NodeEvent::Other)));
+    assert!(machine.own_watch_set());
+    let (again, _) = build("W@1 [W@2]");
+    // Still set: not asked for again.
+    assert_eq!(
+        show(&machine.step(Input::Listed(Reply::Ok(&again))), &again),
+        "watch 0"
+    );
+    assert!(!machine.is_done());
+    // Once it fires, it is not set any more.
+    machine.event(Event::Own(NodeEvent::DataChanged));
+    assert!(!machine.own_watch_set(), "a fired watch is not set");
+}
+
+#[test]
+fn foreign_children_are_noted() {
+    let (names, me) = build("x W [W]");
+    let mut machine = Acquire::new(Mode::Write, true);
+    machine.created(&me.unwrap(), Some(&names));
+    assert!(machine.saw_foreign());
+    let (names, me) = build("W [W]");
+    let mut machine = Acquire::new(Mode::Write, true);
+    machine.created(&me.unwrap(), Some(&names));
+    assert!(!machine.saw_foreign());
+}
+
+#[test]
+fn done_after_an_end_and_not_before() {
+    let (names, me) = build("W [W]");
+    let mut machine = Acquire::new(Mode::Write, true);
+    machine.created(&me.unwrap(), Some(&names));
+    assert!(!machine.is_done());
+    machine.step(Input::WatchesSet {
+        own: Some(Reply::Ok(())),
+        watched: Reply::Ok(()),
+    });
+    assert!(!machine.is_done());
+    assert_eq!(machine.step(Input::Deadline), Action::GiveUp);
+    assert!(machine.is_done());
+    // An ended machine answers nothing but failure.
+    assert_eq!(machine.step(Input::Deadline), Action::Fail(Failure::Request));
+}
+
+/// `(listings, wakeups, retries, handoff)`.
+type Expected = (u32, u32, u32, bool);
+
+/// Cases and their counts at the end.
+const COUNTED: &[(&str, Steps, Expected)] = &[
+    (
+        "W [W]",
+        &[
+            ("created", "watch+own 0"),
+            ("set retry ok", "list"),
+            ("listed [W@1]", "grant mark"),
+        ],
+        (2, 0, 1, false),
+    ),
+    (
+        "W [W]",
+        &[
+            ("created", "watch+own 0"),
+            ("set ok ok", "wait"),
+            ("data", "rewatch"),
+            ("rewatched retry", "list"),
+        ],
+        (2, 1, 1, false),
+    ),
+    (
+        "W W [W]",
+        &[
+            ("created", "watch+own 1"),
+            ("set ok ok", "wait"),
+            ("deleted", "read"),
+            ("record retry", "list"),
+        ],
+        (2, 1, 1, false),
+    ),
+    (
+        "W [W]",
+        &[
+            ("created", "watch+own 0"),
+            ("set ok ok", "wait"),
+            ("interrupted", "wait"),
+            ("deleted", "check"),
+            ("checked retry", "list"),
+        ],
+        (2, 1, 1, false),
+    ),
+    (
+        "W W [W]",
+        &[
+            ("created", "watch+own 1"),
+            ("set ok ok", "wait"),
+            ("other", "list"),
+            ("listed W@1 [W@2]", "watch 0"),
+            ("set - ok", "wait"),
+            ("data", "rewatch"),
+            ("rewatched ok", "wait"),
+            ("deleted", "grant mark"),
+        ],
+        (2, 3, 0, true),
+    ),
+    (
+        "W [W]",
+        &[
+            ("created", "watch+own 0"),
+            ("set ok ok", "wait"),
+            ("own-data", "list"),
+            ("listed [W@1]", "grant mark"),
+        ],
+        (2, 1, 0, false),
+    ),
+    (
+        "W [W]",
+        &[
+            ("created", "watch+own 0"),
+            ("set ok ok", "wait"),
+            ("own-deleted", "fail lost"),
+        ],
+        (1, 0, 0, false),
+    ),
+    (
+        "W [W]",
+        &[
+            ("created", "watch+own 0"),
+            ("set ok ok", "wait"),
+            ("interrupted", "wait"),
+            ("deadline", "give up"),
+        ],
+        (1, 0, 0, false),
+    ),
+];
+
+#[test]
+fn counts_of_each_path() {
+    for (created, steps, (listings, wakeups, retries, handoff)) in COUNTED {
+        let counts = run(true, created, steps);
+        assert_eq!(
+            counts,
+            Counts {
+                listings: *listings,
+                wakeups: *wakeups,
+                retries: *retries,
+                handoff: *handoff
+            },
+            "{created}: {steps:?}"
+        );
+    }
+}
