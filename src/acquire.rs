@@ -5,15 +5,18 @@
 //! what it is waiting for. It is fed [`Input`]s (the answers to requests
 //! and the events that arrive) and answers each with the next [`Action`].
 //! It performs no I/O, reads no clock and holds no ZooKeeper types: the
-//! driver ([`crate::SharedLock`]) performs the actions, and a simulation
+//! driver ([`crate::SharedLock`], through [`crate::contender`]) performs
+//! the actions, and a simulation
 //! (`tests/simulation.rs`) runs many machines against an in-memory model of
 //! ZooKeeper. Which contender precedes which is [`crate::ordering`]'s
 //! business; this module decides what to *do* about it.
 //!
 //! # The run loop
 //!
-//! A driver owns one machine per acquire and runs it like this (this is
-//! what [`crate::SharedLock`] does):
+//! [`crate::contender::Contender`] runs one machine per acquire, from its
+//! node's create on: its `Action::Acquire` carries this machine's actions
+//! and its `Input::Acquire` their answers. On its own, a driver runs it
+//! like this:
 //!
 //! ```text
 //! create my node (ephemeral, sequential; pipelined with a first listing)

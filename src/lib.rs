@@ -4,10 +4,15 @@
 //! ephemeral sequential nodes `<host>-<R|W>-<seq>` under a lock directory;
 //! the pure [`ordering`] module decides who holds the lock and which node
 //! each waiter watches (a reader watches the last writer before it, a writer
-//! its immediate predecessor: no herd), and the pure [`acquire`] state
-//! machine decides what one acquire does about it: when a wake-up grants
-//! the lock, when to list again, when to give up. [`SharedLock`] drives it
-//! against ZooKeeper; [`SharedLock::stats`] says what its acquires did.
+//! its immediate predecessor: no herd), and the pure [`contender`] state
+//! machine decides everything one acquire does about it, from the create of
+//! its node to the deletion that ends it: finding its node after a lost
+//! answer, making the directory, the wait (the [`acquire`] machine inside
+//! it: when a wake-up grants the lock, when to list again, when to give
+//! up), holding, releasing with or without the release record,
+//! withdrawing, recycling. [`SharedLock`] drives it against ZooKeeper (the
+//! driver loop is written out in [`contender`]'s documentation);
+//! [`SharedLock::stats`] says what its acquires did.
 //!
 //! Every guard knows until when no one else can hold its lock (its
 //! [`lease`] deadline) and whether it is held, suspended (connection lost,
