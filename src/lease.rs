@@ -238,7 +238,7 @@ pub(crate) fn hold_state(
 /// that and its answer was lost to a broken connection: it may have deleted
 /// the node itself, so a node missing after it is no proof of anyone else,
 /// and counts as released (one cannot tell the two apart).
-pub(crate) fn released_by_us(deleted_before: bool, found_missing: bool, answer_lost: bool) -> bool {
+pub fn released_by_us(deleted_before: bool, found_missing: bool, answer_lost: bool) -> bool {
     !deleted_before && (!found_missing || answer_lost)
 }
 
