@@ -931,7 +931,7 @@ async fn exec_warns_once_per_foreign_child() {
     let waits = out
         .stderr
         .lines()
-        .filter(|l| l.contains("zk_rwlock::lock: waiting "))
+        .filter(|l| l.contains("zk_rwlock::lock::driver: waiting "))
         .count();
     assert!(waits >= 2, "{out:#?}");
     for name in foreign {
