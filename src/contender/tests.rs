@@ -985,6 +985,40 @@ fn review_a_directory_refused_for_its_data_is_never_recycled() {
     }
 }
 
+/// The same when the acquire ends (deadline, cancellation) while the
+/// directory's data is being read: whether the directory is the lock's is
+/// not known, so it must not be recycled either (the driver before the
+/// machine did not recycle there).
+#[test]
+fn review_a_directory_whose_data_was_not_checked_is_never_recycled() {
+    let me = name(Mode::Write, ordering::RECYCLE_THRESHOLD);
+    let mut c = Contender::new(Mode::Write, true, Layout::Native, token(), SESSION, true);
+    c.start();
+    assert_eq!(
+        c.step(Input::Created {
+            node: Answer::Ok(Created {
+                name: me.clone(),
+                czxid: 1
+            }),
+            listing: Some(Answer::Ok((std::slice::from_ref(&me), 2)))
+        }),
+        Action::ReadDirData
+    );
+    // The deadline passes (or the future is dropped) during the read.
+    assert_eq!(
+        c.withdraw(),
+        Action::Delete {
+            name: me.clone(),
+            record: false
+        }
+    );
+    assert_eq!(
+        c.step(deleted(Answer::Ok(()), false)),
+        Action::Done(Outcome::Deleted),
+        "a directory not known to be the lock's must not be read back for recycling"
+    );
+}
+
 /// A withdrawal ends with `Done(_)` (the run loop's contract: `Fail` ends an
 /// acquire, never a withdrawal). One that finds the session over while it
 /// looks for the node of a create whose answer was lost has nothing to
