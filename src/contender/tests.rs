@@ -939,3 +939,182 @@ fn retry_pauses() {
     assert_eq!(retry_pause(second * 2, second, ms(80)), Some(ms(100)));
     assert_eq!(retry_pause(second * 2 + ms(1), second, ms(80)), None);
 }
+
+// ---------------------------------------------------------------------------
+// Adversarial review: each test below states what the machine should do and
+// fails on the code it was written against.
+
+/// A directory refused for holding someone's data is not the lock's: its
+/// data must be left alone (README, "A lock directory is the lock's"). The
+/// withdrawal of the node made there must not recycle it (delete it and
+/// create it again empty) even when its counter is past the threshold: that
+/// would wipe the data, reset the owner's sequence counter and turn a
+/// container into a persistent node.
+#[test]
+fn review_a_directory_refused_for_its_data_is_never_recycled() {
+    for seq in [ordering::RECYCLE_THRESHOLD, ordering::SEQUENCE_LIMIT, -5] {
+        let me = name(Mode::Write, seq);
+        let mut c = Contender::new(Mode::Write, true, Layout::Native, token(), SESSION, true);
+        c.start();
+        assert_eq!(
+            c.step(Input::Created {
+                node: Answer::Ok(Created {
+                    name: me.clone(),
+                    czxid: 1
+                }),
+                listing: Some(Answer::Ok((std::slice::from_ref(&me), 2)))
+            }),
+            Action::ReadDirData
+        );
+        assert_eq!(
+            c.step(Input::DirData(Answer::Ok(b"42"))),
+            Action::Fail(Failure::DirectoryHoldsData)
+        );
+        assert_eq!(
+            c.withdraw(),
+            Action::Delete {
+                name: me.clone(),
+                record: false
+            }
+        );
+        assert_eq!(
+            c.step(deleted(Answer::Ok(()), false)),
+            Action::Done(Outcome::Deleted),
+            "seq {seq}: the refused directory must not be read back for recycling"
+        );
+    }
+}
+
+/// The same when the acquire ends (deadline, cancellation) while the
+/// directory's data is being read: whether the directory is the lock's is
+/// not known, so it must not be recycled either (the driver before the
+/// machine did not recycle there).
+#[test]
+fn review_a_directory_whose_data_was_not_checked_is_never_recycled() {
+    let me = name(Mode::Write, ordering::RECYCLE_THRESHOLD);
+    let mut c = Contender::new(Mode::Write, true, Layout::Native, token(), SESSION, true);
+    c.start();
+    assert_eq!(
+        c.step(Input::Created {
+            node: Answer::Ok(Created {
+                name: me.clone(),
+                czxid: 1
+            }),
+            listing: Some(Answer::Ok((std::slice::from_ref(&me), 2)))
+        }),
+        Action::ReadDirData
+    );
+    // The deadline passes (or the future is dropped) during the read.
+    assert_eq!(
+        c.withdraw(),
+        Action::Delete {
+            name: me.clone(),
+            record: false
+        }
+    );
+    assert_eq!(
+        c.step(deleted(Answer::Ok(()), false)),
+        Action::Done(Outcome::Deleted),
+        "a directory not known to be the lock's must not be read back for recycling"
+    );
+}
+
+/// A withdrawal ends with `Done(_)` (the run loop's contract: `Fail` ends an
+/// acquire, never a withdrawal). One that finds the session over while it
+/// looks for the node of a create whose answer was lost has nothing to
+/// delete: `Done(SessionEnded)`, as a withdrawal that knew of the end from
+/// the start says. (The driver turns any other action into
+/// `Outcome::Failed`: `Pending::give_up` then returns `Err(SessionExpired)`
+/// instead of `Ok(None)`, and logs "could not delete the node of a
+/// withdrawn acquire"; the code before the machine treated an ended session
+/// as success.)
+#[test]
+fn review_a_withdrawal_that_finds_the_session_over_is_done() {
+    // The session ends while listing.
+    let mut c = contender(Mode::Read);
+    c.start();
+    assert_eq!(c.withdraw(), Action::FindOwn);
+    assert_eq!(
+        c.step(Input::Found(Answer::SessionEnded)),
+        Action::Done(Outcome::SessionEnded)
+    );
+    // The session ends while asking a candidate's owner.
+    let mine = name(Mode::Read, 8);
+    let mut c = contender(Mode::Read);
+    c.start();
+    assert_eq!(c.withdraw(), Action::FindOwn);
+    assert_eq!(
+        c.step(Input::Found(Answer::Ok(std::slice::from_ref(&mine)))),
+        Action::Stat { name: mine }
+    );
+    assert_eq!(
+        c.step(Input::Stat(Answer::SessionEnded)),
+        Action::Done(Outcome::SessionEnded)
+    );
+}
+
+/// Other failures of a withdrawal's search end it with `Done(Failed)`, not
+/// with `Fail(_)`, an action a withdrawal's driver has no meaning for.
+#[test]
+fn review_a_withdrawal_whose_search_fails_is_done_failed() {
+    for answer in [Answer::Retry, Answer::NoAuth, Answer::Failed] {
+        let mut c = contender(Mode::Read);
+        c.start();
+        assert_eq!(c.withdraw(), Action::FindOwn);
+        assert_eq!(
+            c.step(Input::Found(answer.clone())),
+            Action::Done(Outcome::Failed),
+            "{answer:?}"
+        );
+    }
+}
+
+/// Two nodes of mine from a retried create: the deletion of the extra one
+/// fails, which fails the acquire. Its withdrawal must delete both: the
+/// extra node is this session's ephemeral node, a contender that blocks
+/// everyone behind it until the session ends. (The code before the machine
+/// searched again by token and deleted every node found.)
+#[test]
+fn review_an_extra_node_whose_deletion_failed_is_still_withdrawn() {
+    for failure in [Answer::Retry, Answer::Failed, Answer::NoAuth] {
+        let (a, b) = (name(Mode::Write, 4), name(Mode::Write, 5));
+        let (mut c, _) = finding(&[a.clone(), b.clone()]);
+        let owner = |czxid| {
+            Input::Stat(Answer::Ok(Some(Owner {
+                session: SESSION,
+                czxid,
+            })))
+        };
+        // b was made first; a is the extra.
+        c.step(owner(1));
+        assert_eq!(
+            c.step(owner(2)),
+            Action::Delete {
+                name: a.clone(),
+                record: false
+            }
+        );
+        assert_eq!(
+            c.step(deleted(failure.clone(), true)),
+            Action::Fail(Failure::Request)
+        );
+        let mut deletes = Vec::new();
+        let mut action = c.withdraw();
+        for _ in 0..5 {
+            match action {
+                Action::Delete { name, .. } => {
+                    deletes.push(name);
+                    action = c.step(deleted(Answer::Ok(()), false));
+                }
+                _ => break,
+            }
+        }
+        assert_eq!(action, Action::Done(Outcome::Deleted), "{failure:?}");
+        deletes.sort();
+        assert_eq!(
+            deletes,
+            vec![a.clone(), b.clone()],
+            "{failure:?}: the withdrawal must delete every node of mine"
+        );
+    }
+}

@@ -1,0 +1,248 @@
+//! Adversarial review of the contender machine's driver (`src/lock/driver.rs`,
+//! `requests.rs`, `held.rs`, `keeper.rs`) against a real server: each test
+//! states what the library should do, and fails on the code it was written
+//! against (commit 5f00b04). No sleeps: conditions are polled with a
+//! deadline, and background work is waited for through the lock's last
+//! handle, which waits (up to 2 s, while connected) for what it started.
+
+use zk_rwlock_testkit as support;
+
+use std::io::Write;
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use support::{children, client_on, eventually, joined, unique_path, wait_watching};
+use zk_rwlock::{zk, Error, SharedLock};
+use zk_rwlock_testkit::launcher::ZkCluster;
+
+/// Upper bound for anything that should happen promptly.
+const SHORT: Duration = Duration::from_secs(15);
+/// ZooKeeper's last sequence number.
+const LIMIT: i32 = i32::MAX;
+/// `ordering::RECYCLE_THRESHOLD`: from here on a contender that leaves an
+/// empty directory recycles it.
+const THRESHOLD: i32 = LIMIT - (1 << 20);
+
+/// A node that holds an application's data and whose child counter is past
+/// the threshold (say the parent of a busy queue of sequential children).
+const COUNTER: &str = "/review/counter";
+/// A lock directory at the counter's limit.
+const EXHAUSTED: &str = "/review/exhausted";
+
+/// One server for this binary, with the seeded directories.
+fn server() -> &'static ZkCluster {
+    static SERVER: OnceLock<ZkCluster> = OnceLock::new();
+    SERVER.get_or_init(|| {
+        ZkCluster::builder()
+            .seed_cversion(COUNTER, THRESHOLD + 5)
+            .seed_cversion(EXHAUSTED, LIMIT)
+            .start()
+            .unwrap_or_else(|e| panic!("these tests need ZooKeeper and a JDK (javac): {e}"))
+    })
+}
+
+async fn client() -> zk::Client {
+    client_on(&server().connect_string()).await
+}
+
+async fn lock(path: &str) -> SharedLock {
+    SharedLock::new(client().await, path).expect("valid lock path")
+}
+
+/// Everything `zk_rwlock` logged at DEBUG or above in this process since
+/// the first call.
+fn logs() -> String {
+    static LOG: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+    static INSTALLED: OnceLock<()> = OnceLock::new();
+    INSTALLED.get_or_init(|| {
+        struct Sink;
+        impl Write for Sink {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                LOG.lock().unwrap().extend_from_slice(buf);
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new("zk_rwlock=debug"))
+            .with_ansi(false)
+            .with_writer(|| Sink)
+            .init();
+    });
+    String::from_utf8_lossy(&LOG.lock().unwrap()).into_owned()
+}
+
+/// The log lines that contain every one of `parts`.
+fn lines_with(parts: &[&str]) -> Vec<String> {
+    logs()
+        .lines()
+        .filter(|l| parts.iter().all(|p| l.contains(p)))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The requests the server received on session `sid` so far (`cons`).
+fn received_on(sid: i64) -> i64 {
+    let cons = server().four_letter(0, "cons").unwrap();
+    let tag = format!("sid=0x{sid:x},");
+    let line = cons
+        .lines()
+        .find(|l| l.contains(&tag))
+        .unwrap_or_else(|| panic!("no connection with {tag} in:\n{cons}"));
+    let from = line.find("recved=").unwrap() + "recved=".len();
+    line[from..].split(',').next().unwrap().parse().unwrap()
+}
+
+/// HIGH. A lock on a node that holds someone's data is refused, "and the
+/// data left alone" (README). When that node's child counter is past the
+/// recycling threshold, the withdrawal of the refused acquire's node now
+/// recycles it: one transaction deletes the node and creates it again,
+/// persistent, empty. The application's data is gone, its child counter is
+/// back to 0 (its sequential children restart), a container becomes
+/// persistent. The driver before the contender machine never recycled after
+/// this refusal (its withdrawal ran before the node's sequence was noted).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_refused_for_its_data_keeps_it_past_the_recycling_threshold() {
+    let c = client().await;
+    c.set_data(COUNTER, b"42", None).await.expect("the application's data");
+    let (_, before) = c.get_data(COUNTER).await.expect("the node");
+    let refused = lock(COUNTER).await;
+    match refused.try_write().await.map(drop) {
+        Err(Error::DirectoryHoldsData { path }) => assert_eq!(path, COUNTER),
+        other => panic!("expected DirectoryHoldsData, got {other:?}"),
+    }
+    // The lock's last handle waits for the withdrawal it left running.
+    drop(refused);
+    let (data, after) = c
+        .get_data(COUNTER)
+        .await
+        .expect("the application's node is still there");
+    assert_eq!(
+        (String::from_utf8_lossy(&data).into_owned(), after.czxid),
+        ("42".to_owned(), before.czxid),
+        "the refused lock deleted the application's node and made it again, empty \
+         (czxid {} -> {}, child version {} -> {})",
+        before.czxid,
+        after.czxid,
+        before.cversion,
+        after.cversion,
+    );
+}
+
+/// LOW. The driver's log lines name the node (`node=<path>`): the driver
+/// before the machine knew it from the create on. Now `Driver::node` is
+/// filled only at the first action of the wait, so an acquire decided by
+/// the listing pipelined with its create (the uncontended grant, a `try_*`
+/// that finds the lock taken) logs `node=` empty.
+#[tokio::test]
+async fn an_acquire_decided_at_once_names_its_node_in_the_log() {
+    let _ = logs();
+    let path = unique_path("review-log");
+    let (a, b) = (lock(&path).await, lock(&path).await);
+    let held = a.write().await.expect("write");
+    assert!(b.try_write().await.expect("try_write").is_none());
+    let named = format!("node={path}/");
+    for what in ["granted", "giving up"] {
+        let lines = lines_with(&[&path, what]);
+        assert!(!lines.is_empty(), "no `{what}` line for {path} in the log");
+        assert!(
+            lines.iter().all(|l| l.contains(&named)),
+            "`{what}` without its node: {lines:#?}"
+        );
+    }
+    held.release().await.expect("release");
+}
+
+/// LOW. The warning of an acquire refused at the counter's limit names the
+/// node; it says `node=` (empty) now, for the same reason.
+#[tokio::test]
+async fn the_exhausted_warning_names_the_node() {
+    let _ = logs();
+    let l = lock(EXHAUSTED).await;
+    match l.try_write().await.map(drop) {
+        Err(Error::SequenceExhausted { path }) => assert_eq!(path, EXHAUSTED),
+        other => panic!("expected SequenceExhausted, got {other:?}"),
+    }
+    let lines = lines_with(&["sequence counter is used up", EXHAUSTED]);
+    assert!(!lines.is_empty(), "no warning for {EXHAUSTED} in the log");
+    let named = format!("node={EXHAUSTED}/");
+    assert!(
+        lines.iter().all(|l| l.contains(&named)),
+        "the warning does not name the node: {lines:#?}"
+    );
+}
+
+/// LOW. A revocation request written on a node while it waits is logged
+/// ("revocation requested", INFO) when the guard is made, as the driver
+/// before the machine did (`Flags::mark_revoked` at the grant). Now the
+/// machine notes it silently while waiting, and the guard's flags log only
+/// a change: a holder revoked before its grant is never logged as such.
+#[tokio::test]
+async fn a_revocation_seen_while_waiting_is_logged_when_granted() {
+    let _ = logs();
+    let path = unique_path("review-revoked");
+    let (a, b, revoker) = (lock(&path).await, lock(&path).await, lock(&path).await);
+    let held = a.write().await.expect("a: write");
+    let b_session = b.client().session_id().0;
+    let waiting = tokio::spawn(async move { b.write().await.map(|g| (g, b)) });
+    let c = client().await;
+    let b_node = {
+        let (c2, path2) = (c.clone(), path.clone());
+        eventually("b queues", SHORT, move || {
+            let (c, path) = (c2.clone(), path2.clone());
+            async move { children(&c, &path).await.len() == 2 }
+        })
+        .await;
+        let mut nodes = children(&c, &path).await;
+        nodes.sort_by_key(|n| support::seq_of(n));
+        format!("{path}/{}", nodes[1])
+    };
+    // b watches its own node while it waits on a's.
+    wait_watching(server(), &b_node, b_session).await;
+    assert!(revoker.revoke(&b_node).await.expect("revoke"), "b's node exists");
+    // The request fired b's watch (removed at once on the server); b reads
+    // its node again and sets a new watch: it has seen the request.
+    wait_watching(server(), &b_node, b_session).await;
+    held.release().await.expect("a: release");
+    let (granted, _b) = joined(SHORT, waiting).await.expect("b: write");
+    assert_eq!(granted.node(), b_node);
+    assert!(granted.is_revocation_requested());
+    // (The revoker logs its request too, from `zk_rwlock::lock::revoke`.)
+    let lines = lines_with(&["zk_rwlock::lock::keeper: revocation requested", &b_node]);
+    assert!(
+        !lines.is_empty(),
+        "the revocation request b's guard holds was never logged"
+    );
+    granted.release().await.expect("b: release");
+}
+
+/// LOW. A lock under a chroot that does not exist fails with
+/// `ChrootMissing` after the directory could not be made. The driver
+/// before the machine tried once (create, directory, parents, directory:
+/// `mkdir` of the parents saying `NoNode` failed it); the machine takes that
+/// `NoNode` for "a parent removed meanwhile" and goes round
+/// `MAX_DIRECTORY_ATTEMPTS` (10) more times: about 55 requests instead of
+/// about 6, each a round trip, which on a distant ensemble can outlast
+/// `TRY_TIMEOUT` and turn `try_*`'s error into `Ok(None)` ("taken").
+#[tokio::test]
+async fn a_missing_chroot_is_found_without_ten_rounds_of_directory_making() {
+    let root = client().await;
+    let chroot = unique_path("review-chroot");
+    let chrooted = root.clone().chroot(chroot.as_str()).unwrap();
+    let l = SharedLock::new(chrooted, "/locks/a").unwrap();
+    let sid = root.session_id().0;
+    // One request first, so that `cons` lists the session.
+    root.check_stat("/").await.unwrap();
+    let before = received_on(sid);
+    match l.write().await.map(drop) {
+        Err(Error::ChrootMissing { .. }) => {}
+        other => panic!("expected ChrootMissing, got {other:?}"),
+    }
+    let sent = received_on(sid) - before;
+    assert!(
+        sent <= 12,
+        "{sent} requests to find that the chroot {chroot} is missing"
+    );
+}
