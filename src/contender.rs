@@ -306,7 +306,8 @@ enum Phase {
         candidates: Vec<String>,
         mine: Vec<(String, i64)>,
     },
-    DeletingExtras(Vec<String>),
+    /// Deleting [`Contender::extras`], the last first.
+    DeletingExtras,
     CheckingData,
     Waiting,
     Holding,
@@ -339,6 +340,8 @@ pub struct Contender {
     /// Withdrawing: the node is searched to be deleted.
     withdrawing: bool,
     dir_attempts: u32,
+    /// Other nodes of mine from a retried create, still to delete.
+    extras: Vec<String>,
     acquire: Option<Acquire>,
     /// The session's end was seen.
     session_ended: bool,
@@ -378,6 +381,7 @@ impl Contender {
             creating: false,
             withdrawing: false,
             dir_attempts: 0,
+            extras: Vec::new(),
             acquire: None,
             session_ended: false,
             gone: false,
@@ -485,9 +489,9 @@ impl Contender {
                 _ => self.fail(Failure::Request),
             },
             (Phase::MakingParents { container }, Input::ParentsCreated(answer)) => match answer {
-                // A parent's parent removed meanwhile: the directory's
-                // create says so, and the contender's create comes back.
-                Answer::Ok(()) | Answer::Exists | Answer::NoNode => self.make_dir(container, true),
+                Answer::Ok(()) | Answer::Exists => self.make_dir(container, true),
+                // A parent of the parents missing: the chroot, most likely
+                // (its error says so), or a path removed meanwhile.
                 Answer::SessionEnded => self.fail(Failure::SessionEnded),
                 _ => self.fail(Failure::Request),
             },
@@ -524,16 +528,10 @@ impl Contender {
                 }
                 self.check_next(candidates, mine)
             }
-            (Phase::DeletingExtras(mut extras), Input::Deleted { answer, .. }) => match answer {
+            (Phase::DeletingExtras, Input::Deleted { answer, .. }) => match answer {
                 Answer::Ok(()) | Answer::NoNode => {
-                    extras.pop();
-                    match extras.last().cloned() {
-                        Some(name) => {
-                            self.phase = Phase::DeletingExtras(extras);
-                            Action::Delete { name, record: false }
-                        }
-                        None => self.found_mine(),
-                    }
+                    self.extras.pop();
+                    self.delete_extras()
                 }
                 Answer::SessionEnded => self.fail(Failure::SessionEnded),
                 _ => self.fail(Failure::Request),
@@ -589,13 +587,6 @@ impl Contender {
                 self.phase = Phase::Holding;
                 return self.release();
             }
-            Phase::DeletingExtras(extras) if !self.gone && !self.session_ended => {
-                self.acquire = None;
-                self.withdrawing = true;
-                let mut queue: Vec<String> = self.node().into_iter().map(str::to_owned).collect();
-                queue.extend(extras);
-                return self.delete(queue, false, false);
-            }
             phase @ (Phase::Deleting { .. } | Phase::ReadingAcl(_) | Phase::Recycling(_) | Phase::Done) => {
                 self.phase = phase;
                 return Action::Done(Outcome::Deleted);
@@ -611,10 +602,17 @@ impl Contender {
                 Outcome::Deleted
             });
         }
+        self.delete_mine()
+    }
+
+    /// Deletes my node, with the extra nodes of a retried create not
+    /// deleted yet; looks for it first if a create's answer is unknown.
+    fn delete_mine(&mut self) -> Action {
         match self.me.as_ref() {
             Some((name, _, _)) => {
-                let name = name.clone();
-                self.delete(vec![name], false, false)
+                let mut queue = vec![name.clone()];
+                queue.append(&mut self.extras);
+                self.delete(queue, false, false)
             }
             // A create may have been applied: look for the token.
             None if self.creating => self.find_own(),
@@ -729,6 +727,14 @@ impl Contender {
         if failure == Failure::Lost {
             self.gone = true;
         }
+        // A withdrawal ends with an outcome, never as an acquire does: an
+        // ended session took its nodes along.
+        if self.withdrawing {
+            return self.done(match failure {
+                Failure::SessionEnded => Outcome::SessionEnded,
+                _ => Outcome::Failed,
+            });
+        }
         self.phase = Phase::Ended;
         Action::Fail(failure)
     }
@@ -815,15 +821,18 @@ impl Contender {
             .parse::<NodeName>()
             .map_or(ordering::SEQUENCE_LIMIT, |n| n.seq());
         self.me = Some((first.clone(), seq, czxid));
-        let extras: Vec<String> = found.map(|(name, _)| name).collect();
+        self.extras = found.map(|(name, _)| name).collect();
         if self.withdrawing {
-            let mut queue = extras;
-            queue.insert(0, first);
-            return self.delete(queue, false, false);
+            return self.delete_mine();
         }
-        match extras.last().cloned() {
+        self.delete_extras()
+    }
+
+    /// Deletes the next extra node, or goes on once there is none left.
+    fn delete_extras(&mut self) -> Action {
+        match self.extras.last().cloned() {
             Some(name) => {
-                self.phase = Phase::DeletingExtras(extras);
+                self.phase = Phase::DeletingExtras;
                 Action::Delete { name, record: false }
             }
             None => self.found_mine(),
@@ -920,7 +929,9 @@ impl Contender {
 
     fn after_deletion(&mut self, outcome: Outcome) -> Action {
         match self.seq() {
-            Some(seq) if ordering::needs_recycling(seq) => {
+            // Only a directory known to be the lock's: recycling makes it
+            // again empty, and data of someone else's would be gone.
+            Some(seq) if ordering::needs_recycling(seq) && (!self.check_data || self.data_checked) => {
                 self.phase = Phase::ReadingAcl(outcome);
                 Action::ReadDirAcl
             }

@@ -367,6 +367,8 @@ fn directory_requests_that_fail() {
         ),
         (Answer::NoNode, Some(Answer::SessionEnded), Failure::SessionEnded),
         (Answer::NoNode, Some(Answer::NoAuth), Failure::Request),
+        // A parent of the parents is missing (the chroot): the error says so.
+        (Answer::NoNode, Some(Answer::NoNode), Failure::Request),
     ] {
         let mut c = contender(Mode::Read);
         c.start();
@@ -417,7 +419,7 @@ fn a_parent_removed_meanwhile_makes_the_directory_again() {
     });
     c.step(Input::DirCreated(Answer::NoNode));
     assert_eq!(
-        c.step(Input::ParentsCreated(Answer::NoNode)),
+        c.step(Input::ParentsCreated(Answer::Exists)),
         Action::CreateDir { container: true }
     );
     // Gone again: the contender's create comes back.
@@ -941,8 +943,7 @@ fn retry_pauses() {
 }
 
 // ---------------------------------------------------------------------------
-// Adversarial review: each test below states what the machine should do and
-// fails on the code it was written against.
+// Withdrawals at the edges: refused directories, ended sessions, extra nodes.
 
 /// A directory refused for holding someone's data is not the lock's: its
 /// data must be left alone (README, "A lock directory is the lock's"). The
@@ -951,7 +952,7 @@ fn retry_pauses() {
 /// would wipe the data, reset the owner's sequence counter and turn a
 /// container into a persistent node.
 #[test]
-fn review_a_directory_refused_for_its_data_is_never_recycled() {
+fn a_directory_refused_for_its_data_is_never_recycled() {
     for seq in [ordering::RECYCLE_THRESHOLD, ordering::SEQUENCE_LIMIT, -5] {
         let me = name(Mode::Write, seq);
         let mut c = Contender::new(Mode::Write, true, Layout::Native, token(), SESSION, true);
@@ -987,10 +988,9 @@ fn review_a_directory_refused_for_its_data_is_never_recycled() {
 
 /// The same when the acquire ends (deadline, cancellation) while the
 /// directory's data is being read: whether the directory is the lock's is
-/// not known, so it must not be recycled either (the driver before the
-/// machine did not recycle there).
+/// not known, so it must not be recycled either.
 #[test]
-fn review_a_directory_whose_data_was_not_checked_is_never_recycled() {
+fn a_directory_whose_data_was_not_checked_is_never_recycled() {
     let me = name(Mode::Write, ordering::RECYCLE_THRESHOLD);
     let mut c = Contender::new(Mode::Write, true, Layout::Native, token(), SESSION, true);
     c.start();
@@ -1023,13 +1023,10 @@ fn review_a_directory_whose_data_was_not_checked_is_never_recycled() {
 /// acquire, never a withdrawal). One that finds the session over while it
 /// looks for the node of a create whose answer was lost has nothing to
 /// delete: `Done(SessionEnded)`, as a withdrawal that knew of the end from
-/// the start says. (The driver turns any other action into
-/// `Outcome::Failed`: `Pending::give_up` then returns `Err(SessionExpired)`
-/// instead of `Ok(None)`, and logs "could not delete the node of a
-/// withdrawn acquire"; the code before the machine treated an ended session
-/// as success.)
+/// the start says: a timed acquire that gives up then returns `Ok(None)`,
+/// with no warning of a node left behind.
 #[test]
-fn review_a_withdrawal_that_finds_the_session_over_is_done() {
+fn a_withdrawal_that_finds_the_session_over_is_done() {
     // The session ends while listing.
     let mut c = contender(Mode::Read);
     c.start();
@@ -1056,7 +1053,7 @@ fn review_a_withdrawal_that_finds_the_session_over_is_done() {
 /// Other failures of a withdrawal's search end it with `Done(Failed)`, not
 /// with `Fail(_)`, an action a withdrawal's driver has no meaning for.
 #[test]
-fn review_a_withdrawal_whose_search_fails_is_done_failed() {
+fn a_withdrawal_whose_search_fails_is_done_failed() {
     for answer in [Answer::Retry, Answer::NoAuth, Answer::Failed] {
         let mut c = contender(Mode::Read);
         c.start();
@@ -1072,10 +1069,9 @@ fn review_a_withdrawal_whose_search_fails_is_done_failed() {
 /// Two nodes of mine from a retried create: the deletion of the extra one
 /// fails, which fails the acquire. Its withdrawal must delete both: the
 /// extra node is this session's ephemeral node, a contender that blocks
-/// everyone behind it until the session ends. (The code before the machine
-/// searched again by token and deleted every node found.)
+/// everyone behind it until the session ends.
 #[test]
-fn review_an_extra_node_whose_deletion_failed_is_still_withdrawn() {
+fn an_extra_node_whose_deletion_failed_is_still_withdrawn() {
     for failure in [Answer::Retry, Answer::Failed, Answer::NoAuth] {
         let (a, b) = (name(Mode::Write, 4), name(Mode::Write, 5));
         let (mut c, _) = finding(&[a.clone(), b.clone()]);

@@ -11,7 +11,7 @@ use tracing::{debug, info_span, warn, Instrument};
 use uuid::Uuid;
 
 use super::held::{Held, Pending};
-use super::requests::{child_path, with_retry, Requests};
+use super::requests::{child_path, warn_threshold, with_retry, Requests};
 use super::revoke::is_revocation;
 use super::SharedLock;
 use crate::acquire::{Action, Counts, Event, Input, NodeEvent, Record, Reply};
@@ -19,6 +19,7 @@ use crate::connect::missing_chroot;
 use crate::contender::{self, Contender, Failure};
 use crate::error::{is_retryable, Error};
 use crate::node_name::Mode;
+use crate::ordering;
 use crate::stats::End;
 use crate::zk;
 
@@ -114,6 +115,14 @@ impl SharedLock {
         let mut action = pending.machine.start();
         loop {
             *counts = pending.machine.counts();
+            if driver.node.is_empty() {
+                if let (Some(name), Some(seq)) = (pending.machine.node(), pending.machine.seq()) {
+                    driver.node = child_path(&inner.path, name);
+                    if seq >= ordering::RECYCLE_THRESHOLD {
+                        warn_threshold(&inner.path, seq);
+                    }
+                }
+            }
             action = match action {
                 contender::Action::Grant { .. } => {
                     debug!(node = %driver.node, handoff = counts.handoff, "granted");
@@ -126,9 +135,6 @@ impl SharedLock {
                 }
                 contender::Action::Fail(failure) => return Err(driver.failed(failure, &mut pending).await),
                 contender::Action::Acquire(action) => {
-                    if driver.node.is_empty() {
-                        driver.node = child_path(&inner.path, pending.machine.node().unwrap_or_default());
-                    }
                     driver.last_error = None;
                     driver.perform(&mut pending.machine, action).await
                 }
@@ -144,6 +150,9 @@ impl SharedLock {
                     };
                     driver.pump(&mut pending.machine);
                     let next = pending.machine.step(answered.input());
+                    if let (contender::Action::Stat { .. }, Some(name)) = (&request, pending.machine.node()) {
+                        debug!(node = %name, "found own node after connection loss during create");
+                    }
                     if pending.machine.data_checked() {
                         inner.data_checked.store(true, Ordering::Relaxed);
                     }
@@ -513,7 +522,13 @@ impl Driver<'_> {
                 "the contender node {} is not named as a contender",
                 self.node
             ))),
-            Failure::Request => last_error.unwrap_or_else(|| unexpected("the acquire failed")),
+            Failure::Request => {
+                let error = last_error.unwrap_or_else(|| unexpected("the acquire failed"));
+                match pending.give_up().await {
+                    Err(e) => e,
+                    Ok(_) => error,
+                }
+            }
             Failure::DirectoryHoldsData => match pending.give_up().await {
                 Err(e) => e,
                 Ok(_) => Error::DirectoryHoldsData { path: dir.to_owned() },

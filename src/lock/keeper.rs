@@ -67,7 +67,12 @@ pub(super) struct Flags {
 }
 
 impl Flags {
+    /// The flags of a guard granted `node`; a revocation request seen
+    /// while it waited is logged now.
     pub(super) fn new(node: String, machine: Contender) -> Flags {
+        if machine.is_revoked() {
+            info!(node = %node, "revocation requested");
+        }
         Flags {
             node: node.into_boxed_str(),
             machine: Mutex::new(machine),

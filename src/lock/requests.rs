@@ -30,8 +30,9 @@ pub(super) struct Requests {
     data: Box<[u8]>,
     acls: Arc<[zk::Acl]>,
     directory_acls: Arc<[zk::Acl]>,
-    /// The directory's ACL, as [`Action::ReadDirAcl`] read it.
-    acl: Option<Vec<zk::Acl>>,
+    /// The directory's ACL and data version, as [`Action::ReadDirAcl`]
+    /// read them.
+    acl: Option<(Vec<zk::Acl>, i32)>,
     /// The error behind the last failed request.
     pub(super) last_error: Option<Error>,
 }
@@ -259,12 +260,6 @@ impl Requests {
                     }
                 };
                 debug!(node = %child_path(&self.dir, &name), "created contender node");
-                let seq = name
-                    .parse::<node_name::NodeName>()
-                    .map_or(ordering::SEQUENCE_LIMIT, |n| n.seq());
-                if seq >= ordering::RECYCLE_THRESHOLD {
-                    warn_threshold(&self.dir, seq);
-                }
                 Answered::Created {
                     node: Answer::Ok(Created {
                         name,
@@ -409,7 +404,7 @@ impl Requests {
     async fn read_dir_acl(&mut self) -> Answer<i32> {
         match self.client.get_acl(&self.dir).await {
             Ok((acl, stat)) => {
-                self.acl = Some(acl);
+                self.acl = Some((acl, stat.version));
                 Answer::Ok(stat.num_children)
             }
             Err(e) => {
@@ -423,16 +418,17 @@ impl Requests {
     /// Deletes the directory and creates it again, persistent, with the
     /// ACL read before, in one transaction: its counter starts from 0, and
     /// whatever access an operator gave it stays. Fails harmlessly if
-    /// someone has queued meanwhile or the directory is gone.
+    /// someone has queued meanwhile, written to the directory since its
+    /// ACL was read (its version), or the directory is gone.
     async fn recycle(&mut self) -> Answer<()> {
-        let Some(acl) = self.acl.take() else {
+        let Some((acl, version)) = self.acl.take() else {
             return Answer::Failed;
         };
         let client = &self.client;
         let dir = &self.dir;
         let recycle = async {
             let mut multi = client.new_multi_writer();
-            multi.add_delete(dir, None)?;
+            multi.add_delete(dir, Some(version))?;
             multi.add_create(
                 dir,
                 &[],
@@ -507,7 +503,7 @@ async fn noting<T>(
 
 /// Logs, once per directory in this process, that its sequence counter has
 /// passed [`ordering::RECYCLE_THRESHOLD`].
-fn warn_threshold(dir: &str, seq: i32) {
+pub(super) fn warn_threshold(dir: &str, seq: i32) {
     static WARNED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
     let Ok(mut warned) = WARNED.lock() else {
         return;

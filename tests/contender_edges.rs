@@ -1,9 +1,10 @@
-//! Adversarial review of the contender machine's driver (`src/lock/driver.rs`,
-//! `requests.rs`, `held.rs`, `keeper.rs`) against a real server: each test
-//! states what the library should do, and fails on the code it was written
-//! against (commit 5f00b04). No sleeps: conditions are polled with a
-//! deadline, and background work is waited for through the lock's last
-//! handle, which waits (up to 2 s, while connected) for what it started.
+//! The contender machine's driver (`src/lock/driver.rs`, `requests.rs`,
+//! `held.rs`, `keeper.rs`) at the edges, against a real server: a directory
+//! refused for its data past the recycling threshold, what the logs name, a
+//! revocation request seen while waiting, a missing chroot. No sleeps:
+//! conditions are polled with a deadline, and background work is waited
+//! for through the lock's last handle, which waits (up to 2 s, while
+//! connected) for what it started.
 
 use zk_rwlock_testkit as support;
 
@@ -25,9 +26,9 @@ const THRESHOLD: i32 = LIMIT - (1 << 20);
 
 /// A node that holds an application's data and whose child counter is past
 /// the threshold (say the parent of a busy queue of sequential children).
-const COUNTER: &str = "/review/counter";
+const COUNTER: &str = "/edges/counter";
 /// A lock directory at the counter's limit.
-const EXHAUSTED: &str = "/review/exhausted";
+const EXHAUSTED: &str = "/edges/exhausted";
 
 /// One server for this binary, with the seeded directories.
 fn server() -> &'static ZkCluster {
@@ -95,18 +96,17 @@ fn received_on(sid: i64) -> i64 {
     line[from..].split(',').next().unwrap().parse().unwrap()
 }
 
-/// HIGH. A lock on a node that holds someone's data is refused, "and the
-/// data left alone" (README). When that node's child counter is past the
-/// recycling threshold, the withdrawal of the refused acquire's node now
-/// recycles it: one transaction deletes the node and creates it again,
-/// persistent, empty. The application's data is gone, its child counter is
-/// back to 0 (its sequential children restart), a container becomes
-/// persistent. The driver before the contender machine never recycled after
-/// this refusal (its withdrawal ran before the node's sequence was noted).
+/// A lock on a node that holds someone's data is refused, "and the data
+/// left alone" (README), also when that node's child counter is past the
+/// recycling threshold: the withdrawal of the refused acquire's node does
+/// not recycle it (delete it and create it again, persistent and empty),
+/// which would wipe the data and restart its child counter.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_refused_for_its_data_keeps_it_past_the_recycling_threshold() {
     let c = client().await;
-    c.set_data(COUNTER, b"42", None).await.expect("the application's data");
+    c.set_data(COUNTER, b"42", None)
+        .await
+        .expect("the application's data");
     let (_, before) = c.get_data(COUNTER).await.expect("the node");
     let refused = lock(COUNTER).await;
     match refused.try_write().await.map(drop) {
@@ -131,15 +131,13 @@ async fn a_node_refused_for_its_data_keeps_it_past_the_recycling_threshold() {
     );
 }
 
-/// LOW. The driver's log lines name the node (`node=<path>`): the driver
-/// before the machine knew it from the create on. Now `Driver::node` is
-/// filled only at the first action of the wait, so an acquire decided by
-/// the listing pipelined with its create (the uncontended grant, a `try_*`
-/// that finds the lock taken) logs `node=` empty.
+/// The driver's log lines name the node (`node=<path>`) from the create
+/// on, also for an acquire decided by the listing pipelined with its create
+/// (the uncontended grant, a `try_*` that finds the lock taken).
 #[tokio::test]
 async fn an_acquire_decided_at_once_names_its_node_in_the_log() {
     let _ = logs();
-    let path = unique_path("review-log");
+    let path = unique_path("edges-log");
     let (a, b) = (lock(&path).await, lock(&path).await);
     let held = a.write().await.expect("write");
     assert!(b.try_write().await.expect("try_write").is_none());
@@ -155,8 +153,7 @@ async fn an_acquire_decided_at_once_names_its_node_in_the_log() {
     held.release().await.expect("release");
 }
 
-/// LOW. The warning of an acquire refused at the counter's limit names the
-/// node; it says `node=` (empty) now, for the same reason.
+/// The warning of an acquire refused at the counter's limit names the node.
 #[tokio::test]
 async fn the_exhausted_warning_names_the_node() {
     let _ = logs();
@@ -174,15 +171,12 @@ async fn the_exhausted_warning_names_the_node() {
     );
 }
 
-/// LOW. A revocation request written on a node while it waits is logged
-/// ("revocation requested", INFO) when the guard is made, as the driver
-/// before the machine did (`Flags::mark_revoked` at the grant). Now the
-/// machine notes it silently while waiting, and the guard's flags log only
-/// a change: a holder revoked before its grant is never logged as such.
+/// A revocation request written on a node while it waits is logged
+/// ("revocation requested", INFO) when the guard is made.
 #[tokio::test]
 async fn a_revocation_seen_while_waiting_is_logged_when_granted() {
     let _ = logs();
-    let path = unique_path("review-revoked");
+    let path = unique_path("edges-revoked");
     let (a, b, revoker) = (lock(&path).await, lock(&path).await, lock(&path).await);
     let held = a.write().await.expect("a: write");
     let b_session = b.client().session_id().0;
@@ -218,18 +212,15 @@ async fn a_revocation_seen_while_waiting_is_logged_when_granted() {
     granted.release().await.expect("b: release");
 }
 
-/// LOW. A lock under a chroot that does not exist fails with
-/// `ChrootMissing` after the directory could not be made. The driver
-/// before the machine tried once (create, directory, parents, directory:
-/// `mkdir` of the parents saying `NoNode` failed it); the machine takes that
-/// `NoNode` for "a parent removed meanwhile" and goes round
-/// `MAX_DIRECTORY_ATTEMPTS` (10) more times: about 55 requests instead of
-/// about 6, each a round trip, which on a distant ensemble can outlast
-/// `TRY_TIMEOUT` and turn `try_*`'s error into `Ok(None)` ("taken").
+/// A lock under a chroot that does not exist fails with `ChrootMissing`
+/// once the directory and its parents could not be made: the parents'
+/// `NoNode` fails the acquire at once, in a handful of requests, not after
+/// `MAX_DIRECTORY_ATTEMPTS` rounds (which on a distant ensemble could
+/// outlast `TRY_TIMEOUT` and turn `try_*`'s error into `Ok(None)`).
 #[tokio::test]
 async fn a_missing_chroot_is_found_without_ten_rounds_of_directory_making() {
     let root = client().await;
-    let chroot = unique_path("review-chroot");
+    let chroot = unique_path("edges-chroot");
     let chrooted = root.clone().chroot(chroot.as_str()).unwrap();
     let l = SharedLock::new(chrooted, "/locks/a").unwrap();
     let sid = root.session_id().0;
