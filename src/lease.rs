@@ -156,7 +156,17 @@ pub fn deadline(answered_sent: Instant, timeout: Duration, follower_lag: Duratio
 
 /// Where a held lock stands. See the [module documentation](self) for what
 /// each state promises.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+///
+/// States are ordered by how bad they are: `Held < Suspended < Lost`, so
+/// the worst of several (a [`MultiGuard`](crate::MultiGuard)'s parts) is
+/// their [`max`](Ord::max):
+///
+/// ```
+/// use zk_rwlock::HoldState::{Held, Lost, Suspended};
+/// assert_eq!([Held, Lost, Suspended].into_iter().max(), Some(Lost));
+/// assert_eq!(Held.max(Suspended), Suspended);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum HoldState {
     /// Connected: the lock is held, and no one else can hold a conflicting
     /// lock until at least the lease deadline.
@@ -299,6 +309,21 @@ mod tests {
                 ours,
                 "deleted before {deleted_before}, found missing {found_missing}, answer lost {answer_lost}"
             );
+        }
+    }
+
+    #[test]
+    fn states_are_ordered_by_how_bad_they_are() {
+        use HoldState::*;
+        assert!(Held < Suspended && Suspended < Lost);
+        for (states, worst) in [
+            (&[][..], None),
+            (&[Held, Held][..], Some(Held)),
+            (&[Held, Suspended, Held][..], Some(Suspended)),
+            (&[Suspended, Lost, Held][..], Some(Lost)),
+            (&[Lost, Suspended][..], Some(Lost)),
+        ] {
+            assert_eq!(states.iter().copied().max(), worst, "{states:?}");
         }
     }
 
