@@ -252,13 +252,39 @@ pub(crate) enum Link {
     Ended,
 }
 
-/// Why a guard is lost, or `None` if it is not.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum LossCause {
-    /// The session ended.
+/// Why a guard is lost, as the session and the clock tell it (see
+/// [`loss_cause`]). A guard lost for neither reason lost its node: someone
+/// deleted it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LossCause {
+    /// The session ended: expired, closed, or its authentication failed.
     SessionEnded,
     /// The lease deadline passed before the server answered again.
     LeaseRanOut,
+}
+
+/// Why a guard with the lease `deadline` is lost at `now`, if the session
+/// or the clock says it is: the session's end (`session_ended`) is the
+/// stronger news, then the deadline passed (`now` at or after it). `None`
+/// if neither: a guard that is lost all the same lost its node.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// use zk_rwlock::lease::{loss_cause, LossCause};
+/// let now = Instant::now();
+/// let later = now + Duration::from_secs(1);
+/// assert_eq!(loss_cause(true, later, now), Some(LossCause::SessionEnded));
+/// assert_eq!(loss_cause(false, later, now), Some(LossCause::LeaseRanOut));
+/// assert_eq!(loss_cause(false, now, later), None);
+/// ```
+pub fn loss_cause(session_ended: bool, now: Instant, deadline: Instant) -> Option<LossCause> {
+    if session_ended {
+        Some(LossCause::SessionEnded)
+    } else if now >= deadline {
+        Some(LossCause::LeaseRanOut)
+    } else {
+        None
+    }
 }
 
 /// The state of a guard: `flagged` if it is already known lost (its node
@@ -273,11 +299,8 @@ pub(crate) fn hold_state(
     if flagged {
         return (HoldState::Lost, None);
     }
-    if link == Link::Ended {
-        return (HoldState::Lost, Some(LossCause::SessionEnded));
-    }
-    if now >= deadline {
-        return (HoldState::Lost, Some(LossCause::LeaseRanOut));
+    if let Some(cause) = loss_cause(link == Link::Ended, now, deadline) {
+        return (HoldState::Lost, Some(cause));
     }
     match link {
         Link::Up => (HoldState::Held, None),
@@ -444,6 +467,24 @@ mod tests {
             .map(ToString::to_string)
             .collect();
         assert_eq!(names, ["held", "suspended", "lost"]);
+    }
+
+    #[test]
+    fn loss_causes() {
+        let t0 = Instant::now();
+        let end = t0 + Duration::from_secs(1);
+        let before = end - Duration::from_nanos(1);
+        use LossCause::*;
+        for (ended, now, want) in [
+            (false, before, None),
+            (false, end, Some(LeaseRanOut)),
+            (false, end + Duration::from_secs(1), Some(LeaseRanOut)),
+            (true, before, Some(SessionEnded)),
+            // The session's end is the stronger news.
+            (true, end, Some(SessionEnded)),
+        ] {
+            assert_eq!(loss_cause(ended, now, end), want, "{ended} {now:?}");
+        }
     }
 
     #[test]
