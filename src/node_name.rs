@@ -165,6 +165,17 @@ impl Layout {
         !matches!((self, mode), (Layout::CuratorMutex, Mode::Read))
     }
 
+    /// True if a contender node of this layout may be asked to let go (a
+    /// revocation request, [`SharedLock::revoke`](crate::SharedLock::revoke),
+    /// written as the node's data): every layout but kazoo's. kazoo has no
+    /// revocation, and keeps its contender's identifier in the node's data
+    /// (its `Lock.contenders()` returns it), so nothing is written to a
+    /// kazoo node. A Curator holder acts on a request only if it made its
+    /// lock revocable (`makeRevocable`); the request is Curator's own.
+    pub const fn revocable(self) -> bool {
+        !matches!(self, Layout::Kazoo)
+    }
+
     /// The marker written before the sequence, or `None` if the layout has
     /// no such mode.
     pub fn marker(self, mode: Mode) -> Option<&'static str> {
@@ -336,6 +347,66 @@ pub(crate) fn parse_parts(name: &str) -> Result<Parts<'_>, ParseNameReason> {
 /// ```
 pub fn is_contender_name(name: &str) -> bool {
     parse_parts(name).is_ok()
+}
+
+/// Where a revocation request for a node goes: see [`revocation_target`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RevocationTarget<'a> {
+    /// Ask the contender node of this child name.
+    Ask(&'a str),
+    /// A contender node of the directory in a layout that is not
+    /// [revocable](Layout::revocable) (kazoo's): nothing is written to it.
+    NotRevocable {
+        /// The node's child name.
+        name: &'a str,
+        /// Its layout.
+        layout: Layout,
+    },
+    /// Not a contender node of the directory: a node in another directory,
+    /// a node further down (a nested lock's), a name that does not parse.
+    /// Nothing is written to it.
+    NotAContender,
+}
+
+/// Which contender node of the lock directory `dir` a revocation request
+/// for `node` (a child name of `dir`, or its full path) is written to, if
+/// any.
+///
+/// A child name with `/` names a node further down (a nested lock's),
+/// which is not a contender of this lock although its last part may parse.
+/// A node of a layout that is not [revocable](Layout::revocable) is not
+/// asked.
+///
+/// ```
+/// use zk_rwlock::node_name::{revocation_target, RevocationTarget};
+/// let name = "web01@7f3a0c1e9b2d4f60a1b2c3d4e5f60718-W-0000000042";
+/// assert_eq!(revocation_target("/locks/a", name), RevocationTarget::Ask(name));
+/// assert_eq!(
+///     revocation_target("/locks/a", &format!("/locks/a/{name}")),
+///     RevocationTarget::Ask(name)
+/// );
+/// assert_eq!(
+///     revocation_target("/locks/a", &format!("/locks/b/{name}")),
+///     RevocationTarget::NotAContender
+/// );
+/// ```
+pub fn revocation_target<'a>(dir: &str, node: &'a str) -> RevocationTarget<'a> {
+    let name = match node.strip_prefix(dir).and_then(|rest| rest.strip_prefix('/')) {
+        Some(name) => name,
+        None if node.starts_with('/') => return RevocationTarget::NotAContender,
+        None => node,
+    };
+    if name.contains('/') {
+        return RevocationTarget::NotAContender;
+    }
+    match parse_parts(name) {
+        Ok(parts) if parts.layout.revocable() => RevocationTarget::Ask(name),
+        Ok(parts) => RevocationTarget::NotRevocable {
+            name,
+            layout: parts.layout,
+        },
+        Err(_) => RevocationTarget::NotAContender,
+    }
 }
 
 /// True if `data`, a lock directory's data, is what a lock keeps there:
@@ -556,6 +627,51 @@ mod tests {
     }
 
     const TOKEN: &str = "7f3a0c1e9b2d4f60a1b2c3d4e5f60718";
+
+    #[test]
+    fn only_kazoo_is_not_revocable() {
+        let revocable: Vec<Layout> = Layout::ALL.into_iter().filter(|l| l.revocable()).collect();
+        assert_eq!(revocable, [Layout::Native, Layout::Curator, Layout::CuratorMutex]);
+    }
+
+    #[test]
+    fn revocation_targets() {
+        use RevocationTarget::*;
+        let native = "web01@7f3a0c1e9b2d4f60a1b2c3d4e5f60718-W-0000000042";
+        let curator = "_c_0b7d6f5e-1c2a-4e3b-8f9a-0123456789ab-__WRIT__0000000003";
+        let mutex = "_c_0b7d6f5e-1c2a-4e3b-8f9a-0123456789ab-lock-0000000004";
+        let kazoo = "0123456789abcdef0123456789abcdef__rlock__0000000001";
+        let kazoo_write = "0123456789abcdef0123456789abcdef__lock__0000000001";
+        let not_revocable = |name| NotRevocable {
+            name,
+            layout: Layout::Kazoo,
+        };
+        for (node, want) in [
+            // A child name, or the full path.
+            (native.to_owned(), Ask(native)),
+            (format!("/locks/x/{native}"), Ask(native)),
+            (curator.to_owned(), Ask(curator)),
+            (format!("/locks/x/{mutex}"), Ask(mutex)),
+            // kazoo: never written to.
+            (kazoo.to_owned(), not_revocable(kazoo)),
+            (format!("/locks/x/{kazoo_write}"), not_revocable(kazoo_write)),
+            // Another directory, one whose name starts with the same
+            // characters, the directory itself.
+            (format!("/locks/y/{native}"), NotAContender),
+            (format!("/locks/xy/{native}"), NotAContender),
+            ("/locks/x".to_owned(), NotAContender),
+            ("/locks/x/".to_owned(), NotAContender),
+            // A nested lock's node, by full path or relative name.
+            (format!("/locks/x/sub/{native}"), NotAContender),
+            (format!("sub/{native}"), NotAContender),
+            // Not a contender name.
+            ("web01".to_owned(), NotAContender),
+            ("/locks/x/web01".to_owned(), NotAContender),
+            (String::new(), NotAContender),
+        ] {
+            assert_eq!(revocation_target("/locks/x", &node), want, "{node:?}");
+        }
+    }
 
     fn parse(s: &str) -> Result<NodeName, ParseNameReason> {
         s.parse::<NodeName>().map_err(|e| e.reason())
