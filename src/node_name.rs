@@ -424,11 +424,49 @@ pub fn revocation_target<'a>(dir: &str, node: &'a str) -> RevocationTarget<'a> {
 /// assert!(!is_lock_directory_data(b"web01-R-0000000042")); // a reader leaves no record
 /// ```
 pub fn is_lock_directory_data(data: &[u8]) -> bool {
-    data.is_empty()
-        || std::str::from_utf8(data)
-            .ok()
-            .and_then(|name| parse_parts(name).ok())
-            .is_some_and(|parts| parts.layout == Layout::Native && parts.mode == Mode::Write)
+    data.is_empty() || released_node(data).is_some()
+}
+
+/// The release record of the contender node `name` (its child name): the
+/// lock directory's data that a writer's release writes in the transaction
+/// that deletes its node, so that the contender watching the node, woken by
+/// the deletion, knows that it was released by a holder (see
+/// [`crate::ordering`], "Hand-offs without a new listing"). It is the
+/// name's bytes. Only a native writer's release writes it.
+///
+/// ```
+/// use zk_rwlock::node_name::{record_names, release_record};
+/// let name = "web01@7f3a0c1e9b2d4f60a1b2c3d4e5f60718-W-0000000042";
+/// assert_eq!(release_record(name), name.as_bytes());
+/// assert!(record_names(release_record(name), name));
+/// ```
+pub fn release_record(name: &str) -> &[u8] {
+    name.as_bytes()
+}
+
+/// True if `record`, the lock directory's data, is the
+/// [release record](release_record) of the node `name` (a child name): the
+/// node was deleted by its holder's release. Any other data, the empty
+/// record included, says nothing about `name`.
+pub fn record_names(record: &[u8], name: &str) -> bool {
+    record == release_record(name)
+}
+
+/// The child name of the node whose [release record](release_record)
+/// `record` is: a native writer's name (nothing else writes a record);
+/// `None` for the empty data, and for data that is no release record.
+///
+/// ```
+/// use zk_rwlock::node_name::released_node;
+/// let name = "web01@7f3a0c1e9b2d4f60a1b2c3d4e5f60718-W-0000000042";
+/// assert_eq!(released_node(name.as_bytes()), Some(name));
+/// assert_eq!(released_node(b""), None);
+/// assert_eq!(released_node(b"web01-R-0000000042"), None); // a reader leaves no record
+/// ```
+pub fn released_node(record: &[u8]) -> Option<&str> {
+    std::str::from_utf8(record).ok().filter(|name| {
+        parse_parts(name).is_ok_and(|parts| parts.layout == Layout::Native && parts.mode == Mode::Write)
+    })
 }
 
 /// True if `s` is exactly how ZooKeeper prints `seq` (`%010d`): zero-padded
@@ -622,6 +660,49 @@ mod tests {
                 want,
                 "{:?}",
                 String::from_utf8_lossy(data)
+            );
+        }
+    }
+
+    #[test]
+    fn release_records() {
+        let name = "web01@7f3a0c1e9b2d4f60a1b2c3d4e5f60718-W-0000000042";
+        let other = "web01@7f3a0c1e9b2d4f60a1b2c3d4e5f60718-W-0000000041";
+        assert_eq!(release_record(name), name.as_bytes());
+        assert_eq!(release_record(""), b"");
+        for (record, node, names) in [
+            (name.as_bytes(), name, true),
+            (other.as_bytes(), name, false),
+            (b"", name, false),
+            // A record is exact: no prefix, no trailing byte.
+            (&name.as_bytes()[..name.len() - 1], name, false),
+            (
+                b"web01@7f3a0c1e9b2d4f60a1b2c3d4e5f60718-W-00000000420",
+                name,
+                false,
+            ),
+        ] {
+            assert_eq!(
+                record_names(record, node),
+                names,
+                "{:?} names {node}",
+                String::from_utf8_lossy(record)
+            );
+        }
+        for (record, want) in [
+            (name.as_bytes(), Some(name)),
+            (b"web01-W-0000000007", Some("web01-W-0000000007")),
+            (b"", None),
+            (b"web01-R-0000000007", None),
+            (b"0123456789abcdef0123456789abcdef__lock__0000000042", None),
+            (b"web01", None),
+            (b"\xff\xfe", None),
+        ] {
+            assert_eq!(
+                released_node(record),
+                want,
+                "{:?}",
+                String::from_utf8_lossy(record)
             );
         }
     }

@@ -30,7 +30,8 @@
 //!   so its deletion, for whatever reason, grants the lock.
 //! - `release_grants`: the watched node's *release by a holder* grants the
 //!   lock. A writer that held the lock after waiting releases by writing
-//!   its node's name into the lock directory's data (the release record)
+//!   its node's name into the lock directory's data (the release record,
+//!   [`crate::node_name::release_record`])
 //!   and deleting the node, in one transaction; the watcher, woken by the
 //!   deletion, reads the record. A writer holds only once nothing precedes
 //!   it, and nothing new can precede it later; so when a watched writer that
