@@ -165,6 +165,16 @@ impl Layout {
         !matches!((self, mode), (Layout::CuratorMutex, Mode::Read))
     }
 
+    /// True if the library that writes this layout counts a contender node
+    /// written in `other` as a contender at all: zk-rwlock counts every
+    /// layout; each peer recipe only its own nodes (Curator's read/write lock
+    /// and its mutex ignore each other's, kazoo ignores both). A peer may
+    /// hold the lock beside every node it does not recognise; within one
+    /// layout, see [`crate::ordering::blind_to`].
+    pub fn recognises(self, other: Layout) -> bool {
+        self == Layout::Native || self == other
+    }
+
     /// True if a contender node of this layout may be asked to let go (a
     /// revocation request, [`SharedLock::revoke`](crate::SharedLock::revoke),
     /// written as the node's data): every layout but kazoo's. kazoo has no
@@ -708,6 +718,23 @@ mod tests {
     }
 
     const TOKEN: &str = "7f3a0c1e9b2d4f60a1b2c3d4e5f60718";
+
+    #[test]
+    fn each_peer_recognises_only_its_own_layout() {
+        use Layout::*;
+        for (layout, recognised) in [
+            (Native, &[Native, Curator, CuratorMutex, Kazoo][..]),
+            (Curator, &[Curator][..]),
+            (CuratorMutex, &[CuratorMutex][..]),
+            (Kazoo, &[Kazoo][..]),
+        ] {
+            let got: Vec<Layout> = Layout::ALL
+                .into_iter()
+                .filter(|o| layout.recognises(*o))
+                .collect();
+            assert_eq!(got, recognised, "{layout}");
+        }
+    }
 
     #[test]
     fn only_kazoo_is_not_revocable() {
