@@ -401,11 +401,11 @@ pub enum RevocationTarget<'a> {
 /// );
 /// ```
 pub fn revocation_target<'a>(dir: &str, node: &'a str) -> RevocationTarget<'a> {
-    let name = match node.strip_prefix(dir).and_then(|rest| rest.strip_prefix('/')) {
-        Some(name) => name,
-        None if node.starts_with('/') => return RevocationTarget::NotAContender,
-        None => node,
-    };
+    // A full path outside `dir` keeps its `/`.
+    let name = node
+        .strip_prefix(dir)
+        .and_then(|rest| rest.strip_prefix('/'))
+        .unwrap_or(node);
     if name.contains('/') {
         return RevocationTarget::NotAContender;
     }
