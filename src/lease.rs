@@ -60,8 +60,9 @@
 //! A leader that resumes after a stall expires the sessions it last heard
 //! of more than a timeout ago; a follower keeps answering through a stall
 //! shorter than `syncLimit × tickTime`. With the lag set, the session
-//! timeout must be at least 2.25 times the lag (0.38 of it or more is left
-//! as the lease, see [`span`]), so such a stall cannot reach a session's
+//! timeout must be at least 2.25 times the lag
+//! ([`follower_lag_admissible`]; 0.38 of it or more is left as the lease,
+//! see [`span`]), so such a stall cannot reach a session's
 //! expiry, and a follower cut off from its leader stops renewing leases
 //! before they could reach it. `tests/lease_followers.rs` cuts a follower
 //! off from its leader: without the lag, the holder reported `Suspended`
@@ -81,7 +82,8 @@
 //! while the machine is suspended (a laptop's lid, a paused virtual
 //! machine) while the server's clock runs on. On Linux a guard compares
 //! the boot clock with the monotonic one and takes the time the machine
-//! was suspended since the grant off its lease, for good; the futures that
+//! was suspended since the grant off its lease, for good
+//! ([`after_suspend`]); the futures that
 //! wait on a guard's state look again at least every second, so they see a
 //! resumed machine's lapsed lease within a second. A process that is
 //! stopped (SIGSTOP) is no problem: the monotonic clock runs on.
@@ -135,15 +137,61 @@ pub const CLOCK_RATE_MARGIN: u32 = 50;
 /// less, if `follower_lag` is not zero, the follower lag and the client's
 /// ping interval (3/20 of the timeout: the leader may know of the session
 /// only from the ping before). `None` if nothing is left.
+///
+/// A sum too large for a [`Duration`] leaves nothing either.
 pub fn span(timeout: Duration, follower_lag: Duration) -> Option<Duration> {
     let allowance = if follower_lag.is_zero() {
         Duration::ZERO
     } else {
-        follower_lag + timeout * 3 / 20
+        follower_lag.checked_add(timeout.checked_mul(3)? / 20)?
     };
     (timeout - timeout / CLOCK_RATE_MARGIN)
         .checked_sub(allowance)
         .filter(|span| !span.is_zero())
+}
+
+/// True if a session `timeout` admits the follower lag `follower_lag`
+/// ([`LockBuilder::follower_lag`](crate::LockBuilder::follower_lag)): the
+/// lag is at most 4/9 of the timeout (the timeout at least 2.25 times the
+/// lag), and a lease is left ([`span`]). A larger lag leaves a lease of
+/// less than 0.39 of the timeout: too close to the gaps between two answers
+/// of a healthy session (3/20 of the timeout between pings, checked every
+/// 1/20) for a holder to act on. A zero lag is admitted by any timeout
+/// that leaves a lease.
+///
+/// ```
+/// use std::time::Duration;
+/// use zk_rwlock::lease::follower_lag_admissible;
+/// let s = Duration::from_secs;
+/// assert!(follower_lag_admissible(s(30), s(12))); // syncLimit 5, tickTime 2 s
+/// assert!(!follower_lag_admissible(s(20), s(12)));
+/// ```
+pub fn follower_lag_admissible(timeout: Duration, follower_lag: Duration) -> bool {
+    // In nanoseconds as u128: neither product can overflow.
+    follower_lag.as_nanos() * 9 <= timeout.as_nanos() * 4 && span(timeout, follower_lag).is_some()
+}
+
+/// Below this, a difference between the boot and monotonic clocks is the
+/// time between reading them, not a suspend: 5 ms (see [`after_suspend`]).
+pub const MIN_SUSPEND: Duration = Duration::from_millis(5);
+
+/// A guard's lease `deadline`, on the monotonic clock, once the machine has
+/// been `suspended` for that long since the lock was granted at
+/// `granted_at` (the growth of the boot clock's lead over the monotonic
+/// one).
+///
+/// The monotonic clock stands still while the machine is suspended, the
+/// server's does not: a guard that lived through a suspend loses that much
+/// of its lease, for good (which answer came before the suspend and which
+/// after is not known). Less than [`MIN_SUSPEND`] is no suspend: the
+/// deadline is unchanged. `granted_at` if the deadline less the suspend is
+/// before the monotonic clock's origin.
+pub fn after_suspend(deadline: Instant, suspended: Duration, granted_at: Instant) -> Instant {
+    if suspended >= MIN_SUSPEND {
+        deadline.checked_sub(suspended).unwrap_or(granted_at)
+    } else {
+        deadline
+    }
 }
 
 /// The lease deadline of a session whose last answered request was sent at
@@ -156,7 +204,17 @@ pub fn deadline(answered_sent: Instant, timeout: Duration, follower_lag: Duratio
 
 /// Where a held lock stands. See the [module documentation](self) for what
 /// each state promises.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+///
+/// States are ordered by how bad they are: `Held < Suspended < Lost`, so
+/// the worst of several (a [`MultiGuard`](crate::MultiGuard)'s parts) is
+/// their [`max`](Ord::max):
+///
+/// ```
+/// use zk_rwlock::HoldState::{Held, Lost, Suspended};
+/// assert_eq!([Held, Lost, Suspended].into_iter().max(), Some(Lost));
+/// assert_eq!(Held.max(Suspended), Suspended);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum HoldState {
     /// Connected: the lock is held, and no one else can hold a conflicting
     /// lock until at least the lease deadline.
@@ -194,13 +252,39 @@ pub(crate) enum Link {
     Ended,
 }
 
-/// Why a guard is lost, or `None` if it is not.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum LossCause {
-    /// The session ended.
+/// Why a guard is lost, as the session and the clock tell it (see
+/// [`loss_cause`]). A guard lost for neither reason lost its node: someone
+/// deleted it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LossCause {
+    /// The session ended: expired, closed, or its authentication failed.
     SessionEnded,
     /// The lease deadline passed before the server answered again.
     LeaseRanOut,
+}
+
+/// Why a guard with the lease `deadline` is lost at `now`, if the session
+/// or the clock says it is: the session's end (`session_ended`) is the
+/// stronger news, then the deadline passed (`now` at or after it). `None`
+/// if neither: a guard that is lost all the same lost its node.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// use zk_rwlock::lease::{loss_cause, LossCause};
+/// let now = Instant::now();
+/// let later = now + Duration::from_secs(1);
+/// assert_eq!(loss_cause(true, later, now), Some(LossCause::SessionEnded));
+/// assert_eq!(loss_cause(false, later, now), Some(LossCause::LeaseRanOut));
+/// assert_eq!(loss_cause(false, now, later), None);
+/// ```
+pub fn loss_cause(session_ended: bool, now: Instant, deadline: Instant) -> Option<LossCause> {
+    if session_ended {
+        Some(LossCause::SessionEnded)
+    } else if now >= deadline {
+        Some(LossCause::LeaseRanOut)
+    } else {
+        None
+    }
 }
 
 /// The state of a guard: `flagged` if it is already known lost (its node
@@ -215,11 +299,8 @@ pub(crate) fn hold_state(
     if flagged {
         return (HoldState::Lost, None);
     }
-    if link == Link::Ended {
-        return (HoldState::Lost, Some(LossCause::SessionEnded));
-    }
-    if now >= deadline {
-        return (HoldState::Lost, Some(LossCause::LeaseRanOut));
+    if let Some(cause) = loss_cause(link == Link::Ended, now, deadline) {
+        return (HoldState::Lost, Some(cause));
     }
     match link {
         Link::Up => (HoldState::Held, None),
@@ -280,6 +361,68 @@ mod tests {
     }
 
     #[test]
+    fn huge_lags_and_timeouts_leave_no_lease() {
+        let max = Duration::MAX;
+        assert_eq!(span(Duration::from_secs(10), max), None);
+        assert_eq!(span(max, Duration::from_secs(1)), None);
+        assert_eq!(span(max, max), None);
+    }
+
+    #[test]
+    fn admissible_follower_lags() {
+        let ms = Duration::from_millis;
+        let ns = Duration::from_nanos;
+        for (timeout, lag, admitted) in [
+            // No lag: any timeout that leaves a lease.
+            (ms(4_000), ms(0), true),
+            (ns(1), ns(0), true),
+            (ms(0), ms(0), false),
+            // At most 4/9 of the timeout, to the nanosecond.
+            (ms(9_000), ms(4_000), true),
+            (ms(9_000), ms(4_000) + ns(1), false),
+            (ms(30_000), ms(12_000), true),
+            (ms(20_000), ms(12_000), false),
+            (ms(27_000), ms(12_000), true),
+            (ms(27_000) - ns(1), ms(12_000), false),
+            (ns(9), ns(4), true),
+            (ns(9), ns(5), false),
+            // Too large to multiply as durations: refused, no panic.
+            (ms(10_000), Duration::MAX, false),
+            (Duration::MAX, Duration::MAX, false),
+            // A small enough lag, but a timeout whose lease overflows.
+            (Duration::MAX, ns(1), false),
+        ] {
+            assert_eq!(
+                follower_lag_admissible(timeout, lag),
+                admitted,
+                "timeout {timeout:?}, lag {lag:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_suspend_costs_its_length() {
+        let t0 = Instant::now();
+        let deadline = t0 + Duration::from_secs(10);
+        let ms = Duration::from_millis;
+        let ns = Duration::from_nanos;
+        for (suspended, want) in [
+            (Duration::ZERO, deadline),
+            // Below MIN_SUSPEND: the time between two clock readings.
+            (ms(5) - ns(1), deadline),
+            (ms(5), deadline - ms(5)),
+            (ms(3_000), deadline - ms(3_000)),
+            // Longer than the lease: the deadline is before the grant.
+            (ms(12_000), deadline - ms(12_000)),
+            // Before the clock's origin: the grant.
+            (Duration::MAX, t0),
+        ] {
+            assert_eq!(after_suspend(deadline, suspended, t0), want, "{suspended:?}");
+        }
+        assert_eq!(MIN_SUSPEND, ms(5));
+    }
+
+    #[test]
     fn who_released() {
         for (deleted_before, found_missing, answer_lost, ours) in [
             // The delete was answered: the release did it.
@@ -303,12 +446,45 @@ mod tests {
     }
 
     #[test]
+    fn states_are_ordered_by_how_bad_they_are() {
+        use HoldState::*;
+        assert!(Held < Suspended && Suspended < Lost);
+        for (states, worst) in [
+            (&[][..], None),
+            (&[Held, Held][..], Some(Held)),
+            (&[Held, Suspended, Held][..], Some(Suspended)),
+            (&[Suspended, Lost, Held][..], Some(Lost)),
+            (&[Lost, Suspended][..], Some(Lost)),
+        ] {
+            assert_eq!(states.iter().copied().max(), worst, "{states:?}");
+        }
+    }
+
+    #[test]
     fn names() {
         let names: Vec<String> = [HoldState::Held, HoldState::Suspended, HoldState::Lost]
             .iter()
             .map(ToString::to_string)
             .collect();
         assert_eq!(names, ["held", "suspended", "lost"]);
+    }
+
+    #[test]
+    fn loss_causes() {
+        let t0 = Instant::now();
+        let end = t0 + Duration::from_secs(1);
+        let before = end - Duration::from_nanos(1);
+        use LossCause::*;
+        for (ended, now, want) in [
+            (false, before, None),
+            (false, end, Some(LeaseRanOut)),
+            (false, end + Duration::from_secs(1), Some(LeaseRanOut)),
+            (true, before, Some(SessionEnded)),
+            // The session's end is the stronger news.
+            (true, end, Some(SessionEnded)),
+        ] {
+            assert_eq!(loss_cause(ended, now, end), want, "{ended} {now:?}");
+        }
     }
 
     #[test]

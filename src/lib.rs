@@ -101,7 +101,7 @@ mod stats;
 
 pub use connect::{connect_client, connect_client_with, ConnectOptions};
 pub use error::{is_retryable, Error};
-pub use lease::HoldState;
+pub use lease::{HoldState, LossCause};
 pub use lock::{
     validate_identity, validate_path, Contender, ContenderState, Guard, LockBuilder, ReadGuard, Revoked,
     SharedLock, Snapshot, WriteGuard, DEFAULT_CONNECT_TIMEOUT, DEFAULT_SESSION_TIMEOUT, GIVE_UP_SLACK,

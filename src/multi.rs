@@ -436,7 +436,11 @@ impl MultiGuard {
     /// The worst state of the parts: lost if any part is lost, else
     /// suspended if any is suspended, else held.
     pub fn state(&self) -> HoldState {
-        worst(self.parts.iter().map(Guard::state))
+        self.parts
+            .iter()
+            .map(Guard::state)
+            .max()
+            .unwrap_or(HoldState::Held)
     }
 
     /// False once any part is known lost.
@@ -496,12 +500,12 @@ impl MultiGuard {
             Box::pin(async move {
                 let state = g.suspended().await;
                 let mut seen = seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                *seen = worst([*seen, state].into_iter());
+                *seen = (*seen).max(state);
             }) as Pin<Box<dyn Future<Output = ()> + Send + '_>>
         }))
         .await;
         let seen = *seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        worst([seen, self.state()].into_iter())
+        seen.max(self.state())
     }
 
     /// Completes when no part is suspended any more: all held again, or
@@ -536,20 +540,6 @@ impl MultiGuard {
     pub async fn release(self) -> Result<(), Error> {
         let results = join_all(self.parts.into_iter().map(|g| Box::pin(g.release()))).await;
         results.into_iter().collect()
-    }
-}
-
-/// The worst of `states` ([`HoldState::Held`] if there are none).
-fn worst(states: impl Iterator<Item = HoldState>) -> HoldState {
-    states.max_by_key(|s| rank(*s)).unwrap_or(HoldState::Held)
-}
-
-/// How bad a state is: lost over suspended over held.
-fn rank(state: HoldState) -> u8 {
-    match state {
-        HoldState::Held => 0,
-        HoldState::Suspended => 1,
-        HoldState::Lost => 2,
     }
 }
 
@@ -592,16 +582,6 @@ async fn join_all<F: Future + Unpin>(futures: impl Iterator<Item = F>) -> Vec<F:
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn worst_state_is_lost_then_suspended_then_held() {
-        use HoldState::{Held, Lost, Suspended};
-        assert_eq!(worst([].into_iter()), Held);
-        assert_eq!(worst([Held, Held].into_iter()), Held);
-        assert_eq!(worst([Held, Suspended, Held].into_iter()), Suspended);
-        assert_eq!(worst([Suspended, Lost, Held].into_iter()), Lost);
-        assert_eq!(worst([Lost, Suspended].into_iter()), Lost);
-    }
 
     #[test]
     fn parts_are_checked_without_io() {

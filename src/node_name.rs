@@ -165,6 +165,27 @@ impl Layout {
         !matches!((self, mode), (Layout::CuratorMutex, Mode::Read))
     }
 
+    /// True if the library that writes this layout counts a contender node
+    /// written in `other` as a contender at all: zk-rwlock counts every
+    /// layout; each peer recipe only its own nodes (Curator's read/write lock
+    /// and its mutex ignore each other's, kazoo ignores both). A peer may
+    /// hold the lock beside every node it does not recognise; within one
+    /// layout, see [`crate::ordering::blind_to`].
+    pub fn recognises(self, other: Layout) -> bool {
+        self == Layout::Native || self == other
+    }
+
+    /// True if a contender node of this layout may be asked to let go (a
+    /// revocation request, [`SharedLock::revoke`](crate::SharedLock::revoke),
+    /// written as the node's data): every layout but kazoo's. kazoo has no
+    /// revocation, and keeps its contender's identifier in the node's data
+    /// (its `Lock.contenders()` returns it), so nothing is written to a
+    /// kazoo node. A Curator holder acts on a request only if it made its
+    /// lock revocable (`makeRevocable`); the request is Curator's own.
+    pub const fn revocable(self) -> bool {
+        !matches!(self, Layout::Kazoo)
+    }
+
     /// The marker written before the sequence, or `None` if the layout has
     /// no such mode.
     pub fn marker(self, mode: Mode) -> Option<&'static str> {
@@ -338,6 +359,66 @@ pub fn is_contender_name(name: &str) -> bool {
     parse_parts(name).is_ok()
 }
 
+/// Where a revocation request for a node goes: see [`revocation_target`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RevocationTarget<'a> {
+    /// Ask the contender node of this child name.
+    Ask(&'a str),
+    /// A contender node of the directory in a layout that is not
+    /// [revocable](Layout::revocable) (kazoo's): nothing is written to it.
+    NotRevocable {
+        /// The node's child name.
+        name: &'a str,
+        /// Its layout.
+        layout: Layout,
+    },
+    /// Not a contender node of the directory: a node in another directory,
+    /// a node further down (a nested lock's), a name that does not parse.
+    /// Nothing is written to it.
+    NotAContender,
+}
+
+/// Which contender node of the lock directory `dir` a revocation request
+/// for `node` (a child name of `dir`, or its full path) is written to, if
+/// any.
+///
+/// A child name with `/` names a node further down (a nested lock's),
+/// which is not a contender of this lock although its last part may parse.
+/// A node of a layout that is not [revocable](Layout::revocable) is not
+/// asked.
+///
+/// ```
+/// use zk_rwlock::node_name::{revocation_target, RevocationTarget};
+/// let name = "web01@7f3a0c1e9b2d4f60a1b2c3d4e5f60718-W-0000000042";
+/// assert_eq!(revocation_target("/locks/a", name), RevocationTarget::Ask(name));
+/// assert_eq!(
+///     revocation_target("/locks/a", &format!("/locks/a/{name}")),
+///     RevocationTarget::Ask(name)
+/// );
+/// assert_eq!(
+///     revocation_target("/locks/a", &format!("/locks/b/{name}")),
+///     RevocationTarget::NotAContender
+/// );
+/// ```
+pub fn revocation_target<'a>(dir: &str, node: &'a str) -> RevocationTarget<'a> {
+    // A full path outside `dir` keeps its `/`.
+    let name = node
+        .strip_prefix(dir)
+        .and_then(|rest| rest.strip_prefix('/'))
+        .unwrap_or(node);
+    if name.contains('/') {
+        return RevocationTarget::NotAContender;
+    }
+    match parse_parts(name) {
+        Ok(parts) if parts.layout.revocable() => RevocationTarget::Ask(name),
+        Ok(parts) => RevocationTarget::NotRevocable {
+            name,
+            layout: parts.layout,
+        },
+        Err(_) => RevocationTarget::NotAContender,
+    }
+}
+
 /// True if `data`, a lock directory's data, is what a lock keeps there:
 /// nothing, or a release record (the name of a native writer's node, as
 /// the wire protocol writes it when a writer releases). A lock refuses a
@@ -353,11 +434,49 @@ pub fn is_contender_name(name: &str) -> bool {
 /// assert!(!is_lock_directory_data(b"web01-R-0000000042")); // a reader leaves no record
 /// ```
 pub fn is_lock_directory_data(data: &[u8]) -> bool {
-    data.is_empty()
-        || std::str::from_utf8(data)
-            .ok()
-            .and_then(|name| parse_parts(name).ok())
-            .is_some_and(|parts| parts.layout == Layout::Native && parts.mode == Mode::Write)
+    data.is_empty() || released_node(data).is_some()
+}
+
+/// The release record of the contender node `name` (its child name): the
+/// lock directory's data that a writer's release writes in the transaction
+/// that deletes its node, so that the contender watching the node, woken by
+/// the deletion, knows that it was released by a holder (see
+/// [`crate::ordering`], "Hand-offs without a new listing"). It is the
+/// name's bytes. Only a native writer's release writes it.
+///
+/// ```
+/// use zk_rwlock::node_name::{record_names, release_record};
+/// let name = "web01@7f3a0c1e9b2d4f60a1b2c3d4e5f60718-W-0000000042";
+/// assert_eq!(release_record(name), name.as_bytes());
+/// assert!(record_names(release_record(name), name));
+/// ```
+pub fn release_record(name: &str) -> &[u8] {
+    name.as_bytes()
+}
+
+/// True if `record`, the lock directory's data, is the
+/// [release record](release_record) of the node `name` (a child name): the
+/// node was deleted by its holder's release. Any other data, the empty
+/// record included, says nothing about `name`.
+pub fn record_names(record: &[u8], name: &str) -> bool {
+    record == release_record(name)
+}
+
+/// The child name of the node whose [release record](release_record)
+/// `record` is: a native writer's name (nothing else writes a record);
+/// `None` for the empty data, and for data that is no release record.
+///
+/// ```
+/// use zk_rwlock::node_name::released_node;
+/// let name = "web01@7f3a0c1e9b2d4f60a1b2c3d4e5f60718-W-0000000042";
+/// assert_eq!(released_node(name.as_bytes()), Some(name));
+/// assert_eq!(released_node(b""), None);
+/// assert_eq!(released_node(b"web01-R-0000000042"), None); // a reader leaves no record
+/// ```
+pub fn released_node(record: &[u8]) -> Option<&str> {
+    std::str::from_utf8(record).ok().filter(|name| {
+        parse_parts(name).is_ok_and(|parts| parts.layout == Layout::Native && parts.mode == Mode::Write)
+    })
 }
 
 /// True if `s` is exactly how ZooKeeper prints `seq` (`%010d`): zero-padded

@@ -30,7 +30,8 @@
 //!   so its deletion, for whatever reason, grants the lock.
 //! - `release_grants`: the watched node's *release by a holder* grants the
 //!   lock. A writer that held the lock after waiting releases by writing
-//!   its node's name into the lock directory's data (the release record)
+//!   its node's name into the lock directory's data (the release record,
+//!   [`crate::node_name::release_record`])
 //!   and deleting the node, in one transaction; the watcher, woken by the
 //!   deletion, reads the record. A writer holds only once nothing precedes
 //!   it, and nothing new can precede it later; so when a watched writer that
@@ -55,6 +56,16 @@
 //! `__rlock__` are readers. The rules above then keep this library's
 //! contenders safe towards every peer contender. Whether the *peers* see
 //! ours depends on the layout ours are written in.
+//!
+//! ## Peers' blind spots
+//!
+//! A peer keeps its own rules, and does not wait for every contender these
+//! rules have it wait for ([`blind_to`]): each peer recipe recognises only
+//! its own layout's nodes ([`Layout::recognises`]: Curator's read/write
+//! lock and its mutex ignore each other's, kazoo both), and kazoo's `Lock`,
+//! which writes `__lock__` names as its `WriteLock` does, waits for
+//! `__lock__` nodes only, not for `__rlock__` readers. A peer contender may
+//! hold the lock beside the contenders it is blind to; ours never do.
 //!
 //! ## Peers and the release record
 //!
@@ -325,6 +336,35 @@ fn closer(key: i32, name: &str, best: Option<(i32, &str)>) -> bool {
         None => true,
         Some((k, n)) => key > k || (key == k && name > n),
     }
+}
+
+/// True if the library that wrote a contender of layout and mode `me` may
+/// grant it the lock with a contender `other` before it, although these
+/// rules have it wait for `other` (one of the two is a writer): its library
+/// does not recognise `other`'s layout ([`Layout::recognises`]), or `me` is
+/// a kazoo `__lock__` node, which may be a kazoo `Lock` (not `WriteLock`),
+/// and `other` a kazoo `__rlock__` reader, which `Lock` does not wait for.
+/// False if neither is a writer (nobody waits), and for every native `me`.
+/// See "Peers' blind spots" in the [module documentation](self).
+///
+/// ```
+/// use zk_rwlock::ordering::blind_to;
+/// use zk_rwlock::{Layout, Mode};
+/// let kazoo_lock = (Layout::Kazoo, Mode::Write);
+/// assert!(blind_to(kazoo_lock, (Layout::Kazoo, Mode::Read)));
+/// assert!(!blind_to(kazoo_lock, (Layout::Kazoo, Mode::Write)));
+/// assert!(blind_to(kazoo_lock, (Layout::Native, Mode::Write)));
+/// ```
+pub fn blind_to(me: (Layout, Mode), other: (Layout, Mode)) -> bool {
+    let ((layout, mode), (other_layout, other_mode)) = (me, other);
+    if mode == Mode::Read && other_mode == Mode::Read {
+        return false;
+    }
+    !layout.recognises(other_layout)
+        || (layout == Layout::Kazoo
+            && mode == Mode::Write
+            && other_layout == Layout::Kazoo
+            && other_mode == Mode::Read)
 }
 
 /// One contender's place in the queue, as classified by [`queue`].
@@ -612,6 +652,76 @@ pub(crate) mod tests {
             let q = queue(&names);
             let place = q.contenders.iter().find(|p| p.name == me).unwrap();
             assert_eq!(place.decision, expect, "queue() for row `{row}`");
+        }
+    }
+
+    #[test]
+    fn peers_blind_spots() {
+        use Layout::*;
+        use Mode::*;
+        let every = [
+            (Native, Read),
+            (Native, Write),
+            (Curator, Read),
+            (Curator, Write),
+            (CuratorMutex, Write),
+            (Kazoo, Read),
+            (Kazoo, Write),
+        ];
+        // Each contender (layout, mode), and the contenders before it that
+        // its library may grant it beside although these rules do not.
+        type Kind = (Layout, Mode);
+        let table: [(Kind, &[Kind]); 7] = [
+            // zk-rwlock keeps these rules.
+            ((Native, Read), &[]),
+            ((Native, Write), &[]),
+            // Curator's read/write lock sees its own nodes only; a reader
+            // never waits for a reader.
+            (
+                (Curator, Read),
+                &[(Native, Write), (CuratorMutex, Write), (Kazoo, Write)],
+            ),
+            (
+                (Curator, Write),
+                &[
+                    (Native, Read),
+                    (Native, Write),
+                    (CuratorMutex, Write),
+                    (Kazoo, Read),
+                    (Kazoo, Write),
+                ],
+            ),
+            (
+                (CuratorMutex, Write),
+                &[
+                    (Native, Read),
+                    (Native, Write),
+                    (Curator, Read),
+                    (Curator, Write),
+                    (Kazoo, Read),
+                    (Kazoo, Write),
+                ],
+            ),
+            (
+                (Kazoo, Read),
+                &[(Native, Write), (Curator, Write), (CuratorMutex, Write)],
+            ),
+            // And kazoo's `Lock` passes kazoo readers.
+            (
+                (Kazoo, Write),
+                &[
+                    (Native, Read),
+                    (Native, Write),
+                    (Curator, Read),
+                    (Curator, Write),
+                    (CuratorMutex, Write),
+                    (Kazoo, Read),
+                ],
+            ),
+        ];
+        for (me, blind) in table {
+            let got: Vec<(Layout, Mode)> = every.into_iter().filter(|o| blind_to(me, *o)).collect();
+            assert_eq!(got, blind, "{me:?}");
         }
     }
 

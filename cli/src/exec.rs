@@ -27,7 +27,7 @@ use std::time::Duration;
 use clap::ArgGroup;
 use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::time::{Instant, MissedTickBehavior};
-use zk_rwlock::{HoldState, Layout, Mode, MultiLock, SharedLock};
+use zk_rwlock::{lease, HoldState, Layout, LossCause, Mode, MultiLock, SharedLock};
 
 use crate::common::{self, exit, Failure};
 use holding::Holding;
@@ -992,19 +992,22 @@ async fn sleep_until(at: Option<Instant>) {
     }
 }
 
-/// Says how the lock was lost: the session's end is the stronger news,
-/// then the lease running out, else the node was deleted.
+/// Says how the lock was lost ([`lease::loss_cause`]): the session's end is
+/// the stronger news, then the lease running out, else the node was deleted.
 fn loss_reason(lock: &SharedLock, guard: &Holding) -> String {
-    let client = lock.client();
-    if let Some(err) = zk_rwlock::Error::from_session_state(client.state()) {
-        return common::session_end(&err)
+    let ended = zk_rwlock::Error::from_session_state(lock.client().state());
+    let now = std::time::Instant::now();
+    match lease::loss_cause(ended.is_some(), now, guard.lease_deadline()) {
+        Some(LossCause::SessionEnded) => ended
+            .as_ref()
+            .and_then(common::session_end)
             .unwrap_or("the ZooKeeper session ended")
-            .to_owned();
+            .to_owned(),
+        Some(LossCause::LeaseRanOut) => {
+            "its lease ran out: no answer from ZooKeeper within the session timeout".to_owned()
+        }
+        None => format!("node {} was deleted", guard.lost_part()),
     }
-    if std::time::Instant::now() >= guard.lease_deadline() {
-        return "its lease ran out: no answer from ZooKeeper within the session timeout".to_owned();
-    }
-    format!("node {} was deleted", guard.lost_part())
 }
 
 /// `300ms`, `2s`, `1.5s`; `0s` rather than `0ns`.

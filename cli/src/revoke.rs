@@ -6,7 +6,8 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use zk_rwlock::{Layout, NodeName, SharedLock};
+use zk_rwlock::node_name::{revocation_target, RevocationTarget};
+use zk_rwlock::SharedLock;
 
 use crate::common::{self, exit, Failure};
 
@@ -96,40 +97,12 @@ pub fn run(args: Args) -> ExitCode {
     }
 }
 
-/// The child name that `node` gives within `dir`, if it names a contender
-/// node there.
-fn contender_name<'a>(dir: &str, node: &'a str) -> Option<&'a str> {
-    let name = match node.strip_prefix(dir).and_then(|rest| rest.strip_prefix('/')) {
-        Some(name) => name,
-        None if node.contains('/') => return None,
-        None => node,
-    };
-    // A name with `/` is a node further down (a nested lock's), which
-    // `NodeName` would parse (its host part may contain `/`).
-    (!name.contains('/') && name.parse::<NodeName>().is_ok()).then_some(name)
-}
-
 async fn revoke(args: Args) -> Result<(), Failure> {
     common::check_lock_path(&args.path)?;
     let name = match &args.node {
-        Some(node) => Some(contender_name(&args.path, node).ok_or_else(|| {
-            Failure::new(
-                exit::USAGE,
-                format!(
-                    "`{node}` is not a contender node of {}: give a child name like \
-                     `web01@<token>-W-0000000042` (as `zk-rwlock status` shows it) or its full path",
-                    args.path
-                ),
-            )
-        })?),
+        Some(node) => Some(target(&args.path, node)?),
         None => None,
     };
-    if let Some(name) = name.filter(|name| is_kazoo(name)) {
-        return Err(Failure::new(
-            NOTHING_ASKED,
-            format!("`{name}` is a kazoo contender node: kazoo has no revocation: nothing asked"),
-        ));
-    }
     let servers = common::connect_string(args.connect.clone());
     let client = args
         .security
@@ -196,11 +169,28 @@ fn refused_failure(node: &str) -> Failure {
     )
 }
 
-/// Whether the child name `name` is a contender node in kazoo's layout
-/// (never written to: kazoo has no revocation).
-fn is_kazoo(name: &str) -> bool {
-    name.parse::<NodeName>()
-        .is_ok_and(|n| n.layout() == Layout::Kazoo)
+/// The child name of the contender node NODE of the lock directory `dir`
+/// that is asked ([`revocation_target`]); the failure if none is: NODE is
+/// not a contender node of `dir` (a usage error), or one that takes no
+/// requests (a kazoo node: nothing asked).
+fn target<'a>(dir: &str, node: &'a str) -> Result<&'a str, Failure> {
+    match revocation_target(dir, node) {
+        RevocationTarget::Ask(name) => Ok(name),
+        RevocationTarget::NotRevocable { name, layout } => Err(Failure::new(
+            NOTHING_ASKED,
+            format!(
+                "`{name}` is a {layout} contender node: {} has no revocation: nothing asked",
+                layout.library()
+            ),
+        )),
+        RevocationTarget::NotAContender => Err(Failure::new(
+            exit::USAGE,
+            format!(
+                "`{node}` is not a contender node of {dir}: give a child name like \
+                 `web01@<token>-W-0000000042` (as `zk-rwlock status` shows it) or its full path"
+            ),
+        )),
+    }
 }
 
 #[cfg(test)]
@@ -208,29 +198,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn node_names() {
+    fn nodes_asked_and_not() {
         let name = "web01@7f3a0c1e9b2d4f60a1b2c3d4e5f60718-W-0000000042";
-        assert_eq!(contender_name("/locks/x", name), Some(name));
+        let kazoo = "0123456789abcdef0123456789abcdef__lock__0000000001";
+        let code = |node: &str| target("/locks/x", node).map(str::to_owned).map_err(|f| f.code);
+        assert_eq!(code(name), Ok(name.to_owned()));
+        assert_eq!(code(&format!("/locks/x/{name}")), Ok(name.to_owned()));
+        assert_eq!(code(&format!("/locks/x/sub/{name}")), Err(exit::USAGE));
+        assert_eq!(code("web01"), Err(exit::USAGE));
+        assert_eq!(code(kazoo), Err(NOTHING_ASKED));
+        assert_eq!(code(&format!("/locks/x/{kazoo}")), Err(NOTHING_ASKED));
+        let message = target("/locks/x", kazoo).err().map(|f| f.message);
         assert_eq!(
-            contender_name("/locks/x", &format!("/locks/x/{name}")),
-            Some(name)
+            message.as_deref(),
+            Some(
+                "`0123456789abcdef0123456789abcdef__lock__0000000001` is a kazoo contender node: \
+                 kazoo has no revocation: nothing asked"
+            )
         );
-        assert_eq!(contender_name("/locks/x", &format!("/locks/y/{name}")), None);
-        assert_eq!(contender_name("/locks/x", "/locks/x"), None);
-        assert_eq!(contender_name("/locks/x", "web01"), None);
-        assert_eq!(contender_name("/locks/x", &format!("/locks/xy/{name}")), None);
-        // A nested lock's node is not a contender of the outer lock.
-        assert_eq!(contender_name("/locks/x", &format!("/locks/x/sub/{name}")), None);
-        assert_eq!(contender_name("/locks/x", &format!("sub/{name}")), None);
-    }
-
-    #[test]
-    fn kazoo_nodes_are_not_asked() {
-        assert!(is_kazoo("0123456789abcdef0123456789abcdef__lock__0000000001"));
-        assert!(is_kazoo("0123456789abcdef0123456789abcdef__rlock__0000000001"));
-        assert!(!is_kazoo("web01@7f3a0c1e9b2d4f60a1b2c3d4e5f60718-W-0000000042"));
-        assert!(!is_kazoo(
-            "_c_0f8f5a3e-5b7c-4d8e-9f00-112233445566-__WRIT__0000000003"
-        ));
     }
 }

@@ -23,7 +23,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 use tokio::signal::unix::{signal, SignalKind};
-use zk_rwlock::{zk, Contender, ContenderState, Layout, Mode, SharedLock};
+use zk_rwlock::{ordering, zk, Contender, ContenderState, Layout, Mode, SharedLock};
 
 use crate::common::{self, exit, Failure};
 
@@ -578,7 +578,7 @@ fn layout_warnings(contenders: &[Contender], layout: Option<Layout>) -> String {
         }
         let unseen: Vec<String> = contenders
             .iter()
-            .filter(|c| c.name.layout() != peer)
+            .filter(|c| !peer.recognises(c.name.layout()))
             .map(|c| c.name.to_string())
             .collect();
         if !unseen.is_empty() {
@@ -593,30 +593,29 @@ fn layout_warnings(contenders: &[Contender], layout: Option<Layout>) -> String {
     out
 }
 
-/// Warnings under the table for each kazoo `__lock__` node that does not
-/// hold, with kazoo `__rlock__` nodes ahead of it and no `__lock__` node:
-/// kazoo's `Lock` writes the same name as its `WriteLock` but is blocked by
-/// `__lock__` nodes only, so it may hold beside those readers although it
-/// is shown waiting.
+/// Warnings under the table for each contender shown waiting whose own
+/// library may grant it beside every contender ahead of it that the library
+/// recognises ([`ordering::blind_to`]; the contenders of other layouts are
+/// [`layout_warnings`]'): a kazoo `__lock__` node with kazoo `__rlock__`
+/// nodes ahead of it and no `__lock__` node. kazoo's `Lock` writes the same
+/// name as its `WriteLock` but is blocked by `__lock__` nodes only, so it
+/// may hold beside those readers although it is shown waiting.
 fn kazoo_lock_warnings(contenders: &[Contender]) -> String {
+    let key = |c: &Contender| (c.name.layout(), c.name.mode());
     let mut out = String::new();
     for (i, c) in contenders.iter().enumerate() {
-        if c.name.layout() != Layout::Kazoo
-            || c.name.mode() != Mode::Write
-            || c.state == ContenderState::Holds
-        {
+        if c.state == ContenderState::Holds {
             continue;
         }
-        let ahead = &contenders[..i];
-        let kazoo = |mode| {
-            ahead
-                .iter()
-                .filter(move |a| a.name.layout() == Layout::Kazoo && a.name.mode() == mode)
-        };
-        let readers: Vec<String> = kazoo(Mode::Read).map(|a| a.name.to_string()).collect();
-        if readers.is_empty() || kazoo(Mode::Write).next().is_some() {
+        let me = key(c);
+        let seen: Vec<&Contender> = contenders[..i]
+            .iter()
+            .filter(|a| me.0.recognises(a.name.layout()))
+            .collect();
+        if seen.is_empty() || !seen.iter().all(|a| ordering::blind_to(me, key(a))) {
             continue;
         }
+        let readers: Vec<String> = seen.iter().map(|a| a.name.to_string()).collect();
         out.push_str(&format!(
             "WARNING: {} waits behind kazoo readers ({}) but may be a kazoo Lock (not WriteLock), \
              which holds beside readers\n",
@@ -790,6 +789,17 @@ mod tests {
         assert_eq!(kazoo_lock_warnings(&queue(&[K1, K3, k4])).lines().count(), 1);
         // Native or Curator readers ahead: kazoo's Lock ignores them anyway.
         assert_eq!(kazoo_lock_warnings(&queue(&["a-R-0000000001", K3])), "");
+        // Other peers wait for the readers of their own layout.
+        let curator = "_c_0b7d6f5e-1c2a-4e3b-8f9a-0123456789ab-";
+        let (reader, writer) = (
+            format!("{curator}__READ__0000000001"),
+            format!("{curator}__WRIT__0000000002"),
+        );
+        assert_eq!(kazoo_lock_warnings(&queue(&[&reader, &writer])), "");
+        assert_eq!(
+            kazoo_lock_warnings(&queue(&["a-R-0000000001", "b-W-0000000002"])),
+            ""
+        );
     }
 
     #[test]

@@ -412,3 +412,108 @@ fn modes_print_as_words_and_honour_padding() {
         "[  read|write ]"
     );
 }
+
+#[test]
+fn release_records() {
+    let name = "web01@7f3a0c1e9b2d4f60a1b2c3d4e5f60718-W-0000000042";
+    let other = "web01@7f3a0c1e9b2d4f60a1b2c3d4e5f60718-W-0000000041";
+    assert_eq!(release_record(name), name.as_bytes());
+    assert_eq!(release_record(""), b"");
+    for (record, node, names) in [
+        (name.as_bytes(), name, true),
+        (other.as_bytes(), name, false),
+        (b"", name, false),
+        // A record is exact: no prefix, no trailing byte.
+        (&name.as_bytes()[..name.len() - 1], name, false),
+        (
+            b"web01@7f3a0c1e9b2d4f60a1b2c3d4e5f60718-W-00000000420",
+            name,
+            false,
+        ),
+    ] {
+        assert_eq!(
+            record_names(record, node),
+            names,
+            "{:?} names {node}",
+            String::from_utf8_lossy(record)
+        );
+    }
+    for (record, want) in [
+        (name.as_bytes(), Some(name)),
+        (b"web01-W-0000000007", Some("web01-W-0000000007")),
+        (b"", None),
+        (b"web01-R-0000000007", None),
+        (b"0123456789abcdef0123456789abcdef__lock__0000000042", None),
+        (b"web01", None),
+        (b"\xff\xfe", None),
+    ] {
+        assert_eq!(
+            released_node(record),
+            want,
+            "{:?}",
+            String::from_utf8_lossy(record)
+        );
+    }
+}
+
+#[test]
+fn each_peer_recognises_only_its_own_layout() {
+    use Layout::*;
+    for (layout, recognised) in [
+        (Native, &[Native, Curator, CuratorMutex, Kazoo][..]),
+        (Curator, &[Curator][..]),
+        (CuratorMutex, &[CuratorMutex][..]),
+        (Kazoo, &[Kazoo][..]),
+    ] {
+        let got: Vec<Layout> = Layout::ALL
+            .into_iter()
+            .filter(|o| layout.recognises(*o))
+            .collect();
+        assert_eq!(got, recognised, "{layout}");
+    }
+}
+
+#[test]
+fn only_kazoo_is_not_revocable() {
+    let revocable: Vec<Layout> = Layout::ALL.into_iter().filter(|l| l.revocable()).collect();
+    assert_eq!(revocable, [Layout::Native, Layout::Curator, Layout::CuratorMutex]);
+}
+
+#[test]
+fn revocation_targets() {
+    use RevocationTarget::*;
+    let native = "web01@7f3a0c1e9b2d4f60a1b2c3d4e5f60718-W-0000000042";
+    let curator = "_c_0b7d6f5e-1c2a-4e3b-8f9a-0123456789ab-__WRIT__0000000003";
+    let mutex = "_c_0b7d6f5e-1c2a-4e3b-8f9a-0123456789ab-lock-0000000004";
+    let kazoo = "0123456789abcdef0123456789abcdef__rlock__0000000001";
+    let kazoo_write = "0123456789abcdef0123456789abcdef__lock__0000000001";
+    let not_revocable = |name| NotRevocable {
+        name,
+        layout: Layout::Kazoo,
+    };
+    for (node, want) in [
+        // A child name, or the full path.
+        (native.to_owned(), Ask(native)),
+        (format!("/locks/x/{native}"), Ask(native)),
+        (curator.to_owned(), Ask(curator)),
+        (format!("/locks/x/{mutex}"), Ask(mutex)),
+        // kazoo: never written to.
+        (kazoo.to_owned(), not_revocable(kazoo)),
+        (format!("/locks/x/{kazoo_write}"), not_revocable(kazoo_write)),
+        // Another directory, one whose name starts with the same
+        // characters, the directory itself.
+        (format!("/locks/y/{native}"), NotAContender),
+        (format!("/locks/xy/{native}"), NotAContender),
+        ("/locks/x".to_owned(), NotAContender),
+        ("/locks/x/".to_owned(), NotAContender),
+        // A nested lock's node, by full path or relative name.
+        (format!("/locks/x/sub/{native}"), NotAContender),
+        (format!("sub/{native}"), NotAContender),
+        // Not a contender name.
+        ("web01".to_owned(), NotAContender),
+        ("/locks/x/web01".to_owned(), NotAContender),
+        (String::new(), NotAContender),
+    ] {
+        assert_eq!(revocation_target("/locks/x", &node), want, "{node:?}");
+    }
+}
