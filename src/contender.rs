@@ -35,7 +35,7 @@
 //!         GiveUp | Fail(_)  => the acquire ends; action = machine.withdraw()
 //!                              (deletes the node, if there is one to delete)
 //!         Delete{name,record} => delete `name` (with `record`: in one transaction with the
-//!                              release record: the directory's data set to its name),
+//!                              release record, [`crate::node_name::release_record`]),
 //!                              retried until answered; feed Deleted { answer, answer_lost }
 //!         ReadDirAcl        => read the directory's ACL and child count, keeping the ACL;
 //!                              feed DirAcl(children)

@@ -18,7 +18,7 @@ use crate::acquire::{Action, Counts, Event, Input, NodeEvent, Record, Reply};
 use crate::connect::missing_chroot;
 use crate::contender::{self, Contender, Failure};
 use crate::error::{is_retryable, Error};
-use crate::node_name::Mode;
+use crate::node_name::{self, Mode};
 use crate::ordering;
 use crate::stats::End;
 use crate::zk;
@@ -363,7 +363,7 @@ impl Driver<'_> {
                     None => return feed(machine, Input::Deadline),
                     Some(Ok(reads)) => match reads.as_slice() {
                         [zk::MultiReadResult::Data { data: record, .. }, mine] => Reply::Ok(Record {
-                            names_watched: record.as_slice() == watched.as_bytes(),
+                            names_watched: node_name::record_names(record, &watched),
                             own: match mine {
                                 zk::MultiReadResult::Data { .. } => Reply::Ok(()),
                                 zk::MultiReadResult::Error { err } => error_reply(err),

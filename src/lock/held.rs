@@ -179,11 +179,7 @@ impl Held {
         // that much of its lease, for good (which answer came before the
         // suspend and which after is not known).
         let suspended = suspended_since_boot().saturating_sub(self.suspended_at_grant);
-        if suspended >= MIN_SUSPEND {
-            deadline.checked_sub(suspended).unwrap_or(self.granted_at)
-        } else {
-            deadline
-        }
+        lease::after_suspend(deadline, suspended, self.granted_at)
     }
 
     pub(super) fn state(&self) -> HoldState {
@@ -322,10 +318,6 @@ impl Held {
         }
     }
 }
-
-/// Below this, a difference between the boot and monotonic clocks is the
-/// time between reading them, not a suspend.
-const MIN_SUSPEND: Duration = Duration::from_millis(5);
 
 /// The longest a future waiting on a guard's state sleeps before it looks
 /// again: its timers run on the monotonic clock, which stands still while

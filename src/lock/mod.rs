@@ -306,11 +306,7 @@ impl LockBuilder {
             .client
             .session_lease()
             .map_or(self.client.session_timeout(), |l| l.timeout);
-        // A lag above 4/9 of the timeout leaves a lease of less than 0.39 of
-        // it: too close to the gaps between two answers of a healthy session
-        // (3/20 of the timeout between pings, checked every 1/20) for a
-        // holder to act on, and for `exec`'s kill margin.
-        if self.follower_lag * 9 > timeout * 4 || lease::span(timeout, self.follower_lag).is_none() {
+        if !lease::follower_lag_admissible(timeout, self.follower_lag) {
             return Err(Error::LeaseTooShort {
                 session_timeout: timeout,
                 follower_lag: self.follower_lag,

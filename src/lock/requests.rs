@@ -377,7 +377,7 @@ impl Requests {
             let release = || {
                 noting(&answer_lost, async {
                     let mut multi = client.new_multi_writer();
-                    multi.add_set_data(&self.dir, name.as_bytes(), None)?;
+                    multi.add_set_data(&self.dir, node_name::release_record(name), None)?;
                     multi.add_delete(&path, None)?;
                     multi.commit().await.map_err(zk::Error::from)
                 })

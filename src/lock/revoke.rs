@@ -7,7 +7,7 @@ use tracing::{debug, info};
 use super::requests::{child_path, with_retry};
 use super::{ContenderState, SharedLock};
 use crate::error::Error;
-use crate::node_name::{Layout, NodeName};
+use crate::node_name::{self, RevocationTarget};
 use crate::zk;
 
 impl SharedLock {
@@ -53,30 +53,20 @@ impl SharedLock {
     /// [`Error::SessionExpired`], [`Error::ZooKeeper`].
     pub async fn revoke(&self, node: &str) -> Result<bool, Error> {
         let dir = self.inner.path.as_str();
-        let name = match node.strip_prefix(dir).and_then(|rest| rest.strip_prefix('/')) {
-            Some(name) => name,
-            None if node.starts_with('/') => "",
-            None => node,
-        };
-        // Nothing is written to a node that is not a contender of this lock:
-        // a name with `/` is a node further down (a nested lock's), which
-        // `NodeName` would parse (its host part may contain `/`).
-        let parsed = match name.parse::<NodeName>() {
-            Ok(parsed) if !name.contains('/') => parsed,
-            _ => {
+        // Nothing is written to a node that is not a contender of this lock,
+        // nor to kazoo's (kazoo has no revocation, and its node data is the
+        // contender's identifier): see `node_name::revocation_target`.
+        let name = match node_name::revocation_target(dir, node) {
+            RevocationTarget::Ask(name) => name,
+            RevocationTarget::NotRevocable { layout, .. } => {
+                debug!(node, %layout, "a kazoo contender node: kazoo has no revocation, nothing sent");
+                return Ok(false);
+            }
+            RevocationTarget::NotAContender => {
                 debug!(node, "not a contender node of this lock: nothing to revoke");
                 return Ok(false);
             }
         };
-        // kazoo has no revocation, and its node data is the contender's
-        // identifier (kazoo's `contenders()` reads it): nothing is written.
-        if parsed.layout() == Layout::Kazoo {
-            debug!(
-                node,
-                "a kazoo contender node: kazoo has no revocation, nothing sent"
-            );
-            return Ok(false);
-        }
         let path = child_path(dir, name);
         let client = &self.inner.client;
         // Idempotent: retried through connection loss.
@@ -110,7 +100,7 @@ impl SharedLock {
             if contender.state != ContenderState::Holds {
                 continue;
             }
-            if contender.name.layout() == Layout::Kazoo {
+            if !contender.name.layout().revocable() {
                 revoked.not_revocable.push(contender.path);
                 continue;
             }
