@@ -812,6 +812,31 @@ fn the_directorys_data_is_checked_once() {
 }
 
 #[test]
+fn a_directory_gone_before_its_data_is_read_is_a_lost_node() {
+    // My node was deleted by someone else, then the empty container removed.
+    let me = name(Mode::Write, 2);
+    let mut c = Contender::new(Mode::Write, true, Layout::Native, token(), SESSION, true);
+    c.start();
+    assert_eq!(
+        c.step(Input::Created {
+            node: Answer::Ok(Created {
+                name: me.clone(),
+                czxid: 1
+            }),
+            listing: Some(Answer::Ok((&[][..], 12)))
+        }),
+        Action::ReadDirData
+    );
+    assert_eq!(
+        c.step(Input::DirData(Answer::NoNode)),
+        Action::Fail(Failure::Lost)
+    );
+    assert!(!c.data_checked());
+    // Nothing left to delete.
+    assert_eq!(c.withdraw(), Action::Done(Outcome::Deleted));
+}
+
+#[test]
 fn recycling_near_the_counters_limit() {
     let seq = ordering::RECYCLE_THRESHOLD;
     // Empty: recycled; the outcome is the release's.
