@@ -2669,37 +2669,44 @@ impl World {
     }
 }
 
-/// Runs one schedule; the error is the broken check and the trace.
+/// Runs one schedule, without a trace; the error is the broken check.
 fn simulate(schedule: &Schedule, mutation: Mutation) -> Result<Stats, String> {
-    let run = |tracing: bool| -> (World, Check) {
-        let mut world = World::of(schedule, mutation);
-        world.tracing = tracing;
-        let mut run = || -> Check {
-            for &choice in &schedule.choices {
-                world.random_step(choice, schedule.faults)?;
-            }
-            world.drain(schedule.drain_seed)
-        };
-        let result = run();
-        (world, result)
+    let (mut world, result) = run_schedule(schedule, mutation, false);
+    result?;
+    world.stats.runs = 1;
+    Ok(world.stats)
+}
+
+/// Runs a schedule that failed again, with the trace on (runs are
+/// deterministic): the broken check and the trace.
+fn report(schedule: &Schedule, mutation: Mutation) -> String {
+    let (world, result) = run_schedule(schedule, mutation, true);
+    let what = result
+        .err()
+        .unwrap_or_else(|| "the run did not fail again".to_owned());
+    world.report(&what)
+}
+
+fn run_schedule(schedule: &Schedule, mutation: Mutation, tracing: bool) -> (World, Check) {
+    let mut world = World::of(schedule, mutation);
+    world.tracing = tracing;
+    let mut run = || -> Check {
+        for &choice in &schedule.choices {
+            world.random_step(choice, schedule.faults)?;
+        }
+        world.drain(schedule.drain_seed)
     };
-    match run(false) {
-        (mut world, Ok(())) => {
-            world.stats.runs = 1;
-            Ok(world.stats)
-        }
-        (_, Err(_)) => {
-            let (world, result) = run(true);
-            let what = result
-                .err()
-                .unwrap_or_else(|| "the run did not fail again".to_owned());
-            Err(world.report(&what))
-        }
-    }
+    let result = run();
+    (world, result)
 }
 
 /// Cases of the main simulation: `SIM_CASES` overrides.
 const CASES: u32 = 5000;
+
+/// Shrinking steps for a failing schedule: a minimal one comes within a
+/// few hundred, and a schedule that fails by never coming to rest costs
+/// a whole drain per step.
+const SHRINK_ITERS: u32 = 256;
 
 /// Cases a mutation test may take to find its violation.
 const MUTATION_BUDGET: u32 = 300;
@@ -2722,6 +2729,7 @@ fn schedules_keep_every_rule() {
         failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
             "proptest-regressions/simulation.txt",
         ))),
+        max_shrink_iters: SHRINK_ITERS,
         ..ProptestConfig::default()
     };
     let mut runner = TestRunner::new(config);
@@ -2736,7 +2744,11 @@ fn schedules_keep_every_rule() {
     });
     match result {
         Ok(()) => {}
-        Err(TestError::Fail(why, schedule)) => panic!("{why}\nminimal schedule: {schedule:?}"),
+        // Shrunk without traces; the minimal schedule is run again with one.
+        Err(TestError::Fail(_, schedule)) => panic!(
+            "{}\nminimal schedule: {schedule:?}",
+            report(&schedule, Mutation::None)
+        ),
         Err(e) => panic!("{e}"),
     }
     let totals = TOTALS.lock().unwrap().clone().unwrap_or_default();
@@ -2785,9 +2797,9 @@ fn hunt(mutation: Mutation) -> Option<(u32, String)> {
     let mut runner = TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha));
     let strategy = schedule();
     for case in 1..=MUTATION_BUDGET {
-        let tree = strategy.new_tree(&mut runner).expect("a schedule");
-        if let Err(report) = simulate(&tree.current(), mutation) {
-            return Some((case, report));
+        let schedule = strategy.new_tree(&mut runner).expect("a schedule").current();
+        if simulate(&schedule, mutation).is_err() {
+            return Some((case, report(&schedule, mutation)));
         }
     }
     None
