@@ -183,7 +183,7 @@
 //!   removes the empty container between the read of its ACL and the
 //!   recycle, and another contender makes it again (with the lock's ACL),
 //!   the recycle replaces that new directory, with the ACL read from the
-//!   one before (about once in 5,000 schedules).
+//!   one before (rare: twice in about 30,000 schedules).
 //!   `recycling_a_directory_made_again_meanwhile` replays it; the check is
 //!   that the ACL given is the one read.
 
