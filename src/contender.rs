@@ -542,6 +542,9 @@ impl Contender {
                     self.run_acquire(None)
                 }
                 Answer::Ok(_) => self.fail(Failure::DirectoryHoldsData),
+                // The directory is gone, so my node in it is too (deleted by
+                // someone else, then the empty container removed).
+                Answer::NoNode => self.fail(Failure::Lost),
                 Answer::SessionEnded => self.fail(Failure::SessionEnded),
                 _ => self.fail(Failure::Request),
             },

@@ -1,21 +1,40 @@
 //! A deterministic simulation of the lock protocol: many contenders, each
-//! running the real [`Acquire`] machine, against an in-memory model of the
-//! ZooKeeper semantics the lock relies on, on seeded random schedules.
+//! running the real [`contender::Contender`] machine for its whole life
+//! (the create, find-own after a lost answer, the directory, the data
+//! check, the wait with the [`acquire::Acquire`] machine inside it, the
+//! hold, the release or withdrawal, the directory's recycling), against an
+//! in-memory model of the ZooKeeper semantics the lock relies on, on seeded
+//! random schedules.
 //!
 //! # The model
 //!
-//! - One lock directory (it always exists): its data (the release record)
-//!   and its child-version counter, the sequence of the next child. The
-//!   counter advances with every child created or deleted and sticks at
-//!   `2147483647`; a run may start it near the limit, and may let one
-//!   create at the limit get a negative sequence.
-//! - Nodes: name, ephemeral owner session, czxid, mzxid, and (for the
-//!   history that grants are checked against) the zxid of their deletion.
+//! - One lock directory, which may be missing, its parents too: a create
+//!   or a listing under it then answers `NoNode`. It has an ACL (a number:
+//!   7 for a directory a lock makes, 9 for one an operator made beforehand,
+//!   0 for the server's default), its data (the release record, or a
+//!   stranger's), its child-version counter (the sequence of the next
+//!   child), and is a container or persistent. The counter advances with
+//!   every child created or deleted and sticks at `2147483647`; a run may
+//!   start it near the limit or near `ordering::RECYCLE_THRESHOLD`, and may
+//!   let one create at the limit get a negative sequence; a directory made
+//!   again starts it from 0.
+//! - The server removes the empty container once it has had a child (a
+//!   step of the schedule); a server without containers (some schedules)
+//!   answers `Unimplemented` to a container's create. Recycling is one
+//!   transaction: delete the directory (no version: it fails only with
+//!   children), create it persistent with the ACL given, the server's
+//!   default if none. In some schedules the directory's ACL (any but the
+//!   default) denies some contenders WRITE: the release record's
+//!   transaction is refused them, whole.
+//! - Nodes: name, ephemeral owner session (or a stranger's, persistent),
+//!   czxid, mzxid, whether a revocation request was written to it, and (for
+//!   the history that grants are checked against) the zxid of its deletion
+//!   and who deleted it.
 //! - Sessions: connected, disconnected or expired. Each has the requests
 //!   it sent that the server has not applied yet, and one outbound queue
 //!   of replies and events delivered in order. The server applies one
-//!   request at a time. A multi (release record + delete) and the
-//!   multi-read (record + own node) are one step each.
+//!   request at a time. A multi (release record + delete, or the recycle)
+//!   and the multi-read (record + own node) are one step each.
 //! - One-shot data watches per session (`getData` on an existing node; none
 //!   on a missing one), fired by deletion (`NodeDeleted`) and `setData`
 //!   (`NodeDataChanged`). The client side knows a watch once its reply is
@@ -30,52 +49,102 @@
 //! - Session expiry: its ephemeral nodes are deleted in one transaction
 //!   (their watchers are notified), its watches dropped; the client sees
 //!   the loss of connection, then `Event::SessionEnded` (and sometimes its
-//!   watches firing with the session's end); every later request fails.
-//! - A stranger may write data to any contender node, write garbage or the
-//!   name of a node that is gone and that nobody waits on into the lock
-//!   directory's data, and delete any contender node. (Writing the name of
-//!   a live node, or of one that someone waits on, into the directory's data
-//!   forges a release and is a documented protocol violation: excluded.)
+//!   watches firing with the session's end); every later request answers
+//!   that the session ended.
+//! - A stranger may write data to any contender node (sometimes a
+//!   revocation request); write garbage, nothing, or the name of a node
+//!   that is gone and that nobody waits on into the lock directory's data;
+//!   delete any contender node; delete one that no other contender waits on
+//!   and make a node of its own under its name (so carrying its token). In
+//!   half the schedules the locks do not know yet that the directory's data
+//!   is theirs, and in a quarter of those a stranger wrote other data there
+//!   first. (Writing the name of a live node, or of one that someone waits
+//!   on, into the directory's data forges a release; making again a node
+//!   whose deletion woke a waiter puts a contender back ahead of the one it
+//!   granted: documented protocol violations, excluded.)
 //!
-//! Not modelled: ACLs (so never `NoAuth` and never polling), the
-//! directory's removal and recycling, several servers (`sync`), several
-//! acquires sharing one session, a client library that fails a request
-//! sent while disconnected at once (here it waits for the reconnection).
+//! Not modelled: ACLs on contender nodes (so never `NoAuth` there and never
+//! polling), several servers (`sync` is a no-op), several acquires sharing
+//! one session, a client library that fails a request sent while
+//! disconnected at once (here it waits for the reconnection).
 //!
 //! # The contenders
 //!
-//! Each contender is a client that creates its node (pipelined with a
-//! listing; after a `Retry` it looks for its node by its name's unique
-//! prefix, owned by its session, and creates again if there is none), runs
-//! the machine per the run loop in `zk_rwlock::acquire` (events that arrive
-//! while a request is in flight are fed with `Acquire::event` before the
-//! answer; `List`, `CheckOwn`, deletions and releases are retried until
-//! answered; the multi-read sometimes is), holds for as long as the
-//! scheduler likes, releases (with the release record when `mark`), may
-//! reach its deadline, and may start again (in a new session if its
-//! session expired). A contender that gives up or fails withdraws its node.
-//! In half the schedules the contenders write every layout in turn
-//! (native, Curator's read/write lock and mutex, kazoo): those in a peer's
-//! layout never write the release record, as the peers never do, and
-//! nobody may take a hand-off from a record behind them.
+//! Each contender is a lock handle that acquires again and again. An
+//! acquire gets a `contender::Contender` with the contender's current
+//! session (its id is the model's session index plus 1: a session of its
+//! own for each, an expired one never reused), a token made of the
+//! contender's number and the acquire's, and names `Layout::prefix("c<n>",
+//! token, mode)` followed by the sequence. The driver here performs the
+//! machine's actions as requests and feeds their answers back: `Create`
+//! sends the create and a listing together (the listing waited for only
+//! if the create succeeded); `FindOwn` is a listing; `Stat` is `exists`,
+//! answering the owner's session and the czxid; `ReadDirData` reads the
+//! directory; the wait's actions are performed as in `acquire`'s run loop;
+//! `Delete { record }` is the release record's transaction or a plain
+//! deletion; `ReadDirAcl` reads the ACL and the child count, and the
+//! driver keeps the ACL for `Recycle`. `CreateDir`, `CreateParents`,
+//! `FindOwn`, `Stat`, `ReadDirData`, the wait's `List` and `CheckOwn`, and
+//! deletions are sent again after a lost connection until answered (a
+//! deletion noting that an earlier attempt lost its answer: `answer_lost`);
+//! the multi-read sometimes is. Events that arrive while a request is in
+//! flight are fed with `Contender::event` before the answer.
+//!
+//! A granted contender holds for as long as the scheduler likes. Its
+//! keeper watches its node (taking over the wait's watch on it, or setting
+//! one with a read, and again after each data change) and feeds what it
+//! learns with `held_watch_set` and `held_event`; the session's end is
+//! `held_lost`. The release is `release()`; a deadline, a `GiveUp` or a
+//! failure is `withdraw()`. A contender may start again (in a new session
+//! if its session expired; once one of its acquires found the directory's
+//! data to be the lock's, the next ones do not check). In half the
+//! schedules the contenders write every layout in turn (native, Curator's
+//! read/write lock and mutex, kazoo): those in a peer's layout never write
+//! the release record, as the peers never do, and nobody may take a
+//! hand-off from a record behind them.
 //!
 //! # What is checked
 //!
 //! After every step: never two holders where one is a writer, a *holder*
 //! being a contender whose machine answered `Grant`, that has not started
-//! to release, and whose node still exists (a foreign deletion or the
-//! session's expiry takes the lock away). At every grant: the state of the
-//! directory at the zxid of the message that led to the grant (the
-//! listing, the event, the answer) grants this contender (so its node
-//! existed then), and `mark` is set exactly for a native writer that waited. At
-//! every failure: `Lost` only when the node is gone, `SessionEnded` only
-//! after expiry, `Exhausted` only for a sequence at the limit, negative or
-//! shared, `GiveUp` only after the deadline or for a `try_*` acquire; never
-//! `Request` or `InvalidName`. After the random part of a schedule, faults,
-//! deadlines and new acquires stop, disconnected sessions reconnect and
-//! holders release: within a bounded number of steps everything must come
-//! to rest with every acquire finished (no waiter left without something to
-//! wake it), and no node of a live session left in the directory.
+//! to release, whose machine does not say lost, and whose node (its
+//! czxid) still exists (a foreign deletion or the session's expiry takes
+//! the lock away before the machine knows). A machine says lost only once
+//! its node is gone; a holder whose node is gone will be told (its watch is
+//! set, fired, or to be set again at the reconnection, the keeper's read is
+//! under way, or the session expired), and once told (the deletion's event,
+//! a read finding no node or another czxid, the session's end) its machine
+//! says lost. When a machine takes a node as its own (from a create's
+//! answer, or find-own's), its session made that node.
+//!
+//! At every grant: the state of the directory at the zxid of the message
+//! that led to the grant (the listing, the event, the answer) grants this
+//! contender (so its node existed then); `mark` is set exactly for a native
+//! writer that waited; an acquire that checks the directory's data found
+//! the lock's there at some moment of its life. At every failure: `Lost`
+//! only when the node is gone, `SessionEnded` only after expiry,
+//! `Exhausted` only for a sequence at the limit, negative or shared,
+//! `DirectoryHoldsData` only if the directory held other data during the
+//! acquire, `NoDirectory` only after as many removals of the directory,
+//! `GiveUp` only after the deadline or for a `try_*` acquire; never
+//! `InvalidName`, nor `Request` (but for a create that finds its name
+//! taken at the counter's limit).
+//!
+//! At the end of each release or withdrawal: `Deleted` leaves no node of
+//! the session carrying the acquire's token; a release with the mark
+//! deleted with the record, unless the directory's ACL refuses it; `Lost`
+//! only when someone else deleted the node; `SessionEnded` only after
+//! expiry; never `Failed`; a revocation the machine saw was written to a
+//! node of its name. At every recycle: the directory gets the ACL read
+//! from the directory it replaces (and the transaction fails while the
+//! directory has children).
+//!
+//! After the random part of a schedule, faults, deadlines and new acquires
+//! stop, the stranger deletes the nodes it made, disconnected sessions
+//! reconnect and holders release: within a bounded number of steps
+//! everything must come to rest with every acquire finished (no waiter
+//! left without something to wake it), and no node of a live session left
+//! in the directory.
 //!
 //! # Mutations
 //!
@@ -84,23 +153,39 @@
 //! same schedules (a fixed seed) and passes when a check fails within
 //! `MUTATION_BUDGET` (300) cases. The case that first failed a check:
 //!
-//! - (a) a data change on the watched node counts as its deletion: 15
-//! - (b) `CheckOwn` answered "exists" without asking: 81
-//! - (b') `Event::Interrupted` never reaches the machine: 81
-//! - (c) any release record names the watched node: 1
+//! - (a) a data change on the watched node counts as its deletion: 1
+//! - (b) `CheckOwn` answered "exists" without asking: 67
+//! - (b') `Event::Interrupted` never reaches the machine: 67
+//! - (c) any release record names the watched node: 7
 //! - (d) a writer is granted at its first wait: 1
-//! - (e) my own node's deletion never reaches the machine: 9
+//! - (e) my own node's deletion never reaches the wait: 1
+//! - (f) find-own takes a node of another session carrying my token: 10
+//! - (g) a release due with the record deletes without it: 3
+//! - (h) the directory recycled without its ACL read (the default ACL): 2
+//! - (i) a refused release record ends the release, the node left: 4
+//! - (j) the held node's deletion never reaches the machine: 1
 //!
 //! Scenario tests replay the tricky interleavings by hand, each also
 //! against the mutation it is there to catch.
 //!
-//! # A bug it found
+//! # What it found
 //!
-//! `Acquire` once forgot that my own node's watch had fired when the event
-//! came between the answers of a `SetWatches { own: true, .. }` (the
-//! answer's `Ok` set the one-shot watch back to "set"), so a later deletion
-//! of my node sent nothing and a hand-off granted with my node gone.
-//! `own_watch_fired_while_setting_watches` replays it.
+//! - `Acquire` once forgot that my own node's watch had fired when the
+//!   event came between the answers of a `SetWatches { own: true, .. }`
+//!   (the answer's `Ok` set the one-shot watch back to "set"), so a later
+//!   deletion of my node sent nothing and a hand-off granted with my node
+//!   gone. `own_watch_fired_while_setting_watches` replays it.
+//! - `Contender` failed an acquire with a request error when the directory
+//!   was gone at the read of its data (a stranger deleted its node, then the
+//!   server removed the empty container): its node is gone, so it is
+//!   `Lost`. `the_directory_gone_before_its_data_is_read` replays it.
+//! - Recycling deletes the directory without a version: if the server
+//!   removes the empty container between the read of its ACL and the
+//!   recycle, and another contender makes it again (with the lock's ACL),
+//!   the recycle replaces that new directory, with the ACL read from the
+//!   one before (rare: twice in about 30,000 schedules).
+//!   `recycling_a_directory_made_again_meanwhile` replays it; the check is
+//!   that the ACL given is the one read.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Mutex;
@@ -108,9 +193,15 @@ use std::sync::Mutex;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{FileFailurePersistence, RngAlgorithm, TestError, TestRng, TestRunner};
-use zk_rwlock::acquire::{Acquire, Action, Event, Failure, Input, NodeEvent, Record, Reply};
-use zk_rwlock::ordering::{decide, is_valid_seq, Decision};
-use zk_rwlock::{Layout, Mode};
+use uuid::Uuid;
+use zk_rwlock::acquire::{self, Event, NodeEvent, Record, Reply};
+use zk_rwlock::contender::{
+    self, Action, Answer, Created, Failure, HeldNode, Input, Keep, Outcome as Ended, Owner,
+    MAX_DIRECTORY_ATTEMPTS,
+};
+use zk_rwlock::node_name::is_lock_directory_data;
+use zk_rwlock::ordering::{decide, is_valid_seq, Decision, RECYCLE_THRESHOLD};
+use zk_rwlock::{Layout, Mode, NodeName};
 
 type Check = Result<(), String>;
 
@@ -146,28 +237,54 @@ enum Mutation {
     AnyRecord,
     /// (d) A writer is granted at its first wait.
     WriterGrantedAtWait,
-    /// (e) My own node's deletion never reaches the machine.
+    /// (e) My own node's deletion never reaches the wait.
     IgnoreOwnDeletion,
+    /// (f) Find-own ignores the owner: a node of another session carrying
+    /// my token counts as mine.
+    FindOwnAnySession,
+    /// (g) A release due with the release record deletes without it.
+    ReleaseWithoutRecord,
+    /// (h) The directory is recycled without its ACL being read.
+    RecycleUnread,
+    /// (i) A refused release record ends the release: the node is left.
+    RefusedRecordOrphan,
+    /// (j) The held node's deletion never reaches the machine.
+    IgnoreHeldDeletion,
 }
 
 /// The real machine, or the real machine with one rule broken.
 struct Machine {
-    inner: Acquire,
+    inner: contender::Contender,
     mutation: Mutation,
     mode: Mode,
+    session: i64,
+    /// The last deletion the real machine asked for carries the record.
+    record: bool,
 }
 
 impl Machine {
-    fn new(mode: Mode, may_wait: bool, mutation: Mutation) -> Machine {
+    fn new(inner: contender::Contender, mode: Mode, session: i64, mutation: Mutation) -> Machine {
         Machine {
-            inner: Acquire::new(mode, may_wait),
+            inner,
             mutation,
             mode,
+            session,
+            record: false,
         }
     }
 
-    fn created(&mut self, name: &str, listing: Option<&[String]>) -> Action {
-        let action = self.inner.created(name, listing);
+    fn start(&mut self) -> Action {
+        let action = self.inner.start();
+        self.mutate(action)
+    }
+
+    fn release(&mut self) -> Action {
+        let action = self.inner.release();
+        self.mutate(action)
+    }
+
+    fn withdraw(&mut self) -> Action {
+        let action = self.inner.withdraw();
         self.mutate(action)
     }
 
@@ -179,22 +296,45 @@ impl Machine {
 
     fn step(&mut self, input: Input<'_>) -> Action {
         let input = match input {
-            Input::Event(event) if self.drops(event) => return Action::Wait { poll: false },
-            Input::Event(Event::Watched(NodeEvent::DataChanged))
+            Input::Acquire(acquire::Input::Event(event)) if self.drops(event) => {
+                return Action::Acquire(acquire::Action::Wait { poll: false })
+            }
+            Input::Acquire(acquire::Input::Event(Event::Watched(NodeEvent::DataChanged)))
                 if self.mutation == Mutation::DataChangeGrants =>
             {
-                Input::Event(Event::Watched(NodeEvent::Deleted))
+                Input::Acquire(acquire::Input::Event(Event::Watched(NodeEvent::Deleted)))
             }
-            Input::RecordRead(Reply::Ok(Record { own, .. })) if self.mutation == Mutation::AnyRecord => {
-                Input::RecordRead(Reply::Ok(Record {
+            Input::Acquire(acquire::Input::RecordRead(Reply::Ok(Record { own, .. })))
+                if self.mutation == Mutation::AnyRecord =>
+            {
+                Input::Acquire(acquire::Input::RecordRead(Reply::Ok(Record {
                     names_watched: true,
                     own,
-                }))
+                })))
+            }
+            Input::Stat(Answer::Ok(Some(owner))) if self.mutation == Mutation::FindOwnAnySession => {
+                Input::Stat(Answer::Ok(Some(Owner {
+                    session: self.session,
+                    czxid: owner.czxid,
+                })))
+            }
+            Input::Deleted {
+                answer: Answer::NoAuth | Answer::Failed | Answer::Exists | Answer::Unimplemented,
+                ..
+            } if self.mutation == Mutation::RefusedRecordOrphan && self.record => {
+                return Action::Done(Ended::Deleted);
             }
             input => input,
         };
         let action = self.inner.step(input);
         self.mutate(action)
+    }
+
+    fn held_event(&mut self, event: NodeEvent) -> Keep {
+        if self.mutation == Mutation::IgnoreHeldDeletion && event == NodeEvent::Deleted {
+            return Keep::Wait;
+        }
+        self.inner.held_event(event)
     }
 
     fn drops(&self, event: Event) -> bool {
@@ -206,30 +346,67 @@ impl Machine {
     }
 
     fn mutate(&mut self, action: Action) -> Action {
-        match (self.mutation, &action) {
-            (Mutation::SkipOwnCheck, Action::CheckOwn) => {
-                let action = self.inner.step(Input::OwnChecked(Reply::Ok(true)));
+        if let Action::Delete { record, .. } = &action {
+            self.record = *record;
+        }
+        match (self.mutation, action) {
+            (Mutation::SkipOwnCheck, Action::Acquire(acquire::Action::CheckOwn)) => {
+                let action = self
+                    .inner
+                    .step(Input::Acquire(acquire::Input::OwnChecked(Reply::Ok(true))));
                 self.mutate(action)
             }
-            (Mutation::WriterGrantedAtWait, Action::SetWatches { .. }) if self.mode == Mode::Write => {
+            (Mutation::WriterGrantedAtWait, Action::Acquire(acquire::Action::SetWatches { .. }))
+                if self.mode == Mode::Write =>
+            {
                 Action::Grant { mark: true }
             }
-            _ => action,
+            (Mutation::ReleaseWithoutRecord, Action::Delete { name, record: true }) => {
+                Action::Delete { name, record: false }
+            }
+            (Mutation::RecycleUnread, Action::ReadDirAcl) => {
+                let action = self.inner.step(Input::DirAcl(Answer::Ok(0)));
+                self.mutate(action)
+            }
+            (_, action) => action,
         }
-    }
-
-    fn is_done(&self) -> bool {
-        self.inner.is_done()
     }
 }
 
 // ---- the ZooKeeper model ---------------------------------------------------
+
+/// The ACL a lock gives the directory it makes (`CreateDir`).
+const DIR_ACL: u32 = 7;
+/// The ACL an operator gave a directory made beforehand.
+const OPERATOR_ACL: u32 = 9;
+/// The server's default, open to all: what a node made with no ACL read gets.
+const DEFAULT_ACL: u32 = 0;
+
+/// The model's session index as the session id the machine knows (ids
+/// start at 1; 0 is a persistent node's owner).
+fn session_id(s: usize) -> i64 {
+    s as i64 + 1
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum SessionState {
     Connected,
     Disconnected,
     Expired,
+}
+
+/// The lock directory.
+#[derive(Debug, Clone)]
+struct Dir {
+    acl: u32,
+    /// A container: the server removes it once it is empty (after it had a child).
+    container: bool,
+    /// The child-version counter: the sequence of the next child.
+    cversion: i32,
+    /// Its data: the release record, or a stranger's.
+    data: String,
+    /// The zxid that made it: which directory it is.
+    czxid: u64,
 }
 
 /// A request, as the server sees it. Names are child names of the lock directory.
@@ -239,12 +416,13 @@ enum Op {
     Create {
         prefix: String,
     },
+    /// `getChildren2`: the children and the directory's data length.
     List,
     /// `getData` with a data watch.
     GetWatch {
         name: String,
     },
-    /// `exists` (the owner, for the search after a lost create).
+    /// `exists`: the owner and czxid.
     Exists {
         name: String,
     },
@@ -259,19 +437,60 @@ enum Op {
     Release {
         name: String,
     },
+    /// Create the directory (with `DIR_ACL`).
+    CreateDir {
+        container: bool,
+    },
+    CreateParents,
+    /// `getData` of the directory.
+    GetDirData,
+    /// `getACL` of the directory: its ACL and child count.
+    GetAcl,
+    /// The multi: delete the directory, create it again, persistent, with
+    /// `acl` (the default if none). `read`: the directory whose ACL the
+    /// driver read (for the check only: the request does not carry it).
+    Recycle {
+        acl: Option<u32>,
+        read: Option<u64>,
+    },
 }
 
 #[derive(Debug, Clone)]
 enum Resp {
-    Created(String),
-    Children(Vec<String>),
-    Data { name: String, mzxid: u64 },
-    Stat(Option<usize>),
-    Record { data: String, own: bool },
+    Created {
+        name: String,
+        czxid: u64,
+    },
+    Children {
+        children: Vec<String>,
+        data_length: i32,
+    },
+    Data {
+        name: String,
+        mzxid: u64,
+        czxid: u64,
+        revoke: bool,
+    },
+    /// The owner's session id (0: a stranger's persistent node) and czxid.
+    Stat(Option<(i64, u64)>),
+    Record {
+        data: String,
+        own: bool,
+    },
+    DirData(String),
+    Acl {
+        acl: u32,
+        children: i32,
+        czxid: u64,
+    },
     Done,
     NoNode,
+    Exists,
+    NoAuth,
+    NotEmpty,
+    Unimplemented,
     Retry,
-    Failed,
+    SessionEnded,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -300,12 +519,28 @@ struct Session {
     registry: Vec<(String, u64)>,
 }
 
+/// Who deleted a node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum By {
+    /// A request of session `s`: a plain deletion, or the release record's transaction.
+    Session { s: usize, record: bool },
+    /// Its session's expiry.
+    Expiry,
+    /// A stranger.
+    Stranger,
+}
+
 struct Node {
-    owner: usize,
+    name: String,
+    /// The session that made it; `None` for a stranger's (persistent) node.
+    owner: Option<usize>,
     seq: i32,
     czxid: u64,
     mzxid: u64,
     dzxid: Option<u64>,
+    deleted_by: Option<By>,
+    /// A revocation request was written to it.
+    revoke: bool,
 }
 
 /// The order in which a reconnection delivers the events of the watches it
@@ -320,44 +555,65 @@ enum Order {
 // ---- the contenders --------------------------------------------------------
 
 /// What an outstanding request is for.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Purpose {
+    /// `Action::Create`: the create, and the listing sent with it.
     Create,
     CreateList,
-    /// The search for my node after a lost create (`cleanup`: to delete it).
-    FindList {
-        cleanup: bool,
-    },
-    FindCheck {
-        name: String,
-        cleanup: bool,
-    },
+    CreateDir,
+    CreateParents,
+    FindOwn,
+    Stat,
+    ReadDirData,
+    // The wait's (`Action::Acquire`).
     List,
     WatchOwn,
     WatchWatched,
     Rewatch,
     ReadRecord,
     CheckOwn,
-    Release,
-    Withdraw,
+    /// The keeper's read-and-watch of the held node.
+    Keep,
+    Delete,
+    ReadDirAcl,
+    Recycle,
+}
+
+impl Purpose {
+    /// Sent again after a lost connection until answered.
+    fn retried(self) -> bool {
+        matches!(
+            self,
+            Purpose::CreateDir
+                | Purpose::CreateParents
+                | Purpose::FindOwn
+                | Purpose::Stat
+                | Purpose::ReadDirData
+                | Purpose::List
+                | Purpose::CheckOwn
+                | Purpose::Delete
+        )
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum CState {
     Idle,
+    /// From the create to the grant (or the wait's end).
     Acquiring,
+    /// Granted, release not begun.
     Holding,
     Releasing,
+    /// Given up or failed: the machine withdraws.
     Withdrawing,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Outcome {
-    Released,
+    /// Granted, then released: how the release ended.
+    Released(Ended),
     GaveUp,
     Failed(Failure),
-    /// The session ended before the node was known.
-    EndedCreating,
 }
 
 /// One acquire of a contender.
@@ -366,18 +622,41 @@ struct Acq {
     may_wait: bool,
     has_deadline: bool,
     deadline_fired: bool,
+    layout: Layout,
+    token: Uuid,
     prefix: String,
-    name: Option<String>,
-    machine: Option<Machine>,
-    /// The last action was `Wait`.
+    /// The machine checks the directory's data.
+    check_data: bool,
+    /// The zxid when it started, and the directory's removals by then.
+    started: u64,
+    removals: u32,
+    machine: Machine,
+    /// The create's answer, until the listing sent with it is answered.
+    created: Option<Answer<Created>>,
+    /// The create answered that the name exists (a name taken at the counter's limit).
+    create_exists: bool,
+    /// The node the machine took as its own (name, czxid), once checked.
+    taken: Option<(String, u64)>,
+    /// The last action was the wait's `Wait`.
     waiting: bool,
-    /// The node the machine is concerned with since its last `SetWatches`.
+    /// The node the wait is concerned with since its last `SetWatches`.
     watching: Option<String>,
     set_own: bool,
     own_reply: Option<Reply<()>>,
     waited: bool,
     last: &'static str,
     mark: bool,
+    /// What the keeper does.
+    keeper: Option<Keep>,
+    /// An earlier attempt of the current deletion lost its answer.
+    answer_lost: bool,
+    /// The server refused the release record.
+    refused: bool,
+    /// The release began in a live session.
+    released_live: bool,
+    /// The directory's ACL, as `ReadDirAcl` read it, for `Recycle` (and
+    /// which directory it was read from, for the check).
+    acl: Option<(u32, u64)>,
     outcome: Option<Outcome>,
 }
 
@@ -385,52 +664,61 @@ struct Contender {
     session: usize,
     state: CState,
     acq: Option<Acq>,
-    pending: BTreeMap<u64, Purpose>,
+    pending: BTreeMap<u64, (Purpose, Op)>,
     /// The zxid of the message being delivered.
     basis: u64,
     acquires: u32,
     outcomes: Vec<Outcome>,
+    /// An acquire of this lock found the directory's data to be the lock's.
+    data_checked: bool,
 }
 
-/// What happened across runs, to show what the schedules reach.
-#[derive(Debug, Default, Clone)]
-struct Stats {
-    runs: u64,
-    steps: u64,
-    grants: u64,
-    handoffs: u64,
-    record_grants: u64,
-    checked_grants: u64,
-    lost: u64,
-    session_ended: u64,
-    exhausted: u64,
-    gave_up: u64,
-    retries: u64,
-    disconnects: u64,
-    expiries: u64,
-    foreign: u64,
-    /// Grants of contenders in a peer's layout (which never mark).
-    peer_grants: u64,
+/// Counts of what happened across runs, to show what the schedules reach.
+macro_rules! stats {
+    ($($field:ident: $doc:literal,)*) => {
+        #[derive(Debug, Default, Clone)]
+        struct Stats {
+            $(#[doc = $doc] $field: u64,)*
+        }
+
+        impl Stats {
+            fn add(&mut self, other: &Stats) {
+                $(self.$field += other.$field;)*
+            }
+        }
+    };
 }
 
-impl Stats {
-    fn add(&mut self, other: &Stats) {
-        self.runs += other.runs;
-        self.steps += other.steps;
-        self.grants += other.grants;
-        self.handoffs += other.handoffs;
-        self.record_grants += other.record_grants;
-        self.checked_grants += other.checked_grants;
-        self.lost += other.lost;
-        self.session_ended += other.session_ended;
-        self.exhausted += other.exhausted;
-        self.gave_up += other.gave_up;
-        self.retries += other.retries;
-        self.disconnects += other.disconnects;
-        self.expiries += other.expiries;
-        self.foreign += other.foreign;
-        self.peer_grants += other.peer_grants;
-    }
+stats! {
+    runs: "Schedules run.",
+    steps: "Steps taken.",
+    grants: "Grants.",
+    handoffs: "Grants by a hand-off (no new listing).",
+    record_grants: "Grants after reading the release record.",
+    checked_grants: "Grants after an own-node check.",
+    peer_grants: "Grants of contenders in a peer's layout (which never mark).",
+    lost: "Acquires failed with Lost.",
+    session_ended: "Acquires failed with SessionEnded.",
+    exhausted: "Acquires failed with Exhausted.",
+    holds_data: "Acquires failed with DirectoryHoldsData.",
+    gave_up: "Acquires given up (try, or the deadline).",
+    retries: "Requests answered Retry.",
+    disconnects: "Connections lost.",
+    expiries: "Sessions expired.",
+    foreign: "Strangers' writes, deletions and replacements.",
+    found_own: "Nodes found by find-own after a create's answer was lost.",
+    others_token: "Find-own's candidates owned by another session.",
+    held_lost: "Holders told their node is gone or their session over.",
+    released_lost: "Releases that found the lock lost.",
+    release_expired: "Releases begun in a live session and ended by its expiry.",
+    refused_records: "Release records the directory's ACL refused.",
+    dirs_made: "Directories made (CreateDir).",
+    parents_made: "Parents made (CreateParents).",
+    no_containers: "Containers refused by a server without them.",
+    dirs_removed: "Empty container directories removed.",
+    recycles: "Directories recycled.",
+    recycles_refused: "Recycles refused: the directory had children.",
+    recycles_raced: "Recycles of a directory made again since its ACL was read (with another ACL).",
 }
 
 // ---- the world -------------------------------------------------------------
@@ -438,11 +726,27 @@ impl Stats {
 struct World {
     mutation: Mutation,
     zxid: u64,
-    cversion: i32,
     negative_once: bool,
-    record: String,
-    /// Every node ever created (deleted ones keep their deletion's zxid).
-    nodes: BTreeMap<String, Node>,
+    /// The lock directory, if it exists; its parents, if they do.
+    dir: Option<Dir>,
+    parents: bool,
+    /// The server has containers (3.6 and later).
+    containers: bool,
+    /// Contenders (bits) that a directory ACL other than the default denies
+    /// WRITE: the release record is refused them.
+    restricted: u32,
+    /// The contenders do not know yet that the directory's data is the lock's.
+    check_data: bool,
+    /// Each change of the directory's data (its making and removal
+    /// included): the zxid, and whether the data is the lock's.
+    dir_history: Vec<(u64, bool)>,
+    dir_removals: u32,
+    /// The ACL of every directory ever made, by czxid.
+    dir_acls: BTreeMap<u64, u32>,
+    /// Every node ever made, by czxid (deleted ones keep their deletion's zxid).
+    nodes: BTreeMap<u64, Node>,
+    /// The live children: name to czxid.
+    live: BTreeMap<String, u64>,
     watches: BTreeMap<String, BTreeSet<usize>>,
     sessions: Vec<Session>,
     contenders: Vec<Contender>,
@@ -454,6 +758,8 @@ struct World {
     stats: Stats,
     /// Contenders write peers' layouts too (see `layout_of`).
     mixed: bool,
+    /// A rule the model checks as it applies a request, broken.
+    broken: Option<String>,
 }
 
 /// The layout contender `c` writes in a mixed world: every layout in turn
@@ -466,15 +772,51 @@ fn layout_of(c: usize, mode: Mode) -> Layout {
     }
 }
 
+/// The answer to a request of the contender's own that did not succeed.
+fn answer<T>(resp: &Resp) -> Answer<T> {
+    match resp {
+        Resp::NoNode => Answer::NoNode,
+        Resp::Exists => Answer::Exists,
+        Resp::NoAuth => Answer::NoAuth,
+        Resp::Unimplemented => Answer::Unimplemented,
+        Resp::Retry => Answer::Retry,
+        Resp::SessionEnded => Answer::SessionEnded,
+        _ => Answer::Failed,
+    }
+}
+
+/// The answer to a request of the wait's that did not succeed.
+fn reply<T>(resp: &Resp) -> Reply<T> {
+    match resp {
+        Resp::NoNode => Reply::NoNode,
+        Resp::NoAuth => Reply::NoAuth,
+        Resp::Retry => Reply::Retry,
+        _ => Reply::Failed,
+    }
+}
+
 impl World {
     fn new(contenders: usize, counter: i32, mutation: Mutation) -> World {
         let mut world = World {
             mutation,
             zxid: 1,
-            cversion: counter,
             negative_once: false,
-            record: String::new(),
+            dir: Some(Dir {
+                acl: DIR_ACL,
+                container: true,
+                cversion: counter,
+                data: String::new(),
+                czxid: 1,
+            }),
+            parents: true,
+            containers: true,
+            restricted: 0,
+            check_data: false,
+            dir_history: vec![(1, true)],
+            dir_removals: 0,
+            dir_acls: BTreeMap::from([(1, DIR_ACL)]),
             nodes: BTreeMap::new(),
+            live: BTreeMap::new(),
             watches: BTreeMap::new(),
             sessions: Vec::new(),
             contenders: Vec::new(),
@@ -485,6 +827,7 @@ impl World {
             trace: Vec::new(),
             stats: Stats::default(),
             mixed: false,
+            broken: None,
         };
         for c in 0..contenders {
             let session = world.new_session(c);
@@ -496,6 +839,7 @@ impl World {
                 basis: 0,
                 acquires: 0,
                 outcomes: Vec::new(),
+                data_checked: false,
             });
         }
         world
@@ -519,24 +863,66 @@ impl World {
     // ---- the server ----
 
     fn live(&self, name: &str) -> bool {
-        self.nodes.get(name).is_some_and(|n| n.dzxid.is_none())
+        self.live.contains_key(name)
+    }
+
+    /// The live node of that name.
+    fn node(&self, name: &str) -> Option<&Node> {
+        self.live.get(name).map(|czxid| &self.nodes[czxid])
+    }
+
+    /// The node made at `czxid` still exists.
+    fn alive(&self, czxid: u64) -> bool {
+        self.nodes.get(&czxid).is_some_and(|n| n.dzxid.is_none())
     }
 
     fn children(&self) -> Vec<String> {
-        self.nodes
-            .iter()
-            .filter(|(_, n)| n.dzxid.is_none())
-            .map(|(name, _)| name.clone())
-            .collect()
+        self.live.keys().cloned().collect()
     }
 
     /// The children the directory had once the transaction `zxid` was applied.
     fn children_at(&self, zxid: u64) -> Vec<String> {
         self.nodes
-            .iter()
-            .filter(|(_, n)| n.czxid <= zxid && n.dzxid.is_none_or(|d| d > zxid))
-            .map(|(name, _)| name.clone())
+            .values()
+            .filter(|n| n.czxid <= zxid && n.dzxid.is_none_or(|d| d > zxid))
+            .map(|n| n.name.clone())
             .collect()
+    }
+
+    /// The directory's data was the lock's at some moment from `zxid` on.
+    fn lock_data_since(&self, zxid: u64) -> bool {
+        let at_start = self
+            .dir_history
+            .iter()
+            .rev()
+            .find(|(z, _)| *z <= zxid)
+            .is_none_or(|(_, lock)| *lock);
+        at_start || self.dir_history.iter().any(|(z, lock)| *z > zxid && *lock)
+    }
+
+    /// The directory's data was not the lock's at some moment from `zxid` on.
+    fn foreign_data_since(&self, zxid: u64) -> bool {
+        let at_start = self
+            .dir_history
+            .iter()
+            .rev()
+            .find(|(z, _)| *z <= zxid)
+            .is_some_and(|(_, lock)| !*lock);
+        at_start || self.dir_history.iter().any(|(z, lock)| *z > zxid && !*lock)
+    }
+
+    fn set_dir_data(&mut self, data: String) {
+        self.dir_history
+            .push((self.zxid, is_lock_directory_data(data.as_bytes())));
+        if let Some(dir) = self.dir.as_mut() {
+            dir.data = data;
+        }
+    }
+
+    /// Whether the directory's ACL denies session `s` WRITE.
+    fn write_denied(&self, s: usize) -> bool {
+        let restricted = self.restricted & (1 << self.sessions[s].contender) != 0;
+        restricted && self.dir.as_ref().is_some_and(|dir| dir.acl != DEFAULT_ACL)
     }
 
     fn push(&mut self, s: usize, msg: Msg) {
@@ -558,82 +944,203 @@ impl World {
         }
     }
 
-    /// Deletes a live node in the current transaction.
-    fn remove_node(&mut self, name: &str) {
-        let zxid = self.zxid;
-        if let Some(node) = self.nodes.get_mut(name) {
-            node.dzxid = Some(zxid);
+    /// Makes a child in the current transaction (the zxid is advanced).
+    fn add_node(&mut self, name: String, owner: Option<usize>, seq: i32) -> u64 {
+        self.zxid += 1;
+        let czxid = self.zxid;
+        if let Some(dir) = self.dir.as_mut() {
+            dir.cversion = dir.cversion.saturating_add(1);
         }
-        self.cversion = self.cversion.saturating_add(1);
+        self.live.insert(name.clone(), czxid);
+        self.nodes.insert(
+            czxid,
+            Node {
+                name,
+                owner,
+                seq,
+                czxid,
+                mzxid: czxid,
+                dzxid: None,
+                deleted_by: None,
+                revoke: false,
+            },
+        );
+        czxid
+    }
+
+    /// Deletes a live node in the current transaction.
+    fn remove_node(&mut self, name: &str, by: By) {
+        let zxid = self.zxid;
+        if let Some(czxid) = self.live.remove(name) {
+            let node = self.nodes.get_mut(&czxid).expect("a live node is known");
+            node.dzxid = Some(zxid);
+            node.deleted_by = Some(by);
+        }
+        if let Some(dir) = self.dir.as_mut() {
+            dir.cversion = dir.cversion.saturating_add(1);
+        }
         self.fire(name, WatchKind::Deleted);
+    }
+
+    fn create(&mut self, s: usize, prefix: &str) -> Resp {
+        let Some(dir) = self.dir.as_ref() else {
+            return Resp::NoNode;
+        };
+        let seq = if self.negative_once && dir.cversion == i32::MAX {
+            self.negative_once = false;
+            i32::MIN
+        } else {
+            dir.cversion
+        };
+        let name = format!("{prefix}{seq:010}");
+        if self.live(&name) {
+            return Resp::Exists;
+        }
+        let czxid = self.add_node(name.clone(), Some(s), seq);
+        Resp::Created { name, czxid }
     }
 
     fn apply(&mut self, s: usize, id: u64, op: Op) {
         let resp = match op {
-            Op::Create { prefix } => {
-                let seq = if self.negative_once && self.cversion == i32::MAX {
-                    self.negative_once = false;
-                    i32::MIN
-                } else {
-                    self.cversion
-                };
-                let name = format!("{prefix}{seq:010}");
-                if self.live(&name) {
-                    Resp::Failed
-                } else {
-                    self.zxid += 1;
-                    self.cversion = self.cversion.saturating_add(1);
-                    self.nodes.insert(
-                        name.clone(),
-                        Node {
-                            owner: s,
-                            seq,
-                            czxid: self.zxid,
-                            mzxid: self.zxid,
-                            dzxid: None,
-                        },
-                    );
-                    Resp::Created(name)
-                }
-            }
-            Op::List => Resp::Children(self.children()),
-            Op::GetWatch { name } => match self.nodes.get(&name) {
-                Some(node) if node.dzxid.is_none() => {
-                    let mzxid = node.mzxid;
-                    self.watches.entry(name.clone()).or_default().insert(s);
-                    Resp::Data { name, mzxid }
-                }
-                _ => Resp::NoNode,
+            Op::Create { prefix } => self.create(s, &prefix),
+            Op::List => match &self.dir {
+                Some(dir) => Resp::Children {
+                    children: self.children(),
+                    data_length: dir.data.len() as i32,
+                },
+                None => Resp::NoNode,
             },
-            Op::Exists { name } => Resp::Stat(
-                self.nodes
-                    .get(&name)
-                    .filter(|n| n.dzxid.is_none())
-                    .map(|n| n.owner),
-            ),
-            Op::ReadRecord { own } => Resp::Record {
-                data: self.record.clone(),
-                own: self.live(&own),
+            Op::GetWatch { name } => match self.node(&name) {
+                Some(node) => {
+                    let resp = Resp::Data {
+                        name: name.clone(),
+                        mzxid: node.mzxid,
+                        czxid: node.czxid,
+                        revoke: node.revoke,
+                    };
+                    self.watches.entry(name).or_default().insert(s);
+                    resp
+                }
+                None => Resp::NoNode,
+            },
+            Op::Exists { name } => {
+                Resp::Stat(self.node(&name).map(|n| (n.owner.map_or(0, session_id), n.czxid)))
+            }
+            Op::ReadRecord { own } => match &self.dir {
+                Some(dir) => Resp::Record {
+                    data: dir.data.clone(),
+                    own: self.live(&own),
+                },
+                None => Resp::NoNode,
             },
             Op::Delete { name } => {
                 if self.live(&name) {
                     self.zxid += 1;
-                    self.remove_node(&name);
+                    self.remove_node(&name, By::Session { s, record: false });
                     Resp::Done
                 } else {
                     Resp::NoNode
                 }
             }
             Op::Release { name } => {
-                if self.live(&name) {
+                if self.dir.is_none() {
+                    Resp::NoNode
+                } else if self.write_denied(s) {
+                    // The transaction's first operation is refused: nothing is applied.
+                    self.stats.refused_records += 1;
+                    Resp::NoAuth
+                } else if self.live(&name) {
                     self.zxid += 1;
-                    self.record = name.clone();
-                    self.remove_node(&name);
+                    self.set_dir_data(name.clone());
+                    self.remove_node(&name, By::Session { s, record: true });
                     Resp::Done
                 } else {
                     Resp::NoNode
                 }
             }
+            Op::CreateDir { container } => {
+                if !self.parents {
+                    Resp::NoNode
+                } else if self.dir.is_some() {
+                    Resp::Exists
+                } else if container && !self.containers {
+                    self.stats.no_containers += 1;
+                    Resp::Unimplemented
+                } else {
+                    self.zxid += 1;
+                    self.dir = Some(Dir {
+                        acl: DIR_ACL,
+                        container,
+                        cversion: 0,
+                        data: String::new(),
+                        czxid: self.zxid,
+                    });
+                    self.dir_acls.insert(self.zxid, DIR_ACL);
+                    self.dir_history.push((self.zxid, true));
+                    self.stats.dirs_made += 1;
+                    Resp::Done
+                }
+            }
+            Op::CreateParents => {
+                if self.parents {
+                    Resp::Exists
+                } else {
+                    self.zxid += 1;
+                    self.parents = true;
+                    self.stats.parents_made += 1;
+                    Resp::Done
+                }
+            }
+            Op::GetDirData => match &self.dir {
+                Some(dir) => Resp::DirData(dir.data.clone()),
+                None => Resp::NoNode,
+            },
+            Op::GetAcl => match &self.dir {
+                Some(dir) => Resp::Acl {
+                    acl: dir.acl,
+                    children: self.live.len() as i32,
+                    czxid: dir.czxid,
+                },
+                None => Resp::NoNode,
+            },
+            Op::Recycle { acl, read } => match &self.dir {
+                None => Resp::NoNode,
+                Some(_) if !self.live.is_empty() => {
+                    self.stats.recycles_refused += 1;
+                    Resp::NotEmpty
+                }
+                Some(dir) => {
+                    // The delete has no version: a directory made again since
+                    // the ACL was read is recycled too, with the ACL read from
+                    // the one before (the server removed that one once empty).
+                    let read_acl = self.dir_acls.get(&read.unwrap_or(dir.czxid)).copied();
+                    let acl = acl.unwrap_or(DEFAULT_ACL);
+                    if Some(acl) != read_acl {
+                        self.broken = Some(format!(
+                            "s{s} recycled the directory with ACL {acl}, not the one it read ({read_acl:?})"
+                        ));
+                    } else if acl != dir.acl {
+                        self.stats.recycles_raced += 1;
+                        note!(
+                            self,
+                            "s{s} recycles a directory made since its ACL was read: ACL {} becomes {acl}",
+                            dir.acl
+                        );
+                    }
+                    self.zxid += 1;
+                    self.dir = Some(Dir {
+                        acl,
+                        container: false,
+                        cversion: 0,
+                        data: String::new(),
+                        czxid: self.zxid,
+                    });
+                    self.dir_acls.insert(self.zxid, acl);
+                    self.dir_history.push((self.zxid, true));
+                    self.stats.recycles += 1;
+                    Resp::Done
+                }
+            },
         };
         self.push(s, Msg::Reply { id, resp });
     }
@@ -642,13 +1149,13 @@ impl World {
         let id = self.next_id;
         self.next_id += 1;
         let s = self.contenders[c].session;
-        self.contenders[c].pending.insert(id, purpose);
+        self.contenders[c].pending.insert(id, (purpose, op.clone()));
         if self.sessions[s].state == SessionState::Expired {
             self.push(
                 s,
                 Msg::Reply {
                     id,
-                    resp: Resp::Failed,
+                    resp: Resp::SessionEnded,
                 },
             );
         } else {
@@ -713,12 +1220,12 @@ impl World {
         self.push(s, Msg::Interrupted);
         let mut fired = Vec::new();
         for (name, mzxid) in self.sessions[s].registry.clone() {
-            match self.nodes.get(&name) {
-                Some(node) if node.dzxid.is_none() && node.mzxid == mzxid => {
+            match self.node(&name).map(|n| n.mzxid) {
+                Some(now) if now == mzxid => {
                     self.watches.entry(name).or_default().insert(s);
                 }
-                Some(node) if node.dzxid.is_none() => fired.push((name, WatchKind::DataChanged)),
-                _ => fired.push((name, WatchKind::Deleted)),
+                Some(_) => fired.push((name, WatchKind::DataChanged)),
+                None => fired.push((name, WatchKind::Deleted)),
             }
         }
         match order {
@@ -732,7 +1239,7 @@ impl World {
                 let own = self.contenders[self.sessions[s].contender]
                     .acq
                     .as_ref()
-                    .and_then(|a| a.name.clone());
+                    .and_then(|a| a.machine.inner.node().map(str::to_owned));
                 fired.sort_by_key(|(name, _)| Some(name) == own.as_ref());
             }
         }
@@ -752,13 +1259,13 @@ impl World {
         self.sessions[s].state = SessionState::Expired;
         self.zxid += 1;
         let owned: Vec<String> = self
-            .nodes
+            .live
             .iter()
-            .filter(|(_, n)| n.dzxid.is_none() && n.owner == s)
+            .filter(|(_, czxid)| self.nodes[czxid].owner == Some(s))
             .map(|(name, _)| name.clone())
             .collect();
         for name in owned {
-            self.remove_node(&name);
+            self.remove_node(&name, By::Expiry);
         }
         for watchers in self.watches.values_mut() {
             watchers.remove(&s);
@@ -780,19 +1287,27 @@ impl World {
                 s,
                 Msg::Reply {
                     id,
-                    resp: Resp::Failed,
+                    resp: Resp::SessionEnded,
                 },
             );
         }
     }
 
+    /// A stranger writes to a contender node: sometimes a revocation request.
     fn foreign_data(&mut self, name: &str) {
         self.stats.foreign += 1;
-        note!(self, "stranger writes to {name}");
+        let revoke = self.rng.one_in(2);
+        note!(
+            self,
+            "stranger writes {} to {name}",
+            if revoke { "a revocation request" } else { "data" }
+        );
         self.zxid += 1;
         let zxid = self.zxid;
-        if let Some(node) = self.nodes.get_mut(name) {
+        if let Some(czxid) = self.live.get(name) {
+            let node = self.nodes.get_mut(czxid).expect("a live node is known");
             node.mzxid = zxid;
+            node.revoke |= revoke;
         }
         self.fire(name, WatchKind::DataChanged);
     }
@@ -801,20 +1316,44 @@ impl World {
         self.stats.foreign += 1;
         note!(self, "stranger writes {data:?} to the directory");
         self.zxid += 1;
-        self.record = data;
+        self.set_dir_data(data);
     }
 
     fn foreign_delete(&mut self, name: &str) {
         self.stats.foreign += 1;
         note!(self, "stranger deletes {name}");
         self.zxid += 1;
-        self.remove_node(name);
+        self.remove_node(name, By::Stranger);
+    }
+
+    /// A stranger deletes a contender node and makes one of its own under
+    /// the same name (persistent, with the name's token).
+    fn foreign_replace(&mut self, name: &str) {
+        let Some(seq) = self.node(name).map(|n| n.seq) else {
+            return;
+        };
+        self.foreign_delete(name);
+        note!(self, "stranger makes {name} again");
+        self.add_node(name.to_owned(), None, seq);
+    }
+
+    /// The server removes the empty container directory.
+    fn remove_dir(&mut self) {
+        note!(self, "the server removes the empty directory");
+        self.zxid += 1;
+        self.dir = None;
+        self.dir_history.push((self.zxid, true));
+        self.dir_removals += 1;
+        self.stats.dirs_removed += 1;
     }
 
     /// What a stranger may write to the directory's data without forging a
     /// release: garbage, or the name of a node that is gone and that no
     /// contender waits on.
     fn record_candidates(&self) -> Vec<String> {
+        if self.dir.is_none() {
+            return Vec::new();
+        }
         let watched: BTreeSet<&String> = self
             .contenders
             .iter()
@@ -823,12 +1362,28 @@ impl World {
         let mut out = vec!["garbage".to_owned(), String::new()];
         out.extend(
             self.nodes
-                .iter()
-                .filter(|(name, n)| n.dzxid.is_some() && !watched.contains(name))
-                .map(|(name, _)| name.clone())
+                .values()
+                .filter(|n| n.dzxid.is_some() && !self.live(&n.name) && !watched.contains(&n.name))
+                .map(|n| n.name.clone())
                 .take(6),
         );
         out
+    }
+
+    /// The nodes a stranger may delete and make again: those no contender
+    /// waits on (making one again after its deletion granted the waiter
+    /// puts a contender back ahead of a holder, as a forged release would).
+    fn replace_candidates(&self) -> Vec<String> {
+        let watched: BTreeSet<&String> = self
+            .contenders
+            .iter()
+            .filter_map(|c| c.acq.as_ref().and_then(|a| a.watching.as_ref()))
+            .collect();
+        self.live
+            .keys()
+            .filter(|name| !watched.contains(name))
+            .cloned()
+            .collect()
     }
 
     // ---- the contenders ----
@@ -837,34 +1392,46 @@ impl World {
         self.contenders[c].acq.as_mut().expect("an acquire")
     }
 
-    fn start(&mut self, c: usize, mode: Mode, may_wait: bool, has_deadline: bool) {
+    fn machine(&self, c: usize) -> &contender::Contender {
+        &self.contenders[c].acq.as_ref().expect("an acquire").machine.inner
+    }
+
+    fn start(&mut self, c: usize, mode: Mode, may_wait: bool, has_deadline: bool) -> Check {
         if self.sessions[self.contenders[c].session].state == SessionState::Expired {
             self.contenders[c].session = self.new_session(c);
         }
-        let contender = &mut self.contenders[c];
-        contender.acquires += 1;
+        let (zxid, removals, mutation) = (self.zxid, self.dir_removals, self.mutation);
         let layout = if self.mixed {
             layout_of(c, mode)
         } else {
             Layout::Native
         };
-        let prefix = match layout {
-            Layout::Native => format!("c{c}.{}-{}-", contender.acquires, mode.letter()),
-            // The peers' token: unique per contender and acquire.
-            peer => {
-                let token = uuid::Uuid::from_u128(((c as u128) << 64) | contender.acquires as u128);
-                peer.prefix("", token, mode).expect("a mode the layout has")
-            }
-        };
+        let check_data = self.check_data && !self.contenders[c].data_checked;
+        let contender = &mut self.contenders[c];
+        contender.acquires += 1;
+        // Unique per contender and acquire; the identity keeps traces readable.
+        let token = Uuid::from_u128(((c as u128) << 64) | u128::from(contender.acquires));
+        let prefix = layout
+            .prefix(&format!("c{c}"), token, mode)
+            .expect("a mode the layout has");
+        let session = session_id(contender.session);
+        let inner = contender::Contender::new(mode, may_wait, layout, token, session, check_data);
         contender.state = CState::Acquiring;
         contender.acq = Some(Acq {
             mode,
             may_wait,
             has_deadline,
             deadline_fired: false,
-            prefix: prefix.clone(),
-            name: None,
-            machine: None,
+            layout,
+            token,
+            prefix,
+            check_data,
+            started: zxid,
+            removals,
+            machine: Machine::new(inner, mode, session, mutation),
+            created: None,
+            create_exists: false,
+            taken: None,
             waiting: false,
             watching: None,
             set_own: false,
@@ -872,76 +1439,65 @@ impl World {
             waited: false,
             last: "created",
             mark: false,
+            keeper: None,
+            answer_lost: false,
+            refused: false,
+            released_live: false,
+            acl: None,
             outcome: None,
         });
         let s = self.contenders[c].session;
         note!(
             self,
-            "c{c} (s{s}) starts {mode}{}{}",
+            "c{c} (s{s}) starts {mode}{}{}{}",
             if may_wait { "" } else { " (try)" },
-            if has_deadline { " with a deadline" } else { "" }
+            if has_deadline { " with a deadline" } else { "" },
+            if check_data {
+                ", checking the directory's data"
+            } else {
+                ""
+            }
         );
-        self.send_create(c);
+        let action = self.acq(c).machine.start();
+        self.act(c, action)
     }
 
-    fn send_create(&mut self, c: usize) {
-        let prefix = self.acq(c).prefix.clone();
-        self.send(c, Op::Create { prefix }, Purpose::Create);
-        self.send(c, Op::List, Purpose::CreateList);
-    }
-
-    fn release(&mut self, c: usize) {
-        let acq = self.acq(c);
-        let name = acq.name.clone().expect("a held node");
-        let op = if acq.mark {
-            Op::Release { name: name.clone() }
-        } else {
-            Op::Delete { name: name.clone() }
-        };
-        acq.outcome = Some(Outcome::Released);
-        note!(self, "c{c} releases {name}");
+    /// The holder releases.
+    fn release(&mut self, c: usize) -> Check {
+        note!(self, "c{c} releases {:?}", self.machine(c).node());
         self.contenders[c].state = CState::Releasing;
-        self.send(c, op, Purpose::Release);
+        let live = self.sessions[self.contenders[c].session].state != SessionState::Expired;
+        self.acq(c).released_live = live;
+        let action = self.acq(c).machine.release();
+        self.act(c, action)
     }
 
+    /// The acquire's deadline passes: it ends where it is, and withdraws.
     fn deadline(&mut self, c: usize) -> Check {
         note!(self, "c{c}: deadline");
         self.contenders[c].pending.clear();
         let acq = self.acq(c);
         acq.deadline_fired = true;
-        acq.waiting = false;
-        match acq.machine.as_mut() {
-            Some(machine) if !machine.is_done() => {
-                let action = machine.step(Input::Deadline);
-                self.act(c, action)
-            }
-            _ => {
-                acq.outcome = Some(Outcome::GaveUp);
-                match acq.name.clone() {
-                    Some(name) => self.withdraw(c, name),
-                    None => {
-                        self.contenders[c].state = CState::Withdrawing;
-                        self.send(c, Op::List, Purpose::FindList { cleanup: true });
-                    }
-                }
-                Ok(())
-            }
-        }
+        acq.created = None;
+        acq.outcome = Some(Outcome::GaveUp);
+        self.stats.gave_up += 1;
+        self.withdraw(c)
     }
 
-    fn withdraw(&mut self, c: usize, name: String) {
-        self.acq(c).name = Some(name.clone());
+    fn withdraw(&mut self, c: usize) -> Check {
         self.contenders[c].state = CState::Withdrawing;
-        self.send(c, Op::Delete { name }, Purpose::Withdraw);
+        let acq = self.acq(c);
+        acq.waiting = false;
+        acq.watching = None;
+        let action = acq.machine.withdraw();
+        self.act(c, action)
     }
 
     fn finish(&mut self, c: usize) {
         let contender = &mut self.contenders[c];
-        let outcome = contender
-            .acq
-            .take()
-            .and_then(|a| a.outcome)
-            .unwrap_or(Outcome::EndedCreating);
+        let acq = contender.acq.take().expect("an acquire");
+        contender.data_checked |= acq.machine.inner.data_checked();
+        let outcome = acq.outcome.expect("an outcome");
         contender.outcomes.push(outcome);
         contender.state = CState::Idle;
         contender.pending.clear();
@@ -959,36 +1515,25 @@ impl World {
         self.contenders[c].basis = zxid;
         match msg {
             Msg::Reply { id, resp } => {
-                if let Resp::Data { name, mzxid } = &resp {
+                if let Resp::Data { name, mzxid, .. } = &resp {
                     let registry = &mut self.sessions[s].registry;
                     registry.retain(|(n, _)| n != name);
                     registry.push((name.clone(), *mzxid));
                 }
-                let Some(purpose) = self.contenders[c].pending.remove(&id) else {
+                let Some((purpose, op)) = self.contenders[c].pending.remove(&id) else {
                     return Ok(());
                 };
                 note!(self, "c{c} <- #{id} {purpose:?}: {resp:?}");
-                self.on_reply(c, purpose, resp)
+                self.on_reply(c, purpose, op, resp)
             }
             Msg::Watch { name, kind } => {
                 self.sessions[s].registry.retain(|(n, _)| *n != name);
-                let Some(acq) = self.contenders[c].acq.as_ref() else {
-                    return Ok(());
-                };
                 let event = match kind {
                     WatchKind::Deleted => NodeEvent::Deleted,
                     WatchKind::DataChanged => NodeEvent::DataChanged,
                     WatchKind::SessionEnded => NodeEvent::SessionEnded,
                 };
-                let event = if acq.name.as_ref() == Some(&name) {
-                    Event::Own(event)
-                } else if acq.watching.as_ref() == Some(&name) {
-                    Event::Watched(event)
-                } else {
-                    return Ok(());
-                };
-                note!(self, "c{c} <- {event:?} ({name})");
-                self.on_event(c, event)
+                self.on_watch(c, &name, event)
             }
             Msg::Interrupted => {
                 note!(self, "c{c} <- Interrupted");
@@ -996,117 +1541,208 @@ impl World {
             }
             Msg::Expired => {
                 note!(self, "c{c} <- SessionEnded");
-                self.on_event(c, Event::SessionEnded)
+                match self.contenders[c].state {
+                    CState::Holding | CState::Releasing => {
+                        let machine = &mut self.acq(c).machine;
+                        machine.event(Event::SessionEnded);
+                        machine.inner.held_lost();
+                        self.stats.held_lost += 1;
+                        Ok(())
+                    }
+                    _ => self.on_event(c, Event::SessionEnded),
+                }
             }
         }
     }
 
-    fn on_event(&mut self, c: usize, event: Event) -> Check {
-        if self.contenders[c].state != CState::Acquiring {
+    fn on_watch(&mut self, c: usize, name: &str, event: NodeEvent) -> Check {
+        let state = self.contenders[c].state;
+        let Some(acq) = self.contenders[c].acq.as_ref() else {
             return Ok(());
-        }
-        let acq = self.acq(c);
-        match acq.machine.as_mut() {
-            Some(machine) if !machine.is_done() => {
-                if std::mem::take(&mut acq.waiting) {
-                    let action = machine.step(Input::Event(event));
-                    self.act(c, action)
-                } else {
-                    machine.event(event);
-                    Ok(())
-                }
+        };
+        let mine = acq.machine.inner.node() == Some(name);
+        match state {
+            CState::Holding | CState::Releasing if mine => {
+                note!(self, "c{c}'s keeper <- {event:?} ({name})");
+                self.keeper_event(c, event)
             }
-            // Creating: the session's end is the acquire's end.
-            None if event == Event::SessionEnded => {
-                self.finish(c);
-                Ok(())
+            CState::Acquiring => {
+                let event = if mine {
+                    Event::Own(event)
+                } else if acq.watching.as_deref() == Some(name) {
+                    Event::Watched(event)
+                } else {
+                    return Ok(());
+                };
+                note!(self, "c{c} <- {event:?} ({name})");
+                self.on_event(c, event)
             }
             _ => Ok(()),
         }
     }
 
+    /// An event for the machine while it acquires (or withdraws).
+    fn on_event(&mut self, c: usize, event: Event) -> Check {
+        let state = self.contenders[c].state;
+        if !matches!(state, CState::Acquiring | CState::Withdrawing) {
+            return Ok(());
+        }
+        let acq = self.acq(c);
+        if state == CState::Acquiring && std::mem::take(&mut acq.waiting) {
+            let action = acq.machine.step(Input::Acquire(acquire::Input::Event(event)));
+            self.act(c, action)
+        } else {
+            acq.machine.event(event);
+            Ok(())
+        }
+    }
+
+    /// The held node's watch fired: the keeper tells the machine.
+    fn keeper_event(&mut self, c: usize, event: NodeEvent) -> Check {
+        let holding = self.contenders[c].state == CState::Holding;
+        let machine = &mut self.acq(c).machine;
+        let keep = machine.held_event(event);
+        let lost = machine.inner.is_lost();
+        if holding && matches!(event, NodeEvent::Deleted | NodeEvent::SessionEnded) {
+            self.stats.held_lost += 1;
+            if !lost {
+                return self.fail(format!(
+                    "c{c}'s keeper was told {event:?} of its node, and its machine does not say lost"
+                ));
+            }
+        }
+        self.keep(c, keep);
+        Ok(())
+    }
+
+    fn keep(&mut self, c: usize, keep: Keep) {
+        let acq = self.acq(c);
+        acq.keeper = Some(keep);
+        if keep == Keep::Watch {
+            let name = acq.machine.inner.node().expect("a held node").to_owned();
+            self.send(c, Op::GetWatch { name }, Purpose::Keep);
+        }
+    }
+
     fn step_machine(&mut self, c: usize, input: Input<'_>) -> Check {
-        let action = self
-            .acq(c)
-            .machine
-            .as_mut()
-            .expect("a running machine")
-            .step(input);
+        let action = self.acq(c).machine.step(input);
         self.act(c, action)
     }
 
-    fn on_reply(&mut self, c: usize, purpose: Purpose, resp: Resp) -> Check {
-        let watch_reply = |resp: &Resp| match resp {
-            Resp::Data { .. } => Reply::Ok(()),
-            Resp::NoNode => Reply::NoNode,
-            Resp::Retry => Reply::Retry,
-            _ => Reply::Failed,
-        };
+    fn on_reply(&mut self, c: usize, purpose: Purpose, op: Op, resp: Resp) -> Check {
         if matches!(resp, Resp::Retry) {
             self.stats.retries += 1;
+            if purpose.retried() {
+                if purpose == Purpose::Delete {
+                    self.acq(c).answer_lost = true;
+                }
+                self.send(c, op, purpose);
+                return Ok(());
+            }
         }
         match purpose {
             Purpose::Create => match resp {
-                Resp::Created(name) => self.acq(c).name = Some(name),
-                Resp::Retry => {
+                // The listing's answer decides.
+                Resp::Created { name, czxid } => {
+                    self.acq(c).created = Some(Answer::Ok(Created {
+                        name,
+                        czxid: czxid as i64,
+                    }));
+                    Ok(())
+                }
+                other => {
+                    // Not made (or unknown): the listing is not waited for.
                     self.contenders[c]
                         .pending
-                        .retain(|_, p| !matches!(p, Purpose::CreateList));
-                    self.send(c, Op::List, Purpose::FindList { cleanup: false });
+                        .retain(|_, (p, _)| *p != Purpose::CreateList);
+                    self.acq(c).create_exists |= matches!(other, Resp::Exists);
+                    self.step_machine(
+                        c,
+                        Input::Created {
+                            node: answer(&other),
+                            listing: None,
+                        },
+                    )
                 }
-                _ => self.finish(c),
             },
             Purpose::CreateList => {
-                let Some(name) = self.acq(c).name.clone() else {
+                let Some(node) = self.acq(c).created.take() else {
                     return self.fail(format!("c{c}: a listing answered before the create"));
                 };
-                let listing = match resp {
-                    Resp::Children(children) if children.contains(&name) => Some(children),
-                    _ => None,
+                let listing = match &resp {
+                    Resp::Children {
+                        children,
+                        data_length,
+                    } => Answer::Ok((children.as_slice(), *data_length)),
+                    other => answer(other),
                 };
-                self.run_machine(c, name, listing)?;
-            }
-            Purpose::FindList { cleanup } => match resp {
-                Resp::Children(children) => {
-                    let prefix = self.acq(c).prefix.clone();
-                    match children.into_iter().find(|n| n.starts_with(&prefix)) {
-                        Some(name) => self.send(
-                            c,
-                            Op::Exists { name: name.clone() },
-                            Purpose::FindCheck { name, cleanup },
-                        ),
-                        None if cleanup => self.finish(c),
-                        None => self.send_create(c),
-                    }
-                }
-                Resp::Retry => self.send(c, Op::List, Purpose::FindList { cleanup }),
-                _ => self.finish(c),
-            },
-            Purpose::FindCheck { name, cleanup } => match resp {
-                Resp::Stat(Some(owner)) if owner == self.contenders[c].session => {
-                    if cleanup {
-                        self.withdraw(c, name);
-                    } else {
-                        self.acq(c).name = Some(name.clone());
-                        self.run_machine(c, name, None)?;
-                    }
-                }
-                Resp::Stat(_) if cleanup => self.finish(c),
-                Resp::Stat(_) => self.send_create(c),
-                Resp::Retry => self.send(
+                self.step_machine(
                     c,
-                    Op::Exists { name: name.clone() },
-                    Purpose::FindCheck { name, cleanup },
-                ),
-                _ => self.finish(c),
+                    Input::Created {
+                        node,
+                        listing: Some(listing),
+                    },
+                )
+            }
+            Purpose::CreateDir => {
+                let made = match &resp {
+                    Resp::Done => Answer::Ok(()),
+                    other => answer(other),
+                };
+                self.step_machine(c, Input::DirCreated(made))
+            }
+            Purpose::CreateParents => {
+                let made = match &resp {
+                    Resp::Done => Answer::Ok(()),
+                    other => answer(other),
+                };
+                self.step_machine(c, Input::ParentsCreated(made))
+            }
+            Purpose::FindOwn => match &resp {
+                Resp::Children { children, .. } => self.step_machine(c, Input::Found(Answer::Ok(children))),
+                other => self.step_machine(c, Input::Found(answer(other))),
             },
-            Purpose::List => match resp {
-                Resp::Children(children) => self.step_machine(c, Input::Listed(Reply::Ok(&children)))?,
-                Resp::Retry => self.send(c, Op::List, Purpose::List),
-                Resp::NoNode => self.step_machine(c, Input::Listed(Reply::NoNode))?,
-                _ => self.step_machine(c, Input::Listed(Reply::Failed))?,
+            Purpose::Stat => match resp {
+                Resp::Stat(stat) => {
+                    let session = session_id(self.contenders[c].session);
+                    match stat {
+                        Some((owner, _)) if owner == session => self.stats.found_own += 1,
+                        Some(_) => self.stats.others_token += 1,
+                        None => {}
+                    }
+                    let owner = stat.map(|(session, czxid)| Owner {
+                        session,
+                        czxid: czxid as i64,
+                    });
+                    self.step_machine(c, Input::Stat(Answer::Ok(owner)))
+                }
+                other => self.step_machine(c, Input::Stat(answer(&other))),
             },
-            Purpose::WatchOwn => self.acq(c).own_reply = Some(watch_reply(&resp)),
+            Purpose::ReadDirData => match &resp {
+                Resp::DirData(data) => self.step_machine(c, Input::DirData(Answer::Ok(data.as_bytes()))),
+                other => self.step_machine(c, Input::DirData(answer(other))),
+            },
+            Purpose::List => {
+                let listed = match &resp {
+                    Resp::Children { children, .. } => Reply::Ok(children.as_slice()),
+                    other => reply(other),
+                };
+                self.step_machine(c, Input::Acquire(acquire::Input::Listed(listed)))
+            }
+            Purpose::WatchOwn => {
+                let acq = self.acq(c);
+                acq.own_reply = Some(match &resp {
+                    Resp::Data { revoke, .. } => {
+                        // A revocation request on a waiter is kept for the grant.
+                        if *revoke {
+                            acq.machine.inner.note_revoked();
+                        }
+                        Reply::Ok(())
+                    }
+                    other => reply(other),
+                });
+                Ok(())
+            }
             Purpose::WatchWatched => {
                 let acq = self.acq(c);
                 let own = if acq.set_own {
@@ -1117,91 +1753,207 @@ impl World {
                 } else {
                     None
                 };
-                self.step_machine(
-                    c,
-                    Input::WatchesSet {
-                        own,
-                        watched: watch_reply(&resp),
-                    },
-                )?;
+                let watched = match &resp {
+                    Resp::Data { .. } => Reply::Ok(()),
+                    other => reply(other),
+                };
+                self.step_machine(c, Input::Acquire(acquire::Input::WatchesSet { own, watched }))
             }
-            Purpose::Rewatch => self.step_machine(c, Input::Rewatched(watch_reply(&resp)))?,
+            Purpose::Rewatch => {
+                let rewatched = match &resp {
+                    Resp::Data { .. } => Reply::Ok(()),
+                    other => reply(other),
+                };
+                self.step_machine(c, Input::Acquire(acquire::Input::Rewatched(rewatched)))
+            }
             Purpose::ReadRecord => match resp {
                 Resp::Record { data, own } => {
                     let names_watched = self.acq(c).watching.as_deref() == Some(data.as_str());
                     let own = if own { Reply::Ok(()) } else { Reply::NoNode };
-                    self.step_machine(c, Input::RecordRead(Reply::Ok(Record { names_watched, own })))?;
+                    self.step_machine(
+                        c,
+                        Input::Acquire(acquire::Input::RecordRead(Reply::Ok(Record {
+                            names_watched,
+                            own,
+                        }))),
+                    )
                 }
                 // The driver may retry the multi-read, or not.
                 Resp::Retry if self.rng.one_in(2) => {
-                    let own = self.acq(c).name.clone().expect("a node");
-                    self.send(c, Op::ReadRecord { own }, Purpose::ReadRecord);
-                }
-                Resp::Retry => self.step_machine(c, Input::RecordRead(Reply::Retry))?,
-                _ => self.step_machine(c, Input::RecordRead(Reply::Failed))?,
-            },
-            Purpose::CheckOwn => match resp {
-                Resp::Stat(owner) => self.step_machine(c, Input::OwnChecked(Reply::Ok(owner.is_some())))?,
-                Resp::Retry => {
-                    let name = self.acq(c).name.clone().expect("a node");
-                    self.send(c, Op::Exists { name }, Purpose::CheckOwn);
-                }
-                _ => self.step_machine(c, Input::OwnChecked(Reply::Failed))?,
-            },
-            Purpose::Release | Purpose::Withdraw => match resp {
-                Resp::Retry => {
-                    let acq = self.acq(c);
-                    let name = acq.name.clone().expect("a node");
-                    let op = if matches!(purpose, Purpose::Release) && acq.mark {
-                        Op::Release { name }
-                    } else {
-                        Op::Delete { name }
-                    };
                     self.send(c, op, purpose);
+                    Ok(())
                 }
-                _ => self.finish(c),
+                other => self.step_machine(c, Input::Acquire(acquire::Input::RecordRead(reply(&other)))),
             },
+            Purpose::CheckOwn => {
+                let checked = match &resp {
+                    Resp::Stat(stat) => Reply::Ok(stat.is_some()),
+                    other => reply(other),
+                };
+                self.step_machine(c, Input::Acquire(acquire::Input::OwnChecked(checked)))
+            }
+            Purpose::Keep => {
+                let holding = self.contenders[c].state == CState::Holding;
+                let machine = &mut self.acq(c).machine;
+                let mine = machine.inner.czxid();
+                let read = match &resp {
+                    Resp::Data { czxid, revoke, .. } => Answer::Ok(HeldNode {
+                        czxid: *czxid as i64,
+                        revocation: *revoke,
+                    }),
+                    other => answer(other),
+                };
+                let gone = match &read {
+                    Answer::NoNode | Answer::SessionEnded => true,
+                    Answer::Ok(node) => Some(node.czxid) != mine,
+                    _ => false,
+                };
+                let keep = machine.inner.held_watch_set(read);
+                let lost = machine.inner.is_lost();
+                if holding && gone {
+                    self.stats.held_lost += 1;
+                    if !lost {
+                        return self.fail(format!(
+                            "c{c}'s keeper read {resp:?} for its node, and its machine does not say lost"
+                        ));
+                    }
+                }
+                self.keep(c, keep);
+                Ok(())
+            }
+            Purpose::Delete => {
+                let acq = self.acq(c);
+                if matches!(op, Op::Release { .. }) && matches!(resp, Resp::NoAuth) {
+                    acq.refused = true;
+                }
+                let answer_lost = std::mem::take(&mut acq.answer_lost);
+                let deleted = match &resp {
+                    Resp::Done => Answer::Ok(()),
+                    other => answer(other),
+                };
+                self.step_machine(
+                    c,
+                    Input::Deleted {
+                        answer: deleted,
+                        answer_lost,
+                    },
+                )
+            }
+            Purpose::ReadDirAcl => match resp {
+                Resp::Acl { acl, children, czxid } => {
+                    self.acq(c).acl = Some((acl, czxid));
+                    self.step_machine(c, Input::DirAcl(Answer::Ok(children)))
+                }
+                other => self.step_machine(c, Input::DirAcl(answer(&other))),
+            },
+            Purpose::Recycle => {
+                let recycled = match &resp {
+                    Resp::Done => Answer::Ok(()),
+                    other => answer(other),
+                };
+                self.step_machine(c, Input::Recycled(recycled))
+            }
         }
-        Ok(())
     }
 
-    fn run_machine(&mut self, c: usize, name: String, listing: Option<Vec<String>>) -> Check {
-        let mutation = self.mutation;
-        let acq = self.acq(c);
-        let mut machine = Machine::new(acq.mode, acq.may_wait, mutation);
-        let action = machine.created(&name, listing.as_deref());
-        acq.machine = Some(machine);
-        note!(
-            self,
-            "c{c} created {name}{}",
-            if listing.is_some() {
-                " (with a listing)"
-            } else {
-                ""
+    /// Checks the node the machine took as its own, when it takes one: it
+    /// is a node its session made (a create's answer, or find-own's).
+    fn check_taken(&mut self, c: usize) -> Check {
+        let session = self.contenders[c].session;
+        let acq = self.contenders[c].acq.as_ref().expect("an acquire");
+        let (Some(name), Some(czxid)) = (acq.machine.inner.node(), acq.machine.inner.czxid()) else {
+            return Ok(());
+        };
+        let czxid = czxid as u64;
+        if acq.taken.as_ref().is_some_and(|(n, z)| n == name && *z == czxid) {
+            return Ok(());
+        }
+        let name = name.to_owned();
+        match self.nodes.get(&czxid) {
+            Some(node) if node.name == name && node.owner == Some(session) => {}
+            Some(node) => {
+                return self.fail(format!(
+                    "c{c} (s{session}) took {name} (czxid {czxid}) as its own, a node of {}",
+                    node.owner.map_or("a stranger".to_owned(), |s| format!("s{s}"))
+                ))
             }
-        );
-        self.act(c, action)
+            None => return self.fail(format!("c{c} took {name} with a czxid {czxid} no node has")),
+        }
+        self.acq(c).taken = Some((name, czxid));
+        Ok(())
     }
 
     fn act(&mut self, c: usize, action: Action) -> Check {
         note!(self, "c{c} -> {action:?}");
+        self.check_taken(c)?;
         let acq = self.acq(c);
-        let me = acq.name.clone().expect("a node");
+        match action {
+            Action::Create => {
+                let prefix = acq.prefix.clone();
+                acq.created = None;
+                self.send(c, Op::Create { prefix }, Purpose::Create);
+                self.send(c, Op::List, Purpose::CreateList);
+            }
+            Action::CreateDir { container } => self.send(c, Op::CreateDir { container }, Purpose::CreateDir),
+            Action::CreateParents => self.send(c, Op::CreateParents, Purpose::CreateParents),
+            Action::FindOwn => self.send(c, Op::List, Purpose::FindOwn),
+            Action::Stat { name } => self.send(c, Op::Exists { name }, Purpose::Stat),
+            Action::ReadDirData => self.send(c, Op::GetDirData, Purpose::ReadDirData),
+            Action::Acquire(wait) => return self.act_wait(c, wait),
+            Action::Grant { mark } => return self.granted(c, mark),
+            Action::GiveUp => {
+                if !acq.deadline_fired && acq.may_wait {
+                    return self.fail(format!("c{c} gives up with no deadline"));
+                }
+                acq.outcome = Some(Outcome::GaveUp);
+                self.stats.gave_up += 1;
+                return self.withdraw(c);
+            }
+            Action::Fail(failure) => {
+                self.failed(c, failure)?;
+                return self.withdraw(c);
+            }
+            Action::Delete { name, record } => {
+                acq.answer_lost = false;
+                let op = if record {
+                    Op::Release { name }
+                } else {
+                    Op::Delete { name }
+                };
+                self.send(c, op, Purpose::Delete);
+            }
+            Action::ReadDirAcl => {
+                acq.acl = None;
+                self.send(c, Op::GetAcl, Purpose::ReadDirAcl);
+            }
+            Action::Recycle => {
+                let (acl, read) = acq.acl.take().unzip();
+                self.send(c, Op::Recycle { acl, read }, Purpose::Recycle);
+            }
+            Action::Done(ended) => return self.ended(c, ended),
+        }
+        Ok(())
+    }
+
+    /// Performs an action of the wait.
+    fn act_wait(&mut self, c: usize, action: acquire::Action) -> Check {
+        let acq = self.acq(c);
+        let me = acq.machine.inner.node().expect("a node").to_owned();
         acq.last = match &action {
-            Action::List => "List",
-            Action::SetWatches { .. } => "SetWatches",
-            Action::Wait { .. } => "Wait",
-            Action::Rewatch { .. } => "Rewatch",
-            Action::ReadRecord { .. } => "ReadRecord",
-            Action::CheckOwn => "CheckOwn",
+            acquire::Action::List => "List",
+            acquire::Action::SetWatches { .. } => "SetWatches",
+            acquire::Action::Wait { .. } => "Wait",
+            acquire::Action::Rewatch { .. } => "Rewatch",
+            acquire::Action::ReadRecord { .. } => "ReadRecord",
+            acquire::Action::CheckOwn => "CheckOwn",
             _ => acq.last,
         };
         match action {
-            Action::List => {
+            acquire::Action::List => {
                 acq.watching = None;
                 self.send(c, Op::List, Purpose::List);
             }
-            Action::SetWatches { own, watched } => {
+            acquire::Action::SetWatches { own, watched } => {
                 acq.waited = true;
                 acq.watching = Some(watched.clone());
                 acq.set_own = own;
@@ -1211,78 +1963,89 @@ impl World {
                 }
                 self.send(c, Op::GetWatch { name: watched }, Purpose::WatchWatched);
             }
-            Action::Wait { poll } => {
+            acquire::Action::Wait { poll } => {
                 if poll {
-                    return self.fail(format!("c{c} polls, with no ACLs in the model"));
+                    return self.fail(format!("c{c} polls, with no ACL on contender nodes in the model"));
                 }
                 acq.waiting = true;
             }
-            Action::Rewatch { watched } => {
+            acquire::Action::Rewatch { watched } => {
                 if acq.watching.as_ref() != Some(&watched) {
                     let what = format!("c{c} rewatches {watched}, not {:?}", acq.watching);
                     return self.fail(what);
                 }
                 self.send(c, Op::GetWatch { name: watched }, Purpose::Rewatch);
             }
-            Action::ReadRecord { watched } => {
+            acquire::Action::ReadRecord { watched } => {
                 if acq.watching.as_ref() != Some(&watched) {
                     let what = format!("c{c} reads the record for {watched}, not {:?}", acq.watching);
                     return self.fail(what);
                 }
                 self.send(c, Op::ReadRecord { own: me }, Purpose::ReadRecord);
             }
-            Action::CheckOwn => self.send(c, Op::Exists { name: me }, Purpose::CheckOwn),
-            Action::Grant { mark } => return self.granted(c, me, mark),
-            Action::GiveUp => {
-                if !acq.deadline_fired && acq.may_wait {
-                    return self.fail(format!("c{c} gives up with no deadline"));
-                }
-                acq.outcome = Some(Outcome::GaveUp);
-                acq.watching = None;
-                self.stats.gave_up += 1;
-                self.withdraw(c, me);
-            }
-            Action::Fail(failure) => return self.failed(c, me, failure),
+            acquire::Action::CheckOwn => self.send(c, Op::Exists { name: me }, Purpose::CheckOwn),
+            other => return self.fail(format!("c{c}: the wait's {other:?} reached the driver")),
         }
         Ok(())
     }
 
-    fn granted(&mut self, c: usize, me: String, mark: bool) -> Check {
+    fn granted(&mut self, c: usize, mark: bool) -> Check {
         let basis = self.contenders[c].basis;
         let children = self.children_at(basis);
         let acq = self.contenders[c].acq.as_ref().expect("an acquire");
-        let (mode, waited, last) = (acq.mode, acq.waited, acq.last);
+        let (mode, waited, last, check_data, started) =
+            (acq.mode, acq.waited, acq.last, acq.check_data, acq.started);
+        let me = acq.machine.inner.node().expect("a node").to_owned();
+        let native = acq.layout == Layout::Native;
         if !children.contains(&me) {
+            let deleted = self.live.get(&me).map_or_else(
+                || {
+                    self.nodes
+                        .values()
+                        .rev()
+                        .find(|n| n.name == me)
+                        .and_then(|n| n.dzxid)
+                },
+                |_| None,
+            );
             return self.fail(format!(
-                "c{c} granted on a message of zxid {basis}, when its node {me} was gone (deleted at {:?})",
-                self.nodes[&me].dzxid
+                "c{c} granted on a message of zxid {basis}, when its node {me} was gone (deleted at {deleted:?})"
             ));
         }
         match decide(&me, &children) {
             Ok(Decision::Granted) => {}
-            _ if !children.contains(&me) => {}
             other => {
                 return self.fail(format!(
                     "c{c} granted {me} on a message of zxid {basis}, when the directory {children:?} said {other:?}"
                 ))
             }
         }
-        let native = !self.mixed || layout_of(c, mode) == Layout::Native;
         if mark != (mode == Mode::Write && waited && native) {
             return self.fail(format!(
                 "c{c} ({mode}, waited: {waited}) granted with mark {mark}"
             ));
         }
+        if check_data && !self.lock_data_since(started) {
+            return self.fail(format!(
+                "c{c} granted, the directory holding data that is not the lock's since it started"
+            ));
+        }
+        self.contenders[c].state = CState::Holding;
         let acq = self.acq(c);
         acq.mark = mark;
         acq.watching = None;
-        let handoff = acq.machine.as_ref().is_some_and(|m| m.inner.counts().handoff);
-        self.contenders[c].state = CState::Holding;
+        acq.waiting = false;
+        let counts = acq.machine.inner.counts();
+        // The keeper takes over the wait's watch on my node, or sets one.
+        let keep = if acq.machine.inner.own_watch_set() {
+            Keep::Wait
+        } else {
+            Keep::Watch
+        };
+        self.keep(c, keep);
         self.stats.grants += 1;
         self.stats.peer_grants += u64::from(!native);
-        if handoff {
-            self.stats.handoffs += 1;
-        }
+        self.stats.handoffs += u64::from(counts.handoff);
         match last {
             "ReadRecord" => self.stats.record_grants += 1,
             "CheckOwn" => self.stats.checked_grants += 1,
@@ -1291,42 +2054,154 @@ impl World {
         self.check_safety()
     }
 
-    fn failed(&mut self, c: usize, me: String, failure: Failure) -> Check {
+    /// Checks that a failure of the acquire is justified.
+    fn failed(&mut self, c: usize, failure: Failure) -> Check {
         let session = self.contenders[c].session;
-        let acq = self.acq(c);
-        acq.outcome = Some(Outcome::Failed(failure));
-        acq.watching = None;
+        let basis = self.contenders[c].basis;
+        let acq = self.contenders[c].acq.as_ref().expect("an acquire");
+        let czxid = acq.machine.inner.czxid().map(|z| z as u64);
+        let seq = acq.machine.inner.seq();
+        let (started, removals, create_exists) = (acq.started, acq.removals, acq.create_exists);
         match failure {
             Failure::Lost => {
                 self.stats.lost += 1;
-                if self.live(&me) {
-                    return self.fail(format!("c{c} failed with Lost, but {me} exists"));
+                if czxid.is_none_or(|z| self.alive(z)) {
+                    return self.fail(format!("c{c} failed with Lost, but its node {czxid:?} exists"));
                 }
-                self.finish(c);
             }
             Failure::SessionEnded => {
                 self.stats.session_ended += 1;
                 if self.sessions[session].state != SessionState::Expired {
                     return self.fail(format!("c{c} failed with SessionEnded in a live session"));
                 }
-                self.finish(c);
             }
             Failure::Exhausted => {
                 self.stats.exhausted += 1;
-                let seq = self.nodes[&me].seq;
-                let shared = self.nodes.iter().any(|(n, node)| *n != me && node.seq == seq);
+                let seq = seq.expect("a node");
+                let shared = self
+                    .nodes
+                    .values()
+                    .filter(|n| n.czxid <= basis && n.dzxid.is_none_or(|d| d > basis))
+                    .any(|n| Some(n.czxid) != czxid && n.seq == seq);
                 if is_valid_seq(seq) && !shared {
                     return self.fail(format!("c{c} failed with Exhausted at sequence {seq}"));
                 }
-                self.withdraw(c, me);
             }
+            Failure::DirectoryHoldsData => {
+                self.stats.holds_data += 1;
+                if !self.foreign_data_since(started) {
+                    return self.fail(format!(
+                        "c{c} failed with DirectoryHoldsData, the directory holding the lock's data all along"
+                    ));
+                }
+            }
+            Failure::NoDirectory if self.dir_removals - removals >= MAX_DIRECTORY_ATTEMPTS => {}
+            Failure::Request if create_exists => {}
             other => return self.fail(format!("c{c} failed with {other:?}")),
         }
+        let acq = self.acq(c);
+        if acq.outcome.is_none() {
+            acq.outcome = Some(Outcome::Failed(failure));
+        }
+        Ok(())
+    }
+
+    /// The live nodes of the current session carrying this acquire's token.
+    fn left_behind(&self, c: usize) -> Vec<String> {
+        let session = self.contenders[c].session;
+        let acq = self.contenders[c].acq.as_ref().expect("an acquire");
+        self.live
+            .iter()
+            .filter(|(_, z)| self.nodes[z].owner == Some(session))
+            .filter(|(name, _)| {
+                name.parse::<NodeName>()
+                    .is_ok_and(|n| n.token() == Some(acq.token) && n.layout() == acq.layout)
+            })
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+
+    /// Checks how a release or a withdrawal ended, and finishes the acquire.
+    fn ended(&mut self, c: usize, ended: Ended) -> Check {
+        let state = self.contenders[c].state;
+        let session = self.contenders[c].session;
+        let restricted = self.restricted & (1 << c) != 0;
+        let acq = self.contenders[c].acq.as_ref().expect("an acquire");
+        let what = if state == CState::Releasing {
+            "release"
+        } else {
+            "withdrawal"
+        };
+        let czxid = acq.machine.inner.czxid().map(|z| z as u64);
+        let node = czxid.and_then(|z| self.nodes.get(&z));
+        match ended {
+            Ended::Failed => return self.fail(format!("c{c}'s {what} failed")),
+            Ended::SessionEnded => {
+                if self.sessions[session].state != SessionState::Expired {
+                    return self.fail(format!("c{c}'s {what} ended with the session, which lives"));
+                }
+                self.stats.release_expired += u64::from(state == CState::Releasing && acq.released_live);
+            }
+            Ended::Lost => {
+                let Some(node) = node.filter(|_| state == CState::Releasing) else {
+                    return self.fail(format!("c{c}'s {what} ended Lost"));
+                };
+                if node.dzxid.is_none() {
+                    return self.fail(format!(
+                        "c{c}'s release ended Lost, but its node {} exists",
+                        node.name
+                    ));
+                }
+                if matches!(node.deleted_by, Some(By::Session { s, .. }) if s == session) {
+                    return self.fail(format!(
+                        "c{c}'s release ended Lost, but its own session deleted {}",
+                        node.name
+                    ));
+                }
+                self.stats.released_lost += 1;
+            }
+            Ended::Deleted => {
+                let left = self.left_behind(c);
+                if !left.is_empty() {
+                    return self.fail(format!("c{c}'s {what} ended Deleted, leaving {left:?}"));
+                }
+                let plain = node.and_then(|n| n.deleted_by)
+                    == Some(By::Session {
+                        s: session,
+                        record: false,
+                    });
+                if state == CState::Releasing && acq.mark && plain && !acq.refused && !restricted {
+                    return self.fail(format!(
+                        "c{c} released {:?} without the release record, which the server takes from it",
+                        acq.machine.inner.node()
+                    ));
+                }
+            }
+        }
+        // A request on the node, or on a node made again under its name.
+        let name = acq.machine.inner.node();
+        if acq.machine.inner.is_revoked()
+            && !self
+                .nodes
+                .values()
+                .any(|n| Some(n.name.as_str()) == name && n.revoke)
+        {
+            return self.fail(format!(
+                "c{c} says revoked, with no revocation request on its node"
+            ));
+        }
+        if state == CState::Releasing {
+            self.acq(c).outcome = Some(Outcome::Released(ended));
+        }
+        self.finish(c);
         Ok(())
     }
 
     // ---- checks ----
 
+    /// The contenders that hold: granted, release not begun, not lost, and
+    /// their node still exists (a foreign deletion or the session's expiry
+    /// takes the lock away before the machine knows).
     fn holders(&self) -> Vec<(usize, Mode, String)> {
         self.contenders
             .iter()
@@ -1334,18 +2209,66 @@ impl World {
             .filter(|(_, k)| k.state == CState::Holding)
             .filter_map(|(c, k)| {
                 let acq = k.acq.as_ref()?;
-                let name = acq.name.clone()?;
-                self.live(&name).then_some((c, acq.mode, name))
+                let machine = &acq.machine.inner;
+                let czxid = machine.czxid()? as u64;
+                let name = machine.node()?.to_owned();
+                (!machine.is_lost() && self.alive(czxid)).then_some((c, acq.mode, name))
             })
             .collect()
     }
 
     fn check_safety(&self) -> Check {
+        if let Some(what) = &self.broken {
+            return self.fail(what.clone());
+        }
         let holders = self.holders();
         if holders.len() > 1 && holders.iter().any(|(_, m, _)| *m == Mode::Write) {
             return self.fail(format!("a writer holds together with others: {holders:?}"));
         }
+        for (c, k) in self.contenders.iter().enumerate() {
+            let Some(acq) = k.acq.as_ref().filter(|_| k.state == CState::Holding) else {
+                continue;
+            };
+            let machine = &acq.machine.inner;
+            let alive = machine.czxid().is_some_and(|z| self.alive(z as u64));
+            // A guard says lost only once its node is gone.
+            if machine.is_lost() && alive {
+                return self.fail(format!(
+                    "c{c}'s machine says lost, and its node {:?} exists",
+                    machine.node()
+                ));
+            }
+            // A guard whose node is gone learns it, sooner or later.
+            if !machine.is_lost() && !alive && !self.will_be_told(c) {
+                return self.fail(format!(
+                    "c{c}'s node {:?} is gone, and nothing will tell its keeper",
+                    machine.node()
+                ));
+            }
+        }
         Ok(())
+    }
+
+    /// Something will tell holder `c` that its node is gone: its watch (set
+    /// on the server, fired and not delivered yet, or to be set again at the
+    /// reconnection), the keeper's read under way, or the session's expiry.
+    fn will_be_told(&self, c: usize) -> bool {
+        let k = &self.contenders[c];
+        let s = k.session;
+        let session = &self.sessions[s];
+        let Some(name) = k.acq.as_ref().and_then(|a| a.machine.inner.node()) else {
+            return true;
+        };
+        session.state == SessionState::Expired
+            || self.watches.get(name).is_some_and(|w| w.contains(&s))
+            || session.outbound.iter().any(|(_, m)| match m {
+                Msg::Watch { name: n, .. } => n == name,
+                Msg::Expired => true,
+                _ => false,
+            })
+            || (session.state == SessionState::Disconnected
+                && session.registry.iter().any(|(n, _)| n == name))
+            || k.pending.values().any(|(p, _)| *p == Purpose::Keep)
     }
 
     /// Why contender `c` has not finished, for the report of a stuck run.
@@ -1355,16 +2278,18 @@ impl World {
         match &k.acq {
             None => "idle".to_owned(),
             Some(acq) => format!(
-                "{:?} {:?} as {:?}, last action {}, waiting {}, watching {:?} (exists: {}), session {:?}, pending {:?}",
+                "{:?} {:?} as {:?}, last action {}, waiting {}, watching {:?} (exists: {}), keeper {:?}, session {:?}, pending {:?}, machine {:?}",
                 k.state,
                 acq.mode,
-                acq.name,
+                acq.machine.inner.node(),
                 acq.last,
                 acq.waiting,
                 acq.watching,
                 acq.watching.as_deref().is_some_and(|w| self.live(w)),
+                acq.keeper,
                 s.state,
-                k.pending
+                k.pending,
+                acq.machine.inner,
             ),
         }
     }
@@ -1423,6 +2348,18 @@ impl World {
                 .map(Move::ForeignRecord)
                 .collect(),
             Kind::ForeignDelete => self.children().into_iter().map(Move::ForeignDelete).collect(),
+            Kind::ForeignReplace => self
+                .replace_candidates()
+                .into_iter()
+                .map(Move::ForeignReplace)
+                .collect(),
+            // ZooKeeper removes a container once it is empty, if it ever had a child.
+            Kind::RemoveDir => match &self.dir {
+                Some(dir) if dir.container && self.live.is_empty() && dir.cversion > 0 => {
+                    vec![Move::RemoveDir]
+                }
+                _ => Vec::new(),
+            },
         }
     }
 
@@ -1430,7 +2367,7 @@ impl World {
         match m {
             Move::Deliver(s) => self.deliver(s)?,
             Move::Apply(s) => self.apply_next(s),
-            Move::Release(c) => self.release(c),
+            Move::Release(c) => self.release(c)?,
             Move::Start(c) => {
                 let mode = if self.rng.one_in(2) {
                     Mode::Read
@@ -1439,7 +2376,7 @@ impl World {
                 };
                 let may_wait = !self.rng.one_in(8);
                 let has_deadline = self.rng.one_in(4);
-                self.start(c, mode, may_wait, has_deadline);
+                self.start(c, mode, may_wait, has_deadline)?;
             }
             Move::Reconnect(s) => self.reconnect(s, Order::Random),
             Move::Deadline(c) => self.deadline(c)?,
@@ -1448,6 +2385,8 @@ impl World {
             Move::ForeignData(name) => self.foreign_data(&name),
             Move::ForeignRecord(data) => self.foreign_record(data),
             Move::ForeignDelete(name) => self.foreign_delete(&name),
+            Move::ForeignReplace(name) => self.foreign_replace(&name),
+            Move::RemoveDir => self.remove_dir(),
         }
         self.stats.steps += 1;
         self.step += 1;
@@ -1473,6 +2412,8 @@ impl World {
             (Kind::ForeignData, f),
             (Kind::ForeignRecord, f),
             (Kind::ForeignDelete, rare),
+            (Kind::ForeignReplace, rare),
+            (Kind::RemoveDir, 2),
         ];
         let mut enabled = Vec::new();
         let mut total = 0;
@@ -1500,11 +2441,21 @@ impl World {
         unreachable!("the weights add up")
     }
 
-    /// The end of a schedule: no more faults, deadlines or acquires;
-    /// sessions reconnect, holders release. Everything must come to rest,
-    /// every acquire finished, no node of a live session left.
+    /// The end of a schedule: no more faults, deadlines or acquires; the
+    /// stranger deletes the nodes it made, sessions reconnect, holders
+    /// release. Everything must come to rest, every acquire finished, no
+    /// node of a live session left.
     fn drain(&mut self, seed: u64) -> Check {
         note!(self, "drain");
+        let strangers: Vec<String> = self
+            .live
+            .iter()
+            .filter(|(_, z)| self.nodes[z].owner.is_none())
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in strangers {
+            self.foreign_delete(&name);
+        }
         let mut rng = Rng(seed);
         let limit = 2000 + 400 * self.contenders.len();
         let mut steps = 0;
@@ -1530,9 +2481,13 @@ impl World {
             }
         }
         let orphans: Vec<String> = self
-            .nodes
+            .live
             .iter()
-            .filter(|(_, n)| n.dzxid.is_none() && self.sessions[n.owner].state != SessionState::Expired)
+            .filter(|(_, z)| {
+                self.nodes[z]
+                    .owner
+                    .is_some_and(|s| self.sessions[s].state != SessionState::Expired)
+            })
             .map(|(name, _)| name.clone())
             .collect();
         if !orphans.is_empty() {
@@ -1569,6 +2524,8 @@ enum Kind {
     ForeignData,
     ForeignRecord,
     ForeignDelete,
+    ForeignReplace,
+    RemoveDir,
 }
 
 #[derive(Debug, Clone)]
@@ -1584,13 +2541,29 @@ enum Move {
     ForeignData(String),
     ForeignRecord(String),
     ForeignDelete(String),
+    ForeignReplace(String),
+    RemoveDir,
 }
 
 // ---- schedules -------------------------------------------------------------
 
+/// The lock directory when a schedule starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DirStart {
+    /// A container with this ACL (persistent on a server without containers).
+    Container(u32),
+    /// A persistent directory with this ACL.
+    Persistent(u32),
+    /// Missing; its parents exist.
+    Missing,
+    /// Missing, and its parents too.
+    NoParents,
+}
+
 /// One schedule: how many contenders, where the counter starts, whether
 /// one create at the limit gets a negative sequence, how often faults
-/// happen (0: never), the drain's seed, and one choice per step.
+/// happen (0: never), the directory and its ACL, the drain's seed, and one
+/// choice per step.
 #[derive(Debug, Clone)]
 struct Schedule {
     /// Contenders in every layout (peers never mark), or native only.
@@ -1599,66 +2572,141 @@ struct Schedule {
     counter: i32,
     negative_once: bool,
     faults: u8,
+    dir: DirStart,
+    /// The server has containers.
+    containers: bool,
+    /// Contenders (bits) the directory's ACL denies WRITE: the release
+    /// record is refused them.
+    restricted: u8,
+    /// The locks check the directory's data first; `foreign_data`: a
+    /// stranger wrote data there that is not the lock's.
+    check_data: bool,
+    foreign_data: bool,
     drain_seed: u64,
     choices: Vec<u32>,
 }
 
 fn schedule() -> impl Strategy<Value = Schedule> {
+    let threshold = RECYCLE_THRESHOLD;
     (
-        any::<bool>(),
-        3usize..=8,
-        prop_oneof![4 => Just(0i32), 1 => (i32::MAX - 40)..=i32::MAX],
-        any::<bool>(),
-        0u8..=3,
+        (
+            any::<bool>(),
+            3usize..=8,
+            prop_oneof![
+                4 => Just(0i32),
+                1 => (i32::MAX - 40)..=i32::MAX,
+                1 => (threshold - 20)..=(threshold + 20),
+            ],
+            any::<bool>(),
+            0u8..=3,
+        ),
+        (
+            prop_oneof![
+                4 => Just(DirStart::Container(DIR_ACL)),
+                2 => Just(DirStart::Container(OPERATOR_ACL)),
+                1 => Just(DirStart::Persistent(OPERATOR_ACL)),
+                1 => Just(DirStart::Missing),
+                1 => Just(DirStart::NoParents),
+            ],
+            prop_oneof![4 => Just(true), 1 => Just(false)],
+            prop_oneof![2 => Just(0u8), 1 => any::<u8>()],
+            any::<bool>(),
+            prop_oneof![3 => Just(false), 1 => Just(true)],
+        ),
         any::<u64>(),
         prop::collection::vec(any::<u32>(), 40..320),
     )
         .prop_map(
-            |(mixed, contenders, counter, negative_once, faults, drain_seed, choices)| Schedule {
+            |(
+                (mixed, contenders, counter, negative_once, faults),
+                (dir, containers, restricted, check_data, foreign_data),
+                drain_seed,
+                choices,
+            )| Schedule {
                 mixed,
                 contenders,
                 counter,
                 negative_once,
                 faults,
+                dir,
+                containers,
+                restricted,
+                check_data,
+                foreign_data,
                 drain_seed,
                 choices,
             },
         )
 }
 
-/// Runs one schedule; the error is the broken check and the trace.
-fn simulate(schedule: &Schedule, mutation: Mutation) -> Result<Stats, String> {
-    let run = |tracing: bool| -> (World, Check) {
+impl World {
+    /// The world a schedule starts from.
+    fn of(schedule: &Schedule, mutation: Mutation) -> World {
         let mut world = World::new(schedule.contenders, schedule.counter, mutation);
         world.negative_once = schedule.negative_once;
         world.mixed = schedule.mixed;
-        world.tracing = tracing;
-        let mut run = || -> Check {
-            for &choice in &schedule.choices {
-                world.random_step(choice, schedule.faults)?;
+        world.containers = schedule.containers;
+        world.restricted = u32::from(schedule.restricted);
+        world.check_data = schedule.check_data;
+        match schedule.dir {
+            DirStart::Container(acl) | DirStart::Persistent(acl) => {
+                let dir = world.dir.as_mut().expect("a directory");
+                dir.acl = acl;
+                world.dir_acls.insert(dir.czxid, acl);
+                dir.container = schedule.containers && matches!(schedule.dir, DirStart::Container(_));
+                if schedule.check_data && schedule.foreign_data {
+                    dir.data = "{\"config\": 1}".to_owned();
+                    world.dir_history = vec![(1, false)];
+                }
             }
-            world.drain(schedule.drain_seed)
-        };
-        let result = run();
-        (world, result)
-    };
-    match run(false) {
-        (mut world, Ok(())) => {
-            world.stats.runs = 1;
-            Ok(world.stats)
+            DirStart::Missing => world.dir = None,
+            DirStart::NoParents => {
+                world.dir = None;
+                world.parents = false;
+            }
         }
-        (_, Err(_)) => {
-            let (world, result) = run(true);
-            let what = result
-                .err()
-                .unwrap_or_else(|| "the run did not fail again".to_owned());
-            Err(world.report(&what))
-        }
+        world
     }
+}
+
+/// Runs one schedule, without a trace; the error is the broken check.
+fn simulate(schedule: &Schedule, mutation: Mutation) -> Result<Stats, String> {
+    let (mut world, result) = run_schedule(schedule, mutation, false);
+    result?;
+    world.stats.runs = 1;
+    Ok(world.stats)
+}
+
+/// Runs a schedule that failed again, with the trace on (runs are
+/// deterministic): the broken check and the trace.
+fn report(schedule: &Schedule, mutation: Mutation) -> String {
+    let (world, result) = run_schedule(schedule, mutation, true);
+    let what = result
+        .err()
+        .unwrap_or_else(|| "the run did not fail again".to_owned());
+    world.report(&what)
+}
+
+fn run_schedule(schedule: &Schedule, mutation: Mutation, tracing: bool) -> (World, Check) {
+    let mut world = World::of(schedule, mutation);
+    world.tracing = tracing;
+    let mut run = || -> Check {
+        for &choice in &schedule.choices {
+            world.random_step(choice, schedule.faults)?;
+        }
+        world.drain(schedule.drain_seed)
+    };
+    let result = run();
+    (world, result)
 }
 
 /// Cases of the main simulation: `SIM_CASES` overrides.
 const CASES: u32 = 5000;
+
+/// Shrinking steps for a failing schedule: a minimal one comes within a
+/// few hundred, and a schedule that fails by never coming to rest costs
+/// a whole drain per step.
+const SHRINK_ITERS: u32 = 256;
 
 /// Cases a mutation test may take to find its violation.
 const MUTATION_BUDGET: u32 = 300;
@@ -1681,6 +2729,7 @@ fn schedules_keep_every_rule() {
         failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
             "proptest-regressions/simulation.txt",
         ))),
+        max_shrink_iters: SHRINK_ITERS,
         ..ProptestConfig::default()
     };
     let mut runner = TestRunner::new(config);
@@ -1695,13 +2744,18 @@ fn schedules_keep_every_rule() {
     });
     match result {
         Ok(()) => {}
-        Err(TestError::Fail(why, schedule)) => panic!("{why}\nminimal schedule: {schedule:?}"),
+        // Shrunk without traces; the minimal schedule is run again with one.
+        Err(TestError::Fail(_, schedule)) => panic!(
+            "{}\nminimal schedule: {schedule:?}",
+            report(&schedule, Mutation::None)
+        ),
         Err(e) => panic!("{e}"),
     }
     let totals = TOTALS.lock().unwrap().clone().unwrap_or_default();
     eprintln!("simulation totals: {totals:?}");
     // The schedules reach the interesting paths (the counts are in the
-    // thousands; these floors only catch a scheduler that stopped reaching them).
+    // tens to thousands; these floors only catch a scheduler that stopped
+    // reaching them).
     if totals.runs >= 200 {
         for (what, n) in [
             ("hand-offs", totals.handoffs),
@@ -1711,7 +2765,22 @@ fn schedules_keep_every_rule() {
             ("Lost", totals.lost),
             ("SessionEnded", totals.session_ended),
             ("Exhausted", totals.exhausted),
+            ("DirectoryHoldsData", totals.holds_data),
             ("gave up", totals.gave_up),
+            ("nodes found after a lost create", totals.found_own),
+            ("holders told of their loss", totals.held_lost),
+            ("releases that found the lock lost", totals.released_lost),
+            (
+                "releases ended by the session's expiry under way",
+                totals.release_expired,
+            ),
+            ("refused release records", totals.refused_records),
+            ("directories made", totals.dirs_made),
+            ("parents made", totals.parents_made),
+            ("containers refused", totals.no_containers),
+            ("directories removed", totals.dirs_removed),
+            ("recycles", totals.recycles),
+            ("recycles refused", totals.recycles_refused),
         ] {
             assert!(n > 0, "no {what} in {} runs: {totals:?}", totals.runs);
         }
@@ -1728,9 +2797,9 @@ fn hunt(mutation: Mutation) -> Option<(u32, String)> {
     let mut runner = TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha));
     let strategy = schedule();
     for case in 1..=MUTATION_BUDGET {
-        let tree = strategy.new_tree(&mut runner).expect("a schedule");
-        if let Err(report) = simulate(&tree.current(), mutation) {
-            return Some((case, report));
+        let schedule = strategy.new_tree(&mut runner).expect("a schedule").current();
+        if simulate(&schedule, mutation).is_err() {
+            return Some((case, report(&schedule, mutation)));
         }
     }
     None
@@ -1780,13 +2849,38 @@ fn mutation_ignore_own_deletion_is_caught() {
     assert_caught(Mutation::IgnoreOwnDeletion);
 }
 
+#[test]
+fn mutation_find_own_any_session_is_caught() {
+    assert_caught(Mutation::FindOwnAnySession);
+}
+
+#[test]
+fn mutation_release_without_record_is_caught() {
+    assert_caught(Mutation::ReleaseWithoutRecord);
+}
+
+#[test]
+fn mutation_recycle_unread_is_caught() {
+    assert_caught(Mutation::RecycleUnread);
+}
+
+#[test]
+fn mutation_refused_record_orphan_is_caught() {
+    assert_caught(Mutation::RefusedRecordOrphan);
+}
+
+#[test]
+fn mutation_ignore_held_deletion_is_caught() {
+    assert_caught(Mutation::IgnoreHeldDeletion);
+}
+
 // ---- scenarios -------------------------------------------------------------
 
 impl World {
     /// Applies and delivers everything there is, in a fixed order; sessions
     /// stay as they are (a disconnected one only gets its local messages).
     fn settle(&mut self) -> Check {
-        loop {
+        for _ in 0..10_000 {
             let m = match self.moves(Kind::Apply).into_iter().next() {
                 Some(m) => m,
                 None => match self.moves(Kind::Deliver).into_iter().next() {
@@ -1796,14 +2890,11 @@ impl World {
             };
             self.perform(m)?;
         }
+        self.fail("no rest after 10,000 steps".to_owned())
     }
 
     fn name(&self, c: usize) -> String {
-        self.contenders[c]
-            .acq
-            .as_ref()
-            .and_then(|a| a.name.clone())
-            .expect("a node")
+        self.machine(c).node().expect("a node").to_owned()
     }
 
     fn holding(&self, c: usize) -> bool {
@@ -1850,16 +2941,16 @@ fn expect(cond: bool, what: &str) -> Check {
 /// exists, and it fails with `Lost`.
 fn reconnect_own_deletion_last(mutation: Mutation) -> Check {
     scenario(mutation, 2, 0, |w| {
-        w.start(0, Mode::Write, true, false);
+        w.start(0, Mode::Write, true, false)?;
         w.settle()?;
-        w.start(1, Mode::Write, true, false);
+        w.start(1, Mode::Write, true, false)?;
         w.settle()?;
         expect(w.holding(0) && w.waits_on(1, 0), "c0 holds, c1 waits on it")?;
         let s1 = w.contenders[1].session;
         w.disconnect(s1, Some(0));
         let mine = w.name(1);
         w.foreign_delete(&mine);
-        w.release(0);
+        w.release(0)?;
         w.settle()?;
         w.reconnect(s1, Order::OwnLast);
         w.settle()?;
@@ -1884,16 +2975,16 @@ fn scenario_reconnect_delivers_own_deletion_after_watched_deletion() {
 /// is granted only once the holder releases.
 fn stray_data_on_watched(mutation: Mutation) -> Check {
     scenario(mutation, 2, 0, |w| {
-        w.start(0, Mode::Write, true, false);
+        w.start(0, Mode::Write, true, false)?;
         w.settle()?;
-        w.start(1, Mode::Read, true, false);
+        w.start(1, Mode::Read, true, false)?;
         w.settle()?;
         expect(w.holding(0) && w.waits_on(1, 0), "c0 holds, c1 waits on it")?;
         let held = w.name(0);
         w.foreign_data(&held);
         w.settle()?;
         expect(w.waits_on(1, 0), "c1 waits on c0 again")?;
-        w.release(0);
+        w.release(0)?;
         w.settle()?;
         expect(w.holding(1), "c1 holds")?;
         w.drain(1)
@@ -1911,11 +3002,11 @@ fn scenario_stray_set_data_on_the_watched_node() {
 /// fails with `Lost` at once; the writer behind it waits on the holder.
 fn foreign_delete_of_waiter(mutation: Mutation) -> Check {
     scenario(mutation, 3, 0, |w| {
-        w.start(0, Mode::Write, true, false);
+        w.start(0, Mode::Write, true, false)?;
         w.settle()?;
-        w.start(1, Mode::Read, true, false);
+        w.start(1, Mode::Read, true, false)?;
         w.settle()?;
-        w.start(2, Mode::Write, true, false);
+        w.start(2, Mode::Write, true, false)?;
         w.settle()?;
         expect(w.waits_on(1, 0) && w.waits_on(2, 1), "c1 waits on c0, c2 on c1")?;
         let waiter = w.name(1);
@@ -1928,7 +3019,7 @@ fn foreign_delete_of_waiter(mutation: Mutation) -> Check {
             )?;
             expect(w.holding(0) && w.waits_on(2, 0), "c0 holds, c2 waits on it")?;
         }
-        w.release(0);
+        w.release(0)?;
         w.settle()?;
         expect(w.holding(2), "c2 holds")?;
         w.drain(1)
@@ -1943,28 +3034,32 @@ fn scenario_foreign_delete_of_a_waiter_while_the_holder_holds() {
 }
 
 /// The holder's session expires: its node goes, the waiter behind it
-/// takes the lock; the old holder is no holder any more, and acquires
-/// again in a new session.
+/// takes the lock; the old holder's machine says lost, it is no holder any
+/// more, and it acquires again in a new session.
 #[test]
 fn scenario_an_expired_holder() {
     scenario(Mutation::None, 2, 0, |w| {
-        w.start(0, Mode::Write, true, false);
+        w.start(0, Mode::Write, true, false)?;
         w.settle()?;
-        w.start(1, Mode::Write, true, false);
+        w.start(1, Mode::Write, true, false)?;
         w.settle()?;
         expect(w.holding(0) && w.waits_on(1, 0), "c0 holds, c1 waits on it")?;
         let s0 = w.contenders[0].session;
         w.expire(s0);
         w.settle()?;
         expect(w.holding(1), "c1 holds")?;
+        expect(w.machine(0).is_lost(), "c0's machine says lost")?;
         expect(
             w.holders().iter().map(|h| h.0).collect::<Vec<_>>() == [1],
             "c1 is the only holder",
         )?;
-        w.release(0);
+        w.release(0)?;
         w.settle()?;
-        expect(w.last_outcome(0) == Some(Outcome::Released), "c0's release ends")?;
-        w.start(0, Mode::Read, true, false);
+        expect(
+            w.last_outcome(0) == Some(Outcome::Released(Ended::SessionEnded)),
+            "c0's release ends with the session",
+        )?;
+        w.start(0, Mode::Read, true, false)?;
         w.settle()?;
         expect(
             w.contenders[0].session != s0 && w.waits_on(0, 1),
@@ -1978,18 +3073,19 @@ fn scenario_an_expired_holder() {
 /// The counter starts two short of its limit: the first two contenders
 /// get valid sequences; the third gets 2147483647 (the counter sticks), the
 /// fourth a negative one, the fifth 2147483647 again: all three withdraw
-/// with `Exhausted`, and the first two are not disturbed.
+/// with `Exhausted` (the directory is not empty: it stays), and the first
+/// two are not disturbed.
 #[test]
 fn scenario_the_counter_at_its_limit() {
     scenario(Mutation::None, 5, i32::MAX - 2, |w| {
-        w.start(0, Mode::Read, true, false);
+        w.start(0, Mode::Read, true, false)?;
         w.settle()?;
-        w.start(1, Mode::Write, true, false);
+        w.start(1, Mode::Write, true, false)?;
         w.settle()?;
         expect(w.holding(0) && w.waits_on(1, 0), "c0 holds, c1 waits on it")?;
         for (c, negative) in [(2, false), (3, true), (4, false)] {
             w.negative_once = negative;
-            w.start(c, Mode::Read, true, false);
+            w.start(c, Mode::Read, true, false)?;
             w.settle()?;
             expect(
                 w.last_outcome(c) == Some(Outcome::Failed(Failure::Exhausted)),
@@ -2002,7 +3098,8 @@ fn scenario_the_counter_at_its_limit() {
             "two nodes at the limit and a negative one",
         )?;
         expect(w.children().len() == 2, "the exhausted nodes are withdrawn")?;
-        w.release(0);
+        expect(w.stats.recycles == 0, "the directory is not recycled")?;
+        w.release(0)?;
         w.settle()?;
         expect(w.holding(1), "c1 holds")?;
         w.drain(1)
@@ -2013,16 +3110,16 @@ fn scenario_the_counter_at_its_limit() {
 /// The bug the simulation found (see the module documentation): a writer waits on a
 /// reader that holds. Between the answers of its `SetWatches { own: true }`
 /// a stranger writes to its node (the own watch fires: `Own(DataChanged)`,
-/// fed with `Acquire::event`), then deletes it (no watch left: no event);
+/// fed with `Contender::event`), then deletes it (no watch left: no event);
 /// the reader releases; the watched node's `getData` answers `NoNode`, and
 /// with `deletion_grants` the machine hands the lock over, as its own watch
 /// is "set" again. It must list again instead, and fail with `Lost`.
 #[test]
 fn own_watch_fired_while_setting_watches() {
     scenario(Mutation::None, 2, 0, |w| {
-        w.start(0, Mode::Read, true, false);
+        w.start(0, Mode::Read, true, false)?;
         w.settle()?;
-        w.start(1, Mode::Write, true, false);
+        w.start(1, Mode::Write, true, false)?;
         let s1 = w.contenders[1].session;
         // The create and the listing: SetWatches { own: true, watched: c0 }.
         w.apply_next(s1);
@@ -2036,12 +3133,373 @@ fn own_watch_fired_while_setting_watches() {
         w.foreign_data(&mine);
         w.deliver(s1)?;
         w.foreign_delete(&mine);
-        w.release(0);
+        w.release(0)?;
         w.settle()?;
         expect(
             w.last_outcome(1) == Some(Outcome::Failed(Failure::Lost)),
             "c1 fails with Lost",
         )?;
+        w.drain(1)
+    })
+    .unwrap();
+}
+
+/// A writer waits behind a reader and is granted with the mark; it
+/// releases with the release record, which names its node.
+fn marked_release(mutation: Mutation, restricted: bool) -> Check {
+    scenario(mutation, 2, 0, |w| {
+        if restricted {
+            w.restricted = 0b10;
+        }
+        w.start(0, Mode::Read, true, false)?;
+        w.settle()?;
+        w.start(1, Mode::Write, true, false)?;
+        w.settle()?;
+        expect(w.holding(0) && w.waits_on(1, 0), "c0 holds, c1 waits on it")?;
+        w.release(0)?;
+        w.settle()?;
+        let acq = w.contenders[1].acq.as_ref();
+        expect(
+            w.holding(1) && acq.is_some_and(|a| a.mark),
+            "c1 holds, with the mark",
+        )?;
+        let held = w.name(1);
+        w.release(1)?;
+        w.settle()?;
+        expect(
+            w.last_outcome(1) == Some(Outcome::Released(Ended::Deleted)),
+            "c1's release deletes its node",
+        )?;
+        expect(w.children().is_empty(), "no node left")?;
+        let data = w.dir.as_ref().map(|d| d.data.clone());
+        if restricted {
+            expect(w.stats.refused_records == 1, "the record is refused")?;
+            expect(data.as_deref() == Some(""), "no record")?;
+        } else {
+            expect(data == Some(held), "the record names c1's node")?;
+        }
+        w.drain(1)
+    })
+}
+
+#[test]
+fn scenario_a_marked_release_writes_the_record() {
+    marked_release(Mutation::None, false).unwrap();
+    let report = marked_release(Mutation::ReleaseWithoutRecord, false).unwrap_err();
+    assert!(report.contains("without the release record"), "{report}");
+}
+
+/// The same, the directory's ACL denying the writer WRITE: the record's
+/// transaction is refused, and a plain deletion releases.
+#[test]
+fn scenario_a_refused_record_falls_back_to_a_plain_deletion() {
+    marked_release(Mutation::None, true).unwrap();
+    let report = marked_release(Mutation::RefusedRecordOrphan, true).unwrap_err();
+    assert!(report.contains("ended Deleted, leaving"), "{report}");
+}
+
+/// The counter starts at the recycling threshold, the directory with an
+/// operator's ACL: the first release leaves a holder (the directory
+/// stays), the second an empty directory, recycled with the ACL read back:
+/// persistent, its counter from 0.
+fn recycling(mutation: Mutation) -> Check {
+    scenario(mutation, 2, RECYCLE_THRESHOLD, |w| {
+        w.dir.as_mut().expect("a directory").acl = OPERATOR_ACL;
+        w.dir_acls.insert(1, OPERATOR_ACL);
+        w.start(0, Mode::Write, true, false)?;
+        w.settle()?;
+        w.start(1, Mode::Read, true, false)?;
+        w.settle()?;
+        expect(w.holding(0) && w.waits_on(1, 0), "c0 holds, c1 waits on it")?;
+        w.release(0)?;
+        w.settle()?;
+        expect(w.holding(1) && w.stats.recycles == 0, "c1 holds: no recycling")?;
+        w.release(1)?;
+        w.settle()?;
+        expect(w.stats.recycles == 1, "recycled once empty")?;
+        let dir = w.dir.as_ref().expect("a directory");
+        expect(
+            dir.acl == OPERATOR_ACL && dir.cversion == 0 && !dir.container,
+            "the same ACL, persistent, its counter from 0",
+        )?;
+        w.start(0, Mode::Write, true, false)?;
+        w.settle()?;
+        expect(w.machine(0).seq() == Some(0), "the next node is the 0th")?;
+        w.drain(1)
+    })
+}
+
+#[test]
+fn scenario_recycling_keeps_the_directorys_acl() {
+    recycling(Mutation::None).unwrap();
+    let report = recycling(Mutation::RecycleUnread).unwrap_err();
+    assert!(report.contains("recycled the directory with ACL 0"), "{report}");
+}
+
+/// The recycle's deletion carries no version: between the ACL's read and
+/// the recycle, the server removes the empty container and another
+/// contender makes it again (with the lock's ACL, not the operator's); the
+/// recycle replaces that directory, with the ACL read from the one before.
+/// This is what the driver does; the model's check is that the ACL is the
+/// one read.
+#[test]
+fn recycling_a_directory_made_again_meanwhile() {
+    scenario(Mutation::None, 2, RECYCLE_THRESHOLD, |w| {
+        w.dir.as_mut().expect("a directory").acl = OPERATOR_ACL;
+        w.dir_acls.insert(1, OPERATOR_ACL);
+        w.start(0, Mode::Write, true, false)?;
+        w.settle()?;
+        w.release(0)?;
+        let s0 = w.contenders[0].session;
+        // The deletion, then the read of the ACL: the recycle is sent.
+        let recycling = |w: &World| {
+            w.contenders[0]
+                .pending
+                .values()
+                .any(|(p, _)| *p == Purpose::Recycle)
+        };
+        for _ in 0..4 {
+            if !recycling(w) {
+                w.apply_next(s0);
+                w.deliver(s0)?;
+            }
+        }
+        expect(recycling(w), "c0 recycles")?;
+        w.remove_dir();
+        w.start(1, Mode::Write, true, false)?;
+        let s1 = w.contenders[1].session;
+        // c1's create and listing find no directory; it makes one, and
+        // sends its create again.
+        w.apply_next(s1);
+        w.apply_next(s1);
+        w.deliver(s1)?;
+        w.deliver(s1)?;
+        w.apply_next(s1);
+        w.deliver(s1)?;
+        expect(
+            w.dir.as_ref().is_some_and(|d| d.acl == DIR_ACL),
+            "c1 made the directory",
+        )?;
+        w.settle()?;
+        expect(w.stats.recycles_raced == 1, "the recycle replaced it")?;
+        expect(
+            w.dir.as_ref().is_some_and(|d| d.acl == OPERATOR_ACL),
+            "with the ACL read before",
+        )?;
+        expect(w.holding(1), "c1 holds in the recycled directory")?;
+        w.drain(1)
+    })
+    .unwrap();
+}
+
+/// A create's answer is lost (it was applied), and a stranger deletes the
+/// node and makes one of its own under its name before the contender
+/// looks: find-own must not take the stranger's node, and creates again.
+fn find_own_of_another_session(mutation: Mutation) -> Check {
+    scenario(mutation, 1, 0, |w| {
+        w.start(0, Mode::Read, true, false)?;
+        let s0 = w.contenders[0].session;
+        // The create is applied, the listing is not; both answers are lost.
+        w.disconnect(s0, Some(1));
+        let first = w.children().pop().expect("c0's node");
+        w.foreign_replace(&first);
+        w.reconnect(s0, Order::Random);
+        w.settle()?;
+        expect(w.holding(0) && w.name(0) != first, "c0 holds a node of its own")?;
+        expect(w.stats.others_token == 1, "find-own saw the stranger's")?;
+        w.release(0)?;
+        w.settle()?;
+        expect(w.children() == [first], "the stranger's node stays")?;
+        w.drain(1)
+    })
+}
+
+#[test]
+fn scenario_find_own_skips_a_node_of_another_session() {
+    find_own_of_another_session(Mutation::None).unwrap();
+    let report = find_own_of_another_session(Mutation::FindOwnAnySession).unwrap_err();
+    assert!(report.contains("a node of a stranger"), "{report}");
+}
+
+/// A stranger deletes the held node: the keeper's watch tells the machine,
+/// which says lost; the next contender takes the lock; the release finds
+/// the lock lost and deletes nothing.
+fn held_node_deleted(mutation: Mutation) -> Check {
+    scenario(mutation, 2, 0, |w| {
+        w.start(0, Mode::Write, true, false)?;
+        w.settle()?;
+        expect(w.holding(0), "c0 holds")?;
+        let held = w.name(0);
+        w.foreign_delete(&held);
+        w.settle()?;
+        expect(w.machine(0).is_lost(), "c0's machine says lost")?;
+        w.start(1, Mode::Write, true, false)?;
+        w.settle()?;
+        expect(w.holding(1), "c1 holds")?;
+        w.release(0)?;
+        w.settle()?;
+        expect(
+            w.last_outcome(0) == Some(Outcome::Released(Ended::Lost)),
+            "c0's release says lost",
+        )?;
+        w.drain(1)
+    })
+}
+
+#[test]
+fn scenario_a_held_node_deleted_by_a_stranger() {
+    held_node_deleted(Mutation::None).unwrap();
+    let report = held_node_deleted(Mutation::IgnoreHeldDeletion).unwrap_err();
+    assert!(report.contains("does not say lost"), "{report}");
+}
+
+/// A stranger writes to the held node (the keeper's watch fires), then
+/// deletes it and makes one of its own under its name (no watch left: no
+/// event): the keeper's read finds another czxid, and the machine says
+/// lost; its release deletes nothing of the stranger's.
+#[test]
+fn scenario_a_held_node_made_again_by_a_stranger() {
+    scenario(Mutation::None, 1, 0, |w| {
+        w.start(0, Mode::Write, true, false)?;
+        w.settle()?;
+        expect(w.holding(0), "c0 holds")?;
+        let held = w.name(0);
+        w.foreign_data(&held);
+        w.foreign_replace(&held);
+        w.settle()?;
+        expect(w.machine(0).is_lost(), "c0's machine says lost")?;
+        w.release(0)?;
+        w.settle()?;
+        expect(
+            w.last_outcome(0) == Some(Outcome::Released(Ended::Lost)) && w.live(&held),
+            "c0's release says lost, the stranger's node stays",
+        )?;
+        w.drain(1)
+    })
+    .unwrap();
+}
+
+/// No directory, nor its parents: the first acquire makes both (the
+/// directory a container, its counter from 0). Once it is empty the server
+/// removes it; on a server without containers, the next acquire makes it
+/// persistent, its counter from 0 again.
+#[test]
+fn scenario_the_directory_made_removed_and_made_again() {
+    scenario(Mutation::None, 2, 0, |w| {
+        w.dir = None;
+        w.parents = false;
+        w.start(0, Mode::Read, true, false)?;
+        w.settle()?;
+        expect(
+            w.holding(0) && w.stats.parents_made == 1 && w.stats.dirs_made == 1,
+            "c0 made the parents and the directory, and holds",
+        )?;
+        expect(
+            w.machine(0).seq() == Some(0) && w.dir.as_ref().is_some_and(|d| d.container && d.acl == DIR_ACL),
+            "a container with the lock's ACL, its counter from 0",
+        )?;
+        w.release(0)?;
+        w.settle()?;
+        expect(w.moves(Kind::RemoveDir).len() == 1, "the empty container may go")?;
+        w.remove_dir();
+        w.containers = false;
+        w.start(1, Mode::Write, true, false)?;
+        w.settle()?;
+        expect(
+            w.holding(1) && w.stats.dirs_made == 2 && w.stats.no_containers == 1,
+            "c1 made it again, persistent, and holds",
+        )?;
+        expect(
+            w.machine(1).seq() == Some(0) && w.dir.as_ref().is_some_and(|d| !d.container),
+            "its counter from 0",
+        )?;
+        w.drain(1)
+    })
+    .unwrap();
+}
+
+/// The directory holds a stranger's data: an acquire that checks it fails
+/// with `DirectoryHoldsData` and leaves no node. Once the stranger clears
+/// it, the next acquire checks and holds; the lock knows from then on.
+#[test]
+fn scenario_the_directory_holds_data() {
+    scenario(Mutation::None, 2, 0, |w| {
+        w.check_data = true;
+        w.set_dir_data("{\"config\": 1}".to_owned());
+        w.start(0, Mode::Write, true, false)?;
+        w.settle()?;
+        expect(
+            w.last_outcome(0) == Some(Outcome::Failed(Failure::DirectoryHoldsData)),
+            "c0 fails with DirectoryHoldsData",
+        )?;
+        expect(w.children().is_empty(), "and leaves no node")?;
+        w.foreign_record(String::new());
+        w.start(1, Mode::Write, true, false)?;
+        w.settle()?;
+        expect(w.holding(1) && w.machine(1).data_checked(), "c1 checks and holds")?;
+        w.release(1)?;
+        w.settle()?;
+        expect(
+            w.contenders[1].data_checked,
+            "c1's lock knows the data is the lock's",
+        )?;
+        w.drain(1)
+    })
+    .unwrap();
+}
+
+/// What the simulation found in `Contender`: an acquire that must read the
+/// directory's data (it holds a release record) is created, then a stranger
+/// deletes its node and the server removes the empty container before the
+/// read: the read finds no directory. The node is gone: `Lost`, not a
+/// failed request.
+#[test]
+fn the_directory_gone_before_its_data_is_read() {
+    scenario(Mutation::None, 1, 0, |w| {
+        w.check_data = true;
+        w.set_dir_data("w9-W-0000000007".to_owned());
+        w.start(0, Mode::Read, true, false)?;
+        let s0 = w.contenders[0].session;
+        // The create and the listing: the data is to be read.
+        w.apply_next(s0);
+        w.apply_next(s0);
+        w.deliver(s0)?;
+        w.deliver(s0)?;
+        let mine = w.name(0);
+        w.foreign_delete(&mine);
+        w.remove_dir();
+        w.settle()?;
+        expect(
+            w.last_outcome(0) == Some(Outcome::Failed(Failure::Lost)),
+            "c0 fails with Lost",
+        )?;
+        w.drain(1)
+    })
+    .unwrap();
+}
+
+/// A holder's session expires while its release is under way (the
+/// deletion not applied yet): the release ends with the session, whose
+/// expiry deleted the node; the waiter takes the lock.
+#[test]
+fn scenario_the_session_expires_during_a_release() {
+    scenario(Mutation::None, 2, 0, |w| {
+        w.start(0, Mode::Write, true, false)?;
+        w.settle()?;
+        w.start(1, Mode::Write, true, false)?;
+        w.settle()?;
+        expect(w.holding(0) && w.waits_on(1, 0), "c0 holds, c1 waits on it")?;
+        w.release(0)?;
+        let s0 = w.contenders[0].session;
+        w.disconnect(s0, Some(0));
+        w.expire(s0);
+        w.settle()?;
+        expect(
+            w.last_outcome(0) == Some(Outcome::Released(Ended::SessionEnded)),
+            "c0's release ends with the session",
+        )?;
+        expect(w.stats.release_expired == 1, "counted")?;
+        expect(w.holding(1), "c1 holds")?;
         w.drain(1)
     })
     .unwrap();

@@ -172,6 +172,8 @@ fn a_release_that_finds_its_node_missing() {
         (false, false, Outcome::Lost),
         (false, true, Outcome::Deleted),
         (true, false, Outcome::Deleted),
+        // Both attempts lost an answer: still one of them may have deleted it.
+        (true, true, Outcome::Deleted),
     ] {
         let mut c = waiting_writer();
         c.step(Input::Acquire(Heard::WatchesSet {
@@ -685,6 +687,68 @@ fn withdraw_while_deleting_extras_deletes_them_all() {
 }
 
 #[test]
+fn withdraw_while_deleting_extras_after_the_sessions_end() {
+    let (a, b) = (name(Mode::Write, 4), name(Mode::Write, 5));
+    let (mut c, _) = finding(&[a.clone(), b]);
+    let owner = |czxid| {
+        Input::Stat(Answer::Ok(Some(Owner {
+            session: SESSION,
+            czxid,
+        })))
+    };
+    c.step(owner(1));
+    assert_eq!(
+        c.step(owner(2)),
+        Action::Delete {
+            name: a,
+            record: false
+        }
+    );
+    // The session's nodes are gone with it: nothing to delete.
+    c.event(Event::SessionEnded);
+    assert_eq!(c.withdraw(), Action::Done(Outcome::SessionEnded));
+}
+
+#[test]
+fn a_holder_withdrawn_is_released() {
+    let mut c = waiting_writer();
+    c.step(Input::Acquire(Heard::WatchesSet {
+        own: Some(Reply::Ok(())),
+        watched: Reply::NoNode,
+    }));
+    assert!(c.is_held());
+    // As a release: with the record the grant asked for, ...
+    let me = name(Mode::Write, 2);
+    assert_eq!(
+        c.withdraw(),
+        Action::Delete {
+            name: me,
+            record: true
+        }
+    );
+    assert!(!c.is_held());
+    // ... and a node found missing was lost before.
+    assert_eq!(
+        c.step(deleted(Answer::NoNode, false)),
+        Action::Done(Outcome::Lost)
+    );
+}
+
+#[test]
+fn events_after_the_grant_are_the_keepers() {
+    let mut c = waiting_writer();
+    c.step(Input::Acquire(Heard::WatchesSet {
+        own: Some(Reply::Ok(())),
+        watched: Reply::NoNode,
+    }));
+    assert!(c.is_held() && c.own_watch_set());
+    // The keeper takes over the watch on my node: the wait hears nothing more.
+    c.event(Event::Own(NodeEvent::DataChanged));
+    assert!(c.own_watch_set());
+    assert!(c.is_held());
+}
+
+#[test]
 fn try_gives_up_and_withdraws() {
     let mut c = Contender::new(Mode::Write, false, Layout::Native, token(), SESSION, false);
     c.start();
@@ -821,6 +885,31 @@ fn the_directorys_data_is_checked_once() {
     c.start();
     c.step(created(&me, 1, Some(std::slice::from_ref(&me))));
     assert!(!c.data_checked());
+}
+
+#[test]
+fn a_directory_gone_before_its_data_is_read_is_a_lost_node() {
+    // My node was deleted by someone else, then the empty container removed.
+    let me = name(Mode::Write, 2);
+    let mut c = Contender::new(Mode::Write, true, Layout::Native, token(), SESSION, true);
+    c.start();
+    assert_eq!(
+        c.step(Input::Created {
+            node: Answer::Ok(Created {
+                name: me.clone(),
+                czxid: 1
+            }),
+            listing: Some(Answer::Ok((&[][..], 12)))
+        }),
+        Action::ReadDirData
+    );
+    assert_eq!(
+        c.step(Input::DirData(Answer::NoNode)),
+        Action::Fail(Failure::Lost)
+    );
+    assert!(!c.data_checked());
+    // Nothing left to delete.
+    assert_eq!(c.withdraw(), Action::Done(Outcome::Deleted));
 }
 
 #[test]
