@@ -22,8 +22,9 @@
 //!                              name) and list the directory, both sent at once;
 //!                              feed Created { node, listing }
 //!         CreateDir{container} => create the lock directory (container or persistent, the
-//!                              directory's ACL); feed DirCreated
-//!         CreateParents     => create the directory's parents (persistent); feed ParentsCreated
+//!                              directory's ACL; retried); feed DirCreated
+//!         CreateParents     => create the directory's parents (persistent; retried); feed
+//!                              ParentsCreated
 //!         FindOwn           => sync, then list the directory (retried); feed Found
 //!         Stat{name}        => `exists` on a child (retried); feed Stat (owner session, czxid)
 //!         ReadDirData       => read the directory's data (retried); feed DirData
