@@ -44,8 +44,7 @@ impl Pending {
     pub(super) fn grant(mut self, own_watch: Option<WatchFuture>) -> Held {
         self.armed = false;
         let machine = self.machine.clone();
-        let requests = self.requests.clone();
-        Held::new(self.inner.clone(), requests, machine, own_watch)
+        Held::new(self.inner.clone(), machine, own_watch)
     }
 
     /// Withdraws: starts the withdrawal now, waits for it at most
@@ -113,8 +112,6 @@ impl Drop for Pending {
 /// The state common to read and write guards.
 pub(super) struct Held {
     inner: Arc<Inner>,
-    /// The requests of the release.
-    requests: Requests,
     pub(super) fencing_token: i64,
     /// The node's path and the contender's machine, shared with the keeper
     /// and the futures waiting on the guard's state.
@@ -135,12 +132,7 @@ impl Held {
     /// The guard of the node `machine` holds, with its keeper started:
     /// `own_watch` is the watch on the node set while waiting, if any (the
     /// keeper takes it over).
-    fn new(
-        inner: Arc<Inner>,
-        requests: Requests,
-        machine: Contender,
-        own_watch: Option<WatchFuture>,
-    ) -> Held {
+    fn new(inner: Arc<Inner>, machine: Contender, own_watch: Option<WatchFuture>) -> Held {
         let granted_at = std::time::Instant::now();
         let suspended_at_grant = suspended_since_boot();
         let node = child_path(&inner.path, machine.node().unwrap_or_default());
@@ -149,7 +141,6 @@ impl Held {
         let keeper = keeper::start(&inner.client, &flags, own_watch);
         Held {
             inner,
-            requests,
             fencing_token,
             flags,
             keeper,
@@ -263,7 +254,8 @@ impl Held {
         if action == Action::Done(Outcome::Lost) {
             return Err(Error::Lost { node });
         }
-        let mut requests = self.requests.clone();
+        // Made now, not kept by the guard: a held guard stays small.
+        let mut requests = Requests::new(&self.inner, String::new());
         Ok(async move {
             let outcome = requests.finish(&mut machine, action).await;
             // After the deletion, which fired the keeper's watch: ending
