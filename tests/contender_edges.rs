@@ -109,7 +109,7 @@ async fn a_node_refused_for_its_data_keeps_it_past_the_recycling_threshold() {
         .expect("the application's data");
     let (_, before) = c.get_data(COUNTER).await.expect("the node");
     let refused = lock(COUNTER).await;
-    match refused.try_write().await.map(drop) {
+    match refused.write().await.map(drop) {
         Err(Error::DirectoryHoldsData { path }) => assert_eq!(path, COUNTER),
         other => panic!("expected DirectoryHoldsData, got {other:?}"),
     }
@@ -158,7 +158,7 @@ async fn an_acquire_decided_at_once_names_its_node_in_the_log() {
 async fn the_exhausted_warning_names_the_node() {
     let _ = logs();
     let l = lock(EXHAUSTED).await;
-    match l.try_write().await.map(drop) {
+    match l.write().await.map(drop) {
         Err(Error::SequenceExhausted { path }) => assert_eq!(path, EXHAUSTED),
         other => panic!("expected SequenceExhausted, got {other:?}"),
     }
