@@ -45,10 +45,10 @@ use tokio::sync::Notify;
 use tracing::{debug, info, warn};
 
 use super::driver::{node_event, WatchFuture};
+use super::requests::answer_of;
 use super::revoke::is_revocation;
 use crate::background::{self, AbortOnDrop};
 use crate::contender::{Action, Answer, Contender, HeldNode, Keep};
-use crate::error::{is_retryable, Error};
 use crate::zk;
 
 /// The shortest and the longest pause before a request that failed for a
@@ -205,15 +205,10 @@ async fn set_watch(client: &zk::Client, flags: &Flags) -> (Keep, Option<WatchFut
             (keep, (keep == Keep::Wait).then_some(changed))
         }
         Err(e) => {
-            let answer = match e {
-                zk::Error::NoNode => Answer::NoNode,
-                ref e if is_retryable(e) => Answer::Retry,
-                ref e if Error::from_zk(e.clone(), &flags.node).is_session_over() => Answer::SessionEnded,
-                ref e => {
-                    warn!(node = %flags.node, error = %e, "cannot watch the held node: only the session's end and the lease will be noticed");
-                    Answer::Failed
-                }
-            };
+            let (answer, error) = answer_of(e, &flags.node);
+            if !matches!(answer, Answer::NoNode | Answer::Retry | Answer::SessionEnded) {
+                warn!(node = %flags.node, %error, "cannot watch the held node: only the session's end and the lease will be noticed");
+            }
             let keep = flags.update("its node was deleted, or the session ended", |machine| {
                 machine.held_watch_set(answer)
             });

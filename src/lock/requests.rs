@@ -225,16 +225,7 @@ impl Requests {
 
     /// The machine's view of an error; the error is kept.
     fn answer<T>(&mut self, e: zk::Error, path: &str) -> Answer<T> {
-        let error = Error::from_zk(e.clone(), path);
-        let answer = match e {
-            zk::Error::NoNode => Answer::NoNode,
-            zk::Error::NodeExists => Answer::Exists,
-            zk::Error::NoAuth => Answer::NoAuth,
-            zk::Error::Unimplemented => Answer::Unimplemented,
-            e if is_retryable(&e) => Answer::Retry,
-            _ if error.is_session_over() => Answer::SessionEnded,
-            _ => Answer::Failed,
-        };
+        let (answer, error) = answer_of(e, path);
         self.last_error = Some(error);
         answer
     }
@@ -447,6 +438,24 @@ impl Requests {
                 self.answer(e, &dir)
             }
         }
+    }
+}
+
+/// The machine's view of an error on `path`, and the error as the library
+/// reports it.
+pub(super) fn answer_of<T>(e: zk::Error, path: &str) -> (Answer<T>, Error) {
+    let answer = match e {
+        zk::Error::NoNode => Answer::NoNode,
+        zk::Error::NodeExists => Answer::Exists,
+        zk::Error::NoAuth => Answer::NoAuth,
+        zk::Error::Unimplemented => Answer::Unimplemented,
+        ref e if is_retryable(e) => Answer::Retry,
+        _ => Answer::Failed,
+    };
+    let error = Error::from_zk(e, path);
+    match answer {
+        Answer::Failed if error.is_session_over() => (Answer::SessionEnded, error),
+        answer => (answer, error),
     }
 }
 
