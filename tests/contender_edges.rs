@@ -84,16 +84,9 @@ fn lines_with(parts: &[&str]) -> Vec<String> {
         .collect()
 }
 
-/// The requests the server received on session `sid` so far (`cons`).
+/// The requests this binary's server received on session `sid` so far.
 fn received_on(sid: i64) -> i64 {
-    let cons = server().four_letter(0, "cons").unwrap();
-    let tag = format!("sid=0x{sid:x},");
-    let line = cons
-        .lines()
-        .find(|l| l.contains(&tag))
-        .unwrap_or_else(|| panic!("no connection with {tag} in:\n{cons}"));
-    let from = line.find("recved=").unwrap() + "recved=".len();
-    line[from..].split(',').next().unwrap().parse().unwrap()
+    zk_rwlock_testkit::received_by(server(), sid)
 }
 
 /// A lock on a node that holds someone's data is refused, "and the data

@@ -389,7 +389,13 @@ pub fn alive(pid: u32) -> bool {
 /// The requests the shared test [`server`] received on session `sid` so
 /// far (the `recved` count of `cons`).
 pub fn received_on(sid: i64) -> i64 {
-    let cons = server().four_letter(0, "cons").unwrap();
+    received_by(server(), sid)
+}
+
+/// The requests `cluster`'s first server received on session `sid` so far
+/// (the `recved` count of `cons`).
+pub fn received_by(cluster: &ZkCluster, sid: i64) -> i64 {
+    let cons = cluster.four_letter(0, "cons").unwrap();
     let tag = format!("sid=0x{sid:x},");
     let line = cons
         .lines()
