@@ -25,7 +25,8 @@
 //!     match action {
 //!         List            => action = machine.step(Listed(list the directory, retried until answered))
 //!         SetWatches{..}  => forget session changes seen so far;
-//!                            send a data watch on `watched` (and on my own node if `own`);
+//!                            send a data watch on `watched` (and on my own node if `own`),
+//!                            and an `exists` watch on `marker` if any, all pipelined;
 //!                            action = machine.step(WatchesSet{..})
 //!         Wait{poll}      => wait for the first of: my node's watch, the watched node's
 //!                            watch (or, with `poll`, `exists` checks until it is gone),
@@ -39,7 +40,10 @@
 //!         Fail(why)       => return the error (withdrawing my node for `Exhausted`)
 //!     }
 //!     before feeding any answer: machine.event(..) for each event that arrived
-//!     meanwhile (my node's watch fired, the session's state changed)
+//!     meanwhile (my node's watch fired, the marker's `NodeCreated`, the session's
+//!     state changed)
+//!     after every step: drop the marker's watch (the client removes it from the
+//!     server) once `machine.marker_watch_needed()` is false and it has not fired
 //! }
 //! ```
 //!
@@ -58,8 +62,17 @@
 //!   `release_grants`): its deletion by someone else must be known before a
 //!   hand-off trusts that the node still exists.
 //! - The watched node's deletion grants at once if `deletion_grants`; if only
-//!   `release_grants`, once the release record names it and my node is still
-//!   there; otherwise it means "list again".
+//!   `release_grants`, when its release marker's creation
+//!   ([`crate::node_name::release_marker`]) was reported since the watches
+//!   were set, or else once the release record names it and my node is
+//!   still there; otherwise it means "list again".
+//! - With `release_grants` but not `deletion_grants`, the waiter also sets
+//!   an `exists` watch on the watched node's release marker. Only
+//!   `NodeCreated` on a marker found absent counts: a marker that exists
+//!   when watched is a stranger's, and its events say nothing. The
+//!   marker's watch is kept only while the wait on that node lasts
+//!   ([`Acquire::marker_watch_needed`]): a marker never created (the
+//!   watched node gave up, or its session ended) leaves no watch behind.
 //! - A data change on the watched node grants nothing: it is watched again
 //!   (a revocation request on a holder, [`crate::SharedLock::revoke`], is
 //!   one). A data change on my own node means "list again": a revocation
@@ -78,7 +91,7 @@
 //!   [`crate::ordering`], "Peers and the release record").
 //! - An acquire that may not wait (`try_*`) gives up at the first wait.
 
-use crate::node_name::{parse_parts, Layout, Mode};
+use crate::node_name::{self, parse_parts, Layout, Mode};
 use crate::ordering::{self, Decision, OrderingError};
 
 /// The answer to a request, reduced to what the rules look at.
@@ -120,6 +133,11 @@ pub enum Event {
     /// The watched node's watch fired, or polling found it gone
     /// ([`NodeEvent::Deleted`]).
     Watched(NodeEvent),
+    /// The watched node's release marker was created (`NodeCreated` on the
+    /// `exists` watch of [`Action::SetWatches`]'s `marker`): a holder's
+    /// release is deleting the watched node in the same transaction. The
+    /// marker's other events are not reported.
+    Released,
     /// The connection was lost or re-established: watch events may come in
     /// any order until the watches are set again.
     Interrupted,
@@ -144,12 +162,17 @@ pub enum Input<'a> {
     /// The answer to [`Action::List`]: the lock directory's child names.
     Listed(Reply<&'a [String]>),
     /// The answers to [`Action::SetWatches`]: on my own node (`None` if not
-    /// asked), and on the watched node.
+    /// asked), on the watched node, and on its release marker (`None` if not
+    /// asked).
     WatchesSet {
         /// The data watch on my own node.
         own: Option<Reply<()>>,
         /// The data watch on the watched node.
         watched: Reply<()>,
+        /// The `exists` watch on the release marker: `Ok(false)` if the
+        /// marker is absent (the watch waits for its creation), `Ok(true)`
+        /// if it exists (a stranger's: no signal).
+        marker: Option<Reply<bool>>,
     },
     /// The answer to [`Action::Rewatch`].
     Rewatched(Reply<()>),
@@ -184,12 +207,16 @@ pub enum Action {
     /// List the lock directory (retried until answered).
     List,
     /// Forget the session changes seen so far, then set a data watch on
-    /// `watched` (a child name), and on my own node if `own`.
+    /// `watched` (a child name), and on my own node if `own`, and an
+    /// `exists` watch on `marker` if any.
     SetWatches {
         /// Also watch my own node.
         own: bool,
         /// The child name of the node to watch.
         watched: String,
+        /// The child name of the watched node's release marker, to watch
+        /// with `exists`.
+        marker: Option<String>,
     },
     /// Wait for the next event. With `poll`, the watched node cannot be
     /// watched (its ACL): check it with `exists` until it is gone.
@@ -231,6 +258,9 @@ pub struct Counts {
     pub retries: u32,
     /// The grant came from a watch event, without a new listing.
     pub handoff: bool,
+    /// The grant came from the release marker's event (with no read of
+    /// the release record).
+    pub marked: bool,
 }
 
 /// The state of my own node's watch.
@@ -242,6 +272,19 @@ enum OwnWatch {
     Set,
     /// Fired with a change that is not a deletion: list again.
     Fired,
+}
+
+/// The state of the `exists` watch on the watched node's release marker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum MarkerWatch {
+    /// Not asked for, refused, or the marker existed when watched.
+    None,
+    /// Asked for, not answered yet.
+    Asked,
+    /// Set on the absent marker, not fired.
+    Set,
+    /// Its `NodeCreated` was reported.
+    Seen,
 }
 
 /// What the machine waits for.
@@ -274,6 +317,7 @@ pub struct Acquire {
     me: String,
     phase: Phase,
     own_watch: OwnWatch,
+    marker: MarkerWatch,
     own_unreadable: bool,
     interrupted: bool,
     waited: bool,
@@ -291,6 +335,7 @@ impl Acquire {
             me: String::new(),
             phase: Phase::Creating,
             own_watch: OwnWatch::None,
+            marker: MarkerWatch::None,
             own_unreadable: false,
             interrupted: false,
             waited: false,
@@ -323,6 +368,7 @@ impl Acquire {
             }
             Event::Own(_) => self.own_watch = OwnWatch::Fired,
             Event::Interrupted => self.interrupted = true,
+            Event::Released => self.released(),
             // Only a wait listens to the watched node.
             Event::Watched(_) => {}
         }
@@ -348,8 +394,8 @@ impl Acquire {
                 // Listings are retried until answered: this is the end.
                 Reply::Retry | Reply::NoAuth | Reply::Failed => self.finish(Action::Fail(Failure::Request)),
             },
-            (Phase::SettingWatches(waiting), Input::WatchesSet { own, watched }) => {
-                self.watches_set(waiting, own, watched)
+            (Phase::SettingWatches(waiting), Input::WatchesSet { own, watched, marker }) => {
+                self.watches_set(waiting, own, watched, marker)
             }
             (Phase::Waiting(waiting, poll), Input::Event(event)) => self.woke(waiting, poll, event),
             (Phase::Rewatching(waiting), Input::Rewatched(reply)) => match reply {
@@ -399,6 +445,33 @@ impl Acquire {
     /// (for the driver's warning).
     pub fn saw_foreign(&self) -> bool {
         self.foreign
+    }
+
+    /// True while the `exists` watch on the watched node's release marker
+    /// is asked for or set and may still matter: the wait on that node
+    /// goes on and its event has not come. Once false, the driver drops
+    /// the watch (its client then removes it from the server), so a
+    /// marker never created leaves no watch behind.
+    pub fn marker_watch_needed(&self) -> bool {
+        matches!(self.marker, MarkerWatch::Asked | MarkerWatch::Set)
+            && matches!(
+                self.phase,
+                Phase::SettingWatches(_) | Phase::Waiting(..) | Phase::Rewatching(_)
+            )
+    }
+
+    /// The release marker's creation was reported: remembered if its watch
+    /// is this wait's.
+    fn released(&mut self) {
+        if self.marker_watch_needed() {
+            self.marker_seen();
+        }
+    }
+
+    fn marker_seen(&mut self) {
+        if matches!(self.marker, MarkerWatch::Asked | MarkerWatch::Set) {
+            self.marker = MarkerWatch::Seen;
+        }
     }
 
     /// True once the machine has answered `Grant`, `GiveUp` or `Fail`.
@@ -469,12 +542,20 @@ impl Acquire {
                     deletion_grants,
                     release_grants,
                 };
+                // Only a release can tell what its deletion means.
+                let marker = (release_grants && !deletion_grants).then(|| node_name::release_marker(watch));
+                self.marker = if marker.is_some() {
+                    MarkerWatch::Asked
+                } else {
+                    MarkerWatch::None
+                };
                 // Session changes before the watches exist do not matter.
                 self.interrupted = false;
                 self.phase = Phase::SettingWatches(waiting);
                 Action::SetWatches {
                     own,
                     watched: watch.to_owned(),
+                    marker,
                 }
             }
             Ok(Decision::Exhausted) => self.finish(Action::Fail(Failure::Exhausted)),
@@ -483,7 +564,22 @@ impl Acquire {
         }
     }
 
-    fn watches_set(&mut self, waiting: Waiting, own: Option<Reply<()>>, watched: Reply<()>) -> Action {
+    fn watches_set(
+        &mut self,
+        waiting: Waiting,
+        own: Option<Reply<()>>,
+        watched: Reply<()>,
+        marker: Option<Reply<bool>>,
+    ) -> Action {
+        self.marker = match (self.marker, marker) {
+            // Its event may have come before this answer was fed.
+            (MarkerWatch::Asked, Some(Reply::Ok(false))) => MarkerWatch::Set,
+            (MarkerWatch::Seen, Some(Reply::Ok(false))) => MarkerWatch::Seen,
+            // A marker that exists is no release's (a release's lives only
+            // inside its transaction); any other answer: no signal, and
+            // the record decides.
+            _ => MarkerWatch::None,
+        };
         match own {
             None => {}
             // Unless its event already came (a one-shot watch fires once).
@@ -502,8 +598,13 @@ impl Acquire {
         match watched {
             Reply::Ok(()) => self.wait(waiting, false),
             // Gone already: whether it was released or given up is
-            // unknown, so only `deletion_grants` can grant here.
+            // unknown, so only `deletion_grants` can grant here, or its
+            // release marker's creation, reported meanwhile.
             Reply::NoNode if waiting.deletion_grants => self.hand_off(),
+            Reply::NoNode if waiting.release_grants && self.marker == MarkerWatch::Seen => {
+                self.counts.marked = true;
+                self.hand_off()
+            }
             Reply::NoNode => self.list(),
             // The server would not deliver its events: poll it.
             Reply::NoAuth => self.wait(waiting, true),
@@ -543,6 +644,11 @@ impl Acquire {
                 self.list()
             }
             Event::Watched(NodeEvent::Failed) => self.finish(Action::Fail(Failure::Request)),
+            // The deletion follows in the same transaction's events.
+            Event::Released => {
+                self.marker_seen();
+                self.wait(waiting, poll)
+            }
             Event::Own(_) | Event::SessionEnded => {
                 self.event(event);
                 if let Some(failure) = self.ended() {
@@ -563,6 +669,10 @@ impl Acquire {
     /// The watched node is gone.
     fn gone(&mut self, waiting: Waiting) -> Action {
         if waiting.deletion_grants {
+            self.hand_off()
+        } else if waiting.release_grants && self.marker == MarkerWatch::Seen {
+            // Its release marker was created: a holder released it.
+            self.counts.marked = true;
             self.hand_off()
         } else if waiting.release_grants {
             // Released by a writer that held the lock, if the release

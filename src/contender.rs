@@ -430,6 +430,13 @@ impl Contender {
         self.acquire.as_ref().is_some_and(Acquire::own_watch_set)
     }
 
+    /// True while the wait's `exists` watch on a release marker may still
+    /// matter ([`Acquire::marker_watch_needed`]); once false, the driver
+    /// drops it.
+    pub fn marker_watch_needed(&self) -> bool {
+        self.phase == Phase::Waiting && self.acquire.as_ref().is_some_and(Acquire::marker_watch_needed)
+    }
+
     /// True once this acquire found the directory's data to be the lock's.
     pub fn data_checked(&self) -> bool {
         self.data_checked

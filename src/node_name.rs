@@ -454,6 +454,34 @@ pub fn release_record(name: &str) -> &[u8] {
     name.as_bytes()
 }
 
+/// What ends a [release marker](release_marker)'s name. No contender name
+/// in any layout ends so (they end with their sequence's digits), so a
+/// marker is never taken for a contender, and it is never a lock
+/// directory's child for longer than the transaction that makes it.
+pub const RELEASE_MARKER_SUFFIX: &str = ".released";
+
+/// The child name of the release marker of the contender node `name`: a
+/// native writer's release creates it and deletes it again in the
+/// transaction that deletes its node, after the release record and before
+/// the node's deletion. It never stays in the directory, so no listing
+/// sees it; but an `exists` watch on it fires `NodeCreated`, and the events
+/// of one transaction reach a session in order: the contender watching the
+/// node learns of the release from the marker's event, before the
+/// deletion's, with no read (see [`crate::ordering`], "Hand-offs without a
+/// new listing").
+///
+/// ```
+/// use zk_rwlock::node_name::release_marker;
+/// use zk_rwlock::NodeName;
+/// let name = "web01@7f3a0c1e9b2d4f60a1b2c3d4e5f60718-W-0000000042";
+/// let marker = release_marker(name);
+/// assert_eq!(marker, format!("{name}.released"));
+/// assert!(marker.parse::<NodeName>().is_err()); // not a contender, in any layout
+/// ```
+pub fn release_marker(name: &str) -> String {
+    format!("{name}{RELEASE_MARKER_SUFFIX}")
+}
+
 /// True if `record`, the lock directory's data, is the
 /// [release record](release_record) of the node `name` (a child name): the
 /// node was deleted by its holder's release. Any other data, the empty

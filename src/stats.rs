@@ -137,12 +137,14 @@ mod tests {
             wakeups: 1,
             retries: 0,
             handoff: true,
+            marked: true,
         };
         let relisted = Counts {
             listings: 3,
             wakeups: 2,
             retries: 1,
             handoff: false,
+            marked: false,
         };
         recorder.record(End::Granted, handoff, Duration::from_millis(5));
         recorder.record(End::Granted, handoff, Duration::from_millis(0));

@@ -199,7 +199,7 @@ use zk_rwlock::contender::{
     self, Action, Answer, Created, Failure, HeldNode, Input, Keep, Outcome as Ended, Owner,
     MAX_DIRECTORY_ATTEMPTS,
 };
-use zk_rwlock::node_name::is_lock_directory_data;
+use zk_rwlock::node_name::{is_lock_directory_data, release_marker, RELEASE_MARKER_SUFFIX};
 use zk_rwlock::ordering::{decide, is_valid_seq, Decision, RECYCLE_THRESHOLD};
 use zk_rwlock::{Layout, Mode, NodeName};
 
@@ -250,6 +250,11 @@ enum Mutation {
     RefusedRecordOrphan,
     /// (j) The held node's deletion never reaches the machine.
     IgnoreHeldDeletion,
+    /// (k) The watched node's deletion counts as its release marker's
+    /// creation: any deletion of a native writer grants.
+    DeletionMarks,
+    /// (l) The marker's watch is kept after the wait on its node ends.
+    KeepMarkerWatch,
 }
 
 /// The real machine, or the real machine with one rule broken.
@@ -298,6 +303,12 @@ impl Machine {
         let input = match input {
             Input::Acquire(acquire::Input::Event(event)) if self.drops(event) => {
                 return Action::Acquire(acquire::Action::Wait { poll: false })
+            }
+            Input::Acquire(acquire::Input::Event(Event::Watched(NodeEvent::Deleted)))
+                if self.mutation == Mutation::DeletionMarks =>
+            {
+                self.inner.event(Event::Released);
+                input
             }
             Input::Acquire(acquire::Input::Event(Event::Watched(NodeEvent::DataChanged)))
                 if self.mutation == Mutation::DataChangeGrants =>
@@ -384,6 +395,11 @@ const DEFAULT_ACL: u32 = 0;
 
 /// The model's session index as the session id the machine knows (ids
 /// start at 1; 0 is a persistent node's owner).
+/// True for a release marker's name.
+fn is_marker(name: &str) -> bool {
+    name.ends_with(RELEASE_MARKER_SUFFIX)
+}
+
 fn session_id(s: usize) -> i64 {
     s as i64 + 1
 }
@@ -433,8 +449,17 @@ enum Op {
     Delete {
         name: String,
     },
-    /// The multi: `setData(directory, name)` and `delete(name)`.
+    /// The multi: `setData(directory, name)`, create and delete the
+    /// release marker, `delete(name)`.
     Release {
+        name: String,
+    },
+    /// `exists` with a watch on a release marker.
+    WatchMarker {
+        name: String,
+    },
+    /// `removeWatches` of the session's watch on a release marker.
+    Unwatch {
         name: String,
     },
     /// Create the directory (with `DIR_ACL`).
@@ -478,6 +503,11 @@ enum Resp {
         own: bool,
     },
     DirData(String),
+    /// `exists` on a release marker: whether it exists.
+    MarkerStat {
+        name: String,
+        exists: bool,
+    },
     Acl {
         acl: u32,
         children: i32,
@@ -495,6 +525,8 @@ enum Resp {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum WatchKind {
+    /// A release marker was created (its `exists` watch).
+    Created,
     Deleted,
     DataChanged,
     SessionEnded,
@@ -517,6 +549,8 @@ struct Session {
     outbound: VecDeque<(u64, Msg)>,
     /// The watches the client knows of: name and mzxid when set, in the order set.
     registry: Vec<(String, u64)>,
+    /// The `exists` watches on absent release markers the client knows of.
+    marker_registry: Vec<String>,
 }
 
 /// Who deleted a node.
@@ -568,7 +602,10 @@ enum Purpose {
     // The wait's (`Action::Acquire`).
     List,
     WatchOwn,
+    WatchMarker,
     WatchWatched,
+    /// The removal of a release marker's watch (its answer is not awaited).
+    Unwatch,
     Rewatch,
     ReadRecord,
     CheckOwn,
@@ -643,6 +680,12 @@ struct Acq {
     watching: Option<String>,
     set_own: bool,
     own_reply: Option<Reply<()>>,
+    /// `SetWatches` asked for a release marker's watch.
+    set_marker: bool,
+    marker_reply: Option<Reply<bool>>,
+    /// The release marker's watch the driver holds (set on an absent
+    /// marker, not fired, not dropped).
+    marker_watch: Option<String>,
     waited: bool,
     last: &'static str,
     mark: bool,
@@ -696,6 +739,11 @@ stats! {
     handoffs: "Grants by a hand-off (no new listing).",
     record_grants: "Grants after reading the release record.",
     checked_grants: "Grants after an own-node check.",
+    marker_grants: "Grants by a release marker's creation (no read after the event).",
+    marker_watches: "Release markers watched.",
+    unwatches: "Release markers' watches removed (the wait ended without their event).",
+    foreign_markers: "Markers made by a stranger (which then refuse a release's marker).",
+    marker_refused: "Releases refused because a stranger's marker had the release marker's name.",
     peer_grants: "Grants of contenders in a peer's layout (which never mark).",
     lost: "Acquires failed with Lost.",
     session_ended: "Acquires failed with SessionEnded.",
@@ -747,6 +795,9 @@ struct World {
     nodes: BTreeMap<u64, Node>,
     /// The live children: name to czxid.
     live: BTreeMap<String, u64>,
+    /// Strangers' nodes named as release markers (a release's own marker
+    /// lives only inside its transaction).
+    markers: BTreeSet<String>,
     watches: BTreeMap<String, BTreeSet<usize>>,
     sessions: Vec<Session>,
     contenders: Vec<Contender>,
@@ -817,6 +868,7 @@ impl World {
             dir_acls: BTreeMap::from([(1, DIR_ACL)]),
             nodes: BTreeMap::new(),
             live: BTreeMap::new(),
+            markers: BTreeSet::new(),
             watches: BTreeMap::new(),
             sessions: Vec::new(),
             contenders: Vec::new(),
@@ -852,6 +904,7 @@ impl World {
             inflight: VecDeque::new(),
             outbound: VecDeque::new(),
             registry: Vec::new(),
+            marker_registry: Vec::new(),
         });
         self.sessions.len() - 1
     }
@@ -1043,20 +1096,38 @@ impl World {
                 }
             }
             Op::Release { name } => {
+                let marker = release_marker(&name);
                 if self.dir.is_none() {
                     Resp::NoNode
                 } else if self.write_denied(s) {
                     // The transaction's first operation is refused: nothing is applied.
                     self.stats.refused_records += 1;
                     Resp::NoAuth
+                } else if self.markers.contains(&marker) {
+                    self.stats.marker_refused += 1;
+                    Resp::Exists
                 } else if self.live(&name) {
                     self.zxid += 1;
                     self.set_dir_data(name.clone());
+                    // Made and deleted again: its `exists` watches fire,
+                    // before the node's deletion.
+                    self.fire(&marker, WatchKind::Created);
                     self.remove_node(&name, By::Session { s, record: true });
                     Resp::Done
                 } else {
                     Resp::NoNode
                 }
+            }
+            Op::WatchMarker { name } => {
+                let exists = self.markers.contains(&name);
+                self.watches.entry(name.clone()).or_default().insert(s);
+                Resp::MarkerStat { name, exists }
+            }
+            Op::Unwatch { name } => {
+                if let Some(watchers) = self.watches.get_mut(&name) {
+                    watchers.remove(&s);
+                }
+                Resp::Done
             }
             Op::CreateDir { container } => {
                 if !self.parents {
@@ -1228,6 +1299,14 @@ impl World {
                 None => fired.push((name, WatchKind::Deleted)),
             }
         }
+        // `exists` watches: a marker made meanwhile fires `NodeCreated`.
+        for name in self.sessions[s].marker_registry.clone() {
+            if self.markers.contains(&name) {
+                fired.push((name, WatchKind::Created));
+            } else {
+                self.watches.entry(name).or_default().insert(s);
+            }
+        }
         match order {
             Order::Random => {
                 for i in (1..fired.len()).rev() {
@@ -1271,6 +1350,7 @@ impl World {
             watchers.remove(&s);
         }
         self.push(s, Msg::Expired);
+        self.sessions[s].marker_registry.clear();
         for (name, _) in std::mem::take(&mut self.sessions[s].registry) {
             if self.rng.one_in(2) {
                 self.push(
@@ -1335,6 +1415,48 @@ impl World {
         self.foreign_delete(name);
         note!(self, "stranger makes {name} again");
         self.add_node(name.to_owned(), None, seq);
+    }
+
+    /// A stranger makes a node named as the release marker of `name`, a
+    /// node no contender waits on (making it while one watches for it
+    /// forges a release, as writing a live node's name into the directory's
+    /// data does: excluded). A release of `name` is then refused whole.
+    fn foreign_marker(&mut self, name: &str) {
+        self.stats.foreign += 1;
+        self.stats.foreign_markers += 1;
+        let marker = release_marker(name);
+        note!(self, "stranger makes {marker}");
+        self.zxid += 1;
+        self.fire(&marker, WatchKind::Created);
+        self.markers.insert(marker);
+    }
+
+    /// A stranger deletes a marker it made.
+    fn foreign_unmarker(&mut self, marker: &str) {
+        self.stats.foreign += 1;
+        note!(self, "stranger deletes {marker}");
+        self.zxid += 1;
+        self.markers.remove(marker);
+        self.fire(marker, WatchKind::Deleted);
+    }
+
+    /// The nodes a stranger may name a marker after: live ones no
+    /// contender waits on, whose marker nobody watches.
+    fn marker_candidates(&self) -> Vec<String> {
+        let watched: BTreeSet<&String> = self
+            .contenders
+            .iter()
+            .filter_map(|c| c.acq.as_ref().and_then(|a| a.watching.as_ref()))
+            .collect();
+        self.live
+            .keys()
+            .filter(|name| !watched.contains(name))
+            .filter(|name| {
+                let marker = release_marker(name);
+                !self.markers.contains(&marker) && self.watches.get(&marker).is_none_or(BTreeSet::is_empty)
+            })
+            .cloned()
+            .collect()
     }
 
     /// The server removes the empty container directory.
@@ -1436,6 +1558,9 @@ impl World {
             watching: None,
             set_own: false,
             own_reply: None,
+            set_marker: false,
+            marker_reply: None,
+            marker_watch: None,
             waited: false,
             last: "created",
             mark: false,
@@ -1520,16 +1645,43 @@ impl World {
                     registry.retain(|(n, _)| n != name);
                     registry.push((name.clone(), *mzxid));
                 }
+                if let Resp::MarkerStat { name, exists } = &resp {
+                    let awaited = self.contenders[c].pending.remove(&id).is_some();
+                    if *exists || !awaited {
+                        // A stranger's marker, or an answer nobody awaits
+                        // any more: the client drops the watch at once.
+                        let name = name.clone();
+                        self.send(c, Op::Unwatch { name }, Purpose::Unwatch);
+                        if awaited {
+                            self.step_marker_reply(c, Reply::Ok(true));
+                        }
+                        return Ok(());
+                    }
+                    let registry = &mut self.sessions[s].marker_registry;
+                    registry.retain(|n| n != name);
+                    registry.push(name.clone());
+                    note!(self, "c{c} <- #{id} WatchMarker: {resp:?}");
+                    return self.on_reply(c, Purpose::WatchMarker, Op::List, resp);
+                }
                 let Some((purpose, op)) = self.contenders[c].pending.remove(&id) else {
                     return Ok(());
                 };
                 note!(self, "c{c} <- #{id} {purpose:?}: {resp:?}");
                 self.on_reply(c, purpose, op, resp)
             }
+            Msg::Watch { name, kind } if is_marker(&name) => {
+                let registry = &mut self.sessions[s].marker_registry;
+                if !registry.contains(&name) {
+                    // Dropped by the driver: the client ignores it.
+                    return Ok(());
+                }
+                registry.retain(|n| *n != name);
+                self.on_marker(c, &name, kind)
+            }
             Msg::Watch { name, kind } => {
                 self.sessions[s].registry.retain(|(n, _)| *n != name);
                 let event = match kind {
-                    WatchKind::Deleted => NodeEvent::Deleted,
+                    WatchKind::Deleted | WatchKind::Created => NodeEvent::Deleted,
                     WatchKind::DataChanged => NodeEvent::DataChanged,
                     WatchKind::SessionEnded => NodeEvent::SessionEnded,
                 };
@@ -1579,6 +1731,22 @@ impl World {
             }
             _ => Ok(()),
         }
+    }
+
+    /// A release marker's watch fired: its creation is `Event::Released`.
+    fn on_marker(&mut self, c: usize, name: &str, kind: WatchKind) -> Check {
+        let Some(acq) = self.contenders[c].acq.as_mut() else {
+            return Ok(());
+        };
+        if acq.marker_watch.as_deref() != Some(name) {
+            return Ok(());
+        }
+        acq.marker_watch = None;
+        if kind != WatchKind::Created || self.contenders[c].state != CState::Acquiring {
+            return Ok(());
+        }
+        note!(self, "c{c} <- Released ({name})");
+        self.on_event(c, Event::Released)
     }
 
     /// An event for the machine while it acquires (or withdraws).
@@ -1743,6 +1911,20 @@ impl World {
                 });
                 Ok(())
             }
+            Purpose::WatchMarker => {
+                let reply = match resp {
+                    // Absent (an existing one is answered in `deliver`).
+                    Resp::MarkerStat { name, .. } => {
+                        self.acq(c).marker_watch = Some(name);
+                        self.stats.marker_watches += 1;
+                        Reply::Ok(false)
+                    }
+                    other => reply(&other),
+                };
+                self.step_marker_reply(c, reply);
+                Ok(())
+            }
+            Purpose::Unwatch => Ok(()),
             Purpose::WatchWatched => {
                 let acq = self.acq(c);
                 let own = if acq.set_own {
@@ -1753,11 +1935,22 @@ impl World {
                 } else {
                     None
                 };
+                let marker = if acq.set_marker {
+                    match acq.marker_reply.take() {
+                        Some(marker) => Some(marker),
+                        None => return self.fail(format!("c{c}: no answer for the marker's watch")),
+                    }
+                } else {
+                    None
+                };
                 let watched = match &resp {
                     Resp::Data { .. } => Reply::Ok(()),
                     other => reply(other),
                 };
-                self.step_machine(c, Input::Acquire(acquire::Input::WatchesSet { own, watched }))
+                self.step_machine(
+                    c,
+                    Input::Acquire(acquire::Input::WatchesSet { own, watched, marker }),
+                )
             }
             Purpose::Rewatch => {
                 let rewatched = match &resp {
@@ -1823,7 +2016,9 @@ impl World {
             }
             Purpose::Delete => {
                 let acq = self.acq(c);
-                if matches!(op, Op::Release { .. }) && matches!(resp, Resp::NoAuth) {
+                // Refused whole: the directory's ACL, or a stranger's node
+                // with the release marker's name.
+                if matches!(op, Op::Release { .. }) && matches!(resp, Resp::NoAuth | Resp::Exists) {
                     acq.refused = true;
                 }
                 let answer_lost = std::mem::take(&mut acq.answer_lost);
@@ -1886,6 +2081,7 @@ impl World {
     fn act(&mut self, c: usize, action: Action) -> Check {
         note!(self, "c{c} -> {action:?}");
         self.check_taken(c)?;
+        self.drop_marker_watch(c);
         let acq = self.acq(c);
         match action {
             Action::Create => {
@@ -1935,6 +2131,30 @@ impl World {
         Ok(())
     }
 
+    /// Keeps the answer to the marker's watch for `WatchesSet`.
+    fn step_marker_reply(&mut self, c: usize, reply: Reply<bool>) {
+        if let Some(acq) = self.contenders[c].acq.as_mut() {
+            acq.marker_reply = Some(reply);
+        }
+    }
+
+    /// As the driver: a release marker's watch the machine no longer needs
+    /// is dropped, and the client asks the server to remove it.
+    fn drop_marker_watch(&mut self, c: usize) {
+        let s = self.contenders[c].session;
+        let acq = self.acq(c);
+        if acq.machine.inner.marker_watch_needed() || acq.machine.mutation == Mutation::KeepMarkerWatch {
+            return;
+        }
+        let Some(name) = acq.marker_watch.take() else {
+            return;
+        };
+        self.sessions[s].marker_registry.retain(|n| *n != name);
+        self.stats.unwatches += 1;
+        note!(self, "c{c} drops its watch on {name}");
+        self.send(c, Op::Unwatch { name }, Purpose::Unwatch);
+    }
+
     /// Performs an action of the wait.
     fn act_wait(&mut self, c: usize, action: acquire::Action) -> Check {
         let acq = self.acq(c);
@@ -1953,13 +2173,22 @@ impl World {
                 acq.watching = None;
                 self.send(c, Op::List, Purpose::List);
             }
-            acquire::Action::SetWatches { own, watched } => {
+            acquire::Action::SetWatches { own, watched, marker } => {
                 acq.waited = true;
                 acq.watching = Some(watched.clone());
                 acq.set_own = own;
                 acq.own_reply = None;
+                acq.set_marker = marker.is_some();
+                acq.marker_reply = None;
                 if own {
                     self.send(c, Op::GetWatch { name: me }, Purpose::WatchOwn);
+                }
+                // As the driver: the marker's watch before the watched node's.
+                if let Some(marker) = marker {
+                    if marker != release_marker(&watched) {
+                        return self.fail(format!("c{c} watches {marker} for {watched}"));
+                    }
+                    self.send(c, Op::WatchMarker { name: marker }, Purpose::WatchMarker);
                 }
                 self.send(c, Op::GetWatch { name: watched }, Purpose::WatchWatched);
             }
@@ -2046,6 +2275,7 @@ impl World {
         self.stats.grants += 1;
         self.stats.peer_grants += u64::from(!native);
         self.stats.handoffs += u64::from(counts.handoff);
+        self.stats.marker_grants += u64::from(counts.marked);
         match last {
             "ReadRecord" => self.stats.record_grants += 1,
             "CheckOwn" => self.stats.checked_grants += 1,
@@ -2353,6 +2583,12 @@ impl World {
                 .into_iter()
                 .map(Move::ForeignReplace)
                 .collect(),
+            Kind::ForeignMarker => self
+                .marker_candidates()
+                .into_iter()
+                .map(Move::ForeignMarker)
+                .chain(self.markers.iter().cloned().map(Move::ForeignUnmarker))
+                .collect(),
             // ZooKeeper removes a container once it is empty, if it ever had a child.
             Kind::RemoveDir => match &self.dir {
                 Some(dir) if dir.container && self.live.is_empty() && dir.cversion > 0 => {
@@ -2386,6 +2622,8 @@ impl World {
             Move::ForeignRecord(data) => self.foreign_record(data),
             Move::ForeignDelete(name) => self.foreign_delete(&name),
             Move::ForeignReplace(name) => self.foreign_replace(&name),
+            Move::ForeignMarker(name) => self.foreign_marker(&name),
+            Move::ForeignUnmarker(marker) => self.foreign_unmarker(&marker),
             Move::RemoveDir => self.remove_dir(),
         }
         self.stats.steps += 1;
@@ -2413,6 +2651,7 @@ impl World {
             (Kind::ForeignRecord, f),
             (Kind::ForeignDelete, rare),
             (Kind::ForeignReplace, rare),
+            (Kind::ForeignMarker, u32::from(faults >= 2)),
             (Kind::RemoveDir, 2),
         ];
         let mut enabled = Vec::new();
@@ -2456,6 +2695,9 @@ impl World {
         for name in strangers {
             self.foreign_delete(&name);
         }
+        for marker in self.markers.clone() {
+            self.foreign_unmarker(&marker);
+        }
         let mut rng = Rng(seed);
         let limit = 2000 + 400 * self.contenders.len();
         let mut steps = 0;
@@ -2493,6 +2735,15 @@ impl World {
         if !orphans.is_empty() {
             return self.fail(format!("nodes of live sessions left behind: {orphans:?}"));
         }
+        // The server keeps no watch on a release marker for a wait that is over.
+        let left: Vec<(&String, &BTreeSet<usize>)> = self
+            .watches
+            .iter()
+            .filter(|(name, watchers)| is_marker(name) && !watchers.is_empty())
+            .collect();
+        if !left.is_empty() {
+            return self.fail(format!("release markers' watches left on the server: {left:?}"));
+        }
         Ok(())
     }
 
@@ -2525,6 +2776,7 @@ enum Kind {
     ForeignRecord,
     ForeignDelete,
     ForeignReplace,
+    ForeignMarker,
     RemoveDir,
 }
 
@@ -2542,6 +2794,8 @@ enum Move {
     ForeignRecord(String),
     ForeignDelete(String),
     ForeignReplace(String),
+    ForeignMarker(String),
+    ForeignUnmarker(String),
     RemoveDir,
 }
 
@@ -2870,6 +3124,16 @@ fn mutation_refused_record_orphan_is_caught() {
 }
 
 #[test]
+fn mutation_deletion_marks_is_caught() {
+    assert_caught(Mutation::DeletionMarks);
+}
+
+#[test]
+fn mutation_keep_marker_watch_is_caught() {
+    assert_caught(Mutation::KeepMarkerWatch);
+}
+
+#[test]
 fn mutation_ignore_held_deletion_is_caught() {
     assert_caught(Mutation::IgnoreHeldDeletion);
 }
@@ -3187,6 +3451,64 @@ fn scenario_a_marked_release_writes_the_record() {
     marked_release(Mutation::None, false).unwrap();
     let report = marked_release(Mutation::ReleaseWithoutRecord, false).unwrap_err();
     assert!(report.contains("without the release record"), "{report}");
+}
+
+/// Three writers in a chain: c2 waits on c1, which waits on c0. c0's
+/// release grants c1 (its deletion alone does); c1's release creates its
+/// marker, which grants c2 with no read. Or c1 gives up instead: c2 sees a
+/// deletion with no marker, reads the record, lists again and waits on
+/// c0; the marker's watch is dropped, and none is left on the server.
+fn marker_chain(mutation: Mutation, give_up: bool) -> Check {
+    scenario(mutation, 3, 0, |w| {
+        w.start(0, Mode::Write, true, false)?;
+        w.settle()?;
+        w.start(1, Mode::Write, true, true)?;
+        w.settle()?;
+        w.start(2, Mode::Write, true, false)?;
+        w.settle()?;
+        expect(w.holding(0) && w.waits_on(1, 0) && w.waits_on(2, 1), "a chain")?;
+        let marker = release_marker(&w.name(1));
+        expect(
+            w.watches.get(&marker).is_some_and(|s| s.len() == 1),
+            "c2 watches c1's marker",
+        )?;
+        if give_up {
+            w.deadline(1)?;
+            w.settle()?;
+            expect(w.waits_on(2, 0), "c2 waits on c0 now")?;
+            expect(w.stats.unwatches == 1, "c2 dropped the marker's watch")?;
+            expect(
+                w.watches.get(&marker).is_none_or(BTreeSet::is_empty),
+                "no watch left on the marker",
+            )?;
+            expect(w.holding(0) && !w.holding(2), "c0 alone holds")?;
+        } else {
+            w.release(0)?;
+            w.settle()?;
+            expect(w.holding(1), "c1 holds")?;
+            w.release(1)?;
+            w.settle()?;
+            expect(w.holding(2), "c2 holds")?;
+            expect(w.stats.marker_grants == 1, "granted by the marker")?;
+            let last = w.contenders[2].acq.as_ref().map(|a| a.last);
+            expect(last == Some("Wait"), "with no request after the event")?;
+        }
+        w.drain(1)
+    })
+}
+
+#[test]
+fn scenario_a_release_marker_grants_with_no_read() {
+    marker_chain(Mutation::None, false).unwrap();
+}
+
+#[test]
+fn scenario_a_waiter_that_gives_up_creates_no_marker() {
+    marker_chain(Mutation::None, true).unwrap();
+    let report = marker_chain(Mutation::DeletionMarks, true).unwrap_err();
+    assert!(report.contains("granted"), "{report}");
+    let report = marker_chain(Mutation::KeepMarkerWatch, true).unwrap_err();
+    assert!(report.contains("dropped the marker's watch"), "{report}");
 }
 
 /// The same, the directory's ACL denying the writer WRITE: the record's

@@ -37,8 +37,17 @@ fn show(action: &Action, names: &[String]) -> String {
     let pos = |watched: &str| names.iter().position(|n| n == watched).unwrap();
     match action {
         Action::List => "list".into(),
-        Action::SetWatches { own: false, watched } => format!("watch {}", pos(watched)),
-        Action::SetWatches { own: true, watched } => format!("watch+own {}", pos(watched)),
+        Action::SetWatches { own, watched, marker } => {
+            if let Some(marker) = marker {
+                assert_eq!(*marker, crate::node_name::release_marker(watched));
+            }
+            format!(
+                "watch{}{} {}",
+                if *own { "+own" } else { "" },
+                if marker.is_some() { "+marker" } else { "" },
+                pos(watched)
+            )
+        }
         Action::Wait { poll: false } => "wait".into(),
         Action::Wait { poll: true } => "poll".into(),
         Action::Rewatch { .. } => "rewatch".into(),
@@ -64,6 +73,7 @@ fn event(word: &str) -> Event {
         "own-deleted" => Event::Own(NodeEvent::Deleted),
         "own-data" => Event::Own(NodeEvent::DataChanged),
         "interrupted" => Event::Interrupted,
+        "released" => Event::Released,
         "ended" => Event::SessionEnded,
         other => panic!("bad event {other}"),
     }
@@ -98,6 +108,23 @@ fn run(may_wait: bool, created: &str, steps: &[(&str, &str)]) -> Counts {
             ["set", own, watched] => machine.step(Input::WatchesSet {
                 own: (*own != "-").then(|| reply(own)),
                 watched: reply(watched),
+                marker: None,
+            }),
+            // The marker's answer: "absent", "exists", or a reply word.
+            ["set", own, watched, marker] => machine.step(Input::WatchesSet {
+                own: (*own != "-").then(|| reply(own)),
+                watched: reply(watched),
+                marker: Some(match *marker {
+                    "absent" => Reply::Ok(false),
+                    "exists" => Reply::Ok(true),
+                    other => match reply(other) {
+                        Reply::Ok(()) => Reply::Ok(false),
+                        Reply::NoNode => Reply::NoNode,
+                        Reply::NoAuth => Reply::NoAuth,
+                        Reply::Retry => Reply::Retry,
+                        Reply::Failed => Reply::Failed,
+                    },
+                }),
             }),
             ["rewatched", r] => machine.step(Input::Rewatched(reply(r))),
             ["record", named, own] => machine.step(Input::RecordRead(Reply::Ok(Record {
@@ -129,6 +156,204 @@ fn run(may_wait: bool, created: &str, steps: &[(&str, &str)]) -> Counts {
 }
 
 type Steps = &'static [(&'static str, &'static str)];
+
+/// Cases of the release marker: behind a native writer that others
+/// precede, a waiter watches the writer's marker too; its creation, seen
+/// before the deletion, grants with no read.
+const MARKER_CASES: &[(&str, Steps)] = &[
+    // The marker's creation, then the deletion: granted, no read.
+    (
+        "W W [W]",
+        &[
+            ("created", "watch+own+marker 1"),
+            ("set ok ok absent", "wait"),
+            ("released", "wait"),
+            ("deleted", "grant mark"),
+        ],
+    ),
+    // A reader behind two writers: the same.
+    (
+        "W W [R]",
+        &[
+            ("created", "watch+own+marker 1"),
+            ("set ok ok absent", "wait"),
+            ("released", "wait"),
+            ("deleted", "grant"),
+        ],
+    ),
+    // The marker's event arrived while the watches were being set.
+    (
+        "W W [W]",
+        &[
+            ("created", "watch+own+marker 1"),
+            ("released; set ok ok absent", "wait"),
+            ("deleted", "grant mark"),
+        ],
+    ),
+    // ... or the node was gone by the time it was watched.
+    (
+        "W W [W]",
+        &[
+            ("created", "watch+own+marker 1"),
+            ("released; set ok nonode absent", "grant mark"),
+        ],
+    ),
+    // Gone with no marker seen: listing again, as ever.
+    (
+        "W W [W]",
+        &[
+            ("created", "watch+own+marker 1"),
+            ("set ok nonode absent", "list"),
+        ],
+    ),
+    // A deletion with no marker (a waiter that gave up, an expired
+    // session): the record decides.
+    (
+        "W W [W]",
+        &[
+            ("created", "watch+own+marker 1"),
+            ("set ok ok absent", "wait"),
+            ("deleted", "read"),
+            ("record other ok", "list"),
+        ],
+    ),
+    // A marker that existed when watched is a stranger's: no signal.
+    (
+        "W W [W]",
+        &[
+            ("created", "watch+own+marker 1"),
+            ("set ok ok exists", "wait"),
+            ("released", "wait"),
+            ("deleted", "read"),
+        ],
+    ),
+    // Nor is a marker whose watch the server refused.
+    (
+        "W W [W]",
+        &[
+            ("created", "watch+own+marker 1"),
+            ("set ok ok retry", "wait"),
+            ("released", "wait"),
+            ("deleted", "read"),
+        ],
+    ),
+    // A marker seen after a reconnection: my node is checked first.
+    (
+        "W W [W]",
+        &[
+            ("created", "watch+own+marker 1"),
+            ("set ok ok absent", "wait"),
+            ("interrupted", "wait"),
+            ("released", "wait"),
+            ("deleted", "check"),
+            ("checked yes", "grant mark"),
+        ],
+    ),
+    // My node's watch fired meanwhile: listing again.
+    (
+        "W W [W]",
+        &[
+            ("created", "watch+own+marker 1"),
+            ("set ok ok absent", "wait"),
+            ("released", "wait"),
+            ("own-data", "list"),
+        ],
+    ),
+    // A data change on the watched node keeps the marker's watch.
+    (
+        "W W [W]",
+        &[
+            ("created", "watch+own+marker 1"),
+            ("set ok ok absent", "wait"),
+            ("data", "rewatch"),
+            ("released; rewatched nonode", "grant mark"),
+        ],
+    ),
+    // A marker event of an earlier wait does not count in the next.
+    (
+        "W W [W]",
+        &[
+            ("created", "watch+own+marker 1"),
+            ("set ok ok absent", "wait"),
+            ("other", "list"),
+            ("released; listed W@0 W@1 [W@2]", "watch+marker 1"),
+            ("set - ok absent", "wait"),
+            ("deleted", "read"),
+        ],
+    ),
+    // The only node before me: its deletion grants alone; no marker.
+    (
+        "W [W]",
+        &[
+            ("created", "watch+own 0"),
+            ("set ok ok", "wait"),
+            ("deleted", "grant mark"),
+        ],
+    ),
+];
+
+#[test]
+fn the_release_marker() {
+    for (created, steps) in MARKER_CASES {
+        run(true, created, steps);
+    }
+    let counts = run(true, MARKER_CASES[0].0, MARKER_CASES[0].1);
+    assert!(counts.handoff && counts.marked);
+    let counts = run(true, MARKER_CASES[5].0, MARKER_CASES[5].1);
+    assert!(!counts.marked);
+}
+
+#[test]
+fn the_marker_watch_is_needed_only_while_its_wait_lasts() {
+    let (names, me) = build("W W [W]");
+    let mut machine = Acquire::new(Mode::Write, true);
+    machine.created(&me.unwrap(), Some(&names));
+    assert!(machine.marker_watch_needed(), "asked for");
+    machine.step(Input::WatchesSet {
+        own: Some(Reply::Ok(())),
+        watched: Reply::Ok(()),
+        marker: Some(Reply::Ok(false)),
+    });
+    assert!(machine.marker_watch_needed(), "set, the wait goes on");
+    // The deletion with no marker: the record is read, the watch dropped.
+    assert_eq!(
+        show(&machine.step(Input::Event(event("deleted"))), &names),
+        "read"
+    );
+    assert!(!machine.marker_watch_needed(), "the wait on that node is over");
+
+    // Fired: not needed any more.
+    let mut machine = Acquire::new(Mode::Write, true);
+    machine.created(&build("W W [W]").1.unwrap(), Some(&names));
+    machine.step(Input::WatchesSet {
+        own: Some(Reply::Ok(())),
+        watched: Reply::Ok(()),
+        marker: Some(Reply::Ok(false)),
+    });
+    machine.step(Input::Event(Event::Released));
+    assert!(!machine.marker_watch_needed(), "its event came");
+
+    // A stranger's marker: dropped at once.
+    let mut machine = Acquire::new(Mode::Write, true);
+    machine.created(&build("W W [W]").1.unwrap(), Some(&names));
+    machine.step(Input::WatchesSet {
+        own: Some(Reply::Ok(())),
+        watched: Reply::Ok(()),
+        marker: Some(Reply::Ok(true)),
+    });
+    assert!(!machine.marker_watch_needed());
+
+    // The deadline: the wait is over.
+    let mut machine = Acquire::new(Mode::Write, true);
+    machine.created(&build("W W [W]").1.unwrap(), Some(&names));
+    machine.step(Input::WatchesSet {
+        own: Some(Reply::Ok(())),
+        watched: Reply::Ok(()),
+        marker: Some(Reply::Ok(false)),
+    });
+    machine.step(Input::Deadline);
+    assert!(!machine.marker_watch_needed());
+}
 
 /// Cases of an acquire that may wait.
 const CASES: &[(&str, Steps)] = &[
@@ -229,7 +454,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own 1"),
+            ("created", "watch+own+marker 1"),
             ("set ok ok", "wait"),
             ("deleted", "read"),
             ("~own-data; record named ok", "list"),
@@ -242,13 +467,13 @@ const CASES: &[(&str, Steps)] = &[
     ),
     (
         "W W [W]",
-        &[("created", "watch+own 1"), ("set ok nonode", "list")],
+        &[("created", "watch+own+marker 1"), ("set ok nonode", "list")],
     ),
     // Release record: a writer behind a waiting writer.
     (
         "W W [W]",
         &[
-            ("created", "watch+own 1"),
+            ("created", "watch+own+marker 1"),
             ("set ok ok", "wait"),
             ("deleted", "read"),
             ("record named ok", "grant mark"),
@@ -257,7 +482,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own 1"),
+            ("created", "watch+own+marker 1"),
             ("set ok ok", "wait"),
             ("deleted", "read"),
             ("record other ok", "list"),
@@ -266,7 +491,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own 1"),
+            ("created", "watch+own+marker 1"),
             ("set ok ok", "wait"),
             ("deleted", "read"),
             ("record named nonode", "list"),
@@ -275,7 +500,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own 1"),
+            ("created", "watch+own+marker 1"),
             ("set ok ok", "wait"),
             ("deleted", "read"),
             ("record retry", "list"),
@@ -284,7 +509,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own 1"),
+            ("created", "watch+own+marker 1"),
             ("set ok ok", "wait"),
             ("deleted", "read"),
             ("record failed", "list"),
@@ -293,7 +518,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own 1"),
+            ("created", "watch+own+marker 1"),
             ("set ok ok", "wait"),
             ("interrupted", "wait"),
             ("deleted", "read"),
@@ -324,7 +549,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own 1"),
+            ("created", "watch+own+marker 1"),
             ("set ok ok", "wait"),
             ("data", "rewatch"),
             ("rewatched nonode", "read"),
@@ -365,7 +590,7 @@ const CASES: &[(&str, Steps)] = &[
             ("created", "watch 2"),
             ("set - ok", "wait"),
             ("deleted", "list"),
-            ("listed R@0 W@1 [W@3]", "watch+own 1"),
+            ("listed R@0 W@1 [W@3]", "watch+own+marker 1"),
         ],
     ),
     // Readers: the only writer before me.
@@ -380,7 +605,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W W [R]",
         &[
-            ("created", "watch+own 1"),
+            ("created", "watch+own+marker 1"),
             ("set ok ok", "wait"),
             ("deleted", "read"),
             ("record named ok", "grant"),
@@ -407,7 +632,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own 1"),
+            ("created", "watch+own+marker 1"),
             ("set noauth ok", "wait"),
             ("deleted", "read"),
             ("record named noauth", "check"),
@@ -450,7 +675,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own 1"),
+            ("created", "watch+own+marker 1"),
             ("set ok ok", "wait"),
             ("deleted", "read"),
             ("~ended; record named ok", "fail ended"),
@@ -469,7 +694,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own 1"),
+            ("created", "watch+own+marker 1"),
             ("set ok ok", "wait"),
             ("other", "list"),
             ("listed W@1 [W@2]", "watch 0"),
@@ -479,7 +704,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own 1"),
+            ("created", "watch+own+marker 1"),
             ("set ok ok", "wait"),
             ("other", "list"),
             ("listed W@0 W@1", "fail lost"),
@@ -509,7 +734,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own 1"),
+            ("created", "watch+own+marker 1"),
             ("set ok ok", "wait"),
             ("deleted", "read"),
             ("deadline", "give up"),
@@ -641,14 +866,15 @@ fn counts() {
             listings: 1,
             wakeups: 1,
             retries: 0,
-            handoff: true
+            handoff: true,
+            marked: false,
         }
     );
     let listed = run(
         true,
         "W W [W]",
         &[
-            ("created", "watch+own 1"),
+            ("created", "watch+own+marker 1"),
             ("set ok retry", "list"),
             ("listed W@1 [W@2]", "watch 0"),
             ("set - ok", "wait"),
@@ -661,7 +887,8 @@ fn counts() {
             listings: 2,
             wakeups: 1,
             retries: 1,
-            handoff: true
+            handoff: true,
+            marked: false,
         }
     );
     let at_once = run(true, "[W]", &[("created", "grant")]);
@@ -673,10 +900,14 @@ fn the_own_watch_is_kept_across_waits() {
     let (names, me) = build("W W [W]");
     let mut machine = Acquire::new(Mode::Write, true);
     let me = me.unwrap();
-    assert_eq!(show(&machine.created(&me, Some(&names)), &names), "watch+own 1");
+    assert_eq!(
+        show(&machine.created(&me, Some(&names)), &names),
+        "watch+own+marker 1"
+    );
     machine.step(Input::WatchesSet {
         own: Some(Reply::Ok(())),
         watched: Reply::Ok(()),
+        marker: None,
     });
     assert!(machine.own_watch_set());
     machine.step(Input::Event(Event::Watched(NodeEvent::Other)));
@@ -714,6 +945,7 @@ fn done_after_an_end_and_not_before() {
     machine.step(Input::WatchesSet {
         own: Some(Reply::Ok(())),
         watched: Reply::Ok(()),
+        marker: None,
     });
     assert!(!machine.is_done());
     assert_eq!(machine.step(Input::Deadline), Action::GiveUp);
@@ -749,7 +981,7 @@ const COUNTED: &[(&str, Steps, Expected)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own 1"),
+            ("created", "watch+own+marker 1"),
             ("set ok ok", "wait"),
             ("deleted", "read"),
             ("record retry", "list"),
@@ -770,7 +1002,7 @@ const COUNTED: &[(&str, Steps, Expected)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own 1"),
+            ("created", "watch+own+marker 1"),
             ("set ok ok", "wait"),
             ("other", "list"),
             ("listed W@1 [W@2]", "watch 0"),
@@ -822,7 +1054,8 @@ fn counts_of_each_path() {
                 listings: *listings,
                 wakeups: *wakeups,
                 retries: *retries,
-                handoff: *handoff
+                handoff: *handoff,
+                marked: counts.marked,
             },
             "{created}: {steps:?}"
         );

@@ -87,6 +87,7 @@ fn waiting_writer() -> Contender {
         c.step(created(&me, 41, Some(&[other.clone(), me.clone()]))),
         Action::Acquire(Wait::SetWatches {
             own: true,
+            marker: None,
             watched: other
         })
     );
@@ -99,7 +100,8 @@ fn a_writer_that_waited_releases_with_the_record() {
     assert_eq!(
         c.step(Input::Acquire(Heard::WatchesSet {
             own: Some(Reply::Ok(())),
-            watched: Reply::Ok(())
+            watched: Reply::Ok(()),
+            marker: None,
         })),
         Action::Acquire(Wait::Wait { poll: false })
     );
@@ -143,6 +145,7 @@ fn a_refused_record_of_any_kind_falls_back_to_a_plain_deletion() {
         c.step(Input::Acquire(Heard::WatchesSet {
             own: Some(Reply::Ok(())),
             watched: Reply::NoNode,
+            marker: None,
         }));
         assert!(c.is_held(), "{refusal:?}");
         let me = name(Mode::Write, 2);
@@ -179,6 +182,7 @@ fn a_release_that_finds_its_node_missing() {
         c.step(Input::Acquire(Heard::WatchesSet {
             own: Some(Reply::Ok(())),
             watched: Reply::NoNode,
+            marker: None,
         }));
         let me = name(Mode::Write, 2);
         assert_eq!(
@@ -715,6 +719,7 @@ fn a_holder_withdrawn_is_released() {
     c.step(Input::Acquire(Heard::WatchesSet {
         own: Some(Reply::Ok(())),
         watched: Reply::NoNode,
+        marker: None,
     }));
     assert!(c.is_held());
     // As a release: with the record the grant asked for, ...
@@ -740,6 +745,7 @@ fn events_after_the_grant_are_the_keepers() {
     c.step(Input::Acquire(Heard::WatchesSet {
         own: Some(Reply::Ok(())),
         watched: Reply::NoNode,
+        marker: None,
     }));
     assert!(c.is_held() && c.own_watch_set());
     // The keeper takes over the watch on my node: the wait hears nothing more.
@@ -776,7 +782,8 @@ fn a_lost_waiter_has_nothing_to_withdraw() {
     assert_eq!(
         c.step(Input::Acquire(Heard::WatchesSet {
             own: Some(Reply::NoNode),
-            watched: Reply::Ok(())
+            watched: Reply::Ok(()),
+            marker: None,
         })),
         Action::Fail(Failure::Lost)
     );
@@ -786,7 +793,8 @@ fn a_lost_waiter_has_nothing_to_withdraw() {
     assert_eq!(
         c.step(Input::Acquire(Heard::WatchesSet {
             own: Some(Reply::Ok(())),
-            watched: Reply::Ok(())
+            watched: Reply::Ok(()),
+            marker: None,
         })),
         Action::Fail(Failure::SessionEnded)
     );
@@ -1009,7 +1017,8 @@ fn events_reach_the_wait() {
     assert_eq!(
         c.step(Input::Acquire(Heard::WatchesSet {
             own: Some(Reply::Ok(())),
-            watched: Reply::Ok(())
+            watched: Reply::Ok(()),
+            marker: None,
         })),
         Action::Fail(Failure::Lost)
     );

@@ -109,12 +109,17 @@ impl SharedLock {
             own_watch: None,
             watched: None,
             watched_path: String::new(),
+            marker: None,
             last_error: None,
             ended: None,
         };
         let mut action = pending.machine.start();
         loop {
             *counts = pending.machine.counts();
+            if !pending.machine.marker_watch_needed() {
+                // Dropping it removes it from the server, unless it fired.
+                driver.marker = None;
+            }
             if driver.node.is_empty() {
                 if let (Some(name), Some(seq)) = (pending.machine.node(), pending.machine.seq()) {
                     driver.node = child_path(&inner.path, name);
@@ -234,6 +239,8 @@ struct Driver<'a> {
     /// The pending watch on the watched node.
     watched: Option<WatchFuture>,
     watched_path: String,
+    /// The pending `exists` watch on the watched node's release marker.
+    marker: Option<WatchFuture>,
     /// The error behind the last failed request, for `Failure::Request`.
     last_error: Option<Error>,
     /// The terminal session state seen, if any.
@@ -264,28 +271,50 @@ impl Driver<'_> {
                     }
                 }
             }
-            Action::SetWatches { own, watched } => {
+            Action::SetWatches { own, watched, marker } => {
                 self.watched_path = child_path(dir, &watched);
                 self.watched = None;
+                self.marker = None;
                 if own {
                     self.own_watch = None;
                 }
                 // Data watches (`getData`): on a missing node no watch is
-                // left behind. Both requests leave now.
+                // left behind. The marker's is an `exists` watch, which
+                // waits for its creation. All requests leave now, in order.
+                let marker_path = marker.map(|marker| child_path(dir, &marker));
                 let own_request = own.then(|| client.get_and_watch_data(&self.node));
                 let watch_request = client.get_and_watch_data(&self.watched_path);
+                let marker_request = marker_path
+                    .as_deref()
+                    .map(|path| client.check_and_watch_stat(path));
                 let requests = async {
                     let own = match own_request {
                         Some(request) => Some(request.await),
                         None => None,
                     };
-                    (own, watch_request.await)
+                    let watched = watch_request.await;
+                    let marker = match marker_request {
+                        Some(request) => Some(request.await),
+                        None => None,
+                    };
+                    (own, watched, marker)
                 };
                 // Changes of state before the watches were set do not matter.
                 while state_now(&mut self.states).is_some() {}
-                let Some((own, watched)) = before(self.until, requests).await else {
+                let Some((own, watched, marker)) = before(self.until, requests).await else {
                     return feed(machine, Input::Deadline);
                 };
+                let marker = marker.map(|marker| match marker {
+                    Ok((None, watcher)) => {
+                        self.marker = Some(Box::pin(watcher.changed()));
+                        Reply::Ok(false)
+                    }
+                    // A stranger's marker: its watch is dropped, and with
+                    // it removed from the server.
+                    Ok((Some(_), _)) => Reply::Ok(true),
+                    // Not the acquire's error: the release record decides.
+                    Err(e) => error_reply(&e),
+                });
                 let watched = match watched {
                     Ok((_, stat, watcher)) => {
                         if stat.ephemeral_owner == 0 {
@@ -320,7 +349,7 @@ impl Driver<'_> {
                     }
                 });
                 self.pump(machine);
-                let next = feed(machine, Input::WatchesSet { own, watched });
+                let next = feed(machine, Input::WatchesSet { own, watched, marker });
                 if let contender::Action::Acquire(Action::Wait { poll }) = next {
                     debug!(node = %self.node, watch = %self.watched_path, polling = poll, "waiting");
                 }
@@ -404,7 +433,24 @@ impl Driver<'_> {
 
     /// Waits for the next event of an acquire that waits.
     async fn wait(&mut self, poll: bool) -> Input<'static> {
+        loop {
+            if let Some(input) = self.wait_once(poll).await {
+                return input;
+            }
+        }
+    }
+
+    /// Waits for the next event; `None` for an event of the release
+    /// marker's watch that is not its creation (a stranger's marker that
+    /// existed when watched), which means nothing.
+    async fn wait_once(&mut self, poll: bool) -> Option<Input<'static>> {
         let client = &self.lock.inner.client;
+        let marker = async {
+            match self.marker.as_mut() {
+                Some(changed) => changed.await,
+                None => std::future::pending().await,
+            }
+        };
         let own = async {
             match self.own_watch.as_mut() {
                 Some(changed) => changed.await,
@@ -445,9 +491,19 @@ impl Driver<'_> {
         let states = &mut self.states;
         // The session state an event carries: a watch hears of the
         // session's end before `client.state()` says so.
+        // The marker's creation and the watched node's deletion come in
+        // that order, in the events of one transaction: if both have
+        // arrived, the creation is taken first.
         let (input, own_fired, watched_fired, state) = tokio::select! {
             biased;
             event = own => (Input::Event(Event::Own(node_event(&event))), true, false, event.session_state),
+            event = marker => {
+                self.marker = None;
+                if !is_created(&event) {
+                    return None;
+                }
+                (Input::Event(Event::Released), false, false, event.session_state)
+            }
             state = states.changed() => (Input::Event(session_event(state)), false, false, state),
             (event, state) = watched => (Input::Event(event), false, !poll, state),
             () = deadline => (Input::Deadline, false, false, client.state()),
@@ -468,7 +524,7 @@ impl Driver<'_> {
                 .filter(|state| Error::from_session_state(*state).is_some())
                 .or(Some(client.state()));
         }
-        input
+        Some(input)
     }
 
     /// Tells the machine what arrived while a request was in flight: our own
@@ -479,6 +535,11 @@ impl Driver<'_> {
                 self.ended = Some(event.session_state);
             }
             machine.event(Event::Own(node_event(&event)));
+        }
+        if let Some(event) = take_ready(&mut self.marker) {
+            if is_created(&event) {
+                machine.event(Event::Released);
+            }
         }
         while let Some(state) = state_now(&mut self.states) {
             let event = session_event(state);
@@ -608,6 +669,12 @@ async fn poll_until_gone(client: &zk::Client, path: &str) -> Result<(), zk::Erro
             Err(e) => return Err(e),
         }
     }
+}
+
+/// True for the event of a release marker's creation (see
+/// [`crate::node_name::release_marker`]).
+fn is_created(event: &zk::WatchedEvent) -> bool {
+    event.event_type == zk::EventType::NodeCreated
 }
 
 /// A pending watch: its event, once it fires.

@@ -362,13 +362,20 @@ impl Requests {
         let path = child_path(&self.dir, name);
         let answer_lost = AtomicBool::new(false);
         let result = if record {
-            // One transaction writes the node's name as the directory's data
-            // and deletes the node: the contender watching it reads the record
-            // after the deletion (see `ordering`).
+            // One transaction writes the node's name as the directory's data,
+            // creates and deletes the node's release marker, and deletes the
+            // node: the contender watching it learns of the release from the
+            // marker's `NodeCreated`, or reads the record after the deletion
+            // (see `ordering`). The marker gets the node's ACL: the server
+            // delivers its event only to those who may read it.
+            let marker = child_path(&self.dir, &node_name::release_marker(name));
+            let marker_options = zk::CreateMode::Ephemeral.with_acls(zk::Acls::new(&self.acls));
             let release = || {
                 noting(&answer_lost, async {
                     let mut multi = client.new_multi_writer();
                     multi.add_set_data(&self.dir, node_name::release_record(name), None)?;
+                    multi.add_create(&marker, &[], &marker_options)?;
+                    multi.add_delete(&marker, None)?;
                     multi.add_delete(&path, None)?;
                     multi.commit().await.map_err(zk::Error::from)
                 })
