@@ -1,0 +1,221 @@
+//! The release marker (README, "Wire protocol") on a real server: the
+//! hand-off it carries needs no request after the event; a predecessor that
+//! gives up creates no marker and leaves no watch behind; a stranger's node
+//! under a marker's name, and a release written by a client that creates
+//! no marker, cost a read, never the lock.
+
+use zk_rwlock_testkit as support;
+
+use std::time::Duration;
+
+use support::{
+    client, eventually, joined, lock, received_on, server, unique_path, wait_contenders, wait_watching,
+};
+use zk_rwlock::node_name::{release_marker, RELEASE_MARKER_SUFFIX};
+use zk_rwlock::zk;
+
+const SHORT: Duration = Duration::from_secs(10);
+
+/// The child name of a full path.
+fn child(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// The paths under `dir` on the shared server that are watched and end as
+/// a marker.
+fn watched_markers(dir: &str) -> Vec<String> {
+    let wchp = server().four_letter(0, "wchp").unwrap();
+    let dir = format!("{dir}/");
+    wchp.lines()
+        .filter(|l| l.starts_with(&dir) && l.ends_with(RELEASE_MARKER_SUFFIX))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A waiter behind a writer that others precede is granted by the writer's
+/// release with no request of its own between its wait and its grant: the
+/// marker's `NodeCreated`, then the deletion, in the events of the release's
+/// transaction. The release record is still written, for clients that read
+/// it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chained_hand_off_sends_no_request_after_the_event() {
+    let path = unique_path("marker-chain");
+    let support::WriterChain {
+        first,
+        second,
+        third,
+        queue,
+        ..
+    } = support::writer_chain(&path).await;
+    let second_node = &queue[1].path;
+    let third_session = {
+        // The third writer's session is the one watching the second's marker.
+        let marker = format!("{path}/{}", release_marker(child(&queue[1].path)));
+        eventually("the third writer watches the marker", SHORT, || {
+            let watched = watched_markers(&path).contains(&marker);
+            async move { watched }
+        })
+        .await;
+        let wchp = server().four_letter(0, "wchp").unwrap();
+        let sessions = support::watchers_in(&wchp, &marker);
+        assert_eq!(sessions.len(), 1, "one session watches {marker}: {wchp}");
+        i64::from_str_radix(sessions[0].trim_start_matches("0x"), 16).unwrap()
+    };
+    first.release().await.unwrap();
+    let second = joined(SHORT, second).await.unwrap();
+    let before = received_on(third_session);
+    second.release().await.unwrap();
+    let third = joined(SHORT, third).await.unwrap();
+    let after = received_on(third_session);
+    assert_eq!(
+        after - before,
+        0,
+        "the third writer sent {} requests between its wait and its grant",
+        after - before
+    );
+    let record = client().await.get_data(&path).await.unwrap().0;
+    assert_eq!(
+        record,
+        second_node.rsplit('/').next().unwrap().as_bytes(),
+        "the release record is written too"
+    );
+    assert!(
+        watched_markers(&path).is_empty(),
+        "no marker watched: {:?}",
+        watched_markers(&path)
+    );
+    third.release().await.unwrap();
+}
+
+/// A waiter whose predecessor gives up sees a deletion with no marker: it
+/// reads the record, lists again, and drops its watch on the marker that
+/// will never be made, so the server keeps none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_predecessor_that_gives_up_leaves_no_marker_watch() {
+    let path = unique_path("marker-give-up");
+    let first_lock = lock(&path).await;
+    let first = first_lock.write().await.unwrap();
+    let second_lock = lock(&path).await;
+    let second = tokio::spawn(async move { second_lock.write_timeout(Duration::from_millis(1500)).await });
+    wait_contenders(&first_lock, 2).await;
+    let third_lock = lock(&path).await;
+    let third_session = third_lock.client().session_id().0;
+    let third = tokio::spawn(async move { third_lock.write().await });
+    wait_contenders(&first_lock, 3).await;
+    let queue = first_lock.contenders().await.unwrap();
+    let marker = format!("{path}/{}", release_marker(child(&queue[1].path)));
+    wait_watching(server(), &marker, third_session).await;
+    // The second gives up: the third must move on to the first.
+    assert!(
+        joined(SHORT, second).await.unwrap().is_none(),
+        "the second gave up"
+    );
+    wait_watching(server(), first.node(), third_session).await;
+    eventually("no marker watched", SHORT, || {
+        let none = watched_markers(&path).is_empty();
+        async move { none }
+    })
+    .await;
+    assert!(!third.is_finished(), "the third waits while the first holds");
+    first.release().await.unwrap();
+    let third = joined(SHORT, third).await.unwrap();
+    assert!(
+        watched_markers(&path).is_empty(),
+        "no marker watched: {:?}",
+        watched_markers(&path)
+    );
+    third.release().await.unwrap();
+}
+
+/// A stranger's node under the name of a release marker refuses the
+/// release's transaction whole; the release deletes its node plainly, and
+/// the waiter behind it (whose marker watch found the node there and took
+/// it for no signal) reads the record, lists, and is granted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_strangers_node_under_a_markers_name_costs_a_read_not_the_lock() {
+    let path = unique_path("marker-stranger");
+    let support::WriterChain {
+        first,
+        second,
+        third,
+        queue,
+        ..
+    } = support::writer_chain(&path).await;
+    let stranger = client().await;
+    let marker = format!("{path}/{}", release_marker(child(&queue[1].path)));
+    stranger
+        .create(
+            &marker,
+            b"not a release",
+            &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
+        )
+        .await
+        .unwrap();
+    first.release().await.unwrap();
+    let second = joined(SHORT, second).await.unwrap();
+    assert!(
+        !third.is_finished(),
+        "the marker made before the release grants nothing"
+    );
+    second.release().await.unwrap();
+    let third = joined(SHORT, third).await.unwrap();
+    let children = support::children(&stranger, &path).await;
+    assert!(
+        !children.iter().any(|c| queue[1].path.ends_with(c.as_str())),
+        "the second's node is gone: {children:?}"
+    );
+    assert!(
+        stranger.check_stat(&marker).await.unwrap().is_some(),
+        "the stranger's node stays"
+    );
+    third.release().await.unwrap();
+    stranger.delete(&marker, None).await.unwrap();
+}
+
+/// A release written by a client that makes no marker (an older zk-rwlock:
+/// the record and the deletion only) is verified with the record: the
+/// waiter reads it, and is granted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_without_a_marker_is_verified_by_the_record() {
+    let path = unique_path("marker-old-release");
+    let first_lock = lock(&path).await;
+    let first = first_lock.write().await.unwrap();
+    // An older client's writer, queued second (a native writer's name).
+    let old = client().await;
+    let prefix = format!("{path}/old@{}-W-", uuid::Uuid::new_v4().simple());
+    let (_, old_node) = old
+        .create(
+            &prefix,
+            &[],
+            &zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all()),
+        )
+        .await
+        .unwrap();
+    let old_node = format!("{prefix}{old_node}");
+    let third_lock = lock(&path).await;
+    let third_session = third_lock.client().session_id().0;
+    let third = tokio::spawn(async move { third_lock.write().await });
+    wait_watching(server(), &old_node, third_session).await;
+    // The first releases, and the older client "holds" and releases the
+    // way it always did: record and deletion, no marker.
+    first.release().await.unwrap();
+    let before = received_on(third_session);
+    let name = old_node.rsplit('/').next().unwrap();
+    let mut release = old.new_multi_writer();
+    release.add_set_data(&path, name.as_bytes(), None).unwrap();
+    release.add_delete(&old_node, None).unwrap();
+    release.commit().await.unwrap();
+    let third = joined(SHORT, third).await.unwrap();
+    let sent = received_on(third_session) - before;
+    // The record's read, and the removal of the marker's watch.
+    assert!(
+        sent <= 2,
+        "the third writer sent {sent} requests for the hand-off"
+    );
+    assert!(
+        watched_markers(&path).is_empty(),
+        "no marker watched: {:?}",
+        watched_markers(&path)
+    );
+    third.release().await.unwrap();
+}
