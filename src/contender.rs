@@ -36,7 +36,9 @@
 //!         GiveUp | Fail(_)  => the acquire ends; action = machine.withdraw()
 //!                              (deletes the node, if there is one to delete)
 //!         Delete{name,record} => delete `name` (with `record`: in one transaction with the
-//!                              release record, [`crate::node_name::release_record`]),
+//!                              release record, [`crate::node_name::release_record`], and
+//!                              the create and delete of its release marker,
+//!                              [`crate::node_name::release_marker`]),
 //!                              retried until answered; feed Deleted { answer, answer_lost }
 //!         ReadDirAcl        => read the directory's ACL and child count, keeping the ACL;
 //!                              feed DirAcl(children)
@@ -73,8 +75,9 @@
 //! - A holder's node deleted by someone else (or made again by someone else
 //!   under its name: another czxid) is lost; a deletion after the release
 //!   began is the release's. The session's end loses the lock.
-//! - A release deletes the node, with the release record if the grant said
-//!   `mark`; a refused record (an ACL, a quota) falls back to a plain
+//! - A release deletes the node, with the release record and marker if the
+//!   grant said `mark`; a refused transaction (an ACL, a quota, a
+//!   stranger's node under the marker's name) falls back to a plain
 //!   deletion. A node missing at the release was deleted by someone else
 //!   unless an earlier attempt's answer was lost
 //!   ([`crate::lease::released_by_us`]).
@@ -266,7 +269,8 @@ pub enum Action {
     Delete {
         /// The child name.
         name: String,
-        /// In one transaction with the release record naming it.
+        /// In one transaction with the release record naming it and its
+        /// release marker's create and delete.
         record: bool,
     },
     /// Read the lock directory's ACL and child count.

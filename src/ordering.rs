@@ -29,19 +29,25 @@
 //!   way (the only node before a writer, the only writer before a reader),
 //!   so its deletion, for whatever reason, grants the lock.
 //! - `release_grants`: the watched node's *release by a holder* grants the
-//!   lock. A writer that held the lock after waiting releases by writing
-//!   its node's name into the lock directory's data (the release record,
-//!   [`crate::node_name::release_record`])
-//!   and deleting the node, in one transaction; the watcher, woken by the
-//!   deletion, reads the record. A writer holds only once nothing precedes
+//!   lock. A writer that held the lock after waiting releases, in one
+//!   transaction, by writing its node's name into the lock directory's data
+//!   (the release record, [`crate::node_name::release_record`]), creating
+//!   and deleting again its release marker
+//!   ([`crate::node_name::release_marker`]), and deleting the node. The
+//!   watcher, which watches the marker with `exists` beside the node, learns
+//!   of the release from the marker's `NodeCreated`, which comes before the
+//!   deletion's event; without it (a client that makes no marker, a
+//!   reconnection in between), woken by the deletion, it reads the record.
+//!   A writer holds only once nothing precedes
 //!   it, and nothing new can precede it later; so when a watched writer that
 //!   held is gone, nothing stands before the watcher any more (a writer
 //!   watches its immediate predecessor; a reader watches the last writer
 //!   before it). This holds whenever the watched node is a native writer
 //!   (see "Peers and the release record" below), and whenever
-//!   `deletion_grants` holds. A deletion the record does not name
-//!   (a waiter that gave up, an expired session, a reader, a writer granted
-//!   at once) still needs a fresh snapshot, unless `deletion_grants` holds.
+//!   `deletion_grants` holds. A deletion with no marker that the record
+//!   does not name (a waiter that gave up, an expired session, a reader, a
+//!   writer granted at once) still needs a fresh snapshot, unless
+//!   `deletion_grants` holds.
 //!   A data change on the watched node proves nothing (anyone with WRITE
 //!   permission may write to it): the watcher just watches it again.
 //!

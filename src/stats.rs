@@ -22,6 +22,10 @@ pub struct Stats {
     /// the lock directory (hand-offs): on the watched node's deletion, or
     /// on finding it already gone when the watch was set.
     pub handoffs: u64,
+    /// Of the hand-offs, those made by the watched writer's release marker
+    /// (its creation's event, before the deletion's), with no read of the
+    /// release record.
+    pub marker_handoffs: u64,
     /// Acquires that gave up: a deadline passed, or `try_*` found the lock taken.
     pub give_ups: u64,
     /// Acquires that failed with an error.
@@ -60,6 +64,7 @@ pub(crate) struct Recorder {
     acquires: AtomicU64,
     grants: AtomicU64,
     handoffs: AtomicU64,
+    marker_handoffs: AtomicU64,
     give_ups: AtomicU64,
     failures: AtomicU64,
     listings: AtomicU64,
@@ -93,6 +98,7 @@ impl Recorder {
             End::Granted => {
                 add(&self.grants, 1);
                 add(&self.handoffs, u64::from(counts.handoff));
+                add(&self.marker_handoffs, u64::from(counts.marked));
                 add(&self.relisted_grants, u64::from(woken > 0 && !counts.handoff));
                 let nanos = u64::try_from(waited.as_nanos()).unwrap_or(u64::MAX);
                 add(&self.wait_nanos, nanos);
@@ -109,6 +115,7 @@ impl Recorder {
             acquires: get(&self.acquires),
             grants: get(&self.grants),
             handoffs: get(&self.handoffs),
+            marker_handoffs: get(&self.marker_handoffs),
             give_ups: get(&self.give_ups),
             failures: get(&self.failures),
             listings: get(&self.listings),
@@ -166,6 +173,7 @@ mod tests {
                 acquires: 5,
                 grants: 3,
                 handoffs: 2,
+                marker_handoffs: 2,
                 give_ups: 1,
                 failures: 1,
                 listings: 6,

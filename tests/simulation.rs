@@ -39,13 +39,23 @@
 //!   on a missing one), fired by deletion (`NodeDeleted`) and `setData`
 //!   (`NodeDataChanged`). The client side knows a watch once its reply is
 //!   delivered, until its event is.
+//! - Release markers: the release's transaction creates and deletes
+//!   `<node>.released` before it deletes the node, so the `exists` watches
+//!   on the marker fire (`NodeCreated`) before the node's deletion fires,
+//!   in every session's queue. An `exists` watch is set whether the marker
+//!   exists or not; `removeWatches` removes a session's watch on a marker.
+//!   A stranger may make a node under the marker's name of a live node no
+//!   contender waits on (and delete it again): a release of that node is
+//!   then refused whole (`NodeExists`). (Making a marker while a contender
+//!   watches for it forges a release: excluded, as a forged record.)
 //! - Connection loss: of the requests in flight, a random prefix is
 //!   applied, the rest is not; every reply not delivered yet becomes
 //!   `Retry`, undelivered events are lost, the session sees
 //!   `Event::Interrupted`. Requests sent while disconnected wait for the
 //!   reconnection. On reconnection the client's watches are registered
-//!   again: a watched node deleted or written meanwhile fires at once, these
-//!   events in any order (after `Event::Interrupted`).
+//!   again: a watched node deleted or written meanwhile fires at once, an
+//!   absent marker made meanwhile fires `NodeCreated`, these events in any
+//!   order (after `Event::Interrupted`).
 //! - Session expiry: its ephemeral nodes are deleted in one transaction
 //!   (their watchers are notified), its watches dropped; the client sees
 //!   the loss of connection, then `Event::SessionEnded` (and sometimes its
@@ -103,6 +113,14 @@
 //! the release record, as the peers never do, and nobody may take a
 //! hand-off from a record behind them.
 //!
+//! `SetWatches` sends the own node's watch, the marker's `exists` watch
+//! and the watched node's, in that order, and answers once the last is
+//! answered; a marker's `NodeCreated` is `Event::Released`. As the real
+//! driver, the simulated one drops a marker's watch (sending
+//! `removeWatches`) as soon as the machine says it is not needed
+//! (`marker_watch_needed`), or when the marker exists when watched (a
+//! stranger's), or when its answer comes after its acquire ended.
+//!
 //! # What is checked
 //!
 //! After every step: never two holders where one is a writer, a *holder*
@@ -144,7 +162,8 @@
 //! reconnect and holders release: within a bounded number of steps
 //! everything must come to rest with every acquire finished (no waiter
 //! left without something to wake it), and no node of a live session left
-//! in the directory.
+//! in the directory, and no watch of a live session on a release marker on
+//! the server.
 //!
 //! # Mutations
 //!
@@ -164,6 +183,8 @@
 //! - (h) the directory recycled without its ACL read (the default ACL): 2
 //! - (i) a refused release record ends the release, the node left: 4
 //! - (j) the held node's deletion never reaches the machine: 1
+//! - (k) the watched node's deletion counts as its marker's creation: 1
+//! - (l) the marker's watch is kept after the wait on its node: 1
 //!
 //! Scenario tests replay the tricky interleavings by hand, each also
 //! against the mutation it is there to catch.
