@@ -3,11 +3,14 @@
 
   python3 bench/report.py bench/peers/results/run-A.jsonl [run-B.jsonl ...]
 
-For every (workload, clients): the median over the files of grants/s per implementation,
+For every (workload, clients, latency_us): the median over the files of grants/s per implementation,
 zk-rwlock's ratio to Curator, p99, ZooKeeper requests per grant (zk_rx / (grants + warmup))
 and client CPU per grant (window_cpu_s / grants: the process's CPU from the clock's start to the
 run's end), with the per-file ratios in brackets so that the spread is visible. The floor rows
 that run.sh got from bench/floor-impl.sh (entity_floor) are zk-rwlock-bench rows without peers. Ratios are taken within one file (one run), then the median is reported.
+Rows measured through run.sh's delay proxy (LATENCY_US, the row's "latency_us") are rows of their
+own, named with the round trip they add: latency_us 500 is "contended_write @1ms". A file may hold
+several latency passes of one run (scripts/bench-compare.sh joins them).
 Standard library only.
 """
 import json
@@ -18,14 +21,25 @@ IMPLS = ["rust", "curator", "kazoo"]
 NAMES = {"rust": "zk-rwlock", "curator": "Curator", "kazoo": "kazoo"}
 
 
+def latency_us(r):
+    """The one-way latency a row was measured with (run.sh's LATENCY_US; 0 = loopback)."""
+    return r.get("latency_us") or 0
+
+
+def at(lat):
+    """The suffix naming a latency row by its round trip: "" for loopback, " @1ms" for 500 us."""
+    return f" @{2 * lat / 1000:g}ms" if lat else ""
+
+
 def load(path):
+    """The rows of one run.sh JSONL file, by (workload, clients, latency_us, impl)."""
     rows = {}
     with open(path) as f:
         for line in f:
             line = line.strip()
             if line.startswith("{"):
                 r = json.loads(line)
-                rows[(r["workload"], r["clients"], r["impl"])] = r
+                rows[(r["workload"], r["clients"], latency_us(r), r["impl"])] = r
     return rows
 
 
@@ -51,17 +65,17 @@ def main(paths):
     runs = [load(p) for p in paths]
     keys = []
     for run in runs:
-        for (w, c, _i) in run:
-            if (w, c) not in keys:
-                keys.append((w, c))
+        for (w, c, lat, _i) in run:
+            if (w, c, lat) not in keys:
+                keys.append((w, c, lat))
     print(f"Medians of {len(runs)} run(s). Ratios are zk-rwlock / Curator within a run; brackets: each run.")
     print()
     print("| workload | clients | zk-rwlock grants/s | Curator | kazoo | ÷ Curator | zk-rwlock p50 ms | Curator p50 | kazoo p50 "
           "| zk-rwlock p99 ms | Curator p99 | requests/grant (zk-rwlock, Curator) | CPU ms/grant (zk-rwlock, Curator) "
           "| violations |")
     print("|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|---|---:|")
-    for (w, c) in keys:
-        got = {i: [run.get((w, c, i)) for run in runs] for i in IMPLS}
+    for (w, c, lat) in keys:
+        got = {i: [run.get((w, c, lat, i)) for run in runs] for i in IMPLS}
         gps = {i: med([r and r.get("grants_per_s") for r in got[i]]) for i in IMPLS}
         p50 = {i: med([r and r.get("p50_ms") for r in got[i]]) for i in IMPLS}
         p99 = {i: med([r and r.get("p99_ms") for r in got[i]]) for i in IMPLS}
@@ -78,20 +92,20 @@ def main(paths):
         viol = sum((r or {}).get("violations", 0) for i in IMPLS for r in got[i] if r and i == "rust")
         spread = ", ".join(fmt(x, 2) for x in ratios)
         label = "time ÷ Curator" if w == "herd_release" else ""
-        print(f"| {w} | {c} | {fmt(gps['rust'])} | {fmt(gps['curator'])} | {fmt(gps['kazoo'])} "
+        print(f"| {w}{at(lat)} | {c} | {fmt(gps['rust'])} | {fmt(gps['curator'])} | {fmt(gps['kazoo'])} "
               f"| {fmt(med(ratios), 2)} {label}({spread}) | {fmt(p50['rust'], 2)} | {fmt(p50['curator'], 2)} "
               f"| {fmt(p50['kazoo'], 2)} | {fmt(p99['rust'], 2)} | {fmt(p99['curator'], 2)} "
               f"| {fmt(rx[0], 2)}, {fmt(rx[1], 2)} "
               f"| {fmt(cpu[0] and cpu[0] * 1000, 3)}, {fmt(cpu[1] and cpu[1] * 1000, 3)} | {viol} |")
-    for (w, c) in keys:
+    for (w, c, lat) in keys:
         if w != "entity_locks":
             continue
-        pairs = [(run.get((w, c, "rust")), run.get(("entity_floor", c, "rust"))) for run in runs]
+        pairs = [(run.get((w, c, lat, "rust")), run.get(("entity_floor", c, lat, "rust"))) for run in runs]
         ratios = [lk["grants_per_s"] / fl["grants_per_s"] for lk, fl in pairs
                   if lk and fl and lk.get("grants_per_s") and fl.get("grants_per_s")]
         if ratios:
             print()
-            print(f"entity_locks ({c} workers) / its floor entity_floor, same run: {fmt(med(ratios), 2)} "
+            print(f"entity_locks{at(lat)} ({c} workers) / its floor entity_floor, same run: {fmt(med(ratios), 2)} "
                   f"({', '.join(fmt(x, 2) for x in ratios)})")
             # Where the time goes: the server's CPU (zk_cpu_s, the whole process's time, warm-up
             # included) and requests per grant, the lock against its floor.

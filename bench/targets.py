@@ -16,18 +16,34 @@ The targets (README, "Measured"):
                                            Curator's
   herd_release                             total and hand-off p50 <= 0.5 x the better peer
   (the *_hold1ms safety rows have no throughput target)
+  contended_write(8) @1ms                  grants/s >= 2.0 x Curator and acquire p50 <= 0.55 x
+                                           Curator's (through run.sh's delay proxy, LATENCY_US=500)
   every row                                violations 0, ZooKeeper requests per grant <= Curator's,
                                            client CPU per grant <= 0.25 x Curator's
+The others' rows are the loopback rows (latency_us absent or 0). A row measured through the
+delay proxy (latency_us > 0, named by its round trip: "@1ms" for 500) is a row of its own,
+compared with Curator's row at the same latency; it has the LATENCY_TARGETS that name its
+latency and the every-row targets, no others. The contended rows' p50 is the acquire latency
+(call -> grant, latency_kind "acquire": for 8 clients mostly the wait in the queue); they carry no
+hand-off figure of their own, unlike herd_release, whose p50 is the hand-off.
 Client CPU is window_cpu_s: the process's CPU, all threads, from the clock's start to the run's
 end (a JVM's start-up and the connections' set-up are not in it).
 """
 import sys
 
-from report import load
+from report import at, load
 
 PEERS = ("curator", "kazoo")
 # Rows of zk-rwlock-bench that are floors, not locks: no targets of their own.
 FLOORS = {"entity_locks": "entity_floor"}
+# The targets of rows measured with network latency: (latency_us, workload, clients) ->
+# (field, its name, ">=" or "<=", bound) for zk-rwlock's field / Curator's in the same run.
+LATENCY_TARGETS = {
+    (500, "contended_write", 8): (
+        ("grants_per_s", "grants/s", ">=", 2.0),
+        ("p50_ms", "acquire p50", "<=", 0.55),
+    ),
+}
 
 
 def per_grant(r, key):
@@ -38,13 +54,21 @@ def per_grant(r, key):
 
 def checks(run):
     """Yields (target, ratio, ok) for one run."""
-    for (w, c, impl), r in sorted(run.items()):
+    for (w, c, lat, impl), r in sorted(run.items()):
         if impl != "rust" or w in FLOORS.values():
             continue
-        cur = run.get((w, c, "curator"))
-        row = f"{w}({c})"
-        if w == "herd_release":
-            peers = [run.get((w, c, p)) for p in PEERS]
+        cur = run.get((w, c, lat, "curator"))
+        row = f"{w}({c}){at(lat)}"
+        if lat:
+            for field, name, op, bound in LATENCY_TARGETS.get((lat, w, c), ()):
+                target = f"{row} {name} / Curator {op} {bound}"
+                if cur and cur.get(field) and r.get(field) is not None:
+                    ratio = r[field] / cur[field]
+                    yield target, ratio, ratio >= bound if op == ">=" else ratio <= bound
+                else:
+                    yield f"{target} (no Curator row)", float("nan"), False
+        elif w == "herd_release":
+            peers = [run.get((w, c, lat, p)) for p in PEERS]
             peers = [p for p in peers if p and p.get("secs")]
             if peers and r.get("secs"):
                 best = min(p["secs"] for p in peers)
@@ -55,8 +79,8 @@ def checks(run):
             floor = 1.25 if w.startswith("uncontended") else 1.5
             ratio = r["grants_per_s"] / cur["grants_per_s"]
             yield f"{row} grants/s / Curator >= {floor}", ratio, ratio >= floor
-        if w in FLOORS:
-            fl = run.get((FLOORS[w], c, "rust"))
+        if w in FLOORS and not lat:
+            fl = run.get((FLOORS[w], c, lat, "rust"))
             if fl and fl.get("grants_per_s"):
                 ratio = r["grants_per_s"] / fl["grants_per_s"]
                 yield f"{row} grants/s / {FLOORS[w]} >= 0.85", ratio, ratio >= 0.85

@@ -2,7 +2,11 @@
 # zk-rwlock against Apache Curator 5.4.0 and kazoo 2.11 on one throwaway local
 # ZooKeeper, every workload interleaved (bench/peers/README.md has the contract;
 # entity_locks with its floor, entity_floor, as a fourth implementation in the
-# same rotation, bench/floor-impl.sh), then, on a fresh server, ZooKeeper's own
+# same rotation, bench/floor-impl.sh), then the same with a network's latency: a second
+# pass of run.sh on a fresh server with LATENCY_US=500 (every implementation reaches the
+# server through bench/peers/delay-proxy, a 1 ms round trip), the contended rows,
+# mixed_90r10w, herd_release and entity_locks only, no safety pass; its rows are rows of
+# their own in the table ("contended_write @1ms"). Then, on a fresh server, ZooKeeper's own
 # floor measured with plain client calls, the herd at 64 and 1,000 waiters
 # (scale) and the client's memory per lock handle and per waiter; then the
 # directories entity_locks leaves behind (bench/lifecycle.sh, another fresh
@@ -13,9 +17,18 @@
 #
 #   ./scripts/bench-compare.sh            # one run; prints the comparison table
 #   RUNS=3 ./scripts/bench-compare.sh     # three runs; medians and per-run ratios
+#   LATENCY=0 ./scripts/bench-compare.sh  # the loopback pass only
 #
-# The JSON Lines go to bench/peers/results/. run.sh's knobs pass through
-# (e.g. HERD_WAITERS=1000, WORKLOADS="herd_release").
+# On the 2-core machine each run's loopback pass takes about 4-5 minutes (a minute of it the
+# server warm-up) and its latency pass about 5 more (the warm-up a minute, then some 35 s
+# per row: 7 rows with the default client counts); the floor, scale, memory and lifecycle
+# parts after the runs about 4 minutes in all.
+# LATENCY=500 is the latency pass's one-way latency in microseconds (0 skips the pass);
+# LATENCY_WORKLOADS="contended_write contended_mutex mixed_90r10w herd_release entity_locks"
+# its workloads. The JSON Lines go to bench/peers/results/ (run-<stamp>-<i>.jsonl, the latency
+# pass's run-<stamp>-<i>-lat500.jsonl, and both joined, compare-<stamp>-<i>.jsonl, which the
+# report and the targets read). run.sh's other knobs pass through to both passes (e.g.
+# HERD_WAITERS=1000, CONTENDED_CLIENTS="8"); WORKLOADS to the loopback pass only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/ensure-zookeeper.sh
@@ -24,13 +37,27 @@ target_dir=${CARGO_TARGET_DIR:-target}
 [[ $target_dir == /* ]] || target_dir=$PWD/$target_dir
 bin=$target_dir/release/zk-rwlock-bench
 stamp=$(date +%Y%m%d-%H%M%S)-$$
+latency=${LATENCY:-500}
+latency_workloads=${LATENCY_WORKLOADS:-"contended_write contended_mutex mixed_90r10w herd_release entity_locks"}
+results=bench/peers/results
 files=()
 for i in $(seq 1 "${RUNS:-1}"); do
   echo "bench-compare: run $i of ${RUNS:-1}" >&2
   # "floor" answers entity_locks with zk-rwlock-bench's entity_floor (bench/floor-impl.sh).
   RUN_ID=$stamp-$i IMPLS=${IMPLS:-"curator kazoo rust floor"} IMPL_CMD_rust="$bin" \
-    IMPL_CMD_floor="bash $PWD/bench/floor-impl.sh $bin" bash bench/peers/run.sh > /dev/null
-  files+=("bench/peers/results/run-$stamp-$i.jsonl")
+    IMPL_CMD_floor="bash $PWD/bench/floor-impl.sh $bin" LATENCY_US=0 bash bench/peers/run.sh > /dev/null
+  if [[ $latency == 0 ]]; then
+    files+=("$results/run-$stamp-$i.jsonl")
+    continue
+  fi
+  echo "bench-compare: run $i of ${RUNS:-1}, $latency us each way through the delay proxy" >&2
+  # The proxy is built into the bench binary's target directory.
+  RUN_ID=$stamp-$i-lat$latency IMPLS=${IMPLS:-"curator kazoo rust floor"} IMPL_CMD_rust="$bin" \
+    IMPL_CMD_floor="bash $PWD/bench/floor-impl.sh $bin" LATENCY_US=$latency PROXY_TARGET=$target_dir \
+    WORKLOADS=$latency_workloads SAFETY_HOLD_MS=0 bash bench/peers/run.sh > /dev/null
+  # One run, one file: its rows differ by latency_us, which the report and the targets key on.
+  cat "$results/run-$stamp-$i.jsonl" "$results/run-$stamp-$i-lat$latency.jsonl" > "$results/compare-$stamp-$i.jsonl"
+  files+=("$results/compare-$stamp-$i.jsonl")
 done
 python3 bench/report.py "${files[@]}"
 echo

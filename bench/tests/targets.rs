@@ -1,7 +1,9 @@
 //! `bench/targets.py` on made-up `run.sh` results: the entity_locks targets
 //! (against Curator, against its floor from the same run, p99), client CPU
 //! per grant taken from `window_cpu_s` (not `proc_cpu_s`), the floor's own
-//! rows left without targets, and the exit status.
+//! rows left without targets, and the exit status; rows measured with
+//! network latency (`latency_us`) as rows of their own, with their own
+//! targets, in the targets and in `bench/report.py`'s table.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -97,6 +99,85 @@ fn entity_targets_run_by_run() {
     assert!(
         !out.contains("uncontended_write"),
         "the floor's skipped rows are no rows:\n{out}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// contended_write with 8 clients for zk-rwlock and Curator, on loopback or
+/// through the delay proxy (`latency_us`, as run.sh appends it).
+fn contended(impl_name: &str, per_s: f64, p50: f64, latency_us: Option<u32>) -> String {
+    let latency = latency_us.map_or(String::new(), |l| format!(r#","latency_us":{l}"#));
+    format!(
+        r#"{{"impl":"{impl_name}","workload":"contended_write","clients":8,"grants":2000,"grants_per_s":{per_s},"p50_ms":{p50},"p99_ms":{p50},"violations":0,"window_cpu_s":0.1,"zk_rx":12000{latency}}}"#
+    )
+}
+
+#[test]
+fn latency_rows_are_rows_of_their_own() {
+    let dir = std::env::temp_dir().join(format!("zk-rwlock-latency-targets-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    // Loopback: 1.6x Curator (its target 1.5x met). At 1 ms: run 1 is 2.5x
+    // Curator with 0.4x its p50, run 2 1.2x with 0.9x.
+    let rows = |lat_per_s: f64, lat_p50: f64| {
+        [
+            contended("rust", 1600.0, 6.0, None),
+            contended("curator", 1000.0, 9.0, None),
+            contended("rust", lat_per_s, lat_p50, Some(500)),
+            contended("curator", 250.0, 30.0, Some(500)),
+        ]
+        .join("\n")
+            + "\n"
+    };
+    let met = write(&dir, "met.jsonl", &rows(625.0, 12.0));
+    let missed = write(&dir, "missed.jsonl", &rows(300.0, 27.0));
+    let bench = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let output = Command::new("python3")
+        .arg(bench.join("targets.py"))
+        .args([&met, &missed])
+        .output()
+        .expect("run python3 bench/targets.py (install python3)");
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "misses exit 1:\n{out}");
+    let t = |target| cells(&out, target);
+    assert_eq!(
+        t("contended_write(8) grants/s / Curator >= 1.5"),
+        ["ok", "ok"],
+        "{out}"
+    );
+    assert_eq!(
+        t("contended_write(8) @1ms grants/s / Curator >= 2.0"),
+        ["ok", "MISS"],
+        "{out}"
+    );
+    assert_eq!(
+        t("contended_write(8) @1ms acquire p50 / Curator <= 0.55"),
+        ["ok", "MISS"],
+        "{out}"
+    );
+    assert_eq!(
+        t("contended_write(8) @1ms violations == 0"),
+        ["ok", "ok"],
+        "{out}"
+    );
+    assert!(
+        !out.contains("@1ms grants/s / Curator >= 1.5"),
+        "the loopback targets are not the latency rows':\n{out}"
+    );
+
+    let output = Command::new("python3")
+        .arg(bench.join("report.py"))
+        .arg(&met)
+        .output()
+        .expect("run python3 bench/report.py");
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{out}");
+    assert!(
+        out.contains("| contended_write | 8 | 1600 | 1000 | - | 1.60 (1.60) |"),
+        "{out}"
+    );
+    assert!(
+        out.contains("| contended_write @1ms | 8 | 625 | 250 | - | 2.50 (2.50) |"),
+        "{out}"
     );
     std::fs::remove_dir_all(&dir).ok();
 }
