@@ -219,3 +219,49 @@ async fn a_release_without_a_marker_is_verified_by_the_record() {
     );
     third.release().await.unwrap();
 }
+
+/// At scale, the markers' watches cost nothing once the waits are over:
+/// 200 writers queued behind a holder, on 20 sessions, every one of them
+/// watching its predecessor's marker (bar the first), all give up at their
+/// deadline; the server then keeps no watch on any marker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_hundred_waiters_that_give_up_leave_no_marker_watch() {
+    const SESSIONS: usize = 20;
+    const PER_SESSION: usize = 10;
+    let path = unique_path("marker-scale");
+    let holder_lock = lock(&path).await;
+    let holder = holder_lock.write().await.unwrap();
+    let mut locks = Vec::new();
+    for _ in 0..SESSIONS {
+        locks.push(lock(&path).await);
+    }
+    let mut waiters = Vec::new();
+    for round in 0..PER_SESSION {
+        for lock in &locks {
+            let lock = lock.clone();
+            waiters.push(tokio::spawn(async move {
+                lock.write_timeout(Duration::from_secs(6)).await
+            }));
+        }
+        wait_contenders(&holder_lock, 1 + SESSIONS * (round + 1)).await;
+    }
+    let waiting = SESSIONS * PER_SESSION;
+    eventually(
+        "every waiter but the first watches its predecessor's marker",
+        SHORT,
+        || {
+            let n = watched_markers(&path).len();
+            async move { n == waiting - 1 }
+        },
+    )
+    .await;
+    for waiter in waiters {
+        assert!(joined(SHORT, waiter).await.unwrap().is_none(), "a waiter gave up");
+    }
+    eventually("no marker watched", SHORT, || {
+        let none = watched_markers(&path).is_empty();
+        async move { none }
+    })
+    .await;
+    holder.release().await.unwrap();
+}
