@@ -318,6 +318,8 @@ pub struct Acquire {
     phase: Phase,
     own_watch: OwnWatch,
     marker: MarkerWatch,
+    /// Release markers are watched (see [`Acquire::with_release_markers`]).
+    markers: bool,
     own_unreadable: bool,
     interrupted: bool,
     waited: bool,
@@ -336,6 +338,7 @@ impl Acquire {
             phase: Phase::Creating,
             own_watch: OwnWatch::None,
             marker: MarkerWatch::None,
+            markers: true,
             own_unreadable: false,
             interrupted: false,
             waited: false,
@@ -343,6 +346,17 @@ impl Acquire {
             end_state: None,
             counts: Counts::default(),
         }
+    }
+
+    /// Whether a release marker's creation counts as its node's release
+    /// (the default). Without, a waiter never watches markers and always
+    /// reads the release record: for directories whose ACL lets someone
+    /// create children who must not be able to forge a release
+    /// ([`crate::LockBuilder::release_markers`]).
+    #[must_use]
+    pub fn with_release_markers(mut self, on: bool) -> Acquire {
+        self.markers = on;
+        self
     }
 
     /// My node was created as `name`; `listing` is a listing known to
@@ -543,7 +557,8 @@ impl Acquire {
                     release_grants,
                 };
                 // Only a release can tell what its deletion means.
-                let marker = (release_grants && !deletion_grants).then(|| node_name::release_marker(watch));
+                let marker = (self.markers && release_grants && !deletion_grants)
+                    .then(|| node_name::release_marker(watch));
                 self.marker = if marker.is_some() {
                     MarkerWatch::Asked
                 } else {

@@ -359,6 +359,8 @@ pub struct Contender {
     releasing: bool,
     answer_lost: bool,
     data_checked: bool,
+    /// The wait watches release markers.
+    markers: bool,
 }
 
 impl Contender {
@@ -396,6 +398,7 @@ impl Contender {
             releasing: false,
             answer_lost: false,
             data_checked: false,
+            markers: true,
         }
     }
 
@@ -474,6 +477,14 @@ impl Contender {
         if let Some(acquire) = self.acquire.as_mut().filter(|_| self.phase == Phase::Waiting) {
             acquire.event(event);
         }
+    }
+
+    /// Whether the wait takes a release marker's creation as its node's
+    /// release ([`Acquire::with_release_markers`]; the default).
+    #[must_use]
+    pub fn with_release_markers(mut self, on: bool) -> Contender {
+        self.markers = on;
+        self
     }
 
     /// Feeds the answer to the last action and returns the next action.
@@ -868,7 +879,7 @@ impl Contender {
             return self.fail(Failure::SessionEnded);
         }
         let name = self.node().unwrap_or_default().to_owned();
-        let mut acquire = Acquire::new(self.mode, self.may_wait);
+        let mut acquire = Acquire::new(self.mode, self.may_wait).with_release_markers(self.markers);
         let action = acquire.created(&name, listing);
         self.acquire = Some(acquire);
         self.waited(action)

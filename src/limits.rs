@@ -32,7 +32,9 @@
 //! - the directory create: its path and the directory ACLs (its parents
 //!   have shorter paths and the same ACLs);
 //! - the release with the record: one `multi` that sets the directory's
-//!   data to the node's name and deletes the node (the path twice);
+//!   data to the node's name, creates the node's release marker (its path
+//!   and the contender ACLs) and deletes it, and deletes the node (the path
+//!   four times);
 //! - the recycling of a directory at the sequence counter's limit: one
 //!   `multi` that deletes it and creates it again with its ACL.
 //!
@@ -64,7 +66,7 @@
 //!
 //! Pure arithmetic: no I/O.
 
-use crate::node_name::{Layout, Mode};
+use crate::node_name::{Layout, Mode, RELEASE_MARKER_SUFFIX};
 use crate::zk;
 
 /// The longest identity, in bytes of UTF-8: 255 (see the [module](self)).
@@ -133,17 +135,29 @@ pub fn largest_request(shape: &LockShape<'_>) -> usize {
     };
     let node = dir + 1 + prefix + MAX_SEQUENCE_LEN;
     let name = prefix + MAX_SEQUENCE_LEN;
+    let marker = node + RELEASE_MARKER_SUFFIX.len();
     let contender_create = REQUEST_HEADER + buffer(dir + 1 + prefix) + buffer(data) + shape.acls_len + INT;
     let directory_create = REQUEST_HEADER + buffer(dir) + buffer(0) + shape.directory_acls_len + INT;
-    let release = REQUEST_HEADER
-        + MULTI_HEADER
-        + buffer(dir)
-        + buffer(name)
-        + INT
-        + MULTI_HEADER
-        + buffer(node)
-        + INT
-        + MULTI_HEADER;
+    // Only a native writer releases with the record and the marker; a
+    // peer layout's release is a plain delete, smaller than its create.
+    let release = usize::from(shape.layout == Layout::Native)
+        * (REQUEST_HEADER
+            + MULTI_HEADER
+            + buffer(dir)
+            + buffer(name)
+            + INT
+            + MULTI_HEADER
+            + buffer(marker)
+            + buffer(0)
+            + shape.acls_len
+            + INT
+            + MULTI_HEADER
+            + buffer(marker)
+            + INT
+            + MULTI_HEADER
+            + buffer(node)
+            + INT
+            + MULTI_HEADER);
     let recycle = REQUEST_HEADER
         + MULTI_HEADER
         + buffer(dir)
@@ -176,7 +190,7 @@ mod tests {
     }
 
     #[test]
-    fn with_large_acls_a_create_is_the_largest_request() {
+    fn with_large_acls_the_release_or_a_create_is_the_largest_request() {
         let acls: Vec<zk::Acl> = (0..100)
             .map(|i| {
                 zk::Acl::new(
@@ -193,14 +207,48 @@ mod tests {
         // header: delete (path, version) and create (path, no data, ACLs,
         // flags), and a last header.
         let recycle = 8 + 9 + 4 + 13 + 4 + 9 + 4 + 13 + 4 + a + 4 + 9;
-        let long = "i".repeat(40);
-        assert_eq!(
-            largest_request(&shape(&long, Layout::Native, &acls)),
-            create(&long)
-        );
-        assert!(create(&long) > recycle);
-        assert_eq!(largest_request(&shape("web01", Layout::Native, &acls)), recycle);
-        assert!(create("web01") < recycle);
+        // The release: 8 header, then setData (path, the name, version),
+        // the marker's create (path, no data, ACLs, flags) and delete (path,
+        // version), the node's delete (path, version), and a last header.
+        let release = |identity: &str| {
+            let name = identity.len() + 1 + 32 + 3 + 11;
+            let node = 13 + 1 + name;
+            let marker = node + ".released".len();
+            8 + 9
+                + 4
+                + 13
+                + 4
+                + name
+                + 4
+                + 9
+                + 4
+                + marker
+                + 4
+                + a
+                + 4
+                + 9
+                + 4
+                + marker
+                + 4
+                + 9
+                + 4
+                + node
+                + 4
+                + 9
+        };
+        for identity in ["i".repeat(40), "web01".to_owned()] {
+            assert_eq!(
+                largest_request(&shape(&identity, Layout::Native, &acls)),
+                release(&identity)
+            );
+            assert!(release(&identity) > create(&identity).max(recycle));
+        }
+        // In a peer layout (a plain delete releases), the create or the
+        // recycling.
+        for identity in ["i".repeat(40), "web01".to_owned()] {
+            let curator = largest_request(&shape(&identity, Layout::Curator, &acls));
+            assert!(curator >= recycle && curator < release(&identity));
+        }
     }
 
     #[test]
@@ -222,8 +270,27 @@ mod tests {
         let mut s = shape("web01", Layout::Native, open);
         s.server_path_len = MAX_PATH_LEN;
         let name = "web01@".len() + 32 + 3 + 11;
-        let release = 8 + 9 + (4 + MAX_PATH_LEN) + (4 + name) + 4 + 9 + (4 + MAX_PATH_LEN + 1 + name) + 4 + 9;
+        let node = MAX_PATH_LEN + 1 + name;
+        let marker = node + ".released".len();
+        let release = 8
+            + 9
+            + (4 + MAX_PATH_LEN)
+            + (4 + name)
+            + 4
+            + 9
+            + (4 + marker)
+            + 4
+            + acls_len(open)
+            + 4
+            + 9
+            + (4 + marker)
+            + 4
+            + 9
+            + (4 + node)
+            + 4
+            + 9;
         assert_eq!(largest_request(&s), release);
-        assert!(release < 10_000);
+        // Four paths of 4 KiB: far below the 1 MiB a server takes.
+        assert!(release < 20_000);
     }
 }

@@ -265,3 +265,163 @@ async fn two_hundred_waiters_that_give_up_leave_no_marker_watch() {
     .await;
     holder.release().await.unwrap();
 }
+
+/// A client authenticated as `users:pw` (digest), with a short session.
+async fn user_client() -> zk::Client {
+    zk::Client::connector()
+        .with_session_timeout(Duration::from_secs(4))
+        .with_auth("digest", b"users:pw")
+        .connect(&server().connect_string())
+        .await
+        .unwrap()
+}
+
+/// CREATE on the lock directory is enough to forge a release marker; a
+/// lock built with `release_markers(false)` does not trust markers, and a
+/// principal that may only list the directory and create children in it
+/// (no WRITE for the record, no DELETE for contender nodes) cannot get a
+/// writer granted beside the holder. The stranger creates the marker of
+/// the writer the third waits on while it waits; that writer then gives
+/// up: the third reads the record, lists again, and waits on the holder.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_that_does_not_trust_markers_cannot_be_forged_with_create_alone() {
+    let path = unique_path("marker-create-only");
+    let admin = user_client().await;
+    let parent = path.rsplit_once('/').unwrap().0;
+    admin
+        .mkdir(
+            parent,
+            &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
+        )
+        .await
+        .ok();
+    let dir_acl = [
+        zk::Acl::new(zk::Permission::ALL, zk::AuthId::new("auth", "")),
+        zk::Acl::new(
+            zk::Permission::READ | zk::Permission::CREATE,
+            zk::AuthId::anyone(),
+        ),
+    ];
+    admin
+        .create(
+            &path,
+            &[],
+            &zk::CreateMode::Persistent.with_acls(zk::Acls::new(&dir_acl)),
+        )
+        .await
+        .unwrap();
+    let users_lock = || async {
+        zk_rwlock::SharedLock::builder(user_client().await, &path)
+            .release_markers(false)
+            .build()
+            .unwrap()
+    };
+    let first_lock = users_lock().await;
+    let first = first_lock.write().await.unwrap();
+    let second_lock = users_lock().await;
+    let second = tokio::spawn(async move { second_lock.write_timeout(Duration::from_secs(3)).await });
+    wait_contenders(&first_lock, 2).await;
+    let third_lock = users_lock().await;
+    let third_session = third_lock.client().session_id().0;
+    let third = tokio::spawn(async move { third_lock.write().await });
+    wait_contenders(&first_lock, 3).await;
+    let queue = first_lock.contenders().await.unwrap();
+    wait_watching(server(), &queue[1].path, third_session).await;
+    assert!(watched_markers(&path).is_empty(), "markers are not watched");
+
+    let stranger = client().await;
+    assert_eq!(
+        stranger
+            .set_data(&path, child(&queue[1].path).as_bytes(), None)
+            .await
+            .err(),
+        Some(zk::Error::NoAuth),
+        "the stranger cannot write the record"
+    );
+    assert_eq!(
+        stranger.delete(&queue[0].path, None).await.err(),
+        Some(zk::Error::NoAuth),
+        "the stranger cannot delete contender nodes"
+    );
+    let marker = format!("{path}/{}", release_marker(child(&queue[1].path)));
+    stranger
+        .create(
+            &marker,
+            &[],
+            &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
+        )
+        .await
+        .expect("CREATE is all it takes to make the marker");
+    assert!(
+        joined(SHORT, second).await.unwrap().is_none(),
+        "the second gave up"
+    );
+    wait_watching(server(), first.node(), third_session).await;
+    assert!(!third.is_finished(), "the third waits while the first holds");
+    first.release().await.unwrap();
+    let third = joined(SHORT, third).await.unwrap();
+    third.release().await.unwrap();
+    admin.delete(&marker, None).await.unwrap();
+}
+
+/// `build()` counts the release's transaction, marker included, against
+/// the client's request limit: a lock whose release would be refused as
+/// too large (its ACLs travel with the marker's create) is refused when
+/// built; a smaller one writes its release record (the transaction fits).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn build_refuses_a_lock_whose_release_would_be_too_large() {
+    const LIMIT: u32 = 4096;
+    let path = unique_path("marker-limits");
+    let acls = |entries: usize| {
+        let mut acls = vec![zk::Acl::new(zk::Permission::ALL, zk::AuthId::anyone())];
+        for i in 0..entries {
+            acls.push(zk::Acl::new(
+                zk::Permission::READ,
+                zk::AuthId::new("digest", &format!("user{i:02}:{}", "x".repeat(28))),
+            ));
+        }
+        acls
+    };
+    let make = |entries: usize| {
+        let acls = acls(entries);
+        let path = path.clone();
+        async move {
+            let c = zk::Client::connector()
+                .with_session_timeout(Duration::from_secs(4))
+                .with_max_request_size(LIMIT)
+                .connect(&server().connect_string())
+                .await
+                .unwrap();
+            zk_rwlock::SharedLock::builder(c, &path)
+                .identity("web01")
+                .acls(&acls)
+                .directory_acls(&[zk::Acl::new(zk::Permission::ALL, zk::AuthId::anyone())])
+                .build()
+        }
+    };
+    // About 3,800 bytes of ACL entries: the create fits, the release not.
+    assert!(
+        matches!(make(70).await, Err(zk_rwlock::Error::RequestTooLarge { .. })),
+        "a lock whose release does not fit is refused"
+    );
+    let first_lock = make(30).await.expect("a lock whose requests fit");
+    let first = first_lock.write().await.unwrap();
+    let second_lock = make(30).await.unwrap();
+    let second = tokio::spawn(async move { second_lock.write().await });
+    wait_contenders(&first_lock, 2).await;
+    let third_lock = make(30).await.unwrap();
+    let third = tokio::spawn(async move { third_lock.write().await });
+    wait_contenders(&first_lock, 3).await;
+    first.release().await.unwrap();
+    let second = joined(SHORT, second).await.unwrap();
+    let second_name = child(second.node()).to_owned();
+    second.release().await.unwrap();
+    let third = joined(SHORT, third).await.unwrap();
+    let record = client().await.get_data(&path).await.unwrap().0;
+    third.release().await.unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&record),
+        second_name,
+        "the release transaction went through"
+    );
+}

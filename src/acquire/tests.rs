@@ -301,6 +301,23 @@ fn the_release_marker() {
     assert!(counts.handoff && counts.marked);
     let counts = run(true, MARKER_CASES[5].0, MARKER_CASES[5].1);
     assert!(!counts.marked);
+    // Markers not trusted: never watched, the record decides.
+    let (names, me) = build("W W [W]");
+    let mut machine = Acquire::new(Mode::Write, true).with_release_markers(false);
+    assert_eq!(
+        show(&machine.created(&me.unwrap(), Some(&names)), &names),
+        "watch+own 1"
+    );
+    machine.step(Input::WatchesSet {
+        own: Some(Reply::Ok(())),
+        watched: Reply::Ok(()),
+        marker: None,
+    });
+    machine.event(Event::Released);
+    assert_eq!(
+        show(&machine.step(Input::Event(event("deleted"))), &names),
+        "read"
+    );
 }
 
 #[test]

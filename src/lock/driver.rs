@@ -98,7 +98,8 @@ impl SharedLock {
             token,
             client.session_id().0,
             !inner.data_checked.load(Ordering::Relaxed),
-        );
+        )
+        .with_release_markers(inner.release_markers);
         // From here on, dropping this future withdraws whatever node it made.
         let mut pending = Pending::new(self.inner.clone(), Requests::new(inner, prefix), machine);
         let mut driver = Driver {

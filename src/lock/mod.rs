@@ -121,6 +121,8 @@ struct Inner {
     /// An acquire found the directory's data to be the lock's (empty or a
     /// release record): later acquires do not read it again.
     data_checked: AtomicBool,
+    /// See [`LockBuilder::release_markers`].
+    release_markers: bool,
 }
 
 impl Drop for Inner {
@@ -205,6 +207,7 @@ pub struct LockBuilder {
     directory_acls: Option<Vec<zk::Acl>>,
     follower_lag: Duration,
     layout: Layout,
+    release_markers: bool,
 }
 
 impl LockBuilder {
@@ -286,6 +289,25 @@ impl LockBuilder {
     /// for the lease.
     pub fn follower_lag(mut self, lag: Duration) -> LockBuilder {
         self.follower_lag = lag;
+        self
+    }
+
+    /// Whether a waiter takes the release marker's event as the release of
+    /// the writer it waits on (default: true), which hands the lock off in
+    /// the release's notification, with no request (see the wire protocol
+    /// in the README). Creating the marker takes CREATE on the lock
+    /// directory, which every contender needs; a principal with CREATE but
+    /// not DELETE on the directory (it cannot delete contender nodes, so it
+    /// cannot otherwise break the lock) could create a marker while a
+    /// waiter watches for it and, if the waited-on writer then gave up,
+    /// have the waiter granted beside the holder. Where the directory's ACL
+    /// gives CREATE to such principals, turn this off: waiters then read
+    /// the release record after the deletion (one round trip more per
+    /// hand-off in a chain of writers), which takes WRITE to forge. This
+    /// lock's releases make the marker either way, for the other
+    /// contenders.
+    pub fn release_markers(mut self, on: bool) -> LockBuilder {
+        self.release_markers = on;
         self
     }
 
@@ -374,6 +396,7 @@ impl LockBuilder {
                 stats: Recorder::default(),
                 follower_lag: self.follower_lag,
                 data_checked: AtomicBool::new(false),
+                release_markers: self.release_markers,
             }),
         })
     }
@@ -399,6 +422,7 @@ impl SharedLock {
             acls: None,
             directory_acls: None,
             layout: Layout::Native,
+            release_markers: true,
         }
     }
 
