@@ -191,7 +191,7 @@ fn long_path(name: &str, len: usize) -> String {
 /// one request (`jute.maxbuffer`). Its connection is cut once: it
 /// reconnects and keeps its session. The client registers exists watches
 /// again in batches as data watches; it once sent every batch's exists
-/// paths again in each later batch (patch 7 in
+/// paths again in each later batch (patch 8 in
 /// vendor/zookeeper-client/PATCHES.md), so the batches grew past the
 /// server's limit, the server dropped every reconnection, and the session
 /// was lost.

@@ -3,21 +3,22 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use async_io::Timer;
 use futures::future::{Fuse, FusedFuture, FutureExt};
 
+use crate::rt::Alarm;
+
 pub struct Deadline {
-    timer: Fuse<Timer>,
+    timer: Fuse<Alarm>,
     deadline: Option<Instant>,
 }
 
 impl Deadline {
     pub fn never() -> Self {
-        Self { timer: Timer::never().fuse(), deadline: None }
+        Self { timer: Alarm::never().fuse(), deadline: None }
     }
 
     pub fn until(deadline: Instant) -> Self {
-        Self { timer: Timer::at(deadline).fuse(), deadline: Some(deadline) }
+        Self { timer: Alarm::at(deadline).fuse(), deadline: Some(deadline) }
     }
 
     pub fn elapsed(&self) -> bool {

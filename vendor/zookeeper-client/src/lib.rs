@@ -26,7 +26,9 @@
 //! This library uses [asyncs](https://docs.rs/asyncs) and [spawns](https://docs.rs/spawns) to
 //! spawn asynchronous tasks. It exposes runtime feature flags for handy. Please refer their docs
 //! for references.
-//! * `tokio`: Toggle support for [tokio](https://docs.rs/tokio).
+//! * `tokio`: Toggle support for [tokio](https://docs.rs/tokio). Sockets and timers then run on
+//!   tokio's I/O driver and timer instead of async-io's reactor thread, so the session's runtime
+//!   needs IO and time enabled (`enable_all`).
 //! * `smol`: Toggle support for [smol](https://docs.rs/smol) builtin global executor.
 //! * `async-global-executor`: Toggle support for [async-global-executor](https://docs.rs/async-global-executor).
 
@@ -40,6 +42,7 @@ mod endpoint;
 mod error;
 mod proto;
 mod record;
+mod rt;
 #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
 mod sasl;
 mod session;

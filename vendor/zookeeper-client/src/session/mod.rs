@@ -7,11 +7,9 @@ mod types;
 mod watch;
 mod xid;
 
-use std::pin::pin;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use async_io::Timer;
 use asyncs::{select, sync};
 use futures::channel::mpsc;
 use futures::{AsyncWriteExt, StreamExt};
@@ -40,6 +38,7 @@ use crate::endpoint::IterableEndpoints;
 use crate::error::Error;
 use crate::proto::{ConnectRequest, ConnectResponse, ErrorCode, OpCode, PredefinedXid, ReplyHeader};
 use crate::record;
+use crate::rt;
 #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
 use crate::sasl::{SaslInitiator, SaslOptions, SaslSession};
 #[cfg(feature = "tls")]
@@ -526,7 +525,7 @@ impl Session {
     ) -> Result<(), Error> {
         let mut pinged = false;
         let (mut reader, mut writer) = conn.split();
-        let mut tick = pin!(Timer::interval(self.tick_timeout));
+        let mut tick = rt::Interval::new(self.tick_timeout);
         while !(self.session_state.is_connected() && depot.is_empty()) {
             select! {
                 r = reader.read_to_buf(buf) => match r.map_err(Error::other)? {
@@ -537,7 +536,7 @@ impl Session {
                     r?;
                     self.last_send = Instant::now();
                 },
-                now = tick.as_mut() => {
+                now = tick.tick() => {
                     if now >= self.last_recv + self.connector.timeout() {
                         return Err(Error::with_message(format!("no response from connection in {}ms", self.connector.timeout().as_millis())));
                     }
@@ -572,7 +571,7 @@ impl Session {
         self.sasl_session.take();
         let mut seek_for_writable =
             if self.session.readonly { Some(self.connector.clone().seek_for_writable(endpoints)) } else { None };
-        let mut tick = pin!(Timer::interval(self.tick_timeout));
+        let mut tick = rt::Interval::new(self.tick_timeout);
         let mut err = None;
         let mut channel_halted = false;
         depot.start();
@@ -606,7 +605,7 @@ impl Session {
                         self.watch_manager.remove_watcher(id, responser, depot);
                     }
                 },
-                now = tick.as_mut() => {
+                now = tick.tick() => {
                     if now >= self.last_recv + self.connector.timeout() {
                         return Err(Error::with_message(format!("no response from connection in {}ms", self.connector.timeout().as_millis())));
                     }

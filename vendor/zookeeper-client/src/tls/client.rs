@@ -1,6 +1,5 @@
 use std::sync::{Arc, RwLock};
 
-use async_net::TcpStream;
 use futures_rustls::client::TlsStream;
 use futures_rustls::TlsConnector;
 use rustls::client::WebPkiServerVerifier;
@@ -11,6 +10,7 @@ use tracing::warn;
 use super::{NoHostnameVerificationServerCertVerifier, TlsCerts, TlsClientOptions, TlsDynamicCerts, TlsInnerCerts};
 use crate::client::Result;
 use crate::error::Error;
+use crate::rt::{self, TcpStream};
 
 struct TlsDynamicConnector {
     config: RwLock<(u64, Arc<ClientConfig>)>,
@@ -163,7 +163,7 @@ impl TlsClient {
     }
 
     pub async fn connect(&self, host: &str, port: u16) -> std::io::Result<TlsStream<TcpStream>> {
-        let stream = TcpStream::connect((host, port)).await?;
+        let stream = rt::connect(host, port).await?;
         let domain = ServerName::try_from(host).unwrap().to_owned();
         self.inner.connect(domain, stream).await
     }
