@@ -517,3 +517,20 @@ fn revocation_targets() {
         assert_eq!(revocation_target("/locks/x", &node), want, "{node:?}");
     }
 }
+
+#[test]
+fn a_release_marker_is_the_name_and_a_suffix_no_layout_parses() {
+    for name in [
+        "web01@7f3a0c1e9b2d4f60a1b2c3d4e5f60718-W-0000000042",
+        "web01@7f3a0c1e9b2d4f60a1b2c3d4e5f60718-W--000000005",
+        "web01-W-2147483647",
+    ] {
+        let marker = release_marker(name);
+        assert_eq!(marker, format!("{name}.released"));
+        assert!(marker.ends_with(RELEASE_MARKER_SUFFIX));
+        assert!(parse_parts(&marker).is_err(), "{marker} parses as a contender");
+        assert!(marker.parse::<NodeName>().is_err());
+        // Distinct names, distinct markers.
+        assert_ne!(release_marker(name), release_marker(&format!("{name}0")));
+    }
+}
