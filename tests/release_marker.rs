@@ -32,6 +32,21 @@ fn watched_markers(dir: &str) -> Vec<String> {
         .collect()
 }
 
+/// Fails unless no marker under `dir` is watched on the server.
+fn assert_no_marker_watched(dir: &str) {
+    let watched = watched_markers(dir);
+    assert!(watched.is_empty(), "no marker watched: {watched:?}");
+}
+
+/// Waits until no marker under `dir` is watched on the server.
+async fn until_no_marker_watched(dir: &str) {
+    eventually("no marker watched", SHORT, || {
+        let none = watched_markers(dir).is_empty();
+        async move { none }
+    })
+    .await;
+}
+
 /// A waiter behind a writer that others precede is granted by the writer's
 /// release with no request of its own between its wait and its grant: the
 /// marker's `NodeCreated`, then the deletion, in the events of the release's
@@ -76,14 +91,10 @@ async fn a_chained_hand_off_sends_no_request_after_the_event() {
     let record = client().await.get_data(&path).await.unwrap().0;
     assert_eq!(
         record,
-        second_node.rsplit('/').next().unwrap().as_bytes(),
+        child(second_node).as_bytes(),
         "the release record is written too"
     );
-    assert!(
-        watched_markers(&path).is_empty(),
-        "no marker watched: {:?}",
-        watched_markers(&path)
-    );
+    assert_no_marker_watched(&path);
     third.release().await.unwrap();
 }
 
@@ -111,19 +122,11 @@ async fn a_predecessor_that_gives_up_leaves_no_marker_watch() {
         "the second gave up"
     );
     wait_watching(server(), first.node(), third_session).await;
-    eventually("no marker watched", SHORT, || {
-        let none = watched_markers(&path).is_empty();
-        async move { none }
-    })
-    .await;
+    until_no_marker_watched(&path).await;
     assert!(!third.is_finished(), "the third waits while the first holds");
     first.release().await.unwrap();
     let third = joined(SHORT, third).await.unwrap();
-    assert!(
-        watched_markers(&path).is_empty(),
-        "no marker watched: {:?}",
-        watched_markers(&path)
-    );
+    assert_no_marker_watched(&path);
     third.release().await.unwrap();
 }
 
@@ -200,7 +203,7 @@ async fn a_release_without_a_marker_is_verified_by_the_record() {
     // way it always did: record and deletion, no marker.
     first.release().await.unwrap();
     let before = received_on(third_session);
-    let name = old_node.rsplit('/').next().unwrap();
+    let name = child(&old_node);
     let mut release = old.new_multi_writer();
     release.add_set_data(&path, name.as_bytes(), None).unwrap();
     release.add_delete(&old_node, None).unwrap();
@@ -212,11 +215,7 @@ async fn a_release_without_a_marker_is_verified_by_the_record() {
         sent <= 2,
         "the third writer sent {sent} requests for the hand-off"
     );
-    assert!(
-        watched_markers(&path).is_empty(),
-        "no marker watched: {:?}",
-        watched_markers(&path)
-    );
+    assert_no_marker_watched(&path);
     third.release().await.unwrap();
 }
 
@@ -258,11 +257,7 @@ async fn two_hundred_waiters_that_give_up_leave_no_marker_watch() {
     for waiter in waiters {
         assert!(joined(SHORT, waiter).await.unwrap().is_none(), "a waiter gave up");
     }
-    eventually("no marker watched", SHORT, || {
-        let none = watched_markers(&path).is_empty();
-        async move { none }
-    })
-    .await;
+    until_no_marker_watched(&path).await;
     holder.release().await.unwrap();
 }
 

@@ -1477,19 +1477,19 @@ impl World {
     /// The nodes a stranger may name a marker after: live ones no
     /// contender waits on, whose marker nobody watches.
     fn marker_candidates(&self) -> Vec<String> {
-        let watched: BTreeSet<&String> = self
-            .contenders
+        let mut candidates = self.replace_candidates();
+        candidates.retain(|name| {
+            let marker = release_marker(name);
+            !self.markers.contains(&marker) && self.watches.get(&marker).is_none_or(BTreeSet::is_empty)
+        });
+        candidates
+    }
+
+    /// The nodes some contender waits on.
+    fn watched_nodes(&self) -> BTreeSet<&String> {
+        self.contenders
             .iter()
             .filter_map(|c| c.acq.as_ref().and_then(|a| a.watching.as_ref()))
-            .collect();
-        self.live
-            .keys()
-            .filter(|name| !watched.contains(name))
-            .filter(|name| {
-                let marker = release_marker(name);
-                !self.markers.contains(&marker) && self.watches.get(&marker).is_none_or(BTreeSet::is_empty)
-            })
-            .cloned()
             .collect()
     }
 
@@ -1510,11 +1510,7 @@ impl World {
         if self.dir.is_none() {
             return Vec::new();
         }
-        let watched: BTreeSet<&String> = self
-            .contenders
-            .iter()
-            .filter_map(|c| c.acq.as_ref().and_then(|a| a.watching.as_ref()))
-            .collect();
+        let watched = self.watched_nodes();
         let mut out = vec!["garbage".to_owned(), String::new()];
         out.extend(
             self.nodes
@@ -1530,11 +1526,7 @@ impl World {
     /// waits on (making one again after its deletion granted the waiter
     /// puts a contender back ahead of a holder, as a forged release would).
     fn replace_candidates(&self) -> Vec<String> {
-        let watched: BTreeSet<&String> = self
-            .contenders
-            .iter()
-            .filter_map(|c| c.acq.as_ref().and_then(|a| a.watching.as_ref()))
-            .collect();
+        let watched = self.watched_nodes();
         self.live
             .keys()
             .filter(|name| !watched.contains(name))

@@ -320,8 +320,9 @@ fn the_release_marker() {
     );
 }
 
-#[test]
-fn the_marker_watch_is_needed_only_while_its_wait_lasts() {
+/// A writer behind two writers whose watches were answered, the marker's
+/// with `marker` (`Ok(false)`: absent, its watch set).
+fn waiting_on_a_marker(marker: Reply<bool>) -> Acquire {
     let (names, me) = build("W W [W]");
     let mut machine = Acquire::new(Mode::Write, true);
     machine.created(&me.unwrap(), Some(&names));
@@ -329,8 +330,15 @@ fn the_marker_watch_is_needed_only_while_its_wait_lasts() {
     machine.step(Input::WatchesSet {
         own: Some(Reply::Ok(())),
         watched: Reply::Ok(()),
-        marker: Some(Reply::Ok(false)),
+        marker: Some(marker),
     });
+    machine
+}
+
+#[test]
+fn the_marker_watch_is_needed_only_while_its_wait_lasts() {
+    let names = build("W W [W]").0;
+    let mut machine = waiting_on_a_marker(Reply::Ok(false));
     assert!(machine.marker_watch_needed(), "set, the wait goes on");
     // The deletion with no marker: the record is read, the watch dropped.
     assert_eq!(
@@ -340,34 +348,16 @@ fn the_marker_watch_is_needed_only_while_its_wait_lasts() {
     assert!(!machine.marker_watch_needed(), "the wait on that node is over");
 
     // Fired: not needed any more.
-    let mut machine = Acquire::new(Mode::Write, true);
-    machine.created(&build("W W [W]").1.unwrap(), Some(&names));
-    machine.step(Input::WatchesSet {
-        own: Some(Reply::Ok(())),
-        watched: Reply::Ok(()),
-        marker: Some(Reply::Ok(false)),
-    });
+    let mut machine = waiting_on_a_marker(Reply::Ok(false));
     machine.step(Input::Event(Event::Released));
     assert!(!machine.marker_watch_needed(), "its event came");
 
     // A stranger's marker: dropped at once.
-    let mut machine = Acquire::new(Mode::Write, true);
-    machine.created(&build("W W [W]").1.unwrap(), Some(&names));
-    machine.step(Input::WatchesSet {
-        own: Some(Reply::Ok(())),
-        watched: Reply::Ok(()),
-        marker: Some(Reply::Ok(true)),
-    });
+    let machine = waiting_on_a_marker(Reply::Ok(true));
     assert!(!machine.marker_watch_needed());
 
     // The deadline: the wait is over.
-    let mut machine = Acquire::new(Mode::Write, true);
-    machine.created(&build("W W [W]").1.unwrap(), Some(&names));
-    machine.step(Input::WatchesSet {
-        own: Some(Reply::Ok(())),
-        watched: Reply::Ok(()),
-        marker: Some(Reply::Ok(false)),
-    });
+    let mut machine = waiting_on_a_marker(Reply::Ok(false));
     machine.step(Input::Deadline);
     assert!(!machine.marker_watch_needed());
 }
