@@ -281,24 +281,25 @@ impl Driver<'_> {
                 }
                 // Data watches (`getData`): on a missing node no watch is
                 // left behind. The marker's is an `exists` watch, which
-                // waits for its creation. All requests leave now, in order.
+                // waits for its creation; it leaves before the watched
+                // node's, so that a release between the two is still seen
+                // by its marker. All requests leave now, in order.
                 let marker_path = marker.map(|marker| child_path(dir, &marker));
                 let own_request = own.then(|| client.get_and_watch_data(&self.node));
-                let watch_request = client.get_and_watch_data(&self.watched_path);
                 let marker_request = marker_path
                     .as_deref()
                     .map(|path| client.check_and_watch_stat(path));
+                let watch_request = client.get_and_watch_data(&self.watched_path);
                 let requests = async {
                     let own = match own_request {
                         Some(request) => Some(request.await),
                         None => None,
                     };
-                    let watched = watch_request.await;
                     let marker = match marker_request {
                         Some(request) => Some(request.await),
                         None => None,
                     };
-                    (own, watched, marker)
+                    (own, watch_request.await, marker)
                 };
                 // Changes of state before the watches were set do not matter.
                 while state_now(&mut self.states).is_some() {}
