@@ -245,6 +245,18 @@ pub enum Action {
     GiveUp,
     /// The acquire fails.
     Fail(Failure),
+    /// A downgrade's: a reader node with the sequence of `writer` (the
+    /// writer node of mine that holds the lock, [`Acquire::replacing`])
+    /// takes its place, in one transaction that checks that `successor`
+    /// (the node right after `writer`) still exists, creates that reader,
+    /// deletes `writer` and deletes my node (see
+    /// [`crate::ordering::downgrade`]).
+    Replace {
+        /// The child name of the writer node to delete.
+        writer: String,
+        /// The node to check, if it is not my own (whose deletion checks it).
+        successor: Option<String>,
+    },
 }
 
 /// Counts of what one acquire did.
@@ -326,6 +338,8 @@ pub struct Acquire {
     foreign: bool,
     end_state: Option<Failure>,
     counts: Counts,
+    /// A downgrade's reader: the writer node of mine it may replace.
+    replacing: Option<String>,
 }
 
 impl Acquire {
@@ -345,7 +359,22 @@ impl Acquire {
             foreign: false,
             end_state: None,
             counts: Counts::default(),
+            replacing: None,
         }
+    }
+
+    /// This acquire is a downgrade's: my node is a reader made while my
+    /// writer node `writer` holds the lock, and it never waits. Its listing
+    /// is decided by [`crate::ordering::downgrade`]: a reader right after
+    /// the writer (my node, or a reader queued before it) gives
+    /// [`Action::Replace`]; a writer right after it, which may take its
+    /// deletion for its grant (`deletion_grants`, in this version and the
+    /// ones before), gives [`Action::GiveUp`]: the downgrade keeps the
+    /// writer node and withdraws mine.
+    #[must_use]
+    pub fn replacing(mut self, writer: &str) -> Acquire {
+        self.replacing = Some(writer.to_owned());
+        self
     }
 
     /// Whether a release marker's creation counts as its node's release
@@ -534,6 +563,17 @@ impl Acquire {
         let mut foreign = false;
         let decided = ordering::decide_noting_foreign(&self.me, children, &mut foreign);
         self.foreign = foreign;
+        if let Some(writer) = self.replacing.clone() {
+            return match ordering::downgrade(&writer, &self.me, children) {
+                Ok(ordering::Downgrade::Replace { successor }) => {
+                    let successor = (successor != self.me).then(|| successor.to_owned());
+                    self.finish(Action::Replace { writer, successor })
+                }
+                Ok(ordering::Downgrade::Keep) => self.finish(Action::GiveUp),
+                Err(OrderingError::Missing { .. }) => self.finish(Action::Fail(Failure::Lost)),
+                Err(OrderingError::InvalidName(_)) => self.finish(Action::Fail(Failure::InvalidName)),
+            };
+        }
         match decided {
             Ok(Decision::Granted) => self.grant(false),
             Ok(Decision::Wait {
@@ -712,6 +752,12 @@ impl Acquire {
             return Action::CheckOwn;
         }
         self.grant(true)
+    }
+
+    /// Lists again after the end: a downgrade's transaction found the node
+    /// it checks gone, and a fresh listing decides again.
+    pub fn list_again(&mut self) -> Action {
+        self.list()
     }
 
     /// True if the own node's watch is set and has not fired (the driver

@@ -614,6 +614,29 @@ impl Guard {
         self.release_inner()
     }
 
+    /// Downgrades a write lock to a read lock, atomically (see
+    /// [`crate::WriteGuard::downgrade`]); a read lock is returned as it is.
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::WriteGuard::downgrade`] (the write lock is then
+    /// released), and [`Error::InsideRuntime`] (the write lock is then
+    /// released in the background).
+    pub fn downgrade(mut self) -> Result<Guard, Error> {
+        if runs_tasks() {
+            return Err(Error::InsideRuntime);
+        }
+        let Some(inner) = self.inner.take() else {
+            return Ok(self);
+        };
+        let rt = self.rt.clone();
+        let downgraded = rt.block_on(inner.downgrade())??;
+        Ok(Guard {
+            inner: Some(downgraded),
+            rt,
+        })
+    }
+
     fn release_inner(&mut self) -> Result<(), Error> {
         let Some(inner) = self.inner.take() else {
             return Ok(());

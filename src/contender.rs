@@ -44,6 +44,9 @@
 //!                              feed DirAcl(children)
 //!         Recycle           => delete the directory and create it again, persistent, with the
 //!                              ACL just read, in one transaction; feed Recycled
+//!         Replace{..}       => a downgrade's transaction: check the node after the writer (if
+//!                              named), create the reader with the writer's sequence, delete
+//!                              the writer and my node; retried; feed Replaced
 //!         Done(outcome)     => the release or withdrawal is over
 //!     }
 //! }
@@ -83,6 +86,15 @@
 //!   ([`crate::lease::released_by_us`]).
 //! - A withdrawal deletes my node (found by token first if its create's
 //!   answer was lost); a lost node or an ended session needs none.
+//! - A downgrade runs a reader's contender ([`Contender::replacing`]) beside
+//!   the holding writer's machine ([`Contender::begin_replace`],
+//!   [`Contender::end_replace`]): the reader's create and listing, then
+//!   [`crate::ordering::downgrade`] decides: [`Action::Replace`] (the
+//!   reader's grant once it is applied) or [`Action::GiveUp`] (the writer
+//!   node stays, the reader is withdrawn). A transaction whose answer was
+//!   lost and that fails on a retry is settled by the new reader node's
+//!   owner. While it runs, the writer's deletion is the downgrade's unless
+//!   the downgrade says otherwise.
 //! - After a release or withdrawal of a node whose sequence is near the
 //!   counter's limit ([`crate::ordering::needs_recycling`]), the directory is
 //!   recycled if it is empty, with its ACL read back.
@@ -186,6 +198,17 @@ pub enum Input<'a> {
     DirAcl(Answer<i32>),
     /// The answer to [`Action::Recycle`].
     Recycled(Answer<()>),
+    /// The answer to [`Action::Replace`]: the new reader node's czxid;
+    /// `failed` names the operation that failed the transaction, if one
+    /// did; `answer_lost` as for [`Input::Deleted`].
+    Replaced {
+        /// The last attempt's answer.
+        answer: Answer<i64>,
+        /// The operation that failed the transaction.
+        failed: Option<ReplaceStep>,
+        /// An earlier attempt's answer was lost.
+        answer_lost: bool,
+    },
 }
 
 /// Why an acquire failed.
@@ -205,6 +228,9 @@ pub enum Failure {
     DirectoryHoldsData,
     /// The lock directory vanished [`MAX_DIRECTORY_ATTEMPTS`] times.
     NoDirectory,
+    /// A downgrade's writer node was deleted by someone else before the
+    /// downgrade replaced it: the write lock was lost.
+    WriterLost,
 }
 
 impl From<acquire::Failure> for Failure {
@@ -280,6 +306,47 @@ pub enum Action {
     Recycle,
     /// The release or withdrawal is over.
     Done(Outcome),
+    /// A downgrade's transaction (see [`crate::ordering::downgrade`]), in
+    /// this order: check that `successor` exists (if any), create `reader`
+    /// (ephemeral, not sequential: it carries the writer's sequence), delete
+    /// `writer`, delete `mine`; retried until answered. Feed
+    /// [`Input::Replaced`]. See [`Contender::replacing`].
+    Replace {
+        /// The child name of the writer node, my node that holds the lock.
+        writer: String,
+        /// The child name of the reader node to create in its place.
+        reader: String,
+        /// The node right after the writer, to check, if it is not `mine`.
+        successor: Option<String>,
+        /// The child name of this contender's node (made after the writer).
+        mine: String,
+    },
+}
+
+/// The operation that failed a downgrade's transaction ([`Action::Replace`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplaceStep {
+    /// The check of the node right after the writer: it is gone.
+    Successor,
+    /// The create of the reader node: a node has its name.
+    Reader,
+    /// The deletion of the writer node: it is gone.
+    Writer,
+    /// The deletion of my node: it is gone.
+    Mine,
+}
+
+/// How a downgrade's transaction ended, for the writer's machine
+/// ([`Contender::end_replace`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replacement {
+    /// It deleted the writer node: the reader holds from now on.
+    Applied,
+    /// The writer node was deleted by someone else first: the lock was lost.
+    WriterGone,
+    /// It did not happen (the writer node is kept), or whether it did is
+    /// unknown: a deletion of the node seen from now on is someone else's.
+    NotApplied,
 }
 
 /// What the guard's keeper does next with the held node.
@@ -325,7 +392,33 @@ enum Phase {
     },
     ReadingAcl(Outcome),
     Recycling(Outcome),
+    /// A downgrade's, replacing the writer by `reader` (with sequence `seq`).
+    Replacing {
+        reader: String,
+        seq: i32,
+    },
+    /// A downgrade's transaction lost an answer and failed on a retry:
+    /// whether the earlier attempt made `reader`, its stat tells.
+    VerifyingReplace {
+        reader: String,
+        seq: i32,
+        failed: Option<ReplaceStep>,
+        answer: Answer<i64>,
+    },
     Done,
+}
+
+/// Where a holding writer stands in its downgrade ([`Contender::begin_replace`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Downgrade {
+    None,
+    /// The transaction that may delete the node is under way; `deleted`
+    /// once the keeper saw the node deleted meanwhile.
+    Running {
+        deleted: bool,
+    },
+    /// The node was deleted by the downgrade: its reader holds.
+    Replaced,
 }
 
 /// One contender's state: see the [module documentation](self).
@@ -361,6 +454,9 @@ pub struct Contender {
     data_checked: bool,
     /// The wait watches release markers.
     markers: bool,
+    /// A downgrade's reader: the writer node of mine it replaces.
+    replaces: Option<String>,
+    downgrade: Downgrade,
 }
 
 impl Contender {
@@ -399,6 +495,8 @@ impl Contender {
             answer_lost: false,
             data_checked: false,
             markers: true,
+            replaces: None,
+            downgrade: Downgrade::None,
         }
     }
 
@@ -410,6 +508,11 @@ impl Contender {
     /// My node's child name, once known.
     pub fn node(&self) -> Option<&str> {
         self.me.as_ref().map(|(name, _, _)| name.as_str())
+    }
+
+    /// The writer node a downgrade's reader replaces ([`Contender::replacing`]).
+    pub fn replaces(&self) -> Option<&str> {
+        self.replaces.as_deref()
     }
 
     /// My node's sequence number, once known.
@@ -485,6 +588,56 @@ impl Contender {
     pub fn with_release_markers(mut self, on: bool) -> Contender {
         self.markers = on;
         self
+    }
+
+    /// This contender is a downgrade's: a reader (`mode` [`Mode::Read`],
+    /// `may_wait` false, in the native layout) made while `writer`, a
+    /// writer node of mine in the same directory, holds the lock. Its wait
+    /// ([`Acquire::replacing`]) answers [`Action::Replace`] if the writer
+    /// can hand the lock over to it (only readers between them), which
+    /// grants it once the writer is deleted; [`Action::GiveUp`] otherwise
+    /// (a writer queued between them), and the downgrade keeps the writer
+    /// node instead. The writer's machine is told with
+    /// [`Contender::begin_replace`] and [`Contender::end_replace`].
+    #[must_use]
+    pub fn replacing(mut self, writer: &str) -> Contender {
+        self.replaces = Some(writer.to_owned());
+        self
+    }
+
+    /// A holding writer's downgrade begins: a deletion of its node seen
+    /// from now on may be the downgrade's. False (and nothing changes) if
+    /// it cannot be downgraded: not holding, lost, or its release begun.
+    pub fn begin_replace(&mut self) -> bool {
+        if self.phase != Phase::Holding || self.lost || self.releasing || self.mode != Mode::Write {
+            return false;
+        }
+        self.downgrade = Downgrade::Running { deleted: false };
+        true
+    }
+
+    /// A holding writer's downgrade ended as `how`: with [`Replacement::Applied`]
+    /// the node is gone and this machine is done (nothing to release);
+    /// otherwise it holds as before, lost if the node was deleted by
+    /// someone else meanwhile.
+    pub fn end_replace(&mut self, how: Replacement) {
+        let deleted = matches!(self.downgrade, Downgrade::Running { deleted: true });
+        match how {
+            Replacement::Applied => {
+                self.downgrade = Downgrade::Replaced;
+                self.phase = Phase::Done;
+            }
+            Replacement::WriterGone => {
+                self.downgrade = Downgrade::None;
+                self.held_deleted();
+            }
+            Replacement::NotApplied => {
+                self.downgrade = Downgrade::None;
+                if deleted {
+                    self.held_deleted();
+                }
+            }
+        }
     }
 
     /// Feeds the answer to the last action and returns the next action.
@@ -596,6 +749,43 @@ impl Contender {
                 _ => self.done(outcome),
             },
             (Phase::Recycling(outcome), Input::Recycled(_)) => self.done(outcome),
+            (
+                Phase::Replacing { reader, seq },
+                Input::Replaced {
+                    answer,
+                    failed,
+                    answer_lost,
+                },
+            ) => match answer {
+                Answer::Ok(czxid) => self.replaced(reader, seq, czxid),
+                // An earlier attempt may have been applied: its reader tells.
+                _ if answer_lost => {
+                    self.phase = Phase::VerifyingReplace {
+                        reader: reader.clone(),
+                        seq,
+                        failed,
+                        answer,
+                    };
+                    Action::Stat { name: reader }
+                }
+                answer => self.replace_failed(failed, answer),
+            },
+            (
+                Phase::VerifyingReplace {
+                    reader,
+                    seq,
+                    failed,
+                    answer,
+                },
+                Input::Stat(stat),
+            ) => match stat {
+                Answer::Ok(Some(owner)) if owner.session == self.session => {
+                    self.replaced(reader, seq, owner.czxid)
+                }
+                Answer::Ok(_) | Answer::NoNode => self.replace_failed(failed, answer),
+                Answer::SessionEnded => self.fail(Failure::SessionEnded),
+                _ => self.fail(Failure::Request),
+            },
             // An answer to a question not asked: a driver error.
             (Phase::Done, _) => Action::Done(Outcome::Failed),
             (_, _) => self.fail(Failure::Request),
@@ -616,6 +806,10 @@ impl Contender {
             phase @ (Phase::Deleting { .. } | Phase::ReadingAcl(_) | Phase::Recycling(_) | Phase::Done) => {
                 self.phase = phase;
                 return Action::Done(Outcome::Deleted);
+            }
+            // A downgrade's transaction may have made its reader: it goes too.
+            Phase::Replacing { reader, .. } | Phase::VerifyingReplace { reader, .. } => {
+                self.extras.push(reader)
             }
             _ => {}
         }
@@ -725,11 +919,59 @@ impl Contender {
     }
 
     fn held_deleted(&mut self) {
-        // After the release began, the deletion is the release's.
-        if !self.releasing {
-            self.gone = true;
-            self.lost = true;
+        match self.downgrade {
+            // Whose deletion it is, the downgrade's answer tells.
+            Downgrade::Running { .. } => self.downgrade = Downgrade::Running { deleted: true },
+            // The downgrade's own.
+            Downgrade::Replaced => {}
+            // After the release began, the deletion is the release's.
+            Downgrade::None if self.releasing => {}
+            Downgrade::None => {
+                self.gone = true;
+                self.lost = true;
+            }
         }
+    }
+
+    /// A downgrade's transaction made `reader`: it holds from now on, in
+    /// place of the writer (and of my node, deleted with it).
+    fn replaced(&mut self, reader: String, seq: i32, czxid: i64) -> Action {
+        self.me = Some((reader, seq, czxid));
+        self.hold(false)
+    }
+
+    /// A downgrade's transaction did not happen: `failed` says why.
+    fn replace_failed(&mut self, failed: Option<ReplaceStep>, answer: Answer<i64>) -> Action {
+        match (failed, answer) {
+            (_, Answer::SessionEnded) => self.fail(Failure::SessionEnded),
+            // The reader after the writer left: decide again.
+            (Some(ReplaceStep::Successor), Answer::NoNode) => match self.acquire.as_mut() {
+                Some(acquire) => {
+                    let action = acquire.list_again();
+                    self.waited(action)
+                }
+                None => self.fail(Failure::Request),
+            },
+            // Someone else's node has the reader's name, or my node is
+            // gone: the writer node stays.
+            (Some(ReplaceStep::Reader), Answer::Exists) => {
+                self.phase = Phase::Ended;
+                Action::GiveUp
+            }
+            (Some(ReplaceStep::Mine), Answer::NoNode) => {
+                self.gone = true;
+                self.phase = Phase::Ended;
+                Action::GiveUp
+            }
+            (Some(ReplaceStep::Writer), Answer::NoNode) => self.fail(Failure::WriterLost),
+            _ => self.fail(Failure::Request),
+        }
+    }
+
+    fn hold(&mut self, mark: bool) -> Action {
+        self.mark = mark;
+        self.phase = Phase::Holding;
+        Action::Grant { mark }
     }
 
     fn create(&mut self) -> Action {
@@ -880,6 +1122,9 @@ impl Contender {
         }
         let name = self.node().unwrap_or_default().to_owned();
         let mut acquire = Acquire::new(self.mode, self.may_wait).with_release_markers(self.markers);
+        if let Some(writer) = &self.replaces {
+            acquire = acquire.replacing(writer);
+        }
         let action = acquire.created(&name, listing);
         self.acquire = Some(acquire);
         self.waited(action)
@@ -888,10 +1133,27 @@ impl Contender {
     /// The wait's next action, as the contender's.
     fn waited(&mut self, action: acquire::Action) -> Action {
         match action {
-            acquire::Action::Grant { mark } => {
-                self.mark = mark;
-                self.phase = Phase::Holding;
-                Action::Grant { mark }
+            acquire::Action::Grant { mark } => self.hold(mark),
+            acquire::Action::Replace { writer, successor } => {
+                let mine = self.node().unwrap_or_default().to_owned();
+                let reader = mine.parse::<NodeName>().ok().zip(writer.parse::<NodeName>().ok());
+                let Some((reader, seq)) = reader.and_then(|(mine, writer)| {
+                    let seq = writer.seq();
+                    let reader = NodeName::new(mine.identity(), mine.token()?, Mode::Read, seq);
+                    Some((reader.to_string(), seq))
+                }) else {
+                    return self.fail(Failure::InvalidName);
+                };
+                self.phase = Phase::Replacing {
+                    reader: reader.clone(),
+                    seq,
+                };
+                Action::Replace {
+                    writer,
+                    reader,
+                    successor,
+                    mine,
+                }
             }
             acquire::Action::GiveUp => {
                 self.phase = Phase::Ended;

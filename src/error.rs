@@ -63,6 +63,15 @@ pub enum Error {
         /// The mode asked for.
         mode: crate::node_name::Mode,
     },
+    /// [`WriteGuard::downgrade`](crate::WriteGuard::downgrade) in a
+    /// peer's layout: only the native layout can downgrade (a peer's
+    /// readers and writers would not see the hand-over for what it is).
+    /// The write lock is released.
+    #[error("the `{layout}` layout cannot downgrade a write lock (only the native layout can); the write lock was released")]
+    DowngradeUnsupported {
+        /// The lock's layout.
+        layout: crate::node_name::Layout,
+    },
     /// The ZooKeeper session ended by expiry: every ephemeral node of it,
     /// and so every lock it held or waited for, is gone. Connect a new client.
     #[error("ZooKeeper session expired: its locks are gone; connect a new client to lock again")]
@@ -363,6 +372,7 @@ mod tests {
                 Error::InvalidIdentity { .. } => "InvalidIdentity",
                 Error::RequestTooLarge { .. } => "RequestTooLarge",
                 Error::UnsupportedMode { .. } => "UnsupportedMode",
+                Error::DowngradeUnsupported { .. } => "DowngradeUnsupported",
                 Error::SessionExpired => "SessionExpired",
                 Error::SessionClosed => "SessionClosed",
                 Error::Lost { .. } => "Lost",
@@ -400,6 +410,9 @@ mod tests {
             Error::UnsupportedMode {
                 layout: crate::node_name::Layout::CuratorMutex,
                 mode: crate::node_name::Mode::Read,
+            },
+            Error::DowngradeUnsupported {
+                layout: crate::node_name::Layout::Kazoo,
             },
             Error::SessionExpired,
             Error::SessionClosed,

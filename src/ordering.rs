@@ -373,6 +373,101 @@ pub fn blind_to(me: (Layout, Mode), other: (Layout, Mode)) -> bool {
             && other_mode == Mode::Read)
 }
 
+/// What the downgrade of a holding writer does ([`downgrade`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Downgrade<'a> {
+    /// A reader node with the writer's sequence takes the writer's place,
+    /// in one transaction that also checks that `successor`, the node right
+    /// after the writer (a reader: the downgrade's own reader node, or a
+    /// reader queued before it), still exists.
+    Replace {
+        /// The child name of the node right after the writer.
+        successor: &'a str,
+    },
+    /// The writer node stays: the node right after it is a writer, which
+    /// may take the writer node's deletion for its grant (or the writer is
+    /// missing, or the downgrade's reader cannot be ordered).
+    Keep,
+}
+
+/// How the holding writer `writer` downgrades, given a listing (`children`)
+/// that contains `me`, a reader node the downgrade made after it (see
+/// "Downgrade" in the [module documentation](self)).
+///
+/// The downgrade replaces the writer node by a reader node with the same
+/// sequence, in one transaction. Who could be granted by the writer node's
+/// deletion? Readers behind it, which is the point, and the writer right
+/// after it, if any, which waits on it and may take its deletion for its
+/// grant (`deletion_grants`): so the writer node stays if the node right
+/// after it is a writer. If it is a reader, every writer behind has that
+/// reader before it for as long as that reader exists (nodes are only ever
+/// added behind), so the transaction checks that it still exists; `me`,
+/// made after the writer, is such a reader when nothing else is queued
+/// behind the writer, and it closes the gap through which a writer created
+/// after this listing could come directly behind the writer.
+///
+/// # Errors
+///
+/// [`OrderingError::Missing`] if `me` is not among `children`;
+/// [`OrderingError::InvalidName`] if `me` is not a contender name.
+///
+/// ```
+/// use zk_rwlock::ordering::{downgrade, Downgrade};
+///
+/// let w = "a-W-0000000001";
+/// let me = "a-R-0000000004";
+/// assert_eq!(downgrade(w, me, &[w, me])?, Downgrade::Replace { successor: me });
+/// assert_eq!(
+///     downgrade(w, me, &[w, "b-R-0000000002", "c-W-0000000003", me])?,
+///     Downgrade::Replace { successor: "b-R-0000000002" },
+/// );
+/// assert_eq!(downgrade(w, me, &[w, "c-W-0000000003", me])?, Downgrade::Keep);
+/// # Ok::<(), zk_rwlock::ordering::OrderingError>(())
+/// ```
+pub fn downgrade<'a, S: AsRef<str>>(
+    writer: &str,
+    me: &str,
+    children: &'a [S],
+) -> Result<Downgrade<'a>, OrderingError> {
+    let mine = parse_parts(me).map_err(|reason| ParseNameError::new(me, reason))?;
+    let Ok(held) = parse_parts(writer) else {
+        return Ok(Downgrade::Keep);
+    };
+    let mut found = false;
+    let mut writer_found = false;
+    // The node right after the writer: its sequence, name and mode.
+    let mut successor: Option<(i32, &'a str, Mode)> = None;
+    for child in children {
+        let name = child.as_ref();
+        found |= name == me;
+        writer_found |= name == writer;
+        let Ok(parts) = parse_parts(name) else {
+            continue;
+        };
+        if name == writer || !precedes(&held, writer, &parts, name) {
+            continue;
+        }
+        let nearer = match successor {
+            None => true,
+            Some((seq, best, _)) => parts.seq < seq || (parts.seq == seq && name < best),
+        };
+        if nearer {
+            successor = Some((parts.seq, name, parts.mode));
+        }
+    }
+    if !found {
+        return Err(OrderingError::Missing { me: me.to_owned() });
+    }
+    Ok(match successor {
+        Some((_, successor, Mode::Read))
+            if writer_found && is_valid_seq(held.seq) && is_valid_seq(mine.seq) =>
+        {
+            Downgrade::Replace { successor }
+        }
+        _ => Downgrade::Keep,
+    })
+}
+
 /// One contender's place in the queue, as classified by [`queue`].
 /// Non-exhaustive: fields may be added.
 #[derive(Debug, Clone, PartialEq, Eq)]

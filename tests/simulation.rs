@@ -113,6 +113,18 @@
 //! the release record, as the peers never do, and nobody may take a
 //! hand-off from a record behind them.
 //!
+//! A holding native writer may downgrade (`Contender::begin_replace`): its
+//! acquire waits aside while a reader's acquire of its own (the real
+//! machine, `Contender::replacing`) creates its node and lists; its
+//! `Replace` is one transaction of the model (check the node after the
+//! writer, create the reader with the writer's sequence, delete the writer,
+//! delete the reader's own node), retried after a lost connection, whose
+//! lost answers are settled with `exists`. Its `GiveUp` keeps the writer
+//! node, which holds on after the reader's withdrawal. The writer's keeper
+//! goes on meanwhile, and the writer's machine is told how the downgrade
+//! ended (`end_replace`). Contenders of the version before the marker do
+//! not downgrade.
+//!
 //! In a third of the schedules some contenders run the version before the
 //! release marker: they release with the record alone and never watch a
 //! marker (a rolling upgrade), so waiters behind them hand off on the
@@ -131,7 +143,8 @@
 //! After every step: never two holders where one is a writer, a *holder*
 //! being a contender whose machine answered `Grant`, that has not started
 //! to release, whose machine does not say lost, and whose node (its
-//! czxid) still exists (a foreign deletion or the session's expiry takes
+//! czxid) still exists, or a downgrading writer whose node still exists,
+//! or a downgrade's reader node from the transaction on (a foreign deletion or the session's expiry takes
 //! the lock away before the machine knows). A machine says lost only once
 //! its node is gone; a holder whose node is gone will be told (its watch is
 //! set, fired, or to be set again at the reconnection, the keeper's read is
@@ -151,7 +164,10 @@
 //! acquire, `NoDirectory` only after as many removals of the directory,
 //! `GiveUp` only after the deadline or for a `try_*` acquire; never
 //! `InvalidName`, nor `Request` (but for a create that finds its name
-//! taken at the counter's limit).
+//! taken at the counter's limit); `WriterLost` only when the downgrading
+//! writer's node was deleted by someone else (or by the downgrade, whose
+//! answer was lost, and its reader since). A downgrade's reader is granted
+//! only once the writer's node was deleted by its transaction.
 //!
 //! At the end of each release or withdrawal: `Deleted` leaves no node of
 //! the session carrying the acquire's token; a release with the mark
@@ -180,7 +196,7 @@
 //! - (a) a data change on the watched node counts as its deletion: 19
 //! - (b) `CheckOwn` answered "exists" without asking: 15
 //! - (b') `Event::Interrupted` never reaches the machine: 15
-//! - (c) any release record names the watched node: 13
+//! - (c) any release record names the watched node: 22
 //! - (d) a writer is granted at its first wait: 1
 //! - (e) my own node's deletion never reaches the wait: 1
 //! - (f) find-own takes a node of another session carrying my token: 2
@@ -190,6 +206,8 @@
 //! - (j) the held node's deletion never reaches the machine: 1
 //! - (k) the watched node's deletion counts as its marker's creation: 1
 //! - (l) the marker's watch is kept after the wait on its node: 1
+//! - (m) a downgrade's reader is blind to the writers queued behind the
+//!   writer node (it replaces the node with a writer right behind it): 34
 //!
 //! Scenario tests replay the tricky interleavings by hand, each also
 //! against the mutation it is there to catch.
@@ -222,8 +240,8 @@ use proptest::test_runner::{FileFailurePersistence, RngAlgorithm, TestError, Tes
 use uuid::Uuid;
 use zk_rwlock::acquire::{self, Event, NodeEvent, Record, Reply};
 use zk_rwlock::contender::{
-    self, Action, Answer, Created, Failure, HeldNode, Input, Keep, Outcome as Ended, Owner,
-    MAX_DIRECTORY_ATTEMPTS,
+    self, Action, Answer, Created, Failure, HeldNode, Input, Keep, Outcome as Ended, Owner, ReplaceStep,
+    Replacement, MAX_DIRECTORY_ATTEMPTS,
 };
 use zk_rwlock::node_name::{is_lock_directory_data, release_marker, RELEASE_MARKER_SUFFIX};
 use zk_rwlock::ordering::{decide, is_valid_seq, Decision, RECYCLE_THRESHOLD};
@@ -281,6 +299,10 @@ enum Mutation {
     DeletionMarks,
     /// (l) The marker's watch is kept after the wait on its node ends.
     KeepMarkerWatch,
+    /// (m) A downgrade's reader does not see the writers queued behind
+    /// the writer node: it replaces the writer node with a writer right
+    /// behind it.
+    DowngradeBehindWriter,
 }
 
 /// The real machine, or the real machine with one rule broken.
@@ -326,6 +348,35 @@ impl Machine {
     }
 
     fn step(&mut self, input: Input<'_>) -> Action {
+        let blind = |children: &[String], writer: &str| -> &'static [String] {
+            let kept: Vec<String> = children
+                .iter()
+                .filter(|c| *c == writer || c.parse::<NodeName>().map_or(true, |n| n.mode() == Mode::Read))
+                .cloned()
+                .collect();
+            kept.leak()
+        };
+        let writer = self
+            .inner
+            .replaces()
+            .filter(|_| self.mutation == Mutation::DowngradeBehindWriter)
+            .map(str::to_owned);
+        let input = match (input, writer) {
+            (
+                Input::Created {
+                    node,
+                    listing: Some(Answer::Ok((children, len))),
+                },
+                Some(writer),
+            ) => Input::Created {
+                node,
+                listing: Some(Answer::Ok((blind(children, &writer), len))),
+            },
+            (Input::Acquire(acquire::Input::Listed(Reply::Ok(children))), Some(writer)) => {
+                Input::Acquire(acquire::Input::Listed(Reply::Ok(blind(children, &writer))))
+            }
+            (input, _) => input,
+        };
         let input = match input {
             Input::Acquire(acquire::Input::Event(event)) if self.drops(event) => {
                 return Action::Acquire(acquire::Action::Wait { poll: false })
@@ -482,6 +533,14 @@ enum Op {
         name: String,
         marker: bool,
     },
+    /// A downgrade's multi: check `successor` (if any), create `reader`
+    /// (ephemeral, with `writer`'s sequence), delete `writer`, delete `mine`.
+    Replace {
+        successor: Option<String>,
+        reader: String,
+        writer: String,
+        mine: String,
+    },
     /// `exists` with a watch on a release marker.
     WatchMarker {
         name: String,
@@ -531,6 +590,15 @@ enum Resp {
         own: bool,
     },
     DirData(String),
+    /// A downgrade's multi applied: the reader's czxid.
+    Replaced {
+        czxid: u64,
+    },
+    /// A downgrade's multi refused at `step` (`NodeExists`, or `NoNode`).
+    ReplaceRefused {
+        step: ReplaceStep,
+        exists: bool,
+    },
     /// `exists` on a release marker: whether it exists.
     MarkerStat {
         name: String,
@@ -588,6 +656,8 @@ enum By {
     Session { s: usize, record: bool },
     /// Its session's expiry.
     Expiry,
+    /// A downgrade of session `s` (its reader took the node's place).
+    Downgrade { s: usize },
     /// A stranger.
     Stranger,
 }
@@ -639,6 +709,10 @@ enum Purpose {
     CheckOwn,
     /// The keeper's read-and-watch of the held node.
     Keep,
+    /// The keeper's of a writer whose downgrade is under way.
+    WriterKeep,
+    /// A downgrade's multi.
+    Replace,
     Delete,
     ReadDirAcl,
     Recycle,
@@ -657,6 +731,7 @@ impl Purpose {
                 | Purpose::List
                 | Purpose::CheckOwn
                 | Purpose::Delete
+                | Purpose::Replace
         )
     }
 }
@@ -729,6 +804,10 @@ struct Acq {
     /// which directory it was read from, for the check).
     acl: Option<(u32, u64)>,
     outcome: Option<Outcome>,
+    /// A downgrade's reader (the writer waits in `Contender::writer`).
+    downgrade: bool,
+    /// The reader node its `Replace` makes.
+    replace_reader: Option<String>,
 }
 
 struct Contender {
@@ -742,6 +821,8 @@ struct Contender {
     outcomes: Vec<Outcome>,
     /// An acquire of this lock found the directory's data to be the lock's.
     data_checked: bool,
+    /// The holding writer whose downgrade is under way (its reader is `acq`).
+    writer: Option<Acq>,
 }
 
 /// Counts of what happened across runs, to show what the schedules reach.
@@ -795,6 +876,10 @@ stats! {
     recycles: "Directories recycled.",
     recycles_refused: "Recycles refused: the directory had children.",
     recycles_raced: "Recycles of a directory made again since its ACL was read (with another ACL).",
+    downgrades: "Downgrades whose reader took the writer node's place.",
+    downgrades_checked: "Of those, downgrades that checked a reader queued after the writer.",
+    downgrades_kept: "Downgrades that kept the writer node (a writer right behind it).",
+    downgrade_handoffs: "Readers granted by the deletion of a writer node that a downgrade replaced.",
 }
 
 // ---- the world -------------------------------------------------------------
@@ -924,6 +1009,7 @@ impl World {
                 acquires: 0,
                 outcomes: Vec::new(),
                 data_checked: false,
+                writer: None,
             });
         }
         world
@@ -1150,6 +1236,31 @@ impl World {
                     Resp::Done
                 } else {
                     Resp::NoNode
+                }
+            }
+            Op::Replace {
+                successor,
+                reader,
+                writer,
+                mine,
+            } => {
+                let refused = |step, exists| Resp::ReplaceRefused { step, exists };
+                if successor.as_ref().is_some_and(|n| !self.live(n)) {
+                    refused(ReplaceStep::Successor, false)
+                } else if self.live(&reader) {
+                    refused(ReplaceStep::Reader, true)
+                } else if !self.live(&writer) {
+                    refused(ReplaceStep::Writer, false)
+                } else if !self.live(&mine) {
+                    refused(ReplaceStep::Mine, false)
+                } else {
+                    let seq = self.node(&writer).map_or(0, |n| n.seq);
+                    let czxid = self.add_node(reader, Some(s), seq);
+                    self.remove_node(&writer, By::Downgrade { s });
+                    self.remove_node(&mine, By::Session { s, record: false });
+                    self.stats.downgrades += 1;
+                    self.stats.downgrades_checked += u64::from(successor.is_some());
+                    Resp::Replaced { czxid }
                 }
             }
             Op::WatchMarker { name } => {
@@ -1549,12 +1660,17 @@ impl World {
             self.contenders[c].session = self.new_session(c);
         }
         let (zxid, removals, mutation) = (self.zxid, self.dir_removals, self.mutation);
-        let layout = if self.mixed {
+        // A downgrade's reader, while the writer waits in `writer`.
+        let replacing = self.contenders[c]
+            .writer
+            .as_ref()
+            .and_then(|w| w.machine.inner.node().map(str::to_owned));
+        let layout = if self.mixed && replacing.is_none() {
             layout_of(c, mode)
         } else {
             Layout::Native
         };
-        let check_data = self.check_data && !self.contenders[c].data_checked;
+        let check_data = self.check_data && !self.contenders[c].data_checked && replacing.is_none();
         let contender = &mut self.contenders[c];
         contender.acquires += 1;
         // Unique per contender and acquire; the identity keeps traces readable.
@@ -1564,6 +1680,10 @@ impl World {
             .expect("a mode the layout has");
         let session = session_id(contender.session);
         let inner = contender::Contender::new(mode, may_wait, layout, token, session, check_data);
+        let inner = match &replacing {
+            Some(writer) => inner.replacing(writer),
+            None => inner,
+        };
         contender.state = CState::Acquiring;
         contender.acq = Some(Acq {
             mode,
@@ -1596,6 +1716,8 @@ impl World {
             released_live: false,
             acl: None,
             outcome: None,
+            downgrade: replacing.is_some(),
+            replace_reader: None,
         });
         let s = self.contenders[c].session;
         note!(
@@ -1611,6 +1733,24 @@ impl World {
         );
         let action = self.acq(c).machine.start();
         self.act(c, action)
+    }
+
+    /// The holding writer downgrades: its acquire waits in `writer`, and a
+    /// reader's acquire (the downgrade's) starts.
+    fn downgrade(&mut self, c: usize) -> Check {
+        let contender = &mut self.contenders[c];
+        let mut writer = contender.acq.take().expect("a holder");
+        if !writer.machine.inner.begin_replace() {
+            return self.fail(format!("c{c} cannot begin the downgrade of a held writer"));
+        }
+        for (purpose, _) in contender.pending.values_mut() {
+            if *purpose == Purpose::Keep {
+                *purpose = Purpose::WriterKeep;
+            }
+        }
+        note!(self, "c{c} downgrades {:?}", writer.machine.inner.node());
+        self.contenders[c].writer = Some(writer);
+        self.start(c, Mode::Read, true, false)
     }
 
     /// The holder releases.
@@ -1650,6 +1790,17 @@ impl World {
         contender.data_checked |= acq.machine.inner.data_checked();
         let outcome = acq.outcome.expect("an outcome");
         contender.outcomes.push(outcome);
+        if let Some(writer) = contender.writer.take() {
+            // The downgrade kept the writer node: it holds on, as the read lock.
+            contender.acq = Some(writer);
+            contender.state = CState::Holding;
+            contender.pending.retain(|_, (p, _)| *p == Purpose::WriterKeep);
+            note!(
+                self,
+                "c{c}'s downgrade done: {outcome:?}; the writer node is kept"
+            );
+            return;
+        }
         contender.state = CState::Idle;
         contender.pending.clear();
         note!(self, "c{c} done: {outcome:?}");
@@ -1719,6 +1870,11 @@ impl World {
             }
             Msg::Expired => {
                 note!(self, "c{c} <- SessionEnded");
+                if let Some(writer) = self.contenders[c].writer.as_mut() {
+                    writer.machine.event(Event::SessionEnded);
+                    writer.machine.inner.held_lost();
+                    self.stats.held_lost += 1;
+                }
                 match self.contenders[c].state {
                     CState::Holding | CState::Releasing => {
                         let machine = &mut self.acq(c).machine;
@@ -1734,6 +1890,14 @@ impl World {
     }
 
     fn on_watch(&mut self, c: usize, name: &str, event: NodeEvent) -> Check {
+        if let Some(writer) = self.contenders[c].writer.as_mut() {
+            if writer.machine.inner.node() == Some(name) {
+                note!(self, "c{c}'s downgrading writer's keeper <- {event:?} ({name})");
+                let keep = writer.machine.held_event(event);
+                self.keep_writer(c, keep);
+                return Ok(());
+            }
+        }
         let state = self.contenders[c].state;
         let Some(acq) = self.contenders[c].acq.as_ref() else {
             return Ok(());
@@ -1818,6 +1982,20 @@ impl World {
         }
     }
 
+    /// As [`World::keep`], for a writer whose downgrade is under way (or
+    /// was: it may be the holder again).
+    fn keep_writer(&mut self, c: usize, keep: Keep) {
+        let k = &mut self.contenders[c];
+        let Some(acq) = k.writer.as_mut().or(k.acq.as_mut()) else {
+            return;
+        };
+        acq.keeper = Some(keep);
+        if keep == Keep::Watch {
+            let name = acq.machine.inner.node().expect("a held node").to_owned();
+            self.send(c, Op::GetWatch { name }, Purpose::WriterKeep);
+        }
+    }
+
     fn step_machine(&mut self, c: usize, input: Input<'_>) -> Check {
         let action = self.acq(c).machine.step(input);
         self.act(c, action)
@@ -1827,7 +2005,7 @@ impl World {
         if matches!(resp, Resp::Retry) {
             self.stats.retries += 1;
             if purpose.retried() {
-                if purpose == Purpose::Delete {
+                if matches!(purpose, Purpose::Delete | Purpose::Replace) {
                     self.acq(c).answer_lost = true;
                 }
                 self.send(c, op, purpose);
@@ -2040,6 +2218,39 @@ impl World {
                 self.keep(c, keep);
                 Ok(())
             }
+            Purpose::WriterKeep => {
+                let k = &mut self.contenders[c];
+                let Some(acq) = k.writer.as_mut().or(k.acq.as_mut()) else {
+                    return Ok(());
+                };
+                let read = match &resp {
+                    Resp::Data { czxid, revoke, .. } => Answer::Ok(HeldNode {
+                        czxid: *czxid as i64,
+                        revocation: *revoke,
+                    }),
+                    other => answer(other),
+                };
+                let keep = acq.machine.inner.held_watch_set(read);
+                self.keep_writer(c, keep);
+                Ok(())
+            }
+            Purpose::Replace => {
+                let answer_lost = std::mem::take(&mut self.acq(c).answer_lost);
+                let (replaced, failed) = match &resp {
+                    Resp::Replaced { czxid } => (Answer::Ok(*czxid as i64), None),
+                    Resp::ReplaceRefused { step, exists: true } => (Answer::Exists, Some(*step)),
+                    Resp::ReplaceRefused { step, exists: false } => (Answer::NoNode, Some(*step)),
+                    other => (answer(other), None),
+                };
+                self.step_machine(
+                    c,
+                    Input::Replaced {
+                        answer: replaced,
+                        failed,
+                        answer_lost,
+                    },
+                )
+            }
             Purpose::Delete => {
                 let acq = self.acq(c);
                 // Refused whole: the directory's ACL, or a stranger's node
@@ -2123,6 +2334,13 @@ impl World {
             Action::ReadDirData => self.send(c, Op::GetDirData, Purpose::ReadDirData),
             Action::Acquire(wait) => return self.act_wait(c, wait),
             Action::Grant { mark } => return self.granted(c, mark),
+            Action::GiveUp if acq.downgrade => {
+                // The downgrade keeps the writer node: the node right after it is a writer.
+                acq.outcome = Some(Outcome::GaveUp);
+                self.stats.downgrades_kept += 1;
+                self.end_replace(c, Replacement::NotApplied);
+                return self.withdraw(c);
+            }
             Action::GiveUp => {
                 if !acq.deadline_fired && acq.may_wait {
                     return self.fail(format!("c{c} gives up with no deadline"));
@@ -2132,8 +2350,41 @@ impl World {
                 return self.withdraw(c);
             }
             Action::Fail(failure) => {
+                let downgrade = acq.downgrade;
                 self.failed(c, failure)?;
+                if downgrade {
+                    let how = if failure == Failure::WriterLost {
+                        Replacement::WriterGone
+                    } else {
+                        Replacement::NotApplied
+                    };
+                    self.end_replace(c, how);
+                }
                 return self.withdraw(c);
+            }
+            Action::Replace {
+                writer,
+                reader,
+                successor,
+                mine,
+            } => {
+                let downgrading = self.contenders[c]
+                    .writer
+                    .as_ref()
+                    .and_then(|w| w.machine.inner.node().map(str::to_owned));
+                if downgrading.as_deref() != Some(writer.as_str()) {
+                    return self.fail(format!("c{c} replaces {writer}, downgrading {downgrading:?}"));
+                }
+                let acq = self.acq(c);
+                acq.answer_lost = false;
+                acq.replace_reader = Some(reader.clone());
+                let op = Op::Replace {
+                    successor,
+                    reader,
+                    writer,
+                    mine,
+                };
+                self.send(c, op, Purpose::Replace);
             }
             Action::Delete { name, record } => {
                 acq.answer_lost = false;
@@ -2156,6 +2407,14 @@ impl World {
             Action::Done(ended) => return self.ended(c, ended),
         }
         Ok(())
+    }
+
+    /// Tells the writer whose downgrade is under way how it ended.
+    fn end_replace(&mut self, c: usize, how: Replacement) {
+        if let Some(writer) = self.contenders[c].writer.as_mut() {
+            note!(self, "c{c}'s writer: the downgrade ended {how:?}");
+            writer.machine.inner.end_replace(how);
+        }
     }
 
     /// Keeps the answer to the marker's watch for `WatchesSet`.
@@ -2289,6 +2548,37 @@ impl World {
                 "c{c} granted, the directory holding data that is not the lock's since it started"
             ));
         }
+        if self.contenders[c].acq.as_ref().is_some_and(|a| a.downgrade) {
+            let session = self.contenders[c].session;
+            let writer = self.contenders[c].writer.take();
+            // The node under the writer's name (a stranger may have made it
+            // again under that name: the transaction deletes by name).
+            let name = writer.as_ref().and_then(|w| w.machine.inner.node());
+            let node = self.nodes.values().rev().find(|n| Some(n.name.as_str()) == name);
+            if !node.is_some_and(|n| n.deleted_by == Some(By::Downgrade { s: session })) {
+                return self.fail(format!(
+                    "c{c}'s downgrade granted its reader, and its writer node was not deleted by it: {:?}",
+                    node.map(|n| (&n.name, n.deleted_by))
+                ));
+            }
+            if let Some(mut writer) = writer {
+                writer.machine.inner.end_replace(Replacement::Applied);
+                if writer.machine.inner.is_held() || writer.machine.inner.is_lost() {
+                    return self.fail(format!("c{c}'s writer machine holds on after its downgrade"));
+                }
+            }
+            self.contenders[c]
+                .pending
+                .retain(|_, (p, _)| *p != Purpose::WriterKeep);
+        }
+        // A reader woken by the deletion of a writer node a downgrade replaced.
+        let by_downgrade = self.contenders[c]
+            .acq
+            .as_ref()
+            .and_then(|a| a.watching.as_deref())
+            .and_then(|w| self.nodes.values().rev().find(|n| n.name == w))
+            .is_some_and(|n| matches!(n.deleted_by, Some(By::Downgrade { .. })));
+        self.stats.downgrade_handoffs += u64::from(by_downgrade && mode == Mode::Read);
         self.contenders[c].state = CState::Holding;
         let acq = self.acq(c);
         acq.mark = mark;
@@ -2352,6 +2642,30 @@ impl World {
                 if !self.foreign_data_since(started) {
                     return self.fail(format!(
                         "c{c} failed with DirectoryHoldsData, the directory holding the lock's data all along"
+                    ));
+                }
+            }
+            Failure::WriterLost => {
+                let writer = self.contenders[c]
+                    .writer
+                    .as_ref()
+                    .and_then(|w| w.machine.inner.czxid())
+                    .and_then(|z| self.nodes.get(&(z as u64)));
+                // Or by this downgrade, whose answer was lost, and its
+                // reader deleted since: the lock is lost all the same.
+                let reader_gone = acq
+                    .replace_reader
+                    .as_ref()
+                    .is_some_and(|r| self.nodes.values().any(|n| n.name == *r) && !self.live(r));
+                let justified = writer.is_some_and(|n| match n.deleted_by {
+                    Some(By::Stranger | By::Expiry) => true,
+                    Some(By::Downgrade { s }) => s == session && reader_gone,
+                    _ => false,
+                });
+                if !justified {
+                    return self.fail(format!(
+                        "c{c} failed with WriterLost, its writer node {:?}",
+                        writer.map(|n| (&n.name, n.deleted_by))
                     ));
                 }
             }
@@ -2474,6 +2788,23 @@ impl World {
                 let name = machine.node()?.to_owned();
                 (!machine.is_lost() && self.alive(czxid)).then_some((c, acq.mode, name))
             })
+            // A writer whose downgrade is under way holds until its node goes.
+            .chain(self.contenders.iter().enumerate().filter_map(|(c, k)| {
+                let machine = &k.writer.as_ref()?.machine.inner;
+                let czxid = machine.czxid()? as u64;
+                let name = machine.node()?.to_owned();
+                (machine.is_held() && self.alive(czxid)).then_some((c, Mode::Write, name))
+            }))
+            // Its reader holds from the transaction on, before it is told.
+            .chain(self.contenders.iter().enumerate().filter_map(|(c, k)| {
+                let acq = k
+                    .acq
+                    .as_ref()
+                    .filter(|a| a.downgrade && k.state == CState::Acquiring)?;
+                let reader = acq.replace_reader.as_ref()?;
+                let node = self.node(reader)?;
+                (node.owner == Some(k.session)).then(|| (c, Mode::Read, reader.clone()))
+            }))
             .collect()
     }
 
@@ -2486,6 +2817,14 @@ impl World {
             return self.fail(format!("a writer holds together with others: {holders:?}"));
         }
         for (c, k) in self.contenders.iter().enumerate() {
+            if let Some(writer) = &k.writer {
+                let machine = &writer.machine.inner;
+                if machine.is_lost() && machine.czxid().is_some_and(|z| self.alive(z as u64)) {
+                    return self.fail(format!(
+                        "c{c}'s downgrading writer says lost, and its node exists"
+                    ));
+                }
+            }
             let Some(acq) = k.acq.as_ref().filter(|_| k.state == CState::Holding) else {
                 continue;
             };
@@ -2528,7 +2867,9 @@ impl World {
             })
             || (session.state == SessionState::Disconnected
                 && session.registry.iter().any(|(n, _)| n == name))
-            || k.pending.values().any(|(p, _)| *p == Purpose::Keep)
+            || k.pending
+                .values()
+                .any(|(p, _)| matches!(p, Purpose::Keep | Purpose::WriterKeep))
     }
 
     /// Why contender `c` has not finished, for the report of a stuck run.
@@ -2574,6 +2915,18 @@ impl World {
             Kind::Release => (0..self.contenders.len())
                 .filter(|&c| self.contenders[c].state == CState::Holding)
                 .map(Move::Release)
+                .collect(),
+            Kind::Downgrade => (0..self.contenders.len())
+                .filter(|&c| {
+                    let k = &self.contenders[c];
+                    k.state == CState::Holding
+                        && self.old & (1 << c) == 0
+                        && self.sessions[k.session].state != SessionState::Expired
+                        && k.acq.as_ref().is_some_and(|a| {
+                            a.layout == Layout::Native && a.mode == Mode::Write && a.machine.inner.is_held()
+                        })
+                })
+                .map(Move::Downgrade)
                 .collect(),
             Kind::Start => (0..self.contenders.len())
                 .filter(|&c| self.contenders[c].state == CState::Idle)
@@ -2634,6 +2987,7 @@ impl World {
             Move::Deliver(s) => self.deliver(s)?,
             Move::Apply(s) => self.apply_next(s),
             Move::Release(c) => self.release(c)?,
+            Move::Downgrade(c) => self.downgrade(c)?,
             Move::Start(c) => {
                 let mode = if self.rng.one_in(2) {
                     Mode::Read
@@ -2672,6 +3026,7 @@ impl World {
             (Kind::Deliver, 30),
             (Kind::Apply, 30),
             (Kind::Release, 4),
+            (Kind::Downgrade, 2),
             (Kind::Start, 4),
             (Kind::Reconnect, 6),
             (Kind::Deadline, 1),
@@ -2797,6 +3152,7 @@ enum Kind {
     Deliver,
     Apply,
     Release,
+    Downgrade,
     Start,
     Reconnect,
     Deadline,
@@ -2815,6 +3171,7 @@ enum Move {
     Deliver(usize),
     Apply(usize),
     Release(usize),
+    Downgrade(usize),
     Start(usize),
     Reconnect(usize),
     Deadline(usize),
@@ -3073,6 +3430,13 @@ fn schedules_keep_every_rule() {
             ("directories removed", totals.dirs_removed),
             ("recycles", totals.recycles),
             ("recycles refused", totals.recycles_refused),
+            ("downgrades", totals.downgrades),
+            (
+                "downgrades that checked a reader after the writer",
+                totals.downgrades_checked,
+            ),
+            ("downgrades that kept the writer node", totals.downgrades_kept),
+            ("readers granted by a downgrade", totals.downgrade_handoffs),
         ] {
             assert!(n > 0, "no {what} in {} runs: {totals:?}", totals.runs);
         }
@@ -3109,6 +3473,11 @@ fn assert_caught(mutation: Mutation) {
         }
         None => panic!("{mutation:?} went unnoticed in {MUTATION_BUDGET} cases"),
     }
+}
+
+#[test]
+fn mutation_downgrade_behind_writer_is_caught() {
+    assert_caught(Mutation::DowngradeBehindWriter);
 }
 
 #[test]

@@ -61,6 +61,10 @@ fn show(action: &Action, names: &[String]) -> String {
         Action::Fail(Failure::Exhausted) => "fail exhausted".into(),
         Action::Fail(Failure::InvalidName) => "fail name".into(),
         Action::Fail(Failure::Request) => "fail request".into(),
+        Action::Replace { successor, .. } => match successor {
+            Some(successor) => format!("replace check {}", pos(successor)),
+            None => "replace".into(),
+        },
     }
 }
 
@@ -1067,4 +1071,73 @@ fn counts_of_each_path() {
             "{created}: {steps:?}"
         );
     }
+}
+
+/// A downgrade's reader (`replacing`): a reader right after the writer
+/// replaces it (checking that reader, unless it is mine); a writer right
+/// after it keeps it; the writer missing keeps it; my node missing is lost.
+#[test]
+fn a_downgrades_reader_decides_once() {
+    let writer = "h-W-0000000001".to_owned();
+    let me = "h-R-0000000009".to_owned();
+    let cases: &[(&[&str], &str)] = &[
+        (&["h-W-0000000001", "h-R-0000000009"], "replace"),
+        (&["h-R-0000000009", "h-W-0000000001"], "replace"),
+        (
+            &[
+                "h-W-0000000001",
+                "b-R-0000000003",
+                "c-W-0000000005",
+                "h-R-0000000009",
+            ],
+            "replace check 1",
+        ),
+        (
+            &[
+                "h-W-0000000001",
+                "c-W-0000000005",
+                "b-R-0000000003",
+                "h-R-0000000009",
+            ],
+            "replace check 2",
+        ),
+        (
+            &[
+                "h-W-0000000001",
+                "c-W-0000000002",
+                "b-R-0000000003",
+                "h-R-0000000009",
+            ],
+            "give up",
+        ),
+        (
+            &["h-W-0000000001", "_c_0-__WRIT__0000000002", "h-R-0000000009"],
+            "give up",
+        ),
+        (
+            &["h-W-0000000001", "_c_0-__READ__0000000002", "h-R-0000000009"],
+            "replace check 1",
+        ),
+        // A node at the counter's limit comes after every valid one.
+        (&["h-W-0000000001", "c-W-2147483647", "h-R-0000000009"], "replace"),
+        (&["h-R-0000000009"], "give up"),
+        (&["h-W-0000000001"], "fail lost"),
+    ];
+    for (listing, want) in cases {
+        let names: Vec<String> = listing.iter().map(|n| (*n).to_owned()).collect();
+        let mut a = Acquire::new(Mode::Read, true).replacing(&writer);
+        let action = a.created(&me, Some(&names));
+        assert_eq!(show(&action, &names), *want, "{listing:?}");
+        if let Action::Replace { writer: w, .. } = &action {
+            assert_eq!(*w, writer);
+            assert_eq!(a.list_again(), Action::List);
+            let action = a.step(Input::Listed(Reply::Ok(&names)));
+            assert_eq!(show(&action, &names), *want, "{listing:?}, listed again");
+        }
+    }
+    // My node at the limit orders nothing: keep.
+    let me = "h-R-2147483647";
+    let names = vec![writer.clone(), me.to_owned()];
+    let mut a = Acquire::new(Mode::Read, true).replacing(&writer);
+    assert_eq!(a.created(me, Some(&names)), Action::GiveUp);
 }

@@ -1212,3 +1212,229 @@ fn an_extra_node_whose_deletion_failed_is_still_withdrawn() {
         );
     }
 }
+
+/// A downgrade: the holding writer's machine and its reader's.
+fn downgrading(listing: &[String]) -> (Contender, Contender, Action) {
+    let mut writer = holder(Mode::Write, 3);
+    assert!(writer.begin_replace());
+    let w = name(Mode::Write, 3);
+    let mut reader = Contender::new(
+        Mode::Read,
+        true,
+        Layout::Native,
+        Uuid::from_u128(0xef),
+        SESSION,
+        false,
+    )
+    .replacing(&w);
+    assert_eq!(reader.start(), Action::Create);
+    let me = format!(
+        "{}{:010}",
+        Layout::Native
+            .prefix("h", Uuid::from_u128(0xef), Mode::Read)
+            .unwrap(),
+        9
+    );
+    let mut listing = listing.to_vec();
+    listing.push(me.clone());
+    let action = reader.step(created(&me, 50, Some(&listing)));
+    (writer, reader, action)
+}
+
+fn reader_name(seq: i32) -> String {
+    format!(
+        "{}{seq:010}",
+        Layout::Native
+            .prefix("h", Uuid::from_u128(0xef), Mode::Read)
+            .unwrap()
+    )
+}
+
+fn replaced(answer: Answer<i64>, failed: Option<ReplaceStep>, answer_lost: bool) -> Input<'static> {
+    Input::Replaced {
+        answer,
+        failed,
+        answer_lost,
+    }
+}
+
+#[test]
+fn a_downgrade_replaces_the_writer_by_a_reader_with_its_sequence() {
+    let w = name(Mode::Write, 3);
+    let (mut writer, mut reader, action) = downgrading(std::slice::from_ref(&w));
+    assert_eq!(
+        action,
+        Action::Replace {
+            writer: w.clone(),
+            reader: reader_name(3),
+            successor: None,
+            mine: reader_name(9),
+        }
+    );
+    // The keeper sees the writer's deletion before the answer: not a loss.
+    assert_eq!(writer.held_event(NodeEvent::Deleted), Keep::Stop);
+    assert!(!writer.is_lost());
+    assert_eq!(
+        reader.step(replaced(Answer::Ok(77), None, false)),
+        Action::Grant { mark: false }
+    );
+    assert_eq!(
+        (reader.node(), reader.seq(), reader.czxid()),
+        (Some(reader_name(3).as_str()), Some(3), Some(77))
+    );
+    assert!(reader.is_held());
+    writer.end_replace(Replacement::Applied);
+    assert!(!writer.is_lost() && !writer.is_held());
+    // The reader releases its own node, plainly.
+    assert_eq!(
+        reader.release(),
+        Action::Delete {
+            name: reader_name(3),
+            record: false
+        }
+    );
+}
+
+#[test]
+fn a_downgrade_checks_the_reader_after_the_writer_and_keeps_it_behind_a_writer() {
+    let w = name(Mode::Write, 3);
+    let r = "b-R-0000000004".to_owned();
+    let (_, _, action) = downgrading(&[w.clone(), r.clone(), "c-W-0000000005".to_owned()]);
+    assert!(matches!(action, Action::Replace { successor: Some(s), .. } if s == r));
+    let (mut writer, mut reader, action) = downgrading(&[w.clone(), "c-W-0000000004".to_owned()]);
+    assert_eq!(action, Action::GiveUp);
+    // The reader is withdrawn; the writer holds on.
+    assert_eq!(
+        reader.withdraw(),
+        Action::Delete {
+            name: reader_name(9),
+            record: false
+        }
+    );
+    writer.end_replace(Replacement::NotApplied);
+    assert!(writer.is_held());
+    // A deletion now is someone else's.
+    writer.held_event(NodeEvent::Deleted);
+    assert!(writer.is_lost());
+}
+
+#[test]
+fn a_downgrades_transaction_that_fails() {
+    let w = name(Mode::Write, 3);
+    let r = "b-R-0000000004".to_owned();
+    let listing = [w.clone(), r.clone()];
+    // The reader after the writer left: list again and decide again.
+    let (_, mut reader, _) = downgrading(&listing);
+    assert_eq!(
+        reader.step(replaced(Answer::NoNode, Some(ReplaceStep::Successor), false)),
+        Action::Acquire(Wait::List)
+    );
+    // A stranger's node under the reader's name: keep the writer, withdraw mine.
+    let (_, mut reader, _) = downgrading(&listing);
+    assert_eq!(
+        reader.step(replaced(Answer::Exists, Some(ReplaceStep::Reader), false)),
+        Action::GiveUp
+    );
+    assert_eq!(
+        reader.withdraw(),
+        Action::Delete {
+            name: reader_name(9),
+            record: false
+        }
+    );
+    // My node gone: keep the writer, nothing to withdraw.
+    let (_, mut reader, _) = downgrading(&listing);
+    assert_eq!(
+        reader.step(replaced(Answer::NoNode, Some(ReplaceStep::Mine), false)),
+        Action::GiveUp
+    );
+    assert_eq!(reader.withdraw(), Action::Done(Outcome::Deleted));
+    // The writer deleted by someone else: the write lock was lost.
+    let (mut writer, mut reader, _) = downgrading(&listing);
+    writer.held_event(NodeEvent::Deleted);
+    assert!(!writer.is_lost(), "whose deletion it is, the answer tells");
+    assert_eq!(
+        reader.step(replaced(Answer::NoNode, Some(ReplaceStep::Writer), false)),
+        Action::Fail(Failure::WriterLost)
+    );
+    assert_eq!(
+        reader.withdraw(),
+        Action::Delete {
+            name: reader_name(9),
+            record: false
+        }
+    );
+    writer.end_replace(Replacement::WriterGone);
+    assert!(writer.is_lost());
+    // The session ended.
+    let (_, mut reader, _) = downgrading(&listing);
+    assert_eq!(
+        reader.step(replaced(Answer::SessionEnded, None, false)),
+        Action::Fail(Failure::SessionEnded)
+    );
+}
+
+#[test]
+fn a_downgrades_lost_answer_is_settled_by_the_readers_stat() {
+    let w = name(Mode::Write, 3);
+    // Applied before the answer was lost: the retry finds the reader's name taken.
+    let (_, mut reader, _) = downgrading(std::slice::from_ref(&w));
+    assert_eq!(
+        reader.step(replaced(Answer::Exists, Some(ReplaceStep::Reader), true)),
+        Action::Stat { name: reader_name(3) }
+    );
+    let mine = Owner {
+        session: SESSION,
+        czxid: 88,
+    };
+    assert_eq!(
+        reader.step(Input::Stat(Answer::Ok(Some(mine)))),
+        Action::Grant { mark: false }
+    );
+    assert_eq!(reader.czxid(), Some(88));
+    // Not applied: a stranger's reader (another session) is no proof.
+    let (_, mut reader, _) = downgrading(std::slice::from_ref(&w));
+    reader.step(replaced(Answer::Exists, Some(ReplaceStep::Reader), true));
+    let theirs = Owner {
+        session: SESSION + 1,
+        czxid: 88,
+    };
+    assert_eq!(reader.step(Input::Stat(Answer::Ok(Some(theirs)))), Action::GiveUp);
+    // Withdrawn while the transaction's fate is unknown: its reader goes too.
+    let (_, mut reader, _) = downgrading(std::slice::from_ref(&w));
+    assert_eq!(
+        reader.withdraw(),
+        Action::Delete {
+            name: reader_name(9),
+            record: false
+        },
+        "before the transaction, only my node"
+    );
+    let (_, mut reader, _) = downgrading(std::slice::from_ref(&w));
+    reader.step(replaced(Answer::Retry, None, true));
+    assert_eq!(
+        reader.withdraw(),
+        Action::Delete {
+            name: reader_name(9),
+            record: false
+        }
+    );
+    assert_eq!(
+        reader.step(deleted(Answer::NoNode, false)),
+        Action::Delete {
+            name: reader_name(3),
+            record: false
+        }
+    );
+}
+
+#[test]
+fn only_a_holding_writer_begins_a_downgrade() {
+    assert!(!holder(Mode::Read, 3).begin_replace());
+    let mut lost = holder(Mode::Write, 3);
+    lost.held_lost();
+    assert!(!lost.begin_replace());
+    let mut releasing = holder(Mode::Write, 3);
+    releasing.release();
+    assert!(!releasing.begin_replace());
+}

@@ -42,7 +42,7 @@ impl SharedLock {
         self.inner.stats.started();
         let mut counts = Counts::default();
         let result = match self
-            .acquire_inner(mode, patience, &mut counts)
+            .acquire_inner(mode, patience, &mut counts, None)
             .instrument(span)
             .await
         {
@@ -72,6 +72,7 @@ impl SharedLock {
         mode: Mode,
         patience: Patience,
         counts: &mut Counts,
+        replacing: Option<&str>,
     ) -> Result<Option<Held>, Error> {
         let inner = &self.inner;
         let client = &inner.client;
@@ -100,6 +101,10 @@ impl SharedLock {
             !inner.data_checked.load(Ordering::Relaxed),
         )
         .with_release_markers(inner.release_markers);
+        let machine = match replacing {
+            Some(writer) => machine.replacing(writer),
+            None => machine,
+        };
         // From here on, dropping this future withdraws whatever node it made.
         let mut pending = Pending::new(self.inner.clone(), Requests::new(inner, prefix), machine);
         let mut driver = Driver {
@@ -171,6 +176,19 @@ impl SharedLock {
                 }
             };
         }
+    }
+
+    /// A downgrade's reader: a reader node that takes the place of my
+    /// holding writer node `writer` if only readers stand between them
+    /// (`Some`, granted: the writer node is deleted), or is withdrawn again
+    /// (`None`: the writer node is kept). Its requests are retried until
+    /// answered or the session is over, with no deadline of their own.
+    pub(super) async fn downgrade_reader(&self, writer: &str) -> Result<Option<Held>, Error> {
+        let span = info_span!("downgrade", lock = %self.inner.path, writer = %writer);
+        let mut counts = Counts::default();
+        self.acquire_inner(Mode::Read, Patience::Forever, &mut counts, Some(writer))
+            .instrument(span)
+            .await
     }
 
     /// The error for a contender node that vanished.
@@ -426,7 +444,7 @@ impl Driver<'_> {
                 }
             }
             // Ends are the contender's own actions, never the wait's.
-            Action::Grant { .. } | Action::GiveUp | Action::Fail(_) => {
+            Action::Grant { .. } | Action::GiveUp | Action::Fail(_) | Action::Replace { .. } => {
                 self.last_error = Some(unexpected("an end of the wait reached its driver"));
                 contender::Action::Fail(Failure::Request)
             }
@@ -600,6 +618,12 @@ impl Driver<'_> {
                 Err(e) => e,
                 Ok(_) => Error::from_zk(zk::Error::NoNode, dir),
             },
+            // A downgrade's: its writer node is gone, the reader is withdrawn.
+            Failure::WriterLost => {
+                let _ = pending.give_up().await;
+                let writer = pending.machine.replaces().unwrap_or_default();
+                lock.gone_error(&child_path(dir, writer))
+            }
         }
     }
 }

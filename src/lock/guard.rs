@@ -87,6 +87,23 @@ impl Guard {
         self.held.revocation_requested().await
     }
 
+    /// Downgrades a write lock to a read lock (see
+    /// [`WriteGuard::downgrade`]); a read lock is returned as it is.
+    ///
+    /// # Errors
+    ///
+    /// As [`WriteGuard::downgrade`].
+    pub async fn downgrade(self) -> Result<Guard, Error> {
+        match self.mode {
+            Mode::Read => Ok(self),
+            Mode::Write => self
+                .held
+                .downgrade()
+                .await
+                .map(|held| Guard::new(Mode::Read, held)),
+        }
+    }
+
     /// Releases the lock and reports the outcome (see [`WriteGuard::release`]).
     ///
     /// # Errors
@@ -497,6 +514,56 @@ impl WriteGuard {
     /// [`Error::ZooKeeper`] if the server refused the deletion.
     pub async fn release(self) -> Result<(), Error> {
         self.0.release().await
+    }
+
+    /// Downgrades the write lock to a read lock, atomically: no other
+    /// writer can be granted at any instant between the write guard and
+    /// the read guard's release, and readers queued behind this writer
+    /// are let in by the downgrade itself, in the notification a release
+    /// would give them.
+    ///
+    /// It makes a reader node (ephemeral, sequential, like a read
+    /// acquire's) and lists the lock directory with it. If only readers
+    /// stand between the writer node and the new reader node, one
+    /// transaction deletes the writer node and checks that the reader
+    /// node exists: from then on the reader node holds the read lock,
+    /// writers queued behind it wait on it, and the readers that waited
+    /// on the writer node are granted by its deletion. If a writer is
+    /// queued between them, nobody could be let in anyway (that writer
+    /// is next), and a writer directly behind a writer node may take the
+    /// node's deletion for its grant: the reader node is withdrawn and
+    /// the read guard keeps the writer node, which the lock then shows as
+    /// a writer until the read guard is released. Either way the
+    /// returned guard holds the read lock; [`ReadGuard::node`] says on
+    /// which node, and its fencing token is that node's czxid (larger
+    /// than the writer's when a reader node took its place). See
+    /// "Downgrade" in the README's wire protocol.
+    ///
+    /// Two round trips (the reader's create and listing, pipelined, then
+    /// the transaction), plus the reader's withdrawal when the writer
+    /// node is kept. Not counted in [`SharedLock::stats`](crate::SharedLock::stats).
+    ///
+    /// There is no upgrade: a reader that becomes a writer would have to
+    /// wait for the other readers, and two readers upgrading at once
+    /// would wait for each other forever; release the read lock and
+    /// acquire the write lock instead.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DowngradeUnsupported`] in a peer's
+    /// [layout](crate::LockBuilder::layout); [`Error::Lost`] if the write
+    /// lock was lost (its node deleted by someone else, or the session's
+    /// end) before the downgrade; the session's and the server's errors
+    /// as for an acquire. On an error the write lock is released (as if
+    /// the guard was dropped), or already lost.
+    ///
+    /// # Cancellation safety
+    ///
+    /// Dropping the future releases the write lock and withdraws the
+    /// reader node, in the background.
+    pub async fn downgrade(self) -> Result<ReadGuard, Error> {
+        let Guard { mode: _, held } = self.0;
+        held.downgrade().await.map(ReadGuard::new)
     }
 }
 

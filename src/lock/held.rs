@@ -14,9 +14,10 @@ use super::driver::{WatchFuture, GIVE_UP_SLACK};
 use super::requests::{child_path, Requests};
 use super::{keeper, Inner};
 use crate::background::AbortOnDrop;
-use crate::contender::{Action, Contender, Outcome};
+use crate::contender::{Action, Contender, Outcome, Replacement};
 use crate::error::Error;
 use crate::lease::{self, HoldState, Link, LossCause};
+use crate::node_name::Layout;
 use crate::zk;
 
 /// A contender that has not been handed to a guard yet: its machine and
@@ -271,6 +272,54 @@ impl Held {
                 }
             }
         })
+    }
+
+    /// Downgrades a held write lock to a read lock (see
+    /// [`WriteGuard::downgrade`](crate::WriteGuard::downgrade)): makes a
+    /// reader node, and deletes this writer node in one transaction with a
+    /// check that the reader exists if only readers stand between the two;
+    /// otherwise withdraws the reader and keeps this node. Returns the
+    /// state of the read lock: a new one on the reader node, or this one.
+    /// On an error the write lock is released (this is dropped).
+    pub(super) async fn downgrade(self) -> Result<Held, Error> {
+        let inner = self.inner.clone();
+        if inner.layout != Layout::Native {
+            return Err(Error::DowngradeUnsupported { layout: inner.layout });
+        }
+        let node = self.node().to_owned();
+        let writer = node.rsplit('/').next().unwrap_or_default().to_owned();
+        if !self.flags.update("", Contender::begin_replace) {
+            // Not held: lost (or the lock is someone else's by now).
+            return Err(Error::Lost { node });
+        }
+        let lock = super::SharedLock { inner };
+        match lock.downgrade_reader(&writer).await {
+            Ok(Some(reader)) => {
+                self.flags.update("", |m| m.end_replace(Replacement::Applied));
+                if self.is_revocation_requested() {
+                    reader.flags.update("", Contender::note_revoked);
+                }
+                debug!(writer = %node, reader = %reader.node(), "downgraded: the reader node took the writer's place");
+                let mut writer = self;
+                // Nothing left to release: the transaction deleted the node.
+                writer.released = true;
+                Ok(reader)
+            }
+            Ok(None) => {
+                self.flags
+                    .update("its node was deleted", |m| m.end_replace(Replacement::NotApplied));
+                debug!(node = %node, "downgraded in place: a writer waits between this node and a new reader's place, so the writer node stays until the read lock is released");
+                Ok(self)
+            }
+            Err(e) => {
+                let how = match &e {
+                    Error::Lost { node: lost } if *lost == node => Replacement::WriterGone,
+                    _ => Replacement::NotApplied,
+                };
+                self.flags.update("its node was deleted", |m| m.end_replace(how));
+                Err(e)
+            }
+        }
     }
 
     /// Releases, on the library's background runtime: dropping this future

@@ -103,7 +103,7 @@ impl Flags {
 
     /// Feeds the machine through `feed`; logs what became known (lost,
     /// revocation requested) and wakes the guard's waiters.
-    fn update<T>(&self, why: &str, feed: impl FnOnce(&mut Contender) -> T) -> T {
+    pub(super) fn update<T>(&self, why: &str, feed: impl FnOnce(&mut Contender) -> T) -> T {
         let mut machine = self.machine();
         let before = (machine.is_lost(), machine.is_revoked());
         let result = feed(&mut machine);

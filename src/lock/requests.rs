@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use tracing::{debug, warn};
 
 use super::Inner;
-use crate::contender::{self, Action, Answer, Created, Input, Outcome, Owner};
+use crate::contender::{self, Action, Answer, Created, Input, Outcome, Owner, ReplaceStep};
 use crate::error::{is_retryable, Error};
 use crate::node_name::{self, Layout};
 use crate::ordering;
@@ -54,6 +54,11 @@ pub(super) enum Answered {
     },
     DirAcl(Answer<i32>),
     Recycled(Answer<()>),
+    Replaced {
+        answer: Answer<i64>,
+        failed: Option<ReplaceStep>,
+        answer_lost: bool,
+    },
 }
 
 impl Answered {
@@ -89,6 +94,15 @@ impl Answered {
             },
             Answered::DirAcl(a) => Input::DirAcl(a.clone()),
             Answered::Recycled(a) => Input::Recycled(a.clone()),
+            Answered::Replaced {
+                answer,
+                failed,
+                answer_lost,
+            } => Input::Replaced {
+                answer: answer.clone(),
+                failed: *failed,
+                answer_lost: *answer_lost,
+            },
         }
     }
 }
@@ -166,6 +180,12 @@ impl Requests {
             Action::Delete { name, record } => self.delete(name, *record).await,
             Action::ReadDirAcl => Answered::DirAcl(self.read_dir_acl().await),
             Action::Recycle => Answered::Recycled(self.recycle().await),
+            Action::Replace {
+                writer,
+                reader,
+                successor,
+                mine,
+            } => self.replace(writer, reader, successor.as_deref(), mine).await,
             Action::Acquire(_)
             | Action::Grant { .. }
             | Action::GiveUp
@@ -395,6 +415,80 @@ impl Requests {
             }
         };
         Answered::Deleted { answer, answer_lost }
+    }
+
+    /// A downgrade's transaction ([`Action::Replace`]): checks that
+    /// `successor` exists (if any), creates `reader` with my nodes' ACL,
+    /// deletes `writer` and deletes `mine`; retried until answered or the
+    /// session is over. Notes which operation failed the transaction, and
+    /// whether an attempt's answer was lost. The reader's czxid comes from
+    /// the create's stat, or, where the server leaves it out
+    /// (ZOOKEEPER-4026), from an `exists` on it.
+    async fn replace(&mut self, writer: &str, reader: &str, successor: Option<&str>, mine: &str) -> Answered {
+        let client = &self.client;
+        let writer_path = child_path(&self.dir, writer);
+        let reader_path = child_path(&self.dir, reader);
+        let mine_path = child_path(&self.dir, mine);
+        let successor_path = successor.map(|name| child_path(&self.dir, name));
+        let options = zk::CreateMode::Ephemeral.with_acls(zk::Acls::new(&self.acls));
+        let answer_lost = AtomicBool::new(false);
+        let failed = Mutex::new(None);
+        let steps: &[ReplaceStep] = match successor {
+            Some(_) => &[
+                ReplaceStep::Successor,
+                ReplaceStep::Reader,
+                ReplaceStep::Writer,
+                ReplaceStep::Mine,
+            ],
+            None => &[ReplaceStep::Reader, ReplaceStep::Writer, ReplaceStep::Mine],
+        };
+        let replace = || {
+            noting(&answer_lost, async {
+                let mut multi = client.new_multi_writer();
+                if let Some(successor) = &successor_path {
+                    multi.add_check_version(successor, -1)?;
+                }
+                multi.add_create(&reader_path, &[], &options)?;
+                multi.add_delete(&writer_path, None)?;
+                multi.add_delete(&mine_path, None)?;
+                let result = multi.commit().await;
+                let step = match &result {
+                    Err(zk::MultiWriteError::OperationFailed { index, .. }) => steps.get(*index).copied(),
+                    _ => None,
+                };
+                if let Ok(mut failed) = failed.lock() {
+                    *failed = step;
+                }
+                match result {
+                    Ok(results) => Ok(results.into_iter().find_map(|r| match r {
+                        zk::MultiWriteResult::Create { stat, .. } if !stat.is_invalid() => Some(stat.czxid),
+                        _ => None,
+                    })),
+                    Err(e) => Err(zk::Error::from(e)),
+                }
+            })
+        };
+        let result = match with_retry(client, replace).await {
+            Ok(Some(czxid)) => Ok(czxid),
+            // The stat left out: the node is mine, just made.
+            Ok(None) => with_retry(client, || client.check_stat(&reader_path))
+                .await
+                .and_then(|stat| stat.map(|stat| stat.czxid).ok_or(zk::Error::NoNode)),
+            Err(e) => Err(e),
+        };
+        let answer = match result {
+            Ok(czxid) => Answer::Ok(czxid),
+            Err(e) => {
+                debug!(writer = %writer_path, reader = %reader_path, error = %e, "the downgrade's transaction failed");
+                self.answer(e, &writer_path)
+            }
+        };
+        let failed = failed.lock().map(|f| *f).unwrap_or(None);
+        Answered::Replaced {
+            answer,
+            failed,
+            answer_lost: answer_lost.load(Ordering::Relaxed),
+        }
     }
 
     /// The lock directory's ACL (kept for [`Action::Recycle`]) and its
