@@ -307,10 +307,12 @@ pub enum Action {
     /// The release or withdrawal is over.
     Done(Outcome),
     /// A downgrade's transaction (see [`crate::ordering::downgrade`]), in
-    /// this order: check that `successor` exists (if any), create `reader`
-    /// (ephemeral, not sequential: it carries the writer's sequence), delete
-    /// `writer`, delete `mine`; retried until answered. Feed
-    /// [`Input::Replaced`]. See [`Contender::replacing`].
+    /// this order: check that `successor` exists (if any); with `record`,
+    /// write the release record naming `writer` and create and delete its
+    /// release marker, as a release does; create `reader` (ephemeral, not
+    /// sequential: it carries the writer's sequence); delete `writer`;
+    /// delete `mine`. Retried until answered. Feed [`Input::Replaced`].
+    /// See [`Contender::replacing`].
     Replace {
         /// The child name of the writer node, my node that holds the lock.
         writer: String,
@@ -320,6 +322,8 @@ pub enum Action {
         successor: Option<String>,
         /// The child name of this contender's node (made after the writer).
         mine: String,
+        /// With the release record and marker of `writer`.
+        record: bool,
     },
 }
 
@@ -328,6 +332,10 @@ pub enum Action {
 pub enum ReplaceStep {
     /// The check of the node right after the writer: it is gone.
     Successor,
+    /// The release record: refused (the directory's ACL, a quota).
+    Record,
+    /// The release marker's create: a node has its name.
+    Marker,
     /// The create of the reader node: a node has its name.
     Reader,
     /// The deletion of the writer node: it is gone.
@@ -392,10 +400,15 @@ enum Phase {
     },
     ReadingAcl(Outcome),
     Recycling(Outcome),
-    /// A downgrade's, replacing the writer by `reader` (with sequence `seq`).
+    /// A downgrade's, replacing the writer by `reader` (with sequence `seq`)
+    /// with the transaction of [`Action::Replace`] (its fields).
     Replacing {
         reader: String,
         seq: i32,
+        writer: String,
+        successor: Option<String>,
+        mine: String,
+        record: bool,
     },
     /// A downgrade's transaction lost an answer and failed on a retry:
     /// whether the earlier attempt made `reader`, its stat tells.
@@ -454,8 +467,9 @@ pub struct Contender {
     data_checked: bool,
     /// The wait watches release markers.
     markers: bool,
-    /// A downgrade's reader: the writer node of mine it replaces.
-    replaces: Option<String>,
+    /// A downgrade's reader: the writer node of mine it replaces, and
+    /// whether that writer's release is due with the record.
+    replaces: Option<(String, bool)>,
     downgrade: Downgrade,
 }
 
@@ -512,7 +526,7 @@ impl Contender {
 
     /// The writer node a downgrade's reader replaces ([`Contender::replacing`]).
     pub fn replaces(&self) -> Option<&str> {
-        self.replaces.as_deref()
+        self.replaces.as_ref().map(|(writer, _)| writer.as_str())
     }
 
     /// My node's sequence number, once known.
@@ -599,10 +613,26 @@ impl Contender {
     /// (a writer queued between them), and the downgrade keeps the writer
     /// node instead. The writer's machine is told with
     /// [`Contender::begin_replace`] and [`Contender::end_replace`].
+    ///
+    /// `mark`: the writer's release is due with the release record (its
+    /// grant said so): the transaction then also writes the record and
+    /// makes the marker, so that the readers waiting on the writer with
+    /// no other hand-off (they saw more writers before them when they
+    /// listed) are granted by its events as by a release. It may: only
+    /// readers wait on the writer (a reader stands right after it; see
+    /// [`crate::ordering::downgrade`]). Refused (no WRITE on the
+    /// directory, a stranger's node under the marker's name), the
+    /// transaction is tried again without them.
     #[must_use]
-    pub fn replacing(mut self, writer: &str) -> Contender {
-        self.replaces = Some(writer.to_owned());
+    pub fn replacing(mut self, writer: &str, mark: bool) -> Contender {
+        self.replaces = Some((writer.to_owned(), mark));
         self
+    }
+
+    /// The mark of the held node: whether its release is due with the
+    /// release record.
+    pub fn mark(&self) -> bool {
+        self.mark
     }
 
     /// A holding writer's downgrade begins: a deletion of its node seen
@@ -750,7 +780,14 @@ impl Contender {
             },
             (Phase::Recycling(outcome), Input::Recycled(_)) => self.done(outcome),
             (
-                Phase::Replacing { reader, seq },
+                Phase::Replacing {
+                    reader,
+                    seq,
+                    writer,
+                    successor,
+                    mine,
+                    record,
+                },
                 Input::Replaced {
                     answer,
                     failed,
@@ -758,6 +795,13 @@ impl Contender {
                 },
             ) => match answer {
                 Answer::Ok(czxid) => self.replaced(reader, seq, czxid),
+                // The record or the marker refused, the transaction whole:
+                // again without them.
+                Answer::NoAuth | Answer::Failed | Answer::Exists
+                    if record && matches!(failed, Some(ReplaceStep::Record | ReplaceStep::Marker)) =>
+                {
+                    self.replace(writer, reader, seq, successor, mine, false)
+                }
                 // An earlier attempt may have been applied: its reader tells.
                 _ if answer_lost => {
                     self.phase = Phase::VerifyingReplace {
@@ -1122,7 +1166,7 @@ impl Contender {
         }
         let name = self.node().unwrap_or_default().to_owned();
         let mut acquire = Acquire::new(self.mode, self.may_wait).with_release_markers(self.markers);
-        if let Some(writer) = &self.replaces {
+        if let Some((writer, _)) = &self.replaces {
             acquire = acquire.replacing(writer);
         }
         let action = acquire.created(&name, listing);
@@ -1144,16 +1188,8 @@ impl Contender {
                 }) else {
                     return self.fail(Failure::InvalidName);
                 };
-                self.phase = Phase::Replacing {
-                    reader: reader.clone(),
-                    seq,
-                };
-                Action::Replace {
-                    writer,
-                    reader,
-                    successor,
-                    mine,
-                }
+                let record = self.replaces.as_ref().is_some_and(|(_, mark)| *mark);
+                self.replace(writer, reader, seq, successor, mine, record)
             }
             acquire::Action::GiveUp => {
                 self.phase = Phase::Ended;
@@ -1164,6 +1200,32 @@ impl Contender {
                 self.phase = Phase::Waiting;
                 Action::Acquire(action)
             }
+        }
+    }
+
+    fn replace(
+        &mut self,
+        writer: String,
+        reader: String,
+        seq: i32,
+        successor: Option<String>,
+        mine: String,
+        record: bool,
+    ) -> Action {
+        self.phase = Phase::Replacing {
+            reader: reader.clone(),
+            seq,
+            writer: writer.clone(),
+            successor: successor.clone(),
+            mine: mine.clone(),
+            record,
+        };
+        Action::Replace {
+            writer,
+            reader,
+            successor,
+            mine,
+            record,
         }
     }
 

@@ -108,6 +108,50 @@ async fn queued_readers_get_in_and_writers_stay_out() {
     assert_drained(&path).await;
 }
 
+/// A reader queued behind two writers waits on the second with its
+/// release marker (its deletion alone proves nothing: the first could have
+/// gone first). That writer, granted after waiting, downgrades with the
+/// release record and marker, as its release would: the reader is granted
+/// by the marker's event, with no request after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_behind_a_chain_is_granted_by_the_downgrades_marker() {
+    let path = unique_path("downgrade-marker");
+    let first_lock = lock(&path).await;
+    let first = first_lock.write().await.unwrap();
+    let second_lock = lock(&path).await;
+    let second = tokio::spawn({
+        let l = second_lock.clone();
+        async move { l.write().await }
+    });
+    wait_contenders(&first_lock, 2).await;
+    let reader_lock = lock(&path).await;
+    let reader = tokio::spawn({
+        let l = reader_lock.clone();
+        async move { l.read().await }
+    });
+    wait_contenders(&first_lock, 3).await;
+    let queue = first_lock.contenders().await.unwrap();
+    let marker = format!(
+        "{path}/{}",
+        zk_rwlock::node_name::release_marker(child(&queue[1].path))
+    );
+    support::wait_watching(server(), &marker, reader_lock.client().session_id().0).await;
+    first.release().await.unwrap();
+    let second = joined(SHORT, second).await.unwrap();
+    let read = second.downgrade().await.unwrap();
+    assert_eq!(seq_of(read.node()), seq_of(&queue[1].path));
+    let queued = joined(SHORT, reader).await.unwrap();
+    let stats = reader_lock.stats();
+    assert_eq!(
+        (stats.grants, stats.marker_handoffs, stats.listings),
+        (1, 1, 1),
+        "granted by the downgrade's marker: {stats:?}"
+    );
+    queued.release().await.unwrap();
+    read.release().await.unwrap();
+    assert_drained(&path).await;
+}
+
 /// Alone on the lock, the downgraded reader holds on a reader node: readers
 /// get in at once, writers do not.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -207,7 +207,7 @@
 //! - (k) the watched node's deletion counts as its marker's creation: 1
 //! - (l) the marker's watch is kept after the wait on its node: 1
 //! - (m) a downgrade's reader is blind to the writers queued behind the
-//!   writer node (it replaces the node with a writer right behind it): 34
+//!   writer node (it replaces the node with a writer right behind it): 10
 //!
 //! Scenario tests replay the tricky interleavings by hand, each also
 //! against the mutation it is there to catch.
@@ -533,13 +533,15 @@ enum Op {
         name: String,
         marker: bool,
     },
-    /// A downgrade's multi: check `successor` (if any), create `reader`
-    /// (ephemeral, with `writer`'s sequence), delete `writer`, delete `mine`.
+    /// A downgrade's multi: check `successor` (if any), with `record` the
+    /// release record and marker of `writer`, create `reader` (ephemeral,
+    /// with `writer`'s sequence), delete `writer`, delete `mine`.
     Replace {
         successor: Option<String>,
         reader: String,
         writer: String,
         mine: String,
+        record: bool,
     },
     /// `exists` with a watch on a release marker.
     WatchMarker {
@@ -594,10 +596,11 @@ enum Resp {
     Replaced {
         czxid: u64,
     },
-    /// A downgrade's multi refused at `step` (`NodeExists`, or `NoNode`).
+    /// A downgrade's multi refused at `step` (`NodeExists`, `NoAuth`, or `NoNode`).
     ReplaceRefused {
         step: ReplaceStep,
         exists: bool,
+        denied: bool,
     },
     /// `exists` on a release marker: whether it exists.
     MarkerStat {
@@ -1243,10 +1246,26 @@ impl World {
                 reader,
                 writer,
                 mine,
+                record,
             } => {
-                let refused = |step, exists| Resp::ReplaceRefused { step, exists };
+                let refused = |step, exists| Resp::ReplaceRefused {
+                    step,
+                    exists,
+                    denied: false,
+                };
+                let marker = release_marker(&writer);
                 if successor.as_ref().is_some_and(|n| !self.live(n)) {
                     refused(ReplaceStep::Successor, false)
+                } else if record && self.write_denied(s) {
+                    self.stats.refused_records += 1;
+                    Resp::ReplaceRefused {
+                        step: ReplaceStep::Record,
+                        exists: false,
+                        denied: true,
+                    }
+                } else if record && self.markers.contains(&marker) {
+                    self.stats.marker_refused += 1;
+                    refused(ReplaceStep::Marker, true)
                 } else if self.live(&reader) {
                     refused(ReplaceStep::Reader, true)
                 } else if !self.live(&writer) {
@@ -1256,6 +1275,12 @@ impl World {
                 } else {
                     let seq = self.node(&writer).map_or(0, |n| n.seq);
                     let czxid = self.add_node(reader, Some(s), seq);
+                    if record {
+                        self.set_dir_data(writer.clone());
+                        // Made and deleted again: its `exists` watches fire,
+                        // before the writer's deletion.
+                        self.fire(&marker, WatchKind::Created);
+                    }
                     self.remove_node(&writer, By::Downgrade { s });
                     self.remove_node(&mine, By::Session { s, record: false });
                     self.stats.downgrades += 1;
@@ -1680,8 +1705,9 @@ impl World {
             .expect("a mode the layout has");
         let session = session_id(contender.session);
         let inner = contender::Contender::new(mode, may_wait, layout, token, session, check_data);
+        let mark = contender.writer.as_ref().is_some_and(|w| w.mark);
         let inner = match &replacing {
-            Some(writer) => inner.replacing(writer),
+            Some(writer) => inner.replacing(writer, mark),
             None => inner,
         };
         contender.state = CState::Acquiring;
@@ -2238,8 +2264,13 @@ impl World {
                 let answer_lost = std::mem::take(&mut self.acq(c).answer_lost);
                 let (replaced, failed) = match &resp {
                     Resp::Replaced { czxid } => (Answer::Ok(*czxid as i64), None),
-                    Resp::ReplaceRefused { step, exists: true } => (Answer::Exists, Some(*step)),
-                    Resp::ReplaceRefused { step, exists: false } => (Answer::NoNode, Some(*step)),
+                    Resp::ReplaceRefused {
+                        step, exists: true, ..
+                    } => (Answer::Exists, Some(*step)),
+                    Resp::ReplaceRefused {
+                        step, denied: true, ..
+                    } => (Answer::NoAuth, Some(*step)),
+                    Resp::ReplaceRefused { step, .. } => (Answer::NoNode, Some(*step)),
                     other => (answer(other), None),
                 };
                 self.step_machine(
@@ -2367,6 +2398,7 @@ impl World {
                 reader,
                 successor,
                 mine,
+                record,
             } => {
                 let downgrading = self.contenders[c]
                     .writer
@@ -2378,11 +2410,18 @@ impl World {
                 let acq = self.acq(c);
                 acq.answer_lost = false;
                 acq.replace_reader = Some(reader.clone());
+                let mark = self.contenders[c].writer.as_ref().is_some_and(|w| w.mark);
+                if record && !mark {
+                    return self.fail(format!(
+                        "c{c}'s downgrade writes the record of {writer}, granted unmarked"
+                    ));
+                }
                 let op = Op::Replace {
                     successor,
                     reader,
                     writer,
                     mine,
+                    record,
                 };
                 self.send(c, op, Purpose::Replace);
             }

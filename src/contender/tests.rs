@@ -1213,8 +1213,13 @@ fn an_extra_node_whose_deletion_failed_is_still_withdrawn() {
     }
 }
 
-/// A downgrade: the holding writer's machine and its reader's.
+/// A downgrade: the holding writer's machine and its reader's (the
+/// writer granted at once: no record due).
 fn downgrading(listing: &[String]) -> (Contender, Contender, Action) {
+    downgrading_marked(listing, false)
+}
+
+fn downgrading_marked(listing: &[String], mark: bool) -> (Contender, Contender, Action) {
     let mut writer = holder(Mode::Write, 3);
     assert!(writer.begin_replace());
     let w = name(Mode::Write, 3);
@@ -1226,7 +1231,7 @@ fn downgrading(listing: &[String]) -> (Contender, Contender, Action) {
         SESSION,
         false,
     )
-    .replacing(&w);
+    .replacing(&w, mark);
     assert_eq!(reader.start(), Action::Create);
     let me = format!(
         "{}{:010}",
@@ -1269,6 +1274,7 @@ fn a_downgrade_replaces_the_writer_by_a_reader_with_its_sequence() {
             reader: reader_name(3),
             successor: None,
             mine: reader_name(9),
+            record: false,
         }
     );
     // The keeper sees the writer's deletion before the answer: not a loss.
@@ -1437,4 +1443,40 @@ fn only_a_holding_writer_begins_a_downgrade() {
     let mut releasing = holder(Mode::Write, 3);
     releasing.release();
     assert!(!releasing.begin_replace());
+}
+
+/// A writer whose release is due with the record downgrades with it (and
+/// its marker), for the readers that wait on it with no other hand-off;
+/// refused, the transaction goes again without them.
+#[test]
+fn a_marked_writers_downgrade_writes_the_record_unless_refused() {
+    let w = name(Mode::Write, 3);
+    let replace = |record| Action::Replace {
+        writer: w.clone(),
+        reader: reader_name(3),
+        successor: None,
+        mine: reader_name(9),
+        record,
+    };
+    let (_, mut reader, action) = downgrading_marked(std::slice::from_ref(&w), true);
+    assert_eq!(action, replace(true));
+    assert_eq!(
+        reader.step(replaced(Answer::NoAuth, Some(ReplaceStep::Record), false)),
+        replace(false)
+    );
+    assert_eq!(
+        reader.step(replaced(Answer::Ok(5), None, false)),
+        Action::Grant { mark: false }
+    );
+    let (_, mut reader, _) = downgrading_marked(std::slice::from_ref(&w), true);
+    assert_eq!(
+        reader.step(replaced(Answer::Exists, Some(ReplaceStep::Marker), false)),
+        replace(false)
+    );
+    // Without the record, a refusal is no marker's.
+    let (_, mut reader, _) = downgrading_marked(std::slice::from_ref(&w), false);
+    assert_eq!(
+        reader.step(replaced(Answer::NoAuth, Some(ReplaceStep::Record), false)),
+        Action::Fail(Failure::Request)
+    );
 }

@@ -288,12 +288,13 @@ impl Held {
         }
         let node = self.node().to_owned();
         let writer = node.rsplit('/').next().unwrap_or_default().to_owned();
-        if !self.flags.update("", Contender::begin_replace) {
+        let began = self.flags.update("", |m| m.begin_replace().then(|| m.mark()));
+        let Some(mark) = began else {
             // Not held: lost (or the lock is someone else's by now).
             return Err(Error::Lost { node });
-        }
+        };
         let lock = super::SharedLock { inner };
-        match lock.downgrade_reader(&writer).await {
+        match lock.downgrade_reader(&writer, mark).await {
             Ok(Some(reader)) => {
                 self.flags.update("", |m| m.end_replace(Replacement::Applied));
                 if self.is_revocation_requested() {

@@ -185,7 +185,11 @@ impl Requests {
                 reader,
                 successor,
                 mine,
-            } => self.replace(writer, reader, successor.as_deref(), mine).await,
+                record,
+            } => {
+                self.replace(writer, reader, successor.as_deref(), mine, *record)
+                    .await
+            }
             Action::Acquire(_)
             | Action::Grant { .. }
             | Action::GiveUp
@@ -418,13 +422,22 @@ impl Requests {
     }
 
     /// A downgrade's transaction ([`Action::Replace`]): checks that
-    /// `successor` exists (if any), creates `reader` with my nodes' ACL,
+    /// `successor` exists (if any), with `record` writes the release record
+    /// and creates and deletes the release marker of `writer` (as
+    /// [`Requests::delete`] does), creates `reader` with my nodes' ACL,
     /// deletes `writer` and deletes `mine`; retried until answered or the
     /// session is over. Notes which operation failed the transaction, and
     /// whether an attempt's answer was lost. The reader's czxid comes from
     /// the create's stat, or, where the server leaves it out
     /// (ZOOKEEPER-4026), from an `exists` on it.
-    async fn replace(&mut self, writer: &str, reader: &str, successor: Option<&str>, mine: &str) -> Answered {
+    async fn replace(
+        &mut self,
+        writer: &str,
+        reader: &str,
+        successor: Option<&str>,
+        mine: &str,
+        record: bool,
+    ) -> Answered {
         let client = &self.client;
         let writer_path = child_path(&self.dir, writer);
         let reader_path = child_path(&self.dir, reader);
@@ -433,20 +446,26 @@ impl Requests {
         let options = zk::CreateMode::Ephemeral.with_acls(zk::Acls::new(&self.acls));
         let answer_lost = AtomicBool::new(false);
         let failed = Mutex::new(None);
-        let steps: &[ReplaceStep] = match successor {
-            Some(_) => &[
-                ReplaceStep::Successor,
-                ReplaceStep::Reader,
-                ReplaceStep::Writer,
-                ReplaceStep::Mine,
-            ],
-            None => &[ReplaceStep::Reader, ReplaceStep::Writer, ReplaceStep::Mine],
-        };
+        let marker = child_path(&self.dir, &node_name::release_marker(writer));
+        // Which operation each index of the transaction is.
+        let mut steps = Vec::with_capacity(7);
+        if successor.is_some() {
+            steps.push(ReplaceStep::Successor);
+        }
+        if record {
+            steps.extend([ReplaceStep::Record, ReplaceStep::Marker, ReplaceStep::Marker]);
+        }
+        steps.extend([ReplaceStep::Reader, ReplaceStep::Writer, ReplaceStep::Mine]);
         let replace = || {
             noting(&answer_lost, async {
                 let mut multi = client.new_multi_writer();
                 if let Some(successor) = &successor_path {
                     multi.add_check_version(successor, -1)?;
+                }
+                if record {
+                    multi.add_set_data(&self.dir, node_name::release_record(writer), None)?;
+                    multi.add_create(&marker, &[], &options)?;
+                    multi.add_delete(&marker, None)?;
                 }
                 multi.add_create(&reader_path, &[], &options)?;
                 multi.add_delete(&writer_path, None)?;
