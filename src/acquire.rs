@@ -199,6 +199,9 @@ pub enum Failure {
     InvalidName,
     /// A request failed for good: the driver returns its error.
     Request,
+    /// A downgrade's writer node is not in the listing
+    /// ([`Acquire::replacing`]): someone else deleted it.
+    WriterLost,
 }
 
 /// What the driver does next.
@@ -370,7 +373,8 @@ impl Acquire {
     /// [`Action::Replace`]; a writer right after it, which may take its
     /// deletion for its grant (`deletion_grants`, in this version and the
     /// ones before), gives [`Action::GiveUp`]: the downgrade keeps the
-    /// writer node and withdraws mine.
+    /// writer node and withdraws mine; the writer missing fails with
+    /// [`Failure::WriterLost`].
     #[must_use]
     pub fn replacing(mut self, writer: &str) -> Acquire {
         self.replacing = Some(writer.to_owned());
@@ -570,6 +574,7 @@ impl Acquire {
                     self.finish(Action::Replace { writer, successor })
                 }
                 Ok(ordering::Downgrade::Keep) => self.finish(Action::GiveUp),
+                Ok(ordering::Downgrade::Lost) => self.finish(Action::Fail(Failure::WriterLost)),
                 Err(OrderingError::Missing { .. }) => self.finish(Action::Fail(Failure::Lost)),
                 Err(OrderingError::InvalidName(_)) => self.finish(Action::Fail(Failure::InvalidName)),
             };

@@ -241,6 +241,7 @@ impl From<acquire::Failure> for Failure {
             acquire::Failure::Exhausted => Failure::Exhausted,
             acquire::Failure::InvalidName => Failure::InvalidName,
             acquire::Failure::Request => Failure::Request,
+            acquire::Failure::WriterLost => Failure::WriterLost,
         }
     }
 }
@@ -324,6 +325,11 @@ pub enum Action {
         mine: String,
         /// With the release record and marker of `writer`.
         record: bool,
+        /// Delete `writer` only at this data version: 0, as it was made,
+        /// unless a revocation request on it is known already (then any).
+        /// A request written meanwhile refuses the transaction, and the
+        /// downgrade keeps the writer node, whose guard sees the request.
+        writer_version: Option<i32>,
     },
 }
 
@@ -467,9 +473,10 @@ pub struct Contender {
     data_checked: bool,
     /// The wait watches release markers.
     markers: bool,
-    /// A downgrade's reader: the writer node of mine it replaces, and
-    /// whether that writer's release is due with the record.
-    replaces: Option<(String, bool)>,
+    /// A downgrade's reader: the writer node of mine it replaces, whether
+    /// that writer's release is due with the record, and whether a
+    /// revocation request on it is known.
+    replaces: Option<(String, bool, bool)>,
     downgrade: Downgrade,
 }
 
@@ -526,7 +533,7 @@ impl Contender {
 
     /// The writer node a downgrade's reader replaces ([`Contender::replacing`]).
     pub fn replaces(&self) -> Option<&str> {
-        self.replaces.as_ref().map(|(writer, _)| writer.as_str())
+        self.replaces.as_ref().map(|(writer, _, _)| writer.as_str())
     }
 
     /// My node's sequence number, once known.
@@ -623,9 +630,12 @@ impl Contender {
     /// [`crate::ordering::downgrade`]). Refused (no WRITE on the
     /// directory, a stranger's node under the marker's name), the
     /// transaction is tried again without them.
+    ///
+    /// `revoked`: a revocation request on the writer node is known (see
+    /// [`Action::Replace`]'s `writer_version`).
     #[must_use]
-    pub fn replacing(mut self, writer: &str, mark: bool) -> Contender {
-        self.replaces = Some((writer.to_owned(), mark));
+    pub fn replacing(mut self, writer: &str, mark: bool, revoked: bool) -> Contender {
+        self.replaces = Some((writer.to_owned(), mark, revoked));
         self
     }
 
@@ -984,10 +994,15 @@ impl Contender {
         self.hold(false)
     }
 
-    /// A downgrade's transaction did not happen: `failed` says why.
+    /// A downgrade's transaction did not happen: `failed` says why. Unless
+    /// the writer node is gone, or the session, the downgrade keeps it:
+    /// whatever refused the transaction (a quota, the writer node written
+    /// meanwhile, say with a revocation request) left it as it was.
     fn replace_failed(&mut self, failed: Option<ReplaceStep>, answer: Answer<i64>) -> Action {
         match (failed, answer) {
             (_, Answer::SessionEnded) => self.fail(Failure::SessionEnded),
+            // Retrying is over: the session is as good as gone.
+            (_, Answer::Retry) => self.fail(Failure::Request),
             // The reader after the writer left: decide again.
             (Some(ReplaceStep::Successor), Answer::NoNode) => match self.acquire.as_mut() {
                 Some(acquire) => {
@@ -996,19 +1011,18 @@ impl Contender {
                 }
                 None => self.fail(Failure::Request),
             },
-            // Someone else's node has the reader's name, or my node is
-            // gone: the writer node stays.
-            (Some(ReplaceStep::Reader), Answer::Exists) => {
-                self.phase = Phase::Ended;
-                Action::GiveUp
-            }
             (Some(ReplaceStep::Mine), Answer::NoNode) => {
                 self.gone = true;
                 self.phase = Phase::Ended;
                 Action::GiveUp
             }
             (Some(ReplaceStep::Writer), Answer::NoNode) => self.fail(Failure::WriterLost),
-            _ => self.fail(Failure::Request),
+            // Someone else's node has the reader's name, the writer node was
+            // written (its version moved), a quota: the writer node stays.
+            _ => {
+                self.phase = Phase::Ended;
+                Action::GiveUp
+            }
         }
     }
 
@@ -1166,7 +1180,7 @@ impl Contender {
         }
         let name = self.node().unwrap_or_default().to_owned();
         let mut acquire = Acquire::new(self.mode, self.may_wait).with_release_markers(self.markers);
-        if let Some((writer, _)) = &self.replaces {
+        if let Some((writer, _, _)) = &self.replaces {
             acquire = acquire.replacing(writer);
         }
         let action = acquire.created(&name, listing);
@@ -1188,7 +1202,7 @@ impl Contender {
                 }) else {
                     return self.fail(Failure::InvalidName);
                 };
-                let record = self.replaces.as_ref().is_some_and(|(_, mark)| *mark);
+                let record = self.replaces.as_ref().is_some_and(|(_, mark, _)| *mark);
                 self.replace(writer, reader, seq, successor, mine, record)
             }
             acquire::Action::GiveUp => {
@@ -1220,12 +1234,14 @@ impl Contender {
             mine: mine.clone(),
             record,
         };
+        let revoked = self.replaces.as_ref().is_some_and(|(_, _, revoked)| *revoked);
         Action::Replace {
             writer,
             reader,
             successor,
             mine,
             record,
+            writer_version: (!revoked).then_some(0),
         }
     }
 

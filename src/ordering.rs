@@ -385,9 +385,12 @@ pub enum Downgrade<'a> {
         successor: &'a str,
     },
     /// The writer node stays: the node right after it is a writer, which
-    /// may take the writer node's deletion for its grant (or the writer is
-    /// missing, or the downgrade's reader cannot be ordered).
+    /// may take the writer node's deletion for its grant (or the
+    /// downgrade's reader cannot be ordered).
     Keep,
+    /// The writer node is not in the listing: it was deleted (by someone
+    /// else), and the write lock with it.
+    Lost,
 }
 
 /// How the holding writer `writer` downgrades, given a listing (`children`)
@@ -422,6 +425,7 @@ pub enum Downgrade<'a> {
 ///     Downgrade::Replace { successor: "b-R-0000000002" },
 /// );
 /// assert_eq!(downgrade(w, me, &[w, "c-W-0000000003", me])?, Downgrade::Keep);
+/// assert_eq!(downgrade(w, me, &[me])?, Downgrade::Lost);
 /// # Ok::<(), zk_rwlock::ordering::OrderingError>(())
 /// ```
 pub fn downgrade<'a, S: AsRef<str>>(
@@ -431,7 +435,7 @@ pub fn downgrade<'a, S: AsRef<str>>(
 ) -> Result<Downgrade<'a>, OrderingError> {
     let mine = parse_parts(me).map_err(|reason| ParseNameError::new(me, reason))?;
     let Ok(held) = parse_parts(writer) else {
-        return Ok(Downgrade::Keep);
+        return Ok(Downgrade::Lost);
     };
     let mut found = false;
     let mut writer_found = false;
@@ -458,10 +462,11 @@ pub fn downgrade<'a, S: AsRef<str>>(
     if !found {
         return Err(OrderingError::Missing { me: me.to_owned() });
     }
+    if !writer_found {
+        return Ok(Downgrade::Lost);
+    }
     Ok(match successor {
-        Some((_, successor, Mode::Read))
-            if writer_found && is_valid_seq(held.seq) && is_valid_seq(mine.seq) =>
-        {
+        Some((_, successor, Mode::Read)) if is_valid_seq(held.seq) && is_valid_seq(mine.seq) => {
             Downgrade::Replace { successor }
         }
         _ => Downgrade::Keep,

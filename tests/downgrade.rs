@@ -69,7 +69,11 @@ async fn queued_readers_get_in_and_writers_stay_out() {
         seq_of(&writer_node),
         "the reader took the writer's sequence"
     );
-    assert!(read.fencing_token() > writer_token);
+    assert_eq!(
+        read.fencing_token(),
+        writer_token,
+        "held all along since the writer's grant"
+    );
     assert_eq!(read.state(), HoldState::Held);
     let queued_reader = joined(SHORT, reader).await.unwrap();
     let stats = reader_lock.stats();

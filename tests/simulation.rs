@@ -542,6 +542,8 @@ enum Op {
         writer: String,
         mine: String,
         record: bool,
+        /// Delete `writer` only if never written (`Some(0)`).
+        writer_version: Option<i32>,
     },
     /// `exists` with a watch on a release marker.
     WatchMarker {
@@ -601,6 +603,7 @@ enum Resp {
         step: ReplaceStep,
         exists: bool,
         denied: bool,
+        bad_version: bool,
     },
     /// `exists` on a release marker: whether it exists.
     MarkerStat {
@@ -1247,12 +1250,15 @@ impl World {
                 writer,
                 mine,
                 record,
+                writer_version,
             } => {
                 let refused = |step, exists| Resp::ReplaceRefused {
                     step,
                     exists,
                     denied: false,
+                    bad_version: false,
                 };
+                let written = self.node(&writer).is_some_and(|n| n.mzxid != n.czxid);
                 let marker = release_marker(&writer);
                 if successor.as_ref().is_some_and(|n| !self.live(n)) {
                     refused(ReplaceStep::Successor, false)
@@ -1262,6 +1268,7 @@ impl World {
                         step: ReplaceStep::Record,
                         exists: false,
                         denied: true,
+                        bad_version: false,
                     }
                 } else if record && self.markers.contains(&marker) {
                     self.stats.marker_refused += 1;
@@ -1270,6 +1277,13 @@ impl World {
                     refused(ReplaceStep::Reader, true)
                 } else if !self.live(&writer) {
                     refused(ReplaceStep::Writer, false)
+                } else if writer_version == Some(0) && written {
+                    Resp::ReplaceRefused {
+                        step: ReplaceStep::Writer,
+                        exists: false,
+                        denied: false,
+                        bad_version: true,
+                    }
                 } else if !self.live(&mine) {
                     refused(ReplaceStep::Mine, false)
                 } else {
@@ -1706,8 +1720,12 @@ impl World {
         let session = session_id(contender.session);
         let inner = contender::Contender::new(mode, may_wait, layout, token, session, check_data);
         let mark = contender.writer.as_ref().is_some_and(|w| w.mark);
+        let revoked = contender
+            .writer
+            .as_ref()
+            .is_some_and(|w| w.machine.inner.is_revoked());
         let inner = match &replacing {
-            Some(writer) => inner.replacing(writer, mark),
+            Some(writer) => inner.replacing(writer, mark, revoked),
             None => inner,
         };
         contender.state = CState::Acquiring;
@@ -2270,6 +2288,11 @@ impl World {
                     Resp::ReplaceRefused {
                         step, denied: true, ..
                     } => (Answer::NoAuth, Some(*step)),
+                    Resp::ReplaceRefused {
+                        step,
+                        bad_version: true,
+                        ..
+                    } => (Answer::Failed, Some(*step)),
                     Resp::ReplaceRefused { step, .. } => (Answer::NoNode, Some(*step)),
                     other => (answer(other), None),
                 };
@@ -2399,6 +2422,7 @@ impl World {
                 successor,
                 mine,
                 record,
+                writer_version,
             } => {
                 let downgrading = self.contenders[c]
                     .writer
@@ -2422,6 +2446,7 @@ impl World {
                     writer,
                     mine,
                     record,
+                    writer_version,
                 };
                 self.send(c, op, Purpose::Replace);
             }

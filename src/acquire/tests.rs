@@ -61,6 +61,7 @@ fn show(action: &Action, names: &[String]) -> String {
         Action::Fail(Failure::Exhausted) => "fail exhausted".into(),
         Action::Fail(Failure::InvalidName) => "fail name".into(),
         Action::Fail(Failure::Request) => "fail request".into(),
+        Action::Fail(Failure::WriterLost) => "fail writer lost".into(),
         Action::Replace { successor, .. } => match successor {
             Some(successor) => format!("replace check {}", pos(successor)),
             None => "replace".into(),
@@ -1120,7 +1121,7 @@ fn a_downgrades_reader_decides_once() {
         ),
         // A node at the counter's limit comes after every valid one.
         (&["h-W-0000000001", "c-W-2147483647", "h-R-0000000009"], "replace"),
-        (&["h-R-0000000009"], "give up"),
+        (&["h-R-0000000009"], "fail writer lost"),
         (&["h-W-0000000001"], "fail lost"),
     ];
     for (listing, want) in cases {

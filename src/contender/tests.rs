@@ -1231,7 +1231,7 @@ fn downgrading_marked(listing: &[String], mark: bool) -> (Contender, Contender, 
         SESSION,
         false,
     )
-    .replacing(&w, mark);
+    .replacing(&w, mark, false);
     assert_eq!(reader.start(), Action::Create);
     let me = format!(
         "{}{:010}",
@@ -1275,6 +1275,7 @@ fn a_downgrade_replaces_the_writer_by_a_reader_with_its_sequence() {
             successor: None,
             mine: reader_name(9),
             record: false,
+            writer_version: Some(0),
         }
     );
     // The keeper sees the writer's deletion before the answer: not a loss.
@@ -1457,6 +1458,7 @@ fn a_marked_writers_downgrade_writes_the_record_unless_refused() {
         successor: None,
         mine: reader_name(9),
         record,
+        writer_version: Some(0),
     };
     let (_, mut reader, action) = downgrading_marked(std::slice::from_ref(&w), true);
     assert_eq!(action, replace(true));
@@ -1473,10 +1475,63 @@ fn a_marked_writers_downgrade_writes_the_record_unless_refused() {
         reader.step(replaced(Answer::Exists, Some(ReplaceStep::Marker), false)),
         replace(false)
     );
-    // Without the record, a refusal is no marker's.
+    // Without the record, a refusal keeps the writer node.
     let (_, mut reader, _) = downgrading_marked(std::slice::from_ref(&w), false);
     assert_eq!(
         reader.step(replaced(Answer::NoAuth, Some(ReplaceStep::Record), false)),
+        Action::GiveUp
+    );
+}
+
+/// Whatever refuses a downgrade's transaction while the writer node stays
+/// (a quota, the node written meanwhile: its version moved) keeps the
+/// writer node; only its deletion or the session's end fail the downgrade.
+#[test]
+fn a_refused_downgrade_keeps_the_writer() {
+    let w = name(Mode::Write, 3);
+    for (failed, answer) in [
+        (Some(ReplaceStep::Reader), Answer::Failed),
+        (Some(ReplaceStep::Reader), Answer::NoAuth),
+        (Some(ReplaceStep::Writer), Answer::Failed),
+        (None, Answer::Failed),
+        (Some(ReplaceStep::Successor), Answer::Failed),
+    ] {
+        let (_, mut reader, _) = downgrading(std::slice::from_ref(&w));
+        assert_eq!(
+            reader.step(replaced(answer.clone(), failed, false)),
+            Action::GiveUp,
+            "{failed:?} {answer:?}"
+        );
+    }
+    let (_, mut reader, _) = downgrading(std::slice::from_ref(&w));
+    assert_eq!(
+        reader.step(replaced(Answer::Retry, None, false)),
         Action::Fail(Failure::Request)
+    );
+    // A revocation request on the writer already known: any version.
+    let mut writer = holder(Mode::Write, 3);
+    writer.note_revoked();
+    assert!(writer.begin_replace());
+    let mut reader = Contender::new(
+        Mode::Read,
+        true,
+        Layout::Native,
+        Uuid::from_u128(0xef),
+        SESSION,
+        false,
+    )
+    .replacing(&w, false, writer.is_revoked());
+    reader.start();
+    let me = reader_name(9);
+    let action = reader.step(created(&me, 50, Some(&[w.clone(), me.clone()])));
+    assert!(
+        matches!(
+            action,
+            Action::Replace {
+                writer_version: None,
+                ..
+            }
+        ),
+        "{action:?}"
     );
 }

@@ -72,7 +72,7 @@ impl SharedLock {
         mode: Mode,
         patience: Patience,
         counts: &mut Counts,
-        replacing: Option<(&str, bool)>,
+        replacing: Option<(&str, bool, bool)>,
     ) -> Result<Option<Held>, Error> {
         let inner = &self.inner;
         let client = &inner.client;
@@ -102,7 +102,7 @@ impl SharedLock {
         )
         .with_release_markers(inner.release_markers);
         let machine = match replacing {
-            Some((writer, mark)) => machine.replacing(writer, mark),
+            Some((writer, mark, revoked)) => machine.replacing(writer, mark, revoked),
             None => machine,
         };
         // From here on, dropping this future withdraws whatever node it made.
@@ -183,12 +183,22 @@ impl SharedLock {
     /// (`Some`, granted: the writer node is deleted), or is withdrawn again
     /// (`None`: the writer node is kept). Its requests are retried until
     /// answered or the session is over, with no deadline of their own.
-    pub(super) async fn downgrade_reader(&self, writer: &str, mark: bool) -> Result<Option<Held>, Error> {
+    pub(super) async fn downgrade_reader(
+        &self,
+        writer: &str,
+        mark: bool,
+        revoked: bool,
+    ) -> Result<Option<Held>, Error> {
         let span = info_span!("downgrade", lock = %self.inner.path, writer = %writer);
         let mut counts = Counts::default();
-        self.acquire_inner(Mode::Read, Patience::Forever, &mut counts, Some((writer, mark)))
-            .instrument(span)
-            .await
+        self.acquire_inner(
+            Mode::Read,
+            Patience::Forever,
+            &mut counts,
+            Some((writer, mark, revoked)),
+        )
+        .instrument(span)
+        .await
     }
 
     /// The error for a contender node that vanished.

@@ -533,11 +533,16 @@ impl WriteGuard {
     /// is next), and a writer directly behind a writer node may take the
     /// node's deletion for its grant: the reader node is withdrawn and
     /// the read guard keeps the writer node, which the lock then shows as
-    /// a writer until the read guard is released. Either way the
-    /// returned guard holds the read lock; [`ReadGuard::node`] says on
-    /// which node, and its fencing token is that node's czxid (larger
-    /// than the writer's when a reader node took its place). See
-    /// "Downgrade" in the README's wire protocol.
+    /// a writer until the read guard is released. So it is too when the
+    /// server refuses the transaction while the writer node stands (a
+    /// quota, say, or a revocation request written to the writer node
+    /// meanwhile, which the read guard then sees). Either way the returned
+    /// guard holds the read lock, and [`ReadGuard::node`] says on which
+    /// node. Its fencing token stays the writer's: the lock was held
+    /// without a break since the writer's grant, and every writer granted
+    /// after the read guard's release has a larger one (the new reader
+    /// node's czxid may be larger than theirs). See "Downgrade" in the
+    /// README's wire protocol.
     ///
     /// Two round trips (the reader's create and listing, pipelined, then
     /// the transaction), plus the reader's withdrawal when the writer
@@ -552,10 +557,11 @@ impl WriteGuard {
     ///
     /// [`Error::DowngradeUnsupported`] in a peer's
     /// [layout](crate::LockBuilder::layout); [`Error::Lost`] if the write
-    /// lock was lost (its node deleted by someone else, or the session's
-    /// end) before the downgrade; the session's and the server's errors
-    /// as for an acquire. On an error the write lock is released (as if
-    /// the guard was dropped), or already lost.
+    /// lock was lost (its node deleted by someone else) before the
+    /// downgrade replaced it; [`Error::SessionExpired`] or
+    /// [`Error::SessionClosed`] if the session ended. On an error the
+    /// write lock is released (as if the guard was dropped), or already
+    /// lost.
     ///
     /// # Cancellation safety
     ///

@@ -288,14 +288,20 @@ impl Held {
         }
         let node = self.node().to_owned();
         let writer = node.rsplit('/').next().unwrap_or_default().to_owned();
-        let began = self.flags.update("", |m| m.begin_replace().then(|| m.mark()));
-        let Some(mark) = began else {
+        let began = self
+            .flags
+            .update("", |m| m.begin_replace().then(|| (m.mark(), m.is_revoked())));
+        let Some((mark, revoked)) = began else {
             // Not held: lost (or the lock is someone else's by now).
             return Err(Error::Lost { node });
         };
         let lock = super::SharedLock { inner };
-        match lock.downgrade_reader(&writer, mark).await {
-            Ok(Some(reader)) => {
+        match lock.downgrade_reader(&writer, mark, revoked).await {
+            Ok(Some(mut reader)) => {
+                // The lock was held all along since the writer's grant: the
+                // writer's token, which every writer granted after the read
+                // lock exceeds (the reader node's czxid may exceed theirs).
+                reader.fencing_token = self.fencing_token;
                 self.flags.update("", |m| m.end_replace(Replacement::Applied));
                 if self.is_revocation_requested() {
                     reader.flags.update("", Contender::note_revoked);

@@ -17,6 +17,14 @@ use crate::node_name::{self, Layout};
 use crate::ordering;
 use crate::zk;
 
+/// The nodes of a downgrade's transaction ([`Action::Replace`]).
+struct Replaced<'a> {
+    writer: &'a str,
+    reader: &'a str,
+    successor: Option<&'a str>,
+    mine: &'a str,
+}
+
 /// What a contender's requests need of its lock: owned, so that work left
 /// running in the background holds the client, not the lock (the lock's
 /// last handle must not go with a task of the background runtime, where
@@ -186,9 +194,15 @@ impl Requests {
                 successor,
                 mine,
                 record,
+                writer_version,
             } => {
-                self.replace(writer, reader, successor.as_deref(), mine, *record)
-                    .await
+                let nodes = Replaced {
+                    writer,
+                    reader,
+                    successor: successor.as_deref(),
+                    mine,
+                };
+                self.replace(nodes, *record, *writer_version).await
             }
             Action::Acquire(_)
             | Action::Grant { .. }
@@ -430,14 +444,13 @@ impl Requests {
     /// whether an attempt's answer was lost. The reader's czxid comes from
     /// the create's stat, or, where the server leaves it out
     /// (ZOOKEEPER-4026), from an `exists` on it.
-    async fn replace(
-        &mut self,
-        writer: &str,
-        reader: &str,
-        successor: Option<&str>,
-        mine: &str,
-        record: bool,
-    ) -> Answered {
+    async fn replace(&mut self, nodes: Replaced<'_>, record: bool, writer_version: Option<i32>) -> Answered {
+        let Replaced {
+            writer,
+            reader,
+            successor,
+            mine,
+        } = nodes;
         let client = &self.client;
         let writer_path = child_path(&self.dir, writer);
         let reader_path = child_path(&self.dir, reader);
@@ -468,7 +481,7 @@ impl Requests {
                     multi.add_delete(&marker, None)?;
                 }
                 multi.add_create(&reader_path, &[], &options)?;
-                multi.add_delete(&writer_path, None)?;
+                multi.add_delete(&writer_path, writer_version)?;
                 multi.add_delete(&mine_path, None)?;
                 let result = multi.commit().await;
                 let step = match &result {
