@@ -109,6 +109,7 @@ fn a_writer_that_waited_releases_with_the_record() {
         c.step(Input::Acquire(Heard::Event(Event::Watched(NodeEvent::Deleted)))),
         Action::Grant { mark: true }
     );
+    assert!(c.mark());
     assert!(c.own_watch_set());
     assert_eq!(c.counts().wakeups, 1);
     let me = name(Mode::Write, 2);
@@ -1267,6 +1268,8 @@ fn replaced(answer: Answer<i64>, failed: Option<ReplaceStep>, answer_lost: bool)
 fn a_downgrade_replaces_the_writer_by_a_reader_with_its_sequence() {
     let w = name(Mode::Write, 3);
     let (mut writer, mut reader, action) = downgrading(std::slice::from_ref(&w));
+    assert_eq!(reader.replaces(), Some(w.as_str()));
+    assert!(!writer.mark(), "granted at once: no record due");
     assert_eq!(
         action,
         Action::Replace {
