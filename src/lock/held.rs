@@ -17,6 +17,7 @@ use crate::background::AbortOnDrop;
 use crate::contender::{Action, Contender, Outcome};
 use crate::error::Error;
 use crate::lease::{self, HoldState, Link, LossCause};
+use crate::stats::{Holder, LostReason};
 use crate::zk;
 
 /// A contender that has not been handed to a guard yet: its machine and
@@ -41,10 +42,10 @@ impl Pending {
 
     /// Hands the granted node to a guard, with the watch on it set while
     /// waiting (the guard's keeper takes it over).
-    pub(super) fn grant(mut self, own_watch: Option<WatchFuture>) -> Held {
+    pub(super) fn grant(mut self, own_watch: Option<WatchFuture>, holder: Holder) -> Held {
         self.armed = false;
         let machine = self.machine.clone();
-        Held::new(self.inner.clone(), machine, own_watch)
+        Held::new(self.inner.clone(), machine, own_watch, holder)
     }
 
     /// Withdraws: starts the withdrawal now, waits for it at most
@@ -132,12 +133,12 @@ impl Held {
     /// The guard of the node `machine` holds, with its keeper started:
     /// `own_watch` is the watch on the node set while waiting, if any (the
     /// keeper takes it over).
-    fn new(inner: Arc<Inner>, machine: Contender, own_watch: Option<WatchFuture>) -> Held {
+    fn new(inner: Arc<Inner>, machine: Contender, own_watch: Option<WatchFuture>, holder: Holder) -> Held {
         let granted_at = std::time::Instant::now();
         let suspended_at_grant = suspended_since_boot();
         let node = child_path(&inner.path, machine.node().unwrap_or_default());
         let fencing_token = machine.czxid().unwrap_or_default();
-        let flags = Arc::new(keeper::Flags::new(node, machine));
+        let flags = Arc::new(keeper::Flags::new(node, machine, holder));
         let keeper = keeper::start(&inner.client, &flags, own_watch);
         Held {
             inner,
@@ -183,10 +184,14 @@ impl Held {
         let deadline = self.lease_deadline();
         let (state, cause) = lease::hold_state(flagged, link, std::time::Instant::now(), deadline);
         match cause {
-            Some(LossCause::SessionEnded) => self.mark_lost("the session ended"),
-            Some(LossCause::LeaseRanOut) => {
-                self.mark_lost("the lease deadline passed without an answer from the server")
-            }
+            Some(LossCause::SessionEnded) => self.mark_lost(
+                "the session ended",
+                LostReason::of_session(self.inner.client.state()),
+            ),
+            Some(LossCause::LeaseRanOut) => self.mark_lost(
+                "the lease deadline passed without an answer from the server",
+                LostReason::LeaseRanOut,
+            ),
             None => {}
         }
         state
@@ -196,8 +201,8 @@ impl Held {
         self.state() != HoldState::Lost
     }
 
-    fn mark_lost(&self, why: &str) {
-        self.flags.mark_lost(why);
+    fn mark_lost(&self, why: &str, reason: LostReason) {
+        self.flags.mark_lost(why, reason);
     }
 
     pub(super) fn is_revocation_requested(&self) -> bool {
@@ -248,6 +253,7 @@ impl Held {
         &mut self,
     ) -> Result<impl std::future::Future<Output = Result<(), Error>> + Send + 'static, Error> {
         self.released = true;
+        let released = self.flags.take_holder().map(Holder::release);
         let (mut machine, action) = self.flags.begin_release();
         let keeper = self.keeper.take();
         let node = self.node().to_owned();
@@ -263,7 +269,12 @@ impl Held {
             drop(keeper);
             match outcome {
                 Outcome::Deleted => Ok(()),
-                Outcome::Lost => Err(Error::Lost { node }),
+                Outcome::Lost => {
+                    if let Some(metrics) = released {
+                        metrics.lost(LostReason::NodeDeleted);
+                    }
+                    Err(Error::Lost { node })
+                }
                 Outcome::SessionEnded | Outcome::Failed => {
                     Err(requests.last_error.take().unwrap_or_else(|| {
                         Error::ZooKeeper(zk::Error::UnexpectedError("the release failed".to_owned()))
