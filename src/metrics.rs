@@ -8,8 +8,9 @@
 //! installed recorder. Without the feature both still exist (the list is
 //! data), and nothing is recorded: every recording call compiles to
 //! nothing, and a lock keeps only the counts behind
-//! [`Stats::waiting`](crate::Stats::waiting) and
-//! [`Stats::holding`](crate::Stats::holding).
+//! [`Stats::waiting`](crate::Stats::waiting),
+//! [`Stats::holding`](crate::Stats::holding) and
+//! [`Stats::lost`](crate::Stats::lost).
 //!
 //! # Labels
 //!

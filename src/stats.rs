@@ -63,6 +63,10 @@ pub struct Stats {
     /// Guards holding the lock now (held or suspended): granted, and not
     /// yet released, dropped or known lost.
     pub holding: u64,
+    /// Guards known lost (node deleted by someone else, session ended,
+    /// lease ran out), each counted once: when its loss is noticed (see
+    /// [`crate::metrics`]), or by its release finding its node gone.
+    pub lost: u64,
 }
 
 /// How an acquire ended, for [`Recorder::record`].
@@ -146,7 +150,6 @@ impl LostReason {
 }
 
 /// The shared, lock-free counters behind [`Stats`].
-#[derive(Default)]
 pub(crate) struct Recorder {
     acquires: AtomicU64,
     grants: AtomicU64,
@@ -165,23 +168,38 @@ pub(crate) struct Recorder {
     live: Arc<Live>,
 }
 
-/// The acquires waiting and the guards holding one lock, and its metrics.
+/// The acquires waiting and the guards holding one lock, the guards
+/// lost, and its metrics.
 #[derive(Default)]
 struct Live {
     waiting: AtomicU64,
     holding: AtomicU64,
+    lost: AtomicU64,
     metrics: LockMetrics,
 }
 
 impl Recorder {
     /// The recorder of a lock whose metrics carry the label `path`, if given.
     pub(crate) fn new(path_label: Option<&str>) -> Recorder {
+        let zero = || AtomicU64::new(0);
         Recorder {
+            acquires: zero(),
+            grants: zero(),
+            handoffs: zero(),
+            marker_handoffs: zero(),
+            give_ups: zero(),
+            failures: zero(),
+            listings: zero(),
+            wakeups: zero(),
+            spurious_wakeups: zero(),
+            relisted_grants: zero(),
+            retries: zero(),
+            wait_nanos: zero(),
+            max_wait_nanos: zero(),
             live: Arc::new(Live {
                 metrics: LockMetrics::new(path_label),
                 ..Live::default()
             }),
-            ..Recorder::default()
         }
     }
 
@@ -262,6 +280,7 @@ impl Recorder {
             max_wait: Duration::from_nanos(get(&self.max_wait_nanos)),
             waiting: get(&self.live.waiting),
             holding: get(&self.live.holding),
+            lost: get(&self.live.lost),
         }
     }
 }
@@ -316,14 +335,14 @@ impl Holder {
     /// The guard is known lost, for `reason`.
     pub(crate) fn lost(mut self, reason: LostReason) {
         self.end();
-        self.live.metrics.lost(reason);
+        self.live.lost(reason);
     }
 
-    /// The guard's release begins; with the lock's metrics returned, the
-    /// release records a loss it finds.
-    pub(crate) fn release(mut self) -> LockMetrics {
+    /// The guard's release begins; the returned [`Released`] records a
+    /// loss the release finds.
+    pub(crate) fn release(mut self) -> Released {
         self.end();
-        self.live.metrics.clone()
+        Released(self.live.clone())
     }
 
     fn end(&mut self) {
@@ -340,13 +359,30 @@ impl Drop for Holder {
     }
 }
 
+impl Live {
+    fn lost(&self, reason: LostReason) {
+        self.lost.fetch_add(1, Ordering::Relaxed);
+        self.metrics.lost(reason);
+    }
+}
+
+/// A guard whose release has begun.
+pub(crate) struct Released(Arc<Live>);
+
+impl Released {
+    /// The release found the guard lost before it, for `reason`.
+    pub(crate) fn lost(&self, reason: LostReason) {
+        self.0.lost(reason);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn records_each_end() {
-        let recorder = Recorder::default();
+        let recorder = Recorder::new(None);
         for _ in 0..5 {
             recorder.acquires.fetch_add(1, Ordering::Relaxed);
         }
@@ -396,13 +432,14 @@ mod tests {
                 max_wait: Duration::from_millis(9),
                 waiting: 0,
                 holding: 0,
+                lost: 0,
             }
         );
     }
 
     #[test]
     fn a_grant_at_once_is_neither_a_handoff_nor_relisted() {
-        let recorder = Recorder::default();
+        let recorder = Recorder::new(None);
         recorder.record(
             End::Granted,
             Counts {
@@ -444,12 +481,13 @@ mod tests {
         lost.set_mode(Mode::Read);
         assert_eq!((count(&recorder), lost.mode), ((0, 3), Mode::Read));
         let released = released.release();
+        assert_eq!((count(&recorder), recorder.get().lost), ((0, 2), 0));
         released.lost(LostReason::NodeDeleted);
-        assert_eq!(count(&recorder), (0, 2));
+        assert_eq!((count(&recorder), recorder.get().lost), ((0, 2), 1));
         lost.lost(LostReason::LeaseRanOut);
-        assert_eq!(count(&recorder), (0, 1));
+        assert_eq!((count(&recorder), recorder.get().lost), ((0, 1), 2));
         drop(dropped);
-        assert_eq!(count(&recorder), (0, 0));
+        assert_eq!((count(&recorder), recorder.get().lost), ((0, 0), 2));
     }
 
     #[test]

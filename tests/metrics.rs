@@ -293,7 +293,7 @@ async fn a_release_that_finds_its_node_deleted_counts_one_loss() {
         let lost = || counter("zk_rwlock_lost_total", &[("reason", "node_deleted"), ("path", p)]);
         gauges_become("the loss is counted", || lost() == round).await;
     }
-    assert_eq!(lock.stats().holding, 0);
+    assert_eq!((lock.stats().holding, lock.stats().lost), (0, 3));
 }
 
 /// A guard is `suspended` while its session is disconnected and `held`
@@ -348,7 +348,47 @@ async fn a_suspended_guard_moves_and_an_expired_session_loses_it() {
     assert_eq!(held.state(), HoldState::Lost);
     assert!(held.release().await.is_err());
     assert_eq!(lost("session_expired"), 1, "counted once");
-    assert_eq!(lock.stats().holding, 0);
+    assert_eq!((lock.stats().holding, lock.stats().lost), (0, 1));
+}
+
+/// A guard cut off past its lease deadline is lost when its state is
+/// looked at (`lease_ran_out`), and its release does not count it again. (A session of its own, not the library's connect: the
+/// expired sessions' counter is the other test's.)
+#[tokio::test]
+async fn a_lease_that_runs_out_loses_the_guard_once() {
+    recorded();
+    let direct = server().connect_string();
+    let proxy = Proxy::start(&direct);
+    let path = unique_path("metrics-lease");
+    let p = path.as_str();
+    let c = support::client_on(proxy.addr()).await;
+    let lock = labelled_on(c.clone(), p);
+    let held = lock.read().await.expect("reader");
+    proxy.set_blocked(true);
+    proxy.cut_all();
+    gauges_become("the guard is counted suspended", || {
+        holders(p, "read") == (0.0, 1.0)
+    })
+    .await;
+    // Past the lease deadline, and nothing from the server yet.
+    eventually("the lease runs out", WITHIN, || {
+        let now = held.state();
+        async move { now == HoldState::Lost }
+    })
+    .await;
+    assert_eq!(holders(p, "read"), (0.0, 0.0));
+    let lost = |reason| counter("zk_rwlock_lost_total", &[("reason", reason), ("path", p)]);
+    assert_eq!(lost("lease_ran_out"), 1);
+    // Whether the session outlived the cut or not, the guard stays lost;
+    // its release (or the session's end) counts nothing more.
+    proxy.set_blocked(false);
+    let _ = held.release().await;
+    assert_eq!(lost("lease_ran_out"), 1, "counted once");
+    assert_eq!(
+        lost("session_expired") + lost("session_closed") + lost("node_deleted"),
+        0
+    );
+    assert_eq!(holders(p, "read"), (0.0, 0.0));
 }
 
 #[tokio::test]

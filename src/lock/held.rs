@@ -270,8 +270,8 @@ impl Held {
             match outcome {
                 Outcome::Deleted => Ok(()),
                 Outcome::Lost => {
-                    if let Some(metrics) = released {
-                        metrics.lost(LostReason::NodeDeleted);
+                    if let Some(released) = released {
+                        released.lost(LostReason::NodeDeleted);
                     }
                     Err(Error::Lost { node })
                 }
