@@ -310,8 +310,10 @@ mod imp {
         pub(crate) fn holder_in(&self, mode: Mode, client: &zk::Client) {
             let mut holders = self.holders();
             if holders.count == [0, 0] {
-                holders.suspended = !matches!(client.state(), zk::SessionState::SyncConnected);
-                holders.link_watch = start_link_watch(Arc::downgrade(&self.0), client);
+                // Watching first, then reading the state: no change is missed.
+                let states = client.state_watcher();
+                holders.suspended = is_down(states.peek_state());
+                holders.link_watch = start_link_watch(Arc::downgrade(&self.0), states, client.session_id().0);
             }
             holders.count[index(mode)] += 1;
             self.gauge(HOLDERS, holder_labels(mode, holders.suspended), 1.0);
@@ -432,26 +434,36 @@ mod imp {
         }
     }
 
-    /// Follows the session's state for the holders of a lock, where the
-    /// session runs; ends with the session, or when aborted (no holders).
-    fn start_link_watch(lock: Weak<Shared>, client: &zk::Client) -> Option<AbortOnDrop<()>> {
-        let mut states = client.state_watcher();
+    /// Whether a session in `state` makes its guards suspended (as
+    /// [`HoldState::Suspended`](crate::HoldState::Suspended)).
+    fn is_down(state: zk::SessionState) -> bool {
+        matches!(
+            state,
+            zk::SessionState::Disconnected | zk::SessionState::ConnectedReadOnly
+        )
+    }
+
+    /// Follows the session's `states` for the holders of a lock, where the
+    /// session `id` runs; ends with the session, or when aborted (no
+    /// holders left).
+    fn start_link_watch(
+        lock: Weak<Shared>,
+        mut states: zk::StateWatcher,
+        id: i64,
+    ) -> Option<AbortOnDrop<()>> {
         let work = async move {
             loop {
                 let state = states.changed().await;
-                let Some(lock) = lock.upgrade() else { return };
                 // A session that ended loses its guards, which leave the
-                // gauge as their kept watches tell them.
-                lock.link(matches!(
-                    state,
-                    zk::SessionState::Disconnected | zk::SessionState::ConnectedReadOnly
-                ));
+                // gauge as they learn it (their kept watches tell them).
                 if state.is_terminated() {
                     return;
                 }
+                let Some(lock) = lock.upgrade() else { return };
+                lock.link(is_down(state));
             }
         };
-        background::spawn_near(client.session_id().0, work).map(AbortOnDrop)
+        background::spawn_near(id, work).map(AbortOnDrop)
     }
 
     /// Counts the session of `client` in `zk_rwlock_sessions_expired_total`

@@ -106,6 +106,20 @@ impl Flags {
         self.update(why, reason, |machine| machine.held_lost());
     }
 
+    /// The guard's mode changes (a downgrade): its place in the lock's
+    /// holders (stats and metrics) moves with it.
+    #[allow(dead_code)] // for the downgrade
+    pub(super) fn set_holder_mode(&self, mode: crate::node_name::Mode) {
+        if let Some(holder) = self
+            .holder
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_mut()
+        {
+            holder.set_mode(mode);
+        }
+    }
+
     /// The guard's place in the lock's holders, taken out (by its release).
     pub(super) fn take_holder(&self) -> Option<Holder> {
         self.holder.lock().unwrap_or_else(PoisonError::into_inner).take()
