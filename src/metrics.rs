@@ -624,6 +624,31 @@ mod tests {
     }
 
     #[test]
+    fn a_downgraded_holder_moves_from_write_to_read() {
+        let recorder = DebuggingRecorder::new();
+        ::metrics::with_local_recorder(&recorder, || {
+            let lock = LockMetrics::new(None);
+            lock.holder_moved(Mode::Write, Mode::Read);
+            lock.holder_moved(Mode::Read, Mode::Read);
+        });
+        let got = recorded(&recorder);
+        let got: Vec<(&str, &DebugValue)> = got.iter().map(|(k, v)| (k.as_str(), v)).collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    "zk_rwlock_holders{mode=read,state=held}",
+                    &DebugValue::Gauge(1.0.into())
+                ),
+                (
+                    "zk_rwlock_holders{mode=write,state=held}",
+                    &DebugValue::Gauge((-1.0).into())
+                ),
+            ]
+        );
+    }
+
+    #[test]
     fn names_follow_prometheus_conventions() {
         for metric in METRICS {
             assert!(metric.name.starts_with("zk_rwlock_"), "{}", metric.name);
