@@ -51,7 +51,7 @@ async fn own_client() -> Result<(), Box<dyn Error>> {
     let lock = SharedLock::builder(client, "/locks/orders").identity("web01").build()?;
     let queue = lock.contenders().await?;            // queue order: who holds, who waits on whom
     let guard = lock.acquire(zk_rwlock::Mode::Read).await?;   // mode chosen at run time: a `Guard`
-    let stats = lock.stats();                        // grants, hand-offs, wake-ups, waits: no request
+    let stats = lock.stats();                        // grants, hand-offs, waits, waiting, holding: no request
     println!("{queue:?} {stats:?}");
     guard.release().await?;
     Ok(())

@@ -39,6 +39,8 @@ if [[ -n $unwanted ]]; then
 fi
 echo "   none of clap, serde, serde_json, tracing-subscriber; libc not directly"
 echo "== cargo test --workspace"
+# Features unify across the workspace: the bench enables the library's `metrics` feature,
+# so tests/metrics.rs (required-features = ["metrics"]) runs here too.
 cargo test --workspace "${vendored[@]}" --locked "$@"
 echo "== cargo publish --dry-run -p zk-rwlock-zookeeper-client -p zk-rwlock -p zk-rwlock-cli"
 # All at once: the library's dependency on the patched client and the CLI's on the

@@ -316,7 +316,10 @@ pub async fn connect_client_with(servers: &str, options: &ConnectOptions) -> Res
             }
             match missing_chroot(&client, None).await {
                 Some(e) => Err(e),
-                None => Ok(client),
+                None => {
+                    crate::metrics::watch_session(&client);
+                    Ok(client)
+                }
             }
         }
         Ok(Err(zk::Error::NoHosts)) | Ok(Err(zk::Error::Timeout)) | Err(_) => Err(Error::Unreachable {

@@ -67,7 +67,7 @@
 //!
 //! # Cargo features
 //!
-//! Both off by default:
+//! All off by default:
 //!
 //! * `tls`: TLS connections (`ConnectOptions::tls_ca_pem` and
 //!   `tls_identity_pem`), through the client's `tls` feature (rustls).
@@ -75,6 +75,10 @@
 //!   the client's `sasl-digest-md5` feature, which adds `rsasl` (and through
 //!   it `serde_json`). (The client's Kerberos/GSSAPI mechanism needs system
 //!   libraries and is not offered.)
+//! * `metrics`: lock metrics (wait and hold times, waiters and holders,
+//!   grants, losses, timeouts, retries, expired sessions) through the
+//!   `metrics` facade: see [`metrics`]. Without it,
+//!   [`SharedLock::stats`] still tells a lock's counts.
 //!
 //! Its dependencies are the ZooKeeper
 //! client [`zk`] (`zk-rwlock-zookeeper-client`: zookeeper-client 0.11.2 with
@@ -94,6 +98,7 @@ mod error;
 pub mod lease;
 pub mod limits;
 mod lock;
+pub mod metrics;
 pub mod multi;
 pub mod node_name;
 pub mod ordering;
@@ -107,6 +112,7 @@ pub use lock::{
     SharedLock, Snapshot, WriteGuard, DEFAULT_CONNECT_TIMEOUT, DEFAULT_SESSION_TIMEOUT, GIVE_UP_SLACK,
     REVOKE_PAYLOAD, TRY_TIMEOUT,
 };
+pub use metrics::describe_metrics;
 pub use multi::{MultiGuard, MultiLock};
 pub use node_name::{Layout, Mode, NodeName};
 pub use stats::Stats;

@@ -1,9 +1,18 @@
-//! What a lock's acquires did: counts and wait times, as API.
+//! What a lock's acquires did: counts and wait times, as API; the
+//! acquires waiting and the guards holding now. The same events feed the
+//! lock's metrics ([`crate::metrics`]), which record nothing without the
+//! `metrics` feature.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use crate::acquire::Counts;
+use crate::metrics::LockMetrics;
+use crate::node_name::Mode;
+use crate::zk;
 
 /// Counts and wait times of the acquires made through one [`crate::SharedLock`]
 /// (and its clones) since it was built, from [`crate::SharedLock::stats`].
@@ -48,6 +57,16 @@ pub struct Stats {
     pub wait_time: Duration,
     /// The longest time a granted acquire waited.
     pub max_wait: Duration,
+    /// Acquires in progress now: started and not yet granted, given up,
+    /// failed or cancelled.
+    pub waiting: u64,
+    /// Guards holding the lock now (held or suspended): granted, and not
+    /// yet released, dropped or known lost.
+    pub holding: u64,
+    /// Guards known lost (node deleted by someone else, session ended,
+    /// lease ran out), each counted once: when its loss is noticed (see
+    /// [`crate::metrics`]), or by its release finding its node gone.
+    pub lost: u64,
 }
 
 /// How an acquire ended, for [`Recorder::record`].
@@ -58,8 +77,79 @@ pub(crate) enum End {
     Failed,
 }
 
+/// How an acquire ended, as the metrics' `outcome` label says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+pub(crate) enum Outcome {
+    Granted,
+    Timeout,
+    Failed,
+    /// Its future was dropped.
+    Cancelled,
+}
+
+impl From<End> for Outcome {
+    fn from(end: End) -> Outcome {
+        match end {
+            End::Granted => Outcome::Granted,
+            End::GaveUp => Outcome::Timeout,
+            End::Failed => Outcome::Failed,
+        }
+    }
+}
+
+/// How a grant came about: the metrics' `handoff` label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+pub(crate) enum GrantKind {
+    /// By the first listing, without waiting.
+    Immediate,
+    /// By the watched node's deletion (with or without the release record).
+    Handoff,
+    /// By the watched writer's release marker.
+    Marker,
+    /// By a new listing after a wake-up or a retry.
+    Relisted,
+}
+
+#[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+impl GrantKind {
+    /// How the grant of an acquire that did `counts` came about.
+    pub(crate) fn of(counts: Counts) -> GrantKind {
+        if counts.marked {
+            GrantKind::Marker
+        } else if counts.handoff {
+            GrantKind::Handoff
+        } else if counts.wakeups == 0 && counts.listings <= 1 {
+            GrantKind::Immediate
+        } else {
+            GrantKind::Relisted
+        }
+    }
+}
+
+/// Why a guard was lost: the metrics' `reason` label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LostReason {
+    SessionExpired,
+    /// Closed, or its authentication failed.
+    SessionClosed,
+    /// Deleted by someone else.
+    NodeDeleted,
+    LeaseRanOut,
+}
+
+impl LostReason {
+    /// The reason for a guard lost with its session, whose state is `state`.
+    pub(crate) fn of_session(state: zk::SessionState) -> LostReason {
+        match state {
+            zk::SessionState::Expired => LostReason::SessionExpired,
+            _ => LostReason::SessionClosed,
+        }
+    }
+}
+
 /// The shared, lock-free counters behind [`Stats`].
-#[derive(Debug, Default)]
 pub(crate) struct Recorder {
     acquires: AtomicU64,
     grants: AtomicU64,
@@ -74,11 +164,74 @@ pub(crate) struct Recorder {
     retries: AtomicU64,
     wait_nanos: AtomicU64,
     max_wait_nanos: AtomicU64,
+    /// What goes up and down, shared with the guards.
+    live: Arc<Live>,
+}
+
+/// The acquires waiting and the guards holding one lock, the guards
+/// lost, and its metrics.
+#[derive(Default)]
+struct Live {
+    waiting: AtomicU64,
+    holding: AtomicU64,
+    lost: AtomicU64,
+    metrics: LockMetrics,
 }
 
 impl Recorder {
-    pub(crate) fn started(&self) {
+    /// The recorder of a lock whose metrics carry the label `path`, if given.
+    pub(crate) fn new(path_label: Option<&str>) -> Recorder {
+        let zero = || AtomicU64::new(0);
+        Recorder {
+            acquires: zero(),
+            grants: zero(),
+            handoffs: zero(),
+            marker_handoffs: zero(),
+            give_ups: zero(),
+            failures: zero(),
+            listings: zero(),
+            wakeups: zero(),
+            spurious_wakeups: zero(),
+            relisted_grants: zero(),
+            retries: zero(),
+            wait_nanos: zero(),
+            max_wait_nanos: zero(),
+            live: Arc::new(Live {
+                metrics: LockMetrics::new(path_label),
+                ..Live::default()
+            }),
+        }
+    }
+
+    /// An acquire in `mode` starts: it waits until the returned token is
+    /// [finished](Waiter::finish), or dropped (cancelled).
+    pub(crate) fn started(&self, mode: Mode) -> Waiter<'_> {
         self.acquires.fetch_add(1, Ordering::Relaxed);
+        self.live.waiting.fetch_add(1, Ordering::Relaxed);
+        self.live.metrics.waiter_in(mode);
+        Waiter {
+            recorder: self,
+            mode,
+            started: Instant::now(),
+            finished: false,
+        }
+    }
+
+    /// A guard of `mode` on `client`'s session begins to hold the lock: it
+    /// holds until the returned token ends or is dropped.
+    pub(crate) fn holder(&self, mode: Mode, client: &zk::Client) -> Holder {
+        self.live.metrics.holder_in(mode, client);
+        self.hold(mode)
+    }
+
+    fn hold(&self, mode: Mode) -> Holder {
+        self.live.holding.fetch_add(1, Ordering::Relaxed);
+        Holder {
+            live: self.live.clone(),
+            mode,
+            since: std::time::Instant::now(),
+            holding: true,
+        }
     }
 
     /// Records one finished acquire.
@@ -125,7 +278,100 @@ impl Recorder {
             retries: get(&self.retries),
             wait_time: Duration::from_nanos(get(&self.wait_nanos)),
             max_wait: Duration::from_nanos(get(&self.max_wait_nanos)),
+            waiting: get(&self.live.waiting),
+            holding: get(&self.live.holding),
+            lost: get(&self.live.lost),
         }
+    }
+}
+
+/// An acquire in progress: counted in [`Stats::waiting`] (and the
+/// `zk_rwlock_waiters` gauge) until finished or dropped; dropped
+/// unfinished, it records a cancelled acquire's wait.
+pub(crate) struct Waiter<'a> {
+    recorder: &'a Recorder,
+    mode: Mode,
+    started: Instant,
+    finished: bool,
+}
+
+impl Waiter<'_> {
+    /// The acquire ended: records it.
+    pub(crate) fn finish(mut self, end: End, counts: Counts) {
+        self.finished = true;
+        let waited = self.started.elapsed();
+        self.recorder.record(end, counts, waited);
+        let metrics = &self.recorder.live.metrics;
+        metrics.acquire_ended(self.mode, end.into(), waited, counts);
+    }
+}
+
+impl Drop for Waiter<'_> {
+    fn drop(&mut self) {
+        let live = &self.recorder.live;
+        live.waiting.fetch_sub(1, Ordering::Relaxed);
+        live.metrics.waiter_out(self.mode, self.finished, self.started);
+    }
+}
+
+/// A guard holding the lock: counted in [`Stats::holding`] (and the
+/// `zk_rwlock_holders` gauge) until it is released, lost or dropped, when
+/// its hold time is recorded.
+pub(crate) struct Holder {
+    live: Arc<Live>,
+    mode: Mode,
+    since: std::time::Instant,
+    holding: bool,
+}
+
+impl Holder {
+    /// The guard's mode changes (a downgrade): it moves in the gauge.
+    pub(crate) fn set_mode(&mut self, mode: Mode) {
+        self.live.metrics.holder_moved(self.mode, mode);
+        self.mode = mode;
+    }
+
+    /// The guard is known lost, for `reason`.
+    pub(crate) fn lost(mut self, reason: LostReason) {
+        self.end();
+        self.live.lost(reason);
+    }
+
+    /// The guard's release begins; the returned [`Released`] records a
+    /// loss the release finds.
+    pub(crate) fn release(mut self) -> Released {
+        self.end();
+        Released(self.live.clone())
+    }
+
+    fn end(&mut self) {
+        if std::mem::take(&mut self.holding) {
+            self.live.holding.fetch_sub(1, Ordering::Relaxed);
+            self.live.metrics.holder_out(self.mode, self.since);
+        }
+    }
+}
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        self.end();
+    }
+}
+
+impl Live {
+    fn lost(&self, reason: LostReason) {
+        self.lost.fetch_add(1, Ordering::Relaxed);
+        self.metrics.lost(reason);
+    }
+}
+
+/// A guard whose release has begun.
+pub(crate) struct Released(Arc<Live>);
+
+impl Released {
+    /// The release found the guard lost before it, for `reason`.
+    pub(crate) fn lost(&self, reason: LostReason) {
+        self.0.lost(reason);
     }
 }
 
@@ -135,9 +381,9 @@ mod tests {
 
     #[test]
     fn records_each_end() {
-        let recorder = Recorder::default();
+        let recorder = Recorder::new(None);
         for _ in 0..5 {
-            recorder.started();
+            recorder.acquires.fetch_add(1, Ordering::Relaxed);
         }
         let handoff = Counts {
             listings: 1,
@@ -183,13 +429,16 @@ mod tests {
                 retries: 1,
                 wait_time: Duration::from_millis(14),
                 max_wait: Duration::from_millis(9),
+                waiting: 0,
+                holding: 0,
+                lost: 0,
             }
         );
     }
 
     #[test]
     fn a_grant_at_once_is_neither_a_handoff_nor_relisted() {
-        let recorder = Recorder::default();
+        let recorder = Recorder::new(None);
         recorder.record(
             End::Granted,
             Counts {
@@ -208,5 +457,82 @@ mod tests {
             ),
             (1, 0, 0, 0)
         );
+    }
+
+    #[test]
+    fn waiters_and_holders_are_counted_until_they_end() {
+        let recorder = Recorder::new(None);
+        let count = |r: &Recorder| (r.get().waiting, r.get().holding);
+        let first = recorder.started(Mode::Write);
+        let second = recorder.started(Mode::Read);
+        assert_eq!(count(&recorder), (2, 0));
+        // Finished or cancelled (dropped), an acquire no longer waits.
+        first.finish(End::Granted, Counts::default());
+        assert_eq!(count(&recorder), (1, 0));
+        drop(second);
+        assert_eq!(count(&recorder), (0, 0));
+        assert_eq!((recorder.get().acquires, recorder.get().grants), (2, 1));
+
+        let released = recorder.hold(Mode::Write);
+        let mut lost = recorder.hold(Mode::Write);
+        let dropped = recorder.hold(Mode::Read);
+        assert_eq!(count(&recorder), (0, 3));
+        lost.set_mode(Mode::Read);
+        assert_eq!((count(&recorder), lost.mode), ((0, 3), Mode::Read));
+        let released = released.release();
+        assert_eq!((count(&recorder), recorder.get().lost), ((0, 2), 0));
+        released.lost(LostReason::NodeDeleted);
+        assert_eq!((count(&recorder), recorder.get().lost), ((0, 2), 1));
+        lost.lost(LostReason::LeaseRanOut);
+        assert_eq!((count(&recorder), recorder.get().lost), ((0, 1), 2));
+        drop(dropped);
+        assert_eq!((count(&recorder), recorder.get().lost), ((0, 0), 2));
+    }
+
+    #[test]
+    fn how_grants_came_about() {
+        let counts = |listings, wakeups, handoff, marked| Counts {
+            listings,
+            wakeups,
+            retries: 0,
+            handoff,
+            marked,
+        };
+        use GrantKind::*;
+        for (listings, wakeups, handoff, marked, kind) in [
+            (1, 0, false, false, Immediate),
+            (0, 0, false, false, Immediate),
+            // A retry listed again: not granted by the first listing.
+            (2, 0, false, false, Relisted),
+            (1, 1, false, false, Relisted),
+            (2, 1, false, false, Relisted),
+            // The watched node found gone when the watch was set: no wake-up.
+            (1, 0, true, false, Handoff),
+            (1, 1, true, false, Handoff),
+            (1, 1, true, true, Marker),
+            (3, 2, true, true, Marker),
+        ] {
+            assert_eq!(
+                GrantKind::of(counts(listings, wakeups, handoff, marked)),
+                kind,
+                "{listings} {wakeups} {handoff} {marked}"
+            );
+        }
+    }
+
+    #[test]
+    fn outcomes_and_loss_reasons() {
+        assert_eq!(Outcome::from(End::Granted), Outcome::Granted);
+        assert_eq!(Outcome::from(End::GaveUp), Outcome::Timeout);
+        assert_eq!(Outcome::from(End::Failed), Outcome::Failed);
+        use zk::SessionState::*;
+        assert_eq!(LostReason::of_session(Expired), LostReason::SessionExpired);
+        for state in [Closed, AuthFailed, SyncConnected, Disconnected] {
+            assert_eq!(
+                LostReason::of_session(state),
+                LostReason::SessionClosed,
+                "{state:?}"
+            );
+        }
     }
 }

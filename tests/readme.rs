@@ -39,3 +39,38 @@ fn every_readme_block_is_compiled_in_the_readme_example() {
         );
     }
 }
+
+/// The README's table of metrics (section "Metrics") lists exactly the
+/// metrics of `zk_rwlock::metrics::METRICS`, each with its type and labels.
+#[test]
+fn the_readme_lists_every_metric_the_library_records() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let readme = std::fs::read_to_string(format!("{root}/README.md")).expect("README.md");
+    let rows: Vec<(String, String, Vec<String>)> = readme
+        .lines()
+        .filter(|line| line.starts_with("| `zk_rwlock_"))
+        .map(|line| {
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            assert!(
+                cells.len() >= 6 && !cells[4].is_empty(),
+                "a metric row needs a meaning: {line}"
+            );
+            let unquote = |cell: &str| cell.trim_matches('`').to_owned();
+            let labels = cells[3]
+                .split(',')
+                .map(str::trim)
+                .filter(|label| !label.is_empty())
+                .map(unquote)
+                .collect();
+            (unquote(cells[1]), cells[2].to_owned(), labels)
+        })
+        .collect();
+    let code: Vec<(String, String, Vec<String>)> = zk_rwlock::metrics::METRICS
+        .iter()
+        .map(|m| {
+            let labels = m.labels.iter().map(|l| (*l).to_owned()).collect();
+            (m.name.to_owned(), m.kind.as_str().to_owned(), labels)
+        })
+        .collect();
+    assert_eq!(rows, code, "README.md's table of metrics and METRICS differ");
+}

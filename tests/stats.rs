@@ -20,11 +20,16 @@ async fn a_waiting_writer_is_granted_by_a_handoff() {
     wait_contenders(&first, 2).await;
     // Really waiting: its watch on the holder's node is set.
     wait_watching(server(), held.node(), second.client().session_id().0).await;
+    // What goes on now: one guard holds through `first`, one acquire waits through `second`.
+    let now = |lock: &zk_rwlock::SharedLock| (lock.stats().waiting, lock.stats().holding);
+    assert_eq!((now(&first), now(&second)), ((0, 1), (1, 0)));
     held.release().await.expect("release");
     let guard = joined(Duration::from_secs(10), waiter)
         .await
         .expect("second writer");
+    assert_eq!((now(&first), now(&second)), ((0, 0), (0, 1)));
     guard.release().await.expect("release");
+    assert_eq!((now(&first), now(&second)), ((0, 0), (0, 0)));
 
     let at_once = first.stats();
     assert_eq!(

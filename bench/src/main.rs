@@ -215,6 +215,11 @@ struct Args {
     /// steadier latency and less CPU per grant with 1 on 2 cores)
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1024))]
     threads: u64,
+
+    /// Print the library's lock metrics (zk_rwlock_*, its `metrics`
+    /// feature) of the run in Prometheus text format on stderr at the end
+    #[arg(long)]
+    prometheus: bool,
 }
 
 /// The workloads.
@@ -308,8 +313,34 @@ fn main() -> ExitCode {
     run(Args::parse())
 }
 
+/// The bucket bounds of the Prometheus histograms, in seconds.
+const SECONDS_BUCKETS: &[f64] = &[
+    0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0,
+];
+
+/// Installs the Prometheus recorder (no HTTP listener: the text is
+/// rendered at the end) and registers the library's metric descriptions.
+fn install_prometheus() -> Result<metrics_exporter_prometheus::PrometheusHandle, Failure> {
+    let failed = |e| {
+        Failure::new(
+            exit::SOFTWARE,
+            format!("cannot install the Prometheus recorder: {e}"),
+        )
+    };
+    let handle = metrics_exporter_prometheus::PrometheusBuilder::new()
+        .set_buckets(SECONDS_BUCKETS)
+        .and_then(|builder| builder.install_recorder())
+        .map_err(failed)?;
+    zk_rwlock::describe_metrics();
+    Ok(handle)
+}
+
 /// Runs one benchmark.
 fn run(args: Args) -> ExitCode {
+    let prometheus = match args.prometheus.then(install_prometheus).transpose() {
+        Ok(handle) => handle,
+        Err(failure) => return failure.report(),
+    };
     let bench = match Bench::from_args(args) {
         Ok(bench) => bench,
         Err(failure) => return failure.report(),
@@ -336,6 +367,9 @@ fn run(args: Args) -> ExitCode {
         Err(failure) => return failure.report(),
     };
     let line = bench.json_line(&outcome);
+    if let Some(handle) = prometheus {
+        eprint!("{}", handle.render());
+    }
     println!("{line}");
     if bench.holders.violations() > 0 {
         ExitCode::from(1)

@@ -38,8 +38,7 @@ impl SharedLock {
     /// The acquire loop: create, snapshot, decide, act.
     pub(super) async fn acquire_held(&self, mode: Mode, patience: Patience) -> Result<Option<Held>, Error> {
         let span = info_span!("acquire", lock = %self.inner.path, mode = %mode);
-        let started = Instant::now();
-        self.inner.stats.started();
+        let waiter = self.inner.stats.started(mode);
         let mut counts = Counts::default();
         let result = match self
             .acquire_inner(mode, patience, &mut counts, None)
@@ -60,7 +59,7 @@ impl SharedLock {
             Ok(None) => End::GaveUp,
             Err(_) => End::Failed,
         };
-        self.inner.stats.record(end, counts, started.elapsed());
+        waiter.finish(end, counts);
         result
     }
 
@@ -138,7 +137,8 @@ impl SharedLock {
                 contender::Action::Grant { .. } => {
                     debug!(node = %driver.node, handoff = counts.handoff, "granted");
                     let own_watch = driver.own_watch.take();
-                    return Ok(Some(pending.grant(own_watch)));
+                    let holder = inner.stats.holder(mode, client);
+                    return Ok(Some(pending.grant(own_watch, holder)));
                 }
                 contender::Action::GiveUp => {
                     debug!(node = %driver.node, "giving up");

@@ -17,7 +17,8 @@ use crate::background::AbortOnDrop;
 use crate::contender::{Action, Contender, Outcome, Replacement};
 use crate::error::Error;
 use crate::lease::{self, HoldState, Link, LossCause};
-use crate::node_name::Layout;
+use crate::node_name::{Layout, Mode};
+use crate::stats::{Holder, LostReason};
 use crate::zk;
 
 /// A contender that has not been handed to a guard yet: its machine and
@@ -42,10 +43,10 @@ impl Pending {
 
     /// Hands the granted node to a guard, with the watch on it set while
     /// waiting (the guard's keeper takes it over).
-    pub(super) fn grant(mut self, own_watch: Option<WatchFuture>) -> Held {
+    pub(super) fn grant(mut self, own_watch: Option<WatchFuture>, holder: Holder) -> Held {
         self.armed = false;
         let machine = self.machine.clone();
-        Held::new(self.inner.clone(), machine, own_watch)
+        Held::new(self.inner.clone(), machine, own_watch, holder)
     }
 
     /// Withdraws: starts the withdrawal now, waits for it at most
@@ -133,12 +134,12 @@ impl Held {
     /// The guard of the node `machine` holds, with its keeper started:
     /// `own_watch` is the watch on the node set while waiting, if any (the
     /// keeper takes it over).
-    fn new(inner: Arc<Inner>, machine: Contender, own_watch: Option<WatchFuture>) -> Held {
+    fn new(inner: Arc<Inner>, machine: Contender, own_watch: Option<WatchFuture>, holder: Holder) -> Held {
         let granted_at = std::time::Instant::now();
         let suspended_at_grant = suspended_since_boot();
         let node = child_path(&inner.path, machine.node().unwrap_or_default());
         let fencing_token = machine.czxid().unwrap_or_default();
-        let flags = Arc::new(keeper::Flags::new(node, machine));
+        let flags = Arc::new(keeper::Flags::new(node, machine, holder));
         let keeper = keeper::start(&inner.client, &flags, own_watch);
         Held {
             inner,
@@ -184,10 +185,14 @@ impl Held {
         let deadline = self.lease_deadline();
         let (state, cause) = lease::hold_state(flagged, link, std::time::Instant::now(), deadline);
         match cause {
-            Some(LossCause::SessionEnded) => self.mark_lost("the session ended"),
-            Some(LossCause::LeaseRanOut) => {
-                self.mark_lost("the lease deadline passed without an answer from the server")
-            }
+            Some(LossCause::SessionEnded) => self.mark_lost(
+                "the session ended",
+                LostReason::of_session(self.inner.client.state()),
+            ),
+            Some(LossCause::LeaseRanOut) => self.mark_lost(
+                "the lease deadline passed without an answer from the server",
+                LostReason::LeaseRanOut,
+            ),
             None => {}
         }
         state
@@ -197,8 +202,8 @@ impl Held {
         self.state() != HoldState::Lost
     }
 
-    fn mark_lost(&self, why: &str) {
-        self.flags.mark_lost(why);
+    fn mark_lost(&self, why: &str, reason: LostReason) {
+        self.flags.mark_lost(why, reason);
     }
 
     pub(super) fn is_revocation_requested(&self) -> bool {
@@ -249,6 +254,7 @@ impl Held {
         &mut self,
     ) -> Result<impl std::future::Future<Output = Result<(), Error>> + Send + 'static, Error> {
         self.released = true;
+        let released = self.flags.take_holder().map(Holder::release);
         let (mut machine, action) = self.flags.begin_release();
         let keeper = self.keeper.take();
         let node = self.node().to_owned();
@@ -264,7 +270,12 @@ impl Held {
             drop(keeper);
             match outcome {
                 Outcome::Deleted => Ok(()),
-                Outcome::Lost => Err(Error::Lost { node }),
+                Outcome::Lost => {
+                    if let Some(released) = released {
+                        released.lost(LostReason::NodeDeleted);
+                    }
+                    Err(Error::Lost { node })
+                }
                 Outcome::SessionEnded | Outcome::Failed => {
                     Err(requests.last_error.take().unwrap_or_else(|| {
                         Error::ZooKeeper(zk::Error::UnexpectedError("the release failed".to_owned()))
@@ -290,7 +301,9 @@ impl Held {
         let writer = node.rsplit('/').next().unwrap_or_default().to_owned();
         let began = self
             .flags
-            .update("", |m| m.begin_replace().then(|| (m.mark(), m.is_revoked())));
+            .update("", LostReason::NodeDeleted, |m: &mut Contender| {
+                m.begin_replace().then(|| (m.mark(), m.is_revoked()))
+            });
         let Some((mark, revoked)) = began else {
             // Not held: lost (or the lock is someone else's by now).
             return Err(Error::Lost { node });
@@ -302,9 +315,14 @@ impl Held {
                 // writer's token, which every writer granted after the read
                 // lock exceeds (the reader node's czxid may exceed theirs).
                 reader.fencing_token = self.fencing_token;
-                self.flags.update("", |m| m.end_replace(Replacement::Applied));
+                self.flags
+                    .update("", LostReason::NodeDeleted, |m: &mut Contender| {
+                        m.end_replace(Replacement::Applied)
+                    });
                 if self.is_revocation_requested() {
-                    reader.flags.update("", Contender::note_revoked);
+                    reader
+                        .flags
+                        .update("", LostReason::NodeDeleted, Contender::note_revoked);
                 }
                 debug!(writer = %node, reader = %reader.node(), "downgraded: the reader node took the writer's place");
                 let mut writer = self;
@@ -313,8 +331,13 @@ impl Held {
                 Ok(reader)
             }
             Ok(None) => {
-                self.flags
-                    .update("its node was deleted", |m| m.end_replace(Replacement::NotApplied));
+                self.flags.update(
+                    "its node was deleted",
+                    LostReason::NodeDeleted,
+                    |m: &mut Contender| m.end_replace(Replacement::NotApplied),
+                );
+                // A read lock from now on, in the lock's holders.
+                self.flags.set_holder_mode(Mode::Read);
                 debug!(node = %node, "downgraded in place: a writer waits between this node and a new reader's place, so the writer node stays until the read lock is released");
                 Ok(self)
             }
@@ -323,7 +346,11 @@ impl Held {
                     Error::Lost { node: lost } if *lost == node => Replacement::WriterGone,
                     _ => Replacement::NotApplied,
                 };
-                self.flags.update("its node was deleted", |m| m.end_replace(how));
+                self.flags.update(
+                    "its node was deleted",
+                    LostReason::NodeDeleted,
+                    |m: &mut Contender| m.end_replace(how),
+                );
                 Err(e)
             }
         }

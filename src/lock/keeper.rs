@@ -49,6 +49,7 @@ use super::requests::answer_of;
 use super::revoke::is_revocation;
 use crate::background::{self, AbortOnDrop};
 use crate::contender::{Action, Answer, Contender, HeldNode, Keep};
+use crate::stats::{Holder, LostReason};
 use crate::zk;
 
 /// The shortest and the longest pause before a request that failed for a
@@ -62,6 +63,9 @@ pub(super) struct Flags {
     /// Full path of the guard's node.
     node: Box<str>,
     machine: Mutex<Contender>,
+    /// The guard's place in the lock's holders (stats and metrics), until
+    /// it is known lost or its release begins.
+    holder: Mutex<Option<Holder>>,
     /// Woken on each change of what the machine knows.
     pub(super) notify: Notify,
 }
@@ -69,13 +73,14 @@ pub(super) struct Flags {
 impl Flags {
     /// The flags of a guard granted `node`; a revocation request seen
     /// while it waited is logged now.
-    pub(super) fn new(node: String, machine: Contender) -> Flags {
+    pub(super) fn new(node: String, machine: Contender, holder: Holder) -> Flags {
         if machine.is_revoked() {
             info!(node = %node, "revocation requested");
         }
         Flags {
             node: node.into_boxed_str(),
             machine: Mutex::new(machine),
+            holder: Mutex::new(Some(holder)),
             notify: Notify::new(),
         }
     }
@@ -97,13 +102,36 @@ impl Flags {
     }
 
     /// Marks the guard lost (logged once), and wakes its waiters.
-    pub(super) fn mark_lost(&self, why: &str) {
-        self.update(why, |machine| machine.held_lost());
+    pub(super) fn mark_lost(&self, why: &str, reason: LostReason) {
+        self.update(why, reason, |machine| machine.held_lost());
     }
 
-    /// Feeds the machine through `feed`; logs what became known (lost,
-    /// revocation requested) and wakes the guard's waiters.
-    pub(super) fn update<T>(&self, why: &str, feed: impl FnOnce(&mut Contender) -> T) -> T {
+    /// The guard's mode changes (a downgrade): its place in the lock's
+    /// holders (stats and metrics) moves with it.
+    pub(super) fn set_holder_mode(&self, mode: crate::node_name::Mode) {
+        if let Some(holder) = self
+            .holder
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_mut()
+        {
+            holder.set_mode(mode);
+        }
+    }
+
+    /// The guard's place in the lock's holders, taken out (by its release).
+    pub(super) fn take_holder(&self) -> Option<Holder> {
+        self.holder.lock().unwrap_or_else(PoisonError::into_inner).take()
+    }
+
+    /// Feeds the machine through `feed`; logs what became known (lost, for
+    /// `reason`; revocation requested) and wakes the guard's waiters.
+    pub(super) fn update<T>(
+        &self,
+        why: &str,
+        reason: LostReason,
+        feed: impl FnOnce(&mut Contender) -> T,
+    ) -> T {
         let mut machine = self.machine();
         let before = (machine.is_lost(), machine.is_revoked());
         let result = feed(&mut machine);
@@ -111,6 +139,9 @@ impl Flags {
         drop(machine);
         if after.0 && !before.0 {
             warn!(node = %self.node, why, "lock lost");
+            if let Some(holder) = self.take_holder() {
+                holder.lost(reason);
+            }
         }
         if after.1 && !before.1 {
             info!(node = %self.node, "revocation requested");
@@ -166,12 +197,12 @@ async fn keep(client: zk::Client, flags: Arc<Flags>, mut watch: Option<WatchFutu
             (Keep::Stop, _) => return,
             (Keep::Wait, Some(changed)) => {
                 let event = changed.await;
-                let why = if event.event_type == zk::EventType::NodeDeleted {
-                    "its node was deleted"
+                let (why, reason) = if event.event_type == zk::EventType::NodeDeleted {
+                    ("its node was deleted", LostReason::NodeDeleted)
                 } else {
-                    "the session ended"
+                    ("the session ended", LostReason::of_session(event.session_state))
                 };
-                flags.update(why, |machine| machine.held_event(node_event(&event)))
+                flags.update(why, reason, |machine| machine.held_event(node_event(&event)))
             }
             (Keep::Wait, None) | (Keep::Watch, _) => {
                 let (keep, changed) = Box::pin(set_watch(&client, &flags)).await;
@@ -198,18 +229,25 @@ async fn set_watch(client: &zk::Client, flags: &Flags) -> (Keep, Option<WatchFut
                 czxid: stat.czxid,
                 revocation: is_revocation(&data),
             };
-            let keep = flags.update("its node was deleted and made again by someone else", |machine| {
-                machine.held_watch_set(Answer::Ok(node))
-            });
+            let keep = flags.update(
+                "its node was deleted and made again by someone else",
+                LostReason::NodeDeleted,
+                |machine| machine.held_watch_set(Answer::Ok(node)),
+            );
             let changed: WatchFuture = Box::pin(watcher.changed());
             (keep, (keep == Keep::Wait).then_some(changed))
         }
         Err(e) => {
+            let reason = match e {
+                zk::Error::SessionExpired => LostReason::SessionExpired,
+                zk::Error::NoNode => LostReason::NodeDeleted,
+                _ => LostReason::of_session(client.state()),
+            };
             let (answer, error) = answer_of(e, &flags.node);
             if !matches!(answer, Answer::NoNode | Answer::Retry | Answer::SessionEnded) {
                 warn!(node = %flags.node, %error, "cannot watch the held node: only the session's end and the lease will be noticed");
             }
-            let keep = flags.update("its node was deleted, or the session ended", |machine| {
+            let keep = flags.update("its node was deleted, or the session ended", reason, |machine| {
                 machine.held_watch_set(answer)
             });
             (keep, None)

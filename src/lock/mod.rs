@@ -208,6 +208,7 @@ pub struct LockBuilder {
     follower_lag: Duration,
     layout: Layout,
     release_markers: bool,
+    metrics_path_label: bool,
 }
 
 impl LockBuilder {
@@ -311,6 +312,16 @@ impl LockBuilder {
         self
     }
 
+    /// Whether this lock's metrics carry its path as the label `path`
+    /// (default: false). Off, the metrics of every lock add up in the
+    /// same series: a lock path is an unbounded label value (a service
+    /// may keep a lock per record). See [`crate::metrics`]; nothing is
+    /// recorded without the `metrics` feature.
+    pub fn metrics_path_label(mut self, on: bool) -> LockBuilder {
+        self.metrics_path_label = on;
+        self
+    }
+
     /// Validates the configuration. Does no I/O.
     ///
     /// # Errors
@@ -383,6 +394,7 @@ impl LockBuilder {
                 limit,
             });
         }
+        let stats = Recorder::new(self.metrics_path_label.then_some(self.path.as_str()));
         Ok(SharedLock {
             inner: Arc::new(Inner {
                 client: self.client,
@@ -393,7 +405,7 @@ impl LockBuilder {
                 directory_acls,
                 warned: Mutex::new(None),
                 tasks: Arc::default(),
-                stats: Recorder::default(),
+                stats,
                 follower_lag: self.follower_lag,
                 data_checked: AtomicBool::new(false),
                 release_markers: self.release_markers,
@@ -423,6 +435,7 @@ impl SharedLock {
             directory_acls: None,
             layout: Layout::Native,
             release_markers: true,
+            metrics_path_label: false,
         }
     }
 
