@@ -831,6 +831,49 @@ pub(crate) mod tests {
         }
     }
 
+    /// The node right after a downgrading writer: ties on a sequence are
+    /// broken by name, whatever the listing's order; nodes that come
+    /// before the writer (a negative sequence) or after everything (the
+    /// limit) are not it.
+    #[test]
+    fn the_node_right_after_a_downgrading_writer() {
+        let (w, me) = ("h-W-0000000001", "h-R-0000000009");
+        let reader = "a-R-0000000003";
+        let writer = "b-W-0000000003";
+        for listing in [
+            [w, reader, writer, me],
+            [w, writer, reader, me],
+            [me, writer, w, reader],
+        ] {
+            assert_eq!(
+                downgrade(w, me, &listing),
+                Ok(Downgrade::Replace { successor: reader }),
+                "{listing:?}"
+            );
+        }
+        let later = ["a-W-0000000003", "b-R-0000000003"];
+        for listing in [[w, later[0], later[1], me], [w, later[1], later[0], me]] {
+            assert_eq!(downgrade(w, me, &listing), Ok(Downgrade::Keep), "{listing:?}");
+        }
+        for other in ["c-W--000000005", "c-W-2147483647"] {
+            assert_eq!(
+                downgrade(w, me, &[w, other, me]),
+                Ok(Downgrade::Replace { successor: me }),
+                "{other}"
+            );
+        }
+        assert_eq!(downgrade(w, me, &[me]), Ok(Downgrade::Lost));
+        assert_eq!(downgrade("nonsense", me, &[me]), Ok(Downgrade::Lost));
+        assert!(matches!(
+            downgrade(w, me, &[w]),
+            Err(OrderingError::Missing { .. })
+        ));
+        assert!(matches!(
+            downgrade(w, "nonsense", &[w]),
+            Err(OrderingError::InvalidName(_))
+        ));
+    }
+
     #[test]
     fn missing_me_is_an_error() {
         let names = ["a-W-0000000001", "b-R-0000000002"];
