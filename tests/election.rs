@@ -466,3 +466,136 @@ fn blocking_election_smoke() {
     drop(next); // resigns
     assert_eq!(a.leader().unwrap(), None);
 }
+
+/// A revocation request written while a candidate waits is not hidden by
+/// its announcement, and one written on the leader's node reaches its
+/// leadership (observers then name no one: the announcement is gone).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_announcement_never_hides_a_revocation() {
+    let path = unique_path("election-revoke");
+    let connect = server().connect_string();
+    let a = candidate(&connect, &path, "a").await;
+    let b = candidate(&connect, &path, "b").await;
+    let observer = candidate(&connect, &path, "observer").await;
+    let mut rx = observer.observe();
+    let leading = a.campaign().await.unwrap();
+    let waiting = {
+        let b = b.clone();
+        tokio::spawn(async move { b.campaign().await.unwrap() })
+    };
+    contenders(&a, 2).await;
+    let queue = observer.lock().contenders().await.unwrap();
+    assert!(
+        observer.lock().revoke(&queue[1].path).await.unwrap(),
+        "b's node is asked"
+    );
+    leading.resign().await.unwrap();
+    let next = support::joined(WITHIN, waiting).await;
+    assert!(
+        next.is_revocation_requested(),
+        "the request made while b waited is not lost"
+    );
+    until_term(&mut rx, next.term()).await;
+    let (data, _) = observer.client().get_data(next.node()).await.unwrap();
+    assert_eq!(data, b"leader:b", "announced after the request was taken in");
+
+    // A request on the announced leader: its leadership sees it.
+    let c = candidate(&connect, &path, "c").await;
+    let third = c.campaign_timeout(Duration::from_millis(200)).await.unwrap();
+    assert!(third.is_none(), "b still leads");
+    next.resign().await.unwrap();
+    let leading = c.campaign().await.unwrap();
+    until_term(&mut rx, leading.term()).await;
+    assert!(!leading.is_revocation_requested());
+    assert!(observer.lock().revoke(leading.node()).await.unwrap());
+    assert!(
+        tokio::time::timeout(WITHIN, leading.revocation_requested())
+            .await
+            .unwrap(),
+        "the leader is asked to step down"
+    );
+    tokio::time::timeout(WITHIN, rx.wait_for(Option::is_none))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(observer.leader().await.unwrap(), None);
+    leading.resign().await.unwrap();
+    support::assert_drained(&path).await;
+}
+
+/// The observer keeps one watch, on the head node, and removes it when its
+/// last receiver is dropped; the next `observe` starts again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_observer_watches_the_head_and_stops_with_its_last_receiver() {
+    let path = unique_path("election-observer");
+    let zk = server();
+    let connect = zk.connect_string();
+    let a = candidate(&connect, &path, "a").await;
+    let observer = candidate(&connect, &path, "observer").await;
+    let session = observer.client().session_id().0;
+    let leading = a.campaign().await.unwrap();
+    let mut rx = observer.observe();
+    let mut rx2 = observer.observe();
+    until_term(&mut rx, leading.term()).await;
+    until_term(&mut rx2, leading.term()).await;
+    support::wait_watching(zk, leading.node(), session).await;
+    assert!(
+        !support::watches(zk, &path, session),
+        "no watch on the directory while someone leads"
+    );
+    drop(rx);
+    assert!(
+        support::watches(zk, leading.node(), session),
+        "one receiver is left"
+    );
+    drop(rx2);
+    eventually("the observer removed its watch", WITHIN, || async {
+        !support::watches(zk, leading.node(), session)
+    })
+    .await;
+    // Started again by the next call.
+    let mut rx = observer.observe();
+    until_term(&mut rx, leading.term()).await;
+    leading.resign().await.unwrap();
+    tokio::time::timeout(WITHIN, rx.wait_for(Option::is_none))
+        .await
+        .unwrap()
+        .unwrap();
+    // No contender: the directory's children are watched (`wchp` does not
+    // list child watches), and the next candidate is seen.
+    let leading = a.campaign().await.unwrap();
+    until_term(&mut rx, leading.term()).await;
+    leading.resign().await.unwrap();
+}
+
+/// A session that expires while its candidate waits fails the campaign
+/// with a typed error; its observer says None and stops.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expiry_while_campaigning_is_an_error_and_stops_the_observer() {
+    let path = unique_path("election-expiry");
+    let connect = server().connect_string();
+    let proxy = Proxy::start(&connect);
+    let a = candidate(&connect, &path, "a").await;
+    let b_client = client_on(proxy.addr()).await;
+    let b = Election::new(b_client.clone(), &path, "b").unwrap();
+    let leading = a.campaign().await.unwrap();
+    let mut rx = b.observe();
+    until_term(&mut rx, leading.term()).await;
+    let waiting = {
+        let b = b.clone();
+        tokio::spawn(async move { b.campaign().await })
+    };
+    contenders(&a, 2).await;
+    support::expire_behind(&proxy, &b_client, &connect).await;
+    let failed = support::joined(WITHIN, waiting).await;
+    assert!(
+        matches!(failed, Err(zk_rwlock::Error::SessionExpired)),
+        "{failed:?}"
+    );
+    let stopped = tokio::time::timeout(WITHIN, async { while rx.changed().await.is_ok() {} }).await;
+    assert!(stopped.is_ok(), "the observer stopped");
+    assert_eq!(*rx.borrow(), None);
+    assert_eq!(a.leader().await.unwrap().map(|l| l.term), Some(leading.term()));
+    leading.resign().await.unwrap();
+    support::assert_drained(&path).await;
+}
