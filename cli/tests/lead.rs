@@ -146,3 +146,84 @@ async fn one_leader_at_a_time_and_status_names_it() {
     }
     assert_drained(&path).await;
 }
+
+#[tokio::test]
+async fn a_signal_while_campaigning_withdraws_and_exits() {
+    let path = unique_path("lead-signal");
+    let holder = support::lock(&path).await;
+    let guard = holder.write().await.unwrap();
+    let child = zk_rwlock(&["lead", &path, "--", "true"])
+        .spawn()
+        .expect("spawn zk-rwlock");
+    support::wait_contenders(&holder, 2).await;
+    let pid = child.id().expect("running") as libc::pid_t;
+    // SAFETY: kill only sends a signal to the child this test spawned.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let out = tokio::time::timeout(SHORT, child.wait_with_output())
+        .await
+        .expect("lead exits")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(143), "{stderr}");
+    assert!(stderr.contains("while campaigning"), "{stderr}");
+    support::wait_contenders(&holder, 1).await;
+    guard.release().await.unwrap();
+    assert_drained(&path).await;
+}
+
+#[tokio::test]
+async fn a_lost_leadership_stops_the_command_and_campaigns_again() {
+    let path = unique_path("lead-lost");
+    let dir = scratch("lost");
+    let tokens = dir.join("tokens");
+    let go = dir.join("go");
+    let script = format!(
+        "echo \"$ZK_RWLOCK_FENCING_TOKEN\" >> {tokens}; while [ ! -e {go} ]; do sleep 0.02; done",
+        tokens = s(&tokens),
+        go = s(&go)
+    );
+    let child = zk_rwlock(&[
+        "lead",
+        "--backoff",
+        "10ms..20ms",
+        "--kill-after",
+        "1s",
+        &path,
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ])
+    .spawn()
+    .expect("spawn zk-rwlock");
+    let lines = |n: usize| {
+        let tokens = tokens.clone();
+        move || {
+            let tokens = tokens.clone();
+            async move { std::fs::read_to_string(&tokens).is_ok_and(|t| t.lines().count() >= n) }
+        }
+    };
+    eventually("the first term runs", SHORT, lines(1)).await;
+    // Someone deletes the leader's node: the leadership is lost.
+    let observer = support::lock(&path).await;
+    let queue = observer.contenders().await.unwrap();
+    assert_eq!(queue.len(), 1);
+    observer.client().delete(&queue[0].path, None).await.unwrap();
+    eventually("a second term runs", SHORT, lines(2)).await;
+    std::fs::write(&go, "").unwrap();
+    let out = tokio::time::timeout(SHORT, child.wait_with_output())
+        .await
+        .expect("lead exits")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("campaigning again"), "{stderr}");
+    let terms: Vec<i64> = std::fs::read_to_string(&tokens)
+        .unwrap()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    assert_eq!(terms.len(), 2, "{terms:?}");
+    assert!(terms[0] < terms[1]);
+    assert_drained(&path).await;
+}
