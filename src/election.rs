@@ -321,8 +321,9 @@ impl Election {
         })
     }
 
-    /// Who leads now: one listing of the directory, then one read of its
-    /// head writer; `None` if no one leads, or the head writer has not
+    /// Who leads now: a `sync` (the client's server may be a follower
+    /// behind the ensemble), one listing of the directory, then one read of
+    /// its head writer; `None` if no one leads, or the head writer has not
     /// announced itself yet (its campaign may not know of its grant).
     ///
     /// # Errors
@@ -333,6 +334,14 @@ impl Election {
     pub async fn leader(&self) -> Result<Option<Leader>, Error> {
         let client = self.lock.client();
         let dir = self.lock.path();
+        // The server this client talks to may be a follower that lags the
+        // ensemble's leader: `sync` first, so that the answer is at least
+        // as new as every write completed before this call (a resignation,
+        // an announcement).
+        match with_retry(client, || client.sync(dir)).await {
+            Ok(()) | Err(zk::Error::NoNode) => {}
+            Err(e) => return Err(Error::from_zk(e, dir)),
+        }
         loop {
             let children = match with_retry(client, || client.list_children(dir)).await {
                 Ok(children) => children,

@@ -1087,7 +1087,7 @@ fn loss_reason(lock: &SharedLock, guard: &Holding) -> String {
 }
 
 /// `300ms`, `2s`, `1.5s`; `0s` rather than `0ns`.
-pub(crate) fn human(d: Duration) -> String {
+fn human(d: Duration) -> String {
     if d.is_zero() {
         "0s".to_owned()
     } else {
