@@ -64,6 +64,13 @@
 //! leader is known: the old one's node is gone and the new one has not
 //! announced itself yet).
 //!
+//! Observers create no node and write nothing. What they say comes from the
+//! server their client talks to: on a follower that lags the ensemble's
+//! leader they learn of changes late, never early (they may still name a
+//! leader that has just resigned or lost its session). Acting as the leader
+//! is safe by the leadership's lease and term, not by what observers say.
+//! [`Election::leader`] syncs first.
+//!
 //! # Trust
 //!
 //! Whoever may write a candidate's node can forge or erase its
