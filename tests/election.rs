@@ -599,3 +599,42 @@ async fn expiry_while_campaigning_is_an_error_and_stops_the_observer() {
     leading.resign().await.unwrap();
     support::assert_drained(&path).await;
 }
+
+/// A stranger's write to the leader's node erases its announcement:
+/// observers name no one (the leader keeps leading, is not revoked, and
+/// does not write again), and the next leader is named as usual.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_strangers_write_on_the_leaders_node_unnames_it_but_revokes_nothing() {
+    let path = unique_path("election-stranger");
+    let connect = server().connect_string();
+    let a = candidate(&connect, &path, "a").await;
+    let b = candidate(&connect, &path, "b").await;
+    let observer = candidate(&connect, &path, "observer").await;
+    let mut rx = observer.observe();
+    let leading = a.campaign().await.unwrap();
+    until_term(&mut rx, leading.term()).await;
+    let waiting = {
+        let b = b.clone();
+        tokio::spawn(async move { b.campaign().await.unwrap() })
+    };
+    contenders(&a, 2).await;
+    let stranger = client_on(&connect).await;
+    stranger.set_data(leading.node(), b"junk", None).await.unwrap();
+    tokio::time::timeout(WITHIN, rx.wait_for(Option::is_none))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(observer.leader().await.unwrap(), None);
+    assert_eq!(leading.state(), HoldState::Held);
+    assert!(
+        !leading.is_revocation_requested(),
+        "junk is no revocation request"
+    );
+    assert!(!waiting.is_finished(), "a data change grants no one");
+    leading.resign().await.unwrap();
+    let next = support::joined(WITHIN, waiting).await;
+    let seen = until_term(&mut rx, next.term()).await;
+    assert_eq!(seen.identity, "b");
+    next.resign().await.unwrap();
+    support::assert_drained(&path).await;
+}
