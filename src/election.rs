@@ -74,10 +74,14 @@
 //! # Trust
 //!
 //! Whoever may write a candidate's node can forge or erase its
-//! announcement, as they can request its revocation: data written by
-//! others to the leader's node makes observers say `None` until the next
-//! leader (the leader keeps leading, and does not write again), and a
-//! forged announcement on a head writer not yet granted names it early.
+//! announcement, as they can request its revocation. A leadership keeps a
+//! data watch on its node (a second one beside its guard's) and writes its
+//! announcement again over anything else written there, except a
+//! revocation request ([`rules::reannounces`]; conditional on the version
+//! read, so a request written meanwhile is never overwritten): observers
+//! say `None` from a stranger's write until the rewrite, and while a
+//! revocation request is on the node. A forged announcement on a head
+//! writer not yet granted names it early.
 //! The lock directory's ACL is the election's trust boundary, as it is the
 //! lock's (see [`LockBuilder::directory_acls`](crate::LockBuilder::directory_acls));
 //! give candidate nodes an ACL such as [`zk::Acls::creator_all`] (with READ
@@ -322,9 +326,12 @@ impl Election {
             }
         }
         info!(node = %node, term = guard.fencing_token(), "leading");
+        let announcer =
+            crate::background::spawn_near(client.session_id().0, keep_announced(client.clone(), node, mine));
         Ok(Leadership {
             guard,
             identity: self.lock.identity().to_owned(),
+            announcer: Announcer(announcer),
         })
     }
 
@@ -415,6 +422,70 @@ async fn announce_failed(guard: WriteGuard, e: zk::Error, node: &str) -> Error {
     warn!(node, %error, "could not announce the leadership");
     let _ = guard.release().await;
     error
+}
+
+/// Keeps the leader's announcement on its node while the node lives: a
+/// data watch on it; data written by someone else that is neither the
+/// announcement nor a revocation request ([`rules::reannounces`]) is
+/// replaced by the announcement again, with a `setData` conditional on the
+/// version read, so a revocation request written meanwhile is never
+/// overwritten. Ends when the node is deleted or the session ends.
+async fn keep_announced(client: zk::Client, node: String, mine: Vec<u8>) {
+    let mut pause = Duration::ZERO;
+    loop {
+        let watcher = match client.get_and_watch_data(&node).await {
+            Ok((data, stat, watcher)) => {
+                pause = Duration::ZERO;
+                if rules::reannounces(&data, &mine) {
+                    match client.set_data(&node, &mine, Some(stat.version)).await {
+                        Ok(_) => {
+                            info!(node = %node, "announced the leadership again after a write by someone else")
+                        }
+                        // Written again meanwhile: the watch says so.
+                        Err(zk::Error::BadVersion) => {}
+                        Err(zk::Error::NoNode) => return,
+                        Err(e) if session_over(&e) => return,
+                        Err(e) => warn!(node = %node, error = %e, "could not announce the leadership again"),
+                    }
+                }
+                watcher
+            }
+            Err(zk::Error::NoNode) => return,
+            Err(e) if session_over(&e) => return,
+            Err(e) if is_retryable(&e) => {
+                pause = (pause * 2).clamp(Duration::from_millis(10), OBSERVER_RETRY);
+                tokio::time::sleep(pause).await;
+                continue;
+            }
+            Err(e) => {
+                warn!(node = %node, error = %e, "cannot watch the leader's node: its announcement is not kept");
+                return;
+            }
+        };
+        let event = watcher.changed().await;
+        if event.event_type == zk::EventType::NodeDeleted || event.event_type == zk::EventType::Session {
+            return;
+        }
+    }
+}
+
+/// The task that keeps a leadership's announcement ([`keep_announced`]):
+/// aborted when the leadership is resigned or dropped, detached by
+/// [`Leadership::into_guard`].
+struct Announcer(Option<tokio::task::JoinHandle<()>>);
+
+impl Announcer {
+    fn detach(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for Announcer {
+    fn drop(&mut self) {
+        if let Some(task) = self.0.take() {
+            task.abort();
+        }
+    }
 }
 
 /// `dir/name`.
@@ -617,6 +688,8 @@ fn session_over(e: &zk::Error) -> bool {
 pub struct Leadership {
     guard: WriteGuard,
     identity: String,
+    /// Dropped after the guard: the release has begun by then.
+    announcer: Announcer,
 }
 
 impl std::fmt::Debug for Leadership {
@@ -713,11 +786,14 @@ impl Leadership {
         &self.guard
     }
 
-    /// The write guard underneath, to hold the lock as a plain writer
-    /// (observers keep naming this leader: its node still carries the
-    /// announcement).
+    /// The write guard underneath, to hold the lock as a plain writer.
+    /// Observers keep naming this leader: its node carries the
+    /// announcement, and the task that writes it again after someone
+    /// else's write goes on until the node is deleted or the session ends.
     pub fn into_guard(self) -> WriteGuard {
-        self.guard
+        let Leadership { guard, announcer, .. } = self;
+        announcer.detach();
+        guard
     }
 
     /// Resigns: deletes the node (see [`WriteGuard::release`]), so that the
@@ -730,6 +806,9 @@ impl Leadership {
     /// [`Error::SessionExpired`] or [`Error::SessionClosed`] if the session
     /// ended first.
     pub async fn resign(self) -> Result<(), Error> {
-        self.guard.release().await
+        let Leadership { guard, announcer, .. } = self;
+        let resigned = guard.release().await;
+        drop(announcer);
+        resigned
     }
 }

@@ -600,11 +600,11 @@ async fn expiry_while_campaigning_is_an_error_and_stops_the_observer() {
     support::assert_drained(&path).await;
 }
 
-/// A stranger's write to the leader's node erases its announcement:
-/// observers name no one (the leader keeps leading, is not revoked, and
-/// does not write again), and the next leader is named as usual.
+/// A stranger's write to the leader's node is replaced by the leader's
+/// announcement again (observers keep naming it); it revokes and grants
+/// nothing, and the next leader is named as usual.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_strangers_write_on_the_leaders_node_unnames_it_but_revokes_nothing() {
+async fn a_strangers_write_on_the_leaders_node_is_announced_over() {
     let path = unique_path("election-stranger");
     let connect = server().connect_string();
     let a = candidate(&connect, &path, "a").await;
@@ -619,12 +619,18 @@ async fn a_strangers_write_on_the_leaders_node_unnames_it_but_revokes_nothing() 
     };
     contenders(&a, 2).await;
     let stranger = client_on(&connect).await;
+    let (_, before) = stranger.get_data(leading.node()).await.unwrap();
     stranger.set_data(leading.node(), b"junk", None).await.unwrap();
-    tokio::time::timeout(WITHIN, rx.wait_for(Option::is_none))
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(observer.leader().await.unwrap(), None);
+    eventually("the leader announced itself again", WITHIN, || async {
+        let (data, stat) = stranger.get_data(leading.node()).await.unwrap();
+        data == b"leader:a" && stat.version > before.version + 1
+    })
+    .await;
+    until_term(&mut rx, leading.term()).await;
+    assert_eq!(
+        observer.leader().await.unwrap().map(|l| l.term),
+        Some(leading.term())
+    );
     assert_eq!(leading.state(), HoldState::Held);
     assert!(
         !leading.is_revocation_requested(),

@@ -86,6 +86,14 @@ pub fn announce_step(data: &[u8], mine: &[u8], revocation_recorded: bool) -> Ann
     }
 }
 
+/// Whether a leader whose node holds `data` writes its announcement
+/// (`mine`) again: data someone else wrote over it, unless it is a
+/// revocation request (which stays, for the guard to see and the
+/// observers to take as "no leader named").
+pub fn reannounces(data: &[u8], mine: &[u8]) -> bool {
+    data != mine && data != crate::REVOKE_PAYLOAD
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,6 +141,16 @@ mod tests {
         assert!(!announces(R0, b"leader:web03"));
         assert!(!announces("web01-W-0000000001", b"leader:web01"));
         assert!(!announces("junk", b"leader:junk"));
+    }
+
+    #[test]
+    fn a_leader_writes_over_strangers_data_but_not_over_a_revocation() {
+        let mine = announcement("web01");
+        assert!(!reannounces(&mine, &mine));
+        assert!(!reannounces(crate::REVOKE_PAYLOAD, &mine));
+        assert!(reannounces(b"junk", &mine));
+        assert!(reannounces(b"", &mine));
+        assert!(reannounces(b"leader:web02", &mine));
     }
 
     #[test]
