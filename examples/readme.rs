@@ -132,12 +132,34 @@ let same_identity = blocking::SharedLock::with_client(client, "/locks/reports")?
     Ok(())
 }
 
+async fn serve_as_leader(_term: i64) {}
+
+#[rustfmt::skip]
+async fn election() -> Result<(), Box<dyn Error>> {
+    let lock = zk_rwlock::SharedLock::connect("127.0.0.1:2181", "/locks/orders").await?;
+    let client = lock.client().clone();
+    use zk_rwlock::Election;
+    let election = Election::new(client.clone(), "/elections/billing", "web01")?;
+    let mut leaders = election.observe();                     // every change of leader, in order
+    let leadership = election.campaign().await?;              // waits until this candidate leads
+    let now = election.leader().await?;                       // Some(Leader { identity, node, term, .. })
+    tokio::select! {
+        _ = serve_as_leader(leadership.term()) => {}          // the term fences the leader's writes
+        _ = leadership.suspended() => {}                      // connection lost: stop before lease_deadline()
+    }
+    leadership.resign().await?;                               // dropping it resigns too
+    leaders.changed().await?;                                 // the next leader, or None
+    println!("{now:?}");
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn Error>> {
     decisions()?;
     async_api().await?;
     own_client().await?;
     multi_and_revocation().await?;
+    election().await?;
     layouts().await?;
     tokio::task::spawn_blocking(|| blocking_api().map_err(|e| e.to_string())).await??;
     // Secured ensembles: these need one at zk1 (see the README).

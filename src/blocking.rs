@@ -72,6 +72,9 @@ use std::time::{Duration, Instant};
 
 use tokio::runtime::Runtime;
 
+mod election;
+pub use election::{Election, Leadership, Observer};
+
 use crate::connect::connect_client;
 use crate::error::Error;
 use crate::lock::validate_path;

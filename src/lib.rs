@@ -51,6 +51,11 @@
 //! Without an async runtime, [`blocking::SharedLock`] offers the same with
 //! blocking calls.
 //!
+//! Leader election on a lock directory: [`Election`] (`campaign`,
+//! `resign`, `leader`, `observe`), whose candidates are the lock's writers
+//! and whose terms are their fencing tokens (see [`election`];
+//! [`blocking::Election`] without a runtime).
+//!
 //! Several locks at once, each in its own mode (write `/accounts/42`, read
 //! `/rates`), all or nothing and without deadlock between callers that
 //! name them in different orders: [`MultiLock`] (see [`multi`];
@@ -94,6 +99,7 @@ mod background;
 pub mod blocking;
 mod connect;
 pub mod contender;
+pub mod election;
 mod error;
 pub mod lease;
 pub mod limits;
@@ -105,6 +111,7 @@ pub mod ordering;
 mod stats;
 
 pub use connect::{connect_client, connect_client_with, ConnectOptions};
+pub use election::{Election, ElectionBuilder, Leader, Leadership};
 pub use error::{is_retryable, Error};
 pub use lease::{HoldState, LossCause};
 pub use lock::{

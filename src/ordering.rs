@@ -596,6 +596,21 @@ fn decision_in_queue<'a>(
     }
 }
 
+/// The leader of a lock directory used for an election: the writer at the
+/// head of the queue, which holds the lock because nothing precedes it;
+/// `None` if the queue is empty, its head is a reader, or its head cannot
+/// be ordered. Its child name, from `children` (any order).
+///
+/// This is who holds the write lock, not yet who knows it: the owner of
+/// that node learns of its grant a notification's trip later (see
+/// [`crate::Election`], which names a leader only once its node carries
+/// its announcement).
+pub fn leader<S: AsRef<str>>(children: &[S]) -> Option<&str> {
+    let queue = queue(children);
+    let head = queue.contenders.first()?;
+    (head.mode == Mode::Write && head.decision == Decision::Granted).then_some(head.name)
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     //! Table-driven: each row is a queue in order, one node marked `[ ]` as

@@ -30,10 +30,11 @@ use tokio::time::{Instant, MissedTickBehavior};
 use zk_rwlock::{lease, HoldState, Layout, LossCause, Mode, MultiLock, SharedLock};
 
 use crate::common::{self, exit, Failure};
-use holding::Holding;
+pub(crate) use holding::Holding;
 use keeper::FromKeeper;
 use link::Keeper;
-use stop::{Cause, OnSuspend, Policy, Step};
+pub(crate) use stop::OnSuspend;
+use stop::{Cause, Policy, Step};
 
 /// How long to wait, at most, for the session to close (and with it for the
 /// deletion of any node left by a cancelled acquire) before exiting.
@@ -331,7 +332,7 @@ pub struct Args {
 pub struct OnRevoke(Option<libc::c_int>);
 
 /// `ignore`, or a signal name (`TERM`, `SIGTERM`, case-insensitive).
-fn parse_on_revoke(s: &str) -> Result<OnRevoke, String> {
+pub(crate) fn parse_on_revoke(s: &str) -> Result<OnRevoke, String> {
     let upper = s.to_ascii_uppercase();
     let name = upper.strip_prefix("SIG").unwrap_or(&upper);
     let sig = match name {
@@ -459,6 +460,72 @@ async fn with_lock(
         ));
     };
     tracing::debug!(node = guard.node(), token = guard.fencing_token(), "lock granted");
+    Ok(run_holding(&lock, guard, &args.run_options(), signals).await.code)
+}
+
+/// How to run CMD under a held lock: the options of `exec` that say it
+/// (`lead` has the same).
+pub(crate) struct RunOptions<'a> {
+    pub command: &'a [OsString],
+    pub on_suspend: OnSuspend,
+    pub kill_after: Duration,
+    pub grace: Option<Duration>,
+    pub kill_orphans: bool,
+    pub on_revoke: OnRevoke,
+    pub follower_lag: Option<Duration>,
+}
+
+impl Args {
+    fn run_options(&self) -> RunOptions<'_> {
+        RunOptions {
+            command: &self.command,
+            on_suspend: self.on_suspend,
+            kill_after: self.kill_after,
+            grace: self.grace,
+            kill_orphans: self.kill_orphans,
+            on_revoke: self.on_revoke,
+            follower_lag: self.follower_lag,
+        }
+    }
+}
+
+/// How a run of CMD under a held lock ended ([`run_holding`]).
+pub(crate) struct Ran {
+    /// The exit code `exec` exits with.
+    pub code: u8,
+    /// What happened, for a caller that goes on (`lead`).
+    pub end: End,
+}
+
+/// See [`Ran`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum End {
+    /// CMD could not be started (`code` says why: 126, 127, 70); the lock
+    /// was released.
+    NotStarted,
+    /// CMD's tree exited on its own and the lock was released: `code` is
+    /// CMD's status.
+    Exited,
+    /// zk-rwlock got a signal while CMD ran and forwarded it; CMD's tree
+    /// exited and the lock was released (`code` is 128+signal).
+    Interrupted,
+    /// The lock was lost, or the connection was lost, while CMD ran: CMD
+    /// was stopped (`code` is 79).
+    Lost,
+    /// CMD exited but the release failed (`code` says how).
+    ReleaseFailed,
+}
+
+/// Runs CMD while `guard` holds `lock`, supervised as `exec` does (see its
+/// help: the lease, the keeper process, signals, revocation), then
+/// releases the lock. Shared by `exec` and `lead`.
+pub(crate) async fn run_holding(
+    lock: &SharedLock,
+    guard: Holding,
+    args: &RunOptions<'_>,
+    signals: &mut Signals,
+) -> Ran {
+    let ran = |code: u8, end: End| Ran { code, end };
     let client = lock.client();
     let session_timeout = client
         .session_lease()
@@ -479,7 +546,7 @@ async fn with_lock(
     let deadline = guard.lease_deadline();
     let (term_at, kill_at) = unattended(&policy, deadline, None);
     let start = link::Start {
-        command: &args.command,
+        command: args.command,
         env: command_env(&guard, session_timeout, deadline),
         env_remove: if guard.parts().len() > 1 {
             Vec::new()
@@ -508,17 +575,17 @@ async fn with_lock(
             if let Err(e) = guard.release().await {
                 eprintln!("zk-rwlock: could not release the lock: {e}");
             }
-            return Ok(code);
+            return ran(code, End::NotStarted);
         }
     };
     let period = lease_file::check_period(session_timeout);
-    let outcome = supervise(keeper, &lock, &guard, (policy, args.on_revoke), period, signals).await;
+    let outcome = supervise(keeper, lock, &guard, (policy, args.on_revoke), period, signals).await;
 
     match outcome.stopped {
         Some(Stopped::Lost(why)) => {
             let _ = guard.release().await; // the node is gone already
             tracing::debug!(%why, "released after loss");
-            return Ok(exit::LOST);
+            return ran(exit::LOST, End::Lost);
         }
         Some(Stopped::KeeperDied) => {
             match guard.release().await {
@@ -527,7 +594,7 @@ async fn with_lock(
                 ),
                 Err(e) => eprintln!("zk-rwlock: could not release the lock: {e}"),
             }
-            return Ok(exit::LOST);
+            return ran(exit::LOST, End::Lost);
         }
         Some(Stopped::Suspended) => {
             // The connection may be back by now: release as usual. If it is
@@ -546,30 +613,36 @@ async fn with_lock(
                     None => eprintln!("zk-rwlock: could not release the lock: {e}"),
                 },
             }
-            return Ok(exit::LOST);
+            return ran(exit::LOST, End::Lost);
         }
         None => {}
     }
+    let ended = if outcome.interrupted {
+        End::Interrupted
+    } else {
+        End::Exited
+    };
     match guard.release().await {
-        Ok(()) => Ok(outcome.code),
+        Ok(()) => ran(outcome.code, ended),
         Err(zk_rwlock::Error::Lost { node }) => {
             eprintln!("zk-rwlock: lock lost: node {node} was deleted, possibly while the command ran");
-            Ok(exit::LOST)
+            ran(exit::LOST, End::Lost)
         }
         Err(e) if e.is_session_over() => {
             eprintln!(
                 "zk-rwlock: lock lost: the ZooKeeper session ended before the lock was released, \
                  possibly while the command ran"
             );
-            Ok(exit::LOST)
+            ran(exit::LOST, End::Lost)
         }
         Err(e) => {
             eprintln!("zk-rwlock: could not release the lock: {e}");
-            Ok(if outcome.code == 0 {
+            let code = if outcome.code == 0 {
                 exit::SOFTWARE
             } else {
                 outcome.code
-            })
+            };
+            ran(code, End::ReleaseFailed)
         }
     }
 }
@@ -671,6 +744,8 @@ struct Outcome {
     /// Whether, and why, zk-rwlock stopped the command (or found the lock
     /// lost when it exited).
     stopped: Option<Stopped>,
+    /// Whether zk-rwlock got a signal (forwarded to the command) meanwhile.
+    interrupted: bool,
 }
 
 /// How long to wait for a command's processes to be gone after SIGKILL
@@ -940,6 +1015,7 @@ async fn supervise(
     Outcome {
         code: interrupted.map_or(code, signal_exit),
         stopped,
+        interrupted: interrupted.is_some(),
     }
 }
 
@@ -1026,11 +1102,11 @@ fn human_ms(d: Duration) -> String {
     ))
 }
 
-fn signal_exit(sig: libc::c_int) -> u8 {
+pub(crate) fn signal_exit(sig: libc::c_int) -> u8 {
     (128 + sig).clamp(0, 255) as u8
 }
 
-fn signal_name(sig: libc::c_int) -> &'static str {
+pub(crate) fn signal_name(sig: libc::c_int) -> &'static str {
     match sig {
         libc::SIGINT => "SIGINT",
         libc::SIGTERM => "SIGTERM",
@@ -1044,14 +1120,14 @@ fn signal_name(sig: libc::c_int) -> &'static str {
 }
 
 /// The signals zk-rwlock handles itself: SIGINT, SIGTERM, SIGHUP.
-struct Signals {
+pub(crate) struct Signals {
     int: Signal,
     term: Signal,
     hup: Signal,
 }
 
 impl Signals {
-    fn new() -> io::Result<Signals> {
+    pub(crate) fn new() -> io::Result<Signals> {
         Ok(Signals {
             int: signal(SignalKind::interrupt())?,
             term: signal(SignalKind::terminate())?,
@@ -1060,7 +1136,7 @@ impl Signals {
     }
 
     /// The next signal received.
-    async fn recv(&mut self) -> libc::c_int {
+    pub(crate) async fn recv(&mut self) -> libc::c_int {
         tokio::select! {
             _ = self.int.recv() => libc::SIGINT,
             _ = self.term.recv() => libc::SIGTERM,

@@ -4,6 +4,7 @@
 mod common;
 mod connection;
 mod exec;
+mod lead;
 mod revoke;
 mod status;
 
@@ -29,6 +30,8 @@ enum Command {
     Status(status::Args),
     /// Ask the holder(s) of a lock, or one contender, to let go.
     Revoke(revoke::Args),
+    /// Run a command as the leader of an election, campaigning again when it fails.
+    Lead(lead::Args),
     /// (exec's keeper process; not for use by hand)
     #[command(name = "__keeper", hide = true)]
     Keeper(exec::keeper::Args),
@@ -41,6 +44,7 @@ fn main() -> ExitCode {
         Command::Exec(args) => exec::run(args),
         Command::Status(args) => status::run(args),
         Command::Revoke(args) => revoke::run(args),
+        Command::Lead(args) => lead::run(args),
         Command::Keeper(args) => exec::keeper::run(args),
     }
 }

@@ -53,6 +53,14 @@ What it shows:
   (made by hand or by another tool) still counts as a contender, one that
   never leaves: it is marked PERMANENT and named in a warning under the
   table, since it blocks the lock until someone deletes it.
+  A lock directory used for an election (`zk-rwlock lead`, the library's
+  Election) gets a line `leader: <identity> (term <token>, node <node>)`
+  under the summary while its head writer holds and has announced itself
+  (its node's data is `leader:<identity>`); a head writer that holds but
+  has not announced itself yet (its client has not learned of its grant)
+  is not named. With --watch the head writer's node is watched too, so the
+  announcement shows at once. JSON: \"leader\": {\"identity\", \"node\",
+  \"term\"}, present only then.
 
 Several paths:
   Each path's queue in turn, in the order given, separated by a blank line;
@@ -212,7 +220,7 @@ async fn recv(signal: &mut Option<tokio::signal::unix::Signal>) {
 
 /// One snapshot of each lock, printed once.
 async fn once(locks: &[SharedLock], out: &Output) -> Result<(), Failure> {
-    let snapshots = describe_all(locks).await?;
+    let snapshots = describe_all(locks, false).await?;
     out.show(&snapshots).map_err(write_failure)
 }
 
@@ -237,11 +245,18 @@ async fn watch(
             };
             watchers.push((lock.path(), watcher));
         }
-        let snapshots = tokio::select! {
-            snapshots = describe_all(locks) => snapshots?,
+        let mut snapshots = tokio::select! {
+            snapshots = describe_all(locks, true) => snapshots?,
             _ = recv(interrupt) => return Ok(()),
         };
         out.show(&snapshots).map_err(write_failure)?;
+        // A holding head writer's node is watched too: its announcement
+        // (a data change) makes it an election's leader.
+        for (lock, snapshot) in locks.iter().zip(snapshots.iter_mut()) {
+            if let Some(w) = snapshot.head_watch.take() {
+                watchers.push((lock.path(), w));
+            }
+        }
         let mut changed: Vec<Changed<'_>> = watchers
             .into_iter()
             .map(|(dir, w)| Box::pin(async move { (dir, w.changed().await) }) as Changed<'_>)
@@ -316,27 +331,79 @@ struct Snapshot {
     /// With several paths: for each contender, the other given paths where
     /// its session has a contender. `None` with one path.
     also_in: Option<Vec<Vec<String>>>,
+    /// The elected leader, when the directory is used for an election: the
+    /// head writer, holding, whose node carries its announcement.
+    leader: Option<Leader>,
+    /// With --watch: a data watch on the holding head writer's node.
+    head_watch: Option<zk::OneshotWatcher>,
+}
+
+/// An election's leader as `status` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+struct Leader {
+    identity: String,
+    node: String,
+    term: Option<i64>,
 }
 
 /// A snapshot taken after the watch was set: any change after it fires
 /// the watch (the library sends all stat requests at once).
-async fn describe(lock: &SharedLock) -> Result<Snapshot, Failure> {
+async fn describe(lock: &SharedLock, watch: bool) -> Result<Snapshot, Failure> {
     let s = lock.snapshot().await.map_err(Failure::from)?;
+    let (leader, head_watch) = leader(lock, &s.contenders, watch).await;
     Ok(Snapshot {
         path: lock.path().to_owned(),
         exists: s.exists,
         contenders: s.contenders,
         foreign: s.foreign,
         also_in: None,
+        leader,
+        head_watch,
     })
+}
+
+/// The election's leader in a snapshot: its head writer, if it holds and
+/// its node carries its announcement (one read of the node; see
+/// [`zk_rwlock::election`]). `None` for a plain lock, or if the read fails.
+/// With `watch`, the read leaves a data watch on the node, returned too.
+async fn leader(
+    lock: &SharedLock,
+    contenders: &[Contender],
+    watch: bool,
+) -> (Option<Leader>, Option<zk::OneshotWatcher>) {
+    let Some(head) = contenders.first() else {
+        return (None, None);
+    };
+    if head.state != ContenderState::Holds || head.name.mode() != Mode::Write {
+        return (None, None);
+    }
+    let client = lock.client();
+    let (data, watcher) = if watch {
+        match client.get_and_watch_data(&head.path).await {
+            Ok((data, _, watcher)) => (data, Some(watcher)),
+            Err(_) => return (None, None),
+        }
+    } else {
+        match client.get_data(&head.path).await {
+            Ok((data, _)) => (data, None),
+            Err(_) => return (None, None),
+        }
+    };
+    let name = head.name.to_string();
+    let leader = zk_rwlock::election::rules::announces(&name, &data).then(|| Leader {
+        identity: head.name.identity().to_owned(),
+        node: name,
+        term: head.fencing_token,
+    });
+    (leader, watcher)
 }
 
 /// A snapshot of each lock in turn; with several, contenders are linked
 /// across paths by session.
-async fn describe_all(locks: &[SharedLock]) -> Result<Vec<Snapshot>, Failure> {
+async fn describe_all(locks: &[SharedLock], watch: bool) -> Result<Vec<Snapshot>, Failure> {
     let mut snapshots = Vec::with_capacity(locks.len());
     for lock in locks {
-        snapshots.push(describe(lock).await?);
+        snapshots.push(describe(lock, watch).await?);
     }
     if snapshots.len() > 1 {
         link_sessions(&mut snapshots);
@@ -483,6 +550,13 @@ fn table(snapshot: &Snapshot, now: SystemTime, layout: Option<Layout>) -> String
             if n == 1 { "" } else { "s" },
             n - holding
         ));
+        if let Some(leader) = &snapshot.leader {
+            let term = leader.term.map_or_else(|| "-".to_owned(), |t| t.to_string());
+            out.push_str(&format!(
+                "leader: {} (term {term}, node {})\n",
+                leader.identity, leader.node
+            ));
+        }
         let mut rows = vec![[
             "POS", "NODE", "IDENTITY", "MODE", "STATE", "TOKEN", "AGE", "ALSO IN",
         ]
@@ -647,6 +721,9 @@ struct JsonStatus<'a> {
     path: &'a str,
     contenders: Vec<JsonContender>,
     foreign: &'a [String],
+    /// Only when the directory is used for an election and someone leads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    leader: Option<&'a Leader>,
 }
 
 #[derive(Serialize)]
@@ -714,6 +791,7 @@ fn json(snapshot: &Snapshot, now: SystemTime) -> JsonStatus<'_> {
         path: &snapshot.path,
         contenders,
         foreign: &snapshot.foreign,
+        leader: snapshot.leader.as_ref(),
     }
 }
 
@@ -840,6 +918,8 @@ mod tests {
             ],
             foreign: Vec::new(),
             also_in: None,
+            leader: None,
+            head_watch: None,
         };
         let now = SystemTime::now();
         let t = table(&s, now, None);
@@ -868,6 +948,8 @@ mod tests {
             contenders,
             foreign: Vec::new(),
             also_in: None,
+            leader: None,
+            head_watch: None,
         };
         let mut s = vec![
             snapshot(
@@ -909,6 +991,8 @@ mod tests {
             contenders: Vec::new(),
             foreign: Vec::new(),
             also_in: None,
+            leader: None,
+            head_watch: None,
         };
         assert_eq!(
             table(&s, SystemTime::now(), None),
@@ -919,5 +1003,31 @@ mod tests {
         let t = table(&s, SystemTime::now(), None);
         assert!(t.starts_with("/x: no contenders\n"), "{t}");
         assert!(t.contains("junk"), "{t}");
+    }
+
+    #[test]
+    fn an_announced_head_writer_is_named_leader() {
+        let name = "web01@0123456789abcdef0123456789abcdef-W-0000000004";
+        let mut c = Contender::new("/e", name.parse().unwrap(), ContenderState::Holds);
+        c.fencing_token = Some(42);
+        let s = Snapshot {
+            path: "/e".to_owned(),
+            exists: true,
+            contenders: vec![c],
+            foreign: Vec::new(),
+            also_in: None,
+            leader: Some(Leader {
+                identity: "web01".to_owned(),
+                node: name.to_owned(),
+                term: Some(42),
+            }),
+            head_watch: None,
+        };
+        let table = table(&s, SystemTime::now(), None);
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(lines[0], "/e: 1 contender, 1 holding, 0 waiting");
+        assert_eq!(lines[1], format!("leader: web01 (term 42, node {name})"));
+        let json = serde_json::to_string(&json(&s, SystemTime::now())).unwrap();
+        assert!(json.contains(r#""leader":{"identity":"web01","#), "{json}");
     }
 }

@@ -1,0 +1,229 @@
+//! `zk-rwlock lead` against a real ZooKeeper server: a leader runs CMD and
+//! resigns when it exits 0, campaigns again after a failed term up to
+//! --max-terms, two leaders never run at once, and `status` names the
+//! leader. Every test checks that its lock directory ends up empty.
+
+use zk_rwlock_testkit as support;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use support::{assert_drained, eventually, server, unique_path};
+use tokio::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_zk-rwlock");
+const SHORT: Duration = Duration::from_secs(20);
+
+fn zk_rwlock(args: &[&str]) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args)
+        .env("ZK_CONNECT", server().connect_string())
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    cmd
+}
+
+/// Runs to completion (bounded): exit code, stdout, stderr.
+async fn finish(cmd: &mut Command) -> (Option<i32>, String, String) {
+    let child = cmd.spawn().expect("spawn zk-rwlock");
+    let out = tokio::time::timeout(SHORT, child.wait_with_output())
+        .await
+        .expect("zk-rwlock finished in time")
+        .expect("wait for zk-rwlock");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    (out.status.code(), stdout, stderr)
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("zk-rwlock-lead-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[tokio::test]
+async fn failed_terms_campaign_again_up_to_max_terms() {
+    let path = unique_path("lead-terms");
+    let dir = scratch("terms");
+    let tokens = dir.join("tokens");
+    let script = format!("echo \"$ZK_RWLOCK_FENCING_TOKEN\" >> {}; exit 3", s(&tokens));
+    let (code, _, stderr) = finish(&mut zk_rwlock(&[
+        "lead",
+        "--identity",
+        "svc",
+        "--backoff",
+        "10ms..40ms",
+        "--max-terms",
+        "3",
+        &path,
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]))
+    .await;
+    assert_eq!(code, Some(3), "the last term's status: {stderr}");
+    assert_eq!(stderr.matches("zk-rwlock: leading").count(), 3, "{stderr}");
+    let terms: Vec<i64> = std::fs::read_to_string(&tokens)
+        .unwrap()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    assert_eq!(terms.len(), 3);
+    assert!(terms.windows(2).all(|w| w[0] < w[1]), "terms grow: {terms:?}");
+    assert_drained(&path).await;
+}
+
+#[tokio::test]
+async fn one_leader_at_a_time_and_status_names_it() {
+    let path = unique_path("lead-one");
+    let dir = scratch("one");
+    let log = dir.join("log");
+    let go = dir.join("go");
+    // Each leader notes its start, waits until the test says go, notes its
+    // end and exits 0 (resign and exit).
+    let script = format!(
+        "echo \"start $ID\" >> {log}; while [ ! -e {go} ]; do sleep 0.02; done; echo \"end $ID\" >> {log}",
+        log = s(&log),
+        go = s(&go)
+    );
+    let spawn = |id: &str| {
+        zk_rwlock(&["lead", "--identity", id, &path, "--", "sh", "-c", &script])
+            .env("ID", id)
+            .spawn()
+            .expect("spawn zk-rwlock")
+    };
+    let a = spawn("a");
+    let b = spawn("b");
+    let started = |n: usize| {
+        let log = log.clone();
+        move || {
+            let log = log.clone();
+            async move { std::fs::read_to_string(&log).is_ok_and(|l| l.matches("start").count() >= n) }
+        }
+    };
+    eventually("a leader runs its command", SHORT, started(1)).await;
+    let first = std::fs::read_to_string(&log).unwrap();
+    let leader = first.trim().strip_prefix("start ").unwrap().to_owned();
+    let (code, stdout, stderr) = finish(&mut zk_rwlock(&["status", &path])).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    let line = stdout.lines().nth(1).unwrap_or_default();
+    assert!(
+        line.starts_with(&format!("leader: {leader} (term ")),
+        "status names the leader: {stdout}"
+    );
+    std::fs::write(&go, "").unwrap();
+    for child in [a, b] {
+        let out = tokio::time::timeout(SHORT, child.wait_with_output())
+            .await
+            .expect("lead exits")
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let log = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(lines.len(), 4, "{log}");
+    for pair in lines.chunks(2) {
+        let id = pair[0].strip_prefix("start ").unwrap();
+        assert_eq!(pair[1], format!("end {id}"), "one leader at a time: {log}");
+    }
+    assert_drained(&path).await;
+}
+
+#[tokio::test]
+async fn a_signal_while_campaigning_withdraws_and_exits() {
+    let path = unique_path("lead-signal");
+    let holder = support::lock(&path).await;
+    let guard = holder.write().await.unwrap();
+    let child = zk_rwlock(&["lead", &path, "--", "true"])
+        .spawn()
+        .expect("spawn zk-rwlock");
+    support::wait_contenders(&holder, 2).await;
+    let pid = child.id().expect("running") as libc::pid_t;
+    // SAFETY: kill only sends a signal to the child this test spawned.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let out = tokio::time::timeout(SHORT, child.wait_with_output())
+        .await
+        .expect("lead exits")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(143), "{stderr}");
+    assert!(stderr.contains("while campaigning"), "{stderr}");
+    support::wait_contenders(&holder, 1).await;
+    guard.release().await.unwrap();
+    assert_drained(&path).await;
+}
+
+#[tokio::test]
+async fn a_lost_leadership_stops_the_command_and_campaigns_again() {
+    let path = unique_path("lead-lost");
+    let dir = scratch("lost");
+    let tokens = dir.join("tokens");
+    let go = dir.join("go");
+    let script = format!(
+        "echo \"$ZK_RWLOCK_FENCING_TOKEN\" >> {tokens}; while [ ! -e {go} ]; do sleep 0.02; done",
+        tokens = s(&tokens),
+        go = s(&go)
+    );
+    let child = zk_rwlock(&[
+        "lead",
+        "--backoff",
+        "10ms..20ms",
+        "--kill-after",
+        "1s",
+        &path,
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ])
+    .spawn()
+    .expect("spawn zk-rwlock");
+    let lines = |n: usize| {
+        let tokens = tokens.clone();
+        move || {
+            let tokens = tokens.clone();
+            async move { std::fs::read_to_string(&tokens).is_ok_and(|t| t.lines().count() >= n) }
+        }
+    };
+    eventually("the first term runs", SHORT, lines(1)).await;
+    // Someone deletes the leader's node: the leadership is lost.
+    let observer = support::lock(&path).await;
+    let queue = observer.contenders().await.unwrap();
+    assert_eq!(queue.len(), 1);
+    observer.client().delete(&queue[0].path, None).await.unwrap();
+    eventually("a second term runs", SHORT, lines(2)).await;
+    std::fs::write(&go, "").unwrap();
+    let out = tokio::time::timeout(SHORT, child.wait_with_output())
+        .await
+        .expect("lead exits")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("campaigning again"), "{stderr}");
+    let terms: Vec<i64> = std::fs::read_to_string(&tokens)
+        .unwrap()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    assert_eq!(terms.len(), 2, "{terms:?}");
+    assert!(terms[0] < terms[1]);
+    assert_drained(&path).await;
+}

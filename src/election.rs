@@ -1,0 +1,814 @@
+//! Leader election on a lock directory: [`Election`].
+//!
+//! The verbs of etcd's `concurrency.Election` on top of the write lock:
+//! [`Election::campaign`] waits until this candidate leads (holds the write
+//! lock) and returns its [`Leadership`]; [`Leadership::resign`] (or
+//! dropping it) lets the next candidate lead; [`Election::leader`] says who
+//! leads now; [`Election::observe`] follows every change of leader. The
+//! term of a leadership is the write lock's fencing token (the czxid of its
+//! node): larger than every earlier term, also across a re-created lock
+//! directory. A leadership has what a write guard has: the lease deadline,
+//! the [`HoldState`] and the futures that complete on its changes.
+//!
+//! # On the wire
+//!
+//! Candidates are plain writers of the lock's wire protocol
+//! (`<identity>@<token>-W-<seq>` nodes, see the README): `zk-rwlock status`
+//! and every other client see them as writers, and a [`SharedLock`] on the
+//! same path contends with them (a reader there keeps every candidate
+//! waiting; a writer there is a leader that announces nothing).
+//!
+//! The head writer of the queue holds the lock as soon as nothing precedes
+//! it, but its own client learns that a notification's trip later, or,
+//! when it is cut off from ZooKeeper, not before its session expires. So an
+//! observer never names a node for being the head writer alone: a
+//! candidate whose campaign was granted writes its **announcement**,
+//! `leader:<identity>`, as its node's data (one `setData`, conditional on
+//! the version it read), and observers and [`Election::leader`] name the
+//! head writer only while its node carries the announcement of the
+//! identity in its name (see [`rules`]). So no one is named leader before
+//! its own campaign has been granted. The announcement is written only
+//! after the candidate's guard has recorded any revocation request already
+//! on the node ([`rules::announce_step`]): it never hides one from the
+//! guard's kept watch, which reads the node's data on each change and
+//! takes only [`REVOKE_PAYLOAD`](crate::REVOKE_PAYLOAD) as a request.
+//!
+//! # Observers
+//!
+//! One task per [`Election`] follows the lock directory for all of its
+//! [`observe`](Election::observe) receivers, with one watch at a time and
+//! no herd:
+//!
+//! - it lists the directory and reads the **head** of the queue (whatever
+//!   it is: a leader, a writer not yet announced, a reader of a
+//!   [`SharedLock`] on the same path) with a `getData` watch. Only the
+//!   head's deletion or a write to it can change who leads: a later node
+//!   leads only once every node before it has left. When the watch fires
+//!   (the announcement, a revocation, the head's deletion), it lists once
+//!   more;
+//! - while the directory holds no contender, it watches the directory's
+//!   children (`getChildren` with a watch: the first candidate's create is
+//!   the news), or, while the directory does not exist, the directory
+//!   itself (`exists` with a watch);
+//! - after every reconnection (the client goes back to `SyncConnected`) it
+//!   lists again, whatever its watches said meanwhile;
+//! - when the session ends (expired, closed) it sends `None` and stops: a
+//!   new [`Election`] on a new session is needed. It also stops when its
+//!   last receiver is dropped; the next `observe` starts another.
+//!
+//! A receiver sees every change of leader while changes are slower than a
+//! notification and a listing; leaders that come and go faster may be
+//! skipped (a [`tokio::sync::watch`] channel keeps the latest
+//! value), but a term is never seen out of order (terms grow) nor before
+//! its campaign was granted. Between two leaders it says `None` (no
+//! leader is known: the old one's node is gone and the new one has not
+//! announced itself yet).
+//!
+//! Observers create no node and write nothing. What they say comes from the
+//! server their client talks to: on a follower that lags the ensemble's
+//! leader they learn of changes late, never early (they may still name a
+//! leader that has just resigned or lost its session). Acting as the leader
+//! is safe by the leadership's lease and term, not by what observers say.
+//! [`Election::leader`] syncs first.
+//!
+//! # Trust
+//!
+//! Whoever may write a candidate's node can forge or erase its
+//! announcement, as they can request its revocation. A leadership keeps a
+//! data watch on its node (a second one beside its guard's) and writes its
+//! announcement again over anything else written there, except a
+//! revocation request ([`rules::reannounces`]; conditional on the version
+//! read, so a request written meanwhile is never overwritten): observers
+//! say `None` from a stranger's write until the rewrite, and while a
+//! revocation request is on the node. A forged announcement on a head
+//! writer not yet granted names it early.
+//! The lock directory's ACL is the election's trust boundary, as it is the
+//! lock's (see [`LockBuilder::directory_acls`](crate::LockBuilder::directory_acls));
+//! give candidate nodes an ACL such as [`zk::Acls::creator_all`] (with READ
+//! for the observers) where that matters.
+//!
+//! # Not covered
+//!
+//! A Curator `LeaderLatch` or `LeaderSelector` on the same path does not
+//! take part: its nodes (`_c_<uuid>-latch-<seq>`) are no lock contenders,
+//! and Curator's recipes do not see these candidates either. Use one kind
+//! of election per path.
+
+pub mod rules;
+
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+use tracing::{debug, info, instrument, warn};
+
+use crate::error::{is_retryable, Error};
+use crate::lease::HoldState;
+use crate::lock::{with_retry, LockBuilder, SharedLock, WriteGuard};
+use crate::node_name::NodeName;
+use crate::zk;
+use rules::AnnounceStep;
+
+/// A leader election on one lock directory, through one client session.
+///
+/// Cheap to clone: clones share the lock, its session and the observer
+/// task.
+///
+/// # Deadlocks
+///
+/// A task that leads and campaigns again on the same election waits for
+/// itself, as a second write acquire would: resign first.
+///
+/// # Example
+///
+/// ```no_run
+/// # async fn run(client: zk_rwlock::zk::Client) -> Result<(), zk_rwlock::Error> {
+/// let election = zk_rwlock::Election::new(client, "/elections/billing", "web01")?;
+/// let leadership = election.campaign().await?;
+/// tokio::select! {
+///     _ = serve_as_leader(leadership.term()) => {}
+///     // Connection lost: stop before the lease deadline.
+///     _ = leadership.suspended() => {}
+/// }
+/// leadership.resign().await?;
+/// # Ok(()) }
+/// # async fn serve_as_leader(_term: i64) {}
+/// ```
+#[derive(Clone)]
+pub struct Election {
+    lock: SharedLock,
+    /// The observer task's sender while it runs (see [`Election::observe`]).
+    observer: Arc<Mutex<Weak<watch::Sender<Option<Leader>>>>>,
+}
+
+impl std::fmt::Debug for Election {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Election")
+            .field("path", &self.lock.path())
+            .field("identity", &self.lock.identity())
+            .field("session", &self.lock.client().session_id())
+            .finish()
+    }
+}
+
+/// Configures an [`Election`]: identity, ACLs, follower lag (as
+/// [`LockBuilder`]; the layout is always the native one).
+#[must_use]
+pub struct ElectionBuilder {
+    lock: LockBuilder,
+}
+
+impl ElectionBuilder {
+    /// The candidate's identity, written into its node's name and its
+    /// announcement (default: this machine's host name). Checked by
+    /// [`build`](Self::build) as [`LockBuilder::identity`].
+    pub fn identity(mut self, identity: &str) -> ElectionBuilder {
+        self.lock = self.lock.identity(identity);
+        self
+    }
+
+    /// The ACLs of the candidate nodes (see [`LockBuilder::acls`]). Observers
+    /// need READ on them to see announcements.
+    pub fn acls(mut self, acls: &[zk::Acl]) -> ElectionBuilder {
+        self.lock = self.lock.acls(acls);
+        self
+    }
+
+    /// The ACLs of the lock directory (see [`LockBuilder::directory_acls`]).
+    pub fn directory_acls(mut self, acls: &[zk::Acl]) -> ElectionBuilder {
+        self.lock = self.lock.directory_acls(acls);
+        self
+    }
+
+    /// How much later than the ensemble's leader a follower may learn of a
+    /// session (see [`LockBuilder::follower_lag`]): shortens lease deadlines.
+    pub fn follower_lag(mut self, lag: Duration) -> ElectionBuilder {
+        self.lock = self.lock.follower_lag(lag);
+        self
+    }
+
+    /// Validates the configuration. Does no I/O.
+    ///
+    /// # Errors
+    ///
+    /// As [`LockBuilder::build`].
+    pub fn build(self) -> Result<Election, Error> {
+        Ok(Election {
+            lock: self.lock.build()?,
+            observer: Arc::default(),
+        })
+    }
+}
+
+/// Who leads, as [`Election::leader`] and [`Election::observe`] say: the
+/// head writer of the queue whose node carries its announcement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Leader {
+    /// The leader's identity (from its node's name).
+    pub identity: String,
+    /// Full path of the leader's node.
+    pub node: String,
+    /// The leader's term: its node's czxid, the write lock's fencing token.
+    pub term: i64,
+    /// The id of the leader's session (its node's `ephemeralOwner`).
+    pub session: i64,
+}
+
+impl Election {
+    /// An election on the lock directory `path`, through `client`, for the
+    /// candidate `identity`. No I/O.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidPath`], [`Error::InvalidIdentity`], and the others of
+    /// [`LockBuilder::build`].
+    pub fn new(client: zk::Client, path: &str, identity: &str) -> Result<Election, Error> {
+        Election::builder(client, path).identity(identity).build()
+    }
+
+    /// A builder to set the identity, ACLs and follower lag.
+    pub fn builder(client: zk::Client, path: &str) -> ElectionBuilder {
+        ElectionBuilder {
+            lock: SharedLock::builder(client, path),
+        }
+    }
+
+    /// The lock directory.
+    pub fn path(&self) -> &str {
+        self.lock.path()
+    }
+
+    /// This candidate's identity.
+    pub fn identity(&self) -> &str {
+        self.lock.identity()
+    }
+
+    /// The lock underneath: candidates are its writers.
+    pub fn lock(&self) -> &SharedLock {
+        &self.lock
+    }
+
+    /// The client session this election uses.
+    pub fn client(&self) -> &zk::Client {
+        self.lock.client()
+    }
+
+    /// Waits until this candidate leads: acquires the write lock, then
+    /// announces the leadership on its node (see the
+    /// [module documentation](self)), and returns it.
+    ///
+    /// # Errors
+    ///
+    /// As [`SharedLock::write`] ([`Error::SessionExpired`] or
+    /// [`Error::SessionClosed`] if the session ends while waiting: a new
+    /// election on a new session is needed); [`Error::Lost`] if the node is
+    /// deleted before the announcement is written; [`Error::NoAuth`] if the
+    /// node's ACL refuses READ or WRITE to its owner.
+    ///
+    /// # Cancellation safety
+    ///
+    /// Dropping the future leaves no node behind: a node not granted yet is
+    /// withdrawn, a granted one released, in the background.
+    #[instrument(skip_all, fields(election = %self.lock.path()))]
+    pub async fn campaign(&self) -> Result<Leadership, Error> {
+        let guard = self.lock.write().await?;
+        self.announce(guard).await
+    }
+
+    /// As [`Election::campaign`], giving up after `timeout`: `Ok(None)`,
+    /// with the node withdrawn. The announcement after the grant is not
+    /// bounded by `timeout` (it is one request, retried through connection
+    /// loss while the session lasts).
+    ///
+    /// # Errors
+    ///
+    /// As [`Election::campaign`].
+    #[instrument(skip_all, fields(election = %self.lock.path()))]
+    pub async fn campaign_timeout(&self, timeout: Duration) -> Result<Option<Leadership>, Error> {
+        match self.lock.write_timeout(timeout).await? {
+            Some(guard) => self.announce(guard).await.map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Writes the announcement to the granted `guard`'s node.
+    async fn announce(&self, guard: WriteGuard) -> Result<Leadership, Error> {
+        let client = self.lock.client();
+        let node = guard.node().to_owned();
+        let mine = rules::announcement(self.lock.identity());
+        loop {
+            let read = with_retry(client, || client.get_data(&node)).await;
+            let (data, stat) = match read {
+                Ok(read) => read,
+                Err(e) => return Err(announce_failed(guard, e, &node).await),
+            };
+            match rules::announce_step(&data, &mine, guard.is_revocation_requested()) {
+                AnnounceStep::Done => break,
+                AnnounceStep::AwaitRevocation => {
+                    debug!(node = %node, "waiting for the guard to record a revocation request first");
+                    if !guard.revocation_requested().await {
+                        let _ = guard.release().await;
+                        return Err(Error::Lost { node });
+                    }
+                }
+                AnnounceStep::Write => {
+                    let write =
+                        with_retry(client, || client.set_data(&node, &mine, Some(stat.version))).await;
+                    match write {
+                        Ok(_) => break,
+                        // Written by someone else meanwhile (or by this
+                        // write, whose answer was lost): read again.
+                        Err(zk::Error::BadVersion) => {}
+                        Err(e) => return Err(announce_failed(guard, e, &node).await),
+                    }
+                }
+            }
+        }
+        info!(node = %node, term = guard.fencing_token(), "leading");
+        let announcer =
+            crate::background::spawn_near(client.session_id().0, keep_announced(client.clone(), node, mine));
+        Ok(Leadership {
+            guard,
+            identity: self.lock.identity().to_owned(),
+            announcer: Announcer(announcer),
+        })
+    }
+
+    /// Who leads now: a `sync` (the client's server may be a follower
+    /// behind the ensemble), one listing of the directory, then one read of
+    /// its head writer; `None` if no one leads, or the head writer has not
+    /// announced itself yet (its campaign may not know of its grant).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::SessionExpired`], [`Error::SessionClosed`],
+    /// [`Error::NoAuth`], [`Error::ZooKeeper`]; connection loss is retried
+    /// while the session lasts.
+    pub async fn leader(&self) -> Result<Option<Leader>, Error> {
+        let client = self.lock.client();
+        let dir = self.lock.path();
+        // The server this client talks to may be a follower that lags the
+        // ensemble's leader: `sync` first, so that the answer is at least
+        // as new as every write completed before this call (a resignation,
+        // an announcement).
+        match with_retry(client, || client.sync(dir)).await {
+            Ok(()) | Err(zk::Error::NoNode) => {}
+            Err(e) => return Err(Error::from_zk(e, dir)),
+        }
+        loop {
+            let children = match with_retry(client, || client.list_children(dir)).await {
+                Ok(children) => children,
+                Err(zk::Error::NoNode) => return Ok(None),
+                Err(e) => return Err(Error::from_zk(e, dir)),
+            };
+            let Some(name) = crate::ordering::leader(&children) else {
+                return Ok(None);
+            };
+            let path = child_path(dir, name);
+            match with_retry(client, || client.get_data(&path)).await {
+                Ok((data, stat)) => return Ok(leader_of(dir, name, &data, &stat)),
+                // Gone between the listing and the read: list again.
+                Err(zk::Error::NoNode) => continue,
+                Err(e) => return Err(Error::from_zk(e, &path)),
+            }
+        }
+    }
+
+    /// Follows who leads: the receiver's value is the current leader
+    /// (`None`: no leader known), updated on every change (see
+    /// "Observers" in the [module documentation](self) for the watches).
+    /// All receivers of one election share one task, started by the first
+    /// call and stopped when the last receiver is dropped, or when the
+    /// session ends (the sender is then dropped, after a last `None`).
+    ///
+    /// The first value is `None` until the task's first listing is done:
+    /// wait with [`watch::Receiver::changed`] or
+    /// [`watch::Receiver::wait_for`].
+    pub fn observe(&self) -> watch::Receiver<Option<Leader>> {
+        let mut slot = self.observer.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(sender) = slot.upgrade() {
+            return sender.subscribe();
+        }
+        let (sender, receiver) = watch::channel(None);
+        let sender = Arc::new(sender);
+        let client = self.lock.client().clone();
+        let work = observe(
+            client.clone(),
+            self.lock.path().to_owned(),
+            sender.clone(),
+            self.observer.clone(),
+        );
+        match crate::background::spawn_near(client.session_id().0, work) {
+            Some(_task) => *slot = Arc::downgrade(&sender),
+            None => warn!(
+                election = %self.lock.path(),
+                "no runtime to run the observer on: the receiver will not change"
+            ),
+        }
+        receiver
+    }
+}
+
+/// The error of a failed announcement, with the guard released (in vain if
+/// the node is gone).
+async fn announce_failed(guard: WriteGuard, e: zk::Error, node: &str) -> Error {
+    let error = match e {
+        zk::Error::NoNode => Error::Lost {
+            node: node.to_owned(),
+        },
+        e => Error::from_zk(e, node),
+    };
+    warn!(node, %error, "could not announce the leadership");
+    let _ = guard.release().await;
+    error
+}
+
+/// Keeps the leader's announcement on its node while the node lives: a
+/// data watch on it; data written by someone else that is neither the
+/// announcement nor a revocation request ([`rules::reannounces`]) is
+/// replaced by the announcement again, with a `setData` conditional on the
+/// version read, so a revocation request written meanwhile is never
+/// overwritten. Ends when the node is deleted or the session ends.
+async fn keep_announced(client: zk::Client, node: String, mine: Vec<u8>) {
+    let mut pause = Duration::ZERO;
+    loop {
+        let watcher = match client.get_and_watch_data(&node).await {
+            Ok((data, stat, watcher)) => {
+                pause = Duration::ZERO;
+                if rules::reannounces(&data, &mine) {
+                    match client.set_data(&node, &mine, Some(stat.version)).await {
+                        Ok(_) => {
+                            info!(node = %node, "announced the leadership again after a write by someone else")
+                        }
+                        // Written again meanwhile: the watch says so.
+                        Err(zk::Error::BadVersion) => {}
+                        Err(zk::Error::NoNode) => return,
+                        Err(e) if session_over(&e) => return,
+                        Err(e) => warn!(node = %node, error = %e, "could not announce the leadership again"),
+                    }
+                }
+                watcher
+            }
+            Err(zk::Error::NoNode) => return,
+            Err(e) if session_over(&e) => return,
+            Err(e) if is_retryable(&e) => {
+                pause = (pause * 2).clamp(Duration::from_millis(10), OBSERVER_RETRY);
+                tokio::time::sleep(pause).await;
+                continue;
+            }
+            Err(e) => {
+                warn!(node = %node, error = %e, "cannot watch the leader's node: its announcement is not kept");
+                return;
+            }
+        };
+        let event = watcher.changed().await;
+        if event.event_type == zk::EventType::NodeDeleted || event.event_type == zk::EventType::Session {
+            return;
+        }
+    }
+}
+
+/// The task that keeps a leadership's announcement ([`keep_announced`]):
+/// aborted when the leadership is resigned or dropped, detached by
+/// [`Leadership::into_guard`].
+struct Announcer(Option<tokio::task::JoinHandle<()>>);
+
+impl Announcer {
+    fn detach(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for Announcer {
+    fn drop(&mut self) {
+        if let Some(task) = self.0.take() {
+            task.abort();
+        }
+    }
+}
+
+/// `dir/name`.
+fn child_path(dir: &str, name: &str) -> String {
+    if dir == "/" {
+        format!("/{name}")
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
+/// The leader named by the head writer `name` whose node holds `data`:
+/// `None` unless `data` is its announcement.
+fn leader_of(dir: &str, name: &str, data: &[u8], stat: &zk::Stat) -> Option<Leader> {
+    if !rules::announces(name, data) {
+        return None;
+    }
+    let parsed: NodeName = name.parse().ok()?;
+    Some(Leader {
+        identity: parsed.identity().to_owned(),
+        node: child_path(dir, name),
+        term: stat.czxid,
+        session: stat.ephemeral_owner,
+    })
+}
+
+/// The longest pause before an observer tries again after a failure that
+/// is not connection loss (the server refused a read, say).
+const OBSERVER_RETRY: Duration = Duration::from_secs(1);
+
+/// What one look at the directory found: the leader, and the watch that
+/// says when to look again.
+struct Look {
+    leader: Option<Leader>,
+    changed: Option<zk::OneshotWatcher>,
+}
+
+/// One look: list the directory, read and watch its head (or watch the
+/// children of an empty directory, or the directory's creation).
+async fn look(client: &zk::Client, dir: &str) -> Result<Look, zk::Error> {
+    loop {
+        // A plain listing first: the children's watch is set only while
+        // the directory holds no contender.
+        let children = match client.list_children(dir).await {
+            Ok(children) if rules::watched(&children).is_some() => children,
+            Ok(_) => match client.list_and_watch_children(dir).await {
+                Ok((children, changed)) if rules::watched(&children).is_none() => {
+                    return Ok(Look {
+                        leader: None,
+                        changed: Some(changed),
+                    })
+                }
+                // A candidate came meanwhile: the head's watch will do,
+                // and dropping this one removes it.
+                Ok((children, _)) => children,
+                Err(zk::Error::NoNode) => continue,
+                Err(e) => return Err(e),
+            },
+            Err(zk::Error::NoNode) => match client.check_and_watch_stat(dir).await {
+                Ok((None, changed)) => {
+                    return Ok(Look {
+                        leader: None,
+                        changed: Some(changed),
+                    })
+                }
+                // Made meanwhile: list again.
+                Ok((Some(_), _)) => continue,
+                Err(e) => return Err(e),
+            },
+            Err(e) => return Err(e),
+        };
+        let Some(head) = rules::watched(&children) else {
+            continue;
+        };
+        let path = child_path(dir, head);
+        match client.get_and_watch_data(&path).await {
+            Ok((data, stat, changed)) => {
+                let leader = match crate::ordering::leader(&children) {
+                    Some(name) => leader_of(dir, name, &data, &stat),
+                    None => None,
+                };
+                return Ok(Look {
+                    leader,
+                    changed: Some(changed),
+                });
+            }
+            // The head left between the listing and the read.
+            Err(zk::Error::NoNode) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// The observer task (see "Observers" in the [module documentation](self)).
+async fn observe(
+    client: zk::Client,
+    dir: String,
+    sender: Arc<watch::Sender<Option<Leader>>>,
+    slot: Arc<Mutex<Weak<watch::Sender<Option<Leader>>>>>,
+) {
+    let publish = |leader: Option<Leader>| {
+        sender.send_if_modified(|now| {
+            if *now == leader {
+                return false;
+            }
+            debug!(election = %dir, ?leader, "leader changed");
+            *now = leader;
+            true
+        });
+    };
+    let stop = |why: &str| {
+        *slot.lock().unwrap_or_else(PoisonError::into_inner) = Weak::new();
+        debug!(election = %dir, why, "observer stopped");
+    };
+    let mut states = client.state_watcher();
+    let mut pause = Duration::ZERO;
+    loop {
+        // Stop when no one listens (checked under the slot's lock, so that
+        // `observe` never subscribes to a task that is about to stop).
+        if sender.receiver_count() == 0 {
+            let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
+            if sender.receiver_count() == 0 {
+                *slot = Weak::new();
+                debug!(election = %dir, "observer stopped: no receiver left");
+                return;
+            }
+        }
+        // Consumed before the look: a change during it means a new look.
+        let state = states.state();
+        if state.is_terminated() {
+            publish(None);
+            return stop("the session ended");
+        }
+        if state != zk::SessionState::SyncConnected {
+            // Disconnected: look again once reconnected.
+            tokio::select! {
+                _ = states.changed() => {}
+                () = sender.closed() => {}
+            }
+            continue;
+        }
+        let changed = match look(&client, &dir).await {
+            Ok(look) => {
+                pause = Duration::ZERO;
+                publish(look.leader);
+                look.changed
+            }
+            Err(e) if session_over(&e) => {
+                publish(None);
+                return stop("the session ended");
+            }
+            Err(e) => {
+                if !is_retryable(&e) {
+                    warn!(election = %dir, error = %e, "cannot follow the election; trying again");
+                }
+                pause = (pause * 2).clamp(Duration::from_millis(50), OBSERVER_RETRY);
+                None
+            }
+        };
+        let fired = async {
+            match changed {
+                Some(changed) => {
+                    changed.changed().await;
+                }
+                None => std::future::pending().await,
+            }
+        };
+        let retry = async {
+            if pause.is_zero() {
+                std::future::pending::<()>().await;
+            }
+            tokio::time::sleep(pause).await;
+        };
+        tokio::select! {
+            () = fired => {}
+            // A reconnection, or the session's end: see the loop's top.
+            _ = states.changed() => {}
+            () = retry => {}
+            () = sender.closed() => {}
+        }
+    }
+}
+
+/// Whether `e` says the session is over: nothing more can be done with it.
+fn session_over(e: &zk::Error) -> bool {
+    matches!(
+        e,
+        zk::Error::SessionExpired | zk::Error::SessionMoved | zk::Error::ClientClosed | zk::Error::AuthFailed
+    )
+}
+
+/// This candidate's leadership: the write lock it holds, announced on its
+/// node. Has what a [`WriteGuard`] has (term = fencing token, lease,
+/// state, the futures on its changes).
+///
+/// Owns its node, not a task: it can move between tasks and threads.
+/// Dropping it resigns in the background (as dropping a guard releases);
+/// [`Leadership::resign`] reports the outcome.
+#[must_use = "dropping the leadership resigns it"]
+pub struct Leadership {
+    guard: WriteGuard,
+    identity: String,
+    /// Dropped after the guard: the release has begun by then.
+    announcer: Announcer,
+}
+
+impl std::fmt::Debug for Leadership {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Leadership")
+            .field("identity", &self.identity)
+            .field("node", &self.guard.node())
+            .field("term", &self.guard.fencing_token())
+            .field("state", &self.guard.state())
+            .finish()
+    }
+}
+
+impl Leadership {
+    /// The term: the node's czxid, the write lock's fencing token. Larger
+    /// than every earlier leader's term of this election; pass it to stores
+    /// that can reject writes of older terms.
+    pub fn term(&self) -> i64 {
+        self.guard.fencing_token()
+    }
+
+    /// Full path of the leader's node.
+    pub fn node(&self) -> &str {
+        self.guard.node()
+    }
+
+    /// The leader's identity.
+    pub fn identity(&self) -> &str {
+        &self.identity
+    }
+
+    /// The lease deadline: no one else can lead before this instant (see
+    /// [`WriteGuard::lease_deadline`]). Stop acting as the leader before it.
+    pub fn lease_deadline(&self) -> Instant {
+        self.guard.lease_deadline()
+    }
+
+    /// Held, suspended (connection lost, lease running) or lost (see
+    /// [`WriteGuard::state`]). Costs no request.
+    pub fn state(&self) -> HoldState {
+        self.guard.state()
+    }
+
+    /// False once the leadership is known lost (see [`WriteGuard::is_held`]).
+    pub fn is_held(&self) -> bool {
+        self.guard.is_held()
+    }
+
+    /// Completes when the leadership is no longer [`HoldState::Held`]
+    /// (suspended or lost), with that state (see [`WriteGuard::suspended`]).
+    ///
+    /// # Cancellation safety
+    ///
+    /// Safe to drop and call again.
+    pub async fn suspended(&self) -> HoldState {
+        self.guard.suspended().await
+    }
+
+    /// Completes when the leadership is no longer suspended: held again or
+    /// lost (see [`WriteGuard::resumed`]).
+    ///
+    /// # Cancellation safety
+    ///
+    /// Safe to drop and call again.
+    pub async fn resumed(&self) -> HoldState {
+        self.guard.resumed().await
+    }
+
+    /// Completes when the leadership is lost (see [`WriteGuard::lost`]).
+    ///
+    /// # Cancellation safety
+    ///
+    /// Safe to drop and call again.
+    pub async fn lost(&self) {
+        self.guard.lost().await;
+    }
+
+    /// True once someone asked this leader to step down
+    /// ([`SharedLock::revoke`] on its node; see
+    /// [`WriteGuard::is_revocation_requested`]).
+    pub fn is_revocation_requested(&self) -> bool {
+        self.guard.is_revocation_requested()
+    }
+
+    /// Completes when someone asks this leader to step down (true), or the
+    /// leadership is lost first (false); see
+    /// [`WriteGuard::revocation_requested`].
+    pub async fn revocation_requested(&self) -> bool {
+        self.guard.revocation_requested().await
+    }
+
+    /// The write guard underneath.
+    pub fn guard(&self) -> &WriteGuard {
+        &self.guard
+    }
+
+    /// The write guard underneath, to hold the lock as a plain writer.
+    /// Observers keep naming this leader: its node carries the
+    /// announcement, and the task that writes it again after someone
+    /// else's write goes on until the node is deleted or the session ends.
+    pub fn into_guard(self) -> WriteGuard {
+        let Leadership { guard, announcer, .. } = self;
+        announcer.detach();
+        guard
+    }
+
+    /// Resigns: deletes the node (see [`WriteGuard::release`]), so that the
+    /// next candidate leads.
+    ///
+    /// # Errors
+    ///
+    /// As [`WriteGuard::release`]: [`Error::Lost`] if the leadership was
+    /// lost before (the node was deleted by someone else),
+    /// [`Error::SessionExpired`] or [`Error::SessionClosed`] if the session
+    /// ended first.
+    pub async fn resign(self) -> Result<(), Error> {
+        let Leadership { guard, announcer, .. } = self;
+        let resigned = guard.release().await;
+        drop(announcer);
+        resigned
+    }
+}

@@ -1,0 +1,173 @@
+//! The pure rules of an election on a lock directory: who may be named
+//! leader, what the announcement is, which node an observer watches, and
+//! whether a new leader may write its announcement now. No ZooKeeper type,
+//! no clock, no I/O: [`crate::Election`] performs what these say.
+//!
+//! # The announcement
+//!
+//! The head writer of the queue holds the lock as soon as nothing precedes
+//! it, but its own client learns that only a notification's trip later
+//! (or much later, if it is cut off). So no one is named leader for being
+//! the head writer alone: a candidate, once its campaign is granted,
+//! writes [`announcement`] (`leader:<identity>`) as its node's data with
+//! one conditional `setData`, and observers name the head writer only if
+//! its node carries the announcement of the identity in its name
+//! ([`announces`]). The announcement never hides a revocation request
+//! ([`crate::REVOKE_PAYLOAD`]) that the new leader's guard has not
+//! recorded yet ([`announce_step`]).
+
+use crate::node_name::{Mode, NodeName};
+use crate::ordering;
+
+/// What an announcement starts with; the candidate's identity follows.
+pub const ANNOUNCEMENT_PREFIX: &str = "leader:";
+
+/// The data a granted candidate writes to its node: `leader:<identity>`.
+pub fn announcement(identity: &str) -> Vec<u8> {
+    let mut data = Vec::with_capacity(ANNOUNCEMENT_PREFIX.len() + identity.len());
+    data.extend_from_slice(ANNOUNCEMENT_PREFIX.as_bytes());
+    data.extend_from_slice(identity.as_bytes());
+    data
+}
+
+/// True if `data`, read from the contender node `name` (a child name),
+/// is that node's announcement: the node is a writer of the native layout
+/// with a per-attempt token, and `data` is exactly
+/// [`announcement`] of the identity in its name. Anything else (empty
+/// data, a revocation request, another identity's announcement, a peer
+/// library's node) is not.
+pub fn announces(name: &str, data: &[u8]) -> bool {
+    let Ok(parsed) = name.parse::<NodeName>() else {
+        return false;
+    };
+    parsed.mode() == Mode::Write
+        && parsed.token().is_some()
+        && parsed.layout() == crate::Layout::Native
+        && data == announcement(parsed.identity()).as_slice()
+}
+
+/// The node an observer watches in a listing of the lock directory: the
+/// head of the queue, whatever it is (a leader, a writer not yet
+/// announced, a reader). Only its deletion or a write to it can change
+/// who leads: a node later in the queue becomes leader only after every
+/// node before it has left, so the head leaves first. `None` when the
+/// directory holds no contender: the observer then watches the
+/// directory's children, the one case where a create (the first
+/// candidate's) is the news.
+pub fn watched<S: AsRef<str>>(children: &[S]) -> Option<&str> {
+    ordering::queue(children).contenders.first().map(|p| p.name)
+}
+
+/// What a granted candidate does next about its announcement, given its
+/// node's data as just read (`data`), its own announcement (`mine`) and
+/// whether its guard has recorded a revocation request already.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnnounceStep {
+    /// The node carries the announcement (an earlier write whose answer
+    /// was lost): done.
+    Done,
+    /// Write the announcement, conditional on the version just read.
+    Write,
+    /// The node carries a revocation request the guard has not recorded
+    /// yet: overwriting it now could hide it from the guard (its kept
+    /// watch reads the node after the change). Wait until the guard
+    /// records it (or the lock is lost), then read again.
+    AwaitRevocation,
+}
+
+/// See [`AnnounceStep`].
+pub fn announce_step(data: &[u8], mine: &[u8], revocation_recorded: bool) -> AnnounceStep {
+    if data == mine {
+        AnnounceStep::Done
+    } else if data == crate::REVOKE_PAYLOAD && !revocation_recorded {
+        AnnounceStep::AwaitRevocation
+    } else {
+        AnnounceStep::Write
+    }
+}
+
+/// Whether a leader whose node holds `data` writes its announcement
+/// (`mine`) again: data someone else wrote over it, unless it is a
+/// revocation request (which stays, for the guard to see and the
+/// observers to take as "no leader named").
+pub fn reannounces(data: &[u8], mine: &[u8]) -> bool {
+    data != mine && data != crate::REVOKE_PAYLOAD
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const W1: &str = "web01@0123456789abcdef0123456789abcdef-W-0000000001";
+    const W2: &str = "web02@fedcba9876543210fedcba9876543210-W-0000000002";
+    const R0: &str = "web03@00000000000000000000000000000000-R-0000000000";
+    const R3: &str = "web03@00000000000000000000000000000000-R-0000000003";
+
+    #[test]
+    fn the_leader_is_the_head_writer() {
+        assert_eq!(ordering::leader::<&str>(&[]), None);
+        assert_eq!(ordering::leader(&[W2, W1]), Some(W1));
+        assert_eq!(ordering::leader(&[W1, R3, W2]), Some(W1));
+        // A reader at the head holds: no writer leads, also not the one after it.
+        assert_eq!(ordering::leader(&[W1, R0]), None);
+        assert_eq!(ordering::leader(&[R0]), None);
+        // Foreign children do not count.
+        assert_eq!(ordering::leader(&["not-a-contender", W2]), Some(W2));
+        assert_eq!(ordering::leader(&["not-a-contender"]), None);
+        // Two nodes with one sequence cannot be ordered: no one leads.
+        let twin = "other@0123456789abcdef0123456789abcdef-W-0000000001";
+        assert_eq!(ordering::leader(&[W1, twin]), None);
+    }
+
+    #[test]
+    fn observers_watch_the_head_whatever_it_is() {
+        assert_eq!(watched::<&str>(&[]), None);
+        assert_eq!(watched(&["not-a-contender"]), None);
+        assert_eq!(watched(&[W2, W1]), Some(W1));
+        assert_eq!(watched(&[W1, R0]), Some(R0));
+    }
+
+    #[test]
+    fn announcements() {
+        assert_eq!(announcement("web01"), b"leader:web01".to_vec());
+        assert!(announces(W1, b"leader:web01"));
+        // Another identity's, a prefix of it, empty data, a revocation.
+        assert!(!announces(W1, b"leader:web02"));
+        assert!(!announces(W1, b"leader:web0"));
+        assert!(!announces(W1, b"leader:web01 "));
+        assert!(!announces(W1, b""));
+        assert!(!announces(W1, crate::REVOKE_PAYLOAD));
+        // A reader, a name without a token, a name that does not parse.
+        assert!(!announces(R0, b"leader:web03"));
+        assert!(!announces("web01-W-0000000001", b"leader:web01"));
+        assert!(!announces("junk", b"leader:junk"));
+    }
+
+    #[test]
+    fn a_leader_writes_over_strangers_data_but_not_over_a_revocation() {
+        let mine = announcement("web01");
+        assert!(!reannounces(&mine, &mine));
+        assert!(!reannounces(crate::REVOKE_PAYLOAD, &mine));
+        assert!(reannounces(b"junk", &mine));
+        assert!(reannounces(b"", &mine));
+        assert!(reannounces(b"leader:web02", &mine));
+    }
+
+    #[test]
+    fn the_announcement_never_hides_an_unrecorded_revocation() {
+        let mine = announcement("web01");
+        let revoke = crate::REVOKE_PAYLOAD;
+        let rows: [(&[u8], bool, AnnounceStep); 7] = [
+            (b"", false, AnnounceStep::Write),
+            (b"", true, AnnounceStep::Write),
+            (&mine, false, AnnounceStep::Done),
+            (&mine, true, AnnounceStep::Done),
+            (revoke, false, AnnounceStep::AwaitRevocation),
+            (revoke, true, AnnounceStep::Write),
+            (b"leader:someone-else", false, AnnounceStep::Write),
+        ];
+        for (data, recorded, want) in rows {
+            assert_eq!(announce_step(data, &mine, recorded), want, "{data:?} {recorded}");
+        }
+    }
+}
