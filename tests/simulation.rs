@@ -125,6 +125,16 @@
 //! ended (`end_replace`). Contenders of the version before the marker do
 //! not downgrade.
 //!
+//! Odd-numbered contenders are also candidates of an election: a native
+//! writer of theirs, once told of its grant, announces itself
+//! (`election::rules::announcement`, a `setData` on its node, which its
+//! waiters and its own keeper see as a data change). An observer (a move
+//! of the scheduler) looks at the directory and names the head writer
+//! (`ordering::leader`) only if its node carries its announcement
+//! (`election::rules::announces`); checked: the contender owning it was
+//! told of its grant and has not begun its release, and the terms it names
+//! never go back.
+//!
 //! In a third of the schedules some contenders run the version before the
 //! release marker: they release with the record alone and never watch a
 //! marker (a rolling upgrade), so waiters behind them hand off on the
@@ -193,21 +203,22 @@
 //! same schedules (a fixed seed) and passes when a check fails within
 //! `MUTATION_BUDGET` (300) cases. The case that first failed a check:
 //!
-//! - (a) a data change on the watched node counts as its deletion: 19
-//! - (b) `CheckOwn` answered "exists" without asking: 15
-//! - (b') `Event::Interrupted` never reaches the machine: 15
-//! - (c) any release record names the watched node: 22
+//! - (a) a data change on the watched node counts as its deletion: 1
+//! - (b) `CheckOwn` answered "exists" without asking: 1
+//! - (b') `Event::Interrupted` never reaches the machine: 1
+//! - (c) any release record names the watched node: 4
 //! - (d) a writer is granted at its first wait: 1
-//! - (e) my own node's deletion never reaches the wait: 1
-//! - (f) find-own takes a node of another session carrying my token: 2
+//! - (e) my own node's deletion never reaches the wait: 19
+//! - (f) find-own takes a node of another session carrying my token: 7
 //! - (g) a release due with the record deletes without it: 1
 //! - (h) the directory recycled without its ACL read (the default ACL): 6
 //! - (i) a refused release record ends the release, the node left: 4
-//! - (j) the held node's deletion never reaches the machine: 1
-//! - (k) the watched node's deletion counts as its marker's creation: 1
-//! - (l) the marker's watch is kept after the wait on its node: 1
+//! - (j) the held node's deletion never reaches the machine: 4
+//! - (k) the watched node's deletion counts as its marker's creation: 4
+//! - (l) the marker's watch is kept after the wait on its node: 3
 //! - (m) a downgrade's reader is blind to the writers queued behind the
-//!   writer node (it replaces the node with a writer right behind it): 10
+//!   writer node (it replaces the node with a writer right behind it): 30
+//! - (n) an observer names the head writer without its announcement: 1
 //!
 //! Scenario tests replay the tricky interleavings by hand, each also
 //! against the mutation it is there to catch.
@@ -243,8 +254,9 @@ use zk_rwlock::contender::{
     self, Action, Answer, Created, Failure, HeldNode, Input, Keep, Outcome as Ended, Owner, ReplaceStep,
     Replacement, MAX_DIRECTORY_ATTEMPTS,
 };
+use zk_rwlock::election::rules::{announcement, announces};
 use zk_rwlock::node_name::{is_lock_directory_data, release_marker, RELEASE_MARKER_SUFFIX};
-use zk_rwlock::ordering::{decide, is_valid_seq, Decision, RECYCLE_THRESHOLD};
+use zk_rwlock::ordering::{decide, is_valid_seq, leader, Decision, RECYCLE_THRESHOLD};
 use zk_rwlock::{Layout, Mode, NodeName};
 
 type Check = Result<(), String>;
@@ -303,6 +315,8 @@ enum Mutation {
     /// the writer node: it replaces the writer node with a writer right
     /// behind it.
     DowngradeBehindWriter,
+    /// (n) An observer names the head writer without its announcement.
+    ObserverNamesHead,
 }
 
 /// The real machine, or the real machine with one rule broken.
@@ -545,6 +559,14 @@ enum Op {
         /// Delete `writer` only if never written (`Some(0)`).
         writer_version: Option<i32>,
     },
+    /// A candidate's announcement: `setData` of `data` on its node, if the
+    /// node of that name is still the one made at `czxid` (the real write
+    /// is conditional on the version read).
+    Announce {
+        name: String,
+        czxid: u64,
+        data: String,
+    },
     /// `exists` with a watch on a release marker.
     WatchMarker {
         name: String,
@@ -679,6 +701,9 @@ struct Node {
     deleted_by: Option<By>,
     /// A revocation request was written to it.
     revoke: bool,
+    /// Its data: empty, a candidate's announcement, a revocation request,
+    /// or a stranger's.
+    data: String,
 }
 
 /// The order in which a reconnection delivers the events of the watches it
@@ -719,6 +744,8 @@ enum Purpose {
     WriterKeep,
     /// A downgrade's multi.
     Replace,
+    /// A candidate's announcement (its answer is not awaited).
+    Announce,
     Delete,
     ReadDirAcl,
     Recycle,
@@ -812,6 +839,8 @@ struct Acq {
     outcome: Option<Outcome>,
     /// A downgrade's reader (the writer waits in `Contender::writer`).
     downgrade: bool,
+    /// Told of its grant (its machine answered `Grant`).
+    granted: bool,
     /// The reader node its `Replace` makes.
     replace_reader: Option<String>,
 }
@@ -886,6 +915,8 @@ stats! {
     downgrades_checked: "Of those, downgrades that checked a reader queued after the writer.",
     downgrades_kept: "Downgrades that kept the writer node (a writer right behind it).",
     downgrade_handoffs: "Readers granted by the deletion of a writer node that a downgrade replaced.",
+    leaders_named: "Observations that named a leader.",
+    leader_changes: "Changes of the leader an observer named.",
 }
 
 // ---- the world -------------------------------------------------------------
@@ -933,6 +964,8 @@ struct World {
     mixed: bool,
     /// A rule the model checks as it applies a request, broken.
     broken: Option<String>,
+    /// The leader an observer named last, and its term.
+    observed: Option<(String, u64)>,
 }
 
 /// The layout contender `c` writes in a mixed world: every layout in turn
@@ -1003,6 +1036,7 @@ impl World {
             stats: Stats::default(),
             mixed: false,
             broken: None,
+            observed: None,
         };
         for c in 0..contenders {
             let session = world.new_session(c);
@@ -1140,6 +1174,7 @@ impl World {
                 dzxid: None,
                 deleted_by: None,
                 revoke: false,
+                data: String::new(),
             },
         );
         czxid
@@ -1300,6 +1335,19 @@ impl World {
                     self.stats.downgrades += 1;
                     self.stats.downgrades_checked += u64::from(successor.is_some());
                     Resp::Replaced { czxid }
+                }
+            }
+            Op::Announce { name, czxid, data } => {
+                if self.live.get(&name) == Some(&czxid) {
+                    self.zxid += 1;
+                    let zxid = self.zxid;
+                    let node = self.nodes.get_mut(&czxid).expect("a live node is known");
+                    node.mzxid = zxid;
+                    node.data = data;
+                    self.fire(&name, WatchKind::DataChanged);
+                    Resp::Done
+                } else {
+                    Resp::NoNode
                 }
             }
             Op::WatchMarker { name } => {
@@ -1572,8 +1620,55 @@ impl World {
             let node = self.nodes.get_mut(czxid).expect("a live node is known");
             node.mzxid = zxid;
             node.revoke |= revoke;
+            node.data = if revoke { "__REVOKE__" } else { "junk" }.to_owned();
         }
         self.fire(name, WatchKind::DataChanged);
+    }
+
+    /// An observer of the election looks at the lock directory (at the
+    /// current zxid: one server) and names the head writer as leader only
+    /// if its node carries the announcement of the identity in its name
+    /// (`ordering::leader`, `rules::announces`). Checked: the contender
+    /// that owns the node was told of its grant (its machine answered
+    /// `Grant`, and it has not begun its release), and terms never go back.
+    fn observe(&mut self) -> Check {
+        let children = self.children();
+        let Some(head) = leader(&children).map(str::to_owned) else {
+            return Ok(());
+        };
+        let Some(node) = self.node(&head) else {
+            return Ok(());
+        };
+        let (owner, czxid) = (node.owner, node.czxid);
+        if !announces(&head, node.data.as_bytes()) && self.mutation != Mutation::ObserverNamesHead {
+            return Ok(());
+        }
+        self.stats.leaders_named += 1;
+        let told = owner.is_some_and(|s| {
+            let k = &self.contenders[self.sessions[s].contender];
+            let held = |acq: &Acq| acq.machine.inner.node() == Some(head.as_str()) && acq.granted;
+            k.session == s
+                && (k
+                    .acq
+                    .as_ref()
+                    .is_some_and(|a| held(a) && matches!(k.state, CState::Holding | CState::Releasing))
+                    || k.writer.as_ref().is_some_and(held))
+        });
+        if !told {
+            return self.fail(format!(
+                "an observer names {head} leader, whose campaign was not granted (owner {owner:?})"
+            ));
+        }
+        if let Some((last, term)) = &self.observed {
+            if czxid < *term {
+                return self.fail(format!(
+                    "an observer names {head} (term {czxid}) after {last} (term {term})"
+                ));
+            }
+            self.stats.leader_changes += u64::from(*last != head);
+        }
+        self.observed = Some((head, czxid));
+        Ok(())
     }
 
     fn foreign_record(&mut self, data: String) {
@@ -1762,6 +1857,7 @@ impl World {
             outcome: None,
             downgrade: replacing.is_some(),
             replace_reader: None,
+            granted: false,
         });
         let s = self.contenders[c].session;
         note!(
@@ -2172,7 +2268,7 @@ impl World {
                 self.step_marker_reply(c, reply);
                 Ok(())
             }
-            Purpose::Unwatch => Ok(()),
+            Purpose::Unwatch | Purpose::Announce => Ok(()),
             Purpose::WatchWatched => {
                 let acq = self.acq(c);
                 let own = if acq.set_own {
@@ -2645,8 +2741,18 @@ impl World {
         self.stats.downgrade_handoffs += u64::from(by_downgrade && mode == Mode::Read);
         self.contenders[c].state = CState::Holding;
         let acq = self.acq(c);
+        acq.granted = true;
         acq.mark = mark;
         acq.watching = None;
+        // Odd contenders are candidates of an election: a granted writer
+        // announces itself on its node.
+        if mode == Mode::Write && native && c % 2 == 1 {
+            let name = me.clone();
+            let czxid = acq.machine.inner.czxid().unwrap_or_default() as u64;
+            let data = String::from_utf8_lossy(&announcement(&format!("c{c}"))).into_owned();
+            self.send(c, Op::Announce { name, czxid, data }, Purpose::Announce);
+        }
+        let acq = self.acq(c);
         acq.waiting = false;
         let counts = acq.machine.inner.counts();
         // The keeper takes over the wait's watch on my node, or sets one.
@@ -2992,6 +3098,7 @@ impl World {
                 })
                 .map(Move::Downgrade)
                 .collect(),
+            Kind::Observe => vec![Move::Observe],
             Kind::Start => (0..self.contenders.len())
                 .filter(|&c| self.contenders[c].state == CState::Idle)
                 .map(Move::Start)
@@ -3052,6 +3159,7 @@ impl World {
             Move::Apply(s) => self.apply_next(s),
             Move::Release(c) => self.release(c)?,
             Move::Downgrade(c) => self.downgrade(c)?,
+            Move::Observe => self.observe()?,
             Move::Start(c) => {
                 let mode = if self.rng.one_in(2) {
                     Mode::Read
@@ -3091,6 +3199,7 @@ impl World {
             (Kind::Apply, 30),
             (Kind::Release, 4),
             (Kind::Downgrade, 2),
+            (Kind::Observe, 3),
             (Kind::Start, 4),
             (Kind::Reconnect, 6),
             (Kind::Deadline, 1),
@@ -3217,6 +3326,7 @@ enum Kind {
     Apply,
     Release,
     Downgrade,
+    Observe,
     Start,
     Reconnect,
     Deadline,
@@ -3236,6 +3346,7 @@ enum Move {
     Apply(usize),
     Release(usize),
     Downgrade(usize),
+    Observe,
     Start(usize),
     Reconnect(usize),
     Deadline(usize),
@@ -3501,6 +3612,8 @@ fn schedules_keep_every_rule() {
             ),
             ("downgrades that kept the writer node", totals.downgrades_kept),
             ("readers granted by a downgrade", totals.downgrade_handoffs),
+            ("leaders named by observers", totals.leaders_named),
+            ("changes of the leader observed", totals.leader_changes),
         ] {
             assert!(n > 0, "no {what} in {} runs: {totals:?}", totals.runs);
         }
@@ -3537,6 +3650,11 @@ fn assert_caught(mutation: Mutation) {
         }
         None => panic!("{mutation:?} went unnoticed in {MUTATION_BUDGET} cases"),
     }
+}
+
+#[test]
+fn mutation_observer_names_head_is_caught() {
+    assert_caught(Mutation::ObserverNamesHead);
 }
 
 #[test]
