@@ -451,11 +451,8 @@ pub fn downgrade<'a, S: AsRef<str>>(
         if name == writer || !precedes(&held, writer, &parts, name) {
             continue;
         }
-        let nearer = match successor {
-            None => true,
-            Some((seq, best, _)) => parts.seq < seq || (parts.seq == seq && name < best),
-        };
-        if nearer {
+        // The nearest after the writer: the smallest sequence, ties by name.
+        if successor.is_none_or(|(seq, best, _)| (parts.seq, name) < (seq, best)) {
             successor = Some((parts.seq, name, parts.mode));
         }
     }
