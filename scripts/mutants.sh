@@ -22,7 +22,7 @@ cd "$(dirname "$0")/.."
 # module to a group, or a group: "FILES...:TEST_TARGETS...".
 PURE_GROUPS=(
   "src/node_name.rs src/ordering.rs:ordering_props"
-  "src/acquire.rs src/contender.rs src/stats.rs src/lease.rs:simulation"
+  "src/acquire.rs src/contender.rs src/stats.rs src/lease.rs src/election/rules.rs:simulation"
 )
 # The simulation runs 1,000 schedules per mutant instead of 5,000: every
 # mutant of the rules it catches is caught within the first hundred or so.
