@@ -52,6 +52,9 @@
 //!   itself (`exists` with a watch);
 //! - after every reconnection (the client goes back to `SyncConnected`) it
 //!   lists again, whatever its watches said meanwhile;
+//! - a look that fails for another reason than connection loss (the head
+//!   cannot be read: its ACL) sends `None` (no leader known) and looks
+//!   again after a pause;
 //! - when the session ends (expired, closed) it sends `None` and stops: a
 //!   new [`Election`] on a new session is needed. It also stops when its
 //!   last receiver is dropped; the next `observe` starts another.
@@ -80,8 +83,11 @@
 //! revocation request ([`rules::reannounces`]; conditional on the version
 //! read, so a request written meanwhile is never overwritten): observers
 //! say `None` from a stranger's write until the rewrite, and while a
-//! revocation request is on the node. A forged announcement on a head
-//! writer not yet granted names it early.
+//! revocation request is on the node. It writes only on the node of its
+//! grant (its czxid, made by its session): a node deleted and made again
+//! under its name by someone else is not announced (that leadership is
+//! lost), and a persistent node is never named. A forged announcement on a
+//! head writer not yet granted names it early.
 //! The lock directory's ACL is the election's trust boundary, as it is the
 //! lock's (see [`LockBuilder::directory_acls`](crate::LockBuilder::directory_acls));
 //! give candidate nodes an ACL such as [`zk::Acls::creator_all`] (with READ
@@ -303,6 +309,11 @@ impl Election {
                 Ok(read) => read,
                 Err(e) => return Err(announce_failed(guard, e, &node).await),
             };
+            // Deleted and made again under its name by someone else: not
+            // the node granted to this candidate, whose guard is lost.
+            if !is_mine(&stat, guard.fencing_token(), client) {
+                return Err(announce_failed(guard, zk::Error::NoNode, &node).await);
+            }
             match rules::announce_step(&data, &mine, guard.is_revocation_requested()) {
                 AnnounceStep::Done => break,
                 AnnounceStep::AwaitRevocation => {
@@ -326,8 +337,8 @@ impl Election {
             }
         }
         info!(node = %node, term = guard.fencing_token(), "leading");
-        let announcer =
-            crate::background::spawn_near(client.session_id().0, keep_announced(client.clone(), node, mine));
+        let keep = keep_announced(client.clone(), node, mine, guard.fencing_token());
+        let announcer = crate::background::spawn_near(client.session_id().0, keep);
         Ok(Leadership {
             guard,
             identity: self.lock.identity().to_owned(),
@@ -429,11 +440,18 @@ async fn announce_failed(guard: WriteGuard, e: zk::Error, node: &str) -> Error {
 /// announcement nor a revocation request ([`rules::reannounces`]) is
 /// replaced by the announcement again, with a `setData` conditional on the
 /// version read, so a revocation request written meanwhile is never
-/// overwritten. Ends when the node is deleted or the session ends.
-async fn keep_announced(client: zk::Client, node: String, mine: Vec<u8>) {
+/// overwritten. Ends when the node is deleted or the session ends, or when
+/// a node of its name is not the one made at `czxid` by this session (it
+/// was deleted and made again by someone else: the leadership is lost, and
+/// that node is not to be announced).
+async fn keep_announced(client: zk::Client, node: String, mine: Vec<u8>, czxid: i64) {
     let mut pause = Duration::ZERO;
     loop {
         let watcher = match client.get_and_watch_data(&node).await {
+            Ok((_, stat, _)) if !is_mine(&stat, czxid, &client) => {
+                warn!(node = %node, "the leader's node was made again by someone else: its announcement is no longer kept");
+                return;
+            }
             Ok((data, stat, watcher)) => {
                 pause = Duration::ZERO;
                 if rules::reannounces(&data, &mine) {
@@ -469,6 +487,12 @@ async fn keep_announced(client: zk::Client, node: String, mine: Vec<u8>) {
     }
 }
 
+/// Whether `stat` is the node this session made at `czxid` (the grant's
+/// fencing token), not one made again under its name.
+fn is_mine(stat: &zk::Stat, czxid: i64, client: &zk::Client) -> bool {
+    stat.czxid == czxid && stat.ephemeral_owner == client.session_id().0
+}
+
 /// The task that keeps a leadership's announcement ([`keep_announced`]):
 /// aborted when the leadership is resigned or dropped, detached by
 /// [`Leadership::into_guard`].
@@ -500,7 +524,8 @@ fn child_path(dir: &str, name: &str) -> String {
 /// The leader named by the head writer `name` whose node holds `data`:
 /// `None` unless `data` is its announcement.
 fn leader_of(dir: &str, name: &str, data: &[u8], stat: &zk::Stat) -> Option<Leader> {
-    if !rules::announces(name, data) {
+    // A persistent node is no candidate's (they are ephemeral).
+    if !rules::announces(name, data) || stat.ephemeral_owner == 0 {
         return None;
     }
     let parsed: NodeName = name.parse().ok()?;
@@ -639,6 +664,9 @@ async fn observe(
             }
             Err(e) => {
                 if !is_retryable(&e) {
+                    // Who leads is unknown until a look succeeds (the head
+                    // cannot be read, say): not the last leader seen.
+                    publish(None);
                     warn!(election = %dir, error = %e, "cannot follow the election; trying again");
                 }
                 pause = (pause * 2).clamp(Duration::from_millis(50), OBSERVER_RETRY);

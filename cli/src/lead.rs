@@ -44,6 +44,9 @@ After a term:
                           resign and exit 128+signal (while campaigning or
                           backing off: withdraw and exit 128+signal)
   CMD cannot be started   exit 126 or 127
+  resignation refused     (the server refused the node's deletion, e.g. the
+                          directory's ACL): exit with CMD's status, or 70
+                          if it was 0; closing the session deletes the node
   After --max-terms terms, zk-rwlock exits with the last term's code instead
   of campaigning again. The back-off starts at the low end of --backoff,
   doubles after each term that ended within the high end, goes back to the
@@ -299,7 +302,15 @@ async fn lead(args: Args) -> Result<u8, Failure> {
         match ran.end {
             End::NotStarted | End::Interrupted => break Ok(ran.code),
             End::Exited if ran.code == 0 => break Ok(0),
-            End::Exited | End::Lost | End::ReleaseFailed => {}
+            End::Exited | End::Lost => {}
+            // The node may still be there (the server refused its deletion,
+            // and would refuse the next one too): a campaign on this
+            // session would queue behind it for ever. Stop; closing the
+            // session (below) deletes the node.
+            End::ReleaseFailed => {
+                eprintln!("zk-rwlock: stopping: closing the ZooKeeper session deletes the node");
+                break Ok(ran.code);
+            }
         }
         if args.max_terms.is_some_and(|max| terms >= max) {
             break Ok(ran.code);
