@@ -374,7 +374,8 @@ async fn leader(
     let Some(head) = contenders.first() else {
         return (None, None);
     };
-    if head.state != ContenderState::Holds || head.name.mode() != Mode::Write {
+    // A persistent look-alike is no candidate (candidates are ephemeral).
+    if head.state != ContenderState::Holds || head.name.mode() != Mode::Write || head.is_persistent() {
         return (None, None);
     }
     let client = lock.client();
