@@ -9,4 +9,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/ensure-zookeeper.sh
 cargo build --quiet -p zk-rwlock-testkit --bin zk-dev-server
-exec target/debug/zk-dev-server "$@"
+# Where cargo put it: CARGO_TARGET_DIR if set (relative to this directory), else target/.
+exec "${CARGO_TARGET_DIR:-target}/debug/zk-dev-server" "$@"
