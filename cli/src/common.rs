@@ -17,33 +17,29 @@ pub fn init_tracing() {
         .try_init();
 }
 
-/// Parses a duration like `500ms`, `3s`, `2m`, `1h`, or plain seconds (`1.5`).
+/// Parses a duration in humantime's grammar (`500ms`, `3s`, `1m30s`,
+/// `2h 15m`, `1day`), or a plain number of seconds (`1.5`).
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
-    let (num, unit) = match s.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
-        Some(i) => (&s[..i], &s[i..]),
-        None => (s, "s"),
-    };
-    let value: f64 = num.parse().map_err(|_| {
-        format!("invalid duration `{s}`: expected a number with a unit, like 500ms, 3s, 2m or 1h")
-    })?;
-    let secs = match unit {
-        "ms" => value / 1000.0,
-        "s" => value,
-        "m" => value * 60.0,
-        "h" => value * 3600.0,
-        _ => {
-            return Err(format!(
-                "invalid duration `{s}`: unknown unit `{unit}` (use ms, s, m or h)"
-            ))
+    let parsed = match s.parse::<f64>() {
+        // A plain number is seconds (say so in the errors below).
+        Ok(secs) if secs.is_finite() && (0.0..=1e9).contains(&secs) => {
+            return Ok(Duration::from_secs_f64(secs))
         }
+        Ok(_) => None,
+        Err(_) => Some(humantime::parse_duration(s).map_err(|e| {
+            format!(
+                "invalid duration `{s}`: {e}; write a number with a unit, like 500ms, 3s, 1m30s or 2h \
+                 (a plain number is seconds)"
+            )
+        })?),
     };
-    if !secs.is_finite() || !(0.0..=1e9).contains(&secs) {
-        return Err(format!(
+    match parsed {
+        Some(d) if d.as_secs_f64() <= 1e9 => Ok(d),
+        _ => Err(format!(
             "invalid duration `{s}`: must be between 0 and 1e9 seconds"
-        ));
+        )),
     }
-    Ok(Duration::from_secs_f64(secs))
 }
 
 #[cfg(test)]
@@ -56,9 +52,17 @@ mod tests {
         assert_eq!(parse_duration("3s"), Ok(Duration::from_secs(3)));
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
         assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("2h 15m"), Ok(Duration::from_secs(8100)));
+        assert_eq!(parse_duration("5d"), Ok(Duration::from_secs(5 * 86_400)));
+        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
         assert!(parse_duration("-1s").is_err());
-        assert!(parse_duration("abc").is_err());
-        assert!(parse_duration("5d").is_err());
+        assert!(parse_duration("-1").is_err());
+        assert!(parse_duration("abc")
+            .unwrap_err()
+            .contains("a plain number is seconds"));
+        assert!(parse_duration("5 parsecs").is_err());
+        assert!(parse_duration("100000years").is_err());
     }
 }
 

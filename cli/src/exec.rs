@@ -222,8 +222,9 @@ pub struct Args {
     #[arg(short, long)]
     write: bool,
 
-    /// Give up if the lock is not granted within DUR (e.g. 500ms, 30s, 5m;
-    /// 0 = only if free now) [default: wait as long as it takes]
+    /// Give up if the lock is not granted within DUR (e.g. 500ms, 30s,
+    /// 1m30s; a plain number is seconds; 0 = only if free now) [default:
+    /// wait as long as it takes]
     #[arg(short, long, value_name = "DUR", value_parser = common::parse_duration, allow_hyphen_values = true)]
     timeout: Option<Duration>,
 
