@@ -123,5 +123,7 @@ pub use metrics::describe_metrics;
 pub use multi::{MultiGuard, MultiLock};
 pub use node_name::{Layout, Mode, NodeName};
 pub use stats::Stats;
-/// The ZooKeeper client crate, re-exported so that users need not pin the same version.
+/// The ZooKeeper client crate, re-exported so that users need not pin the
+/// same version; documented here (inlined), also by `cargo doc --no-deps`.
+#[doc(inline)]
 pub use zookeeper_client as zk;
