@@ -7,14 +7,7 @@ use crate::zk;
 #[non_exhaustive]
 pub enum Error {
     /// The lock path is not a valid absolute ZooKeeper path for a lock directory.
-    #[error(
-        "invalid lock path {}: {reason}; a lock path is absolute, like `/locks/orders`: \
-         it starts with '/', has no empty, '.' or '..' segments, no trailing '/', no NUL, \
-         no segment named like a contender node (`<host>-<R|W>-<seq>`, or Curator's or kazoo's), \
-         is at most {max} bytes long, and is not `/` itself",
-        quoted(.path),
-        max = crate::limits::MAX_PATH_LEN
-    )]
+    #[error("invalid lock path {}: {reason}{}", quoted(.path), path_syntax(.reason))]
     InvalidPath {
         /// The path as given.
         path: String,
@@ -203,6 +196,24 @@ pub enum Error {
     ZooKeeper(#[from] zk::Error),
 }
 
+/// Why a path given twice in one multi-lock is refused (its syntax is fine).
+pub(crate) const DUPLICATE_PATH: &str = "it appears more than once in one multi-lock";
+
+/// What a lock path looks like, after the reason a path is refused; nothing
+/// after a reason that is not about its syntax (a path given twice).
+fn path_syntax(reason: &str) -> String {
+    if reason == DUPLICATE_PATH {
+        return String::new();
+    }
+    format!(
+        "; a lock path is absolute, like `/locks/orders`: it starts with '/', has no empty, '.' or \
+         '..' segments, no trailing '/', no NUL, no segment named like a contender node \
+         (`<host>-<R|W>-<seq>`, or Curator's or kazoo's), is at most {} bytes long, and is not `/` \
+         itself",
+        crate::limits::MAX_PATH_LEN
+    )
+}
+
 /// A path or identity in backticks; a long one shortened, with its length.
 fn quoted(s: &str) -> String {
     const SHOWN: usize = 64;
@@ -358,6 +369,25 @@ mod tests {
         assert!(Error::AuthFailed.is_session_over());
         assert!(Error::from_session_state(zk::SessionState::Disconnected).is_none());
         assert!(Error::from_session_state(zk::SessionState::SyncConnected).is_none());
+    }
+
+    /// A path given twice is refused for that alone, without the syntax of
+    /// a lock path, which it follows.
+    #[test]
+    fn a_duplicate_path_is_not_explained_as_a_syntax_error() {
+        let duplicate = Error::InvalidPath {
+            path: "/locks/a".to_owned(),
+            reason: DUPLICATE_PATH,
+        };
+        assert_eq!(
+            duplicate.to_string(),
+            "invalid lock path `/locks/a`: it appears more than once in one multi-lock"
+        );
+        let bad = Error::InvalidPath {
+            path: "locks".to_owned(),
+            reason: "it does not start with '/'",
+        };
+        assert!(bad.to_string().contains("a lock path is absolute"), "{bad}");
     }
 
     /// README's error bullet lists exactly the variants, in the enum's

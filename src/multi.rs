@@ -384,7 +384,7 @@ pub(crate) fn check_parts(parts: &[(&str, Mode)]) -> Result<(), Error> {
 fn duplicate(path: &str) -> Error {
     Error::InvalidPath {
         path: path.to_owned(),
-        reason: "it appears more than once in one multi-lock",
+        reason: crate::error::DUPLICATE_PATH,
     }
 }
 

@@ -376,8 +376,16 @@ async fn exec(args: Args) -> Result<u8, Failure> {
     let mut signals = Signals::new()
         .map_err(|e| Failure::new(exit::SOFTWARE, format!("cannot install signal handlers: {e}")))?;
     common::check_lock_path(&args.path)?;
+    let mut seen = std::collections::HashSet::from([args.path.as_str()]);
     for path in args.also_read.iter().chain(&args.also_write) {
         common::check_lock_path(path)?;
+        // Before connecting: a usage error, said plainly.
+        if !seen.insert(path) {
+            return Err(Failure::new(
+                exit::USAGE,
+                format!("lock path `{path}` is given more than once: name each lock once, with its mode"),
+            ));
+        }
     }
     args.security.check_acl(args.acl)?;
     let servers = common::connect_string(args.connect.clone());

@@ -698,6 +698,11 @@ async fn bad_arguments_are_reported_clearly() {
             "invalid duration `5 parsecs`".to_owned(),
         ),
         (
+            vec!["exec", "--write", "--also-read", &path, &path, "--", "true"],
+            2,
+            format!("zk-rwlock: lock path `{path}` is given more than once: name each lock once, with its mode"),
+        ),
+        (
             vec!["exec", "--write", "--identity", "a/b", &path, "--", "true"],
             2,
             "invalid identity `a/b`".to_owned(),
