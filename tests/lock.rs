@@ -960,7 +960,7 @@ fn dropping_a_blocking_guard_releases_the_lock() {
         // No polling: the blocking guard's drop waits for the deletion.
         let left = holder.contenders().unwrap();
         assert!(
-            left.iter().all(|c| c.path != node),
+            left.iter().all(|c| c.node() != node),
             "{mode}: the dropped guard's node is still there: {left:?}"
         );
         let (waiter_lock, w) = waiter.join().unwrap();

@@ -151,6 +151,12 @@ impl Contender {
     pub fn is_persistent(&self) -> bool {
         self.session == Some(0)
     }
+
+    /// Full path of the contender node ([`Contender::path`]), by the name
+    /// a guard gives it ([`WriteGuard::node`](crate::WriteGuard::node)).
+    pub fn node(&self) -> &str {
+        &self.path
+    }
 }
 
 /// Whether a contender holds the lock or waits.
