@@ -8,8 +8,9 @@
 //! clients are tasks on a multi-thread tokio runtime (the peers use
 //! threads). One JSON object is printed as the last line of stdout.
 //!
-//! Wake-ups are the library's own counts ([`SharedLock::stats`]), summed
-//! over every lock of the run.
+//! Wake-ups are the library's own counts
+//! ([`SharedLock::stats`](zk_rwlock::SharedLock::stats)), summed over
+//! every lock of the run.
 
 // The command line's helpers (exit codes, failures, connecting and closing
 // sessions), shared as source.
