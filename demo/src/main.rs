@@ -382,7 +382,7 @@ mod tests {
             ),
             ("--path relative", "not a lock path"),
             ("--path /a/", "not a lock path"),
-            ("--duration 5x", "unknown unit"),
+            ("--duration 5x", "invalid duration `5x`"),
             (
                 "--duration 10s --svg a.svg --duration 0s --svg b.svg",
                 "longer than 0",
