@@ -353,6 +353,18 @@ mod tests {
             .spawn()
             .expect("spawn sh");
         fs::write(dir.join("member-0/pid"), orphan.id().to_string()).expect("pid file");
+        // Until the child has exec'd `sh`, its command line is this test's: wait for it
+        // to name `dir`, as a server's does (under load the exec comes late).
+        let cmdline = format!("/proc/{}/cmdline", orphan.id());
+        let named = dir.to_str().expect("utf-8 temp dir").to_owned();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !fs::read(&cmdline).is_ok_and(|c| String::from_utf8_lossy(&c).contains(&named)) {
+            assert!(
+                Instant::now() < deadline,
+                "the orphan's command line never named {named}"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
         // Not ours to kill: a pid whose command line does not name `dir`.
         let mut bystander = Command::new("sleep").arg("30").spawn().expect("spawn sleep");
         fs::create_dir_all(dir.join("member-1")).expect("mkdir");
