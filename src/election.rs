@@ -110,7 +110,7 @@ use tracing::{debug, info, instrument, warn};
 
 use crate::error::{is_retryable, Error};
 use crate::lease::HoldState;
-use crate::lock::{with_retry, LockBuilder, SharedLock, WriteGuard};
+use crate::lock::{child_path, with_retry, LockBuilder, SharedLock, WriteGuard};
 use crate::node_name::NodeName;
 use crate::zk;
 use rules::AnnounceStep;
@@ -509,15 +509,6 @@ impl Drop for Announcer {
         if let Some(task) = self.0.take() {
             task.abort();
         }
-    }
-}
-
-/// `dir/name`.
-fn child_path(dir: &str, name: &str) -> String {
-    if dir == "/" {
-        format!("/{name}")
-    } else {
-        format!("{dir}/{name}")
     }
 }
 

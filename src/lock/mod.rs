@@ -49,7 +49,7 @@ pub use snapshot::{Contender, ContenderState, Snapshot};
 pub use validate::{validate_identity, validate_path};
 
 use driver::{deadline, Patience};
-pub(crate) use requests::with_retry;
+pub(crate) use requests::{child_path, with_retry};
 use validate::{default_acls, peers_cannot_read, shared_default_identity};
 
 /// How long [`SharedLock::connect`] tries to reach a server: 10 s.

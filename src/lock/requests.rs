@@ -593,7 +593,7 @@ pub(super) fn answer_of<T>(e: zk::Error, path: &str) -> (Answer<T>, Error) {
 }
 
 /// The full path of the child `name` of `dir`.
-pub(super) fn child_path(dir: &str, name: &str) -> String {
+pub(crate) fn child_path(dir: &str, name: &str) -> String {
     let mut path = String::with_capacity(dir.len() + 1 + name.len());
     path.push_str(dir);
     path.push('/');
