@@ -315,10 +315,7 @@ impl Held {
                 // writer's token, which every writer granted after the read
                 // lock exceeds (the reader node's czxid may exceed theirs).
                 reader.fencing_token = self.fencing_token;
-                self.flags
-                    .update("", LostReason::NodeDeleted, |m: &mut Contender| {
-                        m.end_replace(Replacement::Applied)
-                    });
+                self.flags.end_replace(Replacement::Applied);
                 if self.is_revocation_requested() {
                     reader
                         .flags
@@ -331,11 +328,7 @@ impl Held {
                 Ok(reader)
             }
             Ok(None) => {
-                self.flags.update(
-                    "its node was deleted",
-                    LostReason::NodeDeleted,
-                    |m: &mut Contender| m.end_replace(Replacement::NotApplied),
-                );
+                self.flags.end_replace(Replacement::NotApplied);
                 // A read lock from now on, in the lock's holders.
                 self.flags.set_holder_mode(Mode::Read);
                 debug!(node = %node, "downgraded in place: a writer waits between this node and a new reader's place, so the writer node stays until the read lock is released");
@@ -346,11 +339,7 @@ impl Held {
                     Error::Lost { node: lost } if *lost == node => Replacement::WriterGone,
                     _ => Replacement::NotApplied,
                 };
-                self.flags.update(
-                    "its node was deleted",
-                    LostReason::NodeDeleted,
-                    |m: &mut Contender| m.end_replace(how),
-                );
+                self.flags.end_replace(how);
                 Err(e)
             }
         }

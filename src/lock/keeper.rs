@@ -150,6 +150,14 @@ impl Flags {
         result
     }
 
+    /// The guard's downgrade ended as `how` ([`Contender::end_replace`]): the
+    /// node deleted by someone else meanwhile (or first) loses the lock.
+    pub(super) fn end_replace(&self, how: crate::contender::Replacement) {
+        self.update("its node was deleted", LostReason::NodeDeleted, |m| {
+            m.end_replace(how)
+        });
+    }
+
     /// The guard's release begins: a deletion seen from now on is its own.
     /// Returns the machine (a copy, to run the release with) and its first
     /// action: [`crate::contender::Outcome::Lost`] if the node was seen
