@@ -992,6 +992,17 @@ fn answer<T>(resp: &Resp) -> Answer<T> {
 }
 
 /// The answer to a request of the wait's that did not succeed.
+/// What the keeper's read-and-watch of the held node answered.
+fn held_read(resp: &Resp) -> Answer<HeldNode> {
+    match resp {
+        Resp::Data { czxid, revoke, .. } => Answer::Ok(HeldNode {
+            czxid: *czxid as i64,
+            revocation: *revoke,
+        }),
+        other => answer(other),
+    }
+}
+
 fn reply<T>(resp: &Resp) -> Reply<T> {
     match resp {
         Resp::NoNode => Reply::NoNode,
@@ -2333,13 +2344,7 @@ impl World {
                 let holding = self.contenders[c].state == CState::Holding;
                 let machine = &mut self.acq(c).machine;
                 let mine = machine.inner.czxid();
-                let read = match &resp {
-                    Resp::Data { czxid, revoke, .. } => Answer::Ok(HeldNode {
-                        czxid: *czxid as i64,
-                        revocation: *revoke,
-                    }),
-                    other => answer(other),
-                };
+                let read = held_read(&resp);
                 let gone = match &read {
                     Answer::NoNode | Answer::SessionEnded => true,
                     Answer::Ok(node) => Some(node.czxid) != mine,
@@ -2363,13 +2368,7 @@ impl World {
                 let Some(acq) = k.writer.as_mut().or(k.acq.as_mut()) else {
                     return Ok(());
                 };
-                let read = match &resp {
-                    Resp::Data { czxid, revoke, .. } => Answer::Ok(HeldNode {
-                        czxid: *czxid as i64,
-                        revocation: *revoke,
-                    }),
-                    other => answer(other),
-                };
+                let read = held_read(&resp);
                 let keep = acq.machine.inner.held_watch_set(read);
                 self.keep_writer(c, keep);
                 Ok(())
