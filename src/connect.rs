@@ -398,4 +398,47 @@ mod tests {
         let e = ConnectOptions::new().tls_identity_pem("", "").unwrap_err();
         assert!(matches!(e, Error::InvalidTls { .. }), "{e}");
     }
+
+    /// A P-256 key as `keytool` and `openssl pkcs12 -nodes` export it: PKCS#8
+    /// without the public key (a throwaway key, made for this test).
+    #[cfg(feature = "tls")]
+    const EC_KEY_WITHOUT_PUBLIC: &str = "-----BEGIN PRIVATE KEY-----
+MEECAQAwEwYHKoZIzj0CAQYIKoZIzj0DAQcEJzAlAgEBBCA9rBYWpko9lSJN5TBY
+ynDKlKvtd2sOPKQZtav0XCI1eA==
+-----END PRIVATE KEY-----
+";
+
+    /// The same key after `openssl ec`, which writes the public key back.
+    #[cfg(feature = "tls")]
+    const EC_KEY: &str = "-----BEGIN EC PRIVATE KEY-----
+MHcCAQEEID2sFhamSj2VIk3lMFjKcMqUq+13aw48pBm1q/RcIjV4oAoGCCqGSM49
+AwEHoUQDQgAE9dO31EjI7ds+3rpjDCdRYUfr7w4ykcfuR7UuoaOkl4nWAwVhQh/u
+QOoUw6PAGR9QpxwT3EdkbqKUtThIxTy3og==
+-----END EC PRIVATE KEY-----
+";
+
+    /// The certificate is only read as PEM here, not verified.
+    #[cfg(feature = "tls")]
+    const CERT: &str = "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n";
+
+    /// The crypto provider is asked whether it can use the key when the key is
+    /// given, not at the first connect; an EC key without its public key gets
+    /// the advice that repairs it under ring (aws-lc-rs reads it as it is).
+    #[cfg(feature = "tls")]
+    #[test]
+    fn a_client_key_the_provider_cannot_use_is_refused_with_advice() {
+        let complete = ConnectOptions::new().tls_identity_pem(CERT, EC_KEY);
+        assert!(complete.is_ok(), "a complete EC key: {:?}", complete.err());
+        let without = ConnectOptions::new().tls_identity_pem(CERT, EC_KEY_WITHOUT_PUBLIC);
+        if cfg!(feature = "tls-aws-lc-rs") {
+            assert!(without.is_ok(), "aws-lc-rs reads it: {:?}", without.err());
+        } else {
+            let e = without.unwrap_err();
+            assert!(matches!(e, Error::InvalidTls { .. }), "{e}");
+            assert!(
+                e.to_string().contains("openssl ec -in key.pem -out key.pem"),
+                "{e}"
+            );
+        }
+    }
 }

@@ -75,7 +75,12 @@
 //! All off by default:
 //!
 //! * `tls`: TLS connections (`ConnectOptions::tls_ca_pem` and
-//!   `tls_identity_pem`), through the client's `tls` feature (rustls).
+//!   `tls_identity_pem`), through rustls with the `ring` crypto provider
+//!   (a quick build). ring reads an EC client key only with its public key:
+//!   `openssl ec -in key.pem -out key.pem` adds it to a key exported by
+//!   `keytool` or `openssl pkcs12 -nodes`.
+//! * `tls-aws-lc-rs`: `tls` with the `aws-lc-rs` provider instead (a C build
+//!   of a few minutes; it reads EC keys without their public key).
 //! * `sasl`: SASL DIGEST-MD5 (`ConnectOptions::sasl_digest_md5`), through
 //!   the client's `sasl-digest-md5` feature, which adds `rsasl` (and through
 //!   it `serde_json`). (The client's Kerberos/GSSAPI mechanism needs system

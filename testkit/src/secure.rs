@@ -245,6 +245,10 @@ pub(crate) fn make_tls(
         "client-key.pem",
     ];
     run(&openssl, &export, dir, OPENSSL_INSTALL)?;
+    // The exported EC key leaves out its public key, which the ring crypto
+    // provider needs: `openssl ec` writes it back (as docs/security.md tells users).
+    let complete = ["ec", "-in", "client-key.pem", "-out", "client-key.pem"];
+    run(&openssl, &complete, dir, OPENSSL_INSTALL)?;
     Ok(TlsFiles {
         ca_pem: dir.join("ca.pem"),
         client_cert_pem: dir.join("client.pem"),

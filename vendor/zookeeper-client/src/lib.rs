@@ -14,13 +14,13 @@
 //! * [Client::chroot] and [Client::clone] enable session sharing cross multiple different rooted clients.
 //!
 //! ## Feature flags
-//! * `tls`: Toggle TLS support.
-//! * `fips`: Toggle TLS FIPS mode support. See also [TlsOptions::with_fips].
-//! * `fips-only`: Force TLS FIPS mode. This should be considered as an application only feature to
-//!   fulfill security requirement at global level.
-//! * `sasl`: Toggle SASL support.
-//! * `sasl-gssapi`: Toggle only GSSAPI SASL support. This relies on binding package `libgssapi-sys`.
-//! * `sasl-digest-md5`: Toggle only DIGEST-MD5 SASL support.
+//! * `tls-ring`: Toggle TLS support with rustls on the `ring` crypto provider.
+//! * `tls-aws-lc-rs`: Toggle TLS support with rustls on the `aws-lc-rs` crypto provider (it wins
+//!   when both are enabled).
+//! * `tls`: TLS without a provider; enable one of the two above with it.
+//! * `sasl`, `sasl-digest-md5`: Toggle DIGEST-MD5 SASL support.
+//!
+//! (This copy for zk-rwlock has no `fips`, `fips-only` or `sasl-gssapi`: see PATCHES.md.)
 //!
 //! ## Async runtime support
 //! This library uses [asyncs](https://docs.rs/asyncs) and [spawns](https://docs.rs/spawns) to
@@ -43,7 +43,7 @@ mod error;
 mod proto;
 mod record;
 mod rt;
-#[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
+#[cfg(feature = "sasl-digest-md5")]
 mod sasl;
 mod session;
 #[cfg(feature = "tls")]
@@ -59,9 +59,6 @@ pub use crate::client::*;
 #[cfg(feature = "sasl-digest-md5")]
 #[cfg_attr(docsrs, doc(cfg(any(feature = "sasl", feature = "sasl-digest-md5"))))]
 pub use crate::sasl::DigestMd5SaslOptions;
-#[cfg(feature = "sasl-gssapi")]
-#[cfg_attr(docsrs, doc(cfg(any(feature = "sasl", feature = "sasl-gssapi"))))]
-pub use crate::sasl::GssapiSaslOptions;
-#[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
-#[cfg_attr(docsrs, doc(cfg(any(feature = "sasl", feature = "sasl-gssapi", feature = "sasl-digest-md5"))))]
+#[cfg(feature = "sasl-digest-md5")]
+#[cfg_attr(docsrs, doc(cfg(any(feature = "sasl", feature = "sasl-digest-md5"))))]
 pub use crate::sasl::SaslOptions;

@@ -46,7 +46,7 @@ use crate::proto::{
 };
 pub use crate::proto::{EnsembleUpdate, Stat};
 use crate::record::{self, Record, StaticRecord};
-#[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
+#[cfg(feature = "sasl-digest-md5")]
 use crate::sasl::SaslOptions;
 use crate::session::StateReceiver;
 pub use crate::session::{EventType, SessionId, SessionInfo, SessionLease, SessionState, WatchedEvent};
@@ -1580,7 +1580,7 @@ pub(crate) struct Version(u32, u32, u32);
 pub struct Connector {
     #[cfg(feature = "tls")]
     tls: Option<TlsOptions>,
-    #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
+    #[cfg(feature = "sasl-digest-md5")]
     sasl: Option<SaslOptions>,
     #[derive_where(skip(Debug))]
     authes: Vec<MarshalledRequest>,
@@ -1599,7 +1599,7 @@ impl Connector {
         Self {
             #[cfg(feature = "tls")]
             tls: None,
-            #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
+            #[cfg(feature = "sasl-digest-md5")]
             sasl: None,
             authes: Default::default(),
             session: None,
@@ -1761,16 +1761,16 @@ impl Connector {
     }
 
     /// Specifies SASL options.
-    #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
-    #[cfg_attr(docsrs, doc(cfg(any(feature = "sasl", feature = "sasl-gssapi", feature = "sasl-digest-md5"))))]
+    #[cfg(feature = "sasl-digest-md5")]
+    #[cfg_attr(docsrs, doc(cfg(any(feature = "sasl", feature = "sasl-digest-md5"))))]
     pub fn with_sasl(mut self, options: impl Into<SaslOptions>) -> Self {
         self.sasl = Some(options.into());
         self
     }
 
     /// Specifies SASL options.
-    #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
-    #[cfg_attr(docsrs, doc(cfg(any(feature = "sasl", feature = "sasl-gssapi", feature = "sasl-digest-md5"))))]
+    #[cfg(feature = "sasl-digest-md5")]
+    #[cfg_attr(docsrs, doc(cfg(any(feature = "sasl", feature = "sasl-digest-md5"))))]
     #[deprecated(since = "0.11.0", note = "use Connector::with_sasl instead")]
     pub fn sasl(&mut self, options: impl Into<SaslOptions>) -> &mut Self {
         self.sasl = Some(options.into());
@@ -1808,7 +1808,7 @@ impl Connector {
             .with_connection_timeout(self.connection_timeout);
         #[cfg(feature = "tls")]
         let builder = builder.with_tls(self.tls);
-        #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
+        #[cfg(feature = "sasl-digest-md5")]
         let builder = builder.with_sasl(self.sasl);
         let (sender, receiver) = mpsc::unbounded();
         let sender = Arc::new(sender);

@@ -1,11 +1,6 @@
 #[allow(unused_imports)]
 use std::borrow::Cow;
 
-#[cfg(feature = "sasl-gssapi")]
-mod gssapi;
-#[cfg(feature = "sasl-gssapi")]
-pub use gssapi::*;
-
 #[cfg(feature = "sasl-digest-md5")]
 mod digest_md5;
 #[cfg(feature = "sasl-digest-md5")]
@@ -32,24 +27,11 @@ pub struct SaslOptions(SaslInnerOptions);
 
 #[derive(Clone, Debug)]
 enum SaslInnerOptions {
-    #[cfg(feature = "sasl-gssapi")]
-    Gssapi(GssapiSaslOptions),
     #[cfg(feature = "sasl-digest-md5")]
     DigestMd5(DigestMd5SaslOptions),
 }
 
 impl SaslOptions {
-    /// Constructs a default [GssapiSaslOptions] for further customization.
-    ///
-    /// Make sure localhost is granted by Kerberos KDC, unlike Java counterpart this library
-    /// provides no mean to grant ticket from KDC but simply utilizes whatever the ticket cache
-    /// have.
-    #[cfg(feature = "sasl-gssapi")]
-    #[cfg_attr(docsrs, doc(cfg(any(feature = "sasl", feature = "sasl-gssapi"))))]
-    pub fn gssapi() -> GssapiSaslOptions {
-        GssapiSaslOptions::new()
-    }
-
     /// Construct a [DigestMd5SaslOptions] for further customization.
     #[cfg(feature = "sasl-digest-md5")]
     #[cfg_attr(docsrs, doc(cfg(any(feature = "sasl", feature = "sasl-digest-md5"))))]
@@ -66,8 +48,6 @@ impl SaslInitiator for SaslOptions {
         match &self.0 {
             #[cfg(feature = "sasl-digest-md5")]
             SaslInnerOptions::DigestMd5(options) => options.new_session(hostname),
-            #[cfg(feature = "sasl-gssapi")]
-            SaslInnerOptions::Gssapi(options) => options.new_session(hostname),
         }
     }
 }

@@ -39,7 +39,7 @@ use crate::error::Error;
 use crate::proto::{ConnectRequest, ConnectResponse, ErrorCode, OpCode, PredefinedXid, ReplyHeader};
 use crate::record;
 use crate::rt;
-#[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
+#[cfg(feature = "sasl-digest-md5")]
 use crate::sasl::{SaslInitiator, SaslOptions, SaslSession};
 #[cfg(feature = "tls")]
 use crate::tls::TlsOptions;
@@ -51,7 +51,7 @@ pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(6);
 pub struct Builder {
     #[cfg(feature = "tls")]
     tls: Option<TlsOptions>,
-    #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
+    #[cfg(feature = "sasl-digest-md5")]
     sasl: Option<SaslOptions>,
     authes: Vec<MarshalledRequest>,
     readonly: bool,
@@ -67,7 +67,7 @@ impl Builder {
         Self { tls, ..self }
     }
 
-    #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
+    #[cfg(feature = "sasl-digest-md5")]
     pub fn with_sasl(self, sasl: Option<SaslOptions>) -> Self {
         Self { sasl, ..self }
     }
@@ -141,9 +141,9 @@ impl Builder {
             ping_timeout: Duration::ZERO,
             session_expired_timeout: Duration::ZERO,
             connector,
-            #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
+            #[cfg(feature = "sasl-digest-md5")]
             sasl_options: self.sasl,
-            #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
+            #[cfg(feature = "sasl-digest-md5")]
             sasl_session: None,
 
             session,
@@ -185,9 +185,9 @@ pub struct Session {
     session_state: SessionState,
     pub session_timeout: Duration,
 
-    #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
+    #[cfg(feature = "sasl-digest-md5")]
     sasl_options: Option<SaslOptions>,
-    #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
+    #[cfg(feature = "sasl-digest-md5")]
     sasl_session: Option<SaslSession>,
 
     pub authes: Vec<MarshalledRequest>,
@@ -356,7 +356,7 @@ impl Session {
                 }
                 return Ok(());
             }
-            #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
+            #[cfg(feature = "sasl-digest-md5")]
             if op_code == OpCode::Sasl {
                 let Some(sasl) = self.sasl_session.as_mut() else {
                     return Err(Error::UnexpectedError("got sasl response while no client sasl session".to_string()));
@@ -567,7 +567,7 @@ impl Session {
         depot: &mut Depot,
         requester: &mut mpsc::UnboundedReceiver<Request>,
     ) -> Result<(), Error> {
-        #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
+        #[cfg(feature = "sasl-digest-md5")]
         self.sasl_session.take();
         let mut seek_for_writable =
             if self.session.readonly { Some(self.connector.clone().seek_for_writable(endpoints)) } else { None };
@@ -640,7 +640,7 @@ impl Session {
         depot.push_operation(Operation::Connect(operation));
     }
 
-    #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
+    #[cfg(feature = "sasl-digest-md5")]
     fn send_sasl(&mut self, depot: &mut Depot, host: &str) -> Result<(), Error> {
         self.sasl_session = None;
         let Some(options) = self.sasl_options.as_ref() else {
@@ -658,7 +658,7 @@ impl Session {
     /// SASL exchange, the auth packets and the watches. Sent before that answer, ZooKeeper's Netty
     /// server may answer them first, which a client cannot take for the connect response (patch 5).
     fn send_after_connect(&mut self, depot: &mut Depot) -> Result<(), Error> {
-        #[cfg(any(feature = "sasl-digest-md5", feature = "sasl-gssapi"))]
+        #[cfg(feature = "sasl-digest-md5")]
         {
             let host = std::mem::take(&mut self.connecting_host);
             let sent = self.send_sasl(depot, &host);

@@ -66,6 +66,10 @@ impl TlsIdentity {
             Ok(None) => return Err(Error::BadArguments(&"no client private key")),
             Ok(Some(key)) => key,
         };
+        // Patch 9: a key the crypto provider cannot load is refused here, not at connect.
+        if let Err(err) = super::crypto_provider().key_provider.load_private_key(key.clone_key()) {
+            return Err(Error::with_other(super::KEY_ADVICE, err));
+        }
         Ok(Self { cert, key })
     }
 }
@@ -244,8 +248,6 @@ pub struct TlsOptions {
     identity: Option<TlsIdentity>,
     certs: Option<TlsCertsOptions>,
     hostname_verification: bool,
-    #[cfg(all(feature = "fips", not(feature = "fips-only")))]
-    fips: bool,
 }
 
 impl Default for TlsOptions {
@@ -269,8 +271,6 @@ impl TlsOptions {
             identity: None,
             certs: None,
             hostname_verification: true,
-            #[cfg(all(feature = "fips", not(feature = "fips-only")))]
-            fips: false,
         }
     }
 
@@ -280,26 +280,6 @@ impl TlsOptions {
     /// This exposes risk to man-in-the-middle attacks.
     pub unsafe fn with_no_hostname_verification(mut self) -> Self {
         self.hostname_verification = false;
-        self
-    }
-
-    /// Enables FIPS mode at runtime for tls connection.
-    ///
-    /// This is a nop in case of "fips-only" feature is enabled.
-    #[cfg(feature = "fips")]
-    #[cfg_attr(docsrs, doc(cfg(any(feature = "fips", feature = "fips-only"))))]
-    pub fn with_fips(self) -> Self {
-        self.with_fips_internal()
-    }
-
-    #[cfg(all(feature = "fips", not(feature = "fips-only")))]
-    fn with_fips_internal(mut self) -> Self {
-        self.fips = true;
-        self
-    }
-
-    #[cfg(feature = "fips-only")]
-    fn with_fips_internal(self) -> Self {
         self
     }
 
@@ -353,8 +333,6 @@ impl TlsOptions {
         Ok(TlsClientOptions {
             certs,
             hostname_verification: self.hostname_verification,
-            #[cfg(all(feature = "fips", not(feature = "fips-only")))]
-            fips: self.fips,
         })
     }
 
@@ -367,6 +345,4 @@ impl TlsOptions {
 pub(super) struct TlsClientOptions<Certs> {
     pub certs: Certs,
     pub hostname_verification: bool,
-    #[cfg(all(feature = "fips", not(feature = "fips-only")))]
-    pub fips: bool,
 }
