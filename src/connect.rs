@@ -9,6 +9,12 @@ use crate::error::Error;
 use crate::lock::{with_retry, SharedLock};
 use crate::{background, zk, DEFAULT_CONNECT_TIMEOUT, DEFAULT_SESSION_TIMEOUT};
 
+/// The pause before connecting again after every server refused, doubled
+/// after each attempt up to [`LAST_RETRY_PAUSE`].
+const FIRST_RETRY_PAUSE: Duration = Duration::from_millis(50);
+/// The longest pause between two connect attempts.
+const LAST_RETRY_PAUSE: Duration = Duration::from_secs(1);
+
 /// How to connect a ZooKeeper session: timeouts, credentials, TLS, SASL.
 ///
 /// The timeouts, the credentials sent with every (re)connection (`digest:alice:secret`, ...), and, with
@@ -237,7 +243,9 @@ impl ConnectOptions {
 
 /// Connects a new client session to `servers` (a connect string like
 /// `"127.0.0.1:2181,127.0.0.1:2182"`), asking for `session_timeout`, and
-/// gives up after `connect_timeout` or as soon as every server has refused.
+/// gives up after `connect_timeout`. Servers that refuse the connection
+/// (not started yet, restarting) are tried again, after a pause that grows
+/// from 50 ms to 1 s, until then.
 ///
 /// The session runs on the library's background thread, not on the
 /// caller's runtime: it outlives that runtime, so that guards dropped as
@@ -266,7 +274,8 @@ pub async fn connect_client(
 
 /// Connects a new client session to `servers` (a connect string like
 /// `"zk1:2181,zk2:2181"`, optionally with a chroot) with `options`, and
-/// gives up after the connect timeout or as soon as every server has refused.
+/// gives up after the connect timeout (servers that refuse are tried again
+/// until then).
 ///
 /// As [`connect_client`], which it generalises: the session runs on the
 /// library's background thread, and a chroot must exist.
@@ -290,13 +299,34 @@ pub async fn connect_client_with(servers: &str, options: &ConnectOptions) -> Res
     let connector = options.connector()?;
     let secure = options.uses_tls();
     let cluster = servers.to_owned();
+    // Each attempt fails eagerly once every server has refused; the next one
+    // comes after a pause (doubling up to a second) until the connect
+    // timeout ends the loop: a server that is starting, restarting or not
+    // yet resolvable is met as soon as it listens.
     let connecting = async move {
-        #[cfg(feature = "tls")]
-        if secure {
-            return connector.secure_connect(&cluster).await;
+        let mut pause = FIRST_RETRY_PAUSE;
+        loop {
+            let attempt = connector.clone();
+            #[cfg(feature = "tls")]
+            let result = if secure {
+                attempt.secure_connect(&cluster).await
+            } else {
+                attempt.connect(&cluster).await
+            };
+            #[cfg(not(feature = "tls"))]
+            let result = {
+                let _ = secure;
+                attempt.connect(&cluster).await
+            };
+            match result {
+                Err(zk::Error::NoHosts) => {
+                    tracing::debug!(servers = %cluster, ?pause, "every server refused; trying again");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(LAST_RETRY_PAUSE);
+                }
+                other => return other,
+            }
         }
-        let _ = secure;
-        connector.connect(&cluster).await
     };
     let connected = match background::handle() {
         Some(background) => {
