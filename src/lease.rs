@@ -1,55 +1,12 @@
 //! Until when a holder may act: the lease, and what a guard's
 //! [`HoldState`] promises.
 //!
-//! A ZooKeeper server expires a session when it has heard nothing from it
-//! for the session timeout. It renews the session on every request it
-//! receives (pings included; `auth` and `sasl` packets excepted), so it
-//! cannot expire the session before *the moment it received the last
-//! request it answered, plus the negotiated session timeout*. That request
-//! was received after it was sent: the client, which knows when it sent it,
-//! has a lower bound for the expiry on its own monotonic clock. A contender
-//! node is ephemeral, so until then no other contender can be granted a
-//! lock this session holds.
-//!
-//! The **lease deadline** is that bound, less a margin for the difference
-//! in clock rates between client and server ([`CLOCK_RATE_MARGIN`]):
-//!
-//! ```text
-//! lease deadline = send instant of the last answered request
-//!                  + session timeout − session timeout / 50
-//! ```
-//!
-//! The send instant is taken before the request's bytes reach the socket,
-//! for every request and ping (the ZooKeeper client records it; see
-//! `vendor/zookeeper-client/PATCHES.md`, patch 3). The client pings an idle
-//! session every 3/20 of the timeout (checking every 1/20), and every
-//! answer to a lock's own requests counts too, so on a healthy connection
-//! the deadline stays 0.78 to 0.98 session timeouts ahead, with no traffic
-//! of its own: the lease belongs to the session, and a hundred guards on
-//! one session share one heartbeat.
-//!
-//! # On an ensemble: the follower lag
-//!
-//! The argument above holds for the server that expires sessions: a
-//! standalone server, or an ensemble's leader. A follower answers its
-//! clients' requests and pings itself and tells the leader which sessions
-//! it heard from only in answer to the leader's own pings (every half
-//! tick). While the follower is in touch with a live leader that is soon
-//! enough: the leader hears of a renewal within half a tick, long before
-//! the session could expire on the renewal before (those are at most about
-//! 0.55 session timeouts apart: the client drops a connection that stays
-//! silent for 2/5 of the timeout, and a new connection is validated by the
-//! leader itself). But a follower cut off from its leader, or whose leader
-//! stalls (a long garbage collection, a stuck disk), goes on answering for
-//! up to `syncLimit × tickTime` before it gives up, while the leader
-//! expires the session on what it last heard. A lease renewed by those
-//! answers can outlast the session.
-//!
-//! [`LockBuilder::follower_lag`](crate::LockBuilder::follower_lag) closes
-//! that gap: set it to `syncLimit × tickTime + tickTime` of the ensemble,
-//! and every lease deadline comes that much earlier, and a ping interval
-//! (3/20 of the timeout) more, as the leader may know of the session only
-//! from the ping before the last one it heard of:
+//! The server cannot expire a session before it received the last request
+//! it answered plus the negotiated session timeout; the client knows when
+//! it sent that request. The **lease deadline** is that bound, less a
+//! margin for the difference in clock rates ([`CLOCK_RATE_MARGIN`]), and,
+//! on an ensemble whose followers may lose their leader, less the follower
+//! lag and a ping interval ([`span`], [`follower_lag_admissible`]):
 //!
 //! ```text
 //! lease deadline = send instant of the last answered request
@@ -57,38 +14,8 @@
 //!                  − (follower lag + 3/20 × session timeout)   if the lag is set
 //! ```
 //!
-//! A leader that resumes after a stall expires the sessions it last heard
-//! of more than a timeout ago; a follower keeps answering through a stall
-//! shorter than `syncLimit × tickTime`. With the lag set, the session
-//! timeout must be at least 2.25 times the lag
-//! ([`follower_lag_admissible`]; 0.38 of it or more is left as the lease,
-//! see [`span`]), so such a stall cannot reach a session's
-//! expiry, and a follower cut off from its leader stops renewing leases
-//! before they could reach it. `tests/lease_followers.rs` cuts a follower
-//! off from its leader: without the lag, the holder reported `Suspended`
-//! with a lease deadline 636 ms after another writer's grant; with it, its
-//! lease ran out about half a second before that grant. A leader that
-//! takes over restarts every session's timeout, with the timeout it was
-//! created with or last renewed with, which only ever moves the expiry
-//! later.
-//!
-//! Without a lag (the default), the lease is exact for a standalone server
-//! and for an ensemble whose members stay in touch with a live leader; the
-//! holder's fencing token is what protects the resource in the other case.
-//!
-//! # Clocks
-//!
-//! The deadline is on the client's monotonic clock, which stands still
-//! while the machine is suspended (a laptop's lid, a paused virtual
-//! machine) while the server's clock runs on. On Linux a guard compares
-//! the boot clock with the monotonic one and takes the time the machine
-//! was suspended since the grant off its lease, for good
-//! ([`after_suspend`]); the futures that
-//! wait on a guard's state look again at least every second, so they see a
-//! resumed machine's lapsed lease within a second. A process that is
-//! stopped (SIGSTOP) is no problem: the monotonic clock runs on.
-//!
-//! What each state promises, for a guard whose node is this session's:
+//! On Linux, the time the machine spent suspended since the grant comes off
+//! the lease ([`after_suspend`]).
 //!
 //! | state | connection | promise |
 //! |---|---|---|
@@ -96,30 +23,10 @@
 //! | [`HoldState::Suspended`] | lost | the same, until the lease deadline; the session may end at any moment after it |
 //! | [`HoldState::Lost`] | any | none: someone else may hold the lock. Final |
 //!
-//! A guard becomes `Lost` when the client learns that the session expired
-//! or was closed, when its node is deleted (by anyone: the guard keeps a
-//! watch on its node for its whole life, with or without a future
-//! pending), or when the lease deadline passes before the server answered
-//! again, whichever is noticed first: by
-//! [`state()`](crate::WriteGuard::state), `is_held()`, or a pending
-//! `lost()`, `suspended()` or `resumed()`, which wake up at the deadline.
-//! A guard's state is thus true when nothing awaits it: `state()` reads
-//! the session's state, the clock and what the kept watch has seen, and
-//! costs no request. Its release then says how it ended: a node someone
-//! else deleted is [`Error::Lost`](crate::Error::Lost), not a release.
-//! Once noticed, `Lost` is final: a session that reconnects after its
-//! lease ran out may still be alive, but someone else may have acted in
-//! between, and the holder has been told to stop. Release the guard (or
-//! drop it) and acquire again. (If nothing looked while the lease was out
-//! and the session then reconnected, the guard is still `Held`: the server
-//! kept the session, so the lock was never anyone else's.)
-//!
-//! What no lock can promise: that the holder *acts* before its lease
-//! deadline. A process that is paused (a stop signal, a long garbage
-//! collection, a suspended virtual machine) between checking its state and
-//! writing cannot notice the deadline passing. Pass the guard's fencing
-//! token to the store, and let the store reject writes with a token older
-//! than the newest it has seen.
+//! Why the bound holds (the send instant, the follower lag, clocks), when a
+//! guard becomes `Lost`, what a holder should do in each state, and what
+//! only a fencing token can guarantee: the failure model, written down once
+//! in the repository's `docs/failure-model.md`.
 
 use std::time::{Duration, Instant};
 

@@ -132,3 +132,36 @@ pub use stats::Stats;
 /// same version; documented here (inlined), also by `cargo doc --no-deps`.
 #[doc(inline)]
 pub use zookeeper_client as zk;
+
+/// The Rust blocks of the README, ARCHITECTURE.md and `docs/*.md`, compiled
+/// by `cargo test --doc` (those that need a server are `no_run`). Nothing
+/// here exists outside doctests: docs.rs shows the crate docs above.
+#[cfg(doctest)]
+mod docs {
+    #[doc = include_str!("../README.md")]
+    pub struct Readme;
+    #[doc = include_str!("../ARCHITECTURE.md")]
+    pub struct Architecture;
+    #[doc = include_str!("../docs/benchmarks.md")]
+    pub struct Benchmarks;
+    #[doc = include_str!("../docs/cli.md")]
+    pub struct Cli;
+    #[doc = include_str!("../docs/failure-model.md")]
+    pub struct FailureModel;
+    #[doc = include_str!("../docs/interop.md")]
+    pub struct Interop;
+    #[doc = include_str!("../docs/library.md")]
+    pub struct Library;
+    #[doc = include_str!("../docs/metrics.md")]
+    pub struct Metrics;
+    #[doc = include_str!("../docs/mutants.md")]
+    pub struct Mutants;
+    #[doc = include_str!("../docs/protocol.md")]
+    pub struct Protocol;
+    // Its examples call `ConnectOptions`' TLS and SASL methods.
+    #[cfg(all(feature = "tls", feature = "sasl"))]
+    #[doc = include_str!("../docs/security.md")]
+    pub struct Security;
+    #[doc = include_str!("../docs/testing.md")]
+    pub struct Testing;
+}

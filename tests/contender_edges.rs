@@ -90,7 +90,7 @@ fn received_on(sid: i64) -> i64 {
 }
 
 /// A lock on a node that holds someone's data is refused, "and the data
-/// left alone" (README), also when that node's child counter is past the
+/// left alone" (docs/library.md), also when that node's child counter is past the
 /// recycling threshold: the withdrawal of the refused acquire's node does
 /// not recycle it (delete it and create it again, persistent and empty),
 /// which would wipe the data and restart its child counter.

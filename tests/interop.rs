@@ -381,7 +381,7 @@ async fn kazoo_with_extra_lock_patterns_and_native_contenders_never_overlap() {
     run_mixed(&path, &log, peer, ours_, 4).await;
 }
 
-/// What the peers' own rules let through on one path, as the README says:
+/// What the peers' own rules let through on one path, as docs/interop.md says:
 /// Curator's mutex and its read/write lock's write lock hold together, and
 /// so do kazoo's `ReadLock` and `Lock`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,4 +1,4 @@
-//! The release marker (README, "Wire protocol") on a real server: the
+//! The release marker (docs/protocol.md, "Wire protocol") on a real server: the
 //! hand-off it carries needs no request after the event; a predecessor that
 //! gives up creates no marker and leaves no watch behind; a stranger's node
 //! under a marker's name, and a release written by a client that creates

@@ -1,4 +1,4 @@
-//! The release record (see README, "Wire protocol") under attack, each
+//! The release record (see docs/protocol.md, "Wire protocol") under attack, each
 //! against a real server: a record the server refuses, and a waiter that
 //! only a release could grant whose node is deleted.
 
@@ -109,7 +109,7 @@ async fn a_release_record_refused_by_a_quota_still_releases() {
     );
 }
 
-/// No hang. README: "A waiter whose session
+/// No hang. docs/failure-model.md: "A waiter whose session
 /// ends or whose node is deleted fails with ... `Lost`" and "No hang".
 /// A waiter whose decision has `release_grants` but not `deletion_grants`
 /// no longer watches its own node. If someone deletes its node (an
