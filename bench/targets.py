@@ -8,7 +8,7 @@ One column per file (run), one line per target, each cell the measured ratio and
 or against the better of Curator and kazoo for herd_release. Exit status 1 if any
 target is missed in any run. Standard library only.
 
-The targets (README, "Measured"):
+The targets (docs/benchmarks.md):
   uncontended_{write,read,mutex}           grants/s >= 1.25 x Curator
   contended_{write,mutex}, mixed_90r10w    grants/s >= 1.5 x Curator
   entity_locks                             grants/s >= 1.5 x Curator and >= 0.85 x its floor

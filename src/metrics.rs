@@ -3,7 +3,7 @@
 //! application installs the exporter (Prometheus, StatsD, ...).
 //!
 //! [`METRICS`] lists every metric with its kind, labels and meaning (the
-//! README's table is kept in step with it by a test);
+//! table in `docs/metrics.md` is kept in step with it by a test);
 //! [`describe_metrics`] registers their help texts and units with the
 //! installed recorder. Without the feature both still exist (the list is
 //! data), and nothing is recorded: every recording call compiles to

@@ -541,8 +541,8 @@ impl WriteGuard {
     /// node. Its fencing token stays the writer's: the lock was held
     /// without a break since the writer's grant, and every writer granted
     /// after the read guard's release has a larger one (the new reader
-    /// node's czxid may be larger than theirs). See "Downgrade" in the
-    /// README's wire protocol.
+    /// node's czxid may be larger than theirs). See "Downgrade" in the wire
+    /// protocol (`docs/protocol.md`).
     ///
     /// Two round trips (the reader's create and listing, pipelined, then
     /// the transaction), plus the reader's withdrawal when the writer

@@ -296,7 +296,7 @@ impl LockBuilder {
     /// Whether a waiter takes the release marker's event as the release of
     /// the writer it waits on (default: true), which hands the lock off in
     /// the release's notification, with no request (see the wire protocol
-    /// in the README). Creating the marker takes CREATE on the lock
+    /// in `docs/protocol.md`). Creating the marker takes CREATE on the lock
     /// directory, which every contender needs; a principal with CREATE but
     /// not DELETE on the directory (it cannot delete contender nodes, so it
     /// cannot otherwise break the lock) could create a marker while a
