@@ -29,12 +29,14 @@ use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::time::{Instant, MissedTickBehavior};
 use zk_rwlock::{lease, HoldState, Layout, LossCause, Mode, MultiLock, SharedLock};
 
-use crate::common::{self, exit, Failure};
 pub(crate) use holding::Holding;
 use keeper::FromKeeper;
 use link::Keeper;
 pub(crate) use stop::OnSuspend;
 use stop::{Cause, Policy, Step};
+use zk_rwlock_cli::common;
+use zk_rwlock_cli::connection;
+use zk_rwlock_cli::failure::{self, exit, Failure};
 
 /// How long to wait, at most, for the session to close (and with it for the
 /// deletion of any node left by a cancelled acquire) before exiting.
@@ -248,10 +250,10 @@ pub struct Args {
     connect_timeout: Duration,
 
     #[command(flatten)]
-    security: crate::connection::Security,
+    security: connection::Security,
 
     #[command(flatten)]
-    acl: crate::connection::AclArg,
+    acl: connection::AclArg,
 
     /// When CMD is stopped, how long it gets between SIGTERM and SIGKILL
     /// (SIGKILL comes sooner if the lease would run out first, except with
@@ -299,7 +301,7 @@ pub struct Args {
     /// curator-mutex (Curator's InterProcessMutex; write only), kazoo
     /// (kazoo's ReadLock, WriteLock and Lock). Every layout's nodes count
     /// as contenders whatever this says [default: native]
-    #[arg(long, value_name = "LAYOUT", env = "ZK_RWLOCK_LAYOUT", value_parser = parse_layout)]
+    #[arg(long, value_name = "LAYOUT", env = "ZK_RWLOCK_LAYOUT", value_parser = common::parse_layout)]
     layout: Option<Layout>,
 
     /// Also take the read lock on PATH2, all or nothing with PATH (repeat
@@ -356,15 +358,7 @@ pub(crate) fn parse_on_revoke(s: &str) -> Result<OnRevoke, String> {
 
 /// Runs `exec`.
 pub fn run(args: Args) -> ExitCode {
-    // One thread: the command is spawned from the main thread, which lives
-    // as long as the process (the parent-death signal is tied to the thread).
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(runtime) => runtime,
-        Err(e) => return Failure::new(exit::SOFTWARE, format!("cannot start the runtime: {e}")).report(),
-    };
-    let result = runtime.block_on(exec(args));
-    drop(runtime);
-    match result {
+    match common::block_on(exec(args)) {
         Ok(code) => ExitCode::from(code),
         Err(failure) => failure.report(),
     }
@@ -388,7 +382,7 @@ async fn exec(args: Args) -> Result<u8, Failure> {
         }
     }
     args.security.check_acl(args.acl)?;
-    let servers = common::connect_string(args.connect.clone());
+    let servers = connection::connect_string(args.connect.clone());
     let client = tokio::select! {
         client = args.security.connect(&servers, args.session_timeout, args.connect_timeout) => client?,
         sig = signals.recv() => {
@@ -424,7 +418,7 @@ async fn exec(args: Args) -> Result<u8, Failure> {
     // Every clone of the client is gone now, except in the library's
     // background clean-up of a cancelled acquire: the session closes once
     // that is done, and closing it deletes whatever ephemeral node is left.
-    let closed = common::await_session_end(states, CLOSE_WITHIN).await;
+    let closed = connection::await_session_end(states, CLOSE_WITHIN).await;
     tracing::debug!(closed, "ZooKeeper session over");
     if !closed {
         tracing::warn!(
@@ -614,7 +608,7 @@ pub(crate) async fn run_holding(
                     "zk-rwlock: the command was stopped because the connection to ZooKeeper was lost; \
                      the lock is released"
                 ),
-                Err(e) => match common::session_end(&e) {
+                Err(e) => match failure::session_end(&e) {
                     Some(what) => eprintln!(
                         "zk-rwlock: the command was stopped because the connection to ZooKeeper was lost; \
                          then the lock was lost too ({what})"
@@ -659,7 +653,7 @@ pub(crate) async fn run_holding(
 /// Says what went wrong while waiting for the lock.
 fn waiting_failure(err: zk_rwlock::Error, mode: Mode, path: &str) -> Failure {
     use zk_rwlock::Error;
-    let what = match (&err, common::session_end(&err)) {
+    let what = match (&err, failure::session_end(&err)) {
         (Error::Lost { node }, _) => format!("someone deleted its node {node}"),
         (_, Some(what)) => what.to_owned(),
         // Among them `SequenceExhausted`, whose text says what to do.
@@ -1085,7 +1079,7 @@ fn loss_reason(lock: &SharedLock, guard: &Holding) -> String {
     match lease::loss_cause(ended.is_some(), now, guard.lease_deadline()) {
         Some(LossCause::SessionEnded) => ended
             .as_ref()
-            .and_then(common::session_end)
+            .and_then(failure::session_end)
             .unwrap_or("the ZooKeeper session ended")
             .to_owned(),
         Some(LossCause::LeaseRanOut) => {
@@ -1152,12 +1146,6 @@ impl Signals {
             _ = self.hup.recv() => libc::SIGHUP,
         }
     }
-}
-
-/// Parses `--layout`.
-pub(crate) fn parse_layout(s: &str) -> Result<Layout, String> {
-    s.parse()
-        .map_err(|e: zk_rwlock::node_name::ParseLayoutError| e.to_string())
 }
 
 #[cfg(test)]

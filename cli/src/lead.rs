@@ -13,9 +13,11 @@ use std::time::Duration;
 
 use zk_rwlock::{zk, Election, Guard};
 
-use crate::common::{self, exit, Failure};
-use crate::connection::{Acl, AclArg, Security};
 use crate::exec::{self, End, Holding, OnRevoke, OnSuspend, RunOptions, Signals};
+use zk_rwlock_cli::common;
+use zk_rwlock_cli::connection;
+use zk_rwlock_cli::connection::{Acl, AclArg, Security};
+use zk_rwlock_cli::{exit, Failure};
 
 /// How long to wait, at most, for the session to close before exiting.
 const CLOSE_WITHIN: Duration = Duration::from_secs(5);
@@ -189,13 +191,7 @@ impl Backoff {
 /// Runs `lead`.
 pub fn run(args: Args) -> ExitCode {
     // One thread, as `exec`: CMD is spawned from the main thread.
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(runtime) => runtime,
-        Err(e) => return Failure::new(exit::SOFTWARE, format!("cannot start the runtime: {e}")).report(),
-    };
-    let result = runtime.block_on(lead(args));
-    drop(runtime);
-    match result {
+    match common::block_on(lead(args)) {
         Ok(code) => ExitCode::from(code),
         Err(failure) => failure.report(),
     }
@@ -213,7 +209,7 @@ async fn lead(args: Args) -> Result<u8, Failure> {
         .map_err(|e| Failure::new(exit::SOFTWARE, format!("cannot install signal handlers: {e}")))?;
     common::check_lock_path(&args.path)?;
     args.security.check_acl(args.acl)?;
-    let servers = common::connect_string(args.connect.clone());
+    let servers = connection::connect_string(args.connect.clone());
     let options = RunOptions {
         command: &args.command,
         on_suspend: args.on_suspend,
@@ -372,7 +368,7 @@ async fn back_off(args: &Args, failures: u32, signals: &mut Signals) -> Option<u
 async fn close(session: Session) {
     let Session { election, states } = session;
     drop(election);
-    let closed = common::await_session_end(states, CLOSE_WITHIN).await;
+    let closed = connection::await_session_end(states, CLOSE_WITHIN).await;
     tracing::debug!(closed, "ZooKeeper session over");
 }
 

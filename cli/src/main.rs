@@ -1,8 +1,6 @@
 //! `zk-rwlock`: run a command under a ZooKeeper read/write lock, show who
 //! holds a lock and who waits on whom, or ask its holders to let go.
 
-mod common;
-mod connection;
 mod exec;
 mod lead;
 mod revoke;
@@ -38,7 +36,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    common::init_tracing();
+    zk_rwlock_cli::common::init_tracing();
     let cli = Cli::parse();
     match cli.command {
         Command::Exec(args) => exec::run(args),

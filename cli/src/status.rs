@@ -25,7 +25,9 @@ use serde::Serialize;
 use tokio::signal::unix::{signal, SignalKind};
 use zk_rwlock::{ordering, zk, Contender, ContenderState, Layout, Mode, SharedLock};
 
-use crate::common::{self, exit, Failure};
+use zk_rwlock_cli::common;
+use zk_rwlock_cli::connection;
+use zk_rwlock_cli::failure::{self, exit, Failure};
 
 const AFTER_HELP: &str = "See `zk-rwlock status --help` for the JSON fields and exit codes.";
 
@@ -139,22 +141,16 @@ pub struct Args {
     /// curator, curator-mutex, kazoo. Every layout's nodes are shown
     /// whatever this says; with a peer layout, the warning under the table
     /// names the contenders that library would not recognise
-    #[arg(long, value_name = "LAYOUT", env = "ZK_RWLOCK_LAYOUT", value_parser = crate::exec::parse_layout)]
+    #[arg(long, value_name = "LAYOUT", env = "ZK_RWLOCK_LAYOUT", value_parser = common::parse_layout)]
     layout: Option<Layout>,
 
     #[command(flatten)]
-    security: crate::connection::Security,
+    security: connection::Security,
 }
 
 /// Runs `status`.
 pub fn run(args: Args) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(runtime) => runtime,
-        Err(e) => return Failure::new(exit::SOFTWARE, format!("cannot start the runtime: {e}")).report(),
-    };
-    let result = runtime.block_on(status(args));
-    drop(runtime);
-    match result {
+    match common::block_on(status(args)) {
         Ok(()) => ExitCode::SUCCESS,
         // Stdout was closed (`| head`): stop quietly.
         Err(failure) if failure.code == 0 => ExitCode::SUCCESS,
@@ -181,7 +177,7 @@ async fn status(args: Args) -> Result<(), Failure> {
             ));
         }
     }
-    let servers = common::connect_string(args.connect.clone());
+    let servers = connection::connect_string(args.connect.clone());
     let client = tokio::select! {
         client = args.security.connect(&servers, Duration::from_secs(10), args.connect_timeout) => client?,
         _ = recv(&mut interrupt) => return Ok(()),
@@ -204,7 +200,7 @@ async fn status(args: Args) -> Result<(), Failure> {
         }
         Err(e) => Err(Failure::from(e)),
     };
-    common::await_session_end(states, Duration::from_secs(2)).await;
+    connection::await_session_end(states, Duration::from_secs(2)).await;
     result
 }
 
@@ -282,7 +278,7 @@ async fn watch(
         };
         tracing::debug!(?event, dir, "lock directory changed");
         if let Some(err) = zk_rwlock::Error::from_session_state(event.session_state) {
-            let what = common::session_end(&err).unwrap_or("the ZooKeeper session ended");
+            let what = failure::session_end(&err).unwrap_or("the ZooKeeper session ended");
             return Err(Failure::new(
                 exit::SOFTWARE,
                 format!("{what} while watching {dir}"),
@@ -309,7 +305,7 @@ async fn list_and_watch(
             // the next change of the node and is then gone.)
             Ok((Some(_), _)) => Ok(None),
             Err(e) if zk_rwlock::is_retryable(&e) => Ok(None),
-            Err(e) => Err(common::zk_failure(e, dir)),
+            Err(e) => Err(failure::zk_failure(e, dir)),
         },
         Err(e) if zk_rwlock::is_retryable(&e) => {
             // Requests wait for the reconnection; this only avoids a spin if
@@ -317,7 +313,7 @@ async fn list_and_watch(
             tokio::time::sleep(Duration::from_millis(100)).await;
             Ok(None)
         }
-        Err(e) => Err(common::zk_failure(e, dir)),
+        Err(e) => Err(failure::zk_failure(e, dir)),
     }
 }
 

@@ -42,7 +42,7 @@ use zk_rwlock::HoldState;
 
 use super::lease_file::LeaseFile;
 use super::tree;
-use crate::common::exit;
+use zk_rwlock_cli::exit;
 
 /// The hidden subcommand that runs the keeper.
 pub const SUBCOMMAND: &str = "__keeper";

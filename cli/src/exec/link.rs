@@ -16,7 +16,7 @@ use std::time::Instant;
 use zk_rwlock::HoldState;
 
 use super::keeper::{self, FromKeeper, ToKeeper};
-use crate::common::exit;
+use zk_rwlock_cli::exit;
 
 /// What the keeper needs to start.
 pub struct Start<'a> {
