@@ -32,12 +32,11 @@ use zk_rwlock_cli::failure::{self, exit, Failure};
 use zk_rwlock_cli::{common, connection};
 
 pub use args::Args;
-pub(crate) use args::{parse_on_revoke, OnRevoke};
+pub(crate) use args::Supervision;
 pub(crate) use holding::Holding;
 use messages::human;
-pub(crate) use run::{run_holding, End, RunOptions};
+pub(crate) use run::{run_holding, End};
 pub(crate) use signals::{signal_exit, signal_name, Signals};
-pub(crate) use stop::OnSuspend;
 
 /// How long to wait, at most, for the session to close (and with it for the
 /// deletion of any node left by a cancelled acquire) before exiting.
@@ -80,7 +79,7 @@ async fn exec(args: Args) -> Result<u8, Failure> {
     let states = client.state_watcher();
     let build = |path: &str| {
         let mut builder = args.acl.apply(SharedLock::builder(client.clone(), path));
-        if let Some(lag) = args.follower_lag {
+        if let Some(lag) = args.supervision.follower_lag {
             builder = builder.follower_lag(lag);
         }
         if let Some(identity) = &args.identity {
@@ -150,7 +149,11 @@ async fn with_lock(
         ));
     };
     tracing::debug!(node = guard.node(), token = guard.fencing_token(), "lock granted");
-    Ok(run_holding(&lock, guard, &args.run_options(), signals).await.code)
+    Ok(
+        run_holding(&lock, guard, &args.command, &args.supervision, signals)
+            .await
+            .code,
+    )
 }
 
 /// Says what went wrong while waiting for the lock.

@@ -7,7 +7,6 @@ use clap::ArgGroup;
 use zk_rwlock::Layout;
 use zk_rwlock_cli::{common, connection};
 
-use super::run::RunOptions;
 use super::stop::OnSuspend;
 
 const AFTER_HELP: &str = "See `zk-rwlock exec --help` for signals, exit codes and examples.";
@@ -223,45 +222,8 @@ pub struct Args {
     #[command(flatten)]
     pub(super) acl: connection::AclArg,
 
-    /// When CMD is stopped, how long it gets between SIGTERM and SIGKILL
-    /// (SIGKILL comes sooner if the lease would run out first, except with
-    /// --on-suspend ignore)
-    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = common::parse_duration, allow_hyphen_values = true)]
-    pub(super) kill_after: Duration,
-
-    /// When the connection to ZooKeeper is lost while CMD runs: `lease`
-    /// lets CMD run while the lease can still cover its stop (SIGTERM at the
-    /// lease deadline less the kill margin less --grace, SIGKILL at the
-    /// deadline less the margin); `term` stops CMD at once; `ignore` lets it
-    /// run until the lock is lost
-    #[arg(long, value_name = "WHAT", value_enum, default_value_t = OnSuspend::Lease)]
-    pub(super) on_suspend: OnSuspend,
-
-    /// With --on-suspend lease: how long before its SIGKILL time CMD gets
-    /// SIGTERM when the connection stays lost [default: 3/10 of the session
-    /// timeout, at most 3s]
-    #[arg(long, value_name = "DUR", value_parser = common::parse_duration, allow_hyphen_values = true)]
-    pub(super) grace: Option<Duration>,
-
-    /// When CMD exits, end the processes it started that still run
-    /// (SIGTERM, SIGKILL after --kill-after) instead of holding the lock
-    /// until they exit
-    #[arg(long)]
-    pub(super) kill_orphans: bool,
-
-    /// When someone asks the holder to let go (`zk-rwlock revoke`): send
-    /// SIGNAL (TERM, INT, HUP, USR1, USR2, QUIT, KILL, with or without SIG)
-    /// to every process of CMD's tree, once; `ignore` keeps CMD running
-    #[arg(long, value_name = "SIGNAL|ignore", default_value = "ignore", value_parser = parse_on_revoke)]
-    pub(super) on_revoke: OnRevoke,
-
-    /// On an ensemble whose followers may lose their leader or whose leader
-    /// may stall: syncLimit x tickTime + tickTime of the ensemble (e.g. 12s).
-    /// Makes the lease that much (and 3/20 of the session timeout) shorter,
-    /// so that it ends before the leader can expire the session even then;
-    /// the session timeout must be at least 2.25 x DUR [default: 0s]
-    #[arg(long, value_name = "DUR", value_parser = common::parse_duration, allow_hyphen_values = true, env = "ZK_RWLOCK_FOLLOWER_LAG")]
-    pub(super) follower_lag: Option<Duration>,
+    #[command(flatten)]
+    pub(super) supervision: Supervision,
 
     /// Name this command's contender nodes as a peer library does, so that
     /// it excludes and is excluded by that library's locks on the same
@@ -298,6 +260,51 @@ pub struct Args {
     pub(super) command: Vec<OsString>,
 }
 
+/// How CMD is supervised while it runs under the lock: `exec`'s options,
+/// and `lead`'s, the same flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Supervision {
+    /// When CMD is stopped, how long it gets between SIGTERM and SIGKILL
+    /// (SIGKILL comes sooner if the lease would run out first, except with
+    /// --on-suspend ignore)
+    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = common::parse_duration, allow_hyphen_values = true)]
+    pub(crate) kill_after: Duration,
+
+    /// When the connection to ZooKeeper is lost while CMD runs: `lease`
+    /// lets CMD run while the lease can still cover its stop (SIGTERM at the
+    /// lease deadline less the kill margin less --grace, SIGKILL at the
+    /// deadline less the margin); `term` stops CMD at once; `ignore` lets it
+    /// run until the lock is lost
+    #[arg(long, value_name = "WHAT", value_enum, default_value_t = OnSuspend::Lease)]
+    pub(crate) on_suspend: OnSuspend,
+
+    /// With --on-suspend lease: how long before its SIGKILL time CMD gets
+    /// SIGTERM when the connection stays lost [default: 3/10 of the session
+    /// timeout, at most 3s]
+    #[arg(long, value_name = "DUR", value_parser = common::parse_duration, allow_hyphen_values = true)]
+    pub(crate) grace: Option<Duration>,
+
+    /// When CMD exits, end the processes it started that still run
+    /// (SIGTERM, SIGKILL after --kill-after) instead of holding the lock
+    /// until they exit
+    #[arg(long)]
+    pub(crate) kill_orphans: bool,
+
+    /// When someone asks the holder to let go (`zk-rwlock revoke`): send
+    /// SIGNAL (TERM, INT, HUP, USR1, USR2, QUIT, KILL, with or without SIG)
+    /// to every process of CMD's tree, once; `ignore` keeps CMD running
+    #[arg(long, value_name = "SIGNAL|ignore", default_value = "ignore", value_parser = parse_on_revoke)]
+    pub(crate) on_revoke: OnRevoke,
+
+    /// On an ensemble whose followers may lose their leader or whose leader
+    /// may stall: syncLimit x tickTime + tickTime of the ensemble (e.g. 12s).
+    /// Makes the lease that much (and 3/20 of the session timeout) shorter,
+    /// so that it ends before the leader can expire the session even then;
+    /// the session timeout must be at least 2.25 x DUR [default: 0s]
+    #[arg(long, value_name = "DUR", value_parser = common::parse_duration, allow_hyphen_values = true, env = "ZK_RWLOCK_FOLLOWER_LAG")]
+    pub(crate) follower_lag: Option<Duration>,
+}
+
 /// What to do with a revocation request: the signal to send CMD, if any.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OnRevoke(pub(super) Option<libc::c_int>);
@@ -324,20 +331,6 @@ pub(crate) fn parse_on_revoke(s: &str) -> Result<OnRevoke, String> {
     Ok(OnRevoke(Some(sig)))
 }
 
-impl Args {
-    pub(super) fn run_options(&self) -> RunOptions<'_> {
-        RunOptions {
-            command: &self.command,
-            on_suspend: self.on_suspend,
-            kill_after: self.kill_after,
-            grace: self.grace,
-            kill_orphans: self.kill_orphans,
-            on_revoke: self.on_revoke,
-            follower_lag: self.follower_lag,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -357,7 +350,11 @@ mod tests {
         assert!(parse_on_revoke("STOP").is_err());
         assert!(parse_on_revoke("15").is_err());
         let cli = Cli::try_parse_from(["x", "-w", "/l", "--", "true"]).unwrap();
-        assert_eq!(cli.args.on_revoke, OnRevoke(None), "ignore by default");
+        assert_eq!(
+            cli.args.supervision.on_revoke,
+            OnRevoke(None),
+            "ignore by default"
+        );
     }
 
     #[test]

@@ -8,25 +8,13 @@ use std::time::Duration;
 use zk_rwlock::SharedLock;
 use zk_rwlock_cli::{exit, failure};
 
-use super::args::OnRevoke;
+use super::args::Supervision;
 use super::holding::Holding;
 use super::link::{self, Keeper};
 use super::signals::Signals;
-use super::stop::{self, OnSuspend, Policy};
+use super::stop::{self, Policy};
 use super::supervise::{supervise, unattended, Stopped};
 use super::{keeper, lease_file, tree};
-
-/// How to run CMD under a held lock: the options of `exec` that say it
-/// (`lead` has the same).
-pub(crate) struct RunOptions<'a> {
-    pub command: &'a [OsString],
-    pub on_suspend: OnSuspend,
-    pub kill_after: Duration,
-    pub grace: Option<Duration>,
-    pub kill_orphans: bool,
-    pub on_revoke: OnRevoke,
-    pub follower_lag: Option<Duration>,
-}
 
 /// How a run of CMD under a held lock ended ([`run_holding`]).
 pub(crate) struct Ran {
@@ -61,7 +49,8 @@ pub(crate) enum End {
 pub(crate) async fn run_holding(
     lock: &SharedLock,
     guard: Holding,
-    args: &RunOptions<'_>,
+    command: &[OsString],
+    args: &Supervision,
     signals: &mut Signals,
 ) -> Ran {
     let ran = |code: u8, end: End| Ran { code, end };
@@ -85,7 +74,7 @@ pub(crate) async fn run_holding(
     let deadline = guard.lease_deadline();
     let (term_at, kill_at) = unattended(&policy, deadline, None);
     let start = link::Start {
-        command: args.command,
+        command,
         env: command_env(&guard, session_timeout, deadline),
         env_remove: if guard.parts().len() > 1 {
             Vec::new()
