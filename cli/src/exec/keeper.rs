@@ -33,11 +33,13 @@
 
 use std::ffi::OsString;
 use std::io::{self, Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
+use rustix::event::{PollFd, PollFlags, Timespec};
+use rustix::process::{Pid, Signal};
 use zk_rwlock::HoldState;
 
 use super::lease_file::LeaseFile;
@@ -235,21 +237,27 @@ pub struct Args {
 
 /// The signals the keeper blocks: all it must not die or stop of, and SIGCHLD (read from a signalfd).
 fn blocked_set() -> libc::sigset_t {
+    sigset(&[
+        libc::SIGCHLD,
+        libc::SIGINT,
+        libc::SIGQUIT,
+        libc::SIGHUP,
+        libc::SIGTERM,
+        libc::SIGTSTP,
+        libc::SIGTTIN,
+        libc::SIGTTOU,
+        libc::SIGPIPE,
+    ])
+}
+
+/// A signal set of `signals` (sigprocmask and signalfd are not in rustix:
+/// their sets are libc's).
+fn sigset(signals: &[libc::c_int]) -> libc::sigset_t {
     // SAFETY: sigemptyset/sigaddset initialise and fill the set they are given.
     unsafe {
         let mut set = std::mem::zeroed::<libc::sigset_t>();
         libc::sigemptyset(&mut set);
-        for sig in [
-            libc::SIGCHLD,
-            libc::SIGINT,
-            libc::SIGQUIT,
-            libc::SIGHUP,
-            libc::SIGTERM,
-            libc::SIGTSTP,
-            libc::SIGTTIN,
-            libc::SIGTTOU,
-            libc::SIGPIPE,
-        ] {
+        for &sig in signals {
             libc::sigaddset(&mut set, sig);
         }
         set
@@ -277,22 +285,23 @@ fn keep(args: Args) -> io::Result<u8> {
     // SAFETY: the descriptor was handed over by exec for this process alone.
     let mut control = unsafe { UnixStream::from_raw_fd(args.control_fd) };
     // Not for CMD.
-    // SAFETY: fcntl on a descriptor this process owns.
-    unsafe { libc::fcntl(control.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) };
+    rustix::io::fcntl_setfd(&control, rustix::io::FdFlags::CLOEXEC)?;
     control.set_nonblocking(true)?;
+    // signalfd(2) is not in rustix.
     // SAFETY: signalfd on an initialised set; a new descriptor is returned.
     let sigfd = unsafe { libc::signalfd(-1, &set, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK) };
     if sigfd < 0 {
         return Err(io::Error::last_os_error());
     }
+    // SAFETY: the descriptor signalfd just returned, owned by nothing else.
+    let sigfd = unsafe { OwnedFd::from_raw_fd(sigfd) };
     tree::become_subreaper()?;
     // A group of its own: stopping exec's process group (kill -STOP -PGID,
     // a shell's job control) must not stop the keeper with it. CMD goes to
     // a group of its own, or back to exec's (a terminal's foreground).
-    // SAFETY: getpgrp and setpgid change or read only this process's group.
-    let exec_group = unsafe { libc::getpgrp() };
-    if unsafe { libc::setpgid(0, 0) } != 0 {
-        tracing::debug!(error = %io::Error::last_os_error(), "keeper: no process group of its own");
+    let exec_group = rustix::process::getpgrp();
+    if let Err(e) = rustix::process::setpgid(None, None) {
+        tracing::debug!(error = %io::Error::from(e), "keeper: no process group of its own");
     }
 
     let me = std::process::id() as libc::pid_t;
@@ -397,34 +406,26 @@ fn keep(args: Args) -> io::Result<u8> {
         if watch.killing {
             wake = Some(wake.map_or(10_000_000, |w| w.min(10_000_000)));
         }
-        let timeout_ms = wake.map_or(-1, |ns| {
-            ((ns.max(0) + 999_999) / 1_000_000).min(1_000) as libc::c_int
-        });
-        let mut fds = [
-            libc::pollfd {
-                fd: if exec_alive { control.as_raw_fd() } else { -1 },
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: sigfd,
-                events: libc::POLLIN,
-                revents: 0,
-            },
-        ];
-        // SAFETY: poll reads and writes the two pollfds it is given.
-        let rc = unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout_ms) };
-        if rc < 0 {
-            let err = io::Error::last_os_error();
-            if err.raw_os_error() != Some(libc::EINTR) {
-                return Err(err);
+        // Rounded up to the millisecond, at most a second.
+        let timeout = wake.map(|ns| {
+            let ms = ((ns.max(0) + 999_999) / 1_000_000).min(1_000) as i64;
+            Timespec {
+                tv_sec: ms / 1_000,
+                tv_nsec: (ms % 1_000 * 1_000_000) as _,
             }
+        });
+        let mut fds = vec![PollFd::new(&sigfd, PollFlags::IN)];
+        if exec_alive {
+            fds.push(PollFd::new(&control, PollFlags::IN));
         }
-        if fds[1].revents != 0 {
+        match rustix::event::poll(&mut fds, timeout.as_ref()) {
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+        if !fds[0].revents().is_empty() {
             // Drain the signalfd: reaping above finds what ended.
             let mut info = [0u8; 128];
-            // SAFETY: read into a buffer of the size given.
-            while unsafe { libc::read(sigfd, info.as_mut_ptr().cast(), info.len()) } > 0 {}
+            while rustix::io::read(&sigfd, &mut info).is_ok_and(|n| n > 0) {}
         }
     }
 }
@@ -520,7 +521,7 @@ fn shell_code(status: libc::c_int) -> u8 {
 fn spawn(
     args: &Args,
     lease_file: Option<&std::path::Path>,
-    exec_group: libc::pid_t,
+    exec_group: Pid,
 ) -> Result<libc::pid_t, (u8, String)> {
     use std::os::unix::process::CommandExt;
     let (program, rest) = args
@@ -534,31 +535,33 @@ fn spawn(
         // Not one inherited from an outer zk-rwlock.
         None => cmd.env_remove("ZK_RWLOCK_LEASE_FILE"),
     };
-    cmd.process_group(if args.own_group { 0 } else { exec_group });
+    cmd.process_group(if args.own_group {
+        0
+    } else {
+        exec_group.as_raw_pid()
+    });
     #[cfg(target_os = "linux")]
     {
-        let parent = std::process::id() as libc::pid_t;
-        // SAFETY: the closure runs in the forked child before exec and
-        // calls only async-signal-safe functions (sigemptyset,
-        // sigprocmask, prctl, getppid); it allocates nothing.
-        unsafe {
-            cmd.pre_exec(move || {
-                // CMD starts with no signal blocked (the keeper blocks many).
-                let mut none = std::mem::zeroed::<libc::sigset_t>();
-                libc::sigemptyset(&mut none);
-                if libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut()) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                // The keeper died before the death signal was armed.
-                if libc::getppid() != parent {
-                    return Err(io::Error::from_raw_os_error(libc::ESRCH));
-                }
-                Ok(())
-            });
-        }
+        let parent = rustix::process::getpid();
+        let none = sigset(&[]);
+        // In the forked child, before exec: only async-signal-safe calls
+        // (sigprocmask, prctl, getppid), no allocation.
+        let in_child = move || {
+            // CMD starts with no signal blocked (the keeper blocks many).
+            // SAFETY: sigprocmask reads the initialised set it is given.
+            if unsafe { libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut()) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
+            // The keeper died before the death signal was armed.
+            if rustix::process::getppid() != Some(parent) {
+                return Err(io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        };
+        // SAFETY: `pre_exec` is unsafe by its signature; `in_child` does
+        // only what a forked child of a single-threaded keeper may do.
+        unsafe { cmd.pre_exec(in_child) };
     }
     let name = program.to_string_lossy();
     match cmd.spawn() {

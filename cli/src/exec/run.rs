@@ -177,8 +177,9 @@ pub(crate) async fn run_holding(
 
 /// Whether zk-rwlock runs in the foreground process group of the terminal on stdin.
 fn in_terminal_foreground() -> bool {
-    // SAFETY: isatty, tcgetpgrp and getpgrp only query process and terminal state.
-    unsafe { libc::isatty(0) == 1 && libc::tcgetpgrp(0) == libc::getpgrp() }
+    let stdin = std::io::stdin();
+    rustix::termios::isatty(&stdin)
+        && rustix::termios::tcgetpgrp(&stdin).is_ok_and(|group| group == rustix::process::getpgrp())
 }
 
 /// The variables CMD gets: its node, token, session timeout and lease
