@@ -1,28 +1,17 @@
 //! `zk-rwlock lead` attacked: a release the server refuses, and a killed `lead`.
 
+mod common;
+
 use zk_rwlock_testkit as support;
 
 use std::process::Stdio;
 use std::time::Duration;
 
-use support::{server, unique_path};
-use tokio::process::Command;
+use common::zk_rwlock;
+use support::unique_path;
 use zk_rwlock::zk;
 
-const BIN: &str = env!("CARGO_BIN_EXE_zk-rwlock");
 const SHORT: Duration = Duration::from_secs(20);
-
-fn zk_rwlock(args: &[&str]) -> Command {
-    let mut cmd = Command::new(BIN);
-    cmd.args(args)
-        .env("ZK_CONNECT", server().connect_string())
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    cmd
-}
 
 /// Finding 2. CMD exits 0 but the release fails with an error that is
 /// neither `Lost` nor the session's end (here NoAuth: the directory's ACL

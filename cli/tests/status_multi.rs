@@ -3,52 +3,18 @@
 //! by their shared session (`also_in`), in JSON, in the table, and in
 //! `--watch`; with one path the output has no such field or column.
 
+mod common;
+
 use zk_rwlock_testkit as support;
 
 use std::io::BufRead;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use common::{run, BIN, SHORT};
 use serde_json::Value;
 use support::{assert_drained, client, lock, server, unique_path, wait_contenders};
-use tokio::process::Command;
 use zk_rwlock::{Mode, MultiLock};
-
-const BIN: &str = env!("CARGO_BIN_EXE_zk-rwlock");
-const SHORT: Duration = Duration::from_secs(15);
-
-/// What a finished run printed and how it exited.
-#[derive(Debug)]
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-/// Runs `zk-rwlock <args>` on the shared server to completion.
-async fn run(args: &[&str]) -> Run {
-    let child = Command::new(BIN)
-        .args(args)
-        .env("ZK_CONNECT", server().connect_string())
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn zk-rwlock");
-    let out = tokio::time::timeout(SHORT, child.wait_with_output())
-        .await
-        .expect("zk-rwlock finished in time")
-        .expect("wait for zk-rwlock");
-    let run = Run {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    };
-    assert!(!run.stderr.contains("panicked"), "{run:#?}");
-    run
-}
 
 fn strings(v: &Value) -> Vec<&str> {
     v.as_array()
