@@ -8,11 +8,18 @@ use zk_rwlock::Layout;
 
 use crate::failure::{exit, Failure};
 
+/// What is logged when `RUST_LOG` is not set: warnings, except the
+/// ZooKeeper client's own. The command line says what went wrong in its
+/// own words (one `zk-rwlock: ` line); the client's retries ("fails to
+/// establish session ... due to timeout") would come in another format
+/// among them. `RUST_LOG=zookeeper_client=warn` (or `debug`, ...) shows them.
+pub const DEFAULT_LOG: &str = "warn,zookeeper_client=off";
+
 /// Installs a `tracing` subscriber writing to stderr, filtered by `RUST_LOG`
-/// (default: warnings).
+/// (default: [`DEFAULT_LOG`]).
 pub fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
