@@ -8,9 +8,15 @@
 //! session is closed explicitly and its end awaited, which also waits for
 //! the library's background clean-up of a cancelled acquire.
 //!
-//! While the command runs, the guard's [`HoldState`] and lease deadline
-//! decide when it is stopped ([`stop`], a pure verdict), and the command
-//! can read them in its lease file ([`lease_file`]).
+//! While the command runs, the guard's [`HoldState`](zk_rwlock::HoldState)
+//! and lease deadline decide when it is stopped ([`stop`], a pure verdict),
+//! and the command can read them in its lease file ([`lease_file`]).
+//!
+//! Here: the orchestration (connect, acquire, close). Beside it: [`args`]
+//! (the options and the help), [`run`](mod@run) (CMD under a held lock, shared with
+//! `lead`), [`supervise`] (following CMD, the lock and signals),
+//! [`messages`] (what it says, pure), [`signals`], [`link`] and [`keeper`]
+//! (the process that owns CMD's tree, and `exec`'s side of it), [`tree`].
 
 mod args;
 mod holding;
