@@ -9,7 +9,7 @@ use zk_rwlock_testkit as support;
 
 use std::time::Duration;
 
-use common::{s, scratch, zk_rwlock};
+use common::{kill, s, scratch, zk_rwlock};
 use support::{assert_drained, eventually, unique_path};
 use tokio::process::Command;
 
@@ -125,9 +125,7 @@ async fn a_signal_while_campaigning_withdraws_and_exits() {
         .spawn()
         .expect("spawn zk-rwlock");
     support::wait_contenders(&holder, 2).await;
-    let pid = child.id().expect("running") as libc::pid_t;
-    // SAFETY: kill only sends a signal to the child this test spawned.
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    kill(child.id().expect("running"), libc::SIGTERM);
     let out = tokio::time::timeout(SHORT, child.wait_with_output())
         .await
         .expect("lead exits")

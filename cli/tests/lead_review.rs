@@ -7,7 +7,7 @@ use zk_rwlock_testkit as support;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::zk_rwlock;
+use common::{kill, zk_rwlock};
 use support::unique_path;
 use zk_rwlock::zk;
 
@@ -62,8 +62,7 @@ async fn a_failed_release_does_not_campaign_again_behind_its_own_node() {
     let out = tokio::time::timeout(SHORT, child.wait_with_output()).await;
     let Ok(out) = out else {
         let queue = support::children(&admin, &path).await;
-        // SAFETY: the child this test spawned.
-        unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+        kill(pid, libc::SIGKILL);
         panic!("lead hangs after a failed release; the directory holds {queue:?}");
     };
     let out = out.unwrap();
@@ -112,8 +111,7 @@ async fn a_killed_lead_stops_its_command_before_the_next_leader_starts() {
     let b = args("b", &b_script).spawn().unwrap();
     let watcher = support::lock(&path).await;
     support::wait_contenders(&watcher, 2).await;
-    // SAFETY: the child this test spawned.
-    unsafe { libc::kill(a.id().unwrap() as libc::pid_t, libc::SIGKILL) };
+    kill(a.id().unwrap(), libc::SIGKILL);
     let out = tokio::time::timeout(SHORT, b.wait_with_output())
         .await
         .expect("b leads and exits")

@@ -11,7 +11,7 @@ use std::io::BufRead;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{run, BIN, SHORT};
+use common::{kill, run, BIN, SHORT};
 use serde_json::Value;
 use support::{assert_drained, client, lock, server, unique_path, wait_contenders};
 use zk_rwlock::{Mode, MultiLock};
@@ -192,8 +192,7 @@ async fn status_watch_of_several_paths_follows_each() {
     g1.release().await.unwrap();
     next_matching(&mut lines, [0, 0]).await;
 
-    // SAFETY: kill(2) has no memory-safety preconditions.
-    assert_eq!(unsafe { libc::kill(watch.id() as libc::pid_t, libc::SIGINT) }, 0);
+    kill(watch.id(), libc::SIGINT);
     let deadline = Instant::now() + SHORT;
     let status = loop {
         if let Some(status) = watch.try_wait().unwrap() {
