@@ -7,16 +7,13 @@ mod common;
 
 use zk_rwlock_testkit as support;
 
-use std::io::BufRead;
 use std::path::Path;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{finish, kill, run, s, scratch, zk_rwlock, BIN, SHORT};
+use common::{contenders, finish, kill, run, s, scratch, watch_status, zk_rwlock, BIN, SHORT};
 use serde_json::Value;
 use support::{alive, assert_drained, children, client, eventually, lock, server, unique_path};
 use tokio::process::Child;
-use tokio::sync::mpsc::UnboundedReceiver;
 use zk_rwlock::{zk, ContenderState};
 
 /// Waits until `file` holds a complete line and returns its words.
@@ -468,66 +465,21 @@ async fn status_shows_the_real_queue() {
     assert_eq!(status["foreign"], serde_json::json!([]));
 }
 
-/// Reads snapshots (one JSON object per line, sent by a reader thread)
-/// until one with `want` contenders.
-async fn next_matching(lines: &mut UnboundedReceiver<String>, what: &str, want: usize) -> Value {
-    let deadline = tokio::time::Instant::now() + SHORT;
-    loop {
-        let line = tokio::time::timeout_at(deadline, lines.recv())
-            .await
-            .unwrap_or_else(|_| panic!("no snapshot with {what}"))
-            .expect("status still running");
-        let v: Value = serde_json::from_str(&line).expect("one JSON object per line");
-        if v["contenders"].as_array().unwrap().len() == want {
-            return v;
-        }
-    }
-}
-
 /// `status --watch --json` prints one line per change, and exits 0 on Ctrl-C.
 #[tokio::test]
 async fn status_watch_follows_changes() {
     let path = unique_path("watch");
-    let mut watch = std::process::Command::new(BIN)
-        .args(["status", "--watch", "--json", &path])
-        .env("ZK_CONNECT", server().connect_string())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = watch.stdout.take().unwrap();
-    let (tx, mut lines) = tokio::sync::mpsc::unbounded_channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let mut watch = watch_status(&[&path]);
     // The directory does not exist yet.
-    next_matching(&mut lines, "no contenders", 0).await;
+    watch.next("no contenders", |v| contenders(v) == 0).await;
     let l = lock(&path).await;
     let g = l.write().await.unwrap();
-    let v = next_matching(&mut lines, "the writer", 1).await;
+    let v = watch.next("the writer", |v| contenders(v) == 1).await;
     assert_eq!(v["contenders"][0]["path"], g.node());
     assert_eq!(v["contenders"][0]["state"], "holds");
     g.release().await.unwrap();
-    next_matching(&mut lines, "the writer gone", 0).await;
-    kill(watch.id(), libc::SIGINT);
-    let deadline = Instant::now() + SHORT;
-    let status = loop {
-        if let Some(status) = watch.try_wait().unwrap() {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "status --watch ignored Ctrl-C");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    };
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(&mut watch.stderr.take().unwrap(), &mut stderr).unwrap();
-    assert_eq!(status.code(), Some(0), "{stderr}");
-    assert!(!stderr.contains("panicked"), "{stderr}");
+    watch.next("the writer gone", |v| contenders(v) == 0).await;
+    watch.interrupt().await;
     assert_drained(&path).await;
 }
 

@@ -106,3 +106,83 @@ pub fn kill(pid: u32, sig: libc::c_int) {
         panic!("kill({pid}, {sig}): {}", std::io::Error::from(e));
     }
 }
+
+/// `zk-rwlock status --watch --json <paths>` running on the shared server,
+/// its stdout read line by line as it comes.
+pub struct Watching {
+    child: std::process::Child,
+    lines: tokio::sync::mpsc::UnboundedReceiver<String>,
+}
+
+/// Starts `status --watch --json` on `paths`.
+pub fn watch_status(paths: &[&str]) -> Watching {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(BIN)
+        .args(["status", "--watch", "--json"])
+        .args(paths)
+        .env("ZK_CONNECT", server().connect_string())
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn zk-rwlock status --watch");
+    let stdout = child.stdout.take().unwrap();
+    let (tx, lines) = tokio::sync::mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    Watching { child, lines }
+}
+
+impl Watching {
+    /// Reads snapshots (one JSON object per line) until one that `wanted`
+    /// accepts, within [`SHORT`]; `what` names it if none comes.
+    pub async fn next(
+        &mut self,
+        what: &str,
+        wanted: impl Fn(&serde_json::Value) -> bool,
+    ) -> serde_json::Value {
+        let deadline = tokio::time::Instant::now() + SHORT;
+        loop {
+            let line = tokio::time::timeout_at(deadline, self.lines.recv())
+                .await
+                .unwrap_or_else(|_| panic!("no snapshot with {what}"))
+                .expect("status still running");
+            let v = serde_json::from_str(&line).expect("one JSON object per line");
+            if wanted(&v) {
+                return v;
+            }
+        }
+    }
+
+    /// Ctrl-C: `status --watch` must exit 0 within [`SHORT`], without panic.
+    pub async fn interrupt(mut self) {
+        kill(self.child.id(), libc::SIGINT);
+        let deadline = std::time::Instant::now() + SHORT;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "status --watch ignored Ctrl-C"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        };
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut self.child.stderr.take().unwrap(), &mut stderr).unwrap();
+        assert_eq!(status.code(), Some(0), "{stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}
+
+/// How many contenders a JSON snapshot of one path lists.
+pub fn contenders(snapshot: &serde_json::Value) -> usize {
+    snapshot["contenders"].as_array().expect("contenders").len()
+}
