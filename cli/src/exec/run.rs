@@ -11,9 +11,10 @@ use zk_rwlock_cli::{exit, failure};
 use super::args::Supervision;
 use super::holding::Holding;
 use super::link::{self, Keeper};
+use super::messages::say;
 use super::signals::Signals;
 use super::stop::{self, Policy};
-use super::supervise::{supervise, unattended, Stopped};
+use super::supervise::{supervise, unattended, Outcome, Stopped};
 use super::{keeper, lease_file, tree};
 
 /// How a run of CMD under a held lock ended ([`run_holding`]).
@@ -99,9 +100,9 @@ pub(crate) async fn run_holding(
             keeper
         }
         Err((code, message)) => {
-            eprintln!("zk-rwlock: {message}");
+            say(&message);
             if let Err(e) = guard.release().await {
-                eprintln!("zk-rwlock: could not release the lock: {e}");
+                say(&format!("could not release the lock: {e}"));
             }
             return ran(code, End::NotStarted);
         }
@@ -109,68 +110,79 @@ pub(crate) async fn run_holding(
     let period = lease_file::check_period(session_timeout);
     let outcome = supervise(keeper, lock, &guard, (policy, args.on_revoke), period, signals).await;
 
-    match outcome.stopped {
-        Some(Stopped::Lost(why)) => {
-            let _ = guard.release().await; // the node is gone already
-            tracing::debug!(%why, "released after loss");
-            return ran(exit::LOST, End::Lost);
-        }
-        Some(Stopped::KeeperDied) => {
-            match guard.release().await {
-                Ok(()) => eprintln!(
-                    "zk-rwlock: the command was killed because its keeper process died; the lock is released"
-                ),
-                Err(e) => eprintln!("zk-rwlock: could not release the lock: {e}"),
-            }
-            return ran(exit::LOST, End::Lost);
-        }
-        Some(Stopped::Suspended) => {
-            // The connection may be back by now: release as usual. If it is
-            // not, the client gives up on the session 7/5 of the session
-            // timeout after the server's last answer.
-            match guard.release().await {
-                Ok(()) => eprintln!(
-                    "zk-rwlock: the command was stopped because the connection to ZooKeeper was lost; \
-                     the lock is released"
-                ),
-                Err(e) => match failure::session_end(&e) {
-                    Some(what) => eprintln!(
-                        "zk-rwlock: the command was stopped because the connection to ZooKeeper was lost; \
-                         then the lock was lost too ({what})"
-                    ),
-                    None => eprintln!("zk-rwlock: could not release the lock: {e}"),
-                },
-            }
-            return ran(exit::LOST, End::Lost);
-        }
-        None => {}
+    let released = guard.release().await;
+    if let Some(Stopped::Lost(why)) = &outcome.stopped {
+        // The node is gone already: nothing more to say.
+        tracing::debug!(%why, "released after loss");
     }
-    let ended = if outcome.interrupted {
-        End::Interrupted
-    } else {
-        End::Exited
-    };
-    match guard.release().await {
-        Ok(()) => ran(outcome.code, ended),
-        Err(zk_rwlock::Error::Lost { node }) => {
-            eprintln!("zk-rwlock: lock lost: node {node} was deleted, possibly while the command ran");
-            ran(exit::LOST, End::Lost)
+    let (ran, message) = ending(&outcome, released);
+    if let Some(message) = message {
+        say(&message);
+    }
+    ran
+}
+
+/// How a run ends, from how CMD ended (`outcome`) and what the release
+/// said: the code and [`End`], and what to say about it. Pure.
+fn ending(outcome: &Outcome, released: Result<(), zk_rwlock::Error>) -> (Ran, Option<String>) {
+    let ran = |code: u8, end: End| Ran { code, end };
+    let not_released = |e: &zk_rwlock::Error| format!("could not release the lock: {e}");
+    match (&outcome.stopped, released) {
+        (Some(Stopped::Lost(_)), _) => (ran(exit::LOST, End::Lost), None),
+        (Some(Stopped::KeeperDied), released) => (
+            ran(exit::LOST, End::Lost),
+            Some(match released {
+                Ok(()) => {
+                    "the command was killed because its keeper process died; the lock is released".to_owned()
+                }
+                Err(e) => not_released(&e),
+            }),
+        ),
+        // The connection may be back by now: released as usual. If it is
+        // not, the client gave up on the session 7/5 of the session
+        // timeout after the server's last answer.
+        (Some(Stopped::Suspended), released) => {
+            let stopped = "the command was stopped because the connection to ZooKeeper was lost";
+            (
+                ran(exit::LOST, End::Lost),
+                Some(match released {
+                    Ok(()) => format!("{stopped}; the lock is released"),
+                    Err(e) => match failure::session_end(&e) {
+                        Some(what) => format!("{stopped}; then the lock was lost too ({what})"),
+                        None => not_released(&e),
+                    },
+                }),
+            )
         }
-        Err(e) if e.is_session_over() => {
-            eprintln!(
-                "zk-rwlock: lock lost: the ZooKeeper session ended before the lock was released, \
-                 possibly while the command ran"
-            );
-            ran(exit::LOST, End::Lost)
+        (None, Ok(())) => {
+            let end = if outcome.interrupted {
+                End::Interrupted
+            } else {
+                End::Exited
+            };
+            (ran(outcome.code, end), None)
         }
-        Err(e) => {
-            eprintln!("zk-rwlock: could not release the lock: {e}");
+        (None, Err(zk_rwlock::Error::Lost { node })) => (
+            ran(exit::LOST, End::Lost),
+            Some(format!(
+                "lock lost: node {node} was deleted, possibly while the command ran"
+            )),
+        ),
+        (None, Err(e)) if e.is_session_over() => (
+            ran(exit::LOST, End::Lost),
+            Some(
+                "lock lost: the ZooKeeper session ended before the lock was released, possibly while \
+                 the command ran"
+                    .to_owned(),
+            ),
+        ),
+        (None, Err(e)) => {
             let code = if outcome.code == 0 {
                 exit::SOFTWARE
             } else {
                 outcome.code
             };
-            ran(code, End::ReleaseFailed)
+            (ran(code, End::ReleaseFailed), Some(not_released(&e)))
         }
     }
 }
@@ -210,4 +222,69 @@ fn command_env(
         env.push(("ZK_RWLOCK_FENCING_TOKENS", tokens.join("\n")));
     }
     env
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(code: u8, stopped: Option<Stopped>, interrupted: bool) -> Outcome {
+        Outcome {
+            code,
+            stopped,
+            interrupted,
+        }
+    }
+
+    #[test]
+    fn endings() {
+        let end = |o: Outcome, released| {
+            let (ran, message) = ending(&o, released);
+            (ran.code, ran.end, message)
+        };
+        assert_eq!(end(outcome(3, None, false), Ok(())), (3, End::Exited, None));
+        assert_eq!(
+            end(outcome(130, None, true), Ok(())),
+            (130, End::Interrupted, None)
+        );
+        let lost = Stopped::Lost("why".to_owned());
+        assert_eq!(
+            end(
+                outcome(0, Some(lost), false),
+                Err(zk_rwlock::Error::SessionExpired)
+            ),
+            (exit::LOST, End::Lost, None)
+        );
+        let (code, end_, message) = end(
+            outcome(143, Some(Stopped::Suspended), false),
+            Err(zk_rwlock::Error::SessionExpired),
+        );
+        assert_eq!((code, end_), (exit::LOST, End::Lost));
+        assert_eq!(
+            message.unwrap(),
+            "the command was stopped because the connection to ZooKeeper was lost; then the lock was \
+             lost too (the ZooKeeper session expired)"
+        );
+        let (_, _, message) = end(outcome(137, Some(Stopped::KeeperDied), false), Ok(()));
+        assert!(message
+            .unwrap()
+            .contains("its keeper process died; the lock is released"));
+        let node = "/a/x-W-0000000001".to_owned();
+        let (code, end_, message) = end(outcome(0, None, false), Err(zk_rwlock::Error::Lost { node }));
+        assert_eq!((code, end_), (exit::LOST, End::Lost));
+        assert!(message
+            .unwrap()
+            .starts_with("lock lost: node /a/x-W-0000000001 was deleted"));
+        let refused = || zk_rwlock::Error::NoAuth {
+            path: "/a/x".to_owned(),
+        };
+        let (code, end_, message) = end(outcome(0, None, false), Err(refused()));
+        assert_eq!((code, end_), (exit::SOFTWARE, End::ReleaseFailed));
+        assert!(message.unwrap().starts_with("could not release the lock: "));
+        assert_eq!(
+            end(outcome(4, None, false), Err(refused())).0,
+            4,
+            "CMD's own failure stands"
+        );
+    }
 }
