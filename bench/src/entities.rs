@@ -6,13 +6,13 @@ use std::time::{Duration, Instant};
 
 use zk_rwlock::{zk, Guard, Mode, SharedLock};
 
-use crate::common::{self, Failure};
 use crate::floors::{dir_options, floor_one, node_options};
 use crate::output::{EntityFields, Extra, Outcome};
 use crate::sessions::{close_all, connect_all};
 use crate::stats::{cpu_secs, ms, SplitMix64};
 use crate::workloads::{acquire, join_until_max, warmup, Shared};
 use crate::Bench;
+use zk_rwlock_cli::{failure, Failure};
 
 /// What an entity worker holds: a lock's guard, or (floor) its own node.
 enum EntityHold {
@@ -31,11 +31,11 @@ pub(crate) async fn entities(b: &Arc<Bench>, floor: bool) -> Result<Outcome, Fai
         client
             .mkdir(&warmup_dir, &dir_options())
             .await
-            .map_err(|e| common::zk_failure(e, &warmup_dir))?;
+            .map_err(|e| failure::zk_failure(e, &warmup_dir))?;
         for _ in 0..b.warmup {
             floor_one(&client, &warmup_dir, false)
                 .await
-                .map_err(|e| common::zk_failure(e, &warmup_dir))?;
+                .map_err(|e| failure::zk_failure(e, &warmup_dir))?;
         }
     } else {
         warmup(b, &client).await?;

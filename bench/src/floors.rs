@@ -6,11 +6,11 @@ use std::time::{Duration, Instant};
 
 use zk_rwlock::zk;
 
-use crate::common::{self, Failure};
 use crate::output::Outcome;
 use crate::sessions::{close_all, connect_all};
 use crate::stats::{cpu_secs, ms};
 use crate::Bench;
+use zk_rwlock_cli::{failure, Failure};
 
 pub(crate) fn dir_options() -> zk::CreateOptions<'static> {
     zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all())
@@ -55,12 +55,12 @@ where
         client
             .mkdir(dir, &dir_options())
             .await
-            .map_err(|e| common::zk_failure(e, dir))?;
+            .map_err(|e| failure::zk_failure(e, dir))?;
     }
     for _ in 0..b.warmup {
         warmup_round()
             .await
-            .map_err(|e| common::zk_failure(e, warmup_dir))?;
+            .map_err(|e| failure::zk_failure(e, warmup_dir))?;
     }
     Ok(())
 }

@@ -12,16 +12,6 @@
 //! ([`SharedLock::stats`](zk_rwlock::SharedLock::stats)), summed over
 //! every lock of the run.
 
-// The command line's helpers (exit codes, failures, connecting and closing
-// sessions), shared as source.
-#[allow(dead_code)]
-#[path = "../../cli/src/common.rs"]
-mod common;
-// The command line's connection options (--auth, --tls-*, --acl), shared as source.
-#[allow(dead_code)]
-#[path = "../../cli/src/connection.rs"]
-mod connection;
-
 mod entities;
 mod floors;
 mod memory;
@@ -38,7 +28,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use clap::{Parser, ValueEnum};
 use zk_rwlock::Mode;
 
-use crate::common::{exit, Failure};
 use crate::entities::entities;
 use crate::floors::{floor_cycle, floor_handoff};
 use crate::memory::{memory_handles, memory_waiters};
@@ -46,6 +35,7 @@ use crate::output::Outcome;
 use crate::sessions::remove_dirs;
 use crate::tally::{Errors, Holders, WakeCounters};
 use crate::workloads::{contended, herd, uncontended};
+use zk_rwlock_cli::{common, connection, exit, Failure};
 
 /// Session timeout of every benchmark client (the peers' value: the server
 /// maximum with `tickTime=200`).
@@ -450,7 +440,7 @@ impl Bench {
             }
         };
         Ok(Bench {
-            servers: common::connect_string(args.zk),
+            servers: connection::connect_string(args.zk),
             connect,
             acls,
             workload,

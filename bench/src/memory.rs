@@ -6,13 +6,13 @@ use std::time::{Duration, Instant};
 
 use zk_rwlock::SharedLock;
 
-use crate::common::{self, exit, Failure};
 use crate::entities::entity_path;
 use crate::output::{Extra, MemoryFields, Outcome};
 use crate::sessions::{close_all, connect_all};
 use crate::stats::{cpu_secs, num};
 use crate::workloads::warmup;
 use crate::{Bench, ENQUEUE_LIMIT, HERD_PAUSE};
+use zk_rwlock_cli::{exit, failure, Failure};
 
 /// This process's resident set (`VmRSS` of /proc/self/status), in KiB.
 fn vm_rss_kb() -> Option<u64> {
@@ -80,7 +80,7 @@ pub(crate) async fn memory_waiters(b: &Arc<Bench>) -> Result<Outcome, Failure> {
         match client.list_children(&b.path).await {
             Ok(children) if children.len() > b.clients => break,
             Ok(_) => {}
-            Err(e) => return Err(common::zk_failure(e, &b.path)),
+            Err(e) => return Err(failure::zk_failure(e, &b.path)),
         }
         if Instant::now() > until {
             return Err(Failure::new(

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use zk_rwlock::zk;
 
-use crate::common::{self, exit, Failure};
 use crate::{Bench, CONNECT_BATCH};
+use zk_rwlock_cli::{connection, exit, Failure};
 
 /// Connects `n` sessions (in batches, concurrently), in order.
 pub(crate) async fn connect_all(b: &Bench, n: usize) -> Result<Vec<zk::Client>, Failure> {
@@ -43,7 +43,7 @@ pub(crate) async fn close_all(clients: Vec<zk::Client>) {
     drop(clients);
     let ends: Vec<_> = states
         .into_iter()
-        .map(|s| tokio::spawn(common::await_session_end(s, Duration::from_secs(5))))
+        .map(|s| tokio::spawn(connection::await_session_end(s, Duration::from_secs(5))))
         .collect();
     for end in ends {
         let _ = end.await;

@@ -7,12 +7,12 @@ use std::time::{Duration, Instant};
 
 use zk_rwlock::{zk, Guard, Mode, SharedLock};
 
-use crate::common::{self, exit, Failure};
 use crate::output::{Extra, HerdFields, LoopFields, MixedFields, Outcome};
 use crate::sessions::{close_all, connect_all};
 use crate::stats::{cpu_secs, ms, num, percentile, SplitMix64};
 use crate::tally::Wakes;
 use crate::{Bench, ENQUEUE_LIMIT, HERD_PAUSE};
+use zk_rwlock_cli::{exit, failure, Failure};
 
 /// Acquires `mode`, waiting at most `timeout` (forever if `None`). The
 /// `*_mutex` workloads use the write lock: there is no separate exclusive
@@ -305,7 +305,7 @@ pub(crate) async fn herd(b: &Arc<Bench>) -> Result<Outcome, Failure> {
             match clients[0].list_children(&b.path).await {
                 Ok(children) if children.len() > id => break,
                 Ok(_) => {}
-                Err(e) => return Err(common::zk_failure(e, &b.path)),
+                Err(e) => return Err(failure::zk_failure(e, &b.path)),
             }
             if Instant::now() > until {
                 return Err(Failure::new(

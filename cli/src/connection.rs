@@ -2,15 +2,18 @@
 //! credentials (`--auth`, `ZK_RWLOCK_AUTH`), TLS (`--tls-ca`, `--tls-cert`,
 //! `--tls-key`) and the ACL of the nodes a lock creates (`--acl`).
 //! One set of options, flattened into each subcommand's arguments (and
-//! shared as source with the demo and the benchmark).
+//! into the demo's and the benchmark's). Also the connect string, and the
+//! wait for a session's end.
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use zk_rwlock::{zk, ConnectOptions};
 
-use crate::common::{exit, Failure};
+use crate::failure::{self, exit, Failure};
+
+/// The ZooKeeper connect string used when neither `--connect` nor `ZK_CONNECT` is given.
+pub const DEFAULT_CONNECT: &str = "127.0.0.1:2181";
 
 /// The environment variable read when `--auth` is not given.
 pub const AUTH_ENV: &str = "ZK_RWLOCK_AUTH";
@@ -107,40 +110,6 @@ impl AclArg {
     }
 }
 
-/// What the messages about refused access say, set once per process by
-/// [`Security::options`].
-static GIVEN: OnceLock<Given> = OnceLock::new();
-
-#[derive(Debug, Clone, Copy)]
-struct Given {
-    credentials: bool,
-    tls: bool,
-}
-
-/// The advice to append to a NoAuth message: what to pass.
-pub fn no_auth_advice() -> &'static str {
-    match GIVEN.get() {
-        Some(Given {
-            credentials: true, ..
-        }) => {
-            "the credentials given (--auth, ZK_RWLOCK_AUTH or the client certificate) are not \
-             allowed there: check the user and password, or ask for access to the node"
-        }
-        _ => "the server requires authentication there: pass --auth or set ZK_RWLOCK_AUTH",
-    }
-}
-
-/// The advice to append to an `Unreachable` message, about TLS.
-pub fn unreachable_advice() -> &'static str {
-    match GIVEN.get() {
-        Some(Given { tls: true, .. }) => {
-            " With --tls-ca the servers must take TLS on these ports, present a certificate \
-             signed by that CA for the host named, and accept --tls-cert if they ask for one."
-        }
-        _ => " If the servers take TLS connections only, pass --tls-ca.",
-    }
-}
-
 fn read(option: &str, path: &Path) -> Result<String, Failure> {
     std::fs::read_to_string(path).map_err(|e| {
         Failure::new(
@@ -212,10 +181,7 @@ impl Security {
                 )
             })?;
         }
-        let _ = GIVEN.set(Given {
-            credentials: self.has_identity(),
-            tls: self.tls_ca.is_some(),
-        });
+        failure::given(self.has_identity(), self.tls_ca.is_some());
         Ok(options)
     }
 
@@ -231,6 +197,38 @@ impl Security {
             .await
             .map_err(Failure::from)
     }
+}
+
+/// The connect string: `--connect`, else `$ZK_CONNECT`, else [`DEFAULT_CONNECT`].
+pub fn connect_string(arg: Option<String>) -> String {
+    arg.or_else(|| std::env::var("ZK_CONNECT").ok().filter(|s| !s.trim().is_empty()))
+        .unwrap_or_else(|| DEFAULT_CONNECT.to_owned())
+}
+
+/// Waits until the session watched by `states` is over, at most `within`.
+///
+/// Call it after dropping every clone of the session's client (and every
+/// lock made on it): the client then sends `CloseSession`, which deletes the
+/// session's ephemeral nodes on the server, and reports `Closed` once the
+/// server has answered. Background clean-ups of the lock library hold a
+/// clone of the client, so this also waits for them. Returns whether the
+/// session was seen to end. While the client is disconnected nothing can
+/// be closed: it returns at once (false), and the server removes the
+/// session's nodes when the session expires.
+pub async fn await_session_end(mut states: zk_rwlock::zk::StateWatcher, within: Duration) -> bool {
+    let ended = |s| zk_rwlock::Error::from_session_state(s).is_some();
+    tokio::time::timeout(within, async {
+        let mut state = states.peek_state();
+        while !ended(state) {
+            if state == zk_rwlock::zk::SessionState::Disconnected {
+                return false;
+            }
+            state = states.changed().await;
+        }
+        true
+    })
+    .await
+    .unwrap_or(false)
 }
 
 /// Adds `SCHEME:CREDENTIALS` to `options`: `sasl:USER:PASSWORD` as SASL

@@ -13,9 +13,11 @@ use std::time::Duration;
 
 use zk_rwlock::{zk, Election, Guard};
 
-use crate::common::{self, exit, Failure};
-use crate::connection::{Acl, AclArg, Security};
-use crate::exec::{self, End, Holding, OnRevoke, OnSuspend, RunOptions, Signals};
+use crate::exec::{self, End, Holding, Signals, Supervision};
+use zk_rwlock_cli::common;
+use zk_rwlock_cli::connection;
+use zk_rwlock_cli::connection::{Acl, AclArg, Security};
+use zk_rwlock_cli::{exit, Failure};
 
 /// How long to wait, at most, for the session to close before exiting.
 const CLOSE_WITHIN: Duration = Duration::from_secs(5);
@@ -105,30 +107,8 @@ pub struct Args {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     max_terms: Option<u64>,
 
-    /// As `exec --kill-after`: how long CMD gets between SIGTERM and SIGKILL
-    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = common::parse_duration, allow_hyphen_values = true)]
-    kill_after: Duration,
-
-    /// As `exec --on-suspend`: lease, term or ignore
-    #[arg(long, value_name = "WHAT", value_enum, default_value_t = OnSuspend::Lease)]
-    on_suspend: OnSuspend,
-
-    /// As `exec --grace` [default: 3/10 of the session timeout, at most 3s]
-    #[arg(long, value_name = "DUR", value_parser = common::parse_duration, allow_hyphen_values = true)]
-    grace: Option<Duration>,
-
-    /// As `exec --kill-orphans`: when CMD exits, end what it started
-    #[arg(long)]
-    kill_orphans: bool,
-
-    /// As `exec --on-revoke`: the signal to send CMD's tree when someone
-    /// asks the leader to step down (`zk-rwlock revoke`), or `ignore`
-    #[arg(long, value_name = "SIGNAL|ignore", default_value = "ignore", value_parser = exec::parse_on_revoke)]
-    on_revoke: OnRevoke,
-
-    /// As `exec --follower-lag` [default: 0s]
-    #[arg(long, value_name = "DUR", value_parser = common::parse_duration, allow_hyphen_values = true, env = "ZK_RWLOCK_FOLLOWER_LAG")]
-    follower_lag: Option<Duration>,
+    #[command(flatten)]
+    supervision: Supervision,
 
     /// The election's lock directory, an absolute ZooKeeper path
     #[arg(value_name = "PATH")]
@@ -189,13 +169,7 @@ impl Backoff {
 /// Runs `lead`.
 pub fn run(args: Args) -> ExitCode {
     // One thread, as `exec`: CMD is spawned from the main thread.
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(runtime) => runtime,
-        Err(e) => return Failure::new(exit::SOFTWARE, format!("cannot start the runtime: {e}")).report(),
-    };
-    let result = runtime.block_on(lead(args));
-    drop(runtime);
-    match result {
+    match common::block_on(lead(args)) {
         Ok(code) => ExitCode::from(code),
         Err(failure) => failure.report(),
     }
@@ -213,16 +187,7 @@ async fn lead(args: Args) -> Result<u8, Failure> {
         .map_err(|e| Failure::new(exit::SOFTWARE, format!("cannot install signal handlers: {e}")))?;
     common::check_lock_path(&args.path)?;
     args.security.check_acl(args.acl)?;
-    let servers = common::connect_string(args.connect.clone());
-    let options = RunOptions {
-        command: &args.command,
-        on_suspend: args.on_suspend,
-        kill_after: args.kill_after,
-        grace: args.grace,
-        kill_orphans: args.kill_orphans,
-        on_revoke: args.on_revoke,
-        follower_lag: args.follower_lag,
-    };
+    let servers = connection::connect_string(args.connect.clone());
     let mut session: Option<Session> = None;
     let mut terms = 0u64;
     let mut failures = 0u32;
@@ -297,7 +262,14 @@ async fn lead(args: Args) -> Result<u8, Failure> {
         );
         let started = std::time::Instant::now();
         let guard = Holding::One(Guard::from(leadership.into_guard()));
-        let ran = exec::run_holding(election.lock(), guard, &options, &mut signals).await;
+        let ran = exec::run_holding(
+            election.lock(),
+            guard,
+            &args.command,
+            &args.supervision,
+            &mut signals,
+        )
+        .await;
         tracing::debug!(term, code = ran.code, end = ?ran.end, "term over");
         match ran.end {
             End::NotStarted | End::Interrupted => break Ok(ran.code),
@@ -347,7 +319,7 @@ fn build(args: &Args, client: zk::Client) -> Result<Election, zk_rwlock::Error> 
     if let Some(dir_acl) = args.acl.dir_acl {
         builder = builder.directory_acls(&dir_acl.acls());
     }
-    if let Some(lag) = args.follower_lag {
+    if let Some(lag) = args.supervision.follower_lag {
         builder = builder.follower_lag(lag);
     }
     builder.build()
@@ -372,7 +344,7 @@ async fn back_off(args: &Args, failures: u32, signals: &mut Signals) -> Option<u
 async fn close(session: Session) {
     let Session { election, states } = session;
     drop(election);
-    let closed = common::await_session_end(states, CLOSE_WITHIN).await;
+    let closed = connection::await_session_end(states, CLOSE_WITHIN).await;
     tracing::debug!(closed, "ZooKeeper session over");
 }
 

@@ -1,22 +1,28 @@
 //! `zk-rwlock`: run a command under a ZooKeeper read/write lock, show who
 //! holds a lock and who waits on whom, or ask its holders to let go.
 
-mod common;
-mod connection;
 mod exec;
 mod lead;
 mod revoke;
+mod shell;
 mod status;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 /// Distributed read/write locks on Apache ZooKeeper.
 ///
 /// Set RUST_LOG (e.g. RUST_LOG=zk_rwlock=debug) for diagnostics on stderr.
 #[derive(Debug, Parser)]
-#[command(name = "zk-rwlock", version, about, long_about = None, propagate_version = true)]
+#[command(
+    name = "zk-rwlock",
+    // With the git revision it was built from, when built in the repository (build.rs).
+    version = env!("ZK_RWLOCK_VERSION"),
+    about,
+    long_about = None,
+    propagate_version = true
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -35,10 +41,16 @@ enum Command {
     /// (exec's keeper process; not for use by hand)
     #[command(name = "__keeper", hide = true)]
     Keeper(exec::keeper::Args),
+    /// Print shell completions for SHELL on stdout (see `shell.rs` for where to put them).
+    #[command(hide = true)]
+    Completions(shell::CompletionsArgs),
+    /// Print the man page zk-rwlock(1), or write every page into DIR.
+    #[command(hide = true)]
+    Man(shell::ManArgs),
 }
 
 fn main() -> ExitCode {
-    common::init_tracing();
+    zk_rwlock_cli::common::init_tracing();
     let cli = Cli::parse();
     match cli.command {
         Command::Exec(args) => exec::run(args),
@@ -46,5 +58,7 @@ fn main() -> ExitCode {
         Command::Revoke(args) => revoke::run(args),
         Command::Lead(args) => lead::run(args),
         Command::Keeper(args) => exec::keeper::run(args),
+        Command::Completions(args) => shell::completions(args, Cli::command()),
+        Command::Man(args) => shell::man(args, Cli::command()),
     }
 }

@@ -9,7 +9,9 @@ use std::time::Duration;
 use zk_rwlock::node_name::{revocation_target, RevocationTarget};
 use zk_rwlock::SharedLock;
 
-use crate::common::{self, exit, Failure};
+use zk_rwlock_cli::common;
+use zk_rwlock_cli::connection;
+use zk_rwlock_cli::{exit, Failure};
 
 const AFTER_HELP: &str = "See `zk-rwlock revoke --help` for what it does and exit codes.";
 
@@ -80,18 +82,12 @@ pub struct Args {
     connect_timeout: Duration,
 
     #[command(flatten)]
-    security: crate::connection::Security,
+    security: connection::Security,
 }
 
 /// Runs `revoke`.
 pub fn run(args: Args) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(runtime) => runtime,
-        Err(e) => return Failure::new(exit::SOFTWARE, format!("cannot start the runtime: {e}")).report(),
-    };
-    let result = runtime.block_on(revoke(args));
-    drop(runtime);
-    match result {
+    match common::block_on(revoke(args)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => failure.report(),
     }
@@ -103,7 +99,7 @@ async fn revoke(args: Args) -> Result<(), Failure> {
         Some(node) => Some(target(&args.path, node)?),
         None => None,
     };
-    let servers = common::connect_string(args.connect.clone());
+    let servers = connection::connect_string(args.connect.clone());
     let client = args
         .security
         .connect(&servers, Duration::from_secs(10), args.connect_timeout)
@@ -128,7 +124,7 @@ async fn revoke(args: Args) -> Result<(), Failure> {
         }
     }
     .await;
-    common::await_session_end(states, Duration::from_secs(2)).await;
+    connection::await_session_end(states, Duration::from_secs(2)).await;
     let (asked, refused, kazoo) = result.map_err(Failure::from)?;
     // Every node asked is printed, also when others refused.
     for node in &asked {

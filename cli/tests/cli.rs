@@ -3,102 +3,18 @@
 //! loss, signals, bad input) and `status` shows the real queue. Every test
 //! checks that its lock directory ends up empty.
 
+mod common;
+
 use zk_rwlock_testkit as support;
 
-use std::io::BufRead;
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
+use common::{contenders, finish, kill, run, s, scratch, watch_status, zk_rwlock, BIN, SHORT};
 use serde_json::Value;
 use support::{alive, assert_drained, children, client, eventually, lock, server, unique_path};
-use tokio::process::{Child, Command};
-use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::process::Child;
 use zk_rwlock::{zk, ContenderState};
-
-const BIN: &str = env!("CARGO_BIN_EXE_zk-rwlock");
-/// Upper bound for anything that should happen promptly.
-const SHORT: Duration = Duration::from_secs(15);
-
-/// `zk-rwlock <args>` on the shared server (through `ZK_CONNECT`), with
-/// stdout and stderr captured.
-fn zk_rwlock(args: &[&str]) -> Command {
-    let mut cmd = Command::new(BIN);
-    cmd.args(args)
-        .env("ZK_CONNECT", server().connect_string())
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    cmd
-}
-
-/// What a finished run printed and how it exited.
-#[derive(Debug)]
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-impl Run {
-    /// Asserts the exit code; prints everything if it differs.
-    fn expect_code(&self, code: i32) -> &Run {
-        assert_eq!(self.code, Some(code), "unexpected exit: {self:#?}");
-        self.assert_no_panic();
-        self
-    }
-
-    fn assert_no_panic(&self) {
-        let err = self.stderr.to_lowercase();
-        assert!(
-            !err.contains("panicked") && !err.contains("backtrace"),
-            "{self:#?}"
-        );
-    }
-}
-
-/// Waits (bounded) for a spawned `zk-rwlock` to finish.
-async fn finish(child: Child) -> Run {
-    let out = tokio::time::timeout(SHORT, child.wait_with_output())
-        .await
-        .expect("zk-rwlock finished in time")
-        .expect("wait for zk-rwlock");
-    Run {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
-/// Runs `zk-rwlock <args>` to completion.
-async fn run(args: &[&str]) -> Run {
-    finish(zk_rwlock(args).spawn().expect("spawn zk-rwlock")).await
-}
-
-/// A fresh scratch directory for files the commands write.
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "zk-rwlock-cli-{name}-{}-{}",
-        std::process::id(),
-        unique_path("d").rsplit('-').next().unwrap()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    dir
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().expect("utf-8 temp path")
-}
-
-/// Sends `sig` to process `pid`.
-fn kill(pid: u32, sig: libc::c_int) {
-    // SAFETY: kill(2) has no memory-safety preconditions.
-    let rc = unsafe { libc::kill(pid as libc::pid_t, sig) };
-    assert_eq!(rc, 0, "kill({pid}, {sig}): {}", std::io::Error::last_os_error());
-}
 
 /// Waits until `file` holds a complete line and returns its words.
 async fn read_pids(file: &Path) -> Vec<u32> {
@@ -549,66 +465,21 @@ async fn status_shows_the_real_queue() {
     assert_eq!(status["foreign"], serde_json::json!([]));
 }
 
-/// Reads snapshots (one JSON object per line, sent by a reader thread)
-/// until one with `want` contenders.
-async fn next_matching(lines: &mut UnboundedReceiver<String>, what: &str, want: usize) -> Value {
-    let deadline = tokio::time::Instant::now() + SHORT;
-    loop {
-        let line = tokio::time::timeout_at(deadline, lines.recv())
-            .await
-            .unwrap_or_else(|_| panic!("no snapshot with {what}"))
-            .expect("status still running");
-        let v: Value = serde_json::from_str(&line).expect("one JSON object per line");
-        if v["contenders"].as_array().unwrap().len() == want {
-            return v;
-        }
-    }
-}
-
 /// `status --watch --json` prints one line per change, and exits 0 on Ctrl-C.
 #[tokio::test]
 async fn status_watch_follows_changes() {
     let path = unique_path("watch");
-    let mut watch = std::process::Command::new(BIN)
-        .args(["status", "--watch", "--json", &path])
-        .env("ZK_CONNECT", server().connect_string())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = watch.stdout.take().unwrap();
-    let (tx, mut lines) = tokio::sync::mpsc::unbounded_channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let mut watch = watch_status(&[&path]);
     // The directory does not exist yet.
-    next_matching(&mut lines, "no contenders", 0).await;
+    watch.next("no contenders", |v| contenders(v) == 0).await;
     let l = lock(&path).await;
     let g = l.write().await.unwrap();
-    let v = next_matching(&mut lines, "the writer", 1).await;
+    let v = watch.next("the writer", |v| contenders(v) == 1).await;
     assert_eq!(v["contenders"][0]["path"], g.node());
     assert_eq!(v["contenders"][0]["state"], "holds");
     g.release().await.unwrap();
-    next_matching(&mut lines, "the writer gone", 0).await;
-    kill(watch.id(), libc::SIGINT);
-    let deadline = Instant::now() + SHORT;
-    let status = loop {
-        if let Some(status) = watch.try_wait().unwrap() {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "status --watch ignored Ctrl-C");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    };
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(&mut watch.stderr.take().unwrap(), &mut stderr).unwrap();
-    assert_eq!(status.code(), Some(0), "{stderr}");
-    assert!(!stderr.contains("panicked"), "{stderr}");
+    watch.next("the writer gone", |v| contenders(v) == 0).await;
+    watch.interrupt().await;
     assert_drained(&path).await;
 }
 

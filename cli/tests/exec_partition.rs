@@ -9,6 +9,8 @@
 //! Times are compared on the wall clock, which the commands (`date`), the
 //! lease file and this process share.
 
+mod common;
+
 use zk_rwlock_testkit as support;
 
 use std::io::BufRead;
@@ -16,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use common::kill;
 use support::proxy::Proxy;
 use support::{alive, client_on, eventually, joined, server, settles_to, unique_path, wait_contenders};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
@@ -50,8 +53,9 @@ fn scratch(name: &str) -> PathBuf {
 
 /// Whether any process of group `pgid` is alive (not a zombie).
 fn group_alive(pgid: u32) -> bool {
-    // SAFETY: signal 0 only checks for existence.
-    if unsafe { libc::kill(-(pgid as libc::pid_t), 0) } != 0 {
+    // kill(-pgid, 0): whether the group has a process at all.
+    let group = rustix::process::Pid::from_raw(pgid as i32).expect("a process group");
+    if rustix::process::test_kill_process_group(group).is_err() {
         return false;
     }
     let pgid = pgid.to_string();
@@ -203,9 +207,8 @@ impl Exec {
         let status = match tokio::time::timeout(WITHIN, waiting).await {
             Ok(joined) => joined.expect("wait for exec").expect("wait for exec"),
             Err(_) => {
-                // SAFETY: kill(2) has no memory-safety preconditions; the
-                // child is not reaped yet, so the pid is still its.
-                unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+                // The child is not reaped yet, so the pid is still its.
+                kill(pid, libc::SIGKILL);
                 panic!(
                     "exec did not finish within {WITHIN:?}; its stderr: {:#?}",
                     self.stderr

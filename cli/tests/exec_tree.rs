@@ -11,12 +11,15 @@
 //!
 //! `ZK_RWLOCK_REPEAT=n` runs each scenario n times in a row (default 1).
 
+mod common;
+
 use zk_rwlock_testkit as support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use common::kill;
 use support::proxy::Proxy;
 use support::{alive, eventually, own_server, server, unique_path};
 
@@ -290,8 +293,8 @@ async fn exec_stopped_the_keeper_stops_the_tree_in_time() {
         let lease_file = read_log(&dir.join("log"))
             .lease_file
             .expect("the lease file's path");
-        // SAFETY: kill(2) has no memory-safety preconditions; `a` is not reaped.
-        unsafe { libc::kill(a.id() as libc::pid_t, libc::SIGSTOP) };
+        // `a` is not reaped: the pid is still its.
+        kill(a.id(), libc::SIGSTOP);
         let b = {
             let (connect, path, dir) = (connect.clone(), path.clone(), dir.clone());
             tokio::spawn(async move { writer_b(&connect, &path, &dir).await })
@@ -314,8 +317,7 @@ async fn exec_stopped_the_keeper_stops_the_tree_in_time() {
         }
         b.await.expect("writer B");
         judge(&dir, &format!("exec stopped (round {round})"));
-        // SAFETY: as above.
-        unsafe { libc::kill(a.id() as libc::pid_t, libc::SIGCONT) };
+        kill(a.id(), libc::SIGCONT);
         let (code, stderr) = finish(a).await;
         assert_eq!(code, Some(79), "round {round}: {stderr}");
         let _ = std::fs::remove_dir_all(dir);

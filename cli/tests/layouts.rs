@@ -1,41 +1,21 @@
 //! `zk-rwlock exec --layout` and `status` with Curator's and kazoo's
 //! contenders, against a real ZooKeeper server.
 
+mod common;
+
 use zk_rwlock_testkit as support;
 
-use std::process::Stdio;
-use std::time::Duration;
-
+use common::{finish, zk_rwlock, BIN};
 use serde_json::Value;
-use support::{assert_drained, client, server, unique_path, wait_nodes};
-use tokio::process::Command;
+use support::{assert_drained, client, unique_path, wait_nodes};
 use zk_rwlock::{zk, Layout, Mode, NodeName};
-
-const BIN: &str = env!("CARGO_BIN_EXE_zk-rwlock");
-const SHORT: Duration = Duration::from_secs(15);
 
 /// Runs `zk-rwlock <args>` on the shared server; returns the exit code, stdout, stderr.
 async fn run(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String, String) {
-    let mut cmd = Command::new(BIN);
-    cmd.args(args)
-        .env("ZK_CONNECT", server().connect_string())
-        .env_remove("RUST_LOG")
-        .env_remove("ZK_RWLOCK_LAYOUT")
-        .envs(env.iter().copied())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    let out = tokio::time::timeout(SHORT, cmd.output())
-        .await
-        .expect("zk-rwlock finished")
-        .unwrap();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    (out.status.code(), stdout.into_owned(), stderr.into_owned())
+    let mut cmd = zk_rwlock(args);
+    cmd.env_remove("ZK_RWLOCK_LAYOUT").envs(env.iter().copied());
+    let run = finish(cmd.spawn().expect("spawn zk-rwlock")).await;
+    (run.code, run.stdout, run.stderr)
 }
 
 /// `exec` in each layout, by `--layout` and by `ZK_RWLOCK_LAYOUT`: the node

@@ -3,54 +3,23 @@
 //! --max-terms, two leaders never run at once, and `status` names the
 //! leader. Every test checks that its lock directory ends up empty.
 
+mod common;
+
 use zk_rwlock_testkit as support;
 
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
-use support::{assert_drained, eventually, server, unique_path};
+use common::{kill, s, scratch, zk_rwlock};
+use support::{assert_drained, eventually, unique_path};
 use tokio::process::Command;
 
-const BIN: &str = env!("CARGO_BIN_EXE_zk-rwlock");
+/// `lead` takes longer than one run of `exec`: terms, back-offs.
 const SHORT: Duration = Duration::from_secs(20);
-
-fn zk_rwlock(args: &[&str]) -> Command {
-    let mut cmd = Command::new(BIN);
-    cmd.args(args)
-        .env("ZK_CONNECT", server().connect_string())
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    cmd
-}
 
 /// Runs to completion (bounded): exit code, stdout, stderr.
 async fn finish(cmd: &mut Command) -> (Option<i32>, String, String) {
-    let child = cmd.spawn().expect("spawn zk-rwlock");
-    let out = tokio::time::timeout(SHORT, child.wait_with_output())
-        .await
-        .expect("zk-rwlock finished in time")
-        .expect("wait for zk-rwlock");
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    );
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    (out.status.code(), stdout, stderr)
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("zk-rwlock-lead-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
+    let run = common::finish_within(cmd.spawn().expect("spawn zk-rwlock"), SHORT).await;
+    (run.code, run.stdout, run.stderr)
 }
 
 #[tokio::test]
@@ -156,9 +125,7 @@ async fn a_signal_while_campaigning_withdraws_and_exits() {
         .spawn()
         .expect("spawn zk-rwlock");
     support::wait_contenders(&holder, 2).await;
-    let pid = child.id().expect("running") as libc::pid_t;
-    // SAFETY: kill only sends a signal to the child this test spawned.
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    kill(child.id().expect("running"), libc::SIGTERM);
     let out = tokio::time::timeout(SHORT, child.wait_with_output())
         .await
         .expect("lead exits")

@@ -1,28 +1,17 @@
 //! `zk-rwlock lead` attacked: a release the server refuses, and a killed `lead`.
 
+mod common;
+
 use zk_rwlock_testkit as support;
 
 use std::process::Stdio;
 use std::time::Duration;
 
-use support::{server, unique_path};
-use tokio::process::Command;
+use common::{kill, zk_rwlock};
+use support::unique_path;
 use zk_rwlock::zk;
 
-const BIN: &str = env!("CARGO_BIN_EXE_zk-rwlock");
 const SHORT: Duration = Duration::from_secs(20);
-
-fn zk_rwlock(args: &[&str]) -> Command {
-    let mut cmd = Command::new(BIN);
-    cmd.args(args)
-        .env("ZK_CONNECT", server().connect_string())
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    cmd
-}
 
 /// Finding 2. CMD exits 0 but the release fails with an error that is
 /// neither `Lost` nor the session's end (here NoAuth: the directory's ACL
@@ -73,8 +62,7 @@ async fn a_failed_release_does_not_campaign_again_behind_its_own_node() {
     let out = tokio::time::timeout(SHORT, child.wait_with_output()).await;
     let Ok(out) = out else {
         let queue = support::children(&admin, &path).await;
-        // SAFETY: the child this test spawned.
-        unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+        kill(pid, libc::SIGKILL);
         panic!("lead hangs after a failed release; the directory holds {queue:?}");
     };
     let out = out.unwrap();
@@ -123,8 +111,7 @@ async fn a_killed_lead_stops_its_command_before_the_next_leader_starts() {
     let b = args("b", &b_script).spawn().unwrap();
     let watcher = support::lock(&path).await;
     support::wait_contenders(&watcher, 2).await;
-    // SAFETY: the child this test spawned.
-    unsafe { libc::kill(a.id().unwrap() as libc::pid_t, libc::SIGKILL) };
+    kill(a.id().unwrap(), libc::SIGKILL);
     let out = tokio::time::timeout(SHORT, b.wait_with_output())
         .await
         .expect("b leads and exits")

@@ -1,75 +1,14 @@
 //! `zk-rwlock revoke` end to end against a real server, with `exec
 //! --on-revoke`.
 
+mod common;
+
 use zk_rwlock_testkit as support;
 
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
+use common::{finish, run, s, scratch, zk_rwlock, SHORT};
 use support::{assert_drained, eventually, joined, server, unique_path, wait_watching};
-use tokio::process::{Child, Command};
-
-const BIN: &str = env!("CARGO_BIN_EXE_zk-rwlock");
-const SHORT: Duration = Duration::from_secs(15);
-
-fn zk_rwlock(args: &[&str]) -> Command {
-    let mut cmd = Command::new(BIN);
-    cmd.args(args)
-        .env("ZK_CONNECT", server().connect_string())
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    cmd
-}
-
-#[derive(Debug)]
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-impl Run {
-    fn expect_code(&self, code: i32) -> &Run {
-        assert_eq!(self.code, Some(code), "unexpected exit: {self:#?}");
-        assert!(!self.stderr.contains("panicked"), "{self:#?}");
-        self
-    }
-}
-
-async fn finish(child: Child) -> Run {
-    let out = tokio::time::timeout(SHORT, child.wait_with_output())
-        .await
-        .expect("zk-rwlock finished in time")
-        .expect("wait for zk-rwlock");
-    Run {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
-async fn run(args: &[&str]) -> Run {
-    finish(zk_rwlock(args).spawn().expect("spawn zk-rwlock")).await
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "zk-rwlock-revoke-{name}-{}-{}",
-        std::process::id(),
-        unique_path("d").rsplit('-').next().unwrap()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    dir
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().expect("utf-8 temp path")
-}
 
 /// `exec --on-revoke TERM` holds the write lock, a writer waits behind it;
 /// `zk-rwlock revoke PATH` asks the holder (and prints its node), exec

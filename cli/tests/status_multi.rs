@@ -3,52 +3,14 @@
 //! by their shared session (`also_in`), in JSON, in the table, and in
 //! `--watch`; with one path the output has no such field or column.
 
+mod common;
+
 use zk_rwlock_testkit as support;
 
-use std::io::BufRead;
-use std::process::Stdio;
-use std::time::{Duration, Instant};
-
+use common::{contenders, run, watch_status, Watching, SHORT};
 use serde_json::Value;
-use support::{assert_drained, client, lock, server, unique_path, wait_contenders};
-use tokio::process::Command;
+use support::{assert_drained, client, lock, unique_path, wait_contenders};
 use zk_rwlock::{Mode, MultiLock};
-
-const BIN: &str = env!("CARGO_BIN_EXE_zk-rwlock");
-const SHORT: Duration = Duration::from_secs(15);
-
-/// What a finished run printed and how it exited.
-#[derive(Debug)]
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-/// Runs `zk-rwlock <args>` on the shared server to completion.
-async fn run(args: &[&str]) -> Run {
-    let child = Command::new(BIN)
-        .args(args)
-        .env("ZK_CONNECT", server().connect_string())
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn zk-rwlock");
-    let out = tokio::time::timeout(SHORT, child.wait_with_output())
-        .await
-        .expect("zk-rwlock finished in time")
-        .expect("wait for zk-rwlock");
-    let run = Run {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    };
-    assert!(!run.stderr.contains("panicked"), "{run:#?}");
-    run
-}
 
 fn strings(v: &Value) -> Vec<&str> {
     v.as_array()
@@ -166,80 +128,38 @@ async fn bad_paths_among_several_are_usage_errors() {
     }
 }
 
-/// Reads snapshots (one `{"locks": [...]}` per line) until one where the
-/// paths have `want` contenders each.
-async fn next_matching(lines: &mut tokio::sync::mpsc::UnboundedReceiver<String>, want: [usize; 2]) -> Value {
-    let deadline = tokio::time::Instant::now() + SHORT;
-    loop {
-        let line = tokio::time::timeout_at(deadline, lines.recv())
-            .await
-            .unwrap_or_else(|_| panic!("no snapshot with {want:?} contenders"))
-            .expect("status still running");
-        let v: Value = serde_json::from_str(&line).expect("one JSON object per line");
-        let got: Vec<usize> = v["locks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|l| l["contenders"].as_array().unwrap().len())
-            .collect();
-        if got == want {
-            return v;
-        }
-    }
+/// The next snapshot (one `{"locks": [...]}` per line) where the paths
+/// have `want` contenders each.
+async fn next_matching(watch: &mut Watching, want: [usize; 2]) -> Value {
+    let counts =
+        |v: &Value| -> Vec<usize> { v["locks"].as_array().unwrap().iter().map(contenders).collect() };
+    watch
+        .next(&format!("{want:?} contenders"), |v| counts(v) == want)
+        .await
 }
 
 /// `--watch` with several paths redraws on a change in any of them.
 #[tokio::test]
 async fn status_watch_of_several_paths_follows_each() {
     let (p1, p2) = (unique_path("watch-a"), unique_path("watch-b"));
-    let mut watch = std::process::Command::new(BIN)
-        .args(["status", "--watch", "--json", &p1, &p2])
-        .env("ZK_CONNECT", server().connect_string())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = watch.stdout.take().unwrap();
-    let (tx, mut lines) = tokio::sync::mpsc::unbounded_channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    next_matching(&mut lines, [0, 0]).await;
+    let mut watch = watch_status(&[&p1, &p2]);
+    next_matching(&mut watch, [0, 0]).await;
     // A change in the second path only.
     let l2 = lock(&p2).await;
     let g2 = l2.read().await.unwrap();
-    next_matching(&mut lines, [0, 1]).await;
+    next_matching(&mut watch, [0, 1]).await;
     // Then in the first.
     let l1 = lock(&p1).await;
     let g1 = l1.write().await.unwrap();
-    let v = next_matching(&mut lines, [1, 1]).await;
+    let v = next_matching(&mut watch, [1, 1]).await;
     assert_eq!(v["locks"][0]["contenders"][0]["path"], g1.node());
     assert_eq!(v["locks"][1]["contenders"][0]["path"], g2.node());
     g2.release().await.unwrap();
-    next_matching(&mut lines, [1, 0]).await;
+    next_matching(&mut watch, [1, 0]).await;
     g1.release().await.unwrap();
-    next_matching(&mut lines, [0, 0]).await;
+    next_matching(&mut watch, [0, 0]).await;
 
-    // SAFETY: kill(2) has no memory-safety preconditions.
-    assert_eq!(unsafe { libc::kill(watch.id() as libc::pid_t, libc::SIGINT) }, 0);
-    let deadline = Instant::now() + SHORT;
-    let status = loop {
-        if let Some(status) = watch.try_wait().unwrap() {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "status --watch ignored Ctrl-C");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    };
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(&mut watch.stderr.take().unwrap(), &mut stderr).unwrap();
-    assert_eq!(status.code(), Some(0), "{stderr}");
-    assert!(!stderr.contains("panicked"), "{stderr}");
+    watch.interrupt().await;
     assert_drained(&p1).await;
     assert_drained(&p2).await;
 }

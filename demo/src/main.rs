@@ -9,15 +9,6 @@
 //! release right before the release call, so the checked hold intervals are
 //! exactly the times the worker believed it held the lock.
 
-// The command line's helpers (tracing set-up, durations), shared as source:
-// the demo uses two of them.
-#[allow(dead_code)]
-#[path = "../../cli/src/common.rs"]
-mod common;
-// The command line's connection options (--auth, --tls-*, --acl), shared as source.
-#[allow(dead_code)]
-#[path = "../../cli/src/connection.rs"]
-mod connection;
 mod event;
 mod parent;
 // The fenced store of the root crate's example, shared as source: writers
@@ -37,7 +28,8 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use zk_rwlock::Mode;
 
-use crate::common::parse_duration;
+use zk_rwlock_cli::common::{self, parse_duration};
+use zk_rwlock_cli::connection;
 
 /// Many processes share one ZooKeeper read/write lock: watch their timeline
 /// live, then the totals and the safety verdict (exit 1 on a violation).

@@ -33,16 +33,24 @@
 
 use std::ffi::OsString;
 use std::io::{self, Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
+use rustix::event::{PollFd, PollFlags, Timespec};
+use rustix::process::{Pid, Signal};
 use zk_rwlock::HoldState;
 
 use super::lease_file::LeaseFile;
 use super::tree;
-use crate::common::exit;
+use zk_rwlock_cli::exit;
+
+mod protocol;
+mod rules;
+
+pub use protocol::{FromKeeper, ToKeeper};
+use rules::{Act, Watch};
 
 /// The hidden subcommand that runs the keeper.
 pub const SUBCOMMAND: &str = "__keeper";
@@ -61,281 +69,6 @@ pub fn boot_of(at: std::time::Instant) -> i128 {
         boot + at.duration_since(now).as_nanos() as i128
     } else {
         boot - now.duration_since(at).as_nanos() as i128
-    }
-}
-
-// ---------------------------------------------------------------------------
-// Messages
-
-/// From `exec` to the keeper.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ToKeeper {
-    /// The lease as `exec` sees it now, and what the keeper does if it
-    /// hears nothing more: SIGTERM to the tree at `term_at`, SIGKILL at
-    /// `kill_at` (boot nanoseconds; `None`: not on its own).
-    Lease {
-        deadline: i128,
-        state: HoldState,
-        term_at: Option<i128>,
-        kill_at: Option<i128>,
-    },
-    /// Send this signal to every process of the tree.
-    Signal(libc::c_int),
-    /// SIGKILL the tree, again until nothing of it is left.
-    Kill,
-}
-
-/// From the keeper to `exec`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FromKeeper {
-    /// CMD runs with this pid.
-    Started(libc::pid_t),
-    /// CMD could not be started: exit code, message.
-    Failed(u8, String),
-    /// CMD itself exited, with this shell-style code.
-    Exited(u8),
-    /// CMD exited, these processes it started still run.
-    Remain(Vec<libc::pid_t>),
-    /// The keeper signalled the tree on its own: `exec` said nothing in time.
-    Acted(libc::c_int),
-    /// Nothing of the tree is left; the keeper exits.
-    Gone,
-}
-
-fn state_word(state: HoldState) -> &'static str {
-    match state {
-        HoldState::Held => "held",
-        HoldState::Suspended => "suspended",
-        HoldState::Lost => "lost",
-    }
-}
-
-fn opt(t: Option<i128>) -> String {
-    t.map_or_else(|| "-".to_owned(), |t| t.to_string())
-}
-
-fn parse_opt(s: &str) -> Option<Option<i128>> {
-    if s == "-" {
-        Some(None)
-    } else {
-        s.parse().ok().map(Some)
-    }
-}
-
-impl ToKeeper {
-    pub fn encode(&self) -> String {
-        match self {
-            ToKeeper::Lease {
-                deadline,
-                state,
-                term_at,
-                kill_at,
-            } => format!(
-                "lease {deadline} {} {} {}\n",
-                state_word(*state),
-                opt(*term_at),
-                opt(*kill_at)
-            ),
-            ToKeeper::Signal(sig) => format!("signal {sig}\n"),
-            ToKeeper::Kill => "kill\n".to_owned(),
-        }
-    }
-
-    pub fn parse(line: &str) -> Option<ToKeeper> {
-        let mut words = line.split_whitespace();
-        match words.next()? {
-            "lease" => {
-                let deadline = words.next()?.parse().ok()?;
-                let state = match words.next()? {
-                    "held" => HoldState::Held,
-                    "suspended" => HoldState::Suspended,
-                    "lost" => HoldState::Lost,
-                    _ => return None,
-                };
-                let term_at = parse_opt(words.next()?)?;
-                let kill_at = parse_opt(words.next()?)?;
-                Some(ToKeeper::Lease {
-                    deadline,
-                    state,
-                    term_at,
-                    kill_at,
-                })
-            }
-            "signal" => Some(ToKeeper::Signal(words.next()?.parse().ok()?)),
-            "kill" => Some(ToKeeper::Kill),
-            _ => None,
-        }
-    }
-}
-
-impl FromKeeper {
-    pub fn encode(&self) -> String {
-        match self {
-            FromKeeper::Started(pid) => format!("started {pid}\n"),
-            // The message on one line.
-            FromKeeper::Failed(code, message) => format!("failed {code} {}\n", message.replace('\n', " ")),
-            FromKeeper::Exited(code) => format!("exited {code}\n"),
-            FromKeeper::Remain(pids) => {
-                let pids: Vec<String> = pids.iter().map(i32::to_string).collect();
-                format!("remain {}\n", pids.join(" "))
-            }
-            FromKeeper::Acted(sig) => format!("acted {sig}\n"),
-            FromKeeper::Gone => "gone\n".to_owned(),
-        }
-    }
-
-    pub fn parse(line: &str) -> Option<FromKeeper> {
-        let (word, rest) = line.trim_end().split_once(' ').unwrap_or((line.trim_end(), ""));
-        match word {
-            "started" => Some(FromKeeper::Started(rest.parse().ok()?)),
-            "failed" => {
-                let (code, message) = rest.split_once(' ').unwrap_or((rest, ""));
-                Some(FromKeeper::Failed(code.parse().ok()?, message.to_owned()))
-            }
-            "exited" => Some(FromKeeper::Exited(rest.parse().ok()?)),
-            "remain" => rest
-                .split_whitespace()
-                .map(|p| p.parse().ok())
-                .collect::<Option<Vec<_>>>()
-                .map(FromKeeper::Remain),
-            "acted" => Some(FromKeeper::Acted(rest.parse().ok()?)),
-            "gone" => Some(FromKeeper::Gone),
-            _ => None,
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------
-// The keeper's rules: pure, time as an argument.
-
-/// What the keeper does now.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Act {
-    /// SIGTERM to the tree.
-    Term,
-    /// SIGKILL to the tree (repeated while anything is left).
-    Kill,
-    /// SIGKILL to what is left of the tree, `--kill-after` after the
-    /// SIGTERM of `--kill-orphans` (not news for `exec`: the lock is fine).
-    KillOrphans,
-    /// The lease deadline passed without a renewal: the lease file says `lost`.
-    MarkLost,
-}
-
-/// The keeper's view: the last lease `exec` sent and what was done.
-#[derive(Debug, Clone)]
-pub struct Watch {
-    pub deadline: i128,
-    pub state: HoldState,
-    pub term_at: Option<i128>,
-    pub kill_at: Option<i128>,
-    /// SIGTERM sent (by `exec`'s word or on the keeper's own).
-    pub termed: bool,
-    /// SIGKILL in progress.
-    pub killing: bool,
-    /// The lease file says `lost` for `deadline`.
-    pub marked_lost: bool,
-    /// `--kill-orphans`, once CMD exited: SIGTERM sent then, SIGKILL at this time.
-    pub orphans_kill_at: Option<i128>,
-}
-
-impl Watch {
-    pub fn new(deadline: i128, term_at: Option<i128>, kill_at: Option<i128>) -> Watch {
-        Watch {
-            deadline,
-            state: HoldState::Held,
-            term_at,
-            kill_at,
-            termed: false,
-            killing: false,
-            marked_lost: false,
-            orphans_kill_at: None,
-        }
-    }
-
-    /// A message from `exec`: what to do at once.
-    pub fn on_message(&mut self, msg: &ToKeeper) -> Option<Act> {
-        match *msg {
-            ToKeeper::Lease {
-                deadline,
-                state,
-                term_at,
-                kill_at,
-            } => {
-                if deadline != self.deadline {
-                    self.marked_lost = false;
-                }
-                self.deadline = deadline;
-                self.state = state;
-                self.term_at = term_at;
-                self.kill_at = kill_at;
-                None
-            }
-            ToKeeper::Signal(sig) => {
-                if sig == libc::SIGTERM {
-                    self.termed = true;
-                }
-                None
-            }
-            ToKeeper::Kill => {
-                self.killing = true;
-                Some(Act::Kill)
-            }
-        }
-    }
-
-    /// `exec` is gone: kill the tree.
-    pub fn on_exec_gone(&mut self) -> Act {
-        self.killing = true;
-        Act::Kill
-    }
-
-    /// CMD exited with `--kill-orphans`: SIGTERM the rest now, SIGKILL
-    /// after `kill_after` (or at the lease's kill time, if sooner).
-    pub fn on_command_exit_kill_orphans(&mut self, now: i128, kill_after: Duration) -> Act {
-        self.termed = true;
-        self.orphans_kill_at = Some(now + kill_after.as_nanos() as i128);
-        Act::Term
-    }
-
-    /// What is due at `now`, at most one act per call (call until `None`).
-    pub fn due(&mut self, now: i128) -> Option<Act> {
-        if !self.marked_lost && now >= self.deadline && self.state != HoldState::Lost {
-            self.marked_lost = true;
-            return Some(Act::MarkLost);
-        }
-        if self.killing {
-            return None;
-        }
-        if self.kill_at.is_some_and(|at| now >= at) {
-            self.killing = true;
-            return Some(Act::Kill);
-        }
-        if self.orphans_kill_at.is_some_and(|at| now >= at) {
-            self.killing = true;
-            return Some(Act::KillOrphans);
-        }
-        if !self.termed && self.term_at.is_some_and(|at| now >= at) {
-            self.termed = true;
-            return Some(Act::Term);
-        }
-        None
-    }
-
-    /// When to look again (boot ns), if anything is pending.
-    pub fn next_wake(&self) -> Option<i128> {
-        let mut times = Vec::new();
-        if !self.marked_lost && self.state != HoldState::Lost {
-            times.push(self.deadline);
-        }
-        if !self.killing {
-            times.extend(self.kill_at);
-            times.extend(self.orphans_kill_at);
-            if !self.termed {
-                times.extend(self.term_at);
-            }
-        }
-        times.into_iter().min()
     }
 }
 
@@ -372,21 +105,27 @@ pub struct Args {
 
 /// The signals the keeper blocks: all it must not die or stop of, and SIGCHLD (read from a signalfd).
 fn blocked_set() -> libc::sigset_t {
+    sigset(&[
+        libc::SIGCHLD,
+        libc::SIGINT,
+        libc::SIGQUIT,
+        libc::SIGHUP,
+        libc::SIGTERM,
+        libc::SIGTSTP,
+        libc::SIGTTIN,
+        libc::SIGTTOU,
+        libc::SIGPIPE,
+    ])
+}
+
+/// A signal set of `signals` (sigprocmask and signalfd are not in rustix:
+/// their sets are libc's).
+fn sigset(signals: &[libc::c_int]) -> libc::sigset_t {
     // SAFETY: sigemptyset/sigaddset initialise and fill the set they are given.
     unsafe {
         let mut set = std::mem::zeroed::<libc::sigset_t>();
         libc::sigemptyset(&mut set);
-        for sig in [
-            libc::SIGCHLD,
-            libc::SIGINT,
-            libc::SIGQUIT,
-            libc::SIGHUP,
-            libc::SIGTERM,
-            libc::SIGTSTP,
-            libc::SIGTTIN,
-            libc::SIGTTOU,
-            libc::SIGPIPE,
-        ] {
+        for &sig in signals {
             libc::sigaddset(&mut set, sig);
         }
         set
@@ -414,22 +153,23 @@ fn keep(args: Args) -> io::Result<u8> {
     // SAFETY: the descriptor was handed over by exec for this process alone.
     let mut control = unsafe { UnixStream::from_raw_fd(args.control_fd) };
     // Not for CMD.
-    // SAFETY: fcntl on a descriptor this process owns.
-    unsafe { libc::fcntl(control.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) };
+    rustix::io::fcntl_setfd(&control, rustix::io::FdFlags::CLOEXEC)?;
     control.set_nonblocking(true)?;
+    // signalfd(2) is not in rustix.
     // SAFETY: signalfd on an initialised set; a new descriptor is returned.
     let sigfd = unsafe { libc::signalfd(-1, &set, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK) };
     if sigfd < 0 {
         return Err(io::Error::last_os_error());
     }
+    // SAFETY: the descriptor signalfd just returned, owned by nothing else.
+    let sigfd = unsafe { OwnedFd::from_raw_fd(sigfd) };
     tree::become_subreaper()?;
     // A group of its own: stopping exec's process group (kill -STOP -PGID,
     // a shell's job control) must not stop the keeper with it. CMD goes to
     // a group of its own, or back to exec's (a terminal's foreground).
-    // SAFETY: getpgrp and setpgid change or read only this process's group.
-    let exec_group = unsafe { libc::getpgrp() };
-    if unsafe { libc::setpgid(0, 0) } != 0 {
-        tracing::debug!(error = %io::Error::last_os_error(), "keeper: no process group of its own");
+    let exec_group = rustix::process::getpgrp();
+    if let Err(e) = rustix::process::setpgid(None, None) {
+        tracing::debug!(error = %io::Error::from(e), "keeper: no process group of its own");
     }
 
     let me = std::process::id() as libc::pid_t;
@@ -534,34 +274,26 @@ fn keep(args: Args) -> io::Result<u8> {
         if watch.killing {
             wake = Some(wake.map_or(10_000_000, |w| w.min(10_000_000)));
         }
-        let timeout_ms = wake.map_or(-1, |ns| {
-            ((ns.max(0) + 999_999) / 1_000_000).min(1_000) as libc::c_int
-        });
-        let mut fds = [
-            libc::pollfd {
-                fd: if exec_alive { control.as_raw_fd() } else { -1 },
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: sigfd,
-                events: libc::POLLIN,
-                revents: 0,
-            },
-        ];
-        // SAFETY: poll reads and writes the two pollfds it is given.
-        let rc = unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout_ms) };
-        if rc < 0 {
-            let err = io::Error::last_os_error();
-            if err.raw_os_error() != Some(libc::EINTR) {
-                return Err(err);
+        // Rounded up to the millisecond, at most a second.
+        let timeout = wake.map(|ns| {
+            let ms = ((ns.max(0) + 999_999) / 1_000_000).min(1_000) as i64;
+            Timespec {
+                tv_sec: ms / 1_000,
+                tv_nsec: (ms % 1_000 * 1_000_000) as _,
             }
+        });
+        let mut fds = vec![PollFd::new(&sigfd, PollFlags::IN)];
+        if exec_alive {
+            fds.push(PollFd::new(&control, PollFlags::IN));
         }
-        if fds[1].revents != 0 {
+        match rustix::event::poll(&mut fds, timeout.as_ref()) {
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+        if !fds[0].revents().is_empty() {
             // Drain the signalfd: reaping above finds what ended.
             let mut info = [0u8; 128];
-            // SAFETY: read into a buffer of the size given.
-            while unsafe { libc::read(sigfd, info.as_mut_ptr().cast(), info.len()) } > 0 {}
+            while rustix::io::read(&sigfd, &mut info).is_ok_and(|n| n > 0) {}
         }
     }
 }
@@ -657,7 +389,7 @@ fn shell_code(status: libc::c_int) -> u8 {
 fn spawn(
     args: &Args,
     lease_file: Option<&std::path::Path>,
-    exec_group: libc::pid_t,
+    exec_group: Pid,
 ) -> Result<libc::pid_t, (u8, String)> {
     use std::os::unix::process::CommandExt;
     let (program, rest) = args
@@ -671,31 +403,33 @@ fn spawn(
         // Not one inherited from an outer zk-rwlock.
         None => cmd.env_remove("ZK_RWLOCK_LEASE_FILE"),
     };
-    cmd.process_group(if args.own_group { 0 } else { exec_group });
+    cmd.process_group(if args.own_group {
+        0
+    } else {
+        exec_group.as_raw_pid()
+    });
     #[cfg(target_os = "linux")]
     {
-        let parent = std::process::id() as libc::pid_t;
-        // SAFETY: the closure runs in the forked child before exec and
-        // calls only async-signal-safe functions (sigemptyset,
-        // sigprocmask, prctl, getppid); it allocates nothing.
-        unsafe {
-            cmd.pre_exec(move || {
-                // CMD starts with no signal blocked (the keeper blocks many).
-                let mut none = std::mem::zeroed::<libc::sigset_t>();
-                libc::sigemptyset(&mut none);
-                if libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut()) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                // The keeper died before the death signal was armed.
-                if libc::getppid() != parent {
-                    return Err(io::Error::from_raw_os_error(libc::ESRCH));
-                }
-                Ok(())
-            });
-        }
+        let parent = rustix::process::getpid();
+        let none = sigset(&[]);
+        // In the forked child, before exec: only async-signal-safe calls
+        // (sigprocmask, prctl, getppid), no allocation.
+        let in_child = move || {
+            // CMD starts with no signal blocked (the keeper blocks many).
+            // SAFETY: sigprocmask reads the initialised set it is given.
+            if unsafe { libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut()) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
+            // The keeper died before the death signal was armed.
+            if rustix::process::getppid() != Some(parent) {
+                return Err(io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        };
+        // SAFETY: `pre_exec` is unsafe by its signature; `in_child` does
+        // only what a forked child of a single-threaded keeper may do.
+        unsafe { cmd.pre_exec(in_child) };
     }
     let name = program.to_string_lossy();
     match cmd.spawn() {
@@ -713,116 +447,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn messages_round_trip() {
-        for msg in [
-            ToKeeper::Lease {
-                deadline: 123_456_789_000,
-                state: HoldState::Suspended,
-                term_at: Some(-5),
-                kill_at: None,
-            },
-            ToKeeper::Signal(libc::SIGUSR1),
-            ToKeeper::Kill,
-        ] {
-            assert_eq!(ToKeeper::parse(&msg.encode()), Some(msg.clone()), "{msg:?}");
-        }
-        for msg in [
-            FromKeeper::Started(42),
-            FromKeeper::Failed(127, "cannot run `x`: command not found".to_owned()),
-            FromKeeper::Exited(3),
-            FromKeeper::Remain(vec![7, 8]),
-            FromKeeper::Acted(libc::SIGKILL),
-            FromKeeper::Gone,
-        ] {
-            assert_eq!(FromKeeper::parse(&msg.encode()), Some(msg.clone()), "{msg:?}");
-        }
-        assert_eq!(
-            FromKeeper::parse(&FromKeeper::Failed(126, "a\nb".to_owned()).encode()),
-            Some(FromKeeper::Failed(126, "a b".to_owned()))
-        );
-        assert_eq!(ToKeeper::parse("lease x held - -"), None);
-        assert_eq!(FromKeeper::parse("what"), None);
-    }
-
-    #[test]
     fn shell_codes_of_wait_statuses() {
         assert_eq!(shell_code(3 << 8), 3);
         assert_eq!(shell_code(libc::SIGKILL), 137);
         assert_eq!(shell_code(libc::SIGTERM), 143);
-    }
-
-    const S: i128 = 1_000_000_000;
-
-    #[test]
-    fn unattended_term_then_kill_then_lost() {
-        let mut w = Watch::new(10 * S, Some(6 * S), Some(9 * S));
-        assert_eq!(w.due(5 * S), None);
-        assert_eq!(w.next_wake(), Some(6 * S));
-        assert_eq!(w.due(6 * S), Some(Act::Term));
-        assert_eq!(w.due(6 * S), None, "SIGTERM once");
-        assert_eq!(w.next_wake(), Some(9 * S));
-        assert_eq!(w.due(9 * S), Some(Act::Kill));
-        assert_eq!(w.next_wake(), Some(10 * S));
-        assert_eq!(w.due(10 * S), Some(Act::MarkLost));
-        assert_eq!(w.due(11 * S), None);
-        assert_eq!(w.next_wake(), None);
-    }
-
-    #[test]
-    fn renewals_push_everything_on() {
-        let mut w = Watch::new(10 * S, Some(6 * S), Some(9 * S));
-        for k in 1..5 {
-            let renew = ToKeeper::Lease {
-                deadline: (10 + 5 * k) * S,
-                state: HoldState::Held,
-                term_at: Some((6 + 5 * k) * S),
-                kill_at: Some((9 + 5 * k) * S),
-            };
-            assert_eq!(w.on_message(&renew), None);
-            assert_eq!(w.due((5 + 5 * k) * S), None);
-        }
-    }
-
-    #[test]
-    fn exec_terms_first_keeper_does_not_term_again() {
-        let mut w = Watch::new(10 * S, Some(6 * S), Some(9 * S));
-        assert_eq!(w.on_message(&ToKeeper::Signal(libc::SIGTERM)), None);
-        assert_eq!(w.due(7 * S), None);
-        assert_eq!(w.due(9 * S), Some(Act::Kill));
-        // Other signals are only forwarded.
-        let mut w = Watch::new(10 * S, Some(6 * S), None);
-        assert_eq!(w.on_message(&ToKeeper::Signal(libc::SIGUSR1)), None);
-        assert_eq!(w.due(6 * S), Some(Act::Term));
-    }
-
-    #[test]
-    fn a_lost_lease_is_not_marked_again_and_kill_is_final() {
-        let mut w = Watch::new(10 * S, None, None);
-        w.on_message(&ToKeeper::Lease {
-            deadline: 10 * S,
-            state: HoldState::Lost,
-            term_at: None,
-            kill_at: None,
-        });
-        assert_eq!(w.due(20 * S), None, "exec already said lost");
-        assert_eq!(w.on_exec_gone(), Act::Kill);
-        assert!(w.killing);
-        assert_eq!(w.due(30 * S), None);
-    }
-
-    #[test]
-    fn kill_orphans_terms_then_kills_after_the_grace() {
-        let mut w = Watch::new(100 * S, Some(60 * S), Some(90 * S));
-        assert_eq!(
-            w.on_command_exit_kill_orphans(S, Duration::from_secs(2)),
-            Act::Term
-        );
-        assert_eq!(w.due(2 * S), None);
-        assert_eq!(w.next_wake(), Some(3 * S));
-        assert_eq!(w.due(3 * S), Some(Act::KillOrphans));
-        // The lease's own kill time comes first when it is sooner.
-        let mut w = Watch::new(100 * S, Some(60 * S), Some(90 * S));
-        w.on_command_exit_kill_orphans(89 * S, Duration::from_secs(2));
-        assert_eq!(w.due(90 * S), Some(Act::Kill));
     }
 }

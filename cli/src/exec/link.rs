@@ -16,7 +16,7 @@ use std::time::Instant;
 use zk_rwlock::HoldState;
 
 use super::keeper::{self, FromKeeper, ToKeeper};
-use crate::common::exit;
+use zk_rwlock_cli::exit;
 
 /// What the keeper needs to start.
 pub struct Start<'a> {
@@ -108,23 +108,19 @@ impl Keeper {
         for key in &start.env_remove {
             cmd.env_remove(key);
         }
-        // SAFETY: the closure runs in the forked child before exec and
-        // calls only fcntl, which is async-signal-safe; it allocates nothing.
-        unsafe {
-            cmd.pre_exec(move || {
-                // The keeper's end of the socket, and only it, survives exec.
-                if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        // The keeper's end of the socket, and only it, survives exec: in the
+        // forked child, before exec, only fcntl (async-signal-safe), no
+        // allocation. The closure owns that end: dropping `cmd` closes it here.
+        let in_child = move || Ok(rustix::io::fcntl_setfd(&theirs, rustix::io::FdFlags::empty())?);
+        // SAFETY: `pre_exec` is unsafe by its signature; `in_child` does
+        // only what a forked child may do.
+        unsafe { cmd.pre_exec(in_child) };
         // The keeper outlives exec on purpose (it kills CMD's tree when exec
         // dies): no parent-death signal, and not killed on drop.
         let process = cmd
             .spawn()
             .map_err(|e| software("cannot start the keeper process", e))?;
-        drop(theirs);
+        drop(cmd);
         ours.set_nonblocking(true)
             .map_err(|e| software("cannot use the keeper's socket", e))?;
         let stream = UnixStream::from_std(ours).map_err(|e| software("cannot use the keeper's socket", e))?;

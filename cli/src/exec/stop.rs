@@ -1,7 +1,8 @@
 //! When `exec` signals its command: a pure verdict from where the lock
 //! stands (the guard's [`HoldState`] and lease deadline), the time, and
 //! what was sent already. No clock, no signal, no ZooKeeper: the
-//! supervisor in `exec.rs` asks, acts, and asks again on every change.
+//! supervisor ([`super::supervise`]) asks, acts, and asks again on every
+//! change; what it says then is [`super::messages`].
 
 use std::time::{Duration, Instant};
 

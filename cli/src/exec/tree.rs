@@ -10,6 +10,8 @@
 use std::collections::HashMap;
 use std::io;
 
+use rustix::process::{Pid, Signal, WaitOptions};
+
 /// One process as `/proc/<pid>/stat` shows it.
 struct Stat {
     ppid: libc::pid_t,
@@ -104,11 +106,15 @@ pub fn signal_descendants_but(root: libc::pid_t, spared: Option<libc::pid_t>, si
 
 /// kill(2), logging a failure (the process may have just exited).
 pub fn signal(pid: libc::pid_t, sig: libc::c_int) {
-    // SAFETY: kill(2) has no memory-safety preconditions. The pid is a
-    // descendant of this process that `/proc` just listed as alive; it is
-    // not reaped (and its id not reused) before this process waits for it.
-    if unsafe { libc::kill(pid, sig) } != 0 {
-        tracing::debug!(pid, sig, error = %io::Error::last_os_error(), "kill failed");
+    // The pid is a descendant of this process that `/proc` just listed as
+    // alive; it is not reaped (and its id not reused) before this process
+    // waits for it.
+    let (Some(target), Some(signal)) = (Pid::from_raw(pid), Signal::from_named_raw(sig)) else {
+        tracing::debug!(pid, sig, "kill: no such pid or signal");
+        return;
+    };
+    if let Err(e) = rustix::process::kill_process(target, signal) {
+        tracing::debug!(pid, sig, error = %io::Error::from(e), "kill failed");
     }
 }
 
@@ -116,12 +122,8 @@ pub fn signal(pid: libc::pid_t, sig: libc::c_int) {
 /// are re-parented to it instead of to init (Linux).
 #[cfg(target_os = "linux")]
 pub fn become_subreaper() -> io::Result<()> {
-    // SAFETY: prctl(PR_SET_CHILD_SUBREAPER) changes only this process's
-    // attribute; it reads no memory.
-    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    // prctl(PR_SET_CHILD_SUBREAPER, 1): any pid given sets the attribute.
+    Ok(rustix::process::set_child_subreaper(Some(Pid::INIT))?)
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -137,20 +139,13 @@ pub fn become_subreaper() -> io::Result<()> {
 pub fn reap() -> (Vec<(libc::pid_t, libc::c_int)>, bool) {
     let mut done = Vec::new();
     loop {
-        let mut status: libc::c_int = 0;
-        // SAFETY: waitpid writes only the status it is given.
-        let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
-        match pid {
-            0 => return (done, true),
-            p if p > 0 => done.push((p, status)),
-            _ => {
-                let err = io::Error::last_os_error();
-                if err.raw_os_error() == Some(libc::EINTR) {
-                    continue;
-                }
-                // ECHILD: no children at all.
-                return (done, false);
-            }
+        // waitpid(-1): any child, whatever its group.
+        match rustix::process::wait(WaitOptions::NOHANG) {
+            Ok(None) => return (done, true),
+            Ok(Some((pid, status))) => done.push((pid.as_raw_pid(), status.as_raw())),
+            Err(rustix::io::Errno::INTR) => continue,
+            // ECHILD: no children at all.
+            Err(_) => return (done, false),
         }
     }
 }

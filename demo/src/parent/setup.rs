@@ -159,7 +159,7 @@ async fn connect_parent(cfg: &Config, connect: &str) -> Result<zk::Client, Strin
         .map_err(|f| f.message)?;
     zk_rwlock::connect_client_with(connect, &options)
         .await
-        .map_err(|e| crate::common::Failure::from(e).message)
+        .map_err(|e| zk_rwlock_cli::Failure::from(e).message)
 }
 
 /// Reads lines from a pipe. (The crate's tokio has no `io-util` feature, so
@@ -228,7 +228,7 @@ pub(super) async fn write_all<W: AsyncWrite + Unpin>(w: &mut W, mut data: &[u8])
 
 /// The arguments that give a worker the demo's TLS files. Its credentials
 /// go through the environment (`ZK_RWLOCK_AUTH`), where `ps` does not show them.
-fn tls_args(security: &crate::connection::Security) -> Vec<std::ffi::OsString> {
+fn tls_args(security: &zk_rwlock_cli::connection::Security) -> Vec<std::ffi::OsString> {
     let mut args = Vec::new();
     for (option, path) in [
         ("--tls-ca", &security.tls_ca),
@@ -265,8 +265,8 @@ fn spawn_worker(
         Command::new(&exe)
     };
     match &cfg.security.auth {
-        Some(auth) => cmd.env(crate::connection::AUTH_ENV, auth),
-        None => cmd.env_remove(crate::connection::AUTH_ENV),
+        Some(auth) => cmd.env(zk_rwlock_cli::connection::AUTH_ENV, auth),
+        None => cmd.env_remove(zk_rwlock_cli::connection::AUTH_ENV),
     };
     cmd.arg("worker")
         .args(["--connect", connect, "--path", &cfg.path])
