@@ -321,3 +321,54 @@ async fn exec_loops_at_the_limit_never_overlap() {
     })
     .await;
 }
+
+/// The server goes away while CMD runs: `exec` stops CMD before its lease
+/// deadline, and while the release waits for a server it says how long it
+/// may wait, then exits 79 within that bound (7/5 of the session timeout
+/// after the server's last answer) instead of sitting silent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_that_waits_for_a_server_says_how_long() {
+    let mut zk = own_server(Duration::from_millis(500));
+    let servers = zk.connect_string();
+    let path = unique_path("release-waits");
+    let watcher = SharedLock::new(client_on(&servers).await, &path).unwrap();
+    let exec = Command::new(BIN)
+        .args([
+            "exec",
+            "--write",
+            "--session-timeout",
+            "4s",
+            "--connect",
+            &servers,
+            &path,
+            "--",
+            "sleep",
+            "60",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    eventually("exec holds the lock", WITHIN, || async {
+        matches!(watcher.contenders().await.as_deref(), Ok([c]) if c.state == ContenderState::Holds)
+    })
+    .await;
+    zk.kill(0).unwrap();
+    let killed = Instant::now();
+    let out = tokio::task::spawn_blocking(move || exec.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let took = killed.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(79), "{stderr}");
+    assert!(
+        stderr.contains("the release waits for ZooKeeper (the connection is lost) for at most"),
+        "{stderr}"
+    );
+    let bound = Duration::from_secs(4) * 7 / 5 + Duration::from_secs(2);
+    assert!(
+        took <= bound,
+        "exec exited {took:?} after the server went away (bound {bound:?}): {stderr}"
+    );
+}

@@ -23,6 +23,17 @@ pub(super) fn human_ms(d: Duration) -> String {
     ))
 }
 
+/// What to say when the release has waited a while on a lost connection:
+/// it waits for the server at most `left` more, until the client gives the
+/// session up; the node goes with the session then.
+pub(super) fn release_waits(left: Duration) -> String {
+    format!(
+        "the command has ended; the release waits for ZooKeeper (the connection is lost) for at most \
+         {} more: if no server answers by then, the session ends and the lock's node goes with it",
+        human(Duration::from_secs(left.as_secs_f64().ceil() as u64))
+    )
+}
+
 /// Says `message` on stderr, after `zk-rwlock: `.
 pub(super) fn say(message: &str) {
     eprintln!("zk-rwlock: {message}");
@@ -161,6 +172,17 @@ pub(super) fn still_alive(waited: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_release_wait_is_said_in_whole_seconds_rounded_up() {
+        let said = release_waits(Duration::from_millis(12_300));
+        assert!(said.contains("for at most 13s more"), "{said}");
+        assert!(
+            said.contains("the session ends and the lock's node goes with it"),
+            "{said}"
+        );
+        assert!(release_waits(Duration::ZERO).contains("at most 0s more"));
+    }
 
     fn at(step: Step, stopping: bool) -> Moment {
         Moment {

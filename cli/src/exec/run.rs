@@ -110,7 +110,7 @@ pub(crate) async fn run_holding(
     let period = lease_file::check_period(session_timeout);
     let outcome = supervise(keeper, lock, &guard, (policy, args.on_revoke), period, signals).await;
 
-    let released = guard.release().await;
+    let released = release_saying_how_long(guard, client).await;
     if let Some(Stopped::Lost(why)) = &outcome.stopped {
         // The node is gone already: nothing more to say.
         tracing::debug!(%why, "released after loss");
@@ -120,6 +120,34 @@ pub(crate) async fn run_holding(
         say(&message);
     }
     ran
+}
+
+/// How long a release may run before `exec` says what it waits for.
+const RELEASE_QUIET: Duration = Duration::from_secs(1);
+
+/// Releases `guard`. A release that has not ended after [`RELEASE_QUIET`]
+/// on a lost connection waits for the server to answer, at most until the
+/// client gives the session up (7/5 of the session timeout after the
+/// server's last answer, see the vendored client's patch 1): `exec` says so
+/// rather than sit silent for that long.
+async fn release_saying_how_long(
+    guard: Holding,
+    client: &zk_rwlock::zk::Client,
+) -> Result<(), zk_rwlock::Error> {
+    let release = guard.release();
+    tokio::pin!(release);
+    tokio::select! {
+        released = &mut release => return released,
+        () = tokio::time::sleep(RELEASE_QUIET) => {}
+    }
+    if client.state() != zk_rwlock::zk::SessionState::SyncConnected {
+        if let Some(lease) = client.session_lease() {
+            let gives_up = lease.answered_sent + lease.timeout * 7 / 5;
+            let left = gives_up.saturating_duration_since(std::time::Instant::now());
+            say(&super::messages::release_waits(left));
+        }
+    }
+    release.await
 }
 
 /// How a run ends, from how CMD ended (`outcome`) and what the release
