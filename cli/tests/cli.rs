@@ -594,12 +594,23 @@ async fn bad_arguments_are_reported_clearly() {
             format!("zk-rwlock: lock directory `{counter}` holds data that is not a lock's release record"),
         ),
         (
-            vec!["exec", "--write", "--connect", &unreachable, &path, "--", "true"],
+            // Refused connections are tried again until the connect timeout.
+            vec![
+                "exec",
+                "--write",
+                "--connect-timeout",
+                "1s",
+                "--connect",
+                &unreachable,
+                &path,
+                "--",
+                "true",
+            ],
             69,
             format!("zk-rwlock: cannot reach ZooKeeper at {unreachable}"),
         ),
         (
-            vec!["status", "--connect", &unreachable, &path],
+            vec!["status", "--connect-timeout", "1s", "--connect", &unreachable, &path],
             69,
             format!("zk-rwlock: cannot reach ZooKeeper at {unreachable}"),
         ),
