@@ -150,18 +150,7 @@ pub fn instant_us(t: std::time::Instant) -> u64 {
 /// Microseconds of `CLOCK_MONOTONIC`: the same clock in every process of
 /// this machine (unlike `std::time::Instant`, whose value cannot be shared).
 pub fn now_us() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable `timespec` that outlives the call,
-    // and CLOCK_MONOTONIC is a clock every supported Unix has.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    if rc != 0 {
-        // Cannot happen for CLOCK_MONOTONIC; stay monotonic within this process at least.
-        static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-        return START.get_or_init(std::time::Instant::now).elapsed().as_micros() as u64;
-    }
+    let ts = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
     (ts.tv_sec as u64) * 1_000_000 + (ts.tv_nsec as u64) / 1_000
 }
 

@@ -106,13 +106,7 @@ const STDERR_TAIL: usize = 20;
 
 /// Microseconds of `CLOCK_MONOTONIC`, the clock the workers stamp events with.
 fn now_us() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec that outlives the call.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    assert_eq!(rc, 0, "clock_gettime(CLOCK_MONOTONIC) failed");
+    let ts = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
     (ts.tv_sec as u64) * 1_000_000 + (ts.tv_nsec as u64) / 1_000
 }
 
@@ -130,15 +124,18 @@ fn ms(rng: &mut Rng, (lo, hi): (u64, u64)) -> Duration {
 
 /// Sends `signal` to worker `w`'s process, if it has not been reaped (so its
 /// pid is still its own).
-fn signal(w: &Worker, signal: libc::c_int) -> bool {
+fn signal(w: &Worker, signal: rustix::process::Signal) -> bool {
     if w.exit.is_some() {
         return false;
     }
-    let Ok(pid) = libc::pid_t::try_from(w.child.id()) else {
+    let Some(pid) = i32::try_from(w.child.id())
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
         return false;
     };
-    // SAFETY: kill(2) with a pid this test spawned and has not reaped.
-    unsafe { libc::kill(pid, signal) == 0 }
+    // A pid this test spawned and has not reaped.
+    rustix::process::kill_process(pid, signal).is_ok()
 }
 
 // ---------------------------------------------------------------- workers
@@ -573,7 +570,7 @@ impl Faults {
                     if let Some((i, token)) = pick {
                         let w = &fleet.workers[i];
                         let out = ms(&mut self.rng, OUTAGE_MS);
-                        if signal(w, libc::SIGSTOP) {
+                        if signal(w, rustix::process::Signal::STOP) {
                             victim = Some((i, now_us()));
                             heal_in = Some(out);
                             break format!(
@@ -689,7 +686,7 @@ impl Faults {
             let fault = &mut self.done[h.fault];
             match fault.kind {
                 FaultKind::Pause => {
-                    signal(w, libc::SIGCONT);
+                    signal(w, rustix::process::Signal::CONT);
                 }
                 _ => {
                     for p in &w.proxies {

@@ -33,11 +33,13 @@
 
 use std::ffi::OsString;
 use std::io::{self, Read, Write};
-use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{FromRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
+use nix::sys::signal::{sigprocmask, SigSet, SigmaskHow, Signal as NixSignal};
+use nix::sys::signalfd::{SfdFlags, SignalFd};
 use rustix::event::{PollFd, PollFlags, Timespec};
 use rustix::process::{Pid, Signal};
 use zk_rwlock::HoldState;
@@ -104,32 +106,23 @@ pub struct Args {
 }
 
 /// The signals the keeper blocks: all it must not die or stop of, and SIGCHLD (read from a signalfd).
-fn blocked_set() -> libc::sigset_t {
-    sigset(&[
-        libc::SIGCHLD,
-        libc::SIGINT,
-        libc::SIGQUIT,
-        libc::SIGHUP,
-        libc::SIGTERM,
-        libc::SIGTSTP,
-        libc::SIGTTIN,
-        libc::SIGTTOU,
-        libc::SIGPIPE,
-    ])
-}
-
-/// A signal set of `signals` (sigprocmask and signalfd are not in rustix:
-/// their sets are libc's).
-fn sigset(signals: &[libc::c_int]) -> libc::sigset_t {
-    // SAFETY: sigemptyset/sigaddset initialise and fill the set they are given.
-    unsafe {
-        let mut set = std::mem::zeroed::<libc::sigset_t>();
-        libc::sigemptyset(&mut set);
-        for &sig in signals {
-            libc::sigaddset(&mut set, sig);
-        }
-        set
+/// (sigprocmask and signalfd are not in rustix: nix wraps them.)
+fn blocked_set() -> SigSet {
+    let mut set = SigSet::empty();
+    for sig in [
+        NixSignal::SIGCHLD,
+        NixSignal::SIGINT,
+        NixSignal::SIGQUIT,
+        NixSignal::SIGHUP,
+        NixSignal::SIGTERM,
+        NixSignal::SIGTSTP,
+        NixSignal::SIGTTIN,
+        NixSignal::SIGTTOU,
+        NixSignal::SIGPIPE,
+    ] {
+        set.add(sig);
     }
+    set
 }
 
 /// Runs the keeper: never returns before the tree is gone (or `exec` and
@@ -146,23 +139,14 @@ pub fn run(args: Args) -> ExitCode {
 
 fn keep(args: Args) -> io::Result<u8> {
     let set = blocked_set();
-    // SAFETY: the set is initialised; the keeper has one thread.
-    if unsafe { libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
+    // The keeper has one thread: the process's mask.
+    sigprocmask(SigmaskHow::SIG_BLOCK, Some(&set), None)?;
     // SAFETY: the descriptor was handed over by exec for this process alone.
     let mut control = unsafe { UnixStream::from_raw_fd(args.control_fd) };
     // Not for CMD.
     rustix::io::fcntl_setfd(&control, rustix::io::FdFlags::CLOEXEC)?;
     control.set_nonblocking(true)?;
-    // signalfd(2) is not in rustix.
-    // SAFETY: signalfd on an initialised set; a new descriptor is returned.
-    let sigfd = unsafe { libc::signalfd(-1, &set, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK) };
-    if sigfd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: the descriptor signalfd just returned, owned by nothing else.
-    let sigfd = unsafe { OwnedFd::from_raw_fd(sigfd) };
+    let sigfd = SignalFd::with_flags(&set, SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK)?;
     tree::become_subreaper()?;
     // A group of its own: stopping exec's process group (kill -STOP -PGID,
     // a shell's job control) must not stop the keeper with it. CMD goes to
@@ -411,15 +395,12 @@ fn spawn(
     #[cfg(target_os = "linux")]
     {
         let parent = rustix::process::getpid();
-        let none = sigset(&[]);
+        let none = SigSet::empty();
         // In the forked child, before exec: only async-signal-safe calls
         // (sigprocmask, prctl, getppid), no allocation.
         let in_child = move || {
             // CMD starts with no signal blocked (the keeper blocks many).
-            // SAFETY: sigprocmask reads the initialised set it is given.
-            if unsafe { libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut()) } != 0 {
-                return Err(io::Error::last_os_error());
-            }
+            sigprocmask(SigmaskHow::SIG_SETMASK, Some(&none), None)?;
             rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
             // The keeper died before the death signal was armed.
             if rustix::process::getppid() != Some(parent) {

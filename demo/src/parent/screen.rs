@@ -81,13 +81,6 @@ pub(super) fn print_now(s: &str) {
 
 /// Columns and rows of the terminal on stdout.
 fn terminal_size() -> Option<(usize, usize)> {
-    let mut ws = libc::winsize {
-        ws_row: 0,
-        ws_col: 0,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    // SAFETY: TIOCGWINSZ writes one `winsize` into the valid, writable `ws`.
-    let rc = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) };
-    (rc == 0 && ws.ws_col > 0).then_some((usize::from(ws.ws_col), usize::from(ws.ws_row)))
+    let ws = rustix::termios::tcgetwinsize(std::io::stdout()).ok()?;
+    (ws.ws_col > 0).then_some((usize::from(ws.ws_col), usize::from(ws.ws_row)))
 }
