@@ -531,27 +531,21 @@ pub fn queue<S: AsRef<str>>(children: &[S]) -> Queue<'_> {
     let mut writers = 0usize;
     for (i, (parts, name)) in parsed.iter().enumerate() {
         let shared = |j: usize| parsed.get(j).is_some_and(|(p, _)| p.seq == parts.seq);
-        if !is_valid_seq(parts.seq) || (i > 0 && shared(i - 1)) || shared(i + 1) {
-            contenders.push(Place {
-                name,
-                host: parts.host,
-                layout: parts.layout,
-                mode: parts.mode,
-                seq: parts.seq,
-                decision: Decision::Exhausted,
-            });
-            if !is_valid_seq(parts.seq) {
-                continue;
-            }
+        let decision = if !is_valid_seq(parts.seq) || (i > 0 && shared(i - 1)) || shared(i + 1) {
+            Decision::Exhausted
         } else {
-            contenders.push(Place {
-                name,
-                host: parts.host,
-                layout: parts.layout,
-                mode: parts.mode,
-                seq: parts.seq,
-                decision: decision_in_queue(i, parts.mode, last, last_writer, writers),
-            });
+            decision_in_queue(i, parts.mode, last, last_writer, writers)
+        };
+        contenders.push(Place {
+            name,
+            host: parts.host,
+            layout: parts.layout,
+            mode: parts.mode,
+            seq: parts.seq,
+            decision,
+        });
+        if !is_valid_seq(parts.seq) {
+            continue;
         }
         last = Some((name, marks(parts), inserts_before_itself(parts)));
         if parts.mode == Mode::Write {
