@@ -4,11 +4,10 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{runs_tasks, runtime, OwnedRuntime};
-use crate::connect::connect_client;
+use super::{connect_runtime, runs_tasks, runtime, OwnedRuntime};
 use crate::error::Error;
 use crate::lock::validate_path;
-use crate::{zk, Contender, HoldState, Mode, DEFAULT_CONNECT_TIMEOUT, DEFAULT_SESSION_TIMEOUT};
+use crate::{zk, Contender, HoldState, Mode, DEFAULT_SESSION_TIMEOUT};
 
 /// A read/write lock for synchronous code. Cheap to clone; clones share the session.
 ///
@@ -30,7 +29,7 @@ impl SharedLock {
     /// # Errors
     ///
     /// [`Error::InvalidPath`] before connecting; [`Error::Unreachable`] if no
-    /// server answers within [`DEFAULT_CONNECT_TIMEOUT`];
+    /// server answers within [`DEFAULT_CONNECT_TIMEOUT`](crate::DEFAULT_CONNECT_TIMEOUT);
     /// [`Error::ChrootMissing`] if the chroot of `servers` does not exist;
     /// [`Error::InsideRuntime`].
     pub fn connect(servers: &str, path: &str) -> Result<SharedLock, Error> {
@@ -52,10 +51,7 @@ impl SharedLock {
         if let Some(identity) = identity {
             crate::lock::validate_identity(identity)?;
         }
-        let rt = runtime()?;
-        let client = rt
-            .block_on(connect_client(servers, session_timeout, DEFAULT_CONNECT_TIMEOUT))?
-            .map_err(|e| e.for_lock(path))?;
+        let (rt, client) = connect_runtime(servers, session_timeout, Some(path))?;
         let mut builder = crate::SharedLock::builder(client, path);
         if let Some(identity) = identity {
             builder = builder.identity(identity);
@@ -108,7 +104,7 @@ impl SharedLock {
 
     /// The blocking face of an async lock, for example one configured with
     /// [`crate::LockBuilder`] (identity, ACLs, follower lag) on a client of
-    /// [`connect_client`]. A client you built with
+    /// [`connect_client`](crate::connect_client). A client you built with
     /// [`zk::Client`] runs on the runtime it was made on, which must keep
     /// running while this lock is used.
     ///
@@ -352,7 +348,7 @@ impl Guard {
     ///
     /// As [`crate::WriteGuard::release`], and [`Error::InsideRuntime`].
     pub fn release(mut self) -> Result<(), Error> {
-        self.release_inner()
+        self.rt.release(self.inner.take())
     }
 
     /// Downgrades a write lock to a read lock, atomically (see
@@ -377,29 +373,10 @@ impl Guard {
             rt,
         })
     }
-
-    fn release_inner(&mut self) -> Result<(), Error> {
-        let Some(inner) = self.inner.take() else {
-            return Ok(());
-        };
-        if runs_tasks() {
-            // Dropping the async guard releases in the background.
-            drop(inner);
-            return Err(Error::InsideRuntime);
-        }
-        self.rt.block_on(inner.release())?
-    }
 }
 
 impl Drop for Guard {
     fn drop(&mut self) {
-        match self.release_inner() {
-            Ok(()) => {}
-            // Dropped where blocking is refused: released in the background.
-            Err(Error::InsideRuntime) => {
-                tracing::debug!("guard dropped inside a runtime: released in the background")
-            }
-            Err(e) => tracing::warn!(error = %e, "release on drop failed"),
-        }
+        self.rt.release_on_drop(self.inner.take(), "guard");
     }
 }

@@ -79,8 +79,9 @@ pub use election::{Election, Leadership, Observer};
 pub use lock::{Guard, SharedLock};
 pub use multi::{MultiGuard, MultiLock};
 
+use crate::connect::connect_client;
 use crate::error::Error;
-use crate::{zk, HoldState};
+use crate::{zk, HoldState, DEFAULT_CONNECT_TIMEOUT};
 
 /// The runtime of the blocking API: it drives the timers of the futures
 /// that [`OwnedRuntime::block_on`] polls. Dropping a runtime inside another
@@ -205,6 +206,24 @@ fn runtime() -> Result<OwnedRuntime, Error> {
         .map_err(Error::Runtime)
 }
 
+/// A runtime for a blocking lock and a new session on it to `servers`
+/// (with `session_timeout` and the default connect timeout); a failure to
+/// connect is named for the lock directory `lock`, if any.
+fn connect_runtime(
+    servers: &str,
+    session_timeout: Duration,
+    lock: Option<&str>,
+) -> Result<(OwnedRuntime, zk::Client), Error> {
+    let rt = runtime()?;
+    let client = rt
+        .block_on(connect_client(servers, session_timeout, DEFAULT_CONNECT_TIMEOUT))?
+        .map_err(|e| match lock {
+            Some(path) => e.for_lock(path),
+            None => e,
+        })?;
+    Ok((rt, client))
+}
+
 /// An async guard that a blocking guard wraps, [`crate::Guard`] or
 /// [`crate::MultiGuard`]: what the blocking guard's waits wait on.
 trait Wrapped {
@@ -214,6 +233,8 @@ trait Wrapped {
     fn until_resumed(&self) -> impl Future<Output = HoldState>;
     /// [`crate::Guard::lost`] or [`crate::MultiGuard::lost`].
     fn until_lost(&self) -> impl Future<Output = ()>;
+    /// [`crate::Guard::release`] or [`crate::MultiGuard::release`].
+    fn released(self) -> impl Future<Output = Result<(), Error>>;
 }
 
 impl Wrapped for crate::Guard {
@@ -227,6 +248,10 @@ impl Wrapped for crate::Guard {
 
     fn until_lost(&self) -> impl Future<Output = ()> {
         self.lost()
+    }
+
+    fn released(self) -> impl Future<Output = Result<(), Error>> {
+        self.release()
     }
 }
 
@@ -242,11 +267,44 @@ impl Wrapped for crate::MultiGuard {
     fn until_lost(&self) -> impl Future<Output = ()> {
         self.lost()
     }
+
+    fn released(self) -> impl Future<Output = Result<(), Error>> {
+        self.release()
+    }
 }
 
-/// The waits of [`Guard`] and [`MultiGuard`] (their `wait_*` methods), on
-/// the async guard they wrap: `None` once released, which counts as lost.
+/// The waits and the release of [`Guard`] and [`MultiGuard`] (their
+/// `wait_*` methods, `release` and drop), on the async guard they wrap:
+/// `None` once released, which counts as lost.
 impl OwnedRuntime {
+    /// Releases `guard` and reports the outcome; refused inside a runtime
+    /// ([`Error::InsideRuntime`]), where dropping the async guard releases
+    /// it in the background.
+    fn release(&self, guard: Option<impl Wrapped>) -> Result<(), Error> {
+        let Some(guard) = guard else {
+            return Ok(());
+        };
+        if runs_tasks() {
+            // Dropping the async guard releases in the background.
+            drop(guard);
+            return Err(Error::InsideRuntime);
+        }
+        self.block_on(guard.released())?
+    }
+
+    /// The release when a blocking guard (`what`) is dropped: a failure is
+    /// logged.
+    fn release_on_drop(&self, guard: Option<impl Wrapped>, what: &str) {
+        match self.release(guard) {
+            Ok(()) => {}
+            // Dropped where blocking is refused: released in the background.
+            Err(Error::InsideRuntime) => {
+                tracing::debug!("{what} dropped inside a runtime: released in the background")
+            }
+            Err(e) => tracing::warn!(error = %e, "release on drop failed"),
+        }
+    }
+
     fn wait_suspended(&self, guard: Option<&impl Wrapped>, timeout: Duration) -> Result<HoldState, Error> {
         let Some(guard) = guard else {
             return Ok(HoldState::Lost);

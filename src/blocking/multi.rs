@@ -3,10 +3,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{runs_tasks, runtime, OwnedRuntime};
-use crate::connect::connect_client;
+use super::{connect_runtime, runtime, OwnedRuntime};
 use crate::error::Error;
-use crate::{HoldState, Mode, DEFAULT_CONNECT_TIMEOUT, DEFAULT_SESSION_TIMEOUT};
+use crate::{HoldState, Mode, DEFAULT_SESSION_TIMEOUT};
 
 /// Several locks acquired all together or not at all, for synchronous code
 /// (see [`crate::multi`]). Cheap to clone; clones share the runtime.
@@ -26,17 +25,8 @@ impl MultiLock {
     /// twice, or no path); then as [`SharedLock::connect`](super::SharedLock::connect).
     pub fn connect(servers: &str, parts: &[(&str, Mode)]) -> Result<MultiLock, Error> {
         crate::multi::check_parts(parts)?;
-        let rt = runtime()?;
-        let client = rt
-            .block_on(connect_client(
-                servers,
-                DEFAULT_SESSION_TIMEOUT,
-                DEFAULT_CONNECT_TIMEOUT,
-            ))?
-            .map_err(|e| match parts.first() {
-                Some((path, _)) => e.for_lock(path),
-                None => e,
-            })?;
+        let lock = parts.first().map(|(path, _)| *path);
+        let (rt, client) = connect_runtime(servers, DEFAULT_SESSION_TIMEOUT, lock)?;
         Ok(MultiLock {
             lock: crate::MultiLock::new(client, parts)?,
             rt: Arc::new(rt),
@@ -177,29 +167,12 @@ impl MultiGuard {
     ///
     /// As [`crate::MultiGuard::release`], and [`Error::InsideRuntime`].
     pub fn release(mut self) -> Result<(), Error> {
-        self.release_inner()
-    }
-
-    fn release_inner(&mut self) -> Result<(), Error> {
-        let Some(inner) = self.inner.take() else {
-            return Ok(());
-        };
-        if runs_tasks() {
-            drop(inner);
-            return Err(Error::InsideRuntime);
-        }
-        self.rt.block_on(inner.release())?
+        self.rt.release(self.inner.take())
     }
 }
 
 impl Drop for MultiGuard {
     fn drop(&mut self) {
-        match self.release_inner() {
-            Ok(()) => {}
-            Err(Error::InsideRuntime) => {
-                tracing::debug!("multi-guard dropped inside a runtime: released in the background")
-            }
-            Err(e) => tracing::warn!(error = %e, "release on drop failed"),
-        }
+        self.rt.release_on_drop(self.inner.take(), "multi-guard");
     }
 }
