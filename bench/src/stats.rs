@@ -1,42 +1,55 @@
-//! Statistics and small helpers: the seeded generator, percentiles, the
+//! Statistics and small helpers: percentiles, the
 //! output's rounding, and this process's CPU time and peak memory.
 
 use std::time::Duration;
 
-/// SplitMix64: a small seeded generator for the mixed workload's coin.
-pub(crate) struct SplitMix64(pub(crate) u64);
-
-impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in [0, 1).
-    pub(crate) fn next_f64(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    /// Uniform in [0, n) (n >= 1).
-    pub(crate) fn below(&mut self, n: usize) -> usize {
-        ((self.next_f64() * n as f64) as usize).min(n.saturating_sub(1))
-    }
-}
+use hdrhistogram::Histogram;
 
 pub(crate) fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-/// Nearest-rank percentile of sorted values: `sorted[ceil(q*n)-1]`.
-pub(crate) fn percentile(sorted: &[f64], q: f64) -> Option<f64> {
-    if sorted.is_empty() {
-        return None;
+/// Percentiles of latencies in milliseconds, from an HDR histogram of them
+/// in nanoseconds with 3 significant digits (each figure within 0.1% of
+/// the nearest-rank value `sorted[ceil(q*n)-1]`, and never above the
+/// largest value), up to an hour.
+pub(crate) struct Percentiles {
+    histogram: Option<Histogram<u64>>,
+    max: Option<f64>,
+}
+
+/// The longest latency a histogram tells apart, in nanoseconds.
+const HOUR_NS: u64 = 3_600_000_000_000;
+
+impl Percentiles {
+    /// The percentiles of `ms` (no figure if there is no value).
+    pub(crate) fn of(ms: &[f64]) -> Percentiles {
+        let histogram = Histogram::<u64>::new_with_bounds(1, HOUR_NS, 3)
+            .ok()
+            .map(|mut h| {
+                for v in ms {
+                    // Saturating: NaN and negatives count as 0, more than an
+                    // hour as an hour.
+                    h.saturating_record((v * 1e6).round() as u64);
+                }
+                h
+            });
+        Percentiles {
+            histogram: histogram.filter(|h| !h.is_empty()),
+            max: ms.iter().copied().max_by(f64::total_cmp),
+        }
     }
-    let rank = (q * sorted.len() as f64).ceil() as usize;
-    Some(sorted[rank.clamp(1, sorted.len()) - 1])
+
+    /// The `q` quantile (0..=1), in ms.
+    pub(crate) fn at(&self, q: f64) -> Option<f64> {
+        let at = self.histogram.as_ref()?.value_at_quantile(q) as f64 / 1e6;
+        self.max.map(|max| at.min(max))
+    }
+
+    /// The largest value, in ms.
+    pub(crate) fn max(&self) -> Option<f64> {
+        self.max
+    }
 }
 
 /// A number of the output rounded to 4 decimals (as the peers print), or
@@ -71,26 +84,24 @@ pub(crate) fn max_rss_kb() -> Option<libc::c_long> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn nearest_rank() {
-        let v: Vec<f64> = (1..=100).map(f64::from).collect();
-        assert_eq!(percentile(&v, 0.5), Some(50.0));
-        assert_eq!(percentile(&v, 0.99), Some(99.0));
-        assert_eq!(percentile(&[3.0], 0.99), Some(3.0));
-        assert_eq!(percentile(&[1.0, 2.0], 0.5), Some(1.0));
-        assert_eq!(percentile(&[], 0.5), None);
+    /// Whether `got` is `want` within the histogram's precision (0.1%).
+    fn near(got: Option<f64>, want: f64) -> bool {
+        got.is_some_and(|got| (got / want - 1.0).abs() < 1e-3)
     }
 
     #[test]
-    fn coin_is_seeded_and_fair() {
-        let mut a = SplitMix64(42_000);
-        let mut b = SplitMix64(42_000);
-        let draws: Vec<f64> = (0..10_000).map(|_| a.next_f64()).collect();
-        assert!(draws
-            .iter()
-            .all(|&x| x == b.next_f64() && (0.0..1.0).contains(&x)));
-        let reads = draws.iter().filter(|&&x| x < 0.9).count();
-        assert!((8800..9200).contains(&reads), "{reads}");
+    fn nearest_rank() {
+        let v: Vec<f64> = (1..=100).map(f64::from).collect();
+        let p = Percentiles::of(&v);
+        assert!(near(p.at(0.5), 50.0), "{:?}", p.at(0.5));
+        assert!(near(p.at(0.99), 99.0), "{:?}", p.at(0.99));
+        assert!(near(Percentiles::of(&[3.0]).at(0.99), 3.0));
+        assert!(near(Percentiles::of(&[1.0, 2.0]).at(0.5), 1.0));
+        assert!(near(Percentiles::of(&[1.234_567]).at(0.5), 1.234_567));
+        assert_eq!(Percentiles::of(&[]).at(0.5), None);
+        // Never above the largest value.
+        let p = Percentiles::of(&[2.5, 12.6798]);
+        assert!(p.at(0.99) <= p.max() && p.max() == Some(12.6798));
     }
 
     #[test]
