@@ -10,20 +10,12 @@ use zk_rwlock_testkit as support;
 use std::time::Duration;
 
 use support::{
-    assert_drained, children, client, client_on, eventually, joined, lock, seq_of, server, unique_path,
-    wait_contenders,
+    assert_drained, child_name, children, client, client_on, eventually, joined, lock, mode_of, seq_of,
+    server, unique_path, until_watching, wait_contenders,
 };
-use zk_rwlock::{zk, Error, HoldState, Layout, Mode, NodeName, SharedLock};
+use zk_rwlock::{zk, Error, HoldState, Layout, Mode, SharedLock};
 
 const SHORT: Duration = Duration::from_secs(10);
-
-fn child(path: &str) -> &str {
-    path.rsplit('/').next().unwrap_or(path)
-}
-
-fn mode_of(path: &str) -> Mode {
-    child(path).parse::<NodeName>().expect("a contender name").mode()
-}
 
 /// The writer queued last waits, in the lock's own view and in its task.
 async fn assert_writer_waits(
@@ -43,11 +35,7 @@ async fn assert_writer_waits(
 /// The child name of the writer queued last.
 async fn x_name(lock: &SharedLock) -> String {
     let queue = lock.contenders().await.unwrap();
-    child(&queue.last().expect("a contender").path).to_owned()
-}
-
-async fn until_watching(lock: &SharedLock, node: &str) {
-    support::wait_watching(server(), node, lock.client().session_id().0).await;
+    child_name(&queue.last().expect("a contender").path).to_owned()
 }
 
 /// Finding 1. Before the downgrade, every holder's fencing token is smaller
@@ -360,13 +348,13 @@ async fn a_lost_transaction_answer_is_settled() {
         assert_eq!(seq_of(read.node()), seq_of(&w));
         assert_eq!(read.state(), HoldState::Held);
         let names = children(&client().await, &path).await;
-        assert!(!names.contains(&child(&w).to_owned()), "{names:?}");
+        assert!(!names.contains(&child_name(&w).to_owned()), "{names:?}");
         assert_eq!(names.len(), if with_queue { 3 } else { 1 }, "{names:?}");
         if let (Some(s), Some(x)) = (s, x) {
             let s = joined(SHORT, s).await.unwrap();
             assert_writer_waits(&holder, &x).await;
             s.release().await.unwrap();
-            let mut want = vec![child(read.node()).to_owned(), x_name(&holder).await];
+            let mut want = vec![child_name(read.node()).to_owned(), x_name(&holder).await];
             want.sort();
             let admin = client().await;
             eventually("the reader released", SHORT, || {

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use std::str::FromStr;
 
-use zk_rwlock::{zk, NodeName, SharedLock};
+use zk_rwlock::{zk, Election, Leader, Mode, NodeName, SharedLock};
 
 use crate::launcher::ZkCluster;
 use crate::proxy;
@@ -310,12 +310,54 @@ pub async fn wait_nodes(client: &zk::Client, path: &str, n: usize) -> Vec<String
     }
 }
 
+/// The child name of a node's path (the whole of it when it has no `/`).
+pub fn child_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// The contender name of a node (full path or name).
+pub fn name_of(node: &str) -> NodeName {
+    NodeName::from_str(child_name(node)).unwrap_or_else(|e| panic!("{node} is not a contender name: {e:?}"))
+}
+
 /// The sequence number of a contender node (full path or name).
 pub fn seq_of(node: &str) -> i32 {
-    let name = node.rsplit('/').next().unwrap_or(node);
-    NodeName::from_str(name)
-        .unwrap_or_else(|e| panic!("{node} is not a contender name: {e:?}"))
-        .seq()
+    name_of(node).seq()
+}
+
+/// The mode of a contender node (full path or name).
+pub fn mode_of(node: &str) -> Mode {
+    name_of(node).mode()
+}
+
+/// Waits until the session of `lock` watches `node` on the shared server
+/// ([`server`]).
+pub async fn until_watching(lock: &SharedLock, node: &str) {
+    wait_watching(server(), node, lock.client().session_id().0).await;
+}
+
+/// An election on `path` for the candidate `identity`, through a new
+/// session on `connect`.
+pub async fn candidate(connect: &str, path: &str, identity: &str) -> Election {
+    Election::new(client_on(connect).await, path, identity).expect("an election")
+}
+
+/// Waits until the observer's receiver names a leader with `term`; fails
+/// after 20 s, or if the observer stops.
+pub async fn until_term(rx: &mut tokio::sync::watch::Receiver<Option<Leader>>, term: i64) -> Leader {
+    let within = Duration::from_secs(20);
+    let waited = tokio::time::timeout(
+        within,
+        rx.wait_for(|l| l.as_ref().is_some_and(|l| l.term == term)),
+    )
+    .await
+    .map(|seen| seen.map(|seen| seen.clone()));
+    match waited {
+        Ok(Ok(Some(seen))) => seen,
+        Ok(Ok(None)) => unreachable!("wait_for returned a value its predicate refused"),
+        Ok(Err(_)) => panic!("the observer stopped"),
+        Err(_) => panic!("the observer never named term {term}: it says {:?}", *rx.borrow()),
+    }
 }
 
 /// Creates, through `client`, an ephemeral child `pin` under `path`: not a
