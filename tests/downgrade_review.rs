@@ -13,7 +13,7 @@ use support::{
     assert_drained, child_name, children, client, client_on, eventually, joined, lock, mode_of, seq_of,
     server, unique_path, until_watching, wait_contenders,
 };
-use zk_rwlock::{zk, Error, HoldState, Layout, Mode, SharedLock};
+use zk_rwlock::{Error, HoldState, Layout, Mode, SharedLock};
 
 const SHORT: Duration = Duration::from_secs(10);
 
@@ -155,44 +155,10 @@ async fn a_dropped_downgrade_leaves_nothing_behind() {
 #[tokio::test]
 
 async fn a_refused_transaction_keeps_the_write_lock() {
-    let mut cluster = support::ZkCluster::standalone().expect("a ZooKeeper server");
-    cluster.stop(0).unwrap();
-    {
-        use std::io::Write;
-        let cfg = cluster.dir().join("member-0").join("zoo.cfg");
-        let mut f = std::fs::OpenOptions::new().append(true).open(&cfg).unwrap();
-        writeln!(f, "enforceQuota=true").unwrap();
-    }
-    cluster.start(0).unwrap();
-    let connect = cluster.connect_string();
-    let admin = client_on(&connect).await;
-    let path = "/quota-app/lock";
-    let open = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
-    admin.create("/quota-app", &[], &open).await.unwrap();
-    admin.create(path, &[], &open).await.unwrap();
-    for p in ["/zookeeper/quota/quota-app", "/zookeeper/quota/quota-app/lock"] {
-        match admin.create(p, &[], &open).await {
-            Ok(_) | Err(zk::Error::NodeExists) => {}
-            Err(e) => panic!("create {p}: {e}"),
-        }
-    }
     // The directory, W and the downgrade's reader node: 3.
-    admin
-        .create(
-            "/zookeeper/quota/quota-app/lock/zookeeper_limits",
-            b"count=-1,bytes=-1,countHardLimit=3,byteHardLimit=-1",
-            &open,
-        )
-        .await
-        .unwrap();
-    admin
-        .create(
-            "/zookeeper/quota/quota-app/lock/zookeeper_stats",
-            b"count=1,bytes=0",
-            &open,
-        )
-        .await
-        .unwrap();
+    let (cluster, admin) = support::quota_server("count=-1,bytes=-1,countHardLimit=3,byteHardLimit=-1").await;
+    let connect = cluster.connect_string();
+    let path = "/quota-app/lock";
     let holder = SharedLock::new(client_on(&connect).await, path).unwrap();
     let write = holder.write().await.unwrap();
     let writer_node = write.node().to_owned();

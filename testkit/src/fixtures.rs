@@ -446,3 +446,50 @@ pub fn received_by(cluster: &ZkCluster, sid: i64) -> i64 {
     let from = line.find("recved=").unwrap() + "recved=".len();
     line[from..].split(',').next().unwrap().parse().unwrap()
 }
+
+/// A server of its own that enforces quotas (`enforceQuota=true` in its
+/// `zoo.cfg`), with the lock directory `/quota-app/lock` made and the quota
+/// `limits` set on it (the `zookeeper_limits` data that zkCli's `setquota`
+/// writes, e.g. `count=-1,bytes=-1,countHardLimit=-1,byteHardLimit=16`).
+/// Returns the server and an admin session on it.
+pub async fn quota_server(limits: &str) -> (ZkCluster, zk::Client) {
+    let mut cluster = ZkCluster::standalone().expect("a ZooKeeper server");
+    cluster.stop(0).expect("the server stops");
+    {
+        use std::io::Write;
+        let cfg = cluster.dir().join("member-0").join("zoo.cfg");
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&cfg)
+            .expect("zoo.cfg opens");
+        // Unknown zoo.cfg keys become `zookeeper.<key>` system properties.
+        writeln!(f, "enforceQuota=true").expect("zoo.cfg is written");
+    }
+    cluster.start(0).expect("the server starts again");
+    let admin = client_on(&cluster.connect_string()).await;
+    let open = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+    for p in ["/quota-app", "/quota-app/lock"] {
+        admin
+            .create(p, &[], &open)
+            .await
+            .unwrap_or_else(|e| panic!("create {p}: {e}"));
+    }
+    for p in ["/zookeeper/quota/quota-app", "/zookeeper/quota/quota-app/lock"] {
+        match admin.create(p, &[], &open).await {
+            Ok(_) | Err(zk::Error::NodeExists) => {}
+            Err(e) => panic!("create {p}: {e}"),
+        }
+    }
+    let quota = [
+        ("zookeeper_limits", limits.as_bytes()),
+        ("zookeeper_stats", b"count=1,bytes=0".as_slice()),
+    ];
+    for (name, data) in quota {
+        let p = format!("/zookeeper/quota/quota-app/lock/{name}");
+        admin
+            .create(&p, data, &open)
+            .await
+            .unwrap_or_else(|e| panic!("create {p}: {e}"));
+    }
+    (cluster, admin)
+}
