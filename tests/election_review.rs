@@ -86,13 +86,7 @@ async fn an_observer_that_cannot_read_the_head_does_not_name_a_resigned_leader()
     let path = unique_path("review-noread");
     let connect = server().connect_string();
     let admin = client_on(&connect).await;
-    admin
-        .mkdir(
-            &path,
-            &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
-        )
-        .await
-        .unwrap();
+    support::mkdir_open(&admin, &path).await;
     let a = candidate(&connect, &path, "a").await;
     let b_client = zk::Client::connector()
         .with_session_timeout(Duration::from_secs(4))

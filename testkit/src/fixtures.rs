@@ -285,6 +285,18 @@ pub fn assert_no_duplicate(path: &str, children: &[String]) {
     }
 }
 
+/// Makes `path` and its missing parents through `client`, persistent and
+/// open to anyone.
+pub async fn mkdir_open(client: &zk::Client, path: &str) {
+    client
+        .mkdir(
+            path,
+            &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("mkdir {path}: {e}"));
+}
+
 /// Waits until the lock directory `path` has exactly `n` children and
 /// returns them. Fails at once, with the listing, if there are more than
 /// `n` or two of them belong to one contender, instead of timing out.
