@@ -3,53 +3,22 @@
 
 use std::time::Duration;
 
-use hdrhistogram::Histogram;
+use zk_rwlock_testkit::Percentiles;
 
 pub(crate) fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-/// Percentiles of latencies in milliseconds, from an HDR histogram of them
-/// in nanoseconds with 3 significant digits (each figure within 0.1% of
-/// the nearest-rank value `sorted[ceil(q*n)-1]`, and never above the
-/// largest value), up to an hour.
-pub(crate) struct Percentiles {
-    histogram: Option<Histogram<u64>>,
-    max: Option<f64>,
+/// The percentiles of latencies `ms`, recorded in nanoseconds.
+pub(crate) fn latencies(ms: &[f64]) -> Percentiles {
+    // Saturating: NaN and negatives count as 0.
+    let ns: Vec<u64> = ms.iter().map(|v| (v * 1e6).round() as u64).collect();
+    Percentiles::of(&ns)
 }
 
-/// The longest latency a histogram tells apart, in nanoseconds.
-const HOUR_NS: u64 = 3_600_000_000_000;
-
-impl Percentiles {
-    /// The percentiles of `ms` (no figure if there is no value).
-    pub(crate) fn of(ms: &[f64]) -> Percentiles {
-        let histogram = Histogram::<u64>::new_with_bounds(1, HOUR_NS, 3)
-            .ok()
-            .map(|mut h| {
-                for v in ms {
-                    // Saturating: NaN and negatives count as 0, more than an
-                    // hour as an hour.
-                    h.saturating_record((v * 1e6).round() as u64);
-                }
-                h
-            });
-        Percentiles {
-            histogram: histogram.filter(|h| !h.is_empty()),
-            max: ms.iter().copied().max_by(f64::total_cmp),
-        }
-    }
-
-    /// The `q` quantile (0..=1), in ms.
-    pub(crate) fn at(&self, q: f64) -> Option<f64> {
-        let at = self.histogram.as_ref()?.value_at_quantile(q) as f64 / 1e6;
-        self.max.map(|max| at.min(max))
-    }
-
-    /// The largest value, in ms.
-    pub(crate) fn max(&self) -> Option<f64> {
-        self.max
-    }
+/// A figure of [`latencies`] back in milliseconds.
+pub(crate) fn in_ms(ns: Option<u64>) -> Option<f64> {
+    ns.map(|ns| ns as f64 / 1e6)
 }
 
 /// A number of the output rounded to 4 decimals (as the peers print), or
@@ -84,24 +53,13 @@ pub(crate) fn max_rss_kb() -> Option<libc::c_long> {
 mod tests {
     use super::*;
 
-    /// Whether `got` is `want` within the histogram's precision (0.1%).
-    fn near(got: Option<f64>, want: f64) -> bool {
-        got.is_some_and(|got| (got / want - 1.0).abs() < 1e-3)
-    }
-
     #[test]
-    fn nearest_rank() {
-        let v: Vec<f64> = (1..=100).map(f64::from).collect();
-        let p = Percentiles::of(&v);
-        assert!(near(p.at(0.5), 50.0), "{:?}", p.at(0.5));
-        assert!(near(p.at(0.99), 99.0), "{:?}", p.at(0.99));
-        assert!(near(Percentiles::of(&[3.0]).at(0.99), 3.0));
-        assert!(near(Percentiles::of(&[1.0, 2.0]).at(0.5), 1.0));
-        assert!(near(Percentiles::of(&[1.234_567]).at(0.5), 1.234_567));
-        assert_eq!(Percentiles::of(&[]).at(0.5), None);
-        // Never above the largest value.
-        let p = Percentiles::of(&[2.5, 12.6798]);
-        assert!(p.at(0.99) <= p.max() && p.max() == Some(12.6798));
+    fn latencies_in_ms() {
+        let p = latencies(&[2.5, 12.6798]);
+        assert_eq!(in_ms(p.max()), Some(12.6798));
+        let p50 = in_ms(p.at(50.0)).unwrap_or_default();
+        assert!((p50 / 2.5 - 1.0).abs() < 1e-3, "{p50}");
+        assert_eq!(in_ms(latencies(&[]).at(50.0)), None);
     }
 
     #[test]

@@ -11,7 +11,7 @@ use zk_rwlock_testkit::SplitMix64;
 use crate::common::{self, exit, Failure};
 use crate::output::{Extra, HerdFields, LoopFields, MixedFields, Outcome};
 use crate::sessions::{close_all, connect_all};
-use crate::stats::{cpu_secs, ms, num, Percentiles};
+use crate::stats::{cpu_secs, in_ms, latencies, ms, num};
 use crate::tally::Wakes;
 use crate::{Bench, ENQUEUE_LIMIT, HERD_PAUSE};
 
@@ -159,8 +159,8 @@ pub(crate) async fn contended(b: &Arc<Bench>, fixed: Option<Mode>) -> Result<Out
         MixedFields {
             reads: reads.len(),
             writes: writes.len(),
-            read_p99_ms: num(Percentiles::of(&reads).at(0.99)),
-            write_p99_ms: num(Percentiles::of(&writes).at(0.99)),
+            read_p99_ms: num(in_ms(latencies(&reads).at(99.0))),
+            write_p99_ms: num(in_ms(latencies(&writes).at(99.0))),
         }
     });
     let extra = Extra::Loop(LoopFields {

@@ -1,7 +1,6 @@
 //! From events to what happened: hold and wait intervals per worker, the
 //! totals, and the safety verdict. Pure: no clock, no I/O.
 
-use hdrhistogram::Histogram;
 use zk_rwlock::Mode;
 
 use super::event::{Event, Kind};
@@ -449,42 +448,6 @@ pub fn check(holds: &[Hold]) -> Vec<Violation> {
     violations
 }
 
-/// Percentiles of values (µs), from an HDR histogram of them with 3
-/// significant digits: each figure within 0.1% of the nearest-rank value
-/// (exact below 2,048) and never above the largest value, up to an hour
-/// (longer counts as an hour).
-pub struct Percentiles {
-    histogram: Option<Histogram<u64>>,
-    max: Option<u64>,
-}
-
-/// The longest value a histogram tells apart, in µs.
-const HOUR_US: u64 = 3_600_000_000;
-
-impl Percentiles {
-    /// The percentiles of `values` (no figure if there is no value).
-    pub fn of(values: &[u64]) -> Percentiles {
-        let histogram = Histogram::<u64>::new_with_bounds(1, HOUR_US, 3)
-            .ok()
-            .map(|mut h| {
-                for &v in values {
-                    h.saturating_record(v);
-                }
-                h
-            });
-        Percentiles {
-            histogram: histogram.filter(|h| !h.is_empty()),
-            max: values.iter().copied().max(),
-        }
-    }
-
-    /// The `p`-th percentile (0..=100).
-    pub fn at(&self, p: f64) -> Option<u64> {
-        let at = self.histogram.as_ref()?.value_at_percentile(p);
-        self.max.map(|max| at.min(max))
-    }
-}
-
 /// A test history: one writer granted at 0 with a lease to 4 s for a 12 s
 /// hold, suspended at 2 s (lease 5 s), lost at its lease deadline; the
 /// model over `span_us`.
@@ -813,19 +776,5 @@ mod tests {
         hold(&mut e, 3, 150, 160, 210, 3); // joined R1 at once: no release in its wait
         let model = Model::build(&workers(), &e, 1_000);
         assert_eq!(handoffs(&model), vec![3]);
-    }
-
-    #[test]
-    fn percentiles() {
-        let v: Vec<u64> = (1..=100).collect();
-        let p = Percentiles::of(&v);
-        assert_eq!(p.at(50.0), Some(50));
-        assert_eq!(p.at(99.0), Some(99));
-        assert_eq!(p.at(100.0), Some(100));
-        assert_eq!(Percentiles::of(&[7]).at(99.0), Some(7));
-        assert_eq!(Percentiles::of(&[]).at(50.0), None);
-        // Within 0.1% above 2,048.
-        let big = Percentiles::of(&[1_234_567]).at(50.0).unwrap_or_default();
-        assert!(big.abs_diff(1_234_567) < 1_235 && big <= 1_234_567, "{big}");
     }
 }

@@ -15,8 +15,9 @@ use super::State;
 use crate::event::{Kind, Line};
 use crate::svg::{self, Picture};
 use crate::timeline::{self, secs, Frame, Marker};
-use crate::verdict::{check, handoffs, HoldEnd, MarkKind, Model, Percentiles, Violation, WaitEnd};
+use crate::verdict::{check, handoffs, HoldEnd, MarkKind, Model, Violation, WaitEnd};
 use crate::Config;
+use zk_rwlock_testkit::Percentiles;
 
 /// Draws the final picture, prints the totals and the verdict, writes the
 /// files asked for and cleans up; returns the exit code.
