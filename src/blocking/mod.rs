@@ -225,7 +225,8 @@ fn connect_runtime(
 }
 
 /// An async guard that a blocking guard wraps, [`crate::Guard`] or
-/// [`crate::MultiGuard`]: what the blocking guard's waits wait on.
+/// [`crate::MultiGuard`]: what the blocking guard's waits wait on, and its
+/// release.
 trait Wrapped {
     /// [`crate::Guard::suspended`] or [`crate::MultiGuard::suspended`].
     fn until_suspended(&self) -> impl Future<Output = HoldState>;
@@ -237,41 +238,30 @@ trait Wrapped {
     fn released(self) -> impl Future<Output = Result<(), Error>>;
 }
 
-impl Wrapped for crate::Guard {
-    fn until_suspended(&self) -> impl Future<Output = HoldState> {
-        self.suspended()
-    }
+/// The same methods of both async guards.
+macro_rules! wrapped {
+    ($($guard:ty),*) => {$(
+        impl Wrapped for $guard {
+            fn until_suspended(&self) -> impl Future<Output = HoldState> {
+                self.suspended()
+            }
 
-    fn until_resumed(&self) -> impl Future<Output = HoldState> {
-        self.resumed()
-    }
+            fn until_resumed(&self) -> impl Future<Output = HoldState> {
+                self.resumed()
+            }
 
-    fn until_lost(&self) -> impl Future<Output = ()> {
-        self.lost()
-    }
+            fn until_lost(&self) -> impl Future<Output = ()> {
+                self.lost()
+            }
 
-    fn released(self) -> impl Future<Output = Result<(), Error>> {
-        self.release()
-    }
+            fn released(self) -> impl Future<Output = Result<(), Error>> {
+                self.release()
+            }
+        }
+    )*};
 }
 
-impl Wrapped for crate::MultiGuard {
-    fn until_suspended(&self) -> impl Future<Output = HoldState> {
-        self.suspended()
-    }
-
-    fn until_resumed(&self) -> impl Future<Output = HoldState> {
-        self.resumed()
-    }
-
-    fn until_lost(&self) -> impl Future<Output = ()> {
-        self.lost()
-    }
-
-    fn released(self) -> impl Future<Output = Result<(), Error>> {
-        self.release()
-    }
-}
+wrapped!(crate::Guard, crate::MultiGuard);
 
 /// The waits and the release of [`Guard`] and [`MultiGuard`] (their
 /// `wait_*` methods, `release` and drop), on the async guard they wrap:
