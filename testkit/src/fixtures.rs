@@ -5,7 +5,7 @@
 
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use std::str::FromStr;
@@ -504,4 +504,33 @@ pub async fn quota_server(limits: &str) -> (ZkCluster, zk::Client) {
             .unwrap_or_else(|e| panic!("create {p}: {e}"));
     }
     (cluster, admin)
+}
+
+/// What was logged in this process since the first call, at the levels
+/// `filter` lets through (a `tracing_subscriber::EnvFilter` directive, such
+/// as `zk_rwlock=debug` or `warn`). The first call installs the process's
+/// subscriber: a later call's filter is ignored.
+pub fn captured_logs(filter: &str) -> String {
+    static LOG: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+    static INSTALLED: OnceLock<()> = OnceLock::new();
+    INSTALLED.get_or_init(|| {
+        struct Sink;
+        impl std::io::Write for Sink {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                LOG.lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .extend_from_slice(buf);
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_ansi(false)
+            .with_writer(|| Sink)
+            .init();
+    });
+    String::from_utf8_lossy(&LOG.lock().unwrap_or_else(PoisonError::into_inner)).into_owned()
 }
