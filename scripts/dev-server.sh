@@ -4,6 +4,7 @@
 # Prints the connect string; the arguments go to `zk-dev-server`, e.g.
 #   ./scripts/dev-server.sh --port 2182
 #   ./scripts/dev-server.sh --ensemble 3     # 127.0.0.1:2181,127.0.0.1:2182,127.0.0.1:2183
+#   ./scripts/dev-server.sh --data-dir ~/.zk-dev  # keeps the tree and the sessions across restarts
 # (see `./scripts/dev-server.sh --help`).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -21,8 +21,8 @@ cd "$(dirname "$0")/.."
 # mutants are not run against the other groups' slower targets). Add a
 # module to a group, or a group: "FILES...:TEST_TARGETS...".
 PURE_GROUPS=(
-  "src/node_name.rs src/ordering.rs:ordering_props"
-  "src/acquire.rs src/contender.rs src/stats.rs src/lease.rs src/election/rules.rs:simulation"
+  "src/node_name.rs src/ordering/mod.rs:ordering_props"
+  "src/acquire.rs src/contender/mod.rs src/contender/step.rs src/contender/held.rs src/contender/release.rs src/contender/downgrade.rs src/stats.rs src/lease.rs src/election/rules.rs:simulation"
 )
 # The simulation runs 1,000 schedules per mutant instead of 5,000: every
 # mutant of the rules it catches is caught within the first hundred or so.

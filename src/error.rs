@@ -299,6 +299,13 @@ impl Error {
     }
 }
 
+/// True for a ZooKeeper error that ends the session: one that
+/// [`Error::from_zk`] maps to an error for which [`Error::is_session_over`]
+/// holds. Nothing more can be done with the session.
+pub(crate) fn ends_session(e: &zk::Error) -> bool {
+    Error::from_zk(e.clone(), "").is_session_over()
+}
+
 /// True for a ZooKeeper error that does not come from the server's verdict
 /// on the request but from the way to it: the connection broke while the
 /// request was in flight (`ConnectionLoss`, an I/O error, a lost or garbled

@@ -8,8 +8,7 @@
 
 use zk_rwlock_testkit as support;
 
-use std::io::Write;
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use support::{children, client_on, eventually, joined, unique_path, wait_watching};
@@ -53,26 +52,7 @@ async fn lock(path: &str) -> SharedLock {
 /// Everything `zk_rwlock` logged at DEBUG or above in this process since
 /// the first call.
 fn logs() -> String {
-    static LOG: Mutex<Vec<u8>> = Mutex::new(Vec::new());
-    static INSTALLED: OnceLock<()> = OnceLock::new();
-    INSTALLED.get_or_init(|| {
-        struct Sink;
-        impl Write for Sink {
-            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-                LOG.lock().unwrap().extend_from_slice(buf);
-                Ok(buf.len())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
-        }
-        tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::new("zk_rwlock=debug"))
-            .with_ansi(false)
-            .with_writer(|| Sink)
-            .init();
-    });
-    String::from_utf8_lossy(&LOG.lock().unwrap()).into_owned()
+    support::captured_logs("zk_rwlock=debug")
 }
 
 /// The log lines that contain every one of `parts`.

@@ -10,24 +10,12 @@ use zk_rwlock_testkit as support;
 use std::time::Duration;
 
 use support::{
-    assert_drained, children, client, joined, lock, seq_of, server, unique_path, wait_contenders, watches,
+    assert_drained, child_name, children, client, joined, lock, mode_of, seq_of, server, unique_path,
+    until_watching, wait_contenders, watches,
 };
-use zk_rwlock::{Error, HoldState, Layout, Mode, NodeName, SharedLock};
+use zk_rwlock::{Error, HoldState, Layout, Mode, SharedLock};
 
 const SHORT: Duration = Duration::from_secs(10);
-
-fn child(path: &str) -> &str {
-    path.rsplit('/').next().unwrap_or(path)
-}
-
-fn mode_of(path: &str) -> Mode {
-    child(path).parse::<NodeName>().expect("a contender name").mode()
-}
-
-/// Waits until the session of `lock` watches `node`.
-async fn until_watching(lock: &SharedLock, node: &str) {
-    support::wait_watching(server(), node, lock.client().session_id().0).await;
-}
 
 /// Readers behind the writer get in at the downgrade, by the deletion's
 /// notification (a hand-off, no new listing); the writer behind them and the
@@ -84,7 +72,7 @@ async fn queued_readers_get_in_and_writers_stay_out() {
     );
 
     let names = children(&client().await, &path).await;
-    assert!(!names.contains(&child(&writer_node).to_owned()), "{names:?}");
+    assert!(!names.contains(&child_name(&writer_node).to_owned()), "{names:?}");
     assert_eq!(
         names.len(),
         4,
@@ -137,7 +125,7 @@ async fn a_reader_behind_a_chain_is_granted_by_the_downgrades_marker() {
     let queue = first_lock.contenders().await.unwrap();
     let marker = format!(
         "{path}/{}",
-        zk_rwlock::node_name::release_marker(child(&queue[1].path))
+        zk_rwlock::node_name::release_marker(child_name(&queue[1].path))
     );
     support::wait_watching(server(), &marker, reader_lock.client().session_id().0).await;
     first.release().await.unwrap();

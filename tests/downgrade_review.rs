@@ -10,20 +10,12 @@ use zk_rwlock_testkit as support;
 use std::time::Duration;
 
 use support::{
-    assert_drained, children, client, client_on, eventually, joined, lock, seq_of, server, unique_path,
-    wait_contenders,
+    assert_drained, child_name, children, client, client_on, eventually, joined, lock, mode_of, seq_of,
+    server, unique_path, until_watching, wait_contenders,
 };
-use zk_rwlock::{zk, Error, HoldState, Layout, Mode, NodeName, SharedLock};
+use zk_rwlock::{Error, HoldState, Layout, Mode, SharedLock};
 
 const SHORT: Duration = Duration::from_secs(10);
-
-fn child(path: &str) -> &str {
-    path.rsplit('/').next().unwrap_or(path)
-}
-
-fn mode_of(path: &str) -> Mode {
-    child(path).parse::<NodeName>().expect("a contender name").mode()
-}
 
 /// The writer queued last waits, in the lock's own view and in its task.
 async fn assert_writer_waits(
@@ -43,11 +35,7 @@ async fn assert_writer_waits(
 /// The child name of the writer queued last.
 async fn x_name(lock: &SharedLock) -> String {
     let queue = lock.contenders().await.unwrap();
-    child(&queue.last().expect("a contender").path).to_owned()
-}
-
-async fn until_watching(lock: &SharedLock, node: &str) {
-    support::wait_watching(server(), node, lock.client().session_id().0).await;
+    child_name(&queue.last().expect("a contender").path).to_owned()
 }
 
 /// Finding 1. Before the downgrade, every holder's fencing token is smaller
@@ -167,44 +155,10 @@ async fn a_dropped_downgrade_leaves_nothing_behind() {
 #[tokio::test]
 
 async fn a_refused_transaction_keeps_the_write_lock() {
-    let mut cluster = support::ZkCluster::standalone().expect("a ZooKeeper server");
-    cluster.stop(0).unwrap();
-    {
-        use std::io::Write;
-        let cfg = cluster.dir().join("member-0").join("zoo.cfg");
-        let mut f = std::fs::OpenOptions::new().append(true).open(&cfg).unwrap();
-        writeln!(f, "enforceQuota=true").unwrap();
-    }
-    cluster.start(0).unwrap();
-    let connect = cluster.connect_string();
-    let admin = client_on(&connect).await;
-    let path = "/quota-app/lock";
-    let open = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
-    admin.create("/quota-app", &[], &open).await.unwrap();
-    admin.create(path, &[], &open).await.unwrap();
-    for p in ["/zookeeper/quota/quota-app", "/zookeeper/quota/quota-app/lock"] {
-        match admin.create(p, &[], &open).await {
-            Ok(_) | Err(zk::Error::NodeExists) => {}
-            Err(e) => panic!("create {p}: {e}"),
-        }
-    }
     // The directory, W and the downgrade's reader node: 3.
-    admin
-        .create(
-            "/zookeeper/quota/quota-app/lock/zookeeper_limits",
-            b"count=-1,bytes=-1,countHardLimit=3,byteHardLimit=-1",
-            &open,
-        )
-        .await
-        .unwrap();
-    admin
-        .create(
-            "/zookeeper/quota/quota-app/lock/zookeeper_stats",
-            b"count=1,bytes=0",
-            &open,
-        )
-        .await
-        .unwrap();
+    let (cluster, admin) = support::quota_server("count=-1,bytes=-1,countHardLimit=3,byteHardLimit=-1").await;
+    let connect = cluster.connect_string();
+    let path = "/quota-app/lock";
     let holder = SharedLock::new(client_on(&connect).await, path).unwrap();
     let write = holder.write().await.unwrap();
     let writer_node = write.node().to_owned();
@@ -360,13 +314,13 @@ async fn a_lost_transaction_answer_is_settled() {
         assert_eq!(seq_of(read.node()), seq_of(&w));
         assert_eq!(read.state(), HoldState::Held);
         let names = children(&client().await, &path).await;
-        assert!(!names.contains(&child(&w).to_owned()), "{names:?}");
+        assert!(!names.contains(&child_name(&w).to_owned()), "{names:?}");
         assert_eq!(names.len(), if with_queue { 3 } else { 1 }, "{names:?}");
         if let (Some(s), Some(x)) = (s, x) {
             let s = joined(SHORT, s).await.unwrap();
             assert_writer_waits(&holder, &x).await;
             s.release().await.unwrap();
-            let mut want = vec![child(read.node()).to_owned(), x_name(&holder).await];
+            let mut want = vec![child_name(read.node()).to_owned(), x_name(&holder).await];
             want.sort();
             let admin = client().await;
             eventually("the reader released", SHORT, || {

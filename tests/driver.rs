@@ -92,13 +92,7 @@ async fn a_polling_waiter_survives_cut_connections_and_is_granted() {
     let direct = server().connect_string();
     let path = unique_path("review-poll-cut");
     let admin = support::client().await;
-    admin
-        .mkdir(
-            &path,
-            &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
-        )
-        .await
-        .unwrap();
+    support::mkdir_open(&admin, &path).await;
     let proxy = Proxy::start(&direct);
     let connect = |user: &'static str, to: String| async move {
         zk::Client::connector()

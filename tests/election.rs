@@ -11,35 +11,15 @@ use std::time::Duration;
 
 use support::launcher::ZkCluster;
 use support::proxy::Proxy;
-use support::{client_on, eventually, server, unique_path};
+use support::{candidate, client_on, eventually, server, unique_path, until_term};
 use tokio::time::Instant;
 use zk_rwlock::{zk, ContenderState, Election, HoldState, Leader};
 
 const WITHIN: Duration = Duration::from_secs(20);
 
-/// An election on `path` for `identity` through a new session on `connect`.
-async fn candidate(connect: &str, path: &str, identity: &str) -> Election {
-    Election::new(client_on(connect).await, path, identity).unwrap()
-}
-
 /// Waits until `election`'s lock shows `n` contenders.
 async fn contenders(election: &Election, n: usize) {
     support::wait_contenders(election.lock(), n).await;
-}
-
-/// Waits until the receiver names a leader with `term` (fails after WITHIN).
-async fn until_term(rx: &mut tokio::sync::watch::Receiver<Option<Leader>>, term: i64) -> Leader {
-    let waited = tokio::time::timeout(
-        WITHIN,
-        rx.wait_for(|l| l.as_ref().is_some_and(|l| l.term == term)),
-    )
-    .await
-    .map(|seen| seen.map(|seen| seen.clone()));
-    match waited {
-        Ok(Ok(seen)) => seen.unwrap(),
-        Ok(Err(_)) => panic!("the observer stopped"),
-        Err(_) => panic!("the observer never named term {term}: it says {:?}", *rx.borrow()),
-    }
 }
 
 /// Collects every distinct leader an observer reports, in order.

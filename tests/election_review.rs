@@ -6,29 +6,11 @@ use zk_rwlock_testkit as support;
 
 use std::time::Duration;
 
-use support::{client_on, server, unique_path, wait_watching};
+use support::{candidate, client_on, server, unique_path, until_term, wait_watching};
 use tokio::time::Instant;
-use zk_rwlock::{zk, Election, HoldState, Leader};
+use zk_rwlock::{zk, Election, HoldState};
 
 const WITHIN: Duration = Duration::from_secs(20);
-
-async fn candidate(connect: &str, path: &str, identity: &str) -> Election {
-    Election::new(client_on(connect).await, path, identity).unwrap()
-}
-
-async fn until_term(rx: &mut tokio::sync::watch::Receiver<Option<Leader>>, term: i64) -> Leader {
-    let waited = tokio::time::timeout(
-        WITHIN,
-        rx.wait_for(|l| l.as_ref().is_some_and(|l| l.term == term)),
-    )
-    .await
-    .map(|seen| seen.map(|seen| seen.clone()));
-    match waited {
-        Ok(Ok(seen)) => seen.unwrap(),
-        Ok(Err(_)) => panic!("the observer stopped"),
-        Err(_) => panic!("the observer never named term {term}: it says {:?}", *rx.borrow()),
-    }
-}
 
 /// Finding 1. A stranger writes to the leader's node, deletes it and makes
 /// a node of the same name in one transaction. The leadership's guard sees
@@ -104,13 +86,7 @@ async fn an_observer_that_cannot_read_the_head_does_not_name_a_resigned_leader()
     let path = unique_path("review-noread");
     let connect = server().connect_string();
     let admin = client_on(&connect).await;
-    admin
-        .mkdir(
-            &path,
-            &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
-        )
-        .await
-        .unwrap();
+    support::mkdir_open(&admin, &path).await;
     let a = candidate(&connect, &path, "a").await;
     let b_client = zk::Client::connector()
         .with_session_timeout(Duration::from_secs(4))

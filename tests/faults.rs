@@ -359,13 +359,7 @@ async fn connection_cut_right_after_create_finds_the_node_by_its_token() {
     let l = SharedLock::new(c.clone(), &path).unwrap();
     let direct = client_on(&server().connect_string()).await;
     // Make the directory first, so that the cut hits the contender's create.
-    direct
-        .mkdir(
-            &path,
-            &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
-        )
-        .await
-        .unwrap();
+    support::mkdir_open(&direct, &path).await;
 
     // Uncontended: the create is applied, its reply is lost. A duplicate
     // would make the acquire wait behind itself: it fails at once instead.

@@ -66,13 +66,7 @@ async fn contenders_of_different_identities_watch_each_others_nodes() {
         .try_init();
     let path = unique_path("identities");
     let admin = client().await;
-    admin
-        .mkdir(
-            &path,
-            &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
-        )
-        .await
-        .unwrap();
+    support::mkdir_open(&admin, &path).await;
     let connect = |user: &'static str| async move {
         zk::Client::connector()
             .with_session_timeout(Duration::from_secs(4))

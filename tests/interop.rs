@@ -432,13 +432,7 @@ async fn connection_cut_during_create_finds_the_node_in_every_layout() {
             .build()
             .unwrap();
         let direct = client_on(&server().connect_string()).await;
-        direct
-            .mkdir(
-                &path,
-                &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
-            )
-            .await
-            .unwrap();
+        support::mkdir_open(&direct, &path).await;
         // A peer's writer holds: a kazoo `__lock__` node, made directly.
         let (_, seq) = direct
             .create(
@@ -511,13 +505,7 @@ async fn curator_mutex_layout_refuses_read_locks() {
 async fn writes_on_a_peer_holder_grant_nothing_its_session_end_does() {
     let path = unique_path("interop-peer-holder");
     let direct = client_on(&server().connect_string()).await;
-    direct
-        .mkdir(
-            &path,
-            &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
-        )
-        .await
-        .unwrap();
+    support::mkdir_open(&direct, &path).await;
     let ephemeral = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
     let peer_a = client_on(&server().connect_string()).await;
     let (_, seq) = peer_a
@@ -574,13 +562,7 @@ async fn writes_on_a_peer_holder_grant_nothing_its_session_end_does() {
 async fn a_writer_behind_a_curator_writer_waits_for_its_downgraded_reader() {
     let path = unique_path("interop-downgrade");
     let direct = client_on(&server().connect_string()).await;
-    direct
-        .mkdir(
-            &path,
-            &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
-        )
-        .await
-        .unwrap();
+    support::mkdir_open(&direct, &path).await;
     let curator = client_on(&server().connect_string()).await;
     let prefix = format!("{path}/_c_7f3a0c1e-9b2d-4f60-a1b2-c3d4e5f60718-");
     let (_, seq) = curator
@@ -629,12 +611,7 @@ async fn a_writer_behind_a_curator_writer_waits_for_its_downgraded_reader() {
 async fn revocation_leaves_kazoo_holders_alone_and_asks_curator_holders() {
     let path = unique_path("interop-revoke-peers");
     let peer = client_on(&server().connect_string()).await;
-    peer.mkdir(
-        &path,
-        &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
-    )
-    .await
-    .unwrap();
+    support::mkdir_open(&peer, &path).await;
     let ephemeral = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
     let (_, seq) = peer
         .create(

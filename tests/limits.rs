@@ -12,9 +12,8 @@
 
 use zk_rwlock_testkit as support;
 
-use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use support::{children, client_on, eventually, joined, pin, seq_of};
@@ -523,35 +522,11 @@ async fn the_last_contender_to_leave_deletes_the_directory() {
     g.release().await.expect("release");
 }
 
-/// Everything logged at WARN or above in this process since the first call.
-fn warnings() -> &'static Mutex<Vec<u8>> {
-    static LOG: Mutex<Vec<u8>> = Mutex::new(Vec::new());
-    static INSTALLED: OnceLock<()> = OnceLock::new();
-    INSTALLED.get_or_init(|| {
-        struct Sink;
-        impl Write for Sink {
-            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-                LOG.lock().unwrap().extend_from_slice(buf);
-                Ok(buf.len())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
-        }
-        tracing_subscriber::fmt()
-            .with_max_level(tracing::Level::WARN)
-            .with_ansi(false)
-            .with_writer(|| Sink)
-            .init();
-    });
-    &LOG
-}
-
 /// e. Crossing the threshold (the last 2^20 numbers before the limit) is
 /// logged as a warning once per directory, not on every acquire.
 #[tokio::test]
 async fn passing_the_threshold_warns_once() {
-    let _ = warnings();
+    let _ = support::captured_logs("warn");
     let _pin = pin(client().await, WARNED).await; // keeps the directory
     let l = lock(WARNED).await;
     let mut last = 0;
@@ -561,7 +536,7 @@ async fn passing_the_threshold_warns_once() {
         g.release().await.expect("release");
     }
     assert!(last > THRESHOLD + 10, "the counter passed the threshold: {last}");
-    let log = String::from_utf8_lossy(&warnings().lock().unwrap()).into_owned();
+    let log = support::captured_logs("warn");
     // (The pin draws a warning of its own: not a contender.)
     let lines: Vec<&str> = log
         .lines()

@@ -555,12 +555,7 @@ async fn bad_input_gives_typed_errors() {
 async fn ephemeral_lock_directory_is_a_typed_error() {
     let c = client().await;
     let base = unique_path("eph");
-    c.mkdir(
-        &base,
-        &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
-    )
-    .await
-    .unwrap();
+    support::mkdir_open(&c, &base).await;
     let dir = format!("{base}/ephemeral");
     c.create(
         &dir,
@@ -771,12 +766,7 @@ async fn a_missing_chroot_is_named_with_the_lock_path() {
         "nothing was created"
     );
 
-    root.mkdir(
-        &chroot,
-        &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
-    )
-    .await
-    .unwrap();
+    support::mkdir_open(&root, &chroot).await;
     let l = SharedLock::connect(&servers, "/locks/a").await.unwrap();
     assert_eq!(l.contenders().await.unwrap(), vec![]);
     assert!(!l.snapshot().await.unwrap().exists);

@@ -74,13 +74,7 @@ async fn a_holder_with_800_long_watched_paths_reconnects_once_and_keeps_them() {
     let guard = lock.write().await.unwrap();
 
     let dir = unique_path("many-watches");
-    other
-        .mkdir(
-            &dir,
-            &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
-        )
-        .await
-        .unwrap();
+    support::mkdir_open(&other, &dir).await;
     let paths: Vec<String> = (0..NODES)
         .map(|i| format!("{dir}/{i:04}{}", "x".repeat(NAME_LEN - 4)))
         .collect();

@@ -174,12 +174,7 @@ async fn cancelled_acquire_leaves_nothing_behind() {
 async fn failure_partway_leaves_nothing_behind() {
     let c = client().await;
     let base = unique_path("fail");
-    c.mkdir(
-        &base,
-        &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
-    )
-    .await
-    .unwrap();
+    support::mkdir_open(&c, &base).await;
     let eph = format!("{base}/z");
     c.create(
         &eph,

@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use support::{client, client_on, eventually, joined, unique_path};
 use zk_rwlock::{zk, Error, SharedLock};
-use zk_rwlock_testkit::launcher::ZkCluster;
 
 const SHORT: Duration = Duration::from_secs(10);
 
@@ -31,45 +30,11 @@ const SHORT: Duration = Duration::from_secs(10);
 ///      for as long as B's session lives.
 #[tokio::test]
 async fn a_release_record_refused_by_a_quota_still_releases() {
-    let mut cluster = ZkCluster::standalone().expect("a ZooKeeper server");
-    cluster.stop(0).unwrap();
-    {
-        use std::io::Write;
-        let cfg = cluster.dir().join("member-0").join("zoo.cfg");
-        let mut f = std::fs::OpenOptions::new().append(true).open(&cfg).unwrap();
-        // Unknown zoo.cfg keys become `zookeeper.<key>` system properties.
-        writeln!(f, "enforceQuota=true").unwrap();
-    }
-    cluster.start(0).unwrap();
-    let connect = cluster.connect_string();
-    let admin = client_on(&connect).await;
-    let path = "/quota-app/lock";
-    let open = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
-    admin.create("/quota-app", &[], &open).await.unwrap();
-    admin.create(path, &[], &open).await.unwrap();
     // What zkCli's `setquota -B 16 /quota-app/lock` writes.
-    for p in ["/zookeeper/quota/quota-app", "/zookeeper/quota/quota-app/lock"] {
-        match admin.create(p, &[], &open).await {
-            Ok(_) | Err(zk::Error::NodeExists) => {}
-            Err(e) => panic!("create {p}: {e}"),
-        }
-    }
-    admin
-        .create(
-            "/zookeeper/quota/quota-app/lock/zookeeper_limits",
-            b"count=-1,bytes=-1,countHardLimit=-1,byteHardLimit=16",
-            &open,
-        )
-        .await
-        .unwrap();
-    admin
-        .create(
-            "/zookeeper/quota/quota-app/lock/zookeeper_stats",
-            b"count=1,bytes=0",
-            &open,
-        )
-        .await
-        .unwrap();
+    let (cluster, admin) =
+        support::quota_server("count=-1,bytes=-1,countHardLimit=-1,byteHardLimit=16").await;
+    let connect = cluster.connect_string();
+    let path = "/quota-app/lock";
     // The quota is enforced: a 47-byte write to the directory is refused.
     assert!(
         matches!(

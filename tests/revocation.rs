@@ -295,13 +295,7 @@ async fn a_nested_lock_node_is_not_revoked_through_the_parent() {
 async fn revoke_holders_asks_the_others_when_one_refuses() {
     let path = unique_path("revoke-noauth");
     let admin = client().await;
-    admin
-        .mkdir(
-            &path,
-            &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
-        )
-        .await
-        .unwrap();
+    support::mkdir_open(&admin, &path).await;
     let alice_client = zk::Client::connector()
         .with_session_timeout(Duration::from_secs(4))
         .with_auth("digest", b"alice:secret".as_slice())

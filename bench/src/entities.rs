@@ -5,11 +5,12 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use zk_rwlock::{zk, Guard, Mode, SharedLock};
+use zk_rwlock_testkit::SplitMix64;
 
 use crate::floors::{dir_options, floor_one, node_options};
 use crate::output::{EntityFields, Extra, Outcome};
 use crate::sessions::{close_all, connect_all};
-use crate::stats::{cpu_secs, ms, SplitMix64};
+use crate::stats::{cpu_secs, ms};
 use crate::workloads::{acquire, join_until_max, warmup, Shared};
 use crate::Bench;
 use zk_rwlock_cli::{failure, Failure};
@@ -145,7 +146,7 @@ impl EntityWorker {
     /// error; returns the latencies (ms) of its counted grants.
     async fn run(self, i: u64) -> Vec<f64> {
         let (b, shared) = (&self.b, &self.shared);
-        let mut rng = SplitMix64(b.seed.wrapping_mul(1000).wrapping_add(i));
+        let mut rng = SplitMix64::new(b.seed.wrapping_mul(1000).wrapping_add(i));
         let mut lat = Vec::new();
         shared.barrier.wait().await;
         let Some(&start) = shared.start.get() else {
@@ -153,7 +154,7 @@ impl EntityWorker {
         };
         let deadline = start + b.max;
         while !shared.stop.load(Ordering::Acquire) {
-            let k = rng.below(b.entities);
+            let k = rng.index(b.entities);
             let t0 = Instant::now();
             let left = deadline.saturating_duration_since(t0);
             if left.is_zero() {

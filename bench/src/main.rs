@@ -104,7 +104,8 @@ Every client is its own ZooKeeper session (timeout 4 s), opened before the
 clock starts. --warmup N: N uncounted write acquire/release cycles (floors:
 N uncounted cycles) by client 0 on PATH-warmup before measuring. Latency is
 measured with a monotonic clock right before acquire to right after it
-returns; percentiles are nearest-rank (sorted[ceil(q*n)-1]).
+returns; percentiles come from an HDR histogram (3 significant digits:
+within 0.1% of nearest-rank, sorted[ceil(q*n)-1]).
 
 Output: one JSON object, the last line of stdout:
   impl, workload, clients, grants, secs, grants_per_s, p50_ms, p99_ms,

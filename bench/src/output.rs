@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 
 use serde::Serialize;
 
-use crate::stats::{max_rss_kb, num, percentile};
+use crate::stats::{in_ms, latencies, max_rss_kb, num};
 use crate::tally::Wakes;
 use crate::Bench;
 
@@ -146,8 +146,7 @@ struct Line<'a> {
 impl Bench {
     /// The output line.
     pub(crate) fn json_line(&self, o: &Outcome) -> String {
-        let mut lat = o.lat_ms.clone();
-        lat.sort_by(f64::total_cmp);
+        let lat = latencies(&o.lat_ms);
         let secs = o.secs.filter(|s| s.is_finite());
         let per_s = match secs {
             Some(s) if s > 0.0 => o.grants as f64 / s,
@@ -160,9 +159,9 @@ impl Bench {
             grants: o.grants,
             secs: num(secs),
             grants_per_s: num(Some(per_s)),
-            p50_ms: num(percentile(&lat, 0.50)),
-            p99_ms: num(percentile(&lat, 0.99)),
-            max_ms: num(lat.last().copied()),
+            p50_ms: num(in_ms(lat.at(50.0))),
+            p99_ms: num(in_ms(lat.at(99.0))),
+            max_ms: num(in_ms(lat.max())),
             violations: self.holders.violations(),
             errors: self.errors.count.load(Ordering::Relaxed),
             latency_kind: o.latency_kind,

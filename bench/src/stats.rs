@@ -1,42 +1,24 @@
-//! Statistics and small helpers: the seeded generator, percentiles, the
+//! Statistics and small helpers: percentiles, the
 //! output's rounding, and this process's CPU time and peak memory.
 
 use std::time::Duration;
 
-/// SplitMix64: a small seeded generator for the mixed workload's coin.
-pub(crate) struct SplitMix64(pub(crate) u64);
-
-impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in [0, 1).
-    pub(crate) fn next_f64(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    /// Uniform in [0, n) (n >= 1).
-    pub(crate) fn below(&mut self, n: usize) -> usize {
-        ((self.next_f64() * n as f64) as usize).min(n.saturating_sub(1))
-    }
-}
+use zk_rwlock_testkit::Percentiles;
 
 pub(crate) fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-/// Nearest-rank percentile of sorted values: `sorted[ceil(q*n)-1]`.
-pub(crate) fn percentile(sorted: &[f64], q: f64) -> Option<f64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let rank = (q * sorted.len() as f64).ceil() as usize;
-    Some(sorted[rank.clamp(1, sorted.len()) - 1])
+/// The percentiles of latencies `ms`, recorded in nanoseconds.
+pub(crate) fn latencies(ms: &[f64]) -> Percentiles {
+    // Saturating: NaN and negatives count as 0.
+    let ns: Vec<u64> = ms.iter().map(|v| (v * 1e6).round() as u64).collect();
+    Percentiles::of(&ns)
+}
+
+/// A figure of [`latencies`] back in milliseconds.
+pub(crate) fn in_ms(ns: Option<u64>) -> Option<f64> {
+    ns.map(|ns| ns as f64 / 1e6)
 }
 
 /// A number of the output rounded to 4 decimals (as the peers print), or
@@ -72,25 +54,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn nearest_rank() {
-        let v: Vec<f64> = (1..=100).map(f64::from).collect();
-        assert_eq!(percentile(&v, 0.5), Some(50.0));
-        assert_eq!(percentile(&v, 0.99), Some(99.0));
-        assert_eq!(percentile(&[3.0], 0.99), Some(3.0));
-        assert_eq!(percentile(&[1.0, 2.0], 0.5), Some(1.0));
-        assert_eq!(percentile(&[], 0.5), None);
-    }
-
-    #[test]
-    fn coin_is_seeded_and_fair() {
-        let mut a = SplitMix64(42_000);
-        let mut b = SplitMix64(42_000);
-        let draws: Vec<f64> = (0..10_000).map(|_| a.next_f64()).collect();
-        assert!(draws
-            .iter()
-            .all(|&x| x == b.next_f64() && (0.0..1.0).contains(&x)));
-        let reads = draws.iter().filter(|&&x| x < 0.9).count();
-        assert!((8800..9200).contains(&reads), "{reads}");
+    fn latencies_in_ms() {
+        let p = latencies(&[2.5, 12.6798]);
+        assert_eq!(in_ms(p.max()), Some(12.6798));
+        let p50 = in_ms(p.at(50.0)).unwrap_or_default();
+        assert!((p50 / 2.5 - 1.0).abs() < 1e-3, "{p50}");
+        assert_eq!(in_ms(latencies(&[]).at(50.0)), None);
     }
 
     #[test]

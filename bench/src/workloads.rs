@@ -6,10 +6,11 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use zk_rwlock::{zk, Guard, Mode, SharedLock};
+use zk_rwlock_testkit::SplitMix64;
 
 use crate::output::{Extra, HerdFields, LoopFields, MixedFields, Outcome};
 use crate::sessions::{close_all, connect_all};
-use crate::stats::{cpu_secs, ms, num, percentile, SplitMix64};
+use crate::stats::{cpu_secs, in_ms, latencies, ms, num};
 use crate::tally::Wakes;
 use crate::{Bench, ENQUEUE_LIMIT, HERD_PAUSE};
 use zk_rwlock_cli::{exit, failure, Failure};
@@ -147,21 +148,19 @@ pub(crate) async fn contended(b: &Arc<Bench>, fixed: Option<Mode>) -> Result<Out
     close_all(clients).await;
     let lat: Vec<f64> = samples.iter().map(|(l, _)| *l).collect();
     let mixed = fixed.is_none().then(|| {
-        let pick = |mode| {
-            let mut v: Vec<f64> = samples
+        let pick = |mode| -> Vec<f64> {
+            samples
                 .iter()
                 .filter(|(_, m)| *m == mode)
                 .map(|(l, _)| *l)
-                .collect();
-            v.sort_by(f64::total_cmp);
-            v
+                .collect()
         };
         let (reads, writes) = (pick(Mode::Read), pick(Mode::Write));
         MixedFields {
             reads: reads.len(),
             writes: writes.len(),
-            read_p99_ms: num(percentile(&reads, 0.99)),
-            write_p99_ms: num(percentile(&writes, 0.99)),
+            read_p99_ms: num(in_ms(latencies(&reads).at(99.0))),
+            write_p99_ms: num(in_ms(latencies(&writes).at(99.0))),
         }
     });
     let extra = Extra::Loop(LoopFields {
@@ -191,7 +190,7 @@ async fn client_loop(
     i: u64,
     fixed: Option<Mode>,
 ) -> Samples {
-    let mut rng = SplitMix64(b.seed.wrapping_mul(1000).wrapping_add(i));
+    let mut rng = SplitMix64::new(b.seed.wrapping_mul(1000).wrapping_add(i));
     let mut samples = Samples::new();
     shared.barrier.wait().await;
     let Some(&start) = shared.start.get() else {

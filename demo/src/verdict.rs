@@ -448,15 +448,6 @@ pub fn check(holds: &[Hold]) -> Vec<Violation> {
     violations
 }
 
-/// The `p`-th percentile (0..=100, nearest rank) of sorted values.
-pub fn percentile(sorted: &[u64], p: f64) -> Option<u64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    Some(sorted[rank.clamp(1, sorted.len()) - 1])
-}
-
 /// A test history: one writer granted at 0 with a lease to 4 s for a 12 s
 /// hold, suspended at 2 s (lease 5 s), lost at its lease deadline; the
 /// model over `span_us`.
@@ -785,15 +776,5 @@ mod tests {
         hold(&mut e, 3, 150, 160, 210, 3); // joined R1 at once: no release in its wait
         let model = Model::build(&workers(), &e, 1_000);
         assert_eq!(handoffs(&model), vec![3]);
-    }
-
-    #[test]
-    fn percentiles() {
-        let v: Vec<u64> = (1..=100).collect();
-        assert_eq!(percentile(&v, 50.0), Some(50));
-        assert_eq!(percentile(&v, 99.0), Some(99));
-        assert_eq!(percentile(&v, 100.0), Some(100));
-        assert_eq!(percentile(&[7], 99.0), Some(7));
-        assert_eq!(percentile(&[], 50.0), None);
     }
 }

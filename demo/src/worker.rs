@@ -24,6 +24,8 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 use zk_rwlock::{zk, HoldState, Mode, SharedLock};
+// The demo's seeded generator is the test kit's (also used by the parent).
+pub use zk_rwlock_testkit::SplitMix64;
 
 use super::event::{instant_us, now_us, Kind, Line};
 use super::store::{FencedStore, Outcome};
@@ -46,34 +48,6 @@ const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 const LONG_HOLD_TIMEOUTS: u32 = 3;
 /// How often a writer writes to the store during a long hold.
 const PROGRESS_EVERY: Duration = Duration::from_millis(500);
-
-/// SplitMix64: a tiny seeded generator (not for cryptography).
-#[derive(Debug, Clone)]
-pub struct SplitMix64(u64);
-
-impl SplitMix64 {
-    /// A generator seeded with `seed`.
-    pub fn new(seed: u64) -> SplitMix64 {
-        SplitMix64(seed)
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A value in `lo..=hi`.
-    pub fn range(&mut self, (lo, hi): (u64, u64)) -> u64 {
-        if hi <= lo {
-            return lo;
-        }
-        lo + self.next_u64() % (hi - lo + 1)
-    }
-}
 
 /// Writes event lines to stdout, one write per line.
 struct Out;
@@ -490,33 +464,5 @@ async fn work(args: WorkerArgs, out: &Out) -> ExitCode {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn splitmix_is_seeded_and_in_range() {
-        let a: Vec<u64> = {
-            let mut r = SplitMix64::new(7);
-            (0..5).map(|_| r.next_u64()).collect()
-        };
-        let b: Vec<u64> = {
-            let mut r = SplitMix64::new(7);
-            (0..5).map(|_| r.next_u64()).collect()
-        };
-        assert_eq!(a, b);
-        assert_ne!(a[0], SplitMix64::new(8).next_u64());
-        let mut r = SplitMix64::new(1);
-        let mut seen = [false; 11];
-        for _ in 0..1000 {
-            let v = r.range((20, 30));
-            assert!((20..=30).contains(&v));
-            seen[(v - 20) as usize] = true;
-        }
-        assert!(seen.iter().all(|&s| s));
-        assert_eq!(r.range((5, 5)), 5);
     }
 }

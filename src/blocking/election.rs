@@ -5,11 +5,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{runtime, Guard, OwnedRuntime};
-use crate::connect::connect_client;
+use super::{connect_runtime, runtime, Guard, OwnedRuntime};
 use crate::error::Error;
 use crate::lock::validate_path;
-use crate::{zk, HoldState, Leader, DEFAULT_CONNECT_TIMEOUT, DEFAULT_SESSION_TIMEOUT};
+use crate::{zk, HoldState, Leader, DEFAULT_SESSION_TIMEOUT};
 
 /// A leader election for synchronous code (see [`crate::Election`]).
 /// Cheap to clone; clones share the session.
@@ -38,14 +37,7 @@ impl Election {
     pub fn connect(servers: &str, path: &str, identity: &str) -> Result<Election, Error> {
         validate_path(path)?;
         crate::lock::validate_identity(identity)?;
-        let rt = runtime()?;
-        let client = rt
-            .block_on(connect_client(
-                servers,
-                DEFAULT_SESSION_TIMEOUT,
-                DEFAULT_CONNECT_TIMEOUT,
-            ))?
-            .map_err(|e| e.for_lock(path))?;
+        let (rt, client) = connect_runtime(servers, DEFAULT_SESSION_TIMEOUT, Some(path))?;
         Ok(Election {
             election: crate::Election::new(client, path, identity)?,
             rt: Arc::new(rt),

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::acquire::{Action as Wait, Input as Heard, NodeEvent, Reply};
+use crate::ordering;
 
 const SESSION: i64 = 7;
 

@@ -145,377 +145,209 @@ impl std::fmt::Debug for Guard {
     }
 }
 
-// ReadGuard and WriteGuard have the same methods with the same docs: change
-// them together.
+/// Defines [`ReadGuard`] or [`WriteGuard`]: a [`Guard`] of one mode with
+/// the same methods and docs as the other (`$kind` and `$mode_name` name
+/// its mode in the docs), each passed on to the [`Guard`].
+macro_rules! mode_guard {
+    ($name:ident, $mode:expr, $kind:literal, $mode_name:literal) => {
+        #[doc = concat!("A held ", $kind, " lock.")]
+        ///
+        /// The guard owns its node, not a thread or a task: it can move
+        /// between tasks and threads. Dropping it releases the lock in the
+        /// background (logged with `tracing` if that fails); call
+        /// `release` to learn the outcome.
+        ///
+        /// For its whole life the guard keeps a watch on its node (one
+        /// `getData` at the grant, unless the acquire had set one while
+        /// waiting): whoever deletes the node, the guard knows it without
+        /// being asked or awaited, and its state says `Lost` from then on.
+        #[must_use = "dropping the guard releases the lock"]
+        pub struct $name(Guard);
 
-/// A held read (shared) lock.
-///
-/// The guard owns its node, not a thread or a task: it can move
-/// between tasks and threads. Dropping it releases the lock in the
-/// background (logged with `tracing` if that fails); call
-/// `release` to learn the outcome.
-///
-/// For its whole life the guard keeps a watch on its node (one
-/// `getData` at the grant, unless the acquire had set one while
-/// waiting): whoever deletes the node, the guard knows it without
-/// being asked or awaited, and its state says `Lost` from then on.
-#[must_use = "dropping the guard releases the lock"]
-pub struct ReadGuard(Guard);
+        impl $name {
+            #[doc = concat!("A guard of `held`, a node granted in ", $mode_name, " mode.")]
+            pub(super) fn new(held: Held) -> $name {
+                $name(Guard::new($mode, held))
+            }
 
-impl ReadGuard {
-    /// A guard of `held`, a node granted in read mode.
-    pub(super) fn new(held: Held) -> ReadGuard {
-        ReadGuard(Guard::new(Mode::Read, held))
-    }
+            /// Full path of this guard's contender node.
+            pub fn node(&self) -> &str {
+                self.0.node()
+            }
 
-    /// Full path of this guard's contender node.
-    pub fn node(&self) -> &str {
-        self.0.node()
-    }
+            /// The lock directory of this guard: the path of the lock it holds
+            /// ([`SharedLock::path`](crate::SharedLock::path)), its node's parent.
+            pub fn lock_path(&self) -> &str {
+                self.0.lock_path()
+            }
 
-    /// The lock directory of this guard: the path of the lock it holds
-    /// ([`SharedLock::path`](crate::SharedLock::path)), its node's parent.
-    pub fn lock_path(&self) -> &str {
-        self.0.lock_path()
-    }
+            /// The fencing token: the czxid of the contender node. Larger
+            /// than the token of every writer granted before on this lock.
+            /// Pass it to stores that can reject writes with an older token.
+            pub fn fencing_token(&self) -> i64 {
+                self.0.fencing_token()
+            }
 
-    /// The fencing token: the czxid of the contender node. Larger
-    /// than the token of every writer granted before on this lock.
-    /// Pass it to stores that can reject writes with an older token.
-    pub fn fencing_token(&self) -> i64 {
-        self.0.fencing_token()
-    }
+            /// The mode of this guard.
+            pub fn mode(&self) -> Mode {
+                self.0.mode()
+            }
 
-    /// The mode of this guard.
-    pub fn mode(&self) -> Mode {
-        self.0.mode()
-    }
+            /// Where the lock stands now: [`HoldState::Held`],
+            /// [`HoldState::Suspended`] (connection lost, lease still
+            /// running) or [`HoldState::Lost`] (final). See
+            /// [`crate::lease`] for what each promises.
+            ///
+            /// True without any future pending: it is `Lost` once the
+            /// session has ended, the lease deadline has passed, or the
+            /// guard's kept watch has seen its node deleted (by anyone: an
+            /// operator, another client), a notification's trip after the
+            /// deletion. Costs no request.
+            pub fn state(&self) -> HoldState {
+                self.0.state()
+            }
 
-    /// Where the lock stands now: [`HoldState::Held`],
-    /// [`HoldState::Suspended`] (connection lost, lease still
-    /// running) or [`HoldState::Lost`] (final). See
-    /// [`crate::lease`] for what each promises.
-    ///
-    /// True without any future pending: it is `Lost` once the
-    /// session has ended, the lease deadline has passed, or the
-    /// guard's kept watch has seen its node deleted (by anyone: an
-    /// operator, another client), a notification's trip after the
-    /// deletion. Costs no request.
-    pub fn state(&self) -> HoldState {
-        self.0.state()
-    }
+            /// The lease deadline: no one else can be granted a conflicting
+            /// lock before this instant, whatever happens to the connection.
+            /// It moves forward with every answer from the server, by one
+            /// heartbeat of the session (shared by all its guards). Past it,
+            /// the guard is [`HoldState::Lost`] until released. Stop acting
+            /// as the holder before it, with time to spare for what you do
+            /// (see [`crate::lease`]).
+            pub fn lease_deadline(&self) -> std::time::Instant {
+                self.0.lease_deadline()
+            }
 
-    /// The lease deadline: no one else can be granted a conflicting
-    /// lock before this instant, whatever happens to the connection.
-    /// It moves forward with every answer from the server, by one
-    /// heartbeat of the session (shared by all its guards). Past it,
-    /// the guard is [`HoldState::Lost`] until released. Stop acting
-    /// as the holder before it, with time to spare for what you do
-    /// (see [`crate::lease`]).
-    pub fn lease_deadline(&self) -> std::time::Instant {
-        self.0.lease_deadline()
-    }
+            /// False once the lock is known lost ([`HoldState::Lost`]):
+            /// the session ended, the node was deleted (seen by the
+            /// guard's kept watch, no future needed), or the lease
+            /// deadline passed. True while held or suspended: use
+            /// [`Self::state`] to tell them apart.
+            pub fn is_held(&self) -> bool {
+                self.0.is_held()
+            }
 
-    /// False once the lock is known lost ([`HoldState::Lost`]):
-    /// the session ended, the node was deleted (seen by the
-    /// guard's kept watch, no future needed), or the lease
-    /// deadline passed. True while held or suspended: use
-    /// [`Self::state`] to tell them apart.
-    pub fn is_held(&self) -> bool {
-        self.0.is_held()
-    }
+            /// Completes when the lock is lost ([`HoldState::Lost`]): the
+            /// session expires or is closed, the node is deleted by someone
+            /// else, or the lease deadline passes before the server answers
+            /// again. Costs no request: it waits on what the guard's kept
+            /// watch and the session tell.
+            ///
+            /// # Cancellation safety
+            ///
+            /// Safe to drop and call again.
+            pub async fn lost(&self) {
+                self.0.lost().await;
+            }
 
-    /// Completes when the lock is lost ([`HoldState::Lost`]): the
-    /// session expires or is closed, the node is deleted by someone
-    /// else, or the lease deadline passes before the server answers
-    /// again. Costs no request: it waits on what the guard's kept
-    /// watch and the session tell.
-    ///
-    /// # Cancellation safety
-    ///
-    /// Safe to drop and call again.
-    pub async fn lost(&self) {
-        self.0.lost().await;
-    }
+            /// Completes when the lock is no longer [`HoldState::Held`]:
+            /// the connection is lost ([`HoldState::Suspended`]) or the lock
+            /// is ([`HoldState::Lost`]). Returns that state. Complete at
+            /// once if it is already so.
+            ///
+            /// # Cancellation safety
+            ///
+            /// Safe to drop and call again.
+            pub async fn suspended(&self) -> HoldState {
+                self.0.suspended().await
+            }
 
-    /// Completes when the lock is no longer [`HoldState::Held`]:
-    /// the connection is lost ([`HoldState::Suspended`]) or the lock
-    /// is ([`HoldState::Lost`]). Returns that state. Complete at
-    /// once if it is already so.
-    ///
-    /// # Cancellation safety
-    ///
-    /// Safe to drop and call again.
-    pub async fn suspended(&self) -> HoldState {
-        self.0.suspended().await
-    }
+            /// Completes when the lock is no longer
+            /// [`HoldState::Suspended`]: the connection is back within the
+            /// lease ([`HoldState::Held`]) or the lock is lost. Returns that
+            /// state. Completes at once if it is not suspended.
+            ///
+            /// # Cancellation safety
+            ///
+            /// Safe to drop and call again.
+            pub async fn resumed(&self) -> HoldState {
+                self.0.resumed().await
+            }
 
-    /// Completes when the lock is no longer
-    /// [`HoldState::Suspended`]: the connection is back within the
-    /// lease ([`HoldState::Held`]) or the lock is lost. Returns that
-    /// state. Completes at once if it is not suspended.
-    ///
-    /// # Cancellation safety
-    ///
-    /// Safe to drop and call again.
-    pub async fn resumed(&self) -> HoldState {
-        self.0.resumed().await
-    }
+            /// True once a revocation request was seen on this guard's node
+            /// ([`SharedLock::revoke`](crate::SharedLock::revoke)): someone asks the holder to let go.
+            /// Cooperative: the lock is still held until released; no one
+            /// else is granted meanwhile. Never reset.
+            ///
+            /// Costs no request: the guard's kept watch on its node sees
+            /// the request (a data change, read once more), with or without
+            /// a future pending, and so does the acquire for a request made
+            /// while it waited. To act on a request, await
+            /// [`Self::revocation_requested`] (e.g. in a `select!` with the
+            /// work) rather than polling this flag. The holder sees a
+            /// request only if it may READ its own node.
+            pub fn is_revocation_requested(&self) -> bool {
+                self.0.is_revocation_requested()
+            }
 
-    /// True once a revocation request was seen on this guard's node
-    /// ([`SharedLock::revoke`](crate::SharedLock::revoke)): someone asks the holder to let go.
-    /// Cooperative: the lock is still held until released; no one
-    /// else is granted meanwhile. Never reset.
-    ///
-    /// Costs no request: the guard's kept watch on its node sees
-    /// the request (a data change, read once more), with or without
-    /// a future pending, and so does the acquire for a request made
-    /// while it waited. To act on a request, await
-    /// [`Self::revocation_requested`] (e.g. in a `select!` with the
-    /// work) rather than polling this flag. The holder sees a
-    /// request only if it may READ its own node.
-    pub fn is_revocation_requested(&self) -> bool {
-        self.0.is_revocation_requested()
-    }
+            /// Completes when a revocation request arrives on this guard's
+            /// node (true), at once if one already did, or when the lock is
+            /// lost first (false: no request can come any more). Costs no
+            /// request of its own: the guard's kept watch sees requests
+            /// (each data change of the node costs one `getData` to read it
+            /// and watch again). A node the holder may not READ cannot be
+            /// watched: a request on it is never seen, and this completes
+            /// only when the lock is lost.
+            ///
+            /// # Cancellation safety
+            ///
+            /// Safe to drop and call again.
+            pub async fn revocation_requested(&self) -> bool {
+                self.0.revocation_requested().await
+            }
 
-    /// Completes when a revocation request arrives on this guard's
-    /// node (true), at once if one already did, or when the lock is
-    /// lost first (false: no request can come any more). Costs no
-    /// request of its own: the guard's kept watch sees requests
-    /// (each data change of the node costs one `getData` to read it
-    /// and watch again). A node the holder may not READ cannot be
-    /// watched: a request on it is never seen, and this completes
-    /// only when the lock is lost.
-    ///
-    /// # Cancellation safety
-    ///
-    /// Safe to drop and call again.
-    pub async fn revocation_requested(&self) -> bool {
-        self.0.revocation_requested().await
-    }
+            /// Releases the lock: deletes the contender node, retrying
+            /// through connection loss until the deletion is confirmed or
+            /// the session is over.
+            ///
+            /// A node someone else deleted was not released by this call:
+            /// the lock was lost before it, and the release says so with
+            /// [`Error::Lost`] (whether the guard's kept watch had seen the
+            /// deletion, or the server answers the release's first delete
+            /// with "no such node"). One case cannot be told apart: when a
+            /// delete of this release was sent and its answer lost with the
+            /// connection, a node found gone on the retry counts as
+            /// released by that delete.
+            ///
+            /// For a writer that had to wait, the deletion is one transaction
+            /// that also writes the node's name as the lock directory's data
+            /// (the release record): the contender watching the node learns
+            /// that a writer that held the lock left, and takes the lock
+            /// without listing the directory again (see
+            /// [`ordering`](crate::ordering)).
+            ///
+            /// # Errors
+            ///
+            /// [`Error::Lost`] if someone else deleted the node (see
+            /// above); [`Error::SessionExpired`] or [`Error::SessionClosed`]
+            /// if the session ended first (the node is gone with it, but
+            /// the lock was lost before this release); [`Error::NoAuth`] or
+            /// [`Error::ZooKeeper`] if the server refused the deletion.
+            pub async fn release(self) -> Result<(), Error> {
+                self.0.release().await
+            }
+        }
 
-    /// Releases the lock: deletes the contender node, retrying
-    /// through connection loss until the deletion is confirmed or
-    /// the session is over.
-    ///
-    /// A node someone else deleted was not released by this call:
-    /// the lock was lost before it, and the release says so with
-    /// [`Error::Lost`] (whether the guard's kept watch had seen the
-    /// deletion, or the server answers the release's first delete
-    /// with "no such node"). One case cannot be told apart: when a
-    /// delete of this release was sent and its answer lost with the
-    /// connection, a node found gone on the retry counts as
-    /// released by that delete.
-    ///
-    /// For a writer that had to wait, the deletion is one transaction
-    /// that also writes the node's name as the lock directory's data
-    /// (the release record): the contender watching the node learns
-    /// that a writer that held the lock left, and takes the lock
-    /// without listing the directory again (see
-    /// [`ordering`](crate::ordering)).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Lost`] if someone else deleted the node (see
-    /// above); [`Error::SessionExpired`] or [`Error::SessionClosed`]
-    /// if the session ended first (the node is gone with it, but
-    /// the lock was lost before this release); [`Error::NoAuth`] or
-    /// [`Error::ZooKeeper`] if the server refused the deletion.
-    pub async fn release(self) -> Result<(), Error> {
-        self.0.release().await
-    }
+        impl std::fmt::Debug for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                self.0.fmt_fields(stringify!($name), f)
+            }
+        }
+
+        impl From<$name> for Guard {
+            /// The guard as a [`Guard`] of its mode.
+            fn from(guard: $name) -> Guard {
+                guard.0
+            }
+        }
+    };
 }
 
-impl std::fmt::Debug for ReadGuard {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt_fields("ReadGuard", f)
-    }
-}
+mode_guard!(ReadGuard, Mode::Read, "read (shared)", "read");
 
-impl From<ReadGuard> for Guard {
-    /// The guard as a [`Guard`] of its mode.
-    fn from(guard: ReadGuard) -> Guard {
-        guard.0
-    }
-}
-
-/// A held write (exclusive) lock.
-///
-/// The guard owns its node, not a thread or a task: it can move
-/// between tasks and threads. Dropping it releases the lock in the
-/// background (logged with `tracing` if that fails); call
-/// `release` to learn the outcome.
-///
-/// For its whole life the guard keeps a watch on its node (one
-/// `getData` at the grant, unless the acquire had set one while
-/// waiting): whoever deletes the node, the guard knows it without
-/// being asked or awaited, and its state says `Lost` from then on.
-#[must_use = "dropping the guard releases the lock"]
-pub struct WriteGuard(Guard);
+mode_guard!(WriteGuard, Mode::Write, "write (exclusive)", "write");
 
 impl WriteGuard {
-    /// A guard of `held`, a node granted in write mode.
-    pub(super) fn new(held: Held) -> WriteGuard {
-        WriteGuard(Guard::new(Mode::Write, held))
-    }
-
-    /// Full path of this guard's contender node.
-    pub fn node(&self) -> &str {
-        self.0.node()
-    }
-
-    /// The lock directory of this guard: the path of the lock it holds
-    /// ([`SharedLock::path`](crate::SharedLock::path)), its node's parent.
-    pub fn lock_path(&self) -> &str {
-        self.0.lock_path()
-    }
-
-    /// The fencing token: the czxid of the contender node. Larger
-    /// than the token of every writer granted before on this lock.
-    /// Pass it to stores that can reject writes with an older token.
-    pub fn fencing_token(&self) -> i64 {
-        self.0.fencing_token()
-    }
-
-    /// The mode of this guard.
-    pub fn mode(&self) -> Mode {
-        self.0.mode()
-    }
-
-    /// Where the lock stands now: [`HoldState::Held`],
-    /// [`HoldState::Suspended`] (connection lost, lease still
-    /// running) or [`HoldState::Lost`] (final). See
-    /// [`crate::lease`] for what each promises.
-    ///
-    /// True without any future pending: it is `Lost` once the
-    /// session has ended, the lease deadline has passed, or the
-    /// guard's kept watch has seen its node deleted (by anyone: an
-    /// operator, another client), a notification's trip after the
-    /// deletion. Costs no request.
-    pub fn state(&self) -> HoldState {
-        self.0.state()
-    }
-
-    /// The lease deadline: no one else can be granted a conflicting
-    /// lock before this instant, whatever happens to the connection.
-    /// It moves forward with every answer from the server, by one
-    /// heartbeat of the session (shared by all its guards). Past it,
-    /// the guard is [`HoldState::Lost`] until released. Stop acting
-    /// as the holder before it, with time to spare for what you do
-    /// (see [`crate::lease`]).
-    pub fn lease_deadline(&self) -> std::time::Instant {
-        self.0.lease_deadline()
-    }
-
-    /// False once the lock is known lost ([`HoldState::Lost`]):
-    /// the session ended, the node was deleted (seen by the
-    /// guard's kept watch, no future needed), or the lease
-    /// deadline passed. True while held or suspended: use
-    /// [`Self::state`] to tell them apart.
-    pub fn is_held(&self) -> bool {
-        self.0.is_held()
-    }
-
-    /// Completes when the lock is lost ([`HoldState::Lost`]): the
-    /// session expires or is closed, the node is deleted by someone
-    /// else, or the lease deadline passes before the server answers
-    /// again. Costs no request: it waits on what the guard's kept
-    /// watch and the session tell.
-    ///
-    /// # Cancellation safety
-    ///
-    /// Safe to drop and call again.
-    pub async fn lost(&self) {
-        self.0.lost().await;
-    }
-
-    /// Completes when the lock is no longer [`HoldState::Held`]:
-    /// the connection is lost ([`HoldState::Suspended`]) or the lock
-    /// is ([`HoldState::Lost`]). Returns that state. Complete at
-    /// once if it is already so.
-    ///
-    /// # Cancellation safety
-    ///
-    /// Safe to drop and call again.
-    pub async fn suspended(&self) -> HoldState {
-        self.0.suspended().await
-    }
-
-    /// Completes when the lock is no longer
-    /// [`HoldState::Suspended`]: the connection is back within the
-    /// lease ([`HoldState::Held`]) or the lock is lost. Returns that
-    /// state. Completes at once if it is not suspended.
-    ///
-    /// # Cancellation safety
-    ///
-    /// Safe to drop and call again.
-    pub async fn resumed(&self) -> HoldState {
-        self.0.resumed().await
-    }
-
-    /// True once a revocation request was seen on this guard's node
-    /// ([`SharedLock::revoke`](crate::SharedLock::revoke)): someone asks the holder to let go.
-    /// Cooperative: the lock is still held until released; no one
-    /// else is granted meanwhile. Never reset.
-    ///
-    /// Costs no request: the guard's kept watch on its node sees
-    /// the request (a data change, read once more), with or without
-    /// a future pending, and so does the acquire for a request made
-    /// while it waited. To act on a request, await
-    /// [`Self::revocation_requested`] (e.g. in a `select!` with the
-    /// work) rather than polling this flag. The holder sees a
-    /// request only if it may READ its own node.
-    pub fn is_revocation_requested(&self) -> bool {
-        self.0.is_revocation_requested()
-    }
-
-    /// Completes when a revocation request arrives on this guard's
-    /// node (true), at once if one already did, or when the lock is
-    /// lost first (false: no request can come any more). Costs no
-    /// request of its own: the guard's kept watch sees requests
-    /// (each data change of the node costs one `getData` to read it
-    /// and watch again). A node the holder may not READ cannot be
-    /// watched: a request on it is never seen, and this completes
-    /// only when the lock is lost.
-    ///
-    /// # Cancellation safety
-    ///
-    /// Safe to drop and call again.
-    pub async fn revocation_requested(&self) -> bool {
-        self.0.revocation_requested().await
-    }
-
-    /// Releases the lock: deletes the contender node, retrying
-    /// through connection loss until the deletion is confirmed or
-    /// the session is over.
-    ///
-    /// A node someone else deleted was not released by this call:
-    /// the lock was lost before it, and the release says so with
-    /// [`Error::Lost`] (whether the guard's kept watch had seen the
-    /// deletion, or the server answers the release's first delete
-    /// with "no such node"). One case cannot be told apart: when a
-    /// delete of this release was sent and its answer lost with the
-    /// connection, a node found gone on the retry counts as
-    /// released by that delete.
-    ///
-    /// For a writer that had to wait, the deletion is one transaction
-    /// that also writes the node's name as the lock directory's data
-    /// (the release record): the contender watching the node learns
-    /// that a writer that held the lock left, and takes the lock
-    /// without listing the directory again (see
-    /// [`ordering`](crate::ordering)).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Lost`] if someone else deleted the node (see
-    /// above); [`Error::SessionExpired`] or [`Error::SessionClosed`]
-    /// if the session ended first (the node is gone with it, but
-    /// the lock was lost before this release); [`Error::NoAuth`] or
-    /// [`Error::ZooKeeper`] if the server refused the deletion.
-    pub async fn release(self) -> Result<(), Error> {
-        self.0.release().await
-    }
-
     /// Downgrades the write lock to a read lock, atomically: no other
     /// writer can be granted at any instant between the write guard and
     /// the read guard's release, and readers queued behind this writer
@@ -570,18 +402,5 @@ impl WriteGuard {
     pub async fn downgrade(self) -> Result<ReadGuard, Error> {
         let Guard { mode: _, held } = self.0;
         held.downgrade().await.map(ReadGuard::new)
-    }
-}
-
-impl std::fmt::Debug for WriteGuard {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt_fields("WriteGuard", f)
-    }
-}
-
-impl From<WriteGuard> for Guard {
-    /// The guard as a [`Guard`] of its mode.
-    fn from(guard: WriteGuard) -> Guard {
-        guard.0
     }
 }

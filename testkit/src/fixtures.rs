@@ -5,12 +5,12 @@
 
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use std::str::FromStr;
 
-use zk_rwlock::{zk, NodeName, SharedLock};
+use zk_rwlock::{zk, Election, Leader, Mode, NodeName, SharedLock};
 
 use crate::launcher::ZkCluster;
 use crate::proxy;
@@ -285,6 +285,18 @@ pub fn assert_no_duplicate(path: &str, children: &[String]) {
     }
 }
 
+/// Makes `path` and its missing parents through `client`, persistent and
+/// open to anyone.
+pub async fn mkdir_open(client: &zk::Client, path: &str) {
+    client
+        .mkdir(
+            path,
+            &zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all()),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("mkdir {path}: {e}"));
+}
+
 /// Waits until the lock directory `path` has exactly `n` children and
 /// returns them. Fails at once, with the listing, if there are more than
 /// `n` or two of them belong to one contender, instead of timing out.
@@ -310,12 +322,54 @@ pub async fn wait_nodes(client: &zk::Client, path: &str, n: usize) -> Vec<String
     }
 }
 
+/// The child name of a node's path (the whole of it when it has no `/`).
+pub fn child_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// The contender name of a node (full path or name).
+pub fn name_of(node: &str) -> NodeName {
+    NodeName::from_str(child_name(node)).unwrap_or_else(|e| panic!("{node} is not a contender name: {e:?}"))
+}
+
 /// The sequence number of a contender node (full path or name).
 pub fn seq_of(node: &str) -> i32 {
-    let name = node.rsplit('/').next().unwrap_or(node);
-    NodeName::from_str(name)
-        .unwrap_or_else(|e| panic!("{node} is not a contender name: {e:?}"))
-        .seq()
+    name_of(node).seq()
+}
+
+/// The mode of a contender node (full path or name).
+pub fn mode_of(node: &str) -> Mode {
+    name_of(node).mode()
+}
+
+/// Waits until the session of `lock` watches `node` on the shared server
+/// ([`server`]).
+pub async fn until_watching(lock: &SharedLock, node: &str) {
+    wait_watching(server(), node, lock.client().session_id().0).await;
+}
+
+/// An election on `path` for the candidate `identity`, through a new
+/// session on `connect`.
+pub async fn candidate(connect: &str, path: &str, identity: &str) -> Election {
+    Election::new(client_on(connect).await, path, identity).expect("an election")
+}
+
+/// Waits until the observer's receiver names a leader with `term`; fails
+/// after 20 s, or if the observer stops.
+pub async fn until_term(rx: &mut tokio::sync::watch::Receiver<Option<Leader>>, term: i64) -> Leader {
+    let within = Duration::from_secs(20);
+    let waited = tokio::time::timeout(
+        within,
+        rx.wait_for(|l| l.as_ref().is_some_and(|l| l.term == term)),
+    )
+    .await
+    .map(|seen| seen.map(|seen| seen.clone()));
+    match waited {
+        Ok(Ok(Some(seen))) => seen,
+        Ok(Ok(None)) => unreachable!("wait_for returned a value its predicate refused"),
+        Ok(Err(_)) => panic!("the observer stopped"),
+        Err(_) => panic!("the observer never named term {term}: it says {:?}", *rx.borrow()),
+    }
 }
 
 /// Creates, through `client`, an ephemeral child `pin` under `path`: not a
@@ -403,4 +457,80 @@ pub fn received_by(cluster: &ZkCluster, sid: i64) -> i64 {
         .unwrap_or_else(|| panic!("no connection with {tag} in:\n{cons}"));
     let from = line.find("recved=").unwrap() + "recved=".len();
     line[from..].split(',').next().unwrap().parse().unwrap()
+}
+
+/// A server of its own that enforces quotas (`enforceQuota=true` in its
+/// `zoo.cfg`), with the lock directory `/quota-app/lock` made and the quota
+/// `limits` set on it (the `zookeeper_limits` data that zkCli's `setquota`
+/// writes, e.g. `count=-1,bytes=-1,countHardLimit=-1,byteHardLimit=16`).
+/// Returns the server and an admin session on it.
+pub async fn quota_server(limits: &str) -> (ZkCluster, zk::Client) {
+    let mut cluster = ZkCluster::standalone().expect("a ZooKeeper server");
+    cluster.stop(0).expect("the server stops");
+    {
+        use std::io::Write;
+        let cfg = cluster.dir().join("member-0").join("zoo.cfg");
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&cfg)
+            .expect("zoo.cfg opens");
+        // Unknown zoo.cfg keys become `zookeeper.<key>` system properties.
+        writeln!(f, "enforceQuota=true").expect("zoo.cfg is written");
+    }
+    cluster.start(0).expect("the server starts again");
+    let admin = client_on(&cluster.connect_string()).await;
+    let open = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+    for p in ["/quota-app", "/quota-app/lock"] {
+        admin
+            .create(p, &[], &open)
+            .await
+            .unwrap_or_else(|e| panic!("create {p}: {e}"));
+    }
+    for p in ["/zookeeper/quota/quota-app", "/zookeeper/quota/quota-app/lock"] {
+        match admin.create(p, &[], &open).await {
+            Ok(_) | Err(zk::Error::NodeExists) => {}
+            Err(e) => panic!("create {p}: {e}"),
+        }
+    }
+    let quota = [
+        ("zookeeper_limits", limits.as_bytes()),
+        ("zookeeper_stats", b"count=1,bytes=0".as_slice()),
+    ];
+    for (name, data) in quota {
+        let p = format!("/zookeeper/quota/quota-app/lock/{name}");
+        admin
+            .create(&p, data, &open)
+            .await
+            .unwrap_or_else(|e| panic!("create {p}: {e}"));
+    }
+    (cluster, admin)
+}
+
+/// What was logged in this process since the first call, at the levels
+/// `filter` lets through (a `tracing_subscriber::EnvFilter` directive, such
+/// as `zk_rwlock=debug` or `warn`). The first call installs the process's
+/// subscriber: a later call's filter is ignored.
+pub fn captured_logs(filter: &str) -> String {
+    static LOG: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+    static INSTALLED: OnceLock<()> = OnceLock::new();
+    INSTALLED.get_or_init(|| {
+        struct Sink;
+        impl std::io::Write for Sink {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                LOG.lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .extend_from_slice(buf);
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_ansi(false)
+            .with_writer(|| Sink)
+            .init();
+    });
+    String::from_utf8_lossy(&LOG.lock().unwrap_or_else(PoisonError::into_inner)).into_owned()
 }

@@ -10,6 +10,8 @@
 //! * The fixtures at the crate root: one server per test binary
 //!   ([`server`]), clients and locks on it, polling with a deadline instead
 //!   of sleeping, and helpers that read the server's watch lists.
+//! * [`SplitMix64`], a small seeded generator, and [`Percentiles`], from an
+//!   HDR histogram, for the simulation, the demo and the bench.
 //!
 //! The binary `zk-dev-server` runs one [`ZkCluster`] until Ctrl-C, for
 //! trying the command line or an application by hand
@@ -17,11 +19,13 @@
 
 mod fixtures;
 pub mod launcher;
+mod percentiles;
 pub mod proxy;
 mod rng;
 pub mod secure;
 
 pub use fixtures::*;
 pub use launcher::{LaunchError, ServerMode, ZkCluster, ZkClusterBuilder};
+pub use percentiles::Percentiles;
 pub use rng::SplitMix64;
 pub use secure::{ClientAuth, TlsFiles};

@@ -15,8 +15,9 @@ use super::State;
 use crate::event::{Kind, Line};
 use crate::svg::{self, Picture};
 use crate::timeline::{self, secs, Frame, Marker};
-use crate::verdict::{check, handoffs, percentile, HoldEnd, MarkKind, Model, Violation, WaitEnd};
+use crate::verdict::{check, handoffs, HoldEnd, MarkKind, Model, Violation, WaitEnd};
 use crate::Config;
+use zk_rwlock_testkit::Percentiles;
 
 /// Draws the final picture, prints the totals and the verdict, writes the
 /// files asked for and cleans up; returns the exit code.
@@ -219,15 +220,15 @@ pub(super) fn ms(us: u64) -> String {
 
 /// p50 and p99 of the waits (want → grant) of `mode` (all if `None`).
 fn wait_percentiles(model: &Model, mode: Option<Mode>) -> Option<(u64, u64, usize)> {
-    let mut waits: Vec<u64> = model
+    let waits: Vec<u64> = model
         .waits
         .iter()
         .filter(|w| w.ended == WaitEnd::Granted)
         .filter(|w| mode.is_none_or(|m| model.workers[w.worker].mode == m))
         .map(|w| w.end - w.start)
         .collect();
-    waits.sort_unstable();
-    Some((percentile(&waits, 50.0)?, percentile(&waits, 99.0)?, waits.len()))
+    let p = Percentiles::of(&waits);
+    Some((p.at(50.0)?, p.at(99.0)?, waits.len()))
 }
 
 fn totals(
@@ -260,7 +261,8 @@ fn totals(
         wait(Some(Mode::Read))
     );
     let handoff = handoffs(model);
-    if let (Some(p50), Some(p99)) = (percentile(&handoff, 50.0), percentile(&handoff, 99.0)) {
+    let p = Percentiles::of(&handoff);
+    if let (Some(p50), Some(p99)) = (p.at(50.0), p.at(99.0)) {
         let _ = writeln!(
             out,
             "  hand-off    p50 {}, p99 {}   from a release to the grant it let through ({} grants)",

@@ -3,7 +3,8 @@
 //! Starts a standalone server (or, with `--ensemble N`, an ensemble of N
 //! servers on consecutive client ports) on 127.0.0.1, prints its connect
 //! string on stdout, and serves until Ctrl-C or SIGTERM; then it stops the
-//! servers cleanly (SIGTERM) and deletes their data.
+//! servers cleanly (SIGTERM) and deletes their data, unless `--data-dir`
+//! keeps it for the next run.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -16,7 +17,7 @@ use zk_rwlock_testkit::{ClientAuth, LaunchError, ZkCluster};
 ///
 /// Prints the connect string (e.g. 127.0.0.1:2181) as the only line on
 /// stdout, once the servers serve; messages go to stderr. The data lives in
-/// a temporary directory that is deleted on exit.
+/// a temporary directory that is deleted on exit, unless --data-dir keeps it.
 #[derive(Debug, Parser)]
 #[command(name = "zk-dev-server", version, about)]
 struct Args {
@@ -37,6 +38,12 @@ struct Args {
     /// Accept SASL DIGEST-MD5 for USER:PASSWORD (repeatable)
     #[arg(long, value_name = "USER:PASSWORD")]
     sasl_user: Vec<String>,
+    /// Keep the servers' data (the tree and the sessions) in DIR, made if
+    /// missing: a server started again on the same DIR (and port) has the
+    /// same tree, and a client whose session timeout has not run out
+    /// meanwhile reconnects to the same session
+    #[arg(long, value_name = "DIR")]
+    data_dir: Option<std::path::PathBuf>,
 }
 
 /// How often the servers are checked for having exited on their own.
@@ -87,6 +94,9 @@ fn serve(args: &Args) -> Result<(), String> {
         Some(_) => builder = builder.tls(ClientAuth::None),
         None => {}
     }
+    if let Some(dir) = &args.data_dir {
+        builder = builder.data_dir(dir);
+    }
     for user in &args.sasl_user {
         let Some((name, password)) = user.split_once(':') else {
             return Err(format!("--sasl-user {user}: expected USER:PASSWORD"));
@@ -108,6 +118,9 @@ fn serve(args: &Args) -> Result<(), String> {
         cluster.min_session_timeout(),
         cluster.max_session_timeout()
     );
+    if let Some(dir) = &args.data_dir {
+        eprintln!("zk-dev-server: data kept in {}", dir.display());
+    }
     if let (Some(secure), Some(files)) = (cluster.secure_connect_string(), cluster.tls_files()) {
         eprintln!(
             "zk-dev-server: TLS only on {secure}: --tls-ca {} --tls-cert {} --tls-key {}",

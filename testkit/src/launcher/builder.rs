@@ -26,6 +26,7 @@ pub struct ZkClusterBuilder {
     client_port: Option<u16>,
     tls: Option<ClientAuth>,
     sasl_users: Vec<(String, String)>,
+    data_dir: Option<PathBuf>,
 }
 
 impl Default for ZkClusterBuilder {
@@ -40,6 +41,7 @@ impl Default for ZkClusterBuilder {
             client_port: None,
             tls: None,
             sasl_users: Vec::new(),
+            data_dir: None,
         }
     }
 }
@@ -85,6 +87,18 @@ impl ZkClusterBuilder {
     /// [`ZkCluster::start`].
     pub fn startup_timeout(mut self, timeout: Duration) -> Self {
         self.startup_timeout = timeout;
+        self
+    }
+
+    /// Keeps member `i`'s data (its snapshots and transaction logs: the
+    /// tree and the sessions) in `dir/member-<i>` instead of the cluster's
+    /// temporary directory: made if missing, used as it is if there, and
+    /// left in place when the cluster is dropped. A cluster started again
+    /// on the same directory has the same tree, and the sessions whose
+    /// timeout has not run out since. Not with
+    /// [`seed_cversion`](Self::seed_cversion), which needs fresh data.
+    pub fn data_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.data_dir = Some(dir.into());
         self
     }
 
@@ -184,6 +198,18 @@ impl ZkClusterBuilder {
                 )));
             }
         }
+        if self.data_dir.is_some() && !self.seeds.is_empty() {
+            return Err(LaunchError::InvalidArgument(
+                "a kept data directory cannot be seeded: seeds need fresh data".into(),
+            ));
+        }
+        let data_dir = match &self.data_dir {
+            Some(dir) => Some(
+                std::path::absolute(dir)
+                    .map_err(|e| LaunchError::io(format!("resolving {}", dir.display()), e))?,
+            ),
+            None => None,
+        };
         let jar_dir = self
             .jar_dir
             .or_else(|| std::env::var_os(JAR_DIR_ENV).map(PathBuf::from))
@@ -209,6 +235,10 @@ impl ZkClusterBuilder {
         let members = (0..self.members)
             .map(|i| Member {
                 dir: root.join(format!("member-{i}")),
+                data: match &data_dir {
+                    Some(dir) => dir.join(format!("member-{i}")),
+                    None => root.join(format!("member-{i}")).join("data"),
+                },
                 ports: Ports::default(),
                 log_offset: 0,
                 proc: Mutex::new(Proc::Stopped),
@@ -227,6 +257,7 @@ impl ZkClusterBuilder {
             seeds: self.seeds,
             tls,
             sasl: !self.sasl_users.is_empty(),
+            keep_data: data_dir.is_some(),
         })
     }
 }
@@ -244,5 +275,11 @@ mod tests {
                 .expect_err(path);
             assert!(matches!(err, LaunchError::InvalidArgument(_)), "{path}: {err}");
         }
+        let err = ZkCluster::builder()
+            .data_dir("/nonexistent/zk-rwlock-unit-test")
+            .seed_cversion("/a", 1)
+            .prepare()
+            .expect_err("seeds and a kept data directory");
+        assert!(matches!(err, LaunchError::InvalidArgument(_)), "{err}");
     }
 }

@@ -45,15 +45,18 @@ pub(super) struct Ports {
 }
 
 impl ZkCluster {
-    /// (Re)creates member `i`'s directory, data directory, config and `myid`.
+    /// (Re)creates member `i`'s directory, data directory (emptied unless
+    /// kept), config and `myid`.
     pub(super) fn prepare_member(&self, i: usize) -> Result<(), LaunchError> {
         let m = &self.members[i];
         let data = m.data_dir();
-        if data.exists() {
+        if data.exists() && !self.keep_data {
             fs::remove_dir_all(&data)
                 .map_err(|e| LaunchError::io(format!("removing old data dir {}", data.display()), e))?;
         }
-        fs::create_dir_all(&data).map_err(|e| LaunchError::io(format!("creating {}", data.display()), e))?;
+        for dir in [&m.dir, &data] {
+            fs::create_dir_all(dir).map_err(|e| LaunchError::io(format!("creating {}", dir.display()), e))?;
+        }
         let cfg = self.config(i);
         write_file(&m.cfg_path(), &cfg)?;
         if self.members.len() > 1 {
@@ -291,9 +294,11 @@ mod tests {
             seeds: Vec::new(),
             tls: None,
             sasl: false,
+            keep_data: false,
             members: (0..n)
                 .map(|i| Member {
                     dir: PathBuf::from(format!("/nonexistent/zk-rwlock-unit-test/member-{i}")),
+                    data: PathBuf::from(format!("/nonexistent/zk-rwlock-unit-test/member-{i}/data")),
                     ports: Ports {
                         client: 1000 + i as u16,
                         peer: 2000 + i as u16,

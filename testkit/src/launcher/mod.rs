@@ -3,7 +3,8 @@
 //! [`ZkCluster`] starts one standalone server or an N-member ensemble of
 //! ZooKeeper 3.8 servers (the Java implementation, e.g. Debian's `zookeeper`
 //! package) on `127.0.0.1` only, each in its own directory under a fresh
-//! temporary directory, and removes everything again when dropped.
+//! temporary directory, and removes everything again when dropped (but the
+//! data kept with [`ZkClusterBuilder::data_dir`]).
 //!
 //! ```no_run
 //! use zk_rwlock_testkit::ZkCluster;
@@ -121,6 +122,9 @@ const MAX_LAUNCH_ATTEMPTS: usize = 5;
 #[derive(Debug)]
 struct Member {
     dir: PathBuf,
+    /// The data directory: `dir/data`, or one kept
+    /// ([`ZkClusterBuilder::data_dir`]).
+    data: PathBuf,
     ports: Ports,
     /// Length of the log file when the member was last started.
     log_offset: u64,
@@ -137,7 +141,7 @@ impl Member {
     }
 
     fn data_dir(&self) -> PathBuf {
-        self.dir.join("data")
+        self.data.clone()
     }
 
     fn log_path(&self) -> PathBuf {
@@ -155,7 +159,8 @@ impl Member {
 /// server id `i + 1`. Each member keeps its ports and data directory across
 /// [`stop`](ZkCluster::stop)/[`start`](ZkCluster::start). Dropping the
 /// cluster kills all members and deletes the temporary directory
-/// (`$TMPDIR/zk-rwlock-zk-<pid>-<random>`).
+/// (`$TMPDIR/zk-rwlock-zk-<pid>-<random>`); a data directory kept with
+/// [`ZkClusterBuilder::data_dir`] stays.
 ///
 /// `ZkCluster` is `Send` and `Sync`.
 #[derive(Debug)]
@@ -176,6 +181,9 @@ pub struct ZkCluster {
     tls: Option<TlsFiles>,
     /// Whether the members take SASL ([`ZkClusterBuilder::sasl_user`]).
     sasl: bool,
+    /// The data directories are kept ([`ZkClusterBuilder::data_dir`]):
+    /// never emptied at a start.
+    keep_data: bool,
 }
 
 impl ZkCluster {

@@ -1,0 +1,80 @@
+//! While holding: what the keeper's watch on the held node tells.
+
+use super::{Answer, Contender, Downgrade, HeldNode, Keep};
+use crate::acquire;
+
+impl Contender {
+    /// Feeds what the keeper's read-and-watch of the held node answered;
+    /// returns what the keeper does next.
+    pub fn held_watch_set(&mut self, answer: Answer<HeldNode>) -> Keep {
+        match answer {
+            // A data change used up the watch, then the node was deleted
+            // and made again under its name (by someone else: the name
+            // carries this acquire's token): the guard's node is gone.
+            Answer::Ok(node) if Some(node.czxid) != self.czxid() => {
+                self.held_deleted();
+                Keep::Stop
+            }
+            Answer::Ok(node) => {
+                if node.revocation {
+                    self.revoked = true;
+                }
+                Keep::Wait
+            }
+            Answer::NoNode => {
+                self.held_deleted();
+                Keep::Stop
+            }
+            Answer::Retry => Keep::Watch,
+            Answer::SessionEnded => {
+                self.held_lost();
+                Keep::Stop
+            }
+            Answer::Exists | Answer::NoAuth | Answer::Unimplemented | Answer::Failed => Keep::Stop,
+        }
+    }
+
+    /// Feeds the held node's watch event; returns what the keeper does next.
+    pub fn held_event(&mut self, event: acquire::NodeEvent) -> Keep {
+        match event {
+            acquire::NodeEvent::Deleted => {
+                self.held_deleted();
+                Keep::Stop
+            }
+            acquire::NodeEvent::SessionEnded => {
+                self.held_lost();
+                Keep::Stop
+            }
+            // Data written to the node (a revocation request?): read it and
+            // watch again.
+            acquire::NodeEvent::DataChanged | acquire::NodeEvent::Other | acquire::NodeEvent::Failed => {
+                Keep::Watch
+            }
+        }
+    }
+
+    /// Marks the held lock lost (the session ended, or the lease ran out).
+    pub fn held_lost(&mut self) {
+        self.lost = true;
+    }
+
+    /// Notes a revocation request seen on my node before the grant.
+    pub fn note_revoked(&mut self) {
+        self.revoked = true;
+    }
+
+    pub(super) fn held_deleted(&mut self) {
+        match self.downgrade {
+            // Whose deletion it is, the downgrade's answer tells.
+            Downgrade::Running { .. } => self.downgrade = Downgrade::Running { deleted: true },
+            // The downgrade's own.
+            Downgrade::Replaced => {}
+            // After the release began, the deletion is the release's.
+            Downgrade::None if self.releasing => {}
+            Downgrade::None => {
+                self.gone = true;
+                self.lost = true;
+            }
+        }
+    }
+}
