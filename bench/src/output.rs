@@ -137,7 +137,7 @@ struct Line<'a> {
     wakes: Option<Wakes>,
     window_cpu_s: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    max_rss_kb: Option<libc::c_long>,
+    max_rss_kb: Option<std::ffi::c_long>,
     #[serde(skip_serializing_if = "Option::is_none")]
     first_error: Option<&'a str>,
     version: String,

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use nix::sys::resource::{getrusage, Usage, UsageWho};
+use nix::sys::time::TimeVal;
 use zk_rwlock_testkit::Percentiles;
 
 pub(crate) fn ms(d: Duration) -> f64 {
@@ -30,23 +32,19 @@ pub(crate) fn num(v: Option<f64>) -> Option<f64> {
     }
 }
 
-fn rusage() -> Option<libc::rusage> {
-    // SAFETY: `rusage` is plain data (all-zero is valid); getrusage only
-    // writes into the struct we pass.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
-    (rc == 0).then_some(usage)
+fn rusage() -> Option<Usage> {
+    getrusage(UsageWho::RUSAGE_SELF).ok()
 }
 
 /// User + system CPU time of this process so far, in seconds.
 pub(crate) fn cpu_secs() -> f64 {
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    rusage().map_or(0.0, |u| tv(u.ru_utime) + tv(u.ru_stime))
+    let tv = |t: TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
+    rusage().map_or(0.0, |u| tv(u.user_time()) + tv(u.system_time()))
 }
 
 /// Peak resident set size of this process, in KiB.
-pub(crate) fn max_rss_kb() -> Option<libc::c_long> {
-    rusage().map(|u| u.ru_maxrss)
+pub(crate) fn max_rss_kb() -> Option<std::ffi::c_long> {
+    rusage().map(|u| u.max_rss())
 }
 
 #[cfg(test)]
