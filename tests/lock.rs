@@ -426,6 +426,47 @@ fn blocking_api_from_plain_threads() {
     g.release().unwrap();
 }
 
+/// The data a blocking lock protects is read and written through the
+/// lock's own runtime (`block_on`), from a plain thread with no runtime of
+/// its own; two writers' read-modify-write cycles lose no update.
+#[test]
+fn blocking_lock_runs_the_clients_calls_on_its_data() {
+    let path = unique_path("blocking-data");
+    let data = format!("{path}-data");
+    let connect = server().connect_string();
+    let setup = zk_rwlock::blocking::SharedLock::connect(&connect, &path).unwrap();
+    let open = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+    setup
+        .block_on(setup.client().create(&data, b"0", &open))
+        .unwrap()
+        .unwrap();
+    let writers: Vec<_> = (0..2)
+        .map(|_| {
+            let (connect, path, data) = (connect.clone(), path.clone(), data.clone());
+            std::thread::spawn(move || {
+                let lock = zk_rwlock::blocking::SharedLock::connect(&connect, &path).unwrap();
+                for _ in 0..10 {
+                    let guard = lock.write().unwrap();
+                    let client = lock.client();
+                    let (bytes, _) = lock.block_on(client.get_data(&data)).unwrap().unwrap();
+                    let n: u64 = String::from_utf8(bytes).unwrap().parse().unwrap();
+                    // Unconditional: only the lock keeps the other writer out.
+                    let next = (n + 1).to_string();
+                    lock.block_on(client.set_data(&data, next.as_bytes(), None))
+                        .unwrap()
+                        .unwrap();
+                    guard.release().unwrap();
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    let (bytes, _) = setup.block_on(setup.client().get_data(&data)).unwrap().unwrap();
+    assert_eq!(bytes, b"20", "an update was lost");
+}
+
 /// On a thread that runs a runtime's tasks (here the test's
 /// current_thread runtime) the blocking API would starve them: refused,
 /// also for a lock made elsewhere.
@@ -441,6 +482,7 @@ async fn blocking_api_refuses_to_run_inside_a_runtime() {
         .unwrap();
     assert!(matches!(l.try_write(), Err(Error::InsideRuntime)));
     assert!(matches!(l.contenders(), Err(Error::InsideRuntime)));
+    assert!(matches!(l.block_on(async {}), Err(Error::InsideRuntime)));
     // A task on a multi-thread runtime's worker: refused as well.
     let on_worker = std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_multi_thread()

@@ -133,7 +133,29 @@ impl SharedLock {
         self.lock.client()
     }
 
-    fn block_on<F: Future>(&self, f: F) -> Result<F::Output, Error> {
+    /// Runs `f` to completion on the calling thread, in this lock's
+    /// runtime: for the client's own calls on the data the lock protects,
+    /// without a runtime of one's own.
+    ///
+    /// ```no_run
+    /// use zk_rwlock::blocking::SharedLock;
+    ///
+    /// let lock = SharedLock::connect("127.0.0.1:2181", "/locks/orders")?;
+    /// let guard = lock.write()?;
+    /// let client = lock.client();
+    /// let (data, stat) = lock.block_on(client.get_data("/orders/state"))??;
+    /// lock.block_on(client.set_data("/orders/state", b"next", Some(stat.version)))??;
+    /// drop(guard);
+    /// # let _ = data;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InsideRuntime`] on a thread that runs a runtime's tasks
+    /// (see the [module documentation](super)); `f`'s own errors are in its
+    /// output.
+    pub fn block_on<F: Future>(&self, f: F) -> Result<F::Output, Error> {
         self.rt.block_on(f)
     }
 
