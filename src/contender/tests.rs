@@ -1046,7 +1046,7 @@ fn retry_pauses() {
 // Withdrawals at the edges: refused directories, ended sessions, extra nodes.
 
 /// A directory refused for holding someone's data is not the lock's: its
-/// data must be left alone (README, "A lock directory is the lock's"). The
+/// data must be left alone (`docs/library.md`, "A lock directory is the lock's"). The
 /// withdrawal of the node made there must not recycle it (delete it and
 /// create it again empty) even when its counter is past the threshold: that
 /// would wipe the data, reset the owner's sequence counter and turn a

@@ -13,7 +13,7 @@
 //! # On the wire
 //!
 //! Candidates are plain writers of the lock's wire protocol
-//! (`<identity>@<token>-W-<seq>` nodes, see the README): `zk-rwlock status`
+//! (`<identity>@<token>-W-<seq>` nodes, see `docs/protocol.md`): `zk-rwlock status`
 //! and every other client see them as writers, and a [`SharedLock`] on the
 //! same path contends with them (a reader there keeps every candidate
 //! waiting; a writer there is a leader that announces nothing).
