@@ -9,7 +9,10 @@
 //! short, watch notifications for watched and other paths), frames with a
 //! lying length, bytes between frames. Every later connection is told that
 //! the session expired, so that a client gives up instead of reconnecting
-//! for a session timeout.
+//! for a session timeout. A lock's write acquire runs on the same session:
+//! it must end by its deadline and must never be granted (the fake server
+//! cannot know the node's random token, so a grant could only rest on
+//! garbage).
 //!
 //! proptest at the byte level stands in for `cargo fuzz` (which needs a
 //! nightly toolchain). The property: the client returns values or errors,
@@ -26,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
-use zk_rwlock::zk;
+use zk_rwlock::{zk, SharedLock, GIVE_UP_SLACK};
 
 /// Panics anywhere in the process (the client's task, the fake server, the
 /// test), counted by a hook installed once.
@@ -138,6 +141,8 @@ struct Script {
     replies: Vec<Reply>,
     /// Connect with a chroot.
     chroot: bool,
+    /// The lock's acquire comes before the client's calls (else after).
+    lock_first: bool,
 }
 
 fn frame(body: &[u8], length: Option<i32>) -> Vec<u8> {
@@ -294,11 +299,13 @@ fn script() -> impl Strategy<Value = Script> {
         prelude(),
         proptest::collection::vec(reply(), 0..12),
         any::<bool>(),
+        any::<bool>(),
     )
-        .prop_map(|(prelude, replies, chroot)| Script {
+        .prop_map(|(prelude, replies, chroot, lock_first)| Script {
             prelude,
             replies,
             chroot,
+            lock_first,
         })
 }
 
@@ -410,9 +417,27 @@ impl Drop for FakeServer {
 /// Each call's deadline.
 const CALL: Duration = Duration::from_secs(2);
 
+/// A lock's write acquire on the fake server: it ends by its deadline,
+/// and is never granted. The server cannot know the node's name (its token
+/// is random), so a grant could only rest on garbage.
+async fn acquire_on_garbage(client: &zk::Client) -> Result<(), String> {
+    let lock = SharedLock::new(client.clone(), "/lock").map_err(|e| e.to_string())?;
+    let wait = Duration::from_millis(500);
+    let bound = wait + GIVE_UP_SLACK + Duration::from_secs(1);
+    match tokio::time::timeout(bound, lock.write_timeout(wait)).await {
+        Err(_) => Err(format!("an acquire of {wait:?} ran past {bound:?}")),
+        Ok(Ok(Some(guard))) => Err(format!("granted on garbage: {guard:?}")),
+        Ok(_) => Ok(()),
+    }
+}
+
 /// Calls every kind of request the library makes (and a few more), each
-/// with a deadline; an error names a call that did not end by it.
-async fn exercise(client: zk::Client) -> Result<(), String> {
+/// with a deadline, and a lock's acquire first or last; an error names a
+/// call that did not end by its deadline, or a grant.
+async fn exercise(client: zk::Client, lock_first: bool) -> Result<(), String> {
+    if lock_first {
+        acquire_on_garbage(&client).await?;
+    }
     macro_rules! call {
         ($what:expr, $fut:expr) => {
             match tokio::time::timeout(CALL, $fut).await {
@@ -443,6 +468,9 @@ async fn exercise(client: zk::Client) -> Result<(), String> {
     let _ = call!("multi", multi.commit());
     let _ = call!("delete", client.delete("/a/n-0000000001", None));
     let _ = call!("sync", client.sync("/a"));
+    if !lock_first {
+        acquire_on_garbage(&client).await?;
+    }
     Ok(())
 }
 
@@ -450,7 +478,7 @@ async fn exercise(client: zk::Client) -> Result<(), String> {
 /// an error if anything panicked or hung.
 fn run(rt: &tokio::runtime::Runtime, script: Script) -> Result<(), String> {
     let panics = PANICS.load(Ordering::SeqCst);
-    let chroot = script.chroot;
+    let (chroot, lock_first) = (script.chroot, script.lock_first);
     let server = FakeServer::start(script);
     let connect = if chroot {
         format!("{}/root", server.addr)
@@ -466,7 +494,7 @@ fn run(rt: &tokio::runtime::Runtime, script: Script) -> Result<(), String> {
         match tokio::time::timeout(Duration::from_secs(4), client).await {
             Err(_) => Err("connect hung past 4 s".to_owned()),
             Ok(Err(_)) => Ok(()),
-            Ok(Ok(client)) => exercise(client).await,
+            Ok(Ok(client)) => exercise(client, lock_first).await,
         }
     });
     let outcome = rt.block_on(async {
@@ -545,6 +573,7 @@ fn an_empty_created_path_is_an_error() {
         },
         replies: vec![empty; 3],
         chroot: false,
+        lock_first: false,
     });
     let panics = PANICS.load(Ordering::SeqCst);
     let addr = server.addr.clone();
