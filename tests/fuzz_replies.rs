@@ -546,19 +546,23 @@ fn garbled_replies_never_panic_or_hang() {
     eprintln!("{} scripts in {:?}", runner.config().cases, started.elapsed());
 }
 
-/// Found by the fuzzing: a `create` reply whose path is empty made the
-/// client panic on the caller's task (`strip_root_path` sliced the empty
-/// path); it is an error now (vendor patch 10).
-#[test]
-fn an_empty_created_path_is_an_error() {
+/// Runs `call` on a session of a fake server that answers each request
+/// with `body` (and no error); returns what the call returned, or how its
+/// task failed. Fails the test on a panic anywhere.
+fn answered_with<T, F, Fut>(body: Body, call: F) -> Result<T, tokio::task::JoinError>
+where
+    F: FnOnce(zk::Client) -> Fut,
+    Fut: std::future::Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
     count_panics();
     let rt = runtime();
-    let empty = Reply {
+    let reply = Reply {
         unasked: false,
         xid: Xid::Echo,
         zxid: 1,
         err: 0,
-        body: Body::Buffer(0, Vec::new()),
+        body,
         length: None,
         stray: Vec::new(),
         close: false,
@@ -571,29 +575,55 @@ fn an_empty_created_path_is_an_error() {
             password: (16, vec![7; 16]),
             readonly: vec![0],
         },
-        replies: vec![empty; 3],
+        replies: vec![reply; 3],
         chroot: false,
         lock_first: false,
     });
     let panics = PANICS.load(Ordering::SeqCst);
     let addr = server.addr.clone();
-    let created = rt.block_on(async move {
+    let result = rt.block_on(async move {
         let client = zk::Client::connector()
             .with_session_timeout(Duration::from_secs(2))
             .connect(&addr)
             .await
             .expect("the fake server's session");
-        let ephemeral = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
-        let created =
-            tokio::spawn(async move { client.create("/a/n-", b"x", &ephemeral).await.map(|(_, seq)| seq) });
-        tokio::time::timeout(CALL, created)
-            .await
-            .expect("the create ends")
+        let task = tokio::spawn(call(client));
+        tokio::time::timeout(CALL, task).await.expect("the call ends")
     });
     assert_eq!(PANICS.load(Ordering::SeqCst), panics, "no panic");
-    let created = created.expect("the create's task did not panic");
+    result
+}
+
+/// Found by the fuzzing: a `create` reply whose path is empty made the
+/// client panic on the caller's task (`strip_root_path` sliced the empty
+/// path); it is an error now (vendor patch 10).
+#[test]
+fn an_empty_created_path_is_an_error() {
+    let created = answered_with(Body::Buffer(0, Vec::new()), |client| async move {
+        let ephemeral = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
+        client.create("/a/n-", b"x", &ephemeral).await.map(|(_, seq)| seq)
+    })
+    .expect("the create's task did not panic");
     assert!(
         matches!(created, Err(zk::Error::UnexpectedError(_))),
         "{created:?}"
     );
+}
+
+/// Found by the garbling proxy (`tests/fuzz_contended.rs`, a length
+/// prefix made smaller): a `getData` reply shorter than a stat made the
+/// client panic on the caller's task (`attempt to subtract with
+/// overflow`); it is an error now (vendor patch 11).
+#[test]
+fn a_short_get_data_reply_is_an_error() {
+    for len in [0, 3, 40, 67, 68, 71] {
+        let got = answered_with(Body::Noise(vec![0; len]), |client| async move {
+            client.get_data("/a").await
+        })
+        .expect("the call's task did not panic");
+        assert!(
+            matches!(got, Err(zk::Error::UnexpectedError(_))),
+            "{len} bytes: {got:?}"
+        );
+    }
 }

@@ -96,10 +96,12 @@ pub enum Garbling {
     /// no client can tell such a lie from the truth (TLS can: it drops the
     /// connection on a changed byte).
     Anywhere,
-    /// Only changes a client can detect: the length prefix or the xid to
-    /// any other value (the framing breaks, or a reply answers no request),
-    /// or a byte of a string (a run of at least 8 printable bytes: paths,
-    /// node names) to `0xff`, which is never valid UTF-8.
+    /// Only changes a client can detect: the length prefix to any other
+    /// value (the framing breaks), or a byte of a string (a run of at least
+    /// 8 printable bytes: paths, node names) to `0xff`, which is never
+    /// valid UTF-8. Not the xid: the client matches replies to requests by
+    /// xid, so an xid changed into that of another request in flight would
+    /// hand one request the other's reply, a lie it does not catch.
     Detectable,
 }
 
@@ -133,8 +135,8 @@ impl Garble {
                 Garbling::Detectable => {
                     let strings = string_bytes(packet);
                     if strings.is_empty() || self.rng.one_in(3) {
-                        // The length prefix or the xid.
-                        let at = self.rng.index(packet.len().min(8));
+                        // The length prefix.
+                        let at = self.rng.index(packet.len().min(4));
                         (at, packet[at] ^ (1 + self.rng.below(255) as u8))
                     } else {
                         (strings[self.rng.index(strings.len())], 0xff)
