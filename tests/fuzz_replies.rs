@@ -143,6 +143,8 @@ struct Script {
     chroot: bool,
     /// The lock's acquire comes before the client's calls (else after).
     lock_first: bool,
+    /// The client's first call (see [`exercise`]).
+    first: usize,
 }
 
 fn frame(body: &[u8], length: Option<i32>) -> Vec<u8> {
@@ -300,12 +302,14 @@ fn script() -> impl Strategy<Value = Script> {
         proptest::collection::vec(reply(), 0..12),
         any::<bool>(),
         any::<bool>(),
+        0..CALLS,
     )
-        .prop_map(|(prelude, replies, chroot, lock_first)| Script {
+        .prop_map(|(prelude, replies, chroot, lock_first, first)| Script {
             prelude,
             replies,
             chroot,
             lock_first,
+            first,
         })
 }
 
@@ -434,7 +438,10 @@ async fn acquire_on_garbage(client: &zk::Client) -> Result<(), String> {
 /// Calls every kind of request the library makes (and a few more), each
 /// with a deadline, and a lock's acquire first or last; an error names a
 /// call that did not end by its deadline, or a grant.
-async fn exercise(client: zk::Client, lock_first: bool) -> Result<(), String> {
+/// How many kinds of call [`exercise`] makes.
+const CALLS: usize = 11;
+
+async fn exercise(client: zk::Client, lock_first: bool, first: usize) -> Result<(), String> {
     if lock_first {
         acquire_on_garbage(&client).await?;
     }
@@ -447,27 +454,45 @@ async fn exercise(client: zk::Client, lock_first: bool) -> Result<(), String> {
         };
     }
     let ephemeral = zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all());
-    let _ = call!("create", client.create("/a/n-", b"x", &ephemeral));
-    let _ = call!("get_children", client.get_children("/a"));
-    let _ = call!("list_children", client.list_children("/a"));
-    let _ = call!("get_data", client.get_data("/a"));
-    let _ = call!("check_stat", client.check_stat("/x"));
-    if let Ok((_, _, watcher)) = call!("get_and_watch_children", client.get_and_watch_children("/a")) {
-        // A notification may or may not come; it must not panic.
-        let _ = tokio::time::timeout(Duration::from_millis(20), watcher.changed()).await;
+    // Every call comes first in some scripts: the first replies are the
+    // likeliest to reach a call before the connection is lost.
+    for i in (0..CALLS).map(|k| (k + first) % CALLS) {
+        match i {
+            0 => drop(call!("create", client.create("/a/n-", b"x", &ephemeral))),
+            1 => drop(call!("get_children", client.get_children("/a"))),
+            2 => drop(call!("list_children", client.list_children("/a"))),
+            3 => drop(call!("get_data", client.get_data("/a"))),
+            4 => drop(call!("check_stat", client.check_stat("/x"))),
+            5 => {
+                if let Ok((_, _, watcher)) =
+                    call!("get_and_watch_children", client.get_and_watch_children("/a"))
+                {
+                    // A notification may or may not come; it must not panic.
+                    let _ = tokio::time::timeout(Duration::from_millis(20), watcher.changed()).await;
+                }
+            }
+            6 => {
+                if let Ok((_, watcher)) = call!("check_and_watch_stat", client.check_and_watch_stat("/x")) {
+                    let _ = tokio::time::timeout(Duration::from_millis(20), watcher.changed()).await;
+                }
+            }
+            7 => {
+                if let Ok(mut watcher) =
+                    call!("watch", client.watch("/", zk::AddWatchMode::PersistentRecursive))
+                {
+                    let _ = tokio::time::timeout(Duration::from_millis(20), watcher.changed()).await;
+                }
+            }
+            8 => {
+                let mut multi = client.new_multi_writer();
+                let _ = multi.add_check_version("/a", 1);
+                let _ = multi.add_delete("/a/n-0000000001", None);
+                drop(call!("multi", multi.commit()));
+            }
+            9 => drop(call!("delete", client.delete("/a/n-0000000001", None))),
+            _ => drop(call!("sync", client.sync("/a"))),
+        }
     }
-    if let Ok((_, watcher)) = call!("check_and_watch_stat", client.check_and_watch_stat("/x")) {
-        let _ = tokio::time::timeout(Duration::from_millis(20), watcher.changed()).await;
-    }
-    if let Ok(mut watcher) = call!("watch", client.watch("/", zk::AddWatchMode::PersistentRecursive)) {
-        let _ = tokio::time::timeout(Duration::from_millis(20), watcher.changed()).await;
-    }
-    let mut multi = client.new_multi_writer();
-    let _ = multi.add_check_version("/a", 1);
-    let _ = multi.add_delete("/a/n-0000000001", None);
-    let _ = call!("multi", multi.commit());
-    let _ = call!("delete", client.delete("/a/n-0000000001", None));
-    let _ = call!("sync", client.sync("/a"));
     if !lock_first {
         acquire_on_garbage(&client).await?;
     }
@@ -478,7 +503,7 @@ async fn exercise(client: zk::Client, lock_first: bool) -> Result<(), String> {
 /// an error if anything panicked or hung.
 fn run(rt: &tokio::runtime::Runtime, script: Script) -> Result<(), String> {
     let panics = PANICS.load(Ordering::SeqCst);
-    let (chroot, lock_first) = (script.chroot, script.lock_first);
+    let (chroot, lock_first, first) = (script.chroot, script.lock_first, script.first);
     let server = FakeServer::start(script);
     let connect = if chroot {
         format!("{}/root", server.addr)
@@ -494,7 +519,7 @@ fn run(rt: &tokio::runtime::Runtime, script: Script) -> Result<(), String> {
         match tokio::time::timeout(Duration::from_secs(4), client).await {
             Err(_) => Err("connect hung past 4 s".to_owned()),
             Ok(Err(_)) => Ok(()),
-            Ok(Ok(client)) => exercise(client, lock_first).await,
+            Ok(Ok(client)) => exercise(client, lock_first, first).await,
         }
     });
     let outcome = rt.block_on(async {
@@ -578,6 +603,7 @@ where
         replies: vec![reply; 3],
         chroot: false,
         lock_first: false,
+        first: 0,
     });
     let panics = PANICS.load(Ordering::SeqCst);
     let addr = server.addr.clone();
