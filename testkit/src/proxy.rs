@@ -1,8 +1,9 @@
 //! A small TCP proxy between a ZooKeeper client and a server that can cut
 //! connections on command: all at once, or right after forwarding a
 //! request of a given type (before its reply can come back), can refuse
-//! new connections for a while, and can freeze: forward nothing, in either
-//! direction, without closing anything (a network partition).
+//! new connections for a while, can freeze: forward nothing, in either
+//! direction, without closing anything (a network partition), and can
+//! garble random bytes of random server-to-client frames (seeded).
 //!
 //! It understands just enough of ZooKeeper's framing: every packet is a
 //! 4-byte big-endian length and a body; the first packet of a connection is
@@ -13,6 +14,8 @@ use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
+
+use crate::rng::SplitMix64;
 
 /// ZooKeeper op codes the tests cut after.
 pub mod op {
@@ -80,6 +83,77 @@ struct State {
     /// for this long, while later packets pass (events delivered out of
     /// order).
     delay_events: Option<(String, std::time::Duration)>,
+    /// Random bytes of random server-to-client frames are changed.
+    garble: Option<Garble>,
+}
+
+/// Which bytes [`Proxy::garble_replies`] changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Garbling {
+    /// Any byte of the frame, its length prefix included, to any other
+    /// value: garbage, but also well-formed replies that lie (a digit of a
+    /// child name, a zxid, an error code). The protocol has no checksum:
+    /// no client can tell such a lie from the truth (TLS can: it drops the
+    /// connection on a changed byte).
+    Anywhere,
+    /// Only changes a client can detect: the length prefix to any other
+    /// value (the framing breaks), or a byte of a string (a run of at least
+    /// 8 printable bytes: paths, node names) to `0xff`, which is never
+    /// valid UTF-8. Not the xid: the client matches replies to requests by
+    /// xid, so an xid changed into that of another request in flight would
+    /// hand one request the other's reply, a lie it does not catch.
+    Detectable,
+}
+
+/// The seeded garbling of server-to-client frames.
+struct Garble {
+    kind: Garbling,
+    rng: SplitMix64,
+    one_in: u64,
+    garbled: usize,
+    /// What was garbled, frame by frame (see [`Proxy::garble_log`]).
+    log: Vec<String>,
+}
+
+impl Garble {
+    /// Garbles `packet` (length prefix and body) once in `one_in` frames:
+    /// one to three random bytes get random values. The length prefix may
+    /// be hit too, so that the client's framing is garbled as well.
+    fn apply(&mut self, packet: &mut [u8]) {
+        if packet.is_empty() || !self.rng.one_in(self.one_in) {
+            return;
+        }
+        let original = packet.to_vec();
+        let mut changes = Vec::new();
+        for _ in 0..1 + self.rng.below(3) {
+            let (at, new) = match self.kind {
+                Garbling::Anywhere => {
+                    let at = self.rng.index(packet.len());
+                    // Never the same value: a garbled frame differs.
+                    (at, packet[at] ^ (1 + self.rng.below(255) as u8))
+                }
+                Garbling::Detectable => {
+                    let strings = string_bytes(packet);
+                    if strings.is_empty() || self.rng.one_in(3) {
+                        // The length prefix.
+                        let at = self.rng.index(packet.len().min(4));
+                        (at, packet[at] ^ (1 + self.rng.below(255) as u8))
+                    } else {
+                        (strings[self.rng.index(strings.len())], 0xff)
+                    }
+                }
+            };
+            let old = packet[at];
+            packet[at] = new;
+            changes.push(format!("[{at}] {old:#04x}->{new:#04x}"));
+        }
+        self.garbled += 1;
+        self.log.push(format!(
+            "{} of {:?}",
+            changes.join(", "),
+            String::from_utf8_lossy(&original[..original.len().min(160)])
+        ));
+    }
 }
 
 /// The proxy; stops when dropped.
@@ -216,6 +290,42 @@ impl Proxy {
         self.state.lock().unwrap().delay_events = Some((path_part.to_owned(), delay));
     }
 
+    /// Garbles random bytes of random server-to-client frames, on every
+    /// connection from now on: each frame (the connect response included)
+    /// is picked once in `one_in`, and one to three of its bytes, as
+    /// `kind` says, get other values. `seed` makes
+    /// the choices repeatable for one order of frames. `None` ends it.
+    pub fn garble_replies(&self, kind: Garbling, seeded: Option<(u64, u64)>) {
+        self.state.lock().unwrap().garble = seeded.map(|(seed, one_in)| Garble {
+            kind,
+            rng: SplitMix64(seed),
+            one_in: one_in.max(1),
+            garbled: 0,
+            log: Vec::new(),
+        });
+    }
+
+    /// How many frames [`Proxy::garble_replies`] has garbled so far.
+    pub fn garbled(&self) -> usize {
+        self.state
+            .lock()
+            .unwrap()
+            .garble
+            .as_ref()
+            .map_or(0, |g| g.garbled)
+    }
+
+    /// The frames [`Proxy::garble_replies`] has garbled so far: the
+    /// offsets and bytes changed, and the frame's start as it was.
+    pub fn garble_log(&self) -> Vec<String> {
+        self.state
+            .lock()
+            .unwrap()
+            .garble
+            .as_ref()
+            .map_or_else(Vec::new, |g| g.log.clone())
+    }
+
     /// How many armed cuts (and garbled replies) have fired.
     pub fn fired(&self) -> usize {
         self.fired.load(Ordering::SeqCst)
@@ -294,6 +404,9 @@ fn spawn_pumps(
                 frozen.wait(&blocked);
                 if blocked.load(Ordering::SeqCst) {
                     break;
+                }
+                if let Some(garble) = state.lock().unwrap().garble.as_mut() {
+                    garble.apply(&mut packet);
                 }
                 let delay = if first {
                     None
@@ -385,6 +498,28 @@ fn spawn_pumps(
         // Let the server read the request before the connection closes.
         let _ = to.shutdown(Shutdown::Write);
     });
+}
+
+/// The offsets, past the frame's header (length, xid, zxid, err), of the
+/// bytes in runs of at least 8 printable ASCII bytes: the strings of a
+/// reply (numbers rarely hold such runs).
+fn string_bytes(packet: &[u8]) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut run = 0;
+    for (i, b) in packet.iter().enumerate().skip(20) {
+        if (0x20..0x7f).contains(b) {
+            run += 1;
+        } else {
+            if run >= 8 {
+                out.extend(i - run..i);
+            }
+            run = 0;
+        }
+    }
+    if run >= 8 {
+        out.extend(packet.len() - run..packet.len());
+    }
+    out
 }
 
 /// How long to hold back a reply body from the server, if it is a watch

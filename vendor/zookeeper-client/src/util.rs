@@ -61,7 +61,8 @@ pub fn validate_path<'a>(chroot: Chroot<'a>, path: &'a str, allow_trailing_slash
 }
 
 pub fn strip_root_path<'a>(server_path: &'a str, root: &str) -> Result<&'a str, Error> {
-    if let Some(client_path) = server_path.strip_prefix(root) {
+    // An empty server path (a malformed reply) is no descendant of any root (patch 10).
+    if let Some(client_path) = server_path.strip_prefix(root).filter(|_| !server_path.is_empty()) {
         if client_path.is_empty() {
             return Ok(&server_path[..1]);
         }

@@ -606,7 +606,10 @@ impl Client {
         let receiver = self.send_request(OpCode::GetData, &request);
         Ok(async move {
             let (mut body, watcher) = receiver.await?;
-            let data_len = body.len() - Stat::record_len();
+            // A reply too short for the data's length and the stat is an error, not a panic (patch 11).
+            let Some(data_len) = body.len().checked_sub(Stat::record_len()).filter(|len| *len >= 4) else {
+                return Err(Error::UnexpectedError(format!("get data reply of {} bytes", body.len())));
+            };
             let mut stat_buf = &body[data_len..];
             let stat = record::unmarshal(&mut stat_buf)?;
             body.truncate(data_len);
