@@ -99,6 +99,18 @@ async fn registry_cycles() {
         zk_rwlock::registered_sessions() == start
     })
     .await;
+    // A session that expires leaves it, while its client is still held.
+    let proxy = support::proxy::Proxy::start(&servers);
+    let expiring = connect_client(proxy.addr(), SESSION_TIMEOUT, CONNECT_TIMEOUT)
+        .await
+        .expect("connects");
+    assert_eq!(zk_rwlock::registered_sessions(), start + 1);
+    support::expire_behind(&proxy, &expiring, &servers).await;
+    support::eventually("the expired session out of the registry", SETTLE, || async {
+        zk_rwlock::registered_sessions() == start
+    })
+    .await;
+    assert_eq!(expiring.state(), zk_rwlock::zk::SessionState::Expired);
 }
 
 /// One sample of everything that must stay flat.
