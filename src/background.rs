@@ -58,11 +58,52 @@ pub(crate) fn handle() -> Option<&'static Handle> {
 /// The ids of the sessions that run on the background thread.
 static SESSIONS: Mutex<Option<HashSet<i64>>> = Mutex::new(None);
 
-/// Notes that the session `id` runs on the background thread.
-pub(crate) fn register_session(id: i64) {
+/// Notes that the session of `client` runs on the background thread,
+/// until it ends: a task there follows its state and takes the id out of
+/// the registry once the state is terminal (closed, expired, or refused
+/// credentials), so that the registry holds the live sessions only. A
+/// session never leaves a terminal state, so `runs_session` cannot answer
+/// no for a live session; after the end it answers no, and a dead
+/// session has nothing left to run anywhere.
+pub(crate) fn register_session(client: &crate::zk::Client) {
+    let id = client.session_id().0;
+    // Taken before the id goes in: a state change after this point is seen.
+    let mut states = client.state_watcher();
     if let Ok(mut sessions) = SESSIONS.lock() {
         sessions.get_or_insert_with(HashSet::new).insert(id);
     }
+    let follow = async move {
+        let mut state = states.peek_state();
+        while !state.is_terminated() {
+            state = states.changed().await;
+        }
+        forget_session(id);
+    };
+    match handle() {
+        Some(background) => drop(background.spawn(follow)),
+        // Not registered without the background thread either (the caller
+        // checks); nothing to follow.
+        None => forget_session(id),
+    }
+}
+
+/// Takes the session `id` out of the registry: it has ended.
+fn forget_session(id: i64) {
+    if let Ok(mut sessions) = SESSIONS.lock() {
+        if let Some(s) = sessions.as_mut() {
+            s.remove(&id);
+        }
+    }
+}
+
+/// How many sessions the registry holds: those connected by
+/// [`connect_client`](crate::connect_client) that have not ended. For the
+/// churn test, which checks that it does not grow.
+#[doc(hidden)]
+pub fn registered_sessions() -> usize {
+    SESSIONS
+        .lock()
+        .map_or(0, |sessions| sessions.as_ref().map_or(0, HashSet::len))
 }
 
 /// True if the session `id` runs on the background thread: waiting for

@@ -342,7 +342,7 @@ pub async fn connect_client_with(servers: &str, options: &ConnectOptions) -> Res
     match connected {
         Ok(Ok(client)) => {
             if background::handle().is_some() {
-                background::register_session(client.session_id().0);
+                background::register_session(&client);
             }
             match missing_chroot(&client, None).await {
                 Some(e) => Err(e),

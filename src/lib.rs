@@ -115,6 +115,8 @@ pub mod node_name;
 pub mod ordering;
 mod stats;
 
+#[doc(hidden)]
+pub use background::registered_sessions;
 pub use connect::{connect_client, connect_client_with, ConnectOptions};
 pub use election::{Election, ElectionBuilder, Leader, Leadership};
 pub use error::{is_retryable, Error};

@@ -1,0 +1,396 @@
+//! Churn: the library used over and over, in every way at once, must leave
+//! the process and the server as it found them.
+//!
+//! One cycle: sessions connected and closed ([`connect_client`]), write and
+//! read locks acquired and released (async and blocking), guards dropped
+//! without a release, acquires that time out and acquires cancelled by
+//! dropping their future, a multi-lock, an election, all against a session
+//! that lives for the whole run and holds the contended lock meanwhile.
+//! After a warm-up, samples are taken between cycles: the process's
+//! resident memory, open file descriptors and threads, the library's
+//! session registry, and the server's znodes, watches, ephemerals and
+//! approximate data size (`mntr`).
+//!
+//! The verdict, the tolerance the README states (docs/testing.md, "Churn"):
+//! resident memory at the end and at its largest within +10 % or +8 MiB
+//! (the larger) of the value after the warm-up; file descriptors and
+//! threads back to at most their value after the warm-up; the server's
+//! znodes, watches and ephemerals back to that value; the session registry
+//! back to its size before the run. The process and server figures are
+//! polled at the end (sessions close in the background), with a deadline.
+//!
+//! `CHURN_SECS` (default 40) sets the measured time, `CHURN_WARMUP_SECS`
+//! (default 8) the warm-up, `CHURN_SAMPLE_SECS` (default 5) the sampling
+//! interval. The hour: `CHURN_SECS=3600 CHURN_WARMUP_SECS=30
+//! CHURN_SAMPLE_SECS=300 cargo test --test churn churn_leaves -- --nocapture`.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use zk_rwlock::{blocking, connect_client, Election, Mode, MultiLock, SharedLock};
+use zk_rwlock_testkit as support;
+
+/// The tests of this binary measure the whole process: one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+const SESSION_TIMEOUT: Duration = Duration::from_secs(4);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the end figures may take to come back (sessions close, idle
+/// runtime threads exit).
+const SETTLE: Duration = Duration::from_secs(30);
+/// Resident memory may end this much above its post-warm-up value: the
+/// larger of a tenth of it and 8 MiB.
+const RSS_SLACK_KB: u64 = 8 * 1024;
+
+fn env_secs(name: &str, default: u64) -> Duration {
+    Duration::from_secs(
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default),
+    )
+}
+
+/// N connect/close cycles leave the session registry at its starting size:
+/// each session leaves it when it ends.
+#[test]
+fn closed_sessions_leave_the_registry() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    runtime().block_on(registry_cycles());
+}
+
+/// A runtime like `#[tokio::main]`'s, two workers (the blocking API's part
+/// of a cycle runs in `block_in_place`).
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime")
+}
+
+async fn registry_cycles() {
+    let servers = support::server().connect_string();
+    let start = zk_rwlock::registered_sessions();
+    for _ in 0..20 {
+        let client = connect_client(&servers, SESSION_TIMEOUT, CONNECT_TIMEOUT)
+            .await
+            .expect("connects");
+        assert!(
+            zk_rwlock::registered_sessions() > start,
+            "a live session is registered"
+        );
+        drop(client);
+    }
+    support::eventually("the registry back to its start", SETTLE, || async {
+        zk_rwlock::registered_sessions() == start
+    })
+    .await;
+    // A session that fails after it connected (a missing chroot) leaves too.
+    let e = connect_client(
+        &format!("{servers}/no-such-chroot"),
+        SESSION_TIMEOUT,
+        CONNECT_TIMEOUT,
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(e, zk_rwlock::Error::ChrootMissing { .. }), "{e}");
+    support::eventually("the registry back to its start", SETTLE, || async {
+        zk_rwlock::registered_sessions() == start
+    })
+    .await;
+    // A session that expires leaves it, while its client is still held.
+    let proxy = support::proxy::Proxy::start(&servers);
+    let expiring = connect_client(proxy.addr(), SESSION_TIMEOUT, CONNECT_TIMEOUT)
+        .await
+        .expect("connects");
+    assert_eq!(zk_rwlock::registered_sessions(), start + 1);
+    support::expire_behind(&proxy, &expiring, &servers).await;
+    support::eventually("the expired session out of the registry", SETTLE, || async {
+        zk_rwlock::registered_sessions() == start
+    })
+    .await;
+    assert_eq!(expiring.state(), zk_rwlock::zk::SessionState::Expired);
+}
+
+/// One sample of everything that must stay flat.
+#[derive(Clone, Copy, Debug, Default)]
+struct Sample {
+    secs: u64,
+    cycles: u64,
+    rss_kb: u64,
+    fds: u64,
+    threads: u64,
+    registry: u64,
+    znodes: u64,
+    watches: u64,
+    ephemerals: u64,
+    data_bytes: u64,
+}
+
+impl Sample {
+    fn take(started: Instant, cycles: u64) -> Sample {
+        let server = support::server().four_letter(0, "mntr").expect("mntr answers");
+        let mntr = |key: &str| {
+            server
+                .lines()
+                .find_map(|l| {
+                    l.strip_prefix(key)
+                        .filter(|rest| rest.starts_with(char::is_whitespace))
+                })
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or_else(|| panic!("mntr has no {key}: {server}"))
+        };
+        Sample {
+            secs: started.elapsed().as_secs(),
+            cycles,
+            rss_kb: rss_kb(),
+            fds: count_dir("/proc/self/fd"),
+            threads: count_dir("/proc/self/task"),
+            registry: zk_rwlock::registered_sessions() as u64,
+            znodes: mntr("zk_znode_count"),
+            watches: mntr("zk_watch_count"),
+            ephemerals: mntr("zk_ephemerals_count"),
+            data_bytes: mntr("zk_approximate_data_size"),
+        }
+    }
+
+    fn row(&self, what: &str) -> String {
+        format!(
+            "{what:<10} {:>6} {:>8} {:>9} {:>4} {:>7} {:>8} {:>6} {:>7} {:>10} {:>9}",
+            self.secs,
+            self.cycles,
+            self.rss_kb,
+            self.fds,
+            self.threads,
+            self.registry,
+            self.znodes,
+            self.watches,
+            self.ephemerals,
+            self.data_bytes
+        )
+    }
+}
+
+const HEADER: &str =
+    "sample       secs   cycles    rss_kb  fds threads registry znodes watches ephemerals data_size";
+
+fn rss_kb() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS in /proc/self/status")
+}
+
+fn count_dir(dir: &str) -> u64 {
+    std::fs::read_dir(dir).expect("a /proc directory").count() as u64
+}
+
+/// The lock paths of the run: made in the warm-up, then reused.
+struct Paths {
+    plain: String,
+    contended: String,
+    multi_a: String,
+    multi_b: String,
+    election: String,
+    blocking: String,
+}
+
+/// One cycle of churn; `long` is the lock of the session that lives for
+/// the whole run, on `paths.contended`.
+async fn cycle(servers: &str, paths: &Paths, long: &SharedLock) {
+    // A session of its own: write and read, one guard released, one dropped.
+    let a = connect_client(servers, SESSION_TIMEOUT, CONNECT_TIMEOUT)
+        .await
+        .expect("connects");
+    let plain = SharedLock::new(a.clone(), &paths.plain).expect("a lock");
+    plain
+        .write()
+        .await
+        .expect("write")
+        .release()
+        .await
+        .expect("released");
+    drop(plain.read().await.expect("read"));
+    drop(plain.acquire(Mode::Write).await.expect("write"));
+
+    // Contention with the long session: a timed-out and a cancelled acquire.
+    let b = connect_client(servers, SESSION_TIMEOUT, CONNECT_TIMEOUT)
+        .await
+        .expect("connects");
+    let contended = SharedLock::new(b.clone(), &paths.contended).expect("a lock");
+    let held = long.write().await.expect("the long session writes");
+    let timed_out = contended
+        .write_timeout(Duration::from_millis(20))
+        .await
+        .expect("no error");
+    assert!(timed_out.is_none(), "granted while another session writes");
+    let cancelled = tokio::time::timeout(Duration::from_millis(20), contended.read()).await;
+    assert!(cancelled.is_err(), "granted while another session writes");
+    held.release().await.expect("released");
+    contended
+        .read()
+        .await
+        .expect("read")
+        .release()
+        .await
+        .expect("released");
+
+    // A multi-lock: released, then dropped.
+    let multi = MultiLock::new(b, &[(&paths.multi_a, Mode::Write), (&paths.multi_b, Mode::Read)])
+        .expect("a multi-lock");
+    multi
+        .acquire()
+        .await
+        .expect("acquired")
+        .release()
+        .await
+        .expect("released");
+    drop(multi.acquire().await.expect("acquired"));
+
+    // An election: campaign and resign.
+    let election = Election::new(a, &paths.election, "churn").expect("an election");
+    election
+        .campaign()
+        .await
+        .expect("leads")
+        .resign()
+        .await
+        .expect("resigned");
+
+    // The blocking API, on a thread of its own (it refuses a runtime's).
+    let servers = servers.to_owned();
+    let path = paths.blocking.clone();
+    let blocking = std::thread::spawn(move || {
+        let lock = blocking::SharedLock::connect(&servers, &path).expect("connects");
+        lock.write().expect("write").release().expect("released");
+        drop(lock.read().expect("read"));
+    });
+    tokio::task::block_in_place(|| blocking.join()).expect("the blocking part");
+    drop((plain, contended, multi, election));
+}
+
+/// Polls `done` against fresh samples until it holds or `SETTLE` passes;
+/// the last sample either way.
+async fn settled(started: Instant, cycles: u64, done: impl Fn(&Sample) -> bool) -> Sample {
+    let deadline = Instant::now() + SETTLE;
+    loop {
+        let sample = Sample::take(started, cycles);
+        if done(&sample) || Instant::now() >= deadline {
+            return sample;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[test]
+fn churn_leaves_nothing_behind() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    runtime().block_on(churn());
+}
+
+async fn churn() {
+    let measured = env_secs("CHURN_SECS", 40);
+    let warmup = env_secs("CHURN_WARMUP_SECS", 8);
+    let every = env_secs("CHURN_SAMPLE_SECS", 5);
+    let servers = support::server().connect_string();
+    let base = support::unique_path("churn");
+    let paths = Paths {
+        plain: format!("{base}/plain"),
+        contended: format!("{base}/contended"),
+        multi_a: format!("{base}/multi-a"),
+        multi_b: format!("{base}/multi-b"),
+        election: format!("{base}/election"),
+        blocking: format!("{base}/blocking"),
+    };
+    let registry_start = zk_rwlock::registered_sessions() as u64;
+    let long_client = connect_client(&servers, SESSION_TIMEOUT, CONNECT_TIMEOUT)
+        .await
+        .expect("connects");
+    let long = SharedLock::new(long_client, &paths.contended).expect("a lock");
+
+    let started = Instant::now();
+    let mut cycles = 0u64;
+    while started.elapsed() < warmup {
+        cycle(&servers, &paths, &long).await;
+        cycles += 1;
+    }
+    // After the warm-up: between cycles, once the closed sessions' nodes
+    // are gone (the long session holds none between cycles).
+    let after_warmup = settled(started, cycles, |s| s.ephemerals == 0).await;
+    assert_eq!(
+        after_warmup.ephemerals, 0,
+        "ephemerals left between cycles: {after_warmup:?}"
+    );
+    let mut samples = vec![after_warmup];
+    let mut next = Instant::now() + every;
+    let until = Instant::now() + measured;
+    while Instant::now() < until {
+        cycle(&servers, &paths, &long).await;
+        cycles += 1;
+        if Instant::now() >= next {
+            samples.push(Sample::take(started, cycles));
+            next += every;
+        }
+    }
+    let flat = |s: &Sample| {
+        s.fds <= after_warmup.fds
+            && s.threads <= after_warmup.threads
+            && s.znodes == after_warmup.znodes
+            && s.watches == after_warmup.watches
+            && s.ephemerals == after_warmup.ephemerals
+    };
+    let end = settled(started, cycles, flat).await;
+    samples.push(end);
+    drop(long);
+    let registry_end = settled(started, cycles, |s| s.registry == registry_start).await;
+
+    let rss_limit = after_warmup.rss_kb + (after_warmup.rss_kb / 10).max(RSS_SLACK_KB);
+    let max = samples.iter().fold(Sample::default(), |m, s| Sample {
+        secs: m.secs.max(s.secs),
+        cycles: m.cycles.max(s.cycles),
+        rss_kb: m.rss_kb.max(s.rss_kb),
+        fds: m.fds.max(s.fds),
+        threads: m.threads.max(s.threads),
+        registry: m.registry.max(s.registry),
+        znodes: m.znodes.max(s.znodes),
+        watches: m.watches.max(s.watches),
+        ephemerals: m.ephemerals.max(s.ephemerals),
+        data_bytes: m.data_bytes.max(s.data_bytes),
+    });
+    let mut table = format!("churn: {cycles} cycles, warm-up {warmup:?}, measured {measured:?}\n{HEADER}\n");
+    for (i, s) in samples.iter().enumerate() {
+        let what = match i {
+            0 => "warmed",
+            i if i == samples.len() - 1 => "end",
+            _ => "",
+        };
+        table += &s.row(what);
+        table.push('\n');
+    }
+    table += &max.row("max");
+    table.push('\n');
+    table += &format!(
+        "registry: {registry_start} before the run, {} with the long session, {} after it closed\n",
+        end.registry, registry_end.registry
+    );
+    table += &format!(
+        "tolerance: rss <= {rss_limit} kB (+max(10 %, 8 MiB)); fds <= {}, threads <= {}; \
+         znodes == {}, watches == {}, ephemerals == {} at the end; registry == {registry_start}\n",
+        after_warmup.fds,
+        after_warmup.threads,
+        after_warmup.znodes,
+        after_warmup.watches,
+        after_warmup.ephemerals
+    );
+    eprintln!("{table}");
+
+    assert!(flat(&end), "something grew:\n{table}");
+    assert!(max.rss_kb <= rss_limit, "resident memory grew:\n{table}");
+    assert_eq!(
+        registry_end.registry, registry_start,
+        "the session registry grew:\n{table}"
+    );
+}
