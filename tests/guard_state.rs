@@ -45,7 +45,7 @@ fn is_lost_error(result: &Result<(), Error>, node: &str) -> bool {
     matches!(result, Err(Error::Lost { node: n }) if n == node)
 }
 
-/// The scenario: A holds, B waits; a stranger deletes A's node; B
+/// The scenario: A holds, B waits; a stranger deletes A's node; B
 /// is granted. A's guard says `Lost` by itself (no future pending), is not
 /// held, and its release reports `Error::Lost`, for a write and a read
 /// guard alike.
