@@ -14,25 +14,12 @@
 //! nothing may panic.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, Once};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use zk_rwlock::{zk, Guard, HoldState, Mode, SharedLock, GIVE_UP_SLACK};
 use zk_rwlock_testkit::proxy::{Garbling, Proxy};
-use zk_rwlock_testkit::{client, server, unique_path, SplitMix64};
-
-static PANICS: AtomicUsize = AtomicUsize::new(0);
-
-fn count_panics() {
-    static HOOK: Once = Once::new();
-    HOOK.call_once(|| {
-        let default = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            PANICS.fetch_add(1, Ordering::SeqCst);
-            default(info);
-        }));
-    });
-}
+use zk_rwlock_testkit::{client, panics_so_far, server, unique_path, SplitMix64};
 
 /// How long each acquire may wait.
 const ACQUIRE: Duration = Duration::from_secs(2);
@@ -207,8 +194,7 @@ struct Report {
 /// Runs the contenders for [`RUN`] through a proxy garbling as `kind`
 /// says (seed `FUZZ_SEED`, else 28); fails the test on a panic or a hang.
 async fn run(kind: Garbling) -> Report {
-    count_panics();
-    let panics = PANICS.load(Ordering::SeqCst);
+    let panics = panics_so_far();
     let direct = server().connect_string();
     let proxy = Proxy::start(&direct);
     let seed = std::env::var("FUZZ_SEED")
@@ -272,7 +258,7 @@ async fn run(kind: Garbling) -> Report {
         report.wrong_tokens.len(),
         report.late.len(),
     );
-    assert_eq!(PANICS.load(Ordering::SeqCst), panics, "no panic");
+    assert_eq!(panics_so_far(), panics, "no panic");
     assert!(report.late.is_empty(), "{:#?}", report.late);
     assert!(report.garbled > 0, "the proxy garbled frames");
     assert!(report.grants > 0, "contenders were granted the lock");

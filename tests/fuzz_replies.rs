@@ -22,29 +22,15 @@
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Once};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 use zk_rwlock::{zk, SharedLock, GIVE_UP_SLACK};
-
-/// Panics anywhere in the process (the client's task, the fake server, the
-/// test), counted by a hook installed once.
-static PANICS: AtomicUsize = AtomicUsize::new(0);
-
-fn count_panics() {
-    static HOOK: Once = Once::new();
-    HOOK.call_once(|| {
-        let default = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            PANICS.fetch_add(1, Ordering::SeqCst);
-            default(info);
-        }));
-    });
-}
+use zk_rwlock_testkit::panics_so_far;
 
 /// Which xid a reply carries.
 #[derive(Debug, Clone)]
@@ -502,7 +488,8 @@ async fn exercise(client: zk::Client, lock_first: bool, first: usize) -> Result<
 /// Runs one script: the client connects (or fails to) and calls; returns
 /// an error if anything panicked or hung.
 fn run(rt: &tokio::runtime::Runtime, script: Script) -> Result<(), String> {
-    let panics = PANICS.load(Ordering::SeqCst);
+    // Panics anywhere in the process: the client's task, the fake server, the test.
+    let panics = panics_so_far();
     let (chroot, lock_first, first) = (script.chroot, script.lock_first, script.first);
     let server = FakeServer::start(script);
     let connect = if chroot {
@@ -531,7 +518,7 @@ fn run(rt: &tokio::runtime::Runtime, script: Script) -> Result<(), String> {
     });
     drop(server);
     let took = started.elapsed();
-    let panicked = PANICS.load(Ordering::SeqCst) - panics;
+    let panicked = panics_so_far() - panics;
     if panicked > 0 {
         return Err(format!("{panicked} panic(s)"));
     }
@@ -548,7 +535,6 @@ fn runtime() -> tokio::runtime::Runtime {
 
 #[test]
 fn garbled_replies_never_panic_or_hang() {
-    count_panics();
     let rt = runtime();
     let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
         // `FUZZ_CASES=5000` for a longer run.
@@ -580,7 +566,6 @@ where
     Fut: std::future::Future<Output = T> + Send + 'static,
     T: Send + 'static,
 {
-    count_panics();
     let rt = runtime();
     let reply = Reply {
         unasked: false,
@@ -605,7 +590,7 @@ where
         lock_first: false,
         first: 0,
     });
-    let panics = PANICS.load(Ordering::SeqCst);
+    let panics = panics_so_far();
     let addr = server.addr.clone();
     let result = rt.block_on(async move {
         let client = zk::Client::connector()
@@ -616,7 +601,7 @@ where
         let task = tokio::spawn(call(client));
         tokio::time::timeout(CALL, task).await.expect("the call ends")
     });
-    assert_eq!(PANICS.load(Ordering::SeqCst), panics, "no panic");
+    assert_eq!(panics_so_far(), panics, "no panic");
     result
 }
 

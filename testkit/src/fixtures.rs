@@ -534,3 +534,19 @@ pub fn captured_logs(filter: &str) -> String {
     });
     String::from_utf8_lossy(&LOG.lock().unwrap_or_else(PoisonError::into_inner)).into_owned()
 }
+
+/// How many panics this process has had, on any thread, since the first
+/// call, which installs a counting panic hook in front of the default one
+/// (the panic is still printed).
+pub fn panics_so_far() -> usize {
+    static PANICS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    static HOOK: OnceLock<()> = OnceLock::new();
+    HOOK.get_or_init(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            PANICS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            default(info);
+        }));
+    });
+    PANICS.load(std::sync::atomic::Ordering::SeqCst)
+}
