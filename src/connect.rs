@@ -307,16 +307,11 @@ pub async fn connect_client_with(servers: &str, options: &ConnectOptions) -> Res
         let mut pause = FIRST_RETRY_PAUSE;
         loop {
             let attempt = connector.clone();
-            #[cfg(feature = "tls")]
-            let result = if secure {
-                attempt.secure_connect(&cluster).await
-            } else {
-                attempt.connect(&cluster).await
-            };
-            #[cfg(not(feature = "tls"))]
-            let result = {
-                let _ = secure;
-                attempt.connect(&cluster).await
+            // `secure` is false without the `tls` feature.
+            let result = match secure {
+                #[cfg(feature = "tls")]
+                true => attempt.secure_connect(&cluster).await,
+                _ => attempt.connect(&cluster).await,
             };
             match result {
                 Err(zk::Error::NoHosts) => {
