@@ -270,3 +270,27 @@ fn ensemble_leader_failover() {
         assert!(!process_exists(pid), "process {pid} survived drop");
     }
 }
+
+#[test]
+fn settings_and_jvm_args_reach_the_server() {
+    let zk = ZkCluster::builder()
+        .setting("maxClientCnxns", "7")
+        .jvm_arg("-Djute.maxbuffer=2097152")
+        .start()
+        .expect("start with a setting and a JVM argument");
+    let conf = zk.four_letter(0, "conf").expect("conf");
+    assert!(conf.lines().any(|l| l == "maxClientCnxns=7"), "{conf}");
+    let pid = zk.pid(0).expect("a running member");
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).expect("the server's command line");
+    assert!(
+        cmdline
+            .split(|&b| b == 0)
+            .any(|arg| arg == b"-Djute.maxbuffer=2097152"),
+        "{}",
+        String::from_utf8_lossy(&cmdline)
+    );
+    assert!(matches!(
+        ZkCluster::builder().setting("a=b", "c").start(),
+        Err(LaunchError::InvalidArgument(_))
+    ));
+}

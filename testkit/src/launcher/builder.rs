@@ -27,6 +27,8 @@ pub struct ZkClusterBuilder {
     tls: Option<ClientAuth>,
     sasl_users: Vec<(String, String)>,
     data_dir: Option<PathBuf>,
+    settings: Vec<(String, String)>,
+    jvm_args: Vec<String>,
 }
 
 impl Default for ZkClusterBuilder {
@@ -42,6 +44,8 @@ impl Default for ZkClusterBuilder {
             tls: None,
             sasl_users: Vec::new(),
             data_dir: None,
+            settings: Vec::new(),
+            jvm_args: Vec::new(),
         }
     }
 }
@@ -145,6 +149,22 @@ impl ZkClusterBuilder {
         self
     }
 
+    /// Adds `key=value` to every member's `zoo.cfg`, after the launcher's
+    /// own lines, so that it overrides them (e.g. `maxClientCnxns`, whose
+    /// default here is 0: unlimited). Repeatable.
+    pub fn setting(mut self, key: &str, value: &str) -> Self {
+        self.settings.push((key.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// Passes `arg` to every member's JVM before the main class, e.g.
+    /// `-Djute.maxbuffer=4194304` or `-Dreadonlymode.enabled=true`.
+    /// Repeatable.
+    pub fn jvm_arg(mut self, arg: &str) -> Self {
+        self.jvm_args.push(arg.to_owned());
+        self
+    }
+
     /// Starts the servers and waits until all of them serve (and, for an
     /// ensemble, exactly one of them is the leader).
     ///
@@ -182,6 +202,15 @@ impl ZkClusterBuilder {
             if port == 0 || last > usize::from(u16::MAX) {
                 return Err(LaunchError::InvalidArgument(format!(
                     "client ports {port}..={last} are outside 1..=65535"
+                )));
+            }
+        }
+        for (key, value) in &self.settings {
+            let valid =
+                !key.is_empty() && !key.contains(['=', '\n', '\r', '#']) && !value.contains(['\n', '\r']);
+            if !valid {
+                return Err(LaunchError::InvalidArgument(format!(
+                    "`{key}={value}` is not one zoo.cfg line"
                 )));
             }
         }
@@ -258,6 +287,8 @@ impl ZkClusterBuilder {
             tls,
             sasl: !self.sasl_users.is_empty(),
             keep_data: data_dir.is_some(),
+            settings: self.settings,
+            jvm_args: self.jvm_args,
         })
     }
 }

@@ -166,6 +166,9 @@ impl ZkCluster {
                 ));
             }
         }
+        for (key, value) in &self.settings {
+            cfg.push_str(&format!("{key}={value}\n"));
+        }
         cfg
     }
 }
@@ -295,6 +298,8 @@ mod tests {
             tls: None,
             sasl: false,
             keep_data: false,
+            settings: Vec::new(),
+            jvm_args: Vec::new(),
             members: (0..n)
                 .map(|i| Member {
                     dir: PathBuf::from(format!("/nonexistent/zk-rwlock-unit-test/member-{i}")),
@@ -354,6 +359,16 @@ mod tests {
             "127.0.0.1:1000,127.0.0.1:1001,127.0.0.1:1002"
         );
         assert_eq!(zk.member_connect_string(2), "127.0.0.1:1002");
+    }
+
+    #[test]
+    fn settings_come_last_and_override() {
+        let mut zk = unstarted(1);
+        zk.settings.push(("maxClientCnxns".into(), "5".into()));
+        let cfg = zk.config(0);
+        let lines: Vec<&str> = cfg.lines().collect();
+        assert_eq!(lines.last(), Some(&"maxClientCnxns=5"), "{cfg}");
+        assert!(lines.contains(&"maxClientCnxns=0"), "{cfg}");
     }
 
     #[test]

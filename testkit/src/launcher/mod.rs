@@ -184,6 +184,10 @@ pub struct ZkCluster {
     /// The data directories are kept ([`ZkClusterBuilder::data_dir`]):
     /// never emptied at a start.
     keep_data: bool,
+    /// Extra `zoo.cfg` lines ([`ZkClusterBuilder::setting`]).
+    settings: Vec<(String, String)>,
+    /// Extra JVM arguments ([`ZkClusterBuilder::jvm_arg`]).
+    jvm_args: Vec<String>,
 }
 
 impl ZkCluster {

@@ -82,6 +82,7 @@ impl ZkCluster {
         let child = Command::new(&self.java)
             .args(JVM_FLAGS)
             .args(jaas)
+            .args(&self.jvm_args)
             .arg("-cp")
             .arg(&self.classpath)
             .arg(MAIN_CLASS)
