@@ -638,3 +638,79 @@ fn a_short_get_data_reply_is_an_error() {
         );
     }
 }
+
+/// A reply frame: the header (`xid`, zxid 1, no error) and `body`.
+fn reply_frame(xid: i32, body: &[u8]) -> Vec<u8> {
+    let mut frame = Vec::with_capacity(20 + body.len());
+    frame.extend_from_slice(&(16 + body.len() as i32).to_be_bytes());
+    frame.extend_from_slice(&xid.to_be_bytes());
+    frame.extend_from_slice(&1i64.to_be_bytes());
+    frame.extend_from_slice(&0i32.to_be_bytes());
+    frame.extend_from_slice(body);
+    frame
+}
+
+/// ZooKeeper answers a session's requests in order. A reply that answers a
+/// later request while an earlier one waits (its xid garbled into another
+/// pending request's) is refused: the connection is dropped and both calls
+/// fail, instead of the later call taking the earlier one's answer
+/// (vendor patch 12).
+#[test]
+fn a_reply_out_of_request_order_is_refused() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let server = thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        read_frame(&mut conn).expect("the connect request");
+        let prelude = Prelude::Connect {
+            version: 0,
+            timeout: 2000,
+            session: 0x1234_5678,
+            password: (16, vec![7; 16]),
+            readonly: vec![0],
+        };
+        conn.write_all(&prelude.bytes()).unwrap();
+        // The two getData requests (pings answered as they come).
+        let mut xids = Vec::new();
+        while xids.len() < 2 {
+            let body = read_frame(&mut conn).expect("a request");
+            let xid = i32::from_be_bytes([body[0], body[1], body[2], body[3]]);
+            if xid == -2 {
+                conn.write_all(&reply_frame(-2, &[])).unwrap();
+            } else {
+                xids.push(xid);
+            }
+        }
+        // The first request's answer, data "first", under the second's xid.
+        let mut body = Vec::new();
+        body.extend_from_slice(&5i32.to_be_bytes());
+        body.extend_from_slice(b"first");
+        body.extend_from_slice(&[0u8; 68]);
+        let _ = conn.write_all(&reply_frame(xids[1], &body));
+        // Then whatever comes, until the client leaves.
+        while read_frame(&mut conn).is_some() {}
+        xids
+    });
+    let rt = runtime();
+    let panics = panics_so_far();
+    let (a, b) = rt.block_on(async move {
+        let client = zk::Client::connector()
+            .with_session_timeout(Duration::from_secs(2))
+            .connect(&addr)
+            .await
+            .expect("the fake server's session");
+        let calls = async { tokio::join!(client.get_data("/a"), client.get_data("/b")) };
+        let out = tokio::time::timeout(CALL, calls).await.expect("both calls end");
+        drop(client);
+        out
+    });
+    assert_eq!(panics_so_far(), panics, "no panic");
+    assert!(
+        matches!(b, Err(zk::Error::UnexpectedError(_))),
+        "the second call took the first one's answer: {b:?}"
+    );
+    assert!(a.is_err(), "the first call has no answer: {a:?}");
+    let xids = server.join().expect("the fake server");
+    assert!(xids[0] < xids[1], "{xids:?}");
+}

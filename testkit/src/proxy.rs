@@ -97,11 +97,13 @@ pub enum Garbling {
     /// connection on a changed byte).
     Anywhere,
     /// Only changes a client can detect: the length prefix to any other
-    /// value (the framing breaks), or a byte of a string (a run of at least
-    /// 8 printable bytes: paths, node names) to `0xff`, which is never
-    /// valid UTF-8. Not the xid: the client matches replies to requests by
-    /// xid, so an xid changed into that of another request in flight would
-    /// hand one request the other's reply, a lie it does not catch.
+    /// value (the framing breaks); the lowest byte of a reply's xid (the
+    /// reply then answers no request, or one that is not the oldest
+    /// waiting, which a client that checks the server's request order
+    /// catches); or a byte of a string (a run of at least 8 printable
+    /// bytes: paths, node names) to `0xff`, which is never valid UTF-8.
+    /// Not the xid of a watch notification (`-1`): changed into the xid of
+    /// the oldest request it would be taken as that request's answer.
     Detectable,
 }
 
@@ -134,12 +136,16 @@ impl Garble {
                 }
                 Garbling::Detectable => {
                     let strings = string_bytes(packet);
-                    if strings.is_empty() || self.rng.one_in(3) {
-                        // The length prefix.
-                        let at = self.rng.index(packet.len().min(4));
-                        (at, packet[at] ^ (1 + self.rng.below(255) as u8))
-                    } else {
-                        (strings[self.rng.index(strings.len())], 0xff)
+                    // A reply to a request: xid at bytes 4..8, not negative.
+                    let reply = packet.len() >= 8 && packet[4] & 0x80 == 0;
+                    match self.rng.below(3) {
+                        1 if reply => (7, packet[7] ^ (1 + self.rng.below(255) as u8)),
+                        2 if !strings.is_empty() => (strings[self.rng.index(strings.len())], 0xff),
+                        _ => {
+                            // The length prefix.
+                            let at = self.rng.index(packet.len().min(4));
+                            (at, packet[at] ^ (1 + self.rng.below(255) as u8))
+                        }
                     }
                 }
             };

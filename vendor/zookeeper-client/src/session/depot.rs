@@ -27,6 +27,10 @@ pub struct Depot {
     // Written requests with predefined xids other than ping, in write order. Several of them can
     // share a xid (e.g. `SetWatches` batches) and ZooKeeper replies to them in order (patch 4).
     written_predefined: VecDeque<SessionOperation>,
+    // The xids of `written_operations` other than ping and SASL, in write order. ZooKeeper answers
+    // a session's requests in the order it received them, so a reply must answer the oldest of
+    // these; one that answers another was garbled or misrouted (patch 12).
+    written_order: VecDeque<i32>,
 
     sasl: bool,
     pending_operations: VecDeque<SessionOperation>,
@@ -46,6 +50,7 @@ impl Depot {
             writing_operations: VecDeque::with_capacity(writing_capacity),
             written_operations: HashMap::with_capacity(128),
             written_predefined: VecDeque::with_capacity(8),
+            written_order: VecDeque::with_capacity(128),
             pending_operations: VecDeque::with_capacity(32),
             watching_paths: HashMap::with_capacity(32),
             unwatching_paths: HashMap::with_capacity(32),
@@ -61,6 +66,7 @@ impl Depot {
         self.writing_operations.clear();
         self.written_operations.clear();
         self.written_predefined.clear();
+        self.written_order.clear();
         self.pending_operations.clear();
         self.watching_paths.clear();
         self.unwatching_paths.clear();
@@ -68,6 +74,7 @@ impl Depot {
 
     /// Error out ongoing operations except authes.
     pub fn error(&mut self, err: &Error) {
+        self.written_order.clear();
         self.written_predefined
             .drain(..)
             .chain(self.written_operations.drain().map(|(_, operation)| operation))
@@ -116,11 +123,35 @@ impl Depot {
         xid < 0 && xid != PredefinedXid::Ping as i32
     }
 
+    /// Whether the server answers this operation in the order of the session's requests: every
+    /// one but ping, auth and SASL, which it answers before its request pipeline.
+    fn is_answered_in_request_order(xid: i32, code: OpCode) -> bool {
+        xid != PredefinedXid::Ping as i32 && !Self::is_replied_in_order(xid) && code != OpCode::Sasl
+    }
+
     pub fn pop_request(&mut self, xid: i32) -> Result<SessionOperation, Error> {
         let operation = if Self::is_replied_in_order(xid) {
             let index = self.written_predefined.iter().position(|operation| operation.request.get_xid() == xid);
             index.and_then(|index| self.written_predefined.remove(index))
         } else {
+            let in_order = self
+                .written_operations
+                .get(&xid)
+                .is_some_and(|operation| Self::is_answered_in_request_order(xid, operation.request.get_code()));
+            if in_order {
+                match self.written_order.front() {
+                    Some(&oldest) if oldest == xid => {
+                        self.written_order.pop_front();
+                    },
+                    oldest => {
+                        return Err(Error::UnexpectedError(format!(
+                            "recv response with xid {xid} while the oldest pending request has xid {}: \
+                             ZooKeeper answers in request order, so the reply is garbled",
+                            oldest.map_or_else(|| "none".to_string(), |xid| xid.to_string())
+                        )))
+                    },
+                }
+            }
             self.written_operations.remove(&xid)
         };
         match operation {
@@ -290,6 +321,9 @@ impl Depot {
                     if Self::is_replied_in_order(xid) {
                         self.written_predefined.push_back(operation);
                     } else {
+                        if Self::is_answered_in_request_order(xid, operation.request.get_code()) {
+                            self.written_order.push_back(xid);
+                        }
                         self.written_operations.insert(xid, operation);
                     }
                 });
