@@ -172,6 +172,10 @@ pub struct WorkerArgs {
     /// A writer writes to the fenced store in this directory while it holds the lock.
     #[arg(long, value_name = "DIR")]
     pub store: Option<PathBuf>,
+    /// The lock's follower lag (`LockBuilder::follower_lag`): on an ensemble whose followers
+    /// may lose their leader, `syncLimit × tickTime + tickTime`.
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, default_value = "0s")]
+    pub follower_lag: Duration,
     /// Credentials (from ZK_RWLOCK_AUTH) and TLS.
     #[command(flatten)]
     pub security: connection::Security,

@@ -125,6 +125,7 @@ impl Session {
             .acl
             .apply(SharedLock::builder(client.clone(), &args.path))
             .identity(&format!("demo-{}", args.label))
+            .follower_lag(args.follower_lag)
             .build()
             .map_err(|e| e.to_string())?;
         // Report session state changes (a failover shows as Disconnected, then SyncConnected).
