@@ -10,7 +10,7 @@ use super::request::{MarshalledRequest, OpStat, Operation, SessionOperation, Sta
 use super::types::WatchMode;
 use super::xid::Xid;
 use crate::error::Error;
-use crate::proto::{OpCode, PredefinedXid, RemoveWatchesRequest};
+use crate::proto::{ErrorCode, OpCode, PredefinedXid, RemoveWatchesRequest};
 
 #[derive(Default)]
 pub struct Depot {
@@ -27,9 +27,10 @@ pub struct Depot {
     // Written requests with predefined xids other than ping, in write order. Several of them can
     // share a xid (e.g. `SetWatches` batches) and ZooKeeper replies to them in order (patch 4).
     written_predefined: VecDeque<SessionOperation>,
-    // The xids of `written_operations` other than ping and SASL, in write order. ZooKeeper answers
-    // a session's requests in the order it received them, so a reply must answer the oldest of
-    // these; one that answers another was garbled or misrouted (patch 12).
+    // The xids of `written_operations` other than ping, auth and SASL, in write order. ZooKeeper
+    // answers a session's requests in the order it received them, so a reply must answer the
+    // oldest of these, unless it is a refusal made before the pipeline (`may_overtake`); one that
+    // answers another was garbled or misrouted (patch 12).
     written_order: VecDeque<i32>,
 
     sasl: bool,
@@ -124,24 +125,46 @@ impl Depot {
     }
 
     /// Whether the server answers this operation in the order of the session's requests: every
-    /// one but ping, auth and SASL, which it answers before its request pipeline.
+    /// one but ping, auth and SASL. Auth and SASL are answered as soon as they are read, before the
+    /// requests ahead of them (`ZooKeeperServer.processPacket`); auth carries an ordinary xid.
     fn is_answered_in_request_order(xid: i32, code: OpCode) -> bool {
-        xid != PredefinedXid::Ping as i32 && !Self::is_replied_in_order(xid) && code != OpCode::Sasl
+        xid != PredefinedXid::Ping as i32
+            && !Self::is_replied_in_order(xid)
+            && code != OpCode::Sasl
+            && code != OpCode::Auth
     }
 
-    pub fn pop_request(&mut self, xid: i32) -> Result<SessionOperation, Error> {
+    /// Whether a reply with error `err` to a `code` request may come ahead of the replies to
+    /// requests written before it: a refusal ZooKeeper makes in its first request processor, before
+    /// the requests ahead of it are answered. A read-only server refuses writes with `NotReadOnly`
+    /// (`ReadOnlyRequestProcessor`); with `zookeeper.enableEagerACLCheck` a leader or follower
+    /// refuses creates, deletes, `setData` and `setACL` its ACLs forbid with `NoAuth` or
+    /// `InvalidACL` (`ZooKeeperServer.authWriteRequest`); a server refuses an op code it does not
+    /// know with `Unimplemented` (`ZooKeeperServer.submitRequestNow`).
+    fn may_overtake(code: OpCode, err: i32) -> bool {
+        if err == ErrorCode::NotReadOnly as i32 || err == ErrorCode::Unimplemented as i32 {
+            return true;
+        }
+        (err == ErrorCode::NoAuth as i32 || err == ErrorCode::InvalidAcl as i32)
+            && matches!(code, OpCode::Create | OpCode::Create2 | OpCode::Delete | OpCode::SetData | OpCode::SetACL)
+    }
+
+    /// Pops the written request that a reply with `xid` and error `err` answers.
+    pub fn pop_request(&mut self, xid: i32, err: i32) -> Result<SessionOperation, Error> {
         let operation = if Self::is_replied_in_order(xid) {
             let index = self.written_predefined.iter().position(|operation| operation.request.get_xid() == xid);
             index.and_then(|index| self.written_predefined.remove(index))
         } else {
-            let in_order = self
-                .written_operations
-                .get(&xid)
-                .is_some_and(|operation| Self::is_answered_in_request_order(xid, operation.request.get_code()));
+            let code = self.written_operations.get(&xid).map(|operation| operation.request.get_code());
+            let in_order = code.is_some_and(|code| Self::is_answered_in_request_order(xid, code));
             if in_order {
+                let overtaking = code.is_some_and(|code| Self::may_overtake(code, err));
                 match self.written_order.front() {
                     Some(&oldest) if oldest == xid => {
                         self.written_order.pop_front();
+                    },
+                    _ if overtaking && self.written_order.contains(&xid) => {
+                        self.written_order.retain(|&written| written != xid);
                     },
                     oldest => {
                         return Err(Error::UnexpectedError(format!(
@@ -177,7 +200,7 @@ impl Depot {
 
     /// Pops the ping in flight; returns when it was sent.
     pub fn pop_ping(&mut self) -> Result<Option<std::time::Instant>, Error> {
-        self.pop_request(PredefinedXid::Ping.into()).map(|operation| operation.sent)
+        self.pop_request(PredefinedXid::Ping.into(), 0).map(|operation| operation.sent)
     }
 
     pub fn push_operation(&mut self, operation: Operation) {

@@ -403,7 +403,7 @@ impl Session {
             return Ok(());
         }
         self.last_zxid = self.last_zxid.max(header.zxid);
-        let operation = depot.pop_request(header.xid)?;
+        let operation = depot.pop_request(header.xid, header.err)?;
         // The server renews the session on every request it submits, which
         // is every one but `auth` and `sasl` (patch 3).
         if let (Some(sent), code) = (operation.sent, operation.request.get_code()) {
