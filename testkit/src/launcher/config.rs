@@ -158,12 +158,13 @@ impl ZkCluster {
                  fastleader.maxNotificationInterval=1000\n",
             );
             for (j, other) in self.members.iter().enumerate() {
-                cfg.push_str(&format!(
-                    "server.{}=127.0.0.1:{}:{}\n",
-                    j + 1,
-                    other.ports.peer,
-                    other.ports.election
-                ));
+                // Another member is reached through the link i -> j, if any.
+                let (peer, election) = self
+                    .network
+                    .as_ref()
+                    .and_then(|net| net.ports(i, j))
+                    .unwrap_or((other.ports.peer, other.ports.election));
+                cfg.push_str(&format!("server.{}=127.0.0.1:{peer}:{election}\n", j + 1));
             }
         }
         for (key, value) in &self.settings {
@@ -300,6 +301,8 @@ mod tests {
             keep_data: false,
             settings: Vec::new(),
             jvm_args: Vec::new(),
+            partitionable: false,
+            network: None,
             members: (0..n)
                 .map(|i| Member {
                     dir: PathBuf::from(format!("/nonexistent/zk-rwlock-unit-test/member-{i}")),
