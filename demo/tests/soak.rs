@@ -926,6 +926,9 @@ struct Plan {
     seed: u64,
     /// Where to keep the logs (besides on failure).
     keep_env: &'static str,
+    /// Keep the logs in a temporary directory until the caller's own
+    /// checks pass too ([`Outcome::kept`]).
+    keep_until_passed: bool,
     /// One fault of each kind first, in a seeded order.
     first: Vec<FaultKind>,
     /// The kind of each later fault.
@@ -937,6 +940,9 @@ struct Plan {
 
 /// What a run found.
 struct Outcome {
+    /// The logs kept until the caller's checks pass
+    /// ([`Plan::keep_until_passed`]): forget it to keep them.
+    kept: Option<Scratch>,
     verdict: checker::Verdict,
     faults: Vec<Fault>,
     /// Contender nodes left behind, in `path`.
@@ -990,6 +996,7 @@ fn soak_readers_and_writers_under_faults() {
         secs,
         seed,
         keep_env: KEEP_ENV,
+        keep_until_passed: false,
         first: KINDS.to_vec(),
         pick: pick_kind,
         summary: soak_summary,
@@ -1366,18 +1373,25 @@ fn run(plan: &Plan, began: Instant) -> Outcome {
         say!("ORPHANS in {path} after {DRAIN_WITHIN:?}: {left:?}");
     }
     let failed = !verdict.violations.is_empty() || !left.is_empty();
-    if failed || std::env::var_os(plan.keep_env).is_some() {
+    let mut kept = None;
+    if failed || plan.keep_until_passed || std::env::var_os(plan.keep_env).is_some() {
         let dir = std::env::var_os(plan.keep_env)
             .map(std::path::PathBuf::from)
             .unwrap_or_else(|| {
                 std::env::temp_dir().join(format!("zk-rwlock-{}-{}", plan.tag, std::process::id()))
             });
         match keep(&dir, &zk, (&logs, &store_log), &faults, t0, t0_wall, seed) {
-            Ok(()) => say!("events, faults and server logs kept in {}", dir.display()),
+            Ok(()) => {
+                say!("events, faults and server logs kept in {}", dir.display());
+                if std::env::var_os(plan.keep_env).is_none() && !failed {
+                    kept = Some(Scratch(dir));
+                }
+            }
             Err(e) => say!("could not keep the logs in {}: {e}", dir.display()),
         }
     }
     Outcome {
+        kept,
         verdict,
         faults,
         left,

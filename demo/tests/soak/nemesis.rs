@@ -423,12 +423,15 @@ fn nemesis_partitions_inside_the_ensemble() {
         secs,
         seed,
         keep_env: KEEP_ENV,
+        keep_until_passed: true,
         // Each kind once first, the soak's too.
         first: ENSEMBLE_KINDS.iter().chain(&SOAK_KINDS).copied().collect(),
         pick,
         summary,
     };
-    let out = run(&plan, began);
+    let mut out = run(&plan, began);
+    // Kept (not dropped on a failed check's panic) unless every check passes.
+    let kept = out.kept.take().map(std::mem::ManuallyDrop::new);
     let verdict = &out.verdict;
     // Holders on a split's minority side, and those still holding at its heal.
     let minority_holders: usize = out
@@ -498,4 +501,8 @@ fn nemesis_partitions_inside_the_ensemble() {
         out.path,
         out.left
     );
+    if let Some(dir) = kept {
+        println!("nemesis: passed: removing {}", dir.0.display());
+        drop(std::mem::ManuallyDrop::into_inner(dir));
+    }
 }
