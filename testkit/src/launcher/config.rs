@@ -365,6 +365,27 @@ mod tests {
     }
 
     #[test]
+    fn partitionable_config_names_the_links() {
+        let mut zk = unstarted(3);
+        let net = super::super::Network::start(3).expect("links");
+        let ports: Vec<Ports> = zk.members.iter().map(|m| m.ports).collect();
+        net.retarget(&ports);
+        zk.network = Some(net);
+        let cfg = zk.config(1);
+        let net = zk.network.as_ref().expect("links");
+        let (peer0, election0) = net.ports(1, 0).expect("link 1 -> 0");
+        let (peer2, election2) = net.ports(1, 2).expect("link 1 -> 2");
+        for line in [
+            format!("server.1=127.0.0.1:{peer0}:{election0}"),
+            "server.2=127.0.0.1:2001:3001".to_owned(),
+            format!("server.3=127.0.0.1:{peer2}:{election2}"),
+        ] {
+            assert!(cfg.lines().any(|l| l == line), "missing {line:?} in\n{cfg}");
+        }
+        assert_ne!(net.ports(1, 0), net.ports(2, 0), "one link per directed pair");
+    }
+
+    #[test]
     fn settings_come_last_and_override() {
         let mut zk = unstarted(1);
         zk.settings.push(("maxClientCnxns".into(), "5".into()));
