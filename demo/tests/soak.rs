@@ -859,6 +859,19 @@ fn keep(
     Ok(())
 }
 
+/// The members whose log reports a digest mismatch (ZooKeeper 3.6 and
+/// later compare a digest of the data tree with the leader's at each
+/// transaction), with the first line that says so.
+fn diverged_members(zk: &ZkCluster) -> Vec<(usize, String)> {
+    (0..zk.members())
+        .filter_map(|i| {
+            let log = std::fs::read_to_string(zk.log_path(i)).ok()?;
+            let first = log.lines().find(|l| l.contains("First digest mismatch"))?;
+            Some((i, first.trim().to_owned()))
+        })
+        .collect()
+}
+
 /// A directory removed when dropped.
 struct Scratch(std::path::PathBuf);
 
@@ -947,6 +960,9 @@ struct Outcome {
     faults: Vec<Fault>,
     /// Contender nodes left behind, in `path`.
     left: Vec<String>,
+    /// Members whose log says ZooKeeper's digest check found their data
+    /// diverged from the leader's, with the first such line.
+    diverged: Vec<(usize, String)>,
     path: String,
     cut_live: usize,
     paused_holders: usize,
@@ -1257,6 +1273,7 @@ fn run(plan: &Plan, began: Instant) -> Outcome {
 
     // Check 4: no contender node is left behind.
     let (left, drained_in) = orphans(&direct, &path);
+    let diverged = diverged_members(&zk);
 
     // Checks 1 to 4.
     let store_log: Vec<String> = match std::fs::read_to_string(store.0.join("log")) {
@@ -1369,6 +1386,9 @@ fn run(plan: &Plan, began: Instant) -> Outcome {
     for v in &verdict.violations {
         say!("VIOLATION {v}");
     }
+    for (i, first) in &diverged {
+        say!("ZooKeeper's digest check found member {i}'s data diverged from its leader's: {first}");
+    }
     if !left.is_empty() {
         say!("ORPHANS in {path} after {DRAIN_WITHIN:?}: {left:?}");
     }
@@ -1392,6 +1412,7 @@ fn run(plan: &Plan, began: Instant) -> Outcome {
     }
     Outcome {
         kept,
+        diverged,
         verdict,
         faults,
         left,

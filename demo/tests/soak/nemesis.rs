@@ -457,9 +457,10 @@ fn nemesis_partitions_inside_the_ensemble() {
         })
         .sum();
     println!(
-        "nemesis: holders on a split's minority side {minority_holders}; holders still holding when a split healed {held_at_heal}; lost {}; overlaps explained by the lease {}; seed={seed}",
+        "nemesis: holders on a split's minority side {minority_holders}; holders still holding when a split healed {held_at_heal}; lost {}; overlaps explained by the lease {}; members whose data diverged (ZooKeeper's digest check) {:?}; seed={seed}",
         verdict.lost,
         verdict.explained.len(),
+        out.diverged.iter().map(|d| d.0).collect::<Vec<_>>(),
     );
     assert!(
         verdict.holds.iter().any(|h| h.mode == Mode::Write),
