@@ -40,6 +40,10 @@
 //! `ZK_RWLOCK_SOAK_SECS` sets the length of the faulted run (default 30 s);
 //! `ZK_RWLOCK_SOAK_SEED` replays a run's fault schedule and worker seeds
 //! (the timing of a real run is never exactly reproducible).
+//!
+//! The same binary runs the nemesis (`soak/nemesis.rs`): this fleet, store
+//! and checker on a 5-member ensemble partitioned from the inside, one run
+//! at a time.
 
 use zk_rwlock_testkit as support;
 
