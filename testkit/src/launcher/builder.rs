@@ -29,6 +29,7 @@ pub struct ZkClusterBuilder {
     data_dir: Option<PathBuf>,
     settings: Vec<(String, String)>,
     jvm_args: Vec<String>,
+    partitionable: bool,
 }
 
 impl Default for ZkClusterBuilder {
@@ -46,6 +47,7 @@ impl Default for ZkClusterBuilder {
             data_dir: None,
             settings: Vec::new(),
             jvm_args: Vec::new(),
+            partitionable: false,
         }
     }
 }
@@ -162,6 +164,17 @@ impl ZkClusterBuilder {
     /// Repeatable.
     pub fn jvm_arg(mut self, arg: &str) -> Self {
         self.jvm_args.push(arg.to_owned());
+        self
+    }
+
+    /// Routes every member-to-member connection of an ensemble through
+    /// links the test can cut ([`ZkCluster::partition`],
+    /// [`ZkCluster::cut_link`], [`ZkCluster::heal_all`]): one in-process
+    /// proxy per directed pair of members for the quorum port and one for
+    /// the election port, named in each member's own `zoo.cfg`. Client
+    /// ports are not proxied. No effect on a standalone server.
+    pub fn partitionable(mut self) -> Self {
+        self.partitionable = true;
         self
     }
 
@@ -289,6 +302,8 @@ impl ZkClusterBuilder {
             keep_data: data_dir.is_some(),
             settings: self.settings,
             jvm_args: self.jvm_args,
+            partitionable: self.partitionable,
+            network: None,
         })
     }
 }

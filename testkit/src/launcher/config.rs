@@ -158,12 +158,13 @@ impl ZkCluster {
                  fastleader.maxNotificationInterval=1000\n",
             );
             for (j, other) in self.members.iter().enumerate() {
-                cfg.push_str(&format!(
-                    "server.{}=127.0.0.1:{}:{}\n",
-                    j + 1,
-                    other.ports.peer,
-                    other.ports.election
-                ));
+                // Another member is reached through the link i -> j, if any.
+                let (peer, election) = self
+                    .network
+                    .as_ref()
+                    .and_then(|net| net.ports(i, j))
+                    .unwrap_or((other.ports.peer, other.ports.election));
+                cfg.push_str(&format!("server.{}=127.0.0.1:{peer}:{election}\n", j + 1));
             }
         }
         for (key, value) in &self.settings {
@@ -300,6 +301,8 @@ mod tests {
             keep_data: false,
             settings: Vec::new(),
             jvm_args: Vec::new(),
+            partitionable: false,
+            network: None,
             members: (0..n)
                 .map(|i| Member {
                     dir: PathBuf::from(format!("/nonexistent/zk-rwlock-unit-test/member-{i}")),
@@ -359,6 +362,27 @@ mod tests {
             "127.0.0.1:1000,127.0.0.1:1001,127.0.0.1:1002"
         );
         assert_eq!(zk.member_connect_string(2), "127.0.0.1:1002");
+    }
+
+    #[test]
+    fn partitionable_config_names_the_links() {
+        let mut zk = unstarted(3);
+        let net = super::super::Network::start(3).expect("links");
+        let ports: Vec<Ports> = zk.members.iter().map(|m| m.ports).collect();
+        net.retarget(&ports);
+        zk.network = Some(net);
+        let cfg = zk.config(1);
+        let net = zk.network.as_ref().expect("links");
+        let (peer0, election0) = net.ports(1, 0).expect("link 1 -> 0");
+        let (peer2, election2) = net.ports(1, 2).expect("link 1 -> 2");
+        for line in [
+            format!("server.1=127.0.0.1:{peer0}:{election0}"),
+            "server.2=127.0.0.1:2001:3001".to_owned(),
+            format!("server.3=127.0.0.1:{peer2}:{election2}"),
+        ] {
+            assert!(cfg.lines().any(|l| l == line), "missing {line:?} in\n{cfg}");
+        }
+        assert_ne!(net.ports(1, 0), net.ports(2, 0), "one link per directed pair");
     }
 
     #[test]

@@ -48,6 +48,17 @@
 //! SASL DIGEST-MD5 users (`authProvider.1` and a JAAS file). ACLs that deny
 //! the world are made by the tests themselves, as any client would.
 //!
+//! # Partitions
+//!
+//! [`ZkClusterBuilder::partitionable`] routes every member-to-member
+//! connection (quorum and election ports) through an in-process link per
+//! directed pair of members, named in each member's own `zoo.cfg`;
+//! [`ZkCluster::partition`], [`ZkCluster::cut_link`] and
+//! [`ZkCluster::heal_all`] cut and heal them. A cut link forwards nothing
+//! and closes nothing, and new connections hang, so that ZooKeeper's own
+//! timeouts notice (see `network.rs` for how the election's connections
+//! back are kept on the links).
+//!
 //! # Robustness
 //!
 //! Ports are chosen by binding `127.0.0.1:0` and releasing the socket; if a
@@ -71,6 +82,7 @@ mod builder;
 mod config;
 mod error;
 mod logs;
+mod network;
 mod probe;
 mod process;
 
@@ -90,6 +102,7 @@ use tempfile::TempDir;
 
 use config::{free_ports, Ports};
 use logs::log_tail;
+use network::Network;
 use probe::{four_letter_port, PROBE_TIMEOUT};
 use process::{signal, wait_proc_state, Proc};
 
@@ -188,6 +201,11 @@ pub struct ZkCluster {
     settings: Vec<(String, String)>,
     /// Extra JVM arguments ([`ZkClusterBuilder::jvm_arg`]).
     jvm_args: Vec<String>,
+    /// Whether the members talk to each other through links that can be
+    /// cut ([`ZkClusterBuilder::partitionable`]).
+    partitionable: bool,
+    /// Those links, once started.
+    network: Option<Network>,
 }
 
 impl ZkCluster {
@@ -530,6 +548,113 @@ impl ZkCluster {
         self.wait_until(&[i], false, timeout)
     }
 
+    // ---- partitions -----------------------------------------------------
+
+    /// Whether the members talk through links that can be cut
+    /// ([`ZkClusterBuilder::partitionable`]).
+    pub fn is_partitionable(&self) -> bool {
+        self.network.is_some()
+    }
+
+    /// Partitions the ensemble into `groups`: members of different groups
+    /// cannot talk to each other, members of one group can; a member in no
+    /// group is isolated. Replaces the previous cut.
+    ///
+    /// # Errors
+    ///
+    /// [`LaunchError::InvalidArgument`] without
+    /// [`ZkClusterBuilder::partitionable`], or if a member is in two groups;
+    /// [`LaunchError::NoSuchMember`].
+    pub fn partition(&self, groups: &[&[usize]]) -> Result<(), LaunchError> {
+        let net = self.network()?;
+        let n = self.members.len();
+        let mut group = vec![None; n];
+        for (g, members) in groups.iter().enumerate() {
+            for &i in *members {
+                self.check_index(i)?;
+                if group[i].is_some_and(|other| other != g) {
+                    return Err(LaunchError::InvalidArgument(format!(
+                        "member {i} is in two groups of the partition {groups:?}"
+                    )));
+                }
+                group[i] = Some(g);
+            }
+        }
+        for a in 0..n {
+            for b in a + 1..n {
+                let together = group[a].is_some() && group[a] == group[b];
+                net.set_cut(a, b, !together);
+            }
+        }
+        tracing::debug!(cut = %net.describe(), "partitioned the ensemble");
+        Ok(())
+    }
+
+    /// Cuts the link between members `a` and `b`, both ways: nothing more
+    /// passes between them, nothing is closed, and new connections hang.
+    ///
+    /// # Errors
+    ///
+    /// As [`partition`](ZkCluster::partition).
+    pub fn cut_link(&self, a: usize, b: usize) -> Result<(), LaunchError> {
+        self.set_link(a, b, true)
+    }
+
+    /// Heals the link between members `a` and `b`: what was held passes,
+    /// and forwarding goes on.
+    ///
+    /// # Errors
+    ///
+    /// As [`partition`](ZkCluster::partition).
+    pub fn heal_link(&self, a: usize, b: usize) -> Result<(), LaunchError> {
+        self.set_link(a, b, false)
+    }
+
+    /// Heals every link.
+    ///
+    /// # Errors
+    ///
+    /// [`LaunchError::InvalidArgument`] without
+    /// [`ZkClusterBuilder::partitionable`].
+    pub fn heal_all(&self) -> Result<(), LaunchError> {
+        let all: Vec<usize> = (0..self.members.len()).collect();
+        self.partition(&[&all])
+    }
+
+    /// Whether members `a` and `b` are cut apart (false without
+    /// [`ZkClusterBuilder::partitionable`]).
+    pub fn is_cut(&self, a: usize, b: usize) -> bool {
+        self.network.as_ref().is_some_and(|net| net.is_cut(a, b))
+    }
+
+    /// The current cut, for logs: `healed`, or the pairs of members cut
+    /// apart (`cut 0-2 0-3 1-2 1-3`); `not partitionable` without
+    /// [`ZkClusterBuilder::partitionable`].
+    pub fn cut_description(&self) -> String {
+        self.network
+            .as_ref()
+            .map_or_else(|| "not partitionable".to_owned(), Network::describe)
+    }
+
+    fn set_link(&self, a: usize, b: usize, cut: bool) -> Result<(), LaunchError> {
+        let net = self.network()?;
+        self.check_index(a)?;
+        self.check_index(b)?;
+        net.set_cut(a, b, cut);
+        tracing::debug!(cut = %net.describe(), "changed a link");
+        Ok(())
+    }
+
+    fn network(&self) -> Result<&Network, LaunchError> {
+        self.network.as_ref().ok_or_else(|| {
+            LaunchError::InvalidArgument(
+                "the ensemble is not partitionable: build it with ZkClusterBuilder::partitionable \
+                 and more than one member"
+                    .into(),
+            )
+        })
+    }
+
     // ---- internals -------------------------------------------------------
 
     fn check_index(&self, i: usize) -> Result<(), LaunchError> {
@@ -616,6 +741,14 @@ impl ZkCluster {
     }
 
     fn launch_once(&mut self, all: &[usize], ports: Vec<Ports>) -> Result<(), LaunchError> {
+        if self.partitionable && self.members.len() > 1 && self.network.is_none() {
+            let net = Network::start(self.members.len())
+                .map_err(|e| LaunchError::io("binding the links between the members on 127.0.0.1", e))?;
+            self.network = Some(net);
+        }
+        if let Some(net) = &self.network {
+            net.retarget(&ports);
+        }
         for (m, p) in self.members.iter_mut().zip(ports) {
             m.ports = p;
         }

@@ -1,0 +1,509 @@
+//! The nemesis: the soak's fleet, store and checker on a 5-member ensemble
+//! whose members talk through links the test cuts
+//! ([`ZkClusterBuilder::partitionable`](zk_rwlock_testkit::ZkClusterBuilder::partitionable)),
+//! with partitions inside the ensemble mixed into the soak's own faults:
+//!
+//! * **split**: a majority and a minority, the leader in the minority, and
+//!   a worker in a long hold on the minority side (workers are put on a
+//!   side by freezing their proxies to the other side's members), past the
+//!   session timeout: the majority elects a new leader, the holder's
+//!   session expires there, and the holder must have stopped at its lease
+//!   deadline before anyone else holds;
+//! * **leader isolated**: the leader cut off from every other member;
+//! * **bridge**: two sides that do not see each other and one member that
+//!   sees both;
+//! * **flap**: a partition cut and healed several times within seconds;
+//! * **heal while holding**: a short split, with a holder on the minority
+//!   side, healed while it still holds.
+//!
+//! Each of these kinds and each of the soak's (restarts, leader kills,
+//! cuts, kill -9, pauses, worker partitions) runs once first, in a seeded
+//! order, then faults are drawn at random among all of them, half inside
+//! the ensemble. After each partition inside the
+//! ensemble heals, the next fault waits until every member serves again.
+//! The soak's checker judges, and the run checks that it did what it
+//! claims: each kind ran, a split had a holder on its minority side, a
+//! heal came while the minority's holder held, and some worker lost the
+//! lock.
+//!
+//! `ZK_RWLOCK_NEMESIS_SECS` (default 40), `ZK_RWLOCK_NEMESIS_SEED`,
+//! `ZK_RWLOCK_NEMESIS_MEMBERS` (5, or 3) and `ZK_RWLOCK_NEMESIS_KEEP` (a
+//! directory for the logs) as the soak's.
+
+use std::collections::HashSet;
+use std::sync::Mutex;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use zk_rwlock_testkit::launcher::ZkCluster;
+
+use super::checker::{holding_at, Mode, Verdict};
+use super::{
+    env_u64, leader_of, lock, ms, now_us, run, serial, Fault, FaultKind, Faults, Fleet, Plan, Rng,
+    HOLDER_WITHIN, KINDS as SOAK_KINDS, LONG_HOLD_US, POLL, TAG, WORKERS, WRITERS,
+};
+
+const SECS_ENV: &str = "ZK_RWLOCK_NEMESIS_SECS";
+const SEED_ENV: &str = "ZK_RWLOCK_NEMESIS_SEED";
+const MEMBERS_ENV: &str = "ZK_RWLOCK_NEMESIS_MEMBERS";
+const KEEP_ENV: &str = "ZK_RWLOCK_NEMESIS_KEEP";
+const DEFAULT_SECS: u64 = 40;
+const DEFAULT_MEMBERS: usize = 5;
+
+/// The nemesis's own kinds.
+const ENSEMBLE_KINDS: [FaultKind; 5] = [
+    FaultKind::Split,
+    FaultKind::LeaderIsolated,
+    FaultKind::Bridge,
+    FaultKind::Flap,
+    FaultKind::HealWhileHolding,
+];
+
+/// How long a split lasts (ms): past an election plus the 4 s session
+/// timeout, so that the minority holder's session expires.
+const SPLIT_MS: (u64, u64) = (6000, 9000);
+/// How long a split healed while its holder holds lasts (ms): shorter than
+/// the holder's lease, longer than the leader's 1 s to notice it lost its
+/// quorum (syncLimit 5 x tick 200 ms).
+const SHORT_SPLIT_MS: (u64, u64) = (1200, 2000);
+/// How long an isolated leader or a bridge lasts (ms).
+const CUT_MS: (u64, u64) = (3000, 6000);
+/// How many times a flap cuts, and how long each cut and each heal lasts (ms).
+const FLAPS: (u64, u64) = (3, 6);
+const FLAP_PHASE_MS: (u64, u64) = (150, 800);
+/// Deadline for every member to serve again after a heal.
+const WHOLE_WITHIN: Duration = Duration::from_secs(60);
+
+/// The later faults: half inside the ensemble, half the soak's.
+fn pick(rng: &mut Rng) -> FaultKind {
+    match rng.below(100) {
+        0..=13 => FaultKind::Split,
+        14..=23 => FaultKind::LeaderIsolated,
+        24..=33 => FaultKind::Bridge,
+        34..=43 => FaultKind::Flap,
+        44..=53 => FaultKind::HealWhileHolding,
+        54..=61 => FaultKind::Restart,
+        62..=67 => FaultKind::LeaderKill,
+        68..=79 => FaultKind::Cut,
+        80..=87 => FaultKind::WorkerKill,
+        88..=93 => FaultKind::Pause,
+        _ => FaultKind::Partition,
+    }
+}
+
+/// What a partition inside the ensemble did.
+pub(super) struct EnsembleFault {
+    pub(super) what: String,
+    pub(super) holders: Vec<(usize, u64)>,
+    pub(super) still_held: Vec<(usize, u64)>,
+}
+
+fn shuffle(rng: &mut Rng, v: &mut [usize]) {
+    for i in (1..v.len()).rev() {
+        v.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+}
+
+impl Faults {
+    /// Injects one partition inside the ensemble and heals it.
+    pub(super) fn inject_ensemble(
+        &mut self,
+        kind: FaultKind,
+        zk: &mut ZkCluster,
+        fleet: &Mutex<Fleet>,
+    ) -> EnsembleFault {
+        let n = zk.members();
+        let (mut holders, mut still_held) = (Vec::new(), Vec::new());
+        let what = match kind {
+            FaultKind::Split | FaultKind::HealWhileHolding => {
+                // A worker in a long hold goes with the leader.
+                let holder = self.long_holder(fleet);
+                let leader = leader_of(zk);
+                let mut majority: Vec<usize> = (0..n).filter(|&i| i != leader).collect();
+                shuffle(&mut self.rng, &mut majority);
+                let mut minority = vec![leader];
+                minority.extend(majority.drain(..(n - 1) / 2 - 1));
+                minority.sort_unstable();
+                majority.sort_unstable();
+                let sides: Vec<(usize, bool)> = {
+                    let f = lock(fleet);
+                    let alive: Vec<usize> = f
+                        .workers
+                        .iter()
+                        .filter(|w| w.exit.is_none())
+                        .map(|w| w.id)
+                        .collect();
+                    alive
+                        .into_iter()
+                        .map(|id| (id, holder.is_some_and(|(h, _)| h == id) || self.rng.one_in(2)))
+                        .collect()
+                };
+                zk.partition(&[&majority, &minority])
+                    .unwrap_or_else(|e| panic!("partition: {e}"));
+                let at = now_us();
+                let mut on_minority = Vec::new();
+                {
+                    let f = lock(fleet);
+                    for &(id, minor) in &sides {
+                        let away = if minor { &minority } else { &majority };
+                        let away: Vec<usize> = (0..n).filter(|m| !away.contains(m)).collect();
+                        for &m in &away {
+                            f.workers[id].proxies[m].freeze();
+                        }
+                        self.split_frozen.insert(id, away);
+                        if minor {
+                            let w = &f.workers[id];
+                            on_minority.push(format!("{}{id}", w.mode.letter()));
+                            // The long holder (maybe still writing), and any other at work.
+                            if holder.is_some_and(|(h, _)| h == id) || w.working().is_some() {
+                                holders.push((id, at));
+                            }
+                        }
+                    }
+                }
+                let range = if kind == FaultKind::Split {
+                    SPLIT_MS
+                } else {
+                    SHORT_SPLIT_MS
+                };
+                let out = ms(&mut self.rng, range);
+                self.wait(fleet, out);
+                let leader_then = zk.leader();
+                let healed = now_us();
+                still_held = holders.iter().map(|&(id, _)| (id, healed)).collect();
+                zk.heal_all().unwrap_or_else(|e| panic!("heal: {e}"));
+                self.thaw_split(fleet);
+                let whole = self.wait_whole(zk, fleet);
+                format!(
+                    "split {majority:?} | {minority:?} (leader {leader} in the minority) for {out:?}, \
+                     workers on the minority side [{}], holders there {:?}{}; leader at the heal {leader_then:?}; \
+                     whole again {whole:.1}s after the heal",
+                    on_minority.join(","),
+                    holders.iter().map(|h| h.0).collect::<Vec<_>>(),
+                    match holder {
+                        Some((h, token)) => format!(" (worker {h} long hold of token {token})"),
+                        None => " (no long hold granted in time)".to_owned(),
+                    },
+                )
+            }
+            FaultKind::LeaderIsolated => {
+                let leader = leader_of(zk);
+                let others: Vec<usize> = (0..n).filter(|&i| i != leader).collect();
+                zk.partition(&[&others])
+                    .unwrap_or_else(|e| panic!("partition: {e}"));
+                let out = ms(&mut self.rng, CUT_MS);
+                self.wait(fleet, out);
+                let leader_then = zk.leader();
+                zk.heal_all().unwrap_or_else(|e| panic!("heal: {e}"));
+                let whole = self.wait_whole(zk, fleet);
+                format!(
+                    "isolate leader member {leader} for {out:?}; leader at the heal {leader_then:?}; \
+                     whole again {whole:.1}s after the heal"
+                )
+            }
+            FaultKind::Bridge => {
+                let leader = leader_of(zk);
+                let mut others: Vec<usize> = (0..n).filter(|&i| i != leader).collect();
+                shuffle(&mut self.rng, &mut others);
+                let bridge = others.pop().expect("an ensemble has another member");
+                let half = others.len().saturating_sub(1) / 2;
+                let mut a = vec![leader];
+                a.extend(others.drain(..half));
+                let b = others;
+                zk.heal_all().unwrap_or_else(|e| panic!("heal: {e}"));
+                for &x in &a {
+                    for &y in &b {
+                        zk.cut_link(x, y).unwrap_or_else(|e| panic!("cut: {e}"));
+                    }
+                }
+                let cut = zk.cut_description();
+                let out = ms(&mut self.rng, CUT_MS);
+                self.wait(fleet, out);
+                let leader_then = zk.leader();
+                zk.heal_all().unwrap_or_else(|e| panic!("heal: {e}"));
+                let whole = self.wait_whole(zk, fleet);
+                format!(
+                    "bridge member {bridge} between {a:?} (leader {leader}) and {b:?} ({cut}) for {out:?}; \
+                     leader at the heal {leader_then:?}; whole again {whole:.1}s after the heal"
+                )
+            }
+            FaultKind::Flap => {
+                let leader = leader_of(zk);
+                let mut members: Vec<usize> = (0..n).collect();
+                shuffle(&mut self.rng, &mut members);
+                let mut minority: Vec<usize> = members.drain(..(n - 1) / 2).collect();
+                if self.rng.one_in(2) && !minority.contains(&leader) {
+                    // The leader in the minority, half of the time.
+                    let at = members.iter().position(|&m| m == leader).expect("the leader");
+                    members[at] = minority[0];
+                    minority[0] = leader;
+                }
+                minority.sort_unstable();
+                members.sort_unstable();
+                let times = FLAPS.0 + self.rng.below(FLAPS.1 - FLAPS.0 + 1);
+                let started = Instant::now();
+                for _ in 0..times {
+                    zk.partition(&[&members, &minority])
+                        .unwrap_or_else(|e| panic!("partition: {e}"));
+                    let d = ms(&mut self.rng, FLAP_PHASE_MS);
+                    self.wait(fleet, d);
+                    zk.heal_all().unwrap_or_else(|e| panic!("heal: {e}"));
+                    let d = ms(&mut self.rng, FLAP_PHASE_MS);
+                    self.wait(fleet, d);
+                }
+                let flapped = started.elapsed();
+                let whole = self.wait_whole(zk, fleet);
+                format!(
+                    "flap {members:?} | {minority:?} (leader {leader}) {times} times in {:.1}s; \
+                     whole again {whole:.1}s after the last heal",
+                    flapped.as_secs_f64()
+                )
+            }
+            other => unreachable!("{other:?} is not a partition inside the ensemble"),
+        };
+        EnsembleFault {
+            what,
+            holders,
+            still_held,
+        }
+    }
+
+    /// Asks a worker for a long hold and returns it and its token once it
+    /// is granted (within [`HOLDER_WITHIN`]); heals what is due meanwhile.
+    fn long_holder(&mut self, fleet: &Mutex<Fleet>) -> Option<(usize, i64)> {
+        let (i, seen) = {
+            let mut fleet = lock(fleet);
+            let candidates: Vec<usize> = fleet
+                .workers
+                .iter()
+                .filter(|w| w.started() && !self.busy.contains(&w.id))
+                .map(|w| w.id)
+                .collect();
+            if candidates.is_empty() {
+                return None;
+            }
+            let i = candidates[self.rng.index(candidates.len())];
+            let w = &mut fleet.workers[i];
+            let seen = lock(&w.lines).len();
+            let asked = w.stdin.as_mut().is_some_and(|s| {
+                use std::io::Write as _;
+                s.write_all(b"long\n").and_then(|()| s.flush()).is_ok()
+            });
+            if !asked {
+                return None;
+            }
+            (i, seen)
+        };
+        let deadline = Instant::now() + HOLDER_WITHIN;
+        loop {
+            {
+                let fleet = lock(fleet);
+                let w = &fleet.workers[i];
+                let long = lock(&w.lines)[seen..].iter().find_map(|l| {
+                    let e = serde_json::from_str::<Value>(l).ok()?;
+                    (e["ev"] == "grant" && e["hold_us"].as_u64() >= Some(LONG_HOLD_US))
+                        .then(|| e["token"].as_i64())
+                        .flatten()
+                });
+                if let Some(token) = long {
+                    return Some((i, token));
+                }
+                if w.exit.is_some() || Instant::now() >= deadline {
+                    return None;
+                }
+            }
+            self.heal(fleet);
+            thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    /// Waits `d`, healing the pauses and partitions of workers that are due.
+    fn wait(&mut self, fleet: &Mutex<Fleet>, d: Duration) {
+        let end = Instant::now() + d;
+        loop {
+            self.heal(fleet);
+            let now = Instant::now();
+            if now >= end {
+                return;
+            }
+            let wake = self.next_heal().map_or(end, |h| h.min(end));
+            thread::sleep(wake.saturating_duration_since(now).min(POLL));
+        }
+    }
+
+    /// Thaws the worker proxies a split froze, but those of workers cut off
+    /// by a worker partition (their own heal thaws them).
+    fn thaw_split(&mut self, fleet: &Mutex<Fleet>) {
+        let partitioned: HashSet<usize> = self
+            .heals
+            .iter()
+            .filter(|h| self.done[h.fault].kind == FaultKind::Partition)
+            .map(|h| h.worker)
+            .collect();
+        let fleet = lock(fleet);
+        for (w, members) in std::mem::take(&mut self.split_frozen) {
+            if partitioned.contains(&w) {
+                continue;
+            }
+            for m in members {
+                fleet.workers[w].proxies[m].thaw();
+            }
+        }
+    }
+
+    /// Waits until every member serves and one leads; returns how long it
+    /// took (seconds).
+    fn wait_whole(&mut self, zk: &ZkCluster, fleet: &Mutex<Fleet>) -> f64 {
+        let started = Instant::now();
+        let deadline = started + WHOLE_WITHIN;
+        loop {
+            let modes: Vec<_> = (0..zk.members()).map(|i| zk.mode(i)).collect();
+            let leaders = modes.iter().filter(|m| m.is_some_and(|m| m.is_leader())).count();
+            if leaders == 1 && modes.iter().all(Option::is_some) {
+                return started.elapsed().as_secs_f64();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the ensemble is not whole {WHOLE_WITHIN:?} after a heal ({}): modes {modes:?}",
+                zk.cut_description()
+            );
+            self.wait(fleet, POLL);
+        }
+    }
+}
+
+/// The nemesis's first summary line.
+fn summary(verdict: &Verdict, faults: &[Fault], left: &[String], run_secs: f64) -> String {
+    let reads = verdict.holds.iter().filter(|h| h.mode == Mode::Read).count();
+    let writes = verdict.holds.len() - reads;
+    let count = |k: FaultKind| faults.iter().filter(|f| f.kind == k).count();
+    format!(
+        "grants={} (read {reads}, write {writes}) faults={} (splits {}, leader isolations {}, bridges {}, flaps {}, \
+         heals while holding {}, restarts {}, leader kills {}, cuts {}, kill -9 {}, pauses {}, partitions {}) \
+         violations={} stale writes refused={} orphans={} duration={run_secs:.1}s",
+        verdict.holds.len(),
+        faults.len(),
+        count(FaultKind::Split),
+        count(FaultKind::LeaderIsolated),
+        count(FaultKind::Bridge),
+        count(FaultKind::Flap),
+        count(FaultKind::HealWhileHolding),
+        count(FaultKind::Restart),
+        count(FaultKind::LeaderKill),
+        count(FaultKind::Cut),
+        count(FaultKind::WorkerKill),
+        count(FaultKind::Pause),
+        count(FaultKind::Partition),
+        verdict.violations.len(),
+        verdict.store_rejected,
+        left.len(),
+    )
+}
+
+#[test]
+fn nemesis_partitions_inside_the_ensemble() {
+    let _serial = serial();
+    TAG.with(|t| t.set("nemesis"));
+    let began = Instant::now();
+    let secs = env_u64(SECS_ENV).unwrap_or(DEFAULT_SECS).max(1);
+    let seed = env_u64(SEED_ENV).unwrap_or_else(|| now_us() ^ u64::from(std::process::id()));
+    let members = env_u64(MEMBERS_ENV).map_or(DEFAULT_MEMBERS, |m| m as usize);
+    assert!(
+        members == 3 || members == 5,
+        "{MEMBERS_ENV}={members}: the nemesis runs on 3 or 5 members"
+    );
+    println!(
+        "nemesis: seed={seed} ({SEED_ENV}) run={secs}s ({SECS_ENV}) workers={WORKERS} ({WRITERS} writers) members={members} ({MEMBERS_ENV})"
+    );
+    let plan = Plan {
+        tag: "nemesis",
+        members,
+        partitionable: true,
+        secs,
+        seed,
+        keep_env: KEEP_ENV,
+        keep_until_passed: true,
+        // Each kind once first, the soak's too.
+        first: ENSEMBLE_KINDS.iter().chain(&SOAK_KINDS).copied().collect(),
+        pick,
+        summary,
+    };
+    let mut out = run(&plan, began);
+    // Kept (not dropped on a failed check's panic) unless every check passes.
+    let kept = out.kept.take().map(std::mem::ManuallyDrop::new);
+    let verdict = &out.verdict;
+    // Holders on a split's minority side, and those still holding at its heal.
+    let minority_holders: usize = out
+        .faults
+        .iter()
+        .filter(|f| f.kind == FaultKind::Split)
+        .map(|f| {
+            f.holders
+                .iter()
+                .filter(|&&(w, at)| holding_at(verdict, w, at))
+                .count()
+        })
+        .sum();
+    let held_at_heal: usize = out
+        .faults
+        .iter()
+        .filter(|f| f.kind == FaultKind::HealWhileHolding)
+        .map(|f| {
+            f.still_held
+                .iter()
+                .filter(|&&(w, at)| holding_at(verdict, w, at))
+                .count()
+        })
+        .sum();
+    println!(
+        "nemesis: holders on a split's minority side {minority_holders}; holders still holding when a split healed {held_at_heal}; lost {}; overlaps explained by the lease {}; members whose data diverged (ZooKeeper's digest check) {:?}; seed={seed}",
+        verdict.lost,
+        verdict.explained.len(),
+        out.diverged.iter().map(|d| d.0).collect::<Vec<_>>(),
+    );
+    assert!(
+        verdict.holds.iter().any(|h| h.mode == Mode::Write),
+        "no writer was ever granted"
+    );
+    assert!(
+        verdict.holds.iter().any(|h| h.mode == Mode::Read),
+        "no reader was ever granted"
+    );
+    // It did what it claims.
+    for k in ENSEMBLE_KINDS.iter().chain(&SOAK_KINDS).copied() {
+        assert!(
+            out.count(k) > 0,
+            "no {k:?} fault ran, seed {seed} (the first faults are one of each kind)"
+        );
+    }
+    assert!(
+        minority_holders > 0,
+        "no split had a holder on its minority side, seed {seed}"
+    );
+    assert!(
+        held_at_heal > 0,
+        "no split healed while a holder on its minority side held, seed {seed}"
+    );
+    assert!(
+        verdict.lost > 0,
+        "no worker reported the lock lost: the lost path never ran, seed {seed}"
+    );
+    assert!(
+        verdict.violations.is_empty(),
+        "{} violation(s), seed {seed}:\n{}",
+        verdict.violations.len(),
+        verdict.violations.join("\n")
+    );
+    assert!(
+        out.left.is_empty(),
+        "{} orphan node(s) in {}: {:?}",
+        out.left.len(),
+        out.path,
+        out.left
+    );
+    if let Some(dir) = kept {
+        println!("nemesis: passed: removing {}", dir.0.display());
+        drop(std::mem::ManuallyDrop::into_inner(dir));
+    }
+}
