@@ -179,6 +179,29 @@ pub enum Error {
         /// How long connecting was tried.
         timeout: std::time::Duration,
     },
+    /// A server accepted the connection and closed it before answering the
+    /// connect request, again and again until the connect timeout, and no
+    /// server established a session. ZooKeeper does that when this host
+    /// already has `maxClientCnxns` connections to it (60 by default), when
+    /// it is a member of an ensemble that lost its quorum (read-only or not,
+    /// it refuses a client that does not ask for a read-only session, and
+    /// this library never does), or when the port is not a client port.
+    #[error(
+        "ZooKeeper at {servers} accepted the connection but closed it before answering the connect \
+         request (last: {server}; tried for {timeout:?}): the server refuses the session. Likely causes: \
+         this host already has `maxClientCnxns` connections to that server (zoo.cfg, default 60 per \
+         client address; raise it, or use fewer sessions per host, e.g. one client shared by many \
+         locks), or the server is a member of an ensemble without a quorum (wait until a quorum is \
+         back); the server's log says which"
+    )]
+    SessionRefused {
+        /// The connect string.
+        servers: String,
+        /// The last server that closed the connection.
+        server: String,
+        /// How long connecting was tried.
+        timeout: std::time::Duration,
+    },
     /// The blocking API was called on a thread that runs a Tokio runtime's
     /// tasks, where blocking would stop them (and wait for ever if one of
     /// them holds the lock). `spawn_blocking` and plain threads are fine:
