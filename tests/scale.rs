@@ -15,7 +15,19 @@
 //! ```
 //!
 //! (`SCALE_MIX=1` makes every fifth contender a writer and the others
-//! readers; `SCALE_HEAP` is the server's `-Xmx`, 512m by default.)
+//! readers; `SCALE_HEAP` is the server's `-Xmx`, 512m by default;
+//! `SCALE_QUEUE_AT_ONCE=N` queues them N at a time, each batch once the
+//! one before waits; `SCALE_DEADLINE_S` bounds the queuing and each wait.)
+//!
+//! Then one session holding many locks, and waiting on some more, whose
+//! connection is cut: every guard must be held again and every waiter still
+//! waiting after the reconnection (the client registers its watches again
+//! in `SetWatches` batches of 128 KiB of paths), and the waiters granted
+//! once the holder releases. CI-sized with 2,000 locks; the large run:
+//!
+//! ```text
+//! SCALE_PATHS=100000 cargo test --release --test scale -- --ignored --nocapture many_paths_sized
+//! ```
 
 use zk_rwlock_testkit as support;
 
@@ -26,7 +38,7 @@ use std::time::{Duration, Instant};
 
 use support::launcher::ZkCluster;
 use support::{seq_of, Percentiles};
-use zk_rwlock::{zk, Mode, SharedLock};
+use zk_rwlock::{zk, HoldState, Mode, SharedLock};
 
 /// The sessions' timeout: long, so that a loaded machine does not expire them.
 const SESSION_TIMEOUT: Duration = Duration::from_secs(15);
@@ -78,6 +90,53 @@ fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1024.0 * 1024.0)
 }
 
+/// Waits until `n` contenders are queued, from the server's figures (a
+/// listing of the directory is as large as the queue): `n` nodes more than
+/// `nodes_before`, and as many watches more than `watches_before` (each
+/// waiter watches after it listed the directory). Fails the test at
+/// `deadline` or at the first contender's failure; prints the server's
+/// figures every 10 s.
+async fn queued(
+    cluster: &ZkCluster,
+    n: usize,
+    nodes_before: u64,
+    watches_before: u64,
+    deadline: Instant,
+    failed: &std::sync::Mutex<Option<String>>,
+    progress: &mut Instant,
+) {
+    let server_pid = cluster.pid(0).map(|p| p.to_string()).unwrap_or_default();
+    loop {
+        let nodes = mntr(cluster, "zk_znode_count")
+            .unwrap_or(0)
+            .saturating_sub(nodes_before);
+        let watches = mntr(cluster, "zk_watch_count")
+            .unwrap_or(0)
+            .saturating_sub(watches_before);
+        if nodes >= n as u64 && watches >= n as u64 {
+            return;
+        }
+        if progress.elapsed() > Duration::from_secs(10) {
+            *progress = Instant::now();
+            println!(
+                "queuing: {nodes} of {n} nodes, {watches} watches; server RSS {:.0} MiB, {} connections; \
+                 client RSS {:.0} MiB",
+                mib(rss(&server_pid)),
+                mntr(cluster, "zk_num_alive_connections").unwrap_or(0),
+                mib(rss(&std::process::id().to_string())),
+            );
+        }
+        if let Some(first) = failed.lock().ok().and_then(|f| f.clone()) {
+            panic!("a contender failed while {nodes} of {n} were queued: {first}");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{nodes} of {n} contender nodes made, {watches} watches, by the deadline"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// What one contender saw.
 struct Grant {
     seq: i32,
@@ -94,6 +153,9 @@ struct Run {
     mix: bool,
     /// The longest a contender may wait for its grant.
     deadline: Duration,
+    /// At most this many contenders queuing (not yet waiting) at once;
+    /// 0: all at once.
+    queue_at_once: usize,
 }
 
 /// What a run measured, printed by [`Figures::print`].
@@ -166,11 +228,31 @@ async fn many_contenders(cluster: &ZkCluster, path: &str, run: &Run) -> Figures 
     // Holders now: writers count 1000, readers 1.
     let holding = Arc::new(AtomicI64::new(0));
     let overlaps = Arc::new(AtomicUsize::new(0));
+    let failed = Arc::new(std::sync::Mutex::new(None::<String>));
     let nodes_before = mntr(cluster, "zk_znode_count").unwrap_or(0);
     let watches_before = mntr(cluster, "zk_watch_count").unwrap_or(0);
     let queue_start = Instant::now();
     let mut tasks = Vec::with_capacity(run.contenders);
+    let batch = if run.queue_at_once == 0 {
+        run.contenders
+    } else {
+        run.queue_at_once
+    };
+    let queue_deadline = Instant::now() + run.deadline;
+    let mut progress = Instant::now();
     for i in 0..run.contenders {
+        if i > 0 && i % batch == 0 {
+            queued(
+                cluster,
+                i,
+                nodes_before,
+                watches_before,
+                queue_deadline,
+                &failed,
+                &mut progress,
+            )
+            .await;
+        }
         let lock = locks[i % run.sessions].clone();
         let mode = if !run.mix || i % 5 == 0 {
             Mode::Write
@@ -180,15 +262,23 @@ async fn many_contenders(cluster: &ZkCluster, path: &str, run: &Run) -> Figures 
         let holding = holding.clone();
         let overlaps = overlaps.clone();
         let deadline = run.deadline;
+        let failed = failed.clone();
         tasks.push(tokio::spawn(async move {
-            let guard = match lock.acquire_timeout(mode, deadline).await {
+            let result = lock.acquire_timeout(mode, deadline).await;
+            let guard = match result {
                 Ok(Some(guard)) => guard,
                 Ok(None) => {
                     return Err(format!(
                         "contender {i} ({mode:?}) not granted within {deadline:?}"
                     ))
                 }
-                Err(e) => return Err(format!("contender {i} ({mode:?}): {e}")),
+                Err(e) => {
+                    let e = format!("contender {i} ({mode:?}): {e}");
+                    if let Ok(mut first) = failed.lock() {
+                        first.get_or_insert_with(|| e.clone());
+                    }
+                    return Err(e);
+                }
             };
             let granted = Instant::now();
             let weight = if mode == Mode::Write { 1000 } else { 1 };
@@ -216,27 +306,16 @@ async fn many_contenders(cluster: &ZkCluster, path: &str, run: &Run) -> Figures 
     // listed it (and so decided to wait).
     let observer = session(&connect).await;
     let listings = |locks: &[SharedLock]| locks.iter().map(|l| l.stats().listings).sum::<u64>();
-    let queue_deadline = Instant::now() + run.deadline;
-    loop {
-        // From the server's figures (a listing of the directory is as
-        // large as the queue): every node made, and every waiter watching
-        // (it listed the directory first).
-        let nodes = mntr(cluster, "zk_znode_count").unwrap_or(0);
-        let watches = mntr(cluster, "zk_watch_count").unwrap_or(0);
-        if nodes >= nodes_before + run.contenders as u64 && watches >= watches_before + run.contenders as u64
-        {
-            break;
-        }
-        assert!(
-            Instant::now() < queue_deadline,
-            "{} of {} contender nodes made, {} watches, after {:?}",
-            nodes.saturating_sub(nodes_before),
-            run.contenders,
-            watches.saturating_sub(watches_before),
-            run.deadline
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    queued(
+        cluster,
+        run.contenders,
+        nodes_before,
+        watches_before,
+        queue_deadline,
+        &failed,
+        &mut progress,
+    )
+    .await;
     let queue_time = queue_start.elapsed();
     let client_rss_per_waiter = (rss(&me).saturating_sub(client_before)) as f64 / run.contenders as f64;
     let server_rss_queued = rss(&server_pid);
@@ -355,6 +434,7 @@ async fn two_thousand_contenders_on_one_lock_are_granted_once_each_in_order() {
             sessions: 100,
             mix,
             deadline: Duration::from_secs(60),
+            queue_at_once: 0,
         };
         let figures = many_contenders(&cluster, &format!("/scale/{name}"), &run).await;
         figures.print(&run);
@@ -384,6 +464,7 @@ async fn many_contenders_sized() {
         sessions: env_usize("SCALE_SESSIONS", 200),
         mix: env_usize("SCALE_MIX", 0) != 0,
         deadline: Duration::from_secs(env_usize("SCALE_DEADLINE_S", 1800) as u64),
+        queue_at_once: env_usize("SCALE_QUEUE_AT_ONCE", 0),
     };
     println!(
         "server heap: -Xmx{}",
@@ -391,4 +472,183 @@ async fn many_contenders_sized() {
     );
     let figures = many_contenders(&cluster, "/scale/sized", &run).await;
     figures.print(&run);
+}
+
+/// What [`many_paths`] measured.
+struct PathFigures {
+    acquire_time: Duration,
+    client_rss_per_lock: f64,
+    server_rss: u64,
+    watches: Option<u64>,
+    reconnect_time: Duration,
+    connections: usize,
+    grant_time: Duration,
+}
+
+/// One session (through a proxy) holds the write lock on `paths` locks and
+/// waits for the read lock on every tenth of `paths` other locks, which a
+/// second session holds. The proxy cuts the first session's connection:
+/// within `within` every guard is held again (same session) and every
+/// waiter still waits; then the second session releases and every waiter
+/// is granted within `within`.
+async fn many_paths(cluster: &ZkCluster, paths: usize, within: Duration) -> PathFigures {
+    let me = std::process::id().to_string();
+    let server_pid = cluster.pid(0).map(|p| p.to_string()).unwrap_or_default();
+    let proxy = support::proxy::Proxy::start(&cluster.connect_string());
+    let holder = session(proxy.addr()).await;
+    let other = session(&cluster.connect_string()).await;
+    let session_id = holder.session_id();
+    let before = rss(&me);
+    let started = Instant::now();
+
+    // The holder's write locks, 500 acquires at a time.
+    let mut guards = Vec::with_capacity(paths);
+    for chunk in (0..paths).collect::<Vec<_>>().chunks(500) {
+        let acquires: Vec<_> = chunk
+            .iter()
+            .map(|&i| {
+                let lock = SharedLock::new(holder.clone(), &format!("/paths/held/{i}")).expect("valid path");
+                tokio::spawn(async move { lock.write_timeout(SESSION_TIMEOUT).await })
+            })
+            .collect();
+        for acquire in acquires {
+            match support::joined(within, acquire).await {
+                Ok(Some(guard)) => guards.push(guard),
+                other => panic!("a write lock of the holder: {other:?}"),
+            }
+        }
+    }
+    // Every tenth of as many other locks: held by the other session,
+    // waited for by the holder's session.
+    let waited = paths / 10;
+    let mut blockers = Vec::with_capacity(waited);
+    for i in 0..waited {
+        let lock = SharedLock::new(other.clone(), &format!("/paths/waited/{i}")).expect("valid path");
+        blockers.push(lock.write().await.expect("the other session's write lock"));
+    }
+    let waiters: Vec<_> = (0..waited)
+        .map(|i| {
+            let lock = SharedLock::new(holder.clone(), &format!("/paths/waited/{i}")).expect("valid path");
+            tokio::spawn(async move { lock.read_timeout(Duration::from_secs(600)).await })
+        })
+        .collect();
+    let watches_expected = (paths + waited) as u64;
+    let watch_deadline = Instant::now() + within;
+    let watches = loop {
+        let watches = mntr(cluster, "zk_watch_count");
+        if watches.unwrap_or(0) >= watches_expected {
+            break watches;
+        }
+        assert!(
+            Instant::now() < watch_deadline,
+            "{watches:?} watches of {watches_expected} expected within {within:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let acquire_time = started.elapsed();
+    let client_rss_per_lock = rss(&me).saturating_sub(before) as f64 / (paths + waited) as f64;
+    let server_rss = rss(&server_pid);
+
+    // Cut the connection: the session comes back, and with it every guard.
+    let mut states = holder.state_watcher();
+    let cut = Instant::now();
+    assert_eq!(proxy.cut_all(), 1, "the holder's connection is cut");
+    let reconnected = async {
+        loop {
+            match states.changed().await {
+                zk::SessionState::SyncConnected => return,
+                state if state.is_terminated() => panic!("the holder's session ended: {state:?}"),
+                _ => {}
+            }
+        }
+    };
+    tokio::time::timeout(within, reconnected)
+        .await
+        .unwrap_or_else(|_| panic!("the holder did not reconnect within {within:?}"));
+    for (i, guard) in guards.iter().enumerate() {
+        let state = tokio::time::timeout(within.saturating_sub(cut.elapsed()), guard.resumed())
+            .await
+            .unwrap_or_else(|_| panic!("guard {i} still {:?} {within:?} after the cut", guard.state()));
+        assert_eq!(state, HoldState::Held, "guard {i} after the reconnection");
+    }
+    let reconnect_time = cut.elapsed();
+    assert_eq!(holder.session_id(), session_id, "the same session");
+    let connections = proxy.accepted();
+    assert!(
+        waiters.iter().all(|w| !w.is_finished()),
+        "a waiter ended while its lock was held"
+    );
+
+    // The other session releases: every waiter is granted.
+    let released = Instant::now();
+    for blocker in blockers {
+        blocker.release().await.expect("release");
+    }
+    for (i, waiter) in waiters.into_iter().enumerate() {
+        match support::joined(within, waiter).await {
+            Ok(Some(guard)) => drop(guard),
+            other => panic!("waiter {i} after the release: {other:?}"),
+        }
+    }
+    let grant_time = released.elapsed();
+    for guard in guards {
+        assert!(guard.is_held(), "a guard lost");
+        drop(guard);
+    }
+    PathFigures {
+        acquire_time,
+        client_rss_per_lock,
+        server_rss,
+        watches,
+        reconnect_time,
+        connections,
+        grant_time,
+    }
+}
+
+fn print_paths(paths: usize, f: &PathFigures) {
+    println!(
+        "scale: one session holding {paths} write locks and waiting on {} more: set up in {:.1} s; client \
+         RSS {:.0} bytes per lock; server RSS {:.0} MiB, {:?} watches; after a cut connection every guard \
+         held again in {:.2} s ({} connections in all); the {} waiters granted {:.2} s after their \
+         locks' release",
+        paths / 10,
+        f.acquire_time.as_secs_f64(),
+        f.client_rss_per_lock,
+        mib(f.server_rss),
+        f.watches,
+        f.reconnect_time.as_secs_f64(),
+        f.connections,
+        paths / 10,
+        f.grant_time.as_secs_f64(),
+    );
+}
+
+/// CI-sized: 2,000 locks held and 200 waited for by one session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_session_with_two_thousand_locks_gets_them_all_back_after_a_cut() {
+    let cluster = start_server(None);
+    let figures = many_paths(&cluster, 2000, Duration::from_secs(30)).await;
+    print_paths(2000, &figures);
+    assert_eq!(figures.connections, 2, "the holder reconnected once");
+}
+
+/// The large run, sized by `SCALE_PATHS` (100,000) and `SCALE_HEAP`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "minutes long; sized by SCALE_PATHS and SCALE_HEAP"]
+async fn many_paths_sized() {
+    let heap = std::env::var("SCALE_HEAP").ok();
+    let cluster = start_server(heap.as_deref());
+    let paths = env_usize("SCALE_PATHS", 100_000);
+    println!(
+        "server heap: -Xmx{}",
+        heap.as_deref().unwrap_or("512m (the test kit's default)")
+    );
+    let figures = many_paths(
+        &cluster,
+        paths,
+        Duration::from_secs(env_usize("SCALE_DEADLINE_S", 600) as u64),
+    )
+    .await;
+    print_paths(paths, &figures);
 }
