@@ -96,6 +96,28 @@ pub enum Error {
         /// The lock directory.
         path: String,
     },
+    /// The lock was taken and its directory's listing larger than the
+    /// lock's limit ([`LockBuilder::max_listing_size`](crate::LockBuilder::max_listing_size),
+    /// by default `jute.maxbuffer`): too many contenders queue. The acquire
+    /// withdrew its node instead of waiting; those waiting already still
+    /// wait. See [`crate::limits`].
+    #[error(
+        "lock `{path}` has {contenders} contenders: a listing of it is {size} bytes, more than the \
+         lock's limit of {limit} bytes (by default jute.maxbuffer, the largest reply ZooKeeper's Java \
+         clients read), so this acquire withdrew instead of queuing. Use fewer waiters per lock (acquire with a timeout or try_*, or \
+         split the lock into several), or raise jute.maxbuffer on every ZooKeeper server and Java \
+         client of the lock and this lock's limit with LockBuilder::max_listing_size"
+    )]
+    ListingTooLarge {
+        /// The lock path.
+        path: String,
+        /// The contender nodes listed (this acquire's included).
+        contenders: usize,
+        /// The listing's size, in bytes.
+        size: usize,
+        /// The lock's limit.
+        limit: usize,
+    },
     /// The server refused the operation for lack of permission (ACL).
     #[error("ZooKeeper refused access to `{path}` (NoAuth): add credentials with `Connector::with_auth` or fix the node's ACL")]
     NoAuth {

@@ -80,6 +80,10 @@ const MAX_SEQUENCE_LEN: usize = 11;
 
 /// Request header: xid and operation code.
 const REQUEST_HEADER: usize = 8;
+/// Reply header: xid, zxid and error.
+const REPLY_HEADER: usize = 16;
+/// A node's `Stat`.
+const STAT: usize = 68;
 /// A `multi`'s header before each operation and after the last: operation
 /// code, done flag, error.
 const MULTI_HEADER: usize = 9;
@@ -168,9 +172,45 @@ pub fn largest_request(shape: &LockShape<'_>) -> usize {
     contender_create.max(directory_create).max(release).max(recycle)
 }
 
+/// The size of a listing of a lock directory with these children, as
+/// ZooKeeper sends it (after the length prefix): the reply header, the
+/// list's length, each name (its length and bytes) and the directory's
+/// stat. A reader whose limit is below it cannot take the reply (see the
+/// [module](self)).
+pub fn listing_size<S: AsRef<str>>(children: &[S]) -> usize {
+    REPLY_HEADER + INT + children.iter().map(|c| buffer(c.as_ref().len())).sum::<usize>() + STAT
+}
+
+/// Whether a contender that found the lock taken may queue behind a
+/// listing of `listing_size` bytes: not when it is larger than `limit`
+/// (`None`: no limit). See [`crate::LockBuilder::max_listing_size`].
+pub fn queue_admits(listing_size: usize, limit: Option<usize>) -> bool {
+    limit.is_none_or(|limit| listing_size <= limit)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_listing_counts_its_header_names_and_stat() {
+        let names = ["vm@00000000000000000000000000000000-W-0000000001"; 3];
+        // 16 header + 4 count + 3 x (4 + 48) + 68 stat.
+        assert_eq!(listing_size(&names), 16 + 4 + 3 * 52 + 68);
+        assert_eq!(listing_size::<&str>(&[]), 88);
+        // The largest queue of 48-byte names a 1 MiB reader takes.
+        let fits = (zk::DEFAULT_MAX_REQUEST_SIZE as usize - 88) / 52;
+        assert_eq!(fits, 20_163);
+        assert!(queue_admits(
+            88 + fits * 52,
+            Some(zk::DEFAULT_MAX_REQUEST_SIZE as usize)
+        ));
+        assert!(!queue_admits(
+            88 + (fits + 1) * 52,
+            Some(zk::DEFAULT_MAX_REQUEST_SIZE as usize)
+        ));
+        assert!(queue_admits(usize::MAX, None));
+    }
 
     fn shape<'a>(identity: &'a str, layout: Layout, acls: &[zk::Acl]) -> LockShape<'a> {
         LockShape {

@@ -278,3 +278,77 @@ async fn an_acquire_through_a_read_only_member_is_never_granted() {
         .expect("a write lock");
     guard.release().await.expect("release");
 }
+
+/// A lock whose listing limit lets 10 contenders queue: the eleventh
+/// acquire that finds the lock taken withdraws its node and fails with
+/// `ListingTooLarge` at once, naming `jute.maxbuffer`; those queued still
+/// wait and are granted in turn; once the queue is short again an acquire
+/// queues.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acquire_behind_a_listing_over_the_limit_withdraws_with_a_typed_error() {
+    let cluster = start(ZkCluster::builder());
+    let connect = cluster.connect_string();
+    const PATH: &str = "/server-limits/listing";
+    let client = connect_client(&connect, Duration::from_secs(10), Duration::from_secs(10))
+        .await
+        .expect("a session");
+    // Names of this identity are 48 bytes: 10 of them and the reply's
+    // header and stat.
+    let limit = zk_rwlock::limits::listing_size(&vec!["x".repeat(48); 10]);
+    let lock = SharedLock::builder(client.clone(), PATH)
+        .identity("vm")
+        .max_listing_size(Some(limit))
+        .build()
+        .expect("a lock");
+    let holder = lock.write().await.expect("the first writer holds");
+    let waiters: Vec<_> = (0..9)
+        .map(|_| {
+            let lock = lock.clone();
+            tokio::spawn(async move { lock.write_timeout(SHORT).await })
+        })
+        .collect();
+    support::eventually("10 contenders", SHORT, || {
+        let client = client.clone();
+        async move { client.list_children(PATH).await.map_or(0, |c| c.len()) == 10 }
+    })
+    .await;
+
+    let started = Instant::now();
+    let refused = lock.write_timeout(SHORT).await;
+    let took = started.elapsed();
+    match &refused {
+        Err(
+            e @ Error::ListingTooLarge {
+                path,
+                contenders,
+                size,
+                limit: l,
+            },
+        ) => {
+            println!("the eleventh acquire after {took:?}: {e}");
+            assert_eq!(path, PATH);
+            assert_eq!(*contenders, 11);
+            assert!(size > l && *l == limit, "{size} > {l}");
+            assert!(e.to_string().contains("jute.maxbuffer"), "{e}");
+        }
+        other => panic!("the eleventh acquire: expected Err(ListingTooLarge), got {other:?}"),
+    }
+    assert!(took < Duration::from_secs(5), "refused after {took:?}");
+    let children = client.list_children(PATH).await.expect("listing");
+    assert_eq!(children.len(), 10, "the refused node withdrawn: {children:?}");
+
+    // The queue drains in order; then an acquire queues again.
+    holder.release().await.expect("release");
+    for waiter in waiters {
+        let guard = support::joined(SHORT, waiter)
+            .await
+            .expect("a waiter")
+            .expect("granted within its deadline");
+        guard.release().await.expect("release");
+    }
+    let again = lock
+        .write_timeout(SHORT)
+        .await
+        .expect("an acquire on a short queue");
+    assert!(again.is_some(), "granted");
+}

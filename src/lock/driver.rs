@@ -99,7 +99,8 @@ impl SharedLock {
             client.session_id().0,
             !inner.data_checked.load(Ordering::Relaxed),
         )
-        .with_release_markers(inner.release_markers);
+        .with_release_markers(inner.release_markers)
+        .with_listing_limit(inner.listing_limit);
         let machine = match replacing {
             Some((writer, mark, revoked)) => machine.replacing(writer, mark, revoked),
             None => machine,
@@ -607,6 +608,18 @@ impl Driver<'_> {
                 let _ = pending.give_up().await;
                 Error::SequenceExhausted {
                     path: lock.inner.path.clone(),
+                }
+            }
+            Failure::ListingTooLarge => {
+                let refused = pending.machine.refused_listing();
+                warn!(node = %self.node, ?refused, "the lock directory's listing is over the limit: withdrawing");
+                let _ = pending.give_up().await;
+                let (contenders, size, limit) = refused.map_or((0, 0, 0), |r| (r.children, r.size, r.limit));
+                Error::ListingTooLarge {
+                    path: lock.inner.path.clone(),
+                    contenders,
+                    size,
+                    limit,
                 }
             }
             Failure::InvalidName => Error::ZooKeeper(zk::Error::UnexpectedError(format!(
