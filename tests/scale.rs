@@ -17,7 +17,10 @@
 //! (`SCALE_MIX=1` makes every fifth contender a writer and the others
 //! readers; `SCALE_HEAP` is the server's `-Xmx`, 512m by default;
 //! `SCALE_QUEUE_AT_ONCE=N` queues them N at a time, each batch once the
-//! one before waits; `SCALE_DEADLINE_S` bounds the queuing and each wait.)
+//! one before waits; `SCALE_DEADLINE_S` bounds the queuing and each wait;
+//! `SCALE_MAX_LISTING` is the locks' listing limit in bytes, 0 for none:
+//! by default, `jute.maxbuffer`, which refuses contenders past about
+//! 20,163 with `Error::ListingTooLarge`.)
 //!
 //! Then one session holding many locks, and waiting on some more, whose
 //! connection is cut: every guard must be held again and every waiter still
@@ -156,6 +159,8 @@ struct Run {
     /// At most this many contenders queuing (not yet waiting) at once;
     /// 0: all at once.
     queue_at_once: usize,
+    /// The locks' listing limit, if not their default (`jute.maxbuffer`).
+    max_listing: Option<Option<usize>>,
 }
 
 /// What a run measured, printed by [`Figures::print`].
@@ -220,7 +225,12 @@ async fn many_contenders(cluster: &ZkCluster, path: &str, run: &Run) -> Figures 
     let held = first.write().await.expect("the first writer holds");
     let mut locks = Vec::with_capacity(run.sessions);
     for _ in 0..run.sessions {
-        locks.push(SharedLock::new(session(&connect).await, path).expect("valid lock path"));
+        let builder = SharedLock::builder(session(&connect).await, path);
+        let builder = match run.max_listing {
+            Some(limit) => builder.max_listing_size(limit),
+            None => builder,
+        };
+        locks.push(builder.build().expect("valid lock path"));
     }
     let server_rss_before = rss(&server_pid);
     let client_before = rss(&me);
@@ -435,6 +445,7 @@ async fn two_thousand_contenders_on_one_lock_are_granted_once_each_in_order() {
             mix,
             deadline: Duration::from_secs(60),
             queue_at_once: 0,
+            max_listing: None,
         };
         let figures = many_contenders(&cluster, &format!("/scale/{name}"), &run).await;
         figures.print(&run);
@@ -465,6 +476,10 @@ async fn many_contenders_sized() {
         mix: env_usize("SCALE_MIX", 0) != 0,
         deadline: Duration::from_secs(env_usize("SCALE_DEADLINE_S", 1800) as u64),
         queue_at_once: env_usize("SCALE_QUEUE_AT_ONCE", 0),
+        max_listing: std::env::var("SCALE_MAX_LISTING")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .map(|limit| (limit > 0).then_some(limit)),
     };
     println!(
         "server heap: -Xmx{}",
