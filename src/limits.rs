@@ -64,6 +64,34 @@
 //!   and path at their limits that leaves over 1,000,000 bytes for ACL
 //!   entries: only a list of thousands of entries gets there.
 //!
+//! # The listing
+//!
+//! The lock directory's listing grows with its queue: a reply of
+//! [`listing_size`] bytes, 16 of header, 4 of count, the stat's 68, and
+//! per contender 4 bytes of length and its name. No server refuses to send
+//! it (`jute.maxbuffer` bounds what a server reads, not what it writes),
+//! and this crate's client reads a reply of any size; but ZooKeeper's Java
+//! client refuses a reply larger than its own `jute.maxbuffer` (the check
+//! is in `ClientCnxnSocket.readLength`) and reconnects, and lists again
+//! after reconnecting: a Curator or kazoo peer, or zkCli, on a lock with
+//! more contenders than fit never lists it again. So an acquire that finds
+//! the lock taken and the listing larger than the lock's limit
+//! ([`LockBuilder::max_listing_size`](crate::LockBuilder::max_listing_size),
+//! by default the client's [`max_request_size`](zk::Client::max_request_size),
+//! 1 MiB less one byte: the ensemble's `jute.maxbuffer`) does not queue
+//! ([`queue_admits`]): it withdraws its node and fails with
+//! [`Error::ListingTooLarge`](crate::Error::ListingTooLarge). The first
+//! listing that makes an acquire wait is checked, not those after (a
+//! waiter is never turned away), so concurrent arrivals may pass the limit
+//! by the few that listed together. With 48-byte names (a 2-byte identity)
+//! 20,163 contenders fit in 1 MiB; with a 20-byte host name, 14,978.
+//!
+//! Each contender lists the directory once as it queues (the hand-offs of
+//! a chain of writers need no listing), so queuing `n` contenders sends
+//! about `n * n / 2` names: 20,000 contenders with 48-byte names, about
+//! 10 GB. That, not a limit, is what a large queue costs first: see the
+//! figures in `docs/testing.md` (Scale).
+//!
 //! Pure arithmetic: no I/O.
 
 use crate::node_name::{Layout, Mode, RELEASE_MARKER_SUFFIX};

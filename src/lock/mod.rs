@@ -331,7 +331,7 @@ impl LockBuilder {
     /// limit does not wait: it withdraws its node and fails with
     /// [`Error::ListingTooLarge`] (with 48-byte names, like those of a
     /// 2-byte identity, a 1 MiB listing carries 20,163 contenders; with a
-    /// 20-byte identity, 15,040). Acquires already waiting are not turned away.
+    /// 20-byte identity, 14,978). Acquires already waiting are not turned away.
     /// Raise it together with `jute.maxbuffer` on every server and Java
     /// client; `None` only where no Java client lists the lock.
     pub fn max_listing_size(mut self, limit: Option<usize>) -> LockBuilder {
