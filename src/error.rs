@@ -118,6 +118,32 @@ pub enum Error {
         /// The lock's limit.
         limit: usize,
     },
+    /// A request of an acquire got no answer from the server through
+    /// retries over broken connections for twice the session timeout,
+    /// while the session lived on: the client dropped the connection again
+    /// and again because the server did not answer within the connection
+    /// timeout (2/5 of the session timeout), or the server kept answering
+    /// `Throttled`. The server is overloaded, e.g. by a lock with many
+    /// thousands of waiters (each lists all of them as it queues; see
+    /// [`crate::limits`]), or the network keeps breaking. The acquire
+    /// withdrew its node.
+    #[error(
+        "ZooKeeper did not answer a request of lock `{path}` for {retried_for:?} of retries over \
+         broken connections (last: {last}): the server is too slow to answer within the client's \
+         connection timeout (2/5 of the session timeout) or keeps throttling, e.g. overloaded by \
+         locks with many thousands of waiters, each of which lists all of them as it queues. Queue \
+         fewer waiters per lock (LockBuilder::max_listing_size bounds them), queue them a few at a \
+         time, or give the session a longer timeout; check the server's load and the network"
+    )]
+    NoAnswer {
+        /// The lock path.
+        path: String,
+        /// How long the request was retried.
+        retried_for: std::time::Duration,
+        /// The last error of the request.
+        #[source]
+        last: zk::Error,
+    },
     /// The server refused the operation for lack of permission (ACL).
     #[error("ZooKeeper refused access to `{path}` (NoAuth): add credentials with `Connector::with_auth` or fix the node's ACL")]
     NoAuth {

@@ -16,6 +16,9 @@ use zk_rwlock::{connect_client, zk, Error, SharedLock};
 
 /// Upper bound for anything that should happen promptly.
 const SHORT: Duration = Duration::from_secs(20);
+/// The deadline of waiters whose turn comes after others' (on a loaded
+/// machine, a queue takes a while).
+const LONG: Duration = Duration::from_secs(60);
 
 fn start(builder: ZkClusterBuilder) -> ZkCluster {
     builder.start().unwrap_or_else(|e| {
@@ -304,7 +307,7 @@ async fn an_acquire_behind_a_listing_over_the_limit_withdraws_with_a_typed_error
     let waiters: Vec<_> = (0..9)
         .map(|_| {
             let lock = lock.clone();
-            tokio::spawn(async move { lock.write_timeout(SHORT).await })
+            tokio::spawn(async move { lock.write_timeout(LONG).await })
         })
         .collect();
     support::eventually("10 contenders", SHORT, || {
@@ -340,7 +343,7 @@ async fn an_acquire_behind_a_listing_over_the_limit_withdraws_with_a_typed_error
     // The queue drains in order; then an acquire queues again.
     holder.release().await.expect("release");
     for waiter in waiters {
-        let guard = support::joined(SHORT, waiter)
+        let guard = support::joined(LONG, waiter)
             .await
             .expect("a waiter")
             .expect("granted within its deadline");
@@ -351,4 +354,67 @@ async fn an_acquire_behind_a_listing_over_the_limit_withdraws_with_a_typed_error
         .await
         .expect("an acquire on a short queue");
     assert!(again.is_some(), "granted");
+}
+
+/// A server that never answers a lock's listings (the proxy cuts the
+/// connection after each one, as a client does when an overloaded server
+/// answers nothing within its connection timeout) while the session lives
+/// on: the acquire retries for twice the session timeout, then fails with
+/// `NoAnswer`, whose message says what to do, and withdraws its node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acquire_that_never_gets_an_answer_fails_with_a_typed_error() {
+    use support::proxy::{op, Proxy};
+    let cluster = start(ZkCluster::builder());
+    const PATH: &str = "/server-limits/no-answer";
+    let proxy = Arc::new(Proxy::start(&cluster.connect_string()));
+    let session_timeout = Duration::from_secs(4);
+    let client = connect_client(proxy.addr(), session_timeout, Duration::from_secs(10))
+        .await
+        .expect("a session");
+    let session = client.session_id();
+    let lock = SharedLock::new(client.clone(), PATH).expect("valid path");
+    let cutting = {
+        let proxy = proxy.clone();
+        tokio::spawn(async move {
+            loop {
+                proxy.cut_after_request(&[op::GET_CHILDREN, op::GET_CHILDREN2]);
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+    };
+    let started = Instant::now();
+    let result = tokio::time::timeout(Duration::from_secs(30), lock.write())
+        .await
+        .expect("the acquire ends within 30 s");
+    let took = started.elapsed();
+    cutting.abort();
+    proxy.cut_after_request(&[]);
+    match &result {
+        Err(
+            e @ Error::NoAnswer {
+                path, retried_for, ..
+            },
+        ) => {
+            println!("after {took:?} and {} connections: {e}", proxy.accepted());
+            assert_eq!(path, PATH);
+            assert_eq!(*retried_for, session_timeout * 2);
+            assert!(e.to_string().contains("fewer waiters"), "{e}");
+        }
+        other => panic!("expected Err(NoAnswer), got {other:?} after {took:?}"),
+    }
+    assert!(took >= session_timeout * 2, "gave up after {took:?}");
+    assert!(proxy.accepted() > 2, "the connection was cut again and again");
+    assert_eq!(client.session_id(), session, "the session lived on");
+    // Nothing left behind once the connection holds.
+    support::eventually("the node withdrawn", SHORT, || {
+        let client = client.clone();
+        async move {
+            match client.list_children(PATH).await {
+                Ok(children) => children.is_empty(),
+                Err(zk::Error::NoNode) => true,
+                Err(_) => false,
+            }
+        }
+    })
+    .await;
 }

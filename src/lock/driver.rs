@@ -627,7 +627,16 @@ impl Driver<'_> {
                 self.node
             ))),
             Failure::Request => {
-                let error = last_error.unwrap_or_else(|| unexpected("the acquire failed"));
+                let error = match last_error {
+                    // Retrying is over and the server still did not answer.
+                    Some(Error::ZooKeeper(last)) if is_retryable(&last) => Error::NoAnswer {
+                        path: dir.to_owned(),
+                        retried_for: lock.inner.client.session_timeout() * 2,
+                        last,
+                    },
+                    Some(error) => error,
+                    None => unexpected("the acquire failed"),
+                };
                 match pending.give_up().await {
                     Err(e) => e,
                     Ok(_) => error,
