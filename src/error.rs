@@ -233,14 +233,15 @@ pub enum Error {
     /// already has `maxClientCnxns` connections to it (60 by default), when
     /// it is a member of an ensemble that lost its quorum (read-only or not,
     /// it refuses a client that does not ask for a read-only session, and
-    /// this library never does), or when the port is not a client port.
+    /// this library never does), and when the connection is plain and the
+    /// port takes TLS only (or the reverse).
     #[error(
         "ZooKeeper at {servers} accepted the connection but closed it before answering the connect \
          request (last: {server}; tried for {timeout:?}): the server refuses the session. Likely causes: \
          this host already has `maxClientCnxns` connections to that server (zoo.cfg, default 60 per \
          client address; raise it, or use fewer sessions per host, e.g. one client shared by many \
-         locks), or the server is a member of an ensemble without a quorum (wait until a quorum is \
-         back); the server's log says which"
+         locks), the server is a member of an ensemble without a quorum (wait until a quorum is \
+         back), or the port takes TLS only, or the reverse; the server's log says which"
     )]
     SessionRefused {
         /// The connect string.

@@ -77,7 +77,9 @@ impl From<zk_rwlock::Error> for Failure {
                 "ZooKeeper rejected the credentials (AuthFailed) and closed the session: check \
                  --auth (or ZK_RWLOCK_AUTH): its scheme, user and password",
             ),
-            err @ Error::Unreachable { .. } => Failure::new(code, format!("{err}{}", unreachable_advice())),
+            err @ (Error::Unreachable { .. } | Error::SessionRefused { .. }) => {
+                Failure::new(code, format!("{err}{}", unreachable_advice()))
+            }
             Error::ZooKeeper(zk_rwlock::zk::Error::InvalidAcl) => Failure::new(code, invalid_acl()),
             err => Failure::new(code, err.to_string()),
         }
@@ -158,7 +160,8 @@ pub fn no_auth_advice() -> &'static str {
     }
 }
 
-/// The advice to append to an `Unreachable` message, about TLS.
+/// The advice to append to an `Unreachable` or `SessionRefused` message,
+/// about TLS (a TLS port closes a plain connection, and the reverse).
 pub fn unreachable_advice() -> &'static str {
     match GIVEN.get() {
         Some(Given { tls: true, .. }) => {
