@@ -241,7 +241,7 @@ pub enum Error {
          this host already has `maxClientCnxns` connections to that server (zoo.cfg, default 60 per \
          client address; raise it, or use fewer sessions per host, e.g. one client shared by many \
          locks), the server is a member of an ensemble without a quorum (wait until a quorum is \
-         back), or the port takes TLS only, or the reverse; the server's log says which"
+         back), or the port takes TLS only, or the reverse; the server's log says which."
     )]
     SessionRefused {
         /// The connect string.
