@@ -304,10 +304,18 @@ async fn an_acquire_behind_a_listing_over_the_limit_withdraws_with_a_typed_error
         .build()
         .expect("a lock");
     let holder = lock.write().await.expect("the first writer holds");
+    // Each waiter releases as soon as it is granted: the next in line
+    // (by sequence, not by spawning order) waits on it.
     let waiters: Vec<_> = (0..9)
         .map(|_| {
             let lock = lock.clone();
-            tokio::spawn(async move { lock.write_timeout(LONG).await })
+            tokio::spawn(async move {
+                match lock.write_timeout(LONG).await {
+                    Ok(Some(guard)) => guard.release().await.map(|()| true),
+                    Ok(None) => Ok(false),
+                    Err(e) => Err(e),
+                }
+            })
         })
         .collect();
     support::eventually("10 contenders", SHORT, || {
@@ -343,11 +351,8 @@ async fn an_acquire_behind_a_listing_over_the_limit_withdraws_with_a_typed_error
     // The queue drains in order; then an acquire queues again.
     holder.release().await.expect("release");
     for waiter in waiters {
-        let guard = support::joined(LONG, waiter)
-            .await
-            .expect("a waiter")
-            .expect("granted within its deadline");
-        guard.release().await.expect("release");
+        let granted = support::joined(LONG, waiter).await.expect("a waiter");
+        assert!(granted, "a waiter not granted within its deadline");
     }
     let again = lock
         .write_timeout(SHORT)
@@ -366,28 +371,19 @@ async fn an_acquire_that_never_gets_an_answer_fails_with_a_typed_error() {
     use support::proxy::{op, Proxy};
     let cluster = start(ZkCluster::builder());
     const PATH: &str = "/server-limits/no-answer";
-    let proxy = Arc::new(Proxy::start(&cluster.connect_string()));
+    let proxy = Proxy::start(&cluster.connect_string());
     let session_timeout = Duration::from_secs(4);
     let client = connect_client(proxy.addr(), session_timeout, Duration::from_secs(10))
         .await
         .expect("a session");
     let session = client.session_id();
     let lock = SharedLock::new(client.clone(), PATH).expect("valid path");
-    let cutting = {
-        let proxy = proxy.clone();
-        tokio::spawn(async move {
-            loop {
-                proxy.cut_after_request(&[op::GET_CHILDREN, op::GET_CHILDREN2]);
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
-        })
-    };
+    proxy.cut_after_every_request(&[op::GET_CHILDREN, op::GET_CHILDREN2]);
     let started = Instant::now();
     let result = tokio::time::timeout(Duration::from_secs(30), lock.write())
         .await
         .expect("the acquire ends within 30 s");
     let took = started.elapsed();
-    cutting.abort();
     proxy.cut_after_request(&[]);
     match &result {
         Err(
