@@ -91,6 +91,7 @@
 //!   [`crate::ordering`], "Peers and the release record").
 //! - An acquire that may not wait (`try_*`) gives up at the first wait.
 
+use crate::limits;
 use crate::node_name::{self, parse_parts, Layout, Mode};
 use crate::ordering::{self, Decision, OrderingError};
 
@@ -202,6 +203,21 @@ pub enum Failure {
     /// A downgrade's writer node is not in the listing
     /// ([`Acquire::replacing`]): someone else deleted it.
     WriterLost,
+    /// The listing that would make me wait is larger than the limit
+    /// ([`Acquire::with_listing_limit`]): withdraw my node and fail
+    /// ([`Acquire::refused_listing`] says how large it was).
+    ListingTooLarge,
+}
+
+/// A listing too large to queue behind ([`Failure::ListingTooLarge`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RefusedListing {
+    /// The children listed.
+    pub children: usize,
+    /// Its size ([`crate::limits::listing_size`]).
+    pub size: usize,
+    /// The limit it exceeds.
+    pub limit: usize,
 }
 
 /// What the driver does next.
@@ -343,6 +359,13 @@ pub struct Acquire {
     counts: Counts,
     /// A downgrade's reader: the writer node of mine it may replace.
     replacing: Option<String>,
+    /// The largest listing to queue behind ([`Acquire::with_listing_limit`]).
+    listing_limit: Option<usize>,
+    /// A listing checked against the limit and found fitting: the wait
+    /// began, and later listings are not checked.
+    admitted: bool,
+    /// The listing refused ([`Failure::ListingTooLarge`]).
+    refused: Option<RefusedListing>,
 }
 
 impl Acquire {
@@ -363,7 +386,27 @@ impl Acquire {
             end_state: None,
             counts: Counts::default(),
             replacing: None,
+            listing_limit: None,
+            admitted: false,
+            refused: None,
         }
+    }
+
+    /// The largest listing (in bytes, [`crate::limits::listing_size`]) this
+    /// acquire queues behind: one that finds the lock taken and the listing
+    /// larger does not wait but fails with [`Failure::ListingTooLarge`]
+    /// (the driver withdraws its node). Only the first listing that makes
+    /// it wait is checked: a waiter is never turned away later. `None` (the
+    /// default): no limit.
+    #[must_use]
+    pub fn with_listing_limit(mut self, limit: Option<usize>) -> Acquire {
+        self.listing_limit = limit;
+        self
+    }
+
+    /// The listing refused, after [`Failure::ListingTooLarge`].
+    pub fn refused_listing(&self) -> Option<RefusedListing> {
+        self.refused
     }
 
     /// This acquire is a downgrade's: my node is a reader made while my
@@ -589,6 +632,20 @@ impl Acquire {
                 self.waited = true;
                 if !self.may_wait {
                     return self.finish(Action::GiveUp);
+                }
+                if !self.admitted {
+                    if let Some(limit) = self.listing_limit {
+                        let size = limits::listing_size(children);
+                        if !limits::queue_admits(size, Some(limit)) {
+                            self.refused = Some(RefusedListing {
+                                children: children.len(),
+                                size,
+                                limit,
+                            });
+                            return self.finish(Action::Fail(Failure::ListingTooLarge));
+                        }
+                    }
+                    self.admitted = true;
                 }
                 let own = self.own_watch != OwnWatch::Set
                     && !self.own_unreadable

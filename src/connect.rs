@@ -260,6 +260,8 @@ impl ConnectOptions {
 ///
 /// [`Error::InvalidConnectString`] for a malformed connect string;
 /// [`Error::Unreachable`] if no session is established in time;
+/// [`Error::SessionRefused`] instead if a server accepted the connection and
+/// closed it before answering (`maxClientCnxns`, no quorum);
 /// [`Error::ChrootMissing`] if the chroot does not exist.
 pub async fn connect_client(
     servers: &str,
@@ -285,7 +287,9 @@ pub async fn connect_client(
 /// [`Error::InvalidConnectString`]; [`Error::InvalidTls`];
 /// [`Error::Unreachable`] if no session is established in time (also when
 /// a TLS server is reached without TLS, or a plain one with it: the
-/// handshake fails); [`Error::AuthFailed`] if the server rejected the
+/// handshake fails); [`Error::SessionRefused`] if a server accepted the
+/// connection and closed it before answering the connect request
+/// (`maxClientCnxns`, no quorum); [`Error::AuthFailed`] if the server rejected the
 /// credentials; [`Error::ChrootMissing`].
 pub async fn connect_client_with(servers: &str, options: &ConnectOptions) -> Result<zk::Client, Error> {
     // The client calls a stray comma an "empty connect string".
@@ -299,6 +303,9 @@ pub async fn connect_client_with(servers: &str, options: &ConnectOptions) -> Res
     let connector = options.connector()?;
     let secure = options.uses_tls();
     let cluster = servers.to_owned();
+    // The last server that closed the connection before answering, if any.
+    let refused = std::sync::Arc::new(std::sync::Mutex::new(None::<String>));
+    let refused_by = refused.clone();
     // Each attempt fails eagerly once every server has refused; the next one
     // comes after a pause (doubling up to a second) until the connect
     // timeout ends the loop: a server that is starting, restarting or not
@@ -316,6 +323,16 @@ pub async fn connect_client_with(servers: &str, options: &ConnectOptions) -> Res
             match result {
                 Err(zk::Error::NoHosts) => {
                     tracing::debug!(servers = %cluster, ?pause, "every server refused; trying again");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(LAST_RETRY_PAUSE);
+                }
+                // A server that refuses the session (too many connections
+                // from this host, no quorum) may take it a moment later.
+                Err(zk::Error::ClosedBeforeSession { server }) => {
+                    tracing::debug!(servers = %cluster, %server, ?pause, "a server closed the connection before answering; trying again");
+                    if let Ok(mut last) = refused_by.lock() {
+                        *last = Some(server);
+                    }
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(LAST_RETRY_PAUSE);
                 }
@@ -347,10 +364,19 @@ pub async fn connect_client_with(servers: &str, options: &ConnectOptions) -> Res
                 }
             }
         }
-        Ok(Err(zk::Error::NoHosts)) | Ok(Err(zk::Error::Timeout)) | Err(_) => Err(Error::Unreachable {
-            servers: servers.to_owned(),
-            timeout: connect_timeout,
-        }),
+        Ok(Err(zk::Error::NoHosts)) | Ok(Err(zk::Error::Timeout)) | Err(_) => {
+            match refused.lock().ok().and_then(|mut last| last.take()) {
+                Some(server) => Err(Error::SessionRefused {
+                    servers: servers.to_owned(),
+                    server,
+                    timeout: connect_timeout,
+                }),
+                None => Err(Error::Unreachable {
+                    servers: servers.to_owned(),
+                    timeout: connect_timeout,
+                }),
+            }
+        }
         Ok(Err(zk::Error::BadArguments(reason))) => Err(Error::InvalidConnectString {
             servers: servers.to_owned(),
             reason,

@@ -96,6 +96,54 @@ pub enum Error {
         /// The lock directory.
         path: String,
     },
+    /// The lock was taken and its directory's listing larger than the
+    /// lock's limit ([`LockBuilder::max_listing_size`](crate::LockBuilder::max_listing_size),
+    /// by default `jute.maxbuffer`): too many contenders queue. The acquire
+    /// withdrew its node instead of waiting; those waiting already still
+    /// wait. See [`crate::limits`].
+    #[error(
+        "lock `{path}` has {contenders} contenders: a listing of it is {size} bytes, more than the \
+         lock's limit of {limit} bytes (by default jute.maxbuffer, the largest reply ZooKeeper's Java \
+         clients read), so this acquire withdrew instead of queuing. Use fewer waiters per lock (acquire with a timeout or try_*, or \
+         split the lock into several), or raise jute.maxbuffer on every ZooKeeper server and Java \
+         client of the lock and this lock's limit with LockBuilder::max_listing_size"
+    )]
+    ListingTooLarge {
+        /// The lock path.
+        path: String,
+        /// The contender nodes listed (this acquire's included).
+        contenders: usize,
+        /// The listing's size, in bytes.
+        size: usize,
+        /// The lock's limit.
+        limit: usize,
+    },
+    /// A request of an acquire got no answer from the server through
+    /// retries over broken connections for twice the session timeout,
+    /// while the session lived on: the client dropped the connection again
+    /// and again because the server did not answer within the connection
+    /// timeout (2/5 of the session timeout), or the server kept answering
+    /// `Throttled`. The server is overloaded, e.g. by a lock with many
+    /// thousands of waiters (each lists all of them as it queues; see
+    /// [`crate::limits`]), or the network keeps breaking. The acquire
+    /// withdrew its node.
+    #[error(
+        "ZooKeeper did not answer a request of lock `{path}` for {retried_for:?} of retries over \
+         broken connections (last: {last}): the server is too slow to answer within the client's \
+         connection timeout (2/5 of the session timeout) or keeps throttling, e.g. overloaded by \
+         locks with many thousands of waiters, each of which lists all of them as it queues. Queue \
+         fewer waiters per lock (LockBuilder::max_listing_size bounds them), queue them a few at a \
+         time, or give the session a longer timeout; check the server's load and the network"
+    )]
+    NoAnswer {
+        /// The lock path.
+        path: String,
+        /// How long the request was retried.
+        retried_for: std::time::Duration,
+        /// The last error of the request.
+        #[source]
+        last: zk::Error,
+    },
     /// The server refused the operation for lack of permission (ACL).
     #[error("ZooKeeper refused access to `{path}` (NoAuth): add credentials with `Connector::with_auth` or fix the node's ACL")]
     NoAuth {
@@ -176,6 +224,30 @@ pub enum Error {
     Unreachable {
         /// The connect string.
         servers: String,
+        /// How long connecting was tried.
+        timeout: std::time::Duration,
+    },
+    /// A server accepted the connection and closed it before answering the
+    /// connect request, again and again until the connect timeout, and no
+    /// server established a session. ZooKeeper does that when this host
+    /// already has `maxClientCnxns` connections to it (60 by default), when
+    /// it is a member of an ensemble that lost its quorum (read-only or not,
+    /// it refuses a client that does not ask for a read-only session, and
+    /// this library never does), and when the connection is plain and the
+    /// port takes TLS only (or the reverse).
+    #[error(
+        "ZooKeeper at {servers} accepted the connection but closed it before answering the connect \
+         request (last: {server}; tried for {timeout:?}): the server refuses the session. Likely causes: \
+         this host already has `maxClientCnxns` connections to that server (zoo.cfg, default 60 per \
+         client address; raise it, or use fewer sessions per host, e.g. one client shared by many \
+         locks), the server is a member of an ensemble without a quorum (wait until a quorum is \
+         back), or the port takes TLS only, or the reverse; the server's log says which."
+    )]
+    SessionRefused {
+        /// The connect string.
+        servers: String,
+        /// The last server that closed the connection.
+        server: String,
         /// How long connecting was tried.
         timeout: std::time::Duration,
     },

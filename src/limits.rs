@@ -64,6 +64,34 @@
 //!   and path at their limits that leaves over 1,000,000 bytes for ACL
 //!   entries: only a list of thousands of entries gets there.
 //!
+//! # The listing
+//!
+//! The lock directory's listing grows with its queue: a reply of
+//! [`listing_size`] bytes, 16 of header, 4 of count, the stat's 68, and
+//! per contender 4 bytes of length and its name. No server refuses to send
+//! it (`jute.maxbuffer` bounds what a server reads, not what it writes),
+//! and this crate's client reads a reply of any size; but ZooKeeper's Java
+//! client refuses a reply larger than its own `jute.maxbuffer` (the check
+//! is in `ClientCnxnSocket.readLength`) and reconnects, and lists again
+//! after reconnecting: a Curator or kazoo peer, or zkCli, on a lock with
+//! more contenders than fit never lists it again. So an acquire that finds
+//! the lock taken and the listing larger than the lock's limit
+//! ([`LockBuilder::max_listing_size`](crate::LockBuilder::max_listing_size),
+//! by default the client's [`max_request_size`](zk::Client::max_request_size),
+//! 1 MiB less one byte: the ensemble's `jute.maxbuffer`) does not queue
+//! ([`queue_admits`]): it withdraws its node and fails with
+//! [`Error::ListingTooLarge`](crate::Error::ListingTooLarge). The first
+//! listing that makes an acquire wait is checked, not those after (a
+//! waiter is never turned away), so concurrent arrivals may pass the limit
+//! by the few that listed together. With 48-byte names (a 2-byte identity)
+//! 20,163 contenders fit in 1 MiB; with a 20-byte host name, 14,978.
+//!
+//! Each contender lists the directory once as it queues (the hand-offs of
+//! a chain of writers need no listing), so queuing `n` contenders sends
+//! about `n * n / 2` names: 20,000 contenders with 48-byte names, about
+//! 10 GB. That, not a limit, is what a large queue costs first: see the
+//! figures in `docs/testing.md` (Scale).
+//!
 //! Pure arithmetic: no I/O.
 
 use crate::node_name::{Layout, Mode, RELEASE_MARKER_SUFFIX};
@@ -80,6 +108,10 @@ const MAX_SEQUENCE_LEN: usize = 11;
 
 /// Request header: xid and operation code.
 const REQUEST_HEADER: usize = 8;
+/// Reply header: xid, zxid and error.
+const REPLY_HEADER: usize = 16;
+/// A node's `Stat`.
+const STAT: usize = 68;
 /// A `multi`'s header before each operation and after the last: operation
 /// code, done flag, error.
 const MULTI_HEADER: usize = 9;
@@ -168,9 +200,45 @@ pub fn largest_request(shape: &LockShape<'_>) -> usize {
     contender_create.max(directory_create).max(release).max(recycle)
 }
 
+/// The size of a listing of a lock directory with these children, as
+/// ZooKeeper sends it (after the length prefix): the reply header, the
+/// list's length, each name (its length and bytes) and the directory's
+/// stat. A reader whose limit is below it cannot take the reply (see the
+/// [module](self)).
+pub fn listing_size<S: AsRef<str>>(children: &[S]) -> usize {
+    REPLY_HEADER + INT + children.iter().map(|c| buffer(c.as_ref().len())).sum::<usize>() + STAT
+}
+
+/// Whether a contender that found the lock taken may queue behind a
+/// listing of `listing_size` bytes: not when it is larger than `limit`
+/// (`None`: no limit). See [`crate::LockBuilder::max_listing_size`].
+pub fn queue_admits(listing_size: usize, limit: Option<usize>) -> bool {
+    limit.is_none_or(|limit| listing_size <= limit)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_listing_counts_its_header_names_and_stat() {
+        let names = ["vm@00000000000000000000000000000000-W-0000000001"; 3];
+        // 16 header + 4 count + 3 x (4 + 48) + 68 stat.
+        assert_eq!(listing_size(&names), 16 + 4 + 3 * 52 + 68);
+        assert_eq!(listing_size::<&str>(&[]), 88);
+        // The largest queue of 48-byte names a 1 MiB reader takes.
+        let fits = (zk::DEFAULT_MAX_REQUEST_SIZE as usize - 88) / 52;
+        assert_eq!(fits, 20_163);
+        assert!(queue_admits(
+            88 + fits * 52,
+            Some(zk::DEFAULT_MAX_REQUEST_SIZE as usize)
+        ));
+        assert!(!queue_admits(
+            88 + (fits + 1) * 52,
+            Some(zk::DEFAULT_MAX_REQUEST_SIZE as usize)
+        ));
+        assert!(queue_admits(usize::MAX, None));
+    }
 
     fn shape<'a>(identity: &'a str, layout: Layout, acls: &[zk::Acl]) -> LockShape<'a> {
         LockShape {

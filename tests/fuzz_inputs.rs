@@ -238,6 +238,7 @@ fn connect_strings_fail_typed_and_quickly() {
                 Err(
                     Error::InvalidConnectString { .. }
                     | Error::Unreachable { .. }
+                    | Error::SessionRefused { .. }
                     | Error::ChrootMissing { .. }
                     | Error::ZooKeeper(_),
                 ) => {}

@@ -8,7 +8,8 @@ use std::sync::OnceLock;
 pub mod exit {
     /// Usage error: bad option, argument, lock path, identity or connect string.
     pub const USAGE: u8 = 2;
-    /// No ZooKeeper server could be reached (EX_UNAVAILABLE).
+    /// No ZooKeeper server could be reached, or every one refused the
+    /// session (EX_UNAVAILABLE).
     pub const UNAVAILABLE: u8 = 69;
     /// Any other lock or ZooKeeper error (EX_SOFTWARE).
     pub const SOFTWARE: u8 = 70;
@@ -62,7 +63,7 @@ impl From<zk_rwlock::Error> for Failure {
             | Error::ChrootMissing { .. }
             | Error::InvalidTls { .. }
             | Error::LeaseTooShort { .. } => exit::USAGE,
-            Error::Unreachable { .. } => exit::UNAVAILABLE,
+            Error::Unreachable { .. } | Error::SessionRefused { .. } => exit::UNAVAILABLE,
             Error::NoAuth { .. } | Error::AuthFailed => exit::NOPERM,
             // Its text says what happened and what to do about it.
             Error::SequenceExhausted { .. } => exit::SOFTWARE,
@@ -76,7 +77,9 @@ impl From<zk_rwlock::Error> for Failure {
                 "ZooKeeper rejected the credentials (AuthFailed) and closed the session: check \
                  --auth (or ZK_RWLOCK_AUTH): its scheme, user and password",
             ),
-            err @ Error::Unreachable { .. } => Failure::new(code, format!("{err}{}", unreachable_advice())),
+            err @ (Error::Unreachable { .. } | Error::SessionRefused { .. }) => {
+                Failure::new(code, format!("{err}{}", unreachable_advice()))
+            }
             Error::ZooKeeper(zk_rwlock::zk::Error::InvalidAcl) => Failure::new(code, invalid_acl()),
             err => Failure::new(code, err.to_string()),
         }
@@ -157,7 +160,8 @@ pub fn no_auth_advice() -> &'static str {
     }
 }
 
-/// The advice to append to an `Unreachable` message, about TLS.
+/// The advice to append to an `Unreachable` or `SessionRefused` message,
+/// about TLS (a TLS port closes a plain connection, and the reverse).
 pub fn unreachable_advice() -> &'static str {
     match GIVEN.get() {
         Some(Given { tls: true, .. }) => {

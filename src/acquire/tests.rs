@@ -62,6 +62,7 @@ fn show(action: &Action, names: &[String]) -> String {
         Action::Fail(Failure::InvalidName) => "fail name".into(),
         Action::Fail(Failure::Request) => "fail request".into(),
         Action::Fail(Failure::WriterLost) => "fail writer lost".into(),
+        Action::Fail(Failure::ListingTooLarge) => "fail listing too large".into(),
         Action::Replace { successor, .. } => match successor {
             Some(successor) => format!("replace check {}", pos(successor)),
             None => "replace".into(),
@@ -1141,4 +1142,56 @@ fn a_downgrades_reader_decides_once() {
     let names = vec![writer.clone(), me.to_owned()];
     let mut a = Acquire::new(Mode::Read, true).replacing(&writer);
     assert_eq!(a.created(me, Some(&names)), Action::GiveUp);
+}
+
+/// A listing over the limit refuses the first wait only: a grant at once,
+/// a `try_*` and a waiter's later listings are never refused.
+#[test]
+fn a_listing_over_the_limit_refuses_the_first_wait_only() {
+    let (names, me) = build("W W [W]");
+    let me = me.unwrap();
+    let size = crate::limits::listing_size(&names);
+    let mut over = Acquire::new(Mode::Write, true).with_listing_limit(Some(size - 1));
+    assert_eq!(
+        over.created(&me, Some(&names)),
+        Action::Fail(Failure::ListingTooLarge)
+    );
+    assert_eq!(
+        over.refused_listing(),
+        Some(RefusedListing {
+            children: 3,
+            size,
+            limit: size - 1
+        })
+    );
+    assert_eq!(Acquire::new(Mode::Write, true).refused_listing(), None);
+
+    // At the limit: it waits, and a larger listing later (the watched
+    // writer gone without a release, more contenders queued) keeps it waiting.
+    let mut at = Acquire::new(Mode::Write, true).with_listing_limit(Some(size));
+    assert!(matches!(at.created(&me, Some(&names)), Action::SetWatches { .. }));
+    assert_eq!(
+        at.step(Input::WatchesSet {
+            own: Some(Reply::Ok(())),
+            watched: Reply::Retry,
+            marker: Some(Reply::Ok(false)),
+        }),
+        Action::List
+    );
+    let (more, _) = build("W W [W] W W W");
+    assert!(matches!(
+        at.step(Input::Listed(Reply::Ok(&more))),
+        Action::SetWatches { .. }
+    ));
+    assert_eq!(at.refused_listing(), None);
+
+    // Granted at once whatever the size; a try gives up, as without a limit.
+    let (first, me_first) = build("[W] W W");
+    let mut head = Acquire::new(Mode::Write, true).with_listing_limit(Some(1));
+    assert!(matches!(
+        head.created(&me_first.unwrap(), Some(&first)),
+        Action::Grant { .. }
+    ));
+    let mut try_ = Acquire::new(Mode::Write, false).with_listing_limit(Some(1));
+    assert_eq!(try_.created(&me, Some(&names)), Action::GiveUp);
 }

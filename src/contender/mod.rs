@@ -235,6 +235,9 @@ pub enum Failure {
     /// A downgrade's writer node was deleted by someone else before the
     /// downgrade replaced it: the write lock was lost.
     WriterLost,
+    /// The listing that would make the acquire wait is larger than its
+    /// limit ([`Contender::with_listing_limit`]): my node is withdrawn.
+    ListingTooLarge,
 }
 
 impl From<acquire::Failure> for Failure {
@@ -246,6 +249,7 @@ impl From<acquire::Failure> for Failure {
             acquire::Failure::InvalidName => Failure::InvalidName,
             acquire::Failure::Request => Failure::Request,
             acquire::Failure::WriterLost => Failure::WriterLost,
+            acquire::Failure::ListingTooLarge => Failure::ListingTooLarge,
         }
     }
 }
@@ -477,6 +481,8 @@ pub struct Contender {
     data_checked: bool,
     /// The wait watches release markers.
     markers: bool,
+    /// The largest listing to queue behind ([`Acquire::with_listing_limit`]).
+    listing_limit: Option<usize>,
     /// A downgrade's reader: the writer node of mine it replaces, whether
     /// that writer's release is due with the record, and whether a
     /// revocation request on it is known.
@@ -520,6 +526,7 @@ impl Contender {
             answer_lost: false,
             data_checked: false,
             markers: true,
+            listing_limit: None,
             replaces: None,
             downgrade: Downgrade::None,
         }
@@ -613,6 +620,19 @@ impl Contender {
     pub fn with_release_markers(mut self, on: bool) -> Contender {
         self.markers = on;
         self
+    }
+
+    /// The largest listing to queue behind ([`Acquire::with_listing_limit`];
+    /// `None`, the default: no limit).
+    #[must_use]
+    pub fn with_listing_limit(mut self, limit: Option<usize>) -> Contender {
+        self.listing_limit = limit;
+        self
+    }
+
+    /// The listing refused, after [`Failure::ListingTooLarge`].
+    pub fn refused_listing(&self) -> Option<acquire::RefusedListing> {
+        self.acquire.as_ref().and_then(Acquire::refused_listing)
     }
 
     /// The mark of the held node: whether its release is due with the

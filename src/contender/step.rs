@@ -329,7 +329,9 @@ impl Contender {
             return self.fail(Failure::SessionEnded);
         }
         let name = self.node().unwrap_or_default().to_owned();
-        let mut acquire = Acquire::new(self.mode, self.may_wait).with_release_markers(self.markers);
+        let mut acquire = Acquire::new(self.mode, self.may_wait)
+            .with_release_markers(self.markers)
+            .with_listing_limit(self.listing_limit);
         if let Some((writer, _, _)) = &self.replaces {
             acquire = acquire.replacing(writer);
         }

@@ -99,7 +99,8 @@ impl SharedLock {
             client.session_id().0,
             !inner.data_checked.load(Ordering::Relaxed),
         )
-        .with_release_markers(inner.release_markers);
+        .with_release_markers(inner.release_markers)
+        .with_listing_limit(inner.listing_limit);
         let machine = match replacing {
             Some((writer, mark, revoked)) => machine.replacing(writer, mark, revoked),
             None => machine,
@@ -609,12 +610,33 @@ impl Driver<'_> {
                     path: lock.inner.path.clone(),
                 }
             }
+            Failure::ListingTooLarge => {
+                let refused = pending.machine.refused_listing();
+                warn!(node = %self.node, ?refused, "the lock directory's listing is over the limit: withdrawing");
+                let _ = pending.give_up().await;
+                let (contenders, size, limit) = refused.map_or((0, 0, 0), |r| (r.children, r.size, r.limit));
+                Error::ListingTooLarge {
+                    path: lock.inner.path.clone(),
+                    contenders,
+                    size,
+                    limit,
+                }
+            }
             Failure::InvalidName => Error::ZooKeeper(zk::Error::UnexpectedError(format!(
                 "the contender node {} is not named as a contender",
                 self.node
             ))),
             Failure::Request => {
-                let error = last_error.unwrap_or_else(|| unexpected("the acquire failed"));
+                let error = match last_error {
+                    // Retrying is over and the server still did not answer.
+                    Some(Error::ZooKeeper(last)) if is_retryable(&last) => Error::NoAnswer {
+                        path: dir.to_owned(),
+                        retried_for: lock.inner.client.session_timeout() * 2,
+                        last,
+                    },
+                    Some(error) => error,
+                    None => unexpected("the acquire failed"),
+                };
                 match pending.give_up().await {
                     Err(e) => e,
                     Ok(_) => error,

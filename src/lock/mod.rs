@@ -123,6 +123,8 @@ struct Inner {
     data_checked: AtomicBool,
     /// See [`LockBuilder::release_markers`].
     release_markers: bool,
+    /// See [`LockBuilder::max_listing_size`].
+    listing_limit: Option<usize>,
 }
 
 impl Drop for Inner {
@@ -209,6 +211,8 @@ pub struct LockBuilder {
     layout: Layout,
     release_markers: bool,
     metrics_path_label: bool,
+    /// `None`: the default, the client's `max_request_size`.
+    max_listing_size: Option<Option<usize>>,
 }
 
 impl LockBuilder {
@@ -312,6 +316,29 @@ impl LockBuilder {
         self
     }
 
+    /// The largest listing of the lock directory, in bytes (see
+    /// [`limits::listing_size`]), that an acquire queues behind; `None`: no
+    /// limit. Default: the client's
+    /// [`max_request_size`](zk::Client::max_request_size), ZooKeeper's
+    /// `jute.maxbuffer` (1 MiB less one byte unless raised).
+    ///
+    /// Every contender lists the directory when it queues, and the listing
+    /// carries every contender's name: ZooKeeper's Java clients (Curator,
+    /// zkCli, this lock's Curator and kazoo peers use it too) refuse a
+    /// reply larger than their `jute.maxbuffer` and reconnect, again and
+    /// again, and queuing `n` contenders sends about `n * n / 2` names. So
+    /// an acquire that finds the lock taken and the listing larger than the
+    /// limit does not wait: it withdraws its node and fails with
+    /// [`Error::ListingTooLarge`] (with 48-byte names, like those of a
+    /// 2-byte identity, a 1 MiB listing carries 20,163 contenders; with a
+    /// 20-byte identity, 14,978). Acquires already waiting are not turned away.
+    /// Raise it together with `jute.maxbuffer` on every server and Java
+    /// client; `None` only where no Java client lists the lock.
+    pub fn max_listing_size(mut self, limit: Option<usize>) -> LockBuilder {
+        self.max_listing_size = Some(limit);
+        self
+    }
+
     /// Whether this lock's metrics carry its path as the label `path`
     /// (default: false). Off, the metrics of every lock add up in the
     /// same series: a lock path is an unbounded label value (a service
@@ -409,6 +436,7 @@ impl LockBuilder {
                 follower_lag: self.follower_lag,
                 data_checked: AtomicBool::new(false),
                 release_markers: self.release_markers,
+                listing_limit: self.max_listing_size.unwrap_or(Some(limit)),
             }),
         })
     }
@@ -436,6 +464,7 @@ impl SharedLock {
             layout: Layout::Native,
             release_markers: true,
             metrics_path_label: false,
+            max_listing_size: None,
         }
     }
 

@@ -75,6 +75,8 @@ struct State {
     conns: Vec<Conn>,
     /// Cut the connection right after forwarding the next request with one of these op codes.
     cut_after: Vec<i32>,
+    /// `cut_after` stays armed after a cut ([`Proxy::cut_after_every_request`]).
+    cut_always: bool,
     /// Right after forwarding the next request with one of these op codes,
     /// send the client a reply it never asked for (an unknown xid) instead
     /// of the server's.
@@ -277,7 +279,20 @@ impl Proxy {
     /// Arms a cut: the next request with one of `ops` is forwarded to the
     /// server, and its connection is cut before any reply comes back.
     pub fn cut_after_request(&self, ops: &[i32]) {
-        self.state.lock().unwrap().cut_after = ops.to_vec();
+        let mut st = self.state.lock().unwrap();
+        st.cut_after = ops.to_vec();
+        st.cut_always = false;
+    }
+
+    /// Arms a cut that stays armed: every request with one of `ops` is
+    /// forwarded to the server, and its connection is cut before any reply
+    /// comes back, until `cut_after_request(&[])`. A client sending such a
+    /// request never gets its answer, as from a server too slow to answer
+    /// within the client's connection timeout.
+    pub fn cut_after_every_request(&self, ops: &[i32]) {
+        let mut st = self.state.lock().unwrap();
+        st.cut_after = ops.to_vec();
+        st.cut_always = true;
     }
 
     /// Arms a garbled reply: the next request with one of `ops` is
@@ -462,7 +477,9 @@ fn spawn_pumps(
                 let mut st = state.lock().unwrap();
                 match op {
                     Some(op) if st.cut_after.contains(&op) => {
-                        st.cut_after.clear();
+                        if !st.cut_always {
+                            st.cut_after.clear();
+                        }
                         (true, false)
                     }
                     Some(op) if st.garble_after.contains(&op) => {

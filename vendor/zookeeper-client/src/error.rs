@@ -91,6 +91,13 @@ pub enum Error {
     )]
     RequestTooLarge { size: usize, limit: usize },
 
+    /// A server accepted the connection and closed it before answering the connect request,
+    /// and no other server established the session: it refused the session, e.g. for
+    /// `maxClientCnxns`, or as a read-only server to a client that does not allow read-only
+    /// sessions. Returned by a connect that fails eagerly. (zk-rwlock patch 13.)
+    #[error("server {server} closed the connection before answering the connect request")]
+    ClosedBeforeSession { server: String },
+
     #[error("runtime condition mismatch")]
     RuntimeInconsistent,
 
@@ -160,6 +167,8 @@ impl Error {
             Self::ClientClosed => true,
             // Never sent.
             Self::RequestTooLarge { .. } => true,
+            // No session.
+            Self::ClosedBeforeSession { .. } => true,
             _ => false,
         }
     }

@@ -152,6 +152,7 @@ impl Builder {
 
             authes: self.authes,
             connecting_host: String::new(),
+            closed_before_answer: None,
             state_sender,
             watch_manager,
         };
@@ -193,6 +194,9 @@ pub struct Session {
     pub authes: Vec<MarshalledRequest>,
     /// The host of the connection being established, for SASL (patch 5).
     connecting_host: String,
+    /// The last server that accepted the TCP connection of an attempt of `start` and closed
+    /// it before answering the connect request (patch 13).
+    closed_before_answer: Option<String>,
     state_sender: sync::watch::Sender<SessionState>,
 
     watch_manager: WatchManager,
@@ -717,6 +721,10 @@ impl Session {
         match self.serve_connecting(&mut conn, buf, depot).await {
             Err(err) => {
                 warn!("fails to establish session to {} due to {}", endpoint, err);
+                // Closed by the server before it answered the connect request (patch 13).
+                if err == Error::ConnectionLoss && !self.session_state.is_connected() {
+                    self.closed_before_answer = Some(endpoint.to_string());
+                }
                 Err(err)
             },
             _ => {
@@ -741,6 +749,7 @@ impl Session {
             endpoints.endpoints()
         );
         let mut deadline = Deadline::until(self.last_recv + session_timeout);
+        self.closed_before_answer = None;
         let mut last_error = match self.start_once(endpoints, &mut deadline, buf, depot).await {
             Err(err) => err,
             Ok(conn) => return Ok(conn),
@@ -756,6 +765,12 @@ impl Session {
                 },
                 Ok(conn) => return Ok(conn),
             };
+        }
+        // Every server was tried and one of them closed the connection before answering (patch 13).
+        if last_error == Error::NoHosts {
+            if let Some(server) = self.closed_before_answer.take() {
+                return Err(Error::ClosedBeforeSession { server });
+            }
         }
         Err(last_error)
     }
