@@ -893,6 +893,7 @@ stats! {
     session_ended: "Acquires failed with SessionEnded.",
     exhausted: "Acquires failed with Exhausted.",
     holds_data: "Acquires failed with DirectoryHoldsData.",
+    listing_refused: "Acquires failed with ListingTooLarge (a listing past the limit).",
     gave_up: "Acquires given up (try, or the deadline).",
     retries: "Requests answered Retry.",
     disconnects: "Connections lost.",
@@ -962,6 +963,10 @@ struct World {
     stats: Stats,
     /// Contenders write peers' layouts too (see `layout_of`).
     mixed: bool,
+    /// The largest listing an acquire queues behind
+    /// (`Contender::with_listing_limit`), in a third of the schedules: room
+    /// for two to four names.
+    listing_limit: Option<usize>,
     /// A rule the model checks as it applies a request, broken.
     broken: Option<String>,
     /// The leader an observer named last, and its term.
@@ -1046,6 +1051,7 @@ impl World {
             trace: Vec::new(),
             stats: Stats::default(),
             mixed: false,
+            listing_limit: None,
             broken: None,
             observed: None,
         };
@@ -1824,7 +1830,8 @@ impl World {
             .prefix(&format!("c{c}"), token, mode)
             .expect("a mode the layout has");
         let session = session_id(contender.session);
-        let inner = contender::Contender::new(mode, may_wait, layout, token, session, check_data);
+        let inner = contender::Contender::new(mode, may_wait, layout, token, session, check_data)
+            .with_listing_limit(self.listing_limit);
         let mark = contender.writer.as_ref().is_some_and(|w| w.mark);
         let revoked = contender
             .writer
@@ -2838,6 +2845,24 @@ impl World {
                     ));
                 }
             }
+            Failure::ListingTooLarge => {
+                self.stats.listing_refused += 1;
+                // The listing it was refused at: the directory as the
+                // message that failed it found it, larger than the limit.
+                let size = zk_rwlock::limits::listing_size(&self.children_at(basis));
+                let refused = acq.machine.inner.refused_listing();
+                let justified = match (self.listing_limit, refused) {
+                    (Some(limit), Some(r)) => size > limit && r.size > limit && r.limit == limit,
+                    _ => false,
+                };
+                if !justified {
+                    return self.fail(format!(
+                        "c{c} failed with ListingTooLarge: the listing at {basis} is {size} bytes, \
+                         limit {:?}, refused {refused:?}",
+                        self.listing_limit
+                    ));
+                }
+            }
             Failure::NoDirectory if self.dir_removals - removals >= MAX_DIRECTORY_ATTEMPTS => {}
             Failure::Request if create_exists => {}
             other => return self.fail(format!("c{c} failed with {other:?}")),
@@ -3464,6 +3489,10 @@ impl World {
         let mut world = World::new(schedule.contenders, schedule.counter, mutation);
         world.negative_once = schedule.negative_once;
         world.mixed = schedule.mixed;
+        // Header, count and stat (88 bytes) and two to four names of about
+        // 48 bytes (their length prefix included: 52).
+        world.listing_limit = (schedule.drain_seed % 3 == 0)
+            .then(|| 88 + 52 * (2 + (schedule.drain_seed / 3 % 3) as usize));
         world.containers = schedule.containers;
         world.restricted = u32::from(schedule.restricted);
         world.old = u32::from(schedule.old);
