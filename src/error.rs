@@ -83,12 +83,15 @@ pub enum Error {
     },
     /// ZooKeeper's sequence counter of the lock directory is used up: it
     /// stops at `2147483647` instead of wrapping, so new contender nodes no
-    /// longer get unique, ordered sequence numbers. The acquire withdrew its
-    /// node. The directory is deleted by whoever leaves it empty (and by
+    /// longer get unique, ordered sequence numbers. Also when two contender
+    /// nodes carry the same sequence number (a stranger's node under a
+    /// contender's name, or servers whose data diverged): the order is
+    /// broken all the same. The acquire withdrew its node. The directory is deleted by whoever leaves it empty (and by
     /// ZooKeeper itself for the container directories this crate creates),
     /// after which the next contender recreates it with a fresh counter.
     #[error(
-        "lock directory `{path}` has used up ZooKeeper's sequence numbers (the counter stops at 2147483647): \
+        "lock directory `{path}` has used up ZooKeeper's sequence numbers (the counter stops at 2147483647), \
+         or two of its contender nodes carry the same sequence number: \
          the request was withdrawn; the lock works again once the directory is idle and removed \
          (automatic when its last contender leaves), or delete `{path}` by hand when no one holds the lock"
     )]

@@ -58,7 +58,7 @@ After a term:
 Exit codes:
   0    CMD exited 0 as leader
   2    usage error (CMD not run)
-  69   ZooKeeper unreachable at the start
+  69   ZooKeeper unreachable or refusing sessions at the start
   70, 77  other ZooKeeper errors, permission denied (CMD not run)
   79   the leadership was lost in the last term allowed by --max-terms
   126, 127  CMD cannot be executed, or not found

@@ -43,7 +43,7 @@ Exit codes:
        node, or no one (or only kazoo holders) holds the lock
   2    usage error: bad option or argument, invalid lock path, NODE that is
        not a contender node name, invalid connect string
-  69   ZooKeeper unreachable
+  69   ZooKeeper unreachable or refusing sessions
   70   other ZooKeeper error
   77   permission denied by ZooKeeper (NoAuth: no WRITE on a contender
        node); the nodes asked are printed all the same

@@ -99,7 +99,7 @@ Exit codes:
   0    success (with --watch: stopped by Ctrl-C)
   2    usage error: bad option or argument, invalid lock path (named) or connect
        string, a path given twice
-  69   ZooKeeper unreachable
+  69   ZooKeeper unreachable or refusing sessions
   70   other ZooKeeper error (e.g. the session expired while watching)
   77   permission denied by ZooKeeper (NoAuth), or credentials rejected
        (AuthFailed)

@@ -147,7 +147,7 @@ Exit codes:
        one whose node holds data that is not a lock's), identity (at
        most 255 bytes) or connect string, ACLs too large for a request,
        a --follower-lag the session timeout cannot carry (CMD not run)
-  69   ZooKeeper unreachable (CMD not run)
+  69   ZooKeeper unreachable or refusing sessions (CMD not run)
   70   other lock or ZooKeeper error before CMD ran, e.g. the session
        expired while waiting, or the lock directory used up ZooKeeper's
        sequence numbers (the message says how to recover); or the release
