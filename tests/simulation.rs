@@ -3491,8 +3491,10 @@ impl World {
         world.mixed = schedule.mixed;
         // Header, count and stat (88 bytes) and two to four names of about
         // 48 bytes (their length prefix included: 52).
-        world.listing_limit =
-            (schedule.drain_seed % 3 == 0).then(|| 88 + 52 * (2 + (schedule.drain_seed / 3 % 3) as usize));
+        world.listing_limit = schedule
+            .drain_seed
+            .is_multiple_of(3)
+            .then(|| 88 + 52 * (2 + (schedule.drain_seed / 3 % 3) as usize));
         world.containers = schedule.containers;
         world.restricted = u32::from(schedule.restricted);
         world.old = u32::from(schedule.old);
