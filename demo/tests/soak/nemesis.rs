@@ -9,6 +9,16 @@
 //!   session timeout: the majority elects a new leader, the holder's
 //!   session expires there, and the holder must have stopped at its lease
 //!   deadline before anyone else holds;
+//! * **follower split**: the converse, a minority of followers (1 of 3, 1
+//!   or 2 of 5) cut off from a leader that keeps its quorum, past the
+//!   session timeout, with a worker in a long hold whose session is on
+//!   that minority (before it asks for the hold, its connections to the
+//!   majority's members are cut and its proxies to them refuse new ones;
+//!   they freeze at the cut, as its side's do). No election
+//!   restarts the sessions' clocks: the leader expires the holder's session
+//!   one timeout after the last ping it heard of, while the follower goes on
+//!   answering the holder's pings itself for up to syncLimit × tickTime
+//!   (1 s here) before it gives up;
 //! * **leader isolated**: the leader cut off from every other member;
 //! * **bridge**: two sides that do not see each other and one member that
 //!   sees both;
@@ -22,9 +32,21 @@
 //! the ensemble. After each partition inside the
 //! ensemble heals, the next fault waits until every member serves again.
 //! The soak's checker judges, and the run checks that it did what it
-//! claims: each kind ran, a split had a holder on its minority side, a
-//! heal came while the minority's holder held, and some worker lost the
-//! lock.
+//! claims: each kind ran, a split and a follower split each had a holder
+//! on its minority side, a heal came while the minority's holder held, and
+//! some worker lost the lock. Each follower split's line in the fault log
+//! says when its holder was suspended and lost the lock, its last lease
+//! deadline, and when the first conflicting grant came, in ms after the cut.
+//!
+//! Every worker the nemesis starts has the follower lag
+//! (`--follower-lag`, `LockBuilder::follower_lag`) the ensemble needs:
+//! syncLimit × tickTime + tickTime ([`ZkCluster::follower_lag`], 1.2 s
+//! here), so a lease renewed by a follower cut off from its leader ends
+//! before the leader expires the session. `ZK_RWLOCK_NEMESIS_FOLLOWER_LAG_MS`
+//! sets another (0: none). Without it the checker finds the overlaps the
+//! lag is there for: the holder, renewed by the follower's answer to a ping
+//! the leader never heard of, reports a lease deadline after the first
+//! conflicting grant (`docs/testing.md`).
 //!
 //! `ZK_RWLOCK_NEMESIS_SECS` (default 40), `ZK_RWLOCK_NEMESIS_SEED`,
 //! `ZK_RWLOCK_NEMESIS_MEMBERS` (5, or 3) and `ZK_RWLOCK_NEMESIS_KEEP` (a
@@ -172,8 +194,14 @@ impl Faults {
                 {
                     let f = lock(fleet);
                     if let Some((h, _)) = holder {
-                        // Its open connections, per member.
-                        holder_links = f.workers[h].proxies.iter().map(|p| p.open()).collect();
+                        // The minority members it is connected to (its
+                        // proxies to the others are frozen: connections
+                        // there only hang).
+                        holder_links = minority
+                            .iter()
+                            .copied()
+                            .filter(|&m| f.workers[h].proxies[m].open() > 0)
+                            .collect();
                     }
                     for &(id, minor) in &sides {
                         let away = if minor { &minority } else { &majority };
@@ -190,6 +218,12 @@ impl Faults {
                                 holders.push((id, at));
                             }
                         }
+                    }
+                }
+                if kind == FaultKind::FollowerSplit {
+                    if let Some((h, _)) = holder {
+                        // Frozen now, as the rest of its side's.
+                        unblock(fleet, h, Some(&minority));
                     }
                 }
                 let range = match kind {
@@ -212,7 +246,7 @@ impl Faults {
                 };
                 let race = match holder {
                     Some((h, _)) if kind == FaultKind::FollowerSplit => format!(
-                        "; holder's open connections per member {holder_links:?}; {}",
+                        "; holder connected to member {holder_links:?}; {}",
                         race_after(&lock(fleet), h, at)
                     ),
                     _ => String::new(),
@@ -314,8 +348,10 @@ impl Faults {
     /// Asks a worker for a long hold and returns it and its token once it
     /// is granted (within [`HOLDER_WITHIN`]); heals what is due meanwhile.
     /// With `only`, the worker first loses its connections to the other
-    /// members and its proxies to them freeze (until the split heals), so
-    /// that its session is on one of `only` when it is granted.
+    /// members and its proxies to them refuse new ones (closed at once, so
+    /// that a new session does not wait on them, as on a frozen proxy), so
+    /// that its session is on one of `only` when it is granted; the caller
+    /// freezes them at the cut, then lifts the refusal.
     fn long_holder(&mut self, fleet: &Mutex<Fleet>, only: Option<&[usize]>) -> Option<(usize, i64)> {
         let picked = {
             let mut f = lock(fleet);
@@ -331,12 +367,12 @@ impl Faults {
             let i = candidates[self.rng.index(candidates.len())];
             let w = &mut f.workers[i];
             if let Some(only) = only {
-                let away: Vec<usize> = (0..w.proxies.len()).filter(|m| !only.contains(m)).collect();
-                for &m in &away {
-                    w.proxies[m].freeze();
-                    w.proxies[m].cut_all();
+                for (m, p) in w.proxies.iter().enumerate() {
+                    if !only.contains(&m) {
+                        p.set_blocked(true);
+                        p.cut_all();
+                    }
                 }
-                self.split_frozen.insert(i, away);
             }
             let seen = lock(&w.lines).len();
             let asked = w.stdin.as_mut().is_some_and(|s| {
@@ -348,7 +384,7 @@ impl Faults {
         let (i, seen) = match picked {
             Ok(picked) => picked,
             Err(i) => {
-                self.unfreeze(fleet, i);
+                unblock(fleet, i, only);
                 return None;
             }
         };
@@ -368,22 +404,12 @@ impl Faults {
                 }
                 if w.exit.is_some() || Instant::now() >= deadline {
                     drop(f);
-                    self.unfreeze(fleet, i);
+                    unblock(fleet, i, only);
                     return None;
                 }
             }
             self.heal(fleet);
             thread::sleep(Duration::from_millis(2));
-        }
-    }
-
-    /// Thaws the proxies [`Faults::long_holder`] froze for worker `i`.
-    fn unfreeze(&mut self, fleet: &Mutex<Fleet>, i: usize) {
-        if let Some(members) = self.split_frozen.remove(&i) {
-            let f = lock(fleet);
-            for m in members {
-                f.workers[i].proxies[m].thaw();
-            }
         }
     }
 
@@ -438,6 +464,19 @@ impl Faults {
                 zk.cut_description()
             );
             self.wait(fleet, POLL);
+        }
+    }
+}
+
+/// Lifts the refusal [`Faults::long_holder`] put on worker `i`'s proxies
+/// to the members not in `only`.
+fn unblock(fleet: &Mutex<Fleet>, i: usize, only: Option<&[usize]>) {
+    if let Some(only) = only {
+        let f = lock(fleet);
+        for (m, p) in f.workers[i].proxies.iter().enumerate() {
+            if !only.contains(&m) {
+                p.set_blocked(false);
+            }
         }
     }
 }
