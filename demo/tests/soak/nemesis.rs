@@ -238,7 +238,7 @@ impl Faults {
                 still_held = holders.iter().map(|&(id, _)| (id, healed)).collect();
                 zk.heal_all().unwrap_or_else(|e| panic!("heal: {e}"));
                 self.thaw_split(fleet);
-                let whole = self.wait_whole(zk, fleet);
+                let whole = self.wait_whole(kind, zk, fleet);
                 let (name, side) = if kind == FaultKind::FollowerSplit {
                     ("follower split", "majority")
                 } else {
@@ -272,7 +272,7 @@ impl Faults {
                 self.wait(fleet, out);
                 let leader_then = zk.leader();
                 zk.heal_all().unwrap_or_else(|e| panic!("heal: {e}"));
-                let whole = self.wait_whole(zk, fleet);
+                let whole = self.wait_whole(kind, zk, fleet);
                 format!(
                     "isolate leader member {leader} for {out:?}; leader at the heal {leader_then:?}; \
                      whole again {whole:.1}s after the heal"
@@ -298,7 +298,7 @@ impl Faults {
                 self.wait(fleet, out);
                 let leader_then = zk.leader();
                 zk.heal_all().unwrap_or_else(|e| panic!("heal: {e}"));
-                let whole = self.wait_whole(zk, fleet);
+                let whole = self.wait_whole(kind, zk, fleet);
                 format!(
                     "bridge member {bridge} between {a:?} (leader {leader}) and {b:?} ({cut}) for {out:?}; \
                      leader at the heal {leader_then:?}; whole again {whole:.1}s after the heal"
@@ -329,7 +329,7 @@ impl Faults {
                     self.wait(fleet, d);
                 }
                 let flapped = started.elapsed();
-                let whole = self.wait_whole(zk, fleet);
+                let whole = self.wait_whole(kind, zk, fleet);
                 format!(
                     "flap {members:?} | {minority:?} (leader {leader}) {times} times in {:.1}s; \
                      whole again {whole:.1}s after the last heal",
@@ -447,9 +447,11 @@ impl Faults {
         }
     }
 
-    /// Waits until every member serves and one leads; returns how long it
-    /// took (seconds).
-    fn wait_whole(&mut self, zk: &ZkCluster, fleet: &Mutex<Fleet>) -> f64 {
+    /// Waits until every member serves and one leads after a fault of
+    /// `kind`; returns how long it took (seconds). If it does not within
+    /// [`WHOLE_WITHIN`], copies the members' logs to a directory that
+    /// outlives the cluster and fails, naming it.
+    fn wait_whole(&mut self, kind: FaultKind, zk: &ZkCluster, fleet: &Mutex<Fleet>) -> f64 {
         let started = Instant::now();
         let deadline = started + WHOLE_WITHIN;
         loop {
@@ -458,11 +460,25 @@ impl Faults {
             if leaders == 1 && modes.iter().all(Option::is_some) {
                 return started.elapsed().as_secs_f64();
             }
-            assert!(
-                Instant::now() < deadline,
-                "the ensemble is not whole {WHOLE_WITHIN:?} after a heal ({}): modes {modes:?}",
-                zk.cut_description()
-            );
+            if Instant::now() >= deadline {
+                let dir =
+                    std::env::temp_dir().join(format!("zk-rwlock-nemesis-{}-not-whole", std::process::id()));
+                let kept = std::fs::create_dir_all(&dir).map(|()| {
+                    for i in 0..zk.members() {
+                        let _ = std::fs::copy(zk.log_path(i), dir.join(format!("member-{i}.log")));
+                    }
+                });
+                panic!(
+                    "the ensemble is not whole {WHOLE_WITHIN:?} after the heal of a {kind:?} (now {}, {}): \
+                     modes {modes:?}; members' logs {}",
+                    super::checker::rel(now_us(), self.t0),
+                    zk.cut_description(),
+                    match kept {
+                        Ok(()) => format!("kept in {}", dir.display()),
+                        Err(e) => format!("not kept in {}: {e}", dir.display()),
+                    }
+                );
+            }
             self.wait(fleet, POLL);
         }
     }
