@@ -225,6 +225,8 @@ struct Fleet {
     path: String,
     store: std::path::PathBuf,
     worker_secs: u64,
+    /// The workers' `--follower-lag` (none if zero).
+    follower_lag: Duration,
     rng: Rng,
     workers: Vec<Worker>,
     /// Set at the end of the run: no more `go`, no more replacements.
@@ -239,14 +241,19 @@ impl Fleet {
         let label = format!("soak{id}");
         let proxies: Vec<Proxy> = self.members.iter().map(|m| Proxy::start(m)).collect();
         let connect = proxies.iter().map(Proxy::addr).collect::<Vec<_>>().join(",");
-        let spawned = Command::new(BIN)
+        let mut command = Command::new(BIN);
+        command
             .args(["worker", "--connect", &connect, "--path", &self.path])
             .args(["--mode", mode.arg()])
             .args(["--duration", &format!("{}s", self.worker_secs)])
             .args(["--seed", &seed.to_string()])
             .args(["--label", &label])
             .arg("--store")
-            .arg(&self.store)
+            .arg(&self.store);
+        if !self.follower_lag.is_zero() {
+            command.args(["--follower-lag", &format!("{}ms", self.follower_lag.as_millis())]);
+        }
+        let spawned = command
             .env_remove("RUST_LOG")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -427,6 +434,9 @@ enum FaultKind {
     Flap,
     /// A split healed while the minority's holder still holds.
     HealWhileHolding,
+    /// Majority and minority, the leader in the majority, and a holder
+    /// connected to a follower in the minority.
+    FollowerSplit,
 }
 
 const KINDS: [FaultKind; 6] = [
@@ -513,7 +523,8 @@ impl Faults {
             | FaultKind::LeaderIsolated
             | FaultKind::Bridge
             | FaultKind::Flap
-            | FaultKind::HealWhileHolding => {
+            | FaultKind::HealWhileHolding
+            | FaultKind::FollowerSplit => {
                 let done = self.inject_ensemble(kind, zk, fleet);
                 holders = done.holders;
                 still_held = done.still_held;
@@ -953,6 +964,8 @@ struct Plan {
     /// The first summary line, from the verdict, the faults, the orphans
     /// and the length of the run.
     summary: fn(&checker::Verdict, &[Fault], &[String], f64) -> String,
+    /// The workers' follower lag, from the started ensemble (zero: none).
+    follower_lag: fn(&ZkCluster) -> Duration,
 }
 
 /// What a run found.
@@ -968,6 +981,8 @@ struct Outcome {
     /// diverged from the leader's, with the first such line.
     diverged: Vec<(usize, String)>,
     path: String,
+    /// The workers' follower lag.
+    follower_lag: Duration,
     cut_live: usize,
     paused_holders: usize,
     partitioned_holders: usize,
@@ -1020,6 +1035,7 @@ fn soak_readers_and_writers_under_faults() {
         first: KINDS.to_vec(),
         pick: pick_kind,
         summary: soak_summary,
+        follower_lag: |_| Duration::ZERO,
     };
     let out = run(&plan, began);
     let (verdict, left, path) = (&out.verdict, &out.left, &out.path);
@@ -1082,6 +1098,7 @@ fn run(plan: &Plan, began: Instant) -> Outcome {
         )
     });
     let direct = zk.connect_string();
+    let follower_lag = (plan.follower_lag)(&zk);
     let path = format!("/{}/{}-{}", plan.tag, std::process::id(), now_us());
     let store =
         Scratch(std::env::temp_dir().join(format!("zk-rwlock-{}-store-{}", plan.tag, std::process::id())));
@@ -1092,6 +1109,7 @@ fn run(plan: &Plan, began: Instant) -> Outcome {
         path: path.clone(),
         store: store.0.clone(),
         worker_secs: secs + 120,
+        follower_lag,
         rng: Rng(rng.next_u64()),
         workers: Vec::new(),
         stopping: false,
@@ -1421,6 +1439,7 @@ fn run(plan: &Plan, began: Instant) -> Outcome {
         faults,
         left,
         path,
+        follower_lag,
         cut_live,
         paused_holders,
         partitioned_holders,

@@ -9,6 +9,16 @@
 //!   session timeout: the majority elects a new leader, the holder's
 //!   session expires there, and the holder must have stopped at its lease
 //!   deadline before anyone else holds;
+//! * **follower split**: the converse, a minority of followers (1 of 3, 1
+//!   or 2 of 5) cut off from a leader that keeps its quorum, past the
+//!   session timeout, with a worker in a long hold whose session is on
+//!   that minority (before it asks for the hold, its connections to the
+//!   majority's members are cut and its proxies to them refuse new ones;
+//!   they freeze at the cut, as its side's do). No election
+//!   restarts the sessions' clocks: the leader expires the holder's session
+//!   one timeout after the last ping it heard of, while the follower goes on
+//!   answering the holder's pings itself for up to syncLimit × tickTime
+//!   (1 s here) before it gives up;
 //! * **leader isolated**: the leader cut off from every other member;
 //! * **bridge**: two sides that do not see each other and one member that
 //!   sees both;
@@ -22,9 +32,21 @@
 //! the ensemble. After each partition inside the
 //! ensemble heals, the next fault waits until every member serves again.
 //! The soak's checker judges, and the run checks that it did what it
-//! claims: each kind ran, a split had a holder on its minority side, a
-//! heal came while the minority's holder held, and some worker lost the
-//! lock.
+//! claims: each kind ran, a split and a follower split each had a holder
+//! on its minority side, a heal came while the minority's holder held, and
+//! some worker lost the lock. Each follower split's line in the fault log
+//! says when its holder was suspended and lost the lock, its last lease
+//! deadline, and when the first conflicting grant came, in ms after the cut.
+//!
+//! Every worker the nemesis starts has the follower lag
+//! (`--follower-lag`, `LockBuilder::follower_lag`) the ensemble needs:
+//! syncLimit × tickTime + tickTime ([`ZkCluster::follower_lag`], 1.2 s
+//! here), so a lease renewed by a follower cut off from its leader ends
+//! before the leader expires the session. `ZK_RWLOCK_NEMESIS_FOLLOWER_LAG_MS`
+//! sets another (0: none). Without it the checker finds the overlaps the
+//! lag is there for: the holder, renewed by the follower's answer to a ping
+//! the leader never heard of, reports a lease deadline after the first
+//! conflicting grant (`docs/testing.md`).
 //!
 //! `ZK_RWLOCK_NEMESIS_SECS` (default 40), `ZK_RWLOCK_NEMESIS_SEED`,
 //! `ZK_RWLOCK_NEMESIS_MEMBERS` (5, or 3) and `ZK_RWLOCK_NEMESIS_KEEP` (a
@@ -48,12 +70,16 @@ const SECS_ENV: &str = "ZK_RWLOCK_NEMESIS_SECS";
 const SEED_ENV: &str = "ZK_RWLOCK_NEMESIS_SEED";
 const MEMBERS_ENV: &str = "ZK_RWLOCK_NEMESIS_MEMBERS";
 const KEEP_ENV: &str = "ZK_RWLOCK_NEMESIS_KEEP";
+/// The workers' follower lag in ms (default: the ensemble's
+/// `syncLimit × tickTime + tickTime`; 0 for none).
+const LAG_ENV: &str = "ZK_RWLOCK_NEMESIS_FOLLOWER_LAG_MS";
 const DEFAULT_SECS: u64 = 40;
 const DEFAULT_MEMBERS: usize = 5;
 
 /// The nemesis's own kinds.
-const ENSEMBLE_KINDS: [FaultKind; 5] = [
+const ENSEMBLE_KINDS: [FaultKind; 6] = [
     FaultKind::Split,
+    FaultKind::FollowerSplit,
     FaultKind::LeaderIsolated,
     FaultKind::Bridge,
     FaultKind::Flap,
@@ -63,6 +89,10 @@ const ENSEMBLE_KINDS: [FaultKind; 5] = [
 /// How long a split lasts (ms): past an election plus the 4 s session
 /// timeout, so that the minority holder's session expires.
 const SPLIT_MS: (u64, u64) = (6000, 9000);
+/// How long a split with the leader in the majority lasts (ms): past the
+/// 4 s session timeout, so that the leader expires the minority holder's
+/// session and someone on the majority side is granted the lock.
+const FOLLOWER_SPLIT_MS: (u64, u64) = (5500, 7000);
 /// How long a split healed while its holder holds lasts (ms): shorter than
 /// the holder's lease, longer than the leader's 1 s to notice it lost its
 /// quorum (syncLimit 5 x tick 200 ms).
@@ -78,11 +108,12 @@ const WHOLE_WITHIN: Duration = Duration::from_secs(60);
 /// The later faults: half inside the ensemble, half the soak's.
 fn pick(rng: &mut Rng) -> FaultKind {
     match rng.below(100) {
-        0..=13 => FaultKind::Split,
-        14..=23 => FaultKind::LeaderIsolated,
-        24..=33 => FaultKind::Bridge,
-        34..=43 => FaultKind::Flap,
-        44..=53 => FaultKind::HealWhileHolding,
+        0..=8 => FaultKind::Split,
+        9..=17 => FaultKind::FollowerSplit,
+        18..=26 => FaultKind::LeaderIsolated,
+        27..=35 => FaultKind::Bridge,
+        36..=44 => FaultKind::Flap,
+        45..=53 => FaultKind::HealWhileHolding,
         54..=61 => FaultKind::Restart,
         62..=67 => FaultKind::LeaderKill,
         68..=79 => FaultKind::Cut,
@@ -116,14 +147,29 @@ impl Faults {
         let n = zk.members();
         let (mut holders, mut still_held) = (Vec::new(), Vec::new());
         let what = match kind {
-            FaultKind::Split | FaultKind::HealWhileHolding => {
-                // A worker in a long hold goes with the leader.
-                let holder = self.long_holder(fleet);
-                let leader = leader_of(zk);
-                let mut majority: Vec<usize> = (0..n).filter(|&i| i != leader).collect();
-                shuffle(&mut self.rng, &mut majority);
-                let mut minority = vec![leader];
-                minority.extend(majority.drain(..(n - 1) / 2 - 1));
+            FaultKind::Split | FaultKind::HealWhileHolding | FaultKind::FollowerSplit => {
+                let (leader, mut majority, mut minority, holder) = if kind == FaultKind::FollowerSplit {
+                    // One or more followers, less than half: a worker moves
+                    // its session to them while the ensemble is whole, and
+                    // is granted its long hold there.
+                    let leader = leader_of(zk);
+                    let mut majority: Vec<usize> = (0..n).filter(|&i| i != leader).collect();
+                    shuffle(&mut self.rng, &mut majority);
+                    let k = 1 + self.rng.index((n - 1) / 2);
+                    let minority: Vec<usize> = majority.drain(..k).collect();
+                    majority.push(leader);
+                    let holder = self.long_holder(fleet, Some(&minority));
+                    (leader, majority, minority, holder)
+                } else {
+                    // A worker in a long hold goes with the leader.
+                    let holder = self.long_holder(fleet, None);
+                    let leader = leader_of(zk);
+                    let mut majority: Vec<usize> = (0..n).filter(|&i| i != leader).collect();
+                    shuffle(&mut self.rng, &mut majority);
+                    let mut minority = vec![leader];
+                    minority.extend(majority.drain(..(n - 1) / 2 - 1));
+                    (leader, majority, minority, holder)
+                };
                 minority.sort_unstable();
                 majority.sort_unstable();
                 let sides: Vec<(usize, bool)> = {
@@ -139,12 +185,24 @@ impl Faults {
                         .map(|id| (id, holder.is_some_and(|(h, _)| h == id) || self.rng.one_in(2)))
                         .collect()
                 };
+                let leader_at_cut = zk.leader();
                 zk.partition(&[&majority, &minority])
                     .unwrap_or_else(|e| panic!("partition: {e}"));
                 let at = now_us();
                 let mut on_minority = Vec::new();
+                let mut holder_links = Vec::new();
                 {
                     let f = lock(fleet);
+                    if let Some((h, _)) = holder {
+                        // The minority members it is connected to (its
+                        // proxies to the others are frozen: connections
+                        // there only hang).
+                        holder_links = minority
+                            .iter()
+                            .copied()
+                            .filter(|&m| f.workers[h].proxies[m].open() > 0)
+                            .collect();
+                    }
                     for &(id, minor) in &sides {
                         let away = if minor { &minority } else { &majority };
                         let away: Vec<usize> = (0..n).filter(|m| !away.contains(m)).collect();
@@ -162,10 +220,16 @@ impl Faults {
                         }
                     }
                 }
-                let range = if kind == FaultKind::Split {
-                    SPLIT_MS
-                } else {
-                    SHORT_SPLIT_MS
+                if kind == FaultKind::FollowerSplit {
+                    if let Some((h, _)) = holder {
+                        // Frozen now, as the rest of its side's.
+                        unblock(fleet, h, Some(&minority));
+                    }
+                }
+                let range = match kind {
+                    FaultKind::Split => SPLIT_MS,
+                    FaultKind::FollowerSplit => FOLLOWER_SPLIT_MS,
+                    _ => SHORT_SPLIT_MS,
                 };
                 let out = ms(&mut self.rng, range);
                 self.wait(fleet, out);
@@ -174,11 +238,23 @@ impl Faults {
                 still_held = holders.iter().map(|&(id, _)| (id, healed)).collect();
                 zk.heal_all().unwrap_or_else(|e| panic!("heal: {e}"));
                 self.thaw_split(fleet);
-                let whole = self.wait_whole(zk, fleet);
+                let whole = self.wait_whole(kind, zk, fleet);
+                let (name, side) = if kind == FaultKind::FollowerSplit {
+                    ("follower split", "majority")
+                } else {
+                    ("split", "minority")
+                };
+                let race = match holder {
+                    Some((h, _)) if kind == FaultKind::FollowerSplit => format!(
+                        "; holder connected to member {holder_links:?}; {}",
+                        race_after(&lock(fleet), h, at)
+                    ),
+                    _ => String::new(),
+                };
                 format!(
-                    "split {majority:?} | {minority:?} (leader {leader} in the minority) for {out:?}, \
-                     workers on the minority side [{}], holders there {:?}{}; leader at the heal {leader_then:?}; \
-                     whole again {whole:.1}s after the heal",
+                    "{name} {majority:?} | {minority:?} (leader {leader} in the {side}, at the cut {leader_at_cut:?}) \
+                     for {out:?}, workers on the minority side [{}], holders there {:?}{}; leader at the heal \
+                     {leader_then:?}; whole again {whole:.1}s after the heal{race}",
                     on_minority.join(","),
                     holders.iter().map(|h| h.0).collect::<Vec<_>>(),
                     match holder {
@@ -196,7 +272,7 @@ impl Faults {
                 self.wait(fleet, out);
                 let leader_then = zk.leader();
                 zk.heal_all().unwrap_or_else(|e| panic!("heal: {e}"));
-                let whole = self.wait_whole(zk, fleet);
+                let whole = self.wait_whole(kind, zk, fleet);
                 format!(
                     "isolate leader member {leader} for {out:?}; leader at the heal {leader_then:?}; \
                      whole again {whole:.1}s after the heal"
@@ -222,7 +298,7 @@ impl Faults {
                 self.wait(fleet, out);
                 let leader_then = zk.leader();
                 zk.heal_all().unwrap_or_else(|e| panic!("heal: {e}"));
-                let whole = self.wait_whole(zk, fleet);
+                let whole = self.wait_whole(kind, zk, fleet);
                 format!(
                     "bridge member {bridge} between {a:?} (leader {leader}) and {b:?} ({cut}) for {out:?}; \
                      leader at the heal {leader_then:?}; whole again {whole:.1}s after the heal"
@@ -253,7 +329,7 @@ impl Faults {
                     self.wait(fleet, d);
                 }
                 let flapped = started.elapsed();
-                let whole = self.wait_whole(zk, fleet);
+                let whole = self.wait_whole(kind, zk, fleet);
                 format!(
                     "flap {members:?} | {minority:?} (leader {leader}) {times} times in {:.1}s; \
                      whole again {whole:.1}s after the last heal",
@@ -271,10 +347,15 @@ impl Faults {
 
     /// Asks a worker for a long hold and returns it and its token once it
     /// is granted (within [`HOLDER_WITHIN`]); heals what is due meanwhile.
-    fn long_holder(&mut self, fleet: &Mutex<Fleet>) -> Option<(usize, i64)> {
-        let (i, seen) = {
-            let mut fleet = lock(fleet);
-            let candidates: Vec<usize> = fleet
+    /// With `only`, the worker first loses its connections to the other
+    /// members and its proxies to them refuse new ones (closed at once, so
+    /// that a new session does not wait on them, as on a frozen proxy), so
+    /// that its session is on one of `only` when it is granted; the caller
+    /// freezes them at the cut, then lifts the refusal.
+    fn long_holder(&mut self, fleet: &Mutex<Fleet>, only: Option<&[usize]>) -> Option<(usize, i64)> {
+        let picked = {
+            let mut f = lock(fleet);
+            let candidates: Vec<usize> = f
                 .workers
                 .iter()
                 .filter(|w| w.started() && !self.busy.contains(&w.id))
@@ -284,22 +365,34 @@ impl Faults {
                 return None;
             }
             let i = candidates[self.rng.index(candidates.len())];
-            let w = &mut fleet.workers[i];
+            let w = &mut f.workers[i];
+            if let Some(only) = only {
+                for (m, p) in w.proxies.iter().enumerate() {
+                    if !only.contains(&m) {
+                        p.set_blocked(true);
+                        p.cut_all();
+                    }
+                }
+            }
             let seen = lock(&w.lines).len();
             let asked = w.stdin.as_mut().is_some_and(|s| {
                 use std::io::Write as _;
                 s.write_all(b"long\n").and_then(|()| s.flush()).is_ok()
             });
-            if !asked {
+            asked.then_some((i, seen)).ok_or(i)
+        };
+        let (i, seen) = match picked {
+            Ok(picked) => picked,
+            Err(i) => {
+                unblock(fleet, i, only);
                 return None;
             }
-            (i, seen)
         };
         let deadline = Instant::now() + HOLDER_WITHIN;
         loop {
             {
-                let fleet = lock(fleet);
-                let w = &fleet.workers[i];
+                let f = lock(fleet);
+                let w = &f.workers[i];
                 let long = lock(&w.lines)[seen..].iter().find_map(|l| {
                     let e = serde_json::from_str::<Value>(l).ok()?;
                     (e["ev"] == "grant" && e["hold_us"].as_u64() >= Some(LONG_HOLD_US))
@@ -310,6 +403,8 @@ impl Faults {
                     return Some((i, token));
                 }
                 if w.exit.is_some() || Instant::now() >= deadline {
+                    drop(f);
+                    unblock(fleet, i, only);
                     return None;
                 }
             }
@@ -352,9 +447,11 @@ impl Faults {
         }
     }
 
-    /// Waits until every member serves and one leads; returns how long it
-    /// took (seconds).
-    fn wait_whole(&mut self, zk: &ZkCluster, fleet: &Mutex<Fleet>) -> f64 {
+    /// Waits until every member serves and one leads after a fault of
+    /// `kind`; returns how long it took (seconds). If it does not within
+    /// [`WHOLE_WITHIN`], copies the members' logs to a directory that
+    /// outlives the cluster and fails, naming it.
+    fn wait_whole(&mut self, kind: FaultKind, zk: &ZkCluster, fleet: &Mutex<Fleet>) -> f64 {
         let started = Instant::now();
         let deadline = started + WHOLE_WITHIN;
         loop {
@@ -363,14 +460,88 @@ impl Faults {
             if leaders == 1 && modes.iter().all(Option::is_some) {
                 return started.elapsed().as_secs_f64();
             }
-            assert!(
-                Instant::now() < deadline,
-                "the ensemble is not whole {WHOLE_WITHIN:?} after a heal ({}): modes {modes:?}",
-                zk.cut_description()
-            );
+            if Instant::now() >= deadline {
+                let dir =
+                    std::env::temp_dir().join(format!("zk-rwlock-nemesis-{}-not-whole", std::process::id()));
+                let kept = std::fs::create_dir_all(&dir).map(|()| {
+                    for i in 0..zk.members() {
+                        let _ = std::fs::copy(zk.log_path(i), dir.join(format!("member-{i}.log")));
+                    }
+                });
+                panic!(
+                    "the ensemble is not whole {WHOLE_WITHIN:?} after the heal of a {kind:?} (now {}, {}): \
+                     modes {modes:?}; members' logs {}",
+                    super::checker::rel(now_us(), self.t0),
+                    zk.cut_description(),
+                    match kept {
+                        Ok(()) => format!("kept in {}", dir.display()),
+                        Err(e) => format!("not kept in {}: {e}", dir.display()),
+                    }
+                );
+            }
             self.wait(fleet, POLL);
         }
     }
+}
+
+/// Lifts the refusal [`Faults::long_holder`] put on worker `i`'s proxies
+/// to the members not in `only`.
+fn unblock(fleet: &Mutex<Fleet>, i: usize, only: Option<&[usize]>) {
+    if let Some(only) = only {
+        let f = lock(fleet);
+        for (m, p) in f.workers[i].proxies.iter().enumerate() {
+            if !only.contains(&m) {
+                p.set_blocked(false);
+            }
+        }
+    }
+}
+
+/// What happened to the holder of a follower split cut off at `at` (µs),
+/// against the first grant that conflicts with its hold elsewhere, by the
+/// workers' events so far (ms after the cut).
+fn race_after(fleet: &Fleet, h: usize, at: u64) -> String {
+    let events = |w: &super::Worker| -> Vec<Value> {
+        lock(&w.lines)
+            .iter()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|e| e["t_us"].as_u64().is_some_and(|t| t >= at))
+            .collect()
+    };
+    let after = |t: u64| (t as f64 - at as f64) / 1e3;
+    let holder = &fleet.workers[h];
+    let mine = events(holder);
+    let first = |ev: &str| mine.iter().find(|e| e["ev"] == ev);
+    let suspended = first("suspended").and_then(|e| e["t_us"].as_u64());
+    let ended = mine.iter().find(|e| e["ev"] == "lost" || e["ev"] == "release");
+    let conflicting = fleet
+        .workers
+        .iter()
+        .filter(|w| w.id != h && (w.mode == Mode::Write || holder.mode == Mode::Write))
+        .flat_map(|w| {
+            events(w)
+                .into_iter()
+                .filter(|e| e["ev"] == "grant")
+                .filter_map(|e| e["t_us"].as_u64())
+                .map(move |t| (t, w.id))
+        })
+        .min();
+    format!(
+        "holder {}{h}: suspended at {}, {} at {} with its lease deadline at {}; first conflicting grant {}",
+        holder.mode.letter(),
+        suspended.map_or("-".to_owned(), |t| format!("{:.0} ms", after(t))),
+        ended.and_then(|e| e["ev"].as_str()).unwrap_or("not ended"),
+        ended
+            .and_then(|e| e["t_us"].as_u64())
+            .map_or("-".to_owned(), |t| format!("{:.0} ms", after(t))),
+        ended
+            .and_then(|e| e["lease_us"].as_u64())
+            .map_or("-".to_owned(), |t| format!("{:.0} ms", after(t))),
+        conflicting.map_or("none".to_owned(), |(t, w)| format!(
+            "at {:.0} ms (worker {w})",
+            after(t)
+        )),
+    )
 }
 
 /// The nemesis's first summary line.
@@ -379,12 +550,13 @@ fn summary(verdict: &Verdict, faults: &[Fault], left: &[String], run_secs: f64) 
     let writes = verdict.holds.len() - reads;
     let count = |k: FaultKind| faults.iter().filter(|f| f.kind == k).count();
     format!(
-        "grants={} (read {reads}, write {writes}) faults={} (splits {}, leader isolations {}, bridges {}, flaps {}, \
+        "grants={} (read {reads}, write {writes}) faults={} (splits {}, follower splits {}, leader isolations {}, bridges {}, flaps {}, \
          heals while holding {}, restarts {}, leader kills {}, cuts {}, kill -9 {}, pauses {}, partitions {}) \
          violations={} stale writes refused={} orphans={} duration={run_secs:.1}s",
         verdict.holds.len(),
         faults.len(),
         count(FaultKind::Split),
+        count(FaultKind::FollowerSplit),
         count(FaultKind::LeaderIsolated),
         count(FaultKind::Bridge),
         count(FaultKind::Flap),
@@ -428,6 +600,7 @@ fn nemesis_partitions_inside_the_ensemble() {
         first: ENSEMBLE_KINDS.iter().chain(&SOAK_KINDS).copied().collect(),
         pick,
         summary,
+        follower_lag: |zk| env_u64(LAG_ENV).map_or_else(|| zk.follower_lag(), Duration::from_millis),
     };
     let mut out = run(&plan, began);
     // Kept (not dropped on a failed check's panic) unless every check passes.
@@ -438,6 +611,17 @@ fn nemesis_partitions_inside_the_ensemble() {
         .faults
         .iter()
         .filter(|f| f.kind == FaultKind::Split)
+        .map(|f| {
+            f.holders
+                .iter()
+                .filter(|&&(w, at)| holding_at(verdict, w, at))
+                .count()
+        })
+        .sum();
+    let follower_minority_holders: usize = out
+        .faults
+        .iter()
+        .filter(|f| f.kind == FaultKind::FollowerSplit)
         .map(|f| {
             f.holders
                 .iter()
@@ -457,10 +641,11 @@ fn nemesis_partitions_inside_the_ensemble() {
         })
         .sum();
     println!(
-        "nemesis: holders on a split's minority side {minority_holders}; holders still holding when a split healed {held_at_heal}; lost {}; overlaps explained by the lease {}; members whose data diverged (ZooKeeper's digest check) {:?}; seed={seed}",
+        "nemesis: holders on a split's minority side {minority_holders}; holders on a follower split's minority side {follower_minority_holders}; holders still holding when a split healed {held_at_heal}; lost {}; overlaps explained by the lease {}; members whose data diverged (ZooKeeper's digest check) {:?}; follower lag {:?}; seed={seed}",
         verdict.lost,
         verdict.explained.len(),
         out.diverged.iter().map(|d| d.0).collect::<Vec<_>>(),
+        out.follower_lag,
     );
     assert!(
         verdict.holds.iter().any(|h| h.mode == Mode::Write),
@@ -480,6 +665,10 @@ fn nemesis_partitions_inside_the_ensemble() {
     assert!(
         minority_holders > 0,
         "no split had a holder on its minority side, seed {seed}"
+    );
+    assert!(
+        follower_minority_holders > 0,
+        "no split with the leader in the majority had a holder on its minority side, seed {seed}"
     );
     assert!(
         held_at_heal > 0,

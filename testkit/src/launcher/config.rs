@@ -8,7 +8,7 @@ use std::net::{Ipv4Addr, TcpListener};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use super::{LaunchError, ZkCluster, JAVAC_ENV};
+use super::{LaunchError, ZkCluster, JAVAC_ENV, SYNC_LIMIT};
 
 /// Jars that must be present.
 const MANDATORY_JARS: [&str; 2] = ["zookeeper.jar", "zookeeper-jute.jar"];
@@ -126,7 +126,7 @@ impl ZkCluster {
             "# written by zk_rwlock_testkit::launcher\n\
              tickTime={tick}\n\
              initLimit=10\n\
-             syncLimit=5\n\
+             syncLimit={sync}\n\
              dataDir={data}\n\
              clientPort={port}\n\
              clientPortAddress=127.0.0.1\n\
@@ -139,6 +139,7 @@ impl ZkCluster {
              # throwaway data: no fsync per transaction, small log pre-allocation\n\
              forceSync=no\n\
              preAllocSize=1024\n",
+            sync = SYNC_LIMIT,
             data = m.data_dir().display(),
             port = m.ports.client,
             min = 2 * tick,

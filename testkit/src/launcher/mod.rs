@@ -123,6 +123,11 @@ pub const DEFAULT_JAR_DIR: &str = "/usr/share/java";
 /// Default ZooKeeper `tickTime` of the servers started by this module.
 pub const DEFAULT_TICK_TIME: Duration = Duration::from_millis(200);
 
+/// ZooKeeper `syncLimit` of the servers started by this module, in ticks: a
+/// follower that hears nothing from its leader for this many ticks gives it
+/// up (and answers its clients until then).
+pub const SYNC_LIMIT: u32 = 5;
+
 /// Default deadline for servers to start serving.
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -293,6 +298,19 @@ impl ZkCluster {
     /// The servers' `tickTime`.
     pub fn tick_time(&self) -> Duration {
         Duration::from_millis(self.tick_ms)
+    }
+
+    /// The servers' `syncLimit`, in ticks ([`SYNC_LIMIT`]).
+    pub fn sync_limit(&self) -> u32 {
+        SYNC_LIMIT
+    }
+
+    /// The follower lag for locks on this cluster
+    /// (`LockBuilder::follower_lag`): `syncLimit × tickTime + tickTime`,
+    /// how long a follower cut off from its leader may go on answering its
+    /// clients, and a tick more.
+    pub fn follower_lag(&self) -> Duration {
+        self.tick_time() * (self.sync_limit() + 1)
     }
 
     /// Smallest session timeout the servers grant (2 ticks).
