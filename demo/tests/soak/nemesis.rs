@@ -105,6 +105,10 @@ const FLAP_PHASE_MS: (u64, u64) = (150, 800);
 /// Deadline for every member to serve again after a heal.
 const WHOLE_WITHIN: Duration = Duration::from_secs(60);
 
+/// Members restarted because they did not serve [`WHOLE_WITHIN`] after a
+/// heal (see [`Faults::wait_whole`]).
+static RESTARTED_STUCK: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 /// The later faults: half inside the ensemble, half the soak's.
 fn pick(rng: &mut Rng) -> FaultKind {
     match rng.below(100) {
@@ -450,10 +454,16 @@ impl Faults {
     /// Waits until every member serves and one leads after a fault of
     /// `kind`; returns how long it took (seconds). If it does not within
     /// [`WHOLE_WITHIN`], copies the members' logs to a directory that
-    /// outlives the cluster and fails, naming it.
-    fn wait_whole(&mut self, kind: FaultKind, zk: &ZkCluster, fleet: &Mutex<Fleet>) -> f64 {
+    /// outlives the cluster and restarts the members that do not serve, as
+    /// an operator would: the nemesis judges the lock, and a member that
+    /// ZooKeeper itself does not bring back (seen once in about 300 heals
+    /// on 3.8.0) is not the lock's fault; the line says so and the summary
+    /// counts it. If the ensemble is still not whole [`WHOLE_WITHIN`] after
+    /// that, the run fails, naming the directory.
+    fn wait_whole(&mut self, kind: FaultKind, zk: &mut ZkCluster, fleet: &Mutex<Fleet>) -> f64 {
         let started = Instant::now();
-        let deadline = started + WHOLE_WITHIN;
+        let mut deadline = started + WHOLE_WITHIN;
+        let mut restarted = false;
         loop {
             let modes: Vec<_> = (0..zk.members()).map(|i| zk.mode(i)).collect();
             let leaders = modes.iter().filter(|m| m.is_some_and(|m| m.is_leader())).count();
@@ -468,6 +478,28 @@ impl Faults {
                         let _ = std::fs::copy(zk.log_path(i), dir.join(format!("member-{i}.log")));
                     }
                 });
+                if !restarted {
+                    restarted = true;
+                    let stuck: Vec<usize> = (0..zk.members()).filter(|&i| modes[i].is_none()).collect();
+                    println!(
+                        "nemesis: {} the ensemble is not whole {WHOLE_WITHIN:?} after the heal of a {kind:?} \
+                         (modes {modes:?}): restarting members {stuck:?}; their logs {}",
+                        super::checker::rel(now_us(), self.t0),
+                        match &kept {
+                            Ok(()) => format!("kept in {}", dir.display()),
+                            Err(e) => format!("not kept in {}: {e}", dir.display()),
+                        }
+                    );
+                    for &i in &stuck {
+                        RESTARTED_STUCK.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        if zk.is_running(i) {
+                            zk.stop(i).unwrap_or_else(|e| panic!("stop member {i}: {e}"));
+                        }
+                        zk.start(i).unwrap_or_else(|e| panic!("start member {i}: {e}"));
+                    }
+                    deadline = Instant::now() + WHOLE_WITHIN;
+                    continue;
+                }
                 panic!(
                     "the ensemble is not whole {WHOLE_WITHIN:?} after the heal of a {kind:?} (now {}, {}): \
                      modes {modes:?}; members' logs {}",
@@ -641,10 +673,11 @@ fn nemesis_partitions_inside_the_ensemble() {
         })
         .sum();
     println!(
-        "nemesis: holders on a split's minority side {minority_holders}; holders on a follower split's minority side {follower_minority_holders}; holders still holding when a split healed {held_at_heal}; lost {}; overlaps explained by the lease {}; members whose data diverged (ZooKeeper's digest check) {:?}; follower lag {:?}; seed={seed}",
+        "nemesis: holders on a split's minority side {minority_holders}; holders on a follower split's minority side {follower_minority_holders}; holders still holding when a split healed {held_at_heal}; lost {}; overlaps explained by the lease {}; members whose data diverged (ZooKeeper's digest check) {:?}; members restarted when not serving {WHOLE_WITHIN:?} after a heal {}; follower lag {:?}; seed={seed}",
         verdict.lost,
         verdict.explained.len(),
         out.diverged.iter().map(|d| d.0).collect::<Vec<_>>(),
+        RESTARTED_STUCK.load(std::sync::atomic::Ordering::SeqCst),
         out.follower_lag,
     );
     assert!(
