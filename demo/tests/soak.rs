@@ -1082,6 +1082,16 @@ fn soak_readers_and_writers_under_faults() {
 
 /// Starts the ensemble and the fleet, runs the faults of `plan`, stops,
 /// and checks; the caller asserts.
+/// Set when ZooKeeper itself did not recover from a fault (a member that
+/// does not serve again, even restarted): the fault loop stops there and
+/// the run is judged on what ran (see `nemesis::Faults::wait_whole`).
+static ZOOKEEPER_STUCK: Mutex<Option<String>> = Mutex::new(None);
+
+/// Why the fault loop stopped early, if it did ([`ZOOKEEPER_STUCK`]).
+fn zookeeper_stuck() -> Option<String> {
+    lock(&ZOOKEEPER_STUCK).clone()
+}
+
 fn run(plan: &Plan, began: Instant) -> Outcome {
     let (secs, seed) = (plan.secs, plan.seed);
     let mut rng = Rng(seed);
@@ -1199,6 +1209,10 @@ fn run(plan: &Plan, began: Instant) -> Outcome {
         faults.heal(&fleet);
         let first_round = faults.done.len() < first.len();
         if !first_round && next >= run_end {
+            break;
+        }
+        if let Some(why) = lock(&ZOOKEEPER_STUCK).as_ref() {
+            say!("no more faults: {why}");
             break;
         }
         let wake = faults.next_heal().map_or(next, |h| h.min(next));
