@@ -192,6 +192,17 @@ struct Worker {
 }
 
 impl Worker {
+    /// The token of a long hold (at least [`LONG_HOLD_US`]) granted in its
+    /// output lines from `seen` on, if any: the hold a `long` line asked for.
+    fn long_grant(&self, seen: usize) -> Option<i64> {
+        lock(&self.lines)[seen..].iter().find_map(|l| {
+            let e = serde_json::from_str::<Value>(l).ok()?;
+            (e["ev"] == "grant" && e["hold_us"].as_u64() >= Some(LONG_HOLD_US))
+                .then(|| e["token"].as_i64())
+                .flatten()
+        })
+    }
+
     /// The token of the hold it is in, by the events it reported so far, if
     /// it is at work: a reader once granted, a writer once its first write
     /// is done (not while it writes: the store's `flock` would stay taken
@@ -681,13 +692,7 @@ impl Faults {
                         loop {
                             let fleet = lock(fleet);
                             let w = &fleet.workers[i];
-                            let long = lock(&w.lines)[seen..].iter().find_map(|l| {
-                                let e = serde_json::from_str::<Value>(l).ok()?;
-                                (e["ev"] == "grant" && e["hold_us"].as_u64() >= Some(LONG_HOLD_US))
-                                    .then(|| e["token"].as_i64())
-                                    .flatten()
-                            });
-                            if let Some(token) = long {
+                            if let Some(token) = w.long_grant(seen) {
                                 for p in &w.proxies {
                                     p.freeze();
                                 }

@@ -63,7 +63,7 @@ use zk_rwlock_testkit::launcher::ZkCluster;
 use super::checker::{holding_at, Mode, Verdict};
 use super::{
     env_u64, leader_of, lock, ms, now_us, run, serial, Fault, FaultKind, Faults, Fleet, Plan, Rng,
-    HOLDER_WITHIN, KINDS as SOAK_KINDS, LONG_HOLD_US, POLL, TAG, WORKERS, WRITERS,
+    HOLDER_WITHIN, KINDS as SOAK_KINDS, POLL, TAG, WORKERS, WRITERS,
 };
 
 const SECS_ENV: &str = "ZK_RWLOCK_NEMESIS_SECS";
@@ -277,11 +277,7 @@ impl Faults {
                 let others: Vec<usize> = (0..n).filter(|&i| i != leader).collect();
                 zk.partition(&[&others])
                     .unwrap_or_else(|e| panic!("partition: {e}"));
-                let out = ms(&mut self.rng, CUT_MS);
-                self.wait(fleet, out);
-                let leader_then = zk.leader();
-                zk.heal_all().unwrap_or_else(|e| panic!("heal: {e}"));
-                let whole = self.wait_whole(kind, zk, fleet);
+                let (out, leader_then, whole) = self.keep_cut(kind, zk, fleet);
                 format!(
                     "isolate leader member {leader} for {out:?}; leader at the heal {leader_then:?}; \
                      whole again {whole:.1}s after the heal"
@@ -303,11 +299,7 @@ impl Faults {
                     }
                 }
                 let cut = zk.cut_description();
-                let out = ms(&mut self.rng, CUT_MS);
-                self.wait(fleet, out);
-                let leader_then = zk.leader();
-                zk.heal_all().unwrap_or_else(|e| panic!("heal: {e}"));
-                let whole = self.wait_whole(kind, zk, fleet);
+                let (out, leader_then, whole) = self.keep_cut(kind, zk, fleet);
                 format!(
                     "bridge member {bridge} between {a:?} (leader {leader}) and {b:?} ({cut}) for {out:?}; \
                      leader at the heal {leader_then:?}; whole again {whole:.1}s after the heal"
@@ -402,13 +394,7 @@ impl Faults {
             {
                 let f = lock(fleet);
                 let w = &f.workers[i];
-                let long = lock(&w.lines)[seen..].iter().find_map(|l| {
-                    let e = serde_json::from_str::<Value>(l).ok()?;
-                    (e["ev"] == "grant" && e["hold_us"].as_u64() >= Some(LONG_HOLD_US))
-                        .then(|| e["token"].as_i64())
-                        .flatten()
-                });
-                if let Some(token) = long {
+                if let Some(token) = w.long_grant(seen) {
                     return Some((i, token));
                 }
                 if w.exit.is_some() || Instant::now() >= deadline {
@@ -454,6 +440,23 @@ impl Faults {
                 fleet.workers[w].proxies[m].thaw();
             }
         }
+    }
+
+    /// Keeps the cut made for a fault of `kind` for a draw of [`CUT_MS`],
+    /// then heals it and waits until the ensemble is whole: returns how
+    /// long the cut lasted, the leader at the heal, and how long the
+    /// ensemble took to be whole again (seconds).
+    fn keep_cut(
+        &mut self,
+        kind: FaultKind,
+        zk: &mut ZkCluster,
+        fleet: &Mutex<Fleet>,
+    ) -> (Duration, Option<usize>, f64) {
+        let out = ms(&mut self.rng, CUT_MS);
+        self.wait(fleet, out);
+        let leader_then = zk.leader();
+        zk.heal_all().unwrap_or_else(|e| panic!("heal: {e}"));
+        (out, leader_then, self.wait_whole(kind, zk, fleet))
     }
 
     /// Waits until every member serves and one leads after a fault of
@@ -649,40 +652,20 @@ fn nemesis_partitions_inside_the_ensemble() {
     // Kept (not dropped on a failed check's panic) unless every check passes.
     let kept = out.kept.take().map(std::mem::ManuallyDrop::new);
     let verdict = &out.verdict;
-    // Holders on a split's minority side, and those still holding at its heal.
-    let minority_holders: usize = out
-        .faults
-        .iter()
-        .filter(|f| f.kind == FaultKind::Split)
-        .map(|f| {
-            f.holders
-                .iter()
-                .filter(|&&(w, at)| holding_at(verdict, w, at))
-                .count()
-        })
-        .sum();
-    let follower_minority_holders: usize = out
-        .faults
-        .iter()
-        .filter(|f| f.kind == FaultKind::FollowerSplit)
-        .map(|f| {
-            f.holders
-                .iter()
-                .filter(|&&(w, at)| holding_at(verdict, w, at))
-                .count()
-        })
-        .sum();
-    let held_at_heal: usize = out
-        .faults
-        .iter()
-        .filter(|f| f.kind == FaultKind::HealWhileHolding)
-        .map(|f| {
-            f.still_held
-                .iter()
-                .filter(|&&(w, at)| holding_at(verdict, w, at))
-                .count()
-        })
-        .sum();
+    // Of the faults of `kind`, the workers in `of` that held at the time
+    // given: holders on a split's minority side, those still holding at
+    // its heal.
+    let holding = |kind: FaultKind, of: fn(&Fault) -> &[(usize, u64)]| -> usize {
+        out.faults
+            .iter()
+            .filter(|f| f.kind == kind)
+            .flat_map(of)
+            .filter(|&&(w, at)| holding_at(verdict, w, at))
+            .count()
+    };
+    let minority_holders = holding(FaultKind::Split, |f| &f.holders);
+    let follower_minority_holders = holding(FaultKind::FollowerSplit, |f| &f.holders);
+    let held_at_heal = holding(FaultKind::HealWhileHolding, |f| &f.still_held);
     println!(
         "nemesis: holders on a split's minority side {minority_holders}; holders on a follower split's minority side {follower_minority_holders}; holders still holding when a split healed {held_at_heal}; lost {}; overlaps explained by the lease {}; members whose data diverged (ZooKeeper's digest check) {:?}; members restarted when not serving {WHOLE_WITHIN:?} after a heal {}; follower lag {:?}; seed={seed}",
         verdict.lost,
