@@ -90,6 +90,22 @@ where
     }
 }
 
+/// Polls `f` every 20 ms on this thread until it returns `Some`, failing
+/// the test after `timeout`: [`eventually`] for code outside a runtime.
+pub fn poll<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out after {timeout:?}: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Waits until `lock` has exactly `n` contenders, failing the test after 10 s.
 pub async fn wait_contenders(lock: &SharedLock, n: usize) {
     eventually(

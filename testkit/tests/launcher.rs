@@ -5,18 +5,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use zk_rwlock_testkit::launcher::{LaunchError, ServerMode, ZkCluster};
-
-/// Polls `f` every 20 ms until it returns `Some`, or panics after `timeout`.
-fn poll<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out after {timeout:?}: {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
+use zk_rwlock_testkit::poll;
 
 fn process_exists(pid: u32) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()

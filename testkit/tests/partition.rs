@@ -6,22 +6,11 @@
 use std::time::{Duration, Instant};
 
 use zk_rwlock_testkit::launcher::{ServerMode, ZkCluster, ZkClusterBuilder};
+use zk_rwlock_testkit::poll;
 
 /// Generous: elections after a cut take a few seconds of ZooKeeper's
 /// timeouts (tick 200 ms, syncLimit 5, initLimit 10), more on a busy machine.
 const WITHIN: Duration = Duration::from_secs(60);
-
-/// Polls `f` every 20 ms until it returns `Some`, or panics after `timeout`.
-fn poll<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out after {timeout:?}: {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 fn modes(zk: &ZkCluster) -> Vec<Option<ServerMode>> {
     (0..zk.members()).map(|i| zk.mode(i)).collect()
