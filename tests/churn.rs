@@ -176,12 +176,7 @@ const HEADER: &str =
     "sample       secs   cycles    rss_kb  fds threads registry znodes watches ephemerals data_size";
 
 fn rss_kb() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmRSS in /proc/self/status")
+    support::rss_kb("self").expect("VmRSS in /proc/self/status")
 }
 
 fn count_dir(dir: &str) -> u64 {

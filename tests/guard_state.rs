@@ -477,9 +477,7 @@ fn watches_on_server() -> usize {
 
 /// This process's resident set (`VmRSS`), in KiB.
 fn vm_rss_kb() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
-    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    support::rss_kb("self").expect("VmRSS in /proc/self/status")
 }
 
 /// What keeping a watch on every held node costs: 10,000 write guards held

@@ -662,11 +662,8 @@ async fn acquire_timeout_max_waits_without_a_deadline() {
 
 /// `zk_packets_received` of the test server (all sessions).
 fn packets_received() -> i64 {
-    let mntr = server().four_letter(0, "mntr").unwrap();
-    mntr.lines()
-        .find_map(|l| l.strip_prefix("zk_packets_received"))
-        .map(|v| v.trim().parse().unwrap())
-        .unwrap()
+    let packets = server().mntr(0, "zk_packets_received");
+    i64::try_from(packets.expect("zk_packets_received in mntr")).expect("a count that fits i64")
 }
 
 /// The requests of an uncontended acquire grow linearly with the number of

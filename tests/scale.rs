@@ -71,22 +71,7 @@ async fn session(connect: &str) -> zk::Client {
 
 /// The resident set size of a process, in bytes (`VmRSS` in `/proc`).
 fn rss(pid: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024)
-}
-
-/// One figure of the server's `mntr` answer.
-fn mntr(cluster: &ZkCluster, key: &str) -> Option<u64> {
-    let answer = cluster.four_letter(0, "mntr").ok()?;
-    answer
-        .lines()
-        .filter_map(|l| l.split_once('\t'))
-        .find(|(k, _)| *k == key)
-        .and_then(|(_, v)| v.trim().parse().ok())
+    support::rss_kb(pid).map_or(0, |kb| kb * 1024)
 }
 
 fn mib(bytes: u64) -> f64 {
@@ -110,10 +95,12 @@ async fn queued(
 ) {
     let server_pid = cluster.pid(0).map(|p| p.to_string()).unwrap_or_default();
     loop {
-        let nodes = mntr(cluster, "zk_znode_count")
+        let nodes = cluster
+            .mntr(0, "zk_znode_count")
             .unwrap_or(0)
             .saturating_sub(nodes_before);
-        let watches = mntr(cluster, "zk_watch_count")
+        let watches = cluster
+            .mntr(0, "zk_watch_count")
             .unwrap_or(0)
             .saturating_sub(watches_before);
         if nodes >= n as u64 && watches >= n as u64 {
@@ -125,7 +112,7 @@ async fn queued(
                 "queuing: {nodes} of {n} nodes, {watches} watches; server RSS {:.0} MiB, {} connections; \
                  client RSS {:.0} MiB",
                 mib(rss(&server_pid)),
-                mntr(cluster, "zk_num_alive_connections").unwrap_or(0),
+                cluster.mntr(0, "zk_num_alive_connections").unwrap_or(0),
                 mib(rss(&std::process::id().to_string())),
             );
         }
@@ -239,8 +226,8 @@ async fn many_contenders(cluster: &ZkCluster, path: &str, run: &Run) -> Figures 
     let holding = Arc::new(AtomicI64::new(0));
     let overlaps = Arc::new(AtomicUsize::new(0));
     let failed = Arc::new(std::sync::Mutex::new(None::<String>));
-    let nodes_before = mntr(cluster, "zk_znode_count").unwrap_or(0);
-    let watches_before = mntr(cluster, "zk_watch_count").unwrap_or(0);
+    let nodes_before = cluster.mntr(0, "zk_znode_count").unwrap_or(0);
+    let watches_before = cluster.mntr(0, "zk_watch_count").unwrap_or(0);
     let queue_start = Instant::now();
     let mut tasks = Vec::with_capacity(run.contenders);
     let batch = if run.queue_at_once == 0 {
@@ -329,8 +316,8 @@ async fn many_contenders(cluster: &ZkCluster, path: &str, run: &Run) -> Figures 
     let queue_time = queue_start.elapsed();
     let client_rss_per_waiter = (rss(&me).saturating_sub(client_before)) as f64 / run.contenders as f64;
     let server_rss_queued = rss(&server_pid);
-    let data_size_queued = mntr(cluster, "zk_approximate_data_size");
-    let watch_count_queued = mntr(cluster, "zk_watch_count");
+    let data_size_queued = cluster.mntr(0, "zk_approximate_data_size");
+    let watch_count_queued = cluster.mntr(0, "zk_watch_count");
     let name_len = observer
         .list_children(path)
         .await
@@ -550,7 +537,7 @@ async fn many_paths(cluster: &ZkCluster, paths: usize, within: Duration) -> Path
     let watches_expected = (paths + waited) as u64;
     let watch_deadline = Instant::now() + within;
     let watches = loop {
-        let watches = mntr(cluster, "zk_watch_count");
+        let watches = cluster.mntr(0, "zk_watch_count");
         if watches.unwrap_or(0) >= watches_expected {
             break watches;
         }

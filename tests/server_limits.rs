@@ -29,16 +29,6 @@ fn start(builder: ZkClusterBuilder) -> ZkCluster {
     })
 }
 
-/// One figure of a member's `mntr` answer.
-fn mntr(cluster: &ZkCluster, member: usize, key: &str) -> Option<u64> {
-    let answer = cluster.four_letter(member, "mntr").ok()?;
-    answer
-        .lines()
-        .filter_map(|l| l.split_once('\t'))
-        .find(|(k, _)| *k == key)
-        .and_then(|(_, v)| v.trim().parse().ok())
-}
-
 /// A server that takes 3 connections from one address: the fourth session
 /// fails by its connect timeout with `SessionRefused`, whose message names
 /// `maxClientCnxns`; the three sessions keep working.
@@ -160,7 +150,7 @@ async fn a_burst_of_acquires_on_a_throttling_server_ends_by_the_deadlines() {
         );
         *outcomes.entry(outcome).or_default() += 1;
     }
-    let throttled = mntr(&cluster, 0, "zk_throttled_ops").unwrap_or(0);
+    let throttled = cluster.mntr(0, "zk_throttled_ops").unwrap_or(0);
     println!(
         "{ACQUIRES} acquires on a throttling server in {:?}: {outcomes:?}; the server answered \
          {throttled} requests with Throttled",

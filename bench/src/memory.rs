@@ -16,9 +16,7 @@ use zk_rwlock_cli::{exit, failure, Failure};
 
 /// This process's resident set (`VmRSS` of /proc/self/status), in KiB.
 fn vm_rss_kb() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
+    zk_rwlock_testkit::rss_kb("self")
 }
 
 /// `memory_handles`: C idle locks on one session (one per path, as a

@@ -90,6 +90,16 @@ where
     }
 }
 
+/// The resident set size of process `pid` (`self` for this one) in kB, by
+/// `VmRSS` in `/proc/<pid>/status`; `None` if it cannot be read.
+pub fn rss_kb(pid: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
 /// Polls `f` every 20 ms on this thread until it returns `Some`, failing
 /// the test after `timeout`: [`eventually`] for code outside a runtime.
 pub fn poll<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {

@@ -505,6 +505,17 @@ impl ZkCluster {
         ServerMode::from_srvr(&answer)
     }
 
+    /// One figure of member `i`'s `mntr` answer (e.g. `zk_znode_count`),
+    /// if it answers and has it.
+    pub fn mntr(&self, i: usize, key: &str) -> Option<u64> {
+        let answer = self.four_letter(i, "mntr").ok()?;
+        answer
+            .lines()
+            .filter_map(|l| l.split_once('\t'))
+            .find(|(k, _)| *k == key)
+            .and_then(|(_, v)| v.trim().parse().ok())
+    }
+
     /// Sends a four-letter word (`ruok`, `srvr`, `stat`, `mntr`, `cons`,
     /// `wchs`, `conf`, ...) to member `i` and returns the whole answer; times
     /// out after 2 s.
