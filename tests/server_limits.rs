@@ -404,3 +404,37 @@ async fn an_acquire_that_never_gets_an_answer_fails_with_a_typed_error() {
     })
     .await;
 }
+
+/// A refused acquire whose withdrawal the server refuses (the directory's
+/// ACL gives no DELETE) leaves its node queued: it says so with the
+/// deletion's error, as a timed-out acquire does, not `ListingTooLarge`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_acquire_whose_withdrawal_is_refused_says_so() {
+    let cluster = start(ZkCluster::builder());
+    let connect = cluster.connect_string();
+    const PATH: &str = "/server-limits/no-delete";
+    let client = connect_client(&connect, Duration::from_secs(10), Duration::from_secs(10))
+        .await
+        .expect("a session");
+    let dir_acls = [zk::Acl::new(
+        zk::Permission::READ | zk::Permission::CREATE | zk::Permission::WRITE,
+        zk::AuthId::anyone(),
+    )];
+    let builder = || {
+        SharedLock::builder(client.clone(), PATH)
+            .identity("vm")
+            .directory_acls(&dir_acls)
+    };
+    let open = builder().build().expect("a lock");
+    let limited = builder()
+        .max_listing_size(Some(zk_rwlock::limits::listing_size(&["x".repeat(48)])))
+        .build()
+        .expect("a lock");
+    let _holder = open.write().await.expect("held");
+    let timed_out = open.write_timeout(Duration::from_secs(1)).await;
+    assert!(matches!(timed_out, Err(Error::NoAuth { .. })), "{timed_out:?}");
+    let refused = limited.write_timeout(SHORT).await;
+    assert!(matches!(refused, Err(Error::NoAuth { .. })), "{refused:?}");
+    let children = client.list_children(PATH).await.expect("listing");
+    assert_eq!(children.len(), 3, "both withdrawals refused: {children:?}");
+}

@@ -613,13 +613,17 @@ impl Driver<'_> {
             Failure::ListingTooLarge => {
                 let refused = pending.machine.refused_listing();
                 warn!(node = %self.node, ?refused, "the lock directory's listing is over the limit: withdrawing");
-                let _ = pending.give_up().await;
                 let (contenders, size, limit) = refused.map_or((0, 0, 0), |r| (r.children, r.size, r.limit));
-                Error::ListingTooLarge {
-                    path: lock.inner.path.clone(),
-                    contenders,
-                    size,
-                    limit,
+                // A withdrawal the server refused leaves the node queued:
+                // said as a timed-out acquire says it.
+                match pending.give_up().await {
+                    Err(e) => e,
+                    Ok(_) => Error::ListingTooLarge {
+                        path: lock.inner.path.clone(),
+                        contenders,
+                        size,
+                        limit,
+                    },
                 }
             }
             Failure::InvalidName => Error::ZooKeeper(zk::Error::UnexpectedError(format!(
