@@ -512,6 +512,9 @@ impl SharedLock {
     /// [`Error::SessionExpired`] or [`Error::SessionClosed`] if the session
     /// ends while waiting; [`Error::Lost`] if someone deletes the contender
     /// node; [`Error::ChrootMissing`] if the client's chroot does not exist;
+    /// [`Error::ListingTooLarge`] if the lock is taken and its directory's
+    /// listing is over [`LockBuilder::max_listing_size`] (never for a
+    /// `try_*`, which does not wait);
     /// [`Error::NoAuth`], [`Error::EphemeralDirectory`],
     /// [`Error::ZooKeeper`] for what the server refuses.
     ///
