@@ -73,8 +73,9 @@
 //! and this crate's client reads a reply of any size; but ZooKeeper's Java
 //! client refuses a reply larger than its own `jute.maxbuffer` (the check
 //! is in `ClientCnxnSocket.readLength`) and reconnects, and lists again
-//! after reconnecting: a Curator or kazoo peer, or zkCli, on a lock with
-//! more contenders than fit never lists it again. So an acquire that finds
+//! after reconnecting: a Curator peer, or zkCli, on a lock with more
+//! contenders than fit never lists it again (kazoo, in Python, reads a
+//! reply of any length). So an acquire that finds
 //! the lock taken and the listing larger than the lock's limit
 //! ([`LockBuilder::max_listing_size`](crate::LockBuilder::max_listing_size),
 //! by default the client's [`max_request_size`](zk::Client::max_request_size),

@@ -324,7 +324,7 @@ impl LockBuilder {
     ///
     /// Every contender lists the directory when it queues, and the listing
     /// carries every contender's name: ZooKeeper's Java clients (Curator,
-    /// zkCli, this lock's Curator and kazoo peers use it too) refuse a
+    /// zkCli, this lock's Curator peer; not kazoo, which reads any length) refuse a
     /// reply larger than their `jute.maxbuffer` and reconnect, again and
     /// again, and queuing `n` contenders sends about `n * n / 2` names. So
     /// an acquire that finds the lock taken and the listing larger than the
