@@ -531,6 +531,12 @@ impl Acquire {
         self.counts
     }
 
+    /// True once a listing found the lock taken: the first look is over
+    /// (see [`crate::contender::Deadlines`]).
+    pub fn found_taken(&self) -> bool {
+        self.waited
+    }
+
     /// True if the last listing had children that are not contender nodes
     /// (for the driver's warning).
     pub fn saw_foreign(&self) -> bool {

@@ -207,10 +207,15 @@ impl MultiLock {
     }
 
     /// Acquires every part within `timeout`, counted for all parts
-    /// together; `Ok(None)` on timeout, with what was taken released. The
-    /// call returns at most [`crate::GIVE_UP_SLACK`] after the deadline (see
-    /// [`SharedLock::acquire_timeout`]). A timeout too large to add to the
-    /// current instant (say [`Duration::MAX`]) waits as [`MultiLock::acquire`].
+    /// together; `Ok(None)` on timeout, with what was taken released. Each
+    /// part finishes its first look whatever is left of the timeout (see
+    /// [`SharedLock::acquire_timeout`]): a part reached after the deadline is
+    /// taken if it is free then, as [`MultiLock::try_acquire`] takes it, so
+    /// a zero timeout is `try_acquire`. The call returns at most
+    /// [`crate::GIVE_UP_SLACK`] after the later of the deadline and the
+    /// last part's look ([`crate::TRY_TIMEOUT`] at most while the server
+    /// does not answer). A timeout too large to add to the current instant
+    /// (say [`Duration::MAX`]) waits as [`MultiLock::acquire`].
     ///
     /// # Errors
     ///

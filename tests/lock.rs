@@ -707,6 +707,82 @@ async fn a_guard_granted_after_waiting_learns_when_its_node_is_deleted() {
     assert_drained(&path).await;
 }
 
+/// A timed acquire always finishes its first look: on a free lock a zero or
+/// tiny timeout is granted every time, as `try_*` is, on a new path and on
+/// one that exists, in every mode.
+#[tokio::test]
+async fn a_zero_or_tiny_timeout_gets_a_free_lock() {
+    let l = lock(&unique_path("zero-timeout")).await;
+    for round in 0..40 {
+        let timeout = Duration::from_millis([0, 1][round % 2]);
+        let mode = [Mode::Write, Mode::Read][(round / 2) % 2];
+        // A new path each fourth round: the directory is made in the look.
+        let fresh;
+        let l = if round % 4 == 0 {
+            fresh = lock(&unique_path("zero-timeout-new")).await;
+            &fresh
+        } else {
+            &l
+        };
+        let g = l
+            .acquire_timeout(mode, timeout)
+            .await
+            .unwrap()
+            .unwrap_or_else(|| panic!("round {round}: {mode} with {timeout:?} missed a free lock"));
+        g.release().await.unwrap();
+        let missed = || format!("round {round}: {mode}_timeout({timeout:?}) missed a free lock");
+        match mode {
+            Mode::Write => {
+                l.write_timeout(timeout)
+                    .await
+                    .unwrap()
+                    .unwrap_or_else(|| panic!("{}", missed()))
+                    .release()
+                    .await
+            }
+            Mode::Read => {
+                l.read_timeout(timeout)
+                    .await
+                    .unwrap()
+                    .unwrap_or_else(|| panic!("{}", missed()))
+                    .release()
+                    .await
+            }
+        }
+        .unwrap();
+    }
+    assert_drained(l.path()).await;
+}
+
+/// Against a holder, a zero or tiny timeout returns `None` within the look's
+/// bound (`TRY_TIMEOUT`, plus the slack of its withdrawal) and leaves no node.
+#[tokio::test]
+async fn a_zero_or_tiny_timeout_on_a_held_lock_returns_in_time_and_leaves_nothing() {
+    let path = unique_path("zero-timeout-held");
+    let (a, b) = (lock(&path).await, lock(&path).await);
+    let w = a.write().await.unwrap();
+    let holder = vec![w.node().rsplit('/').next().unwrap().to_owned()];
+    let bound = zk_rwlock::TRY_TIMEOUT + zk_rwlock::GIVE_UP_SLACK;
+    for timeout in [0, 1, 5, 0, 1, 5].map(Duration::from_millis) {
+        for mode in [Mode::Read, Mode::Write] {
+            let started = std::time::Instant::now();
+            assert!(b.acquire_timeout(mode, timeout).await.unwrap().is_none());
+            let took = started.elapsed();
+            assert!(
+                took <= bound,
+                "{mode} with {timeout:?} took {took:?}, more than {bound:?}"
+            );
+            assert_eq!(
+                children(b.client(), &path).await,
+                holder,
+                "a withdrawn node was left"
+            );
+        }
+    }
+    w.release().await.unwrap();
+    assert_drained(&path).await;
+}
+
 #[tokio::test]
 async fn the_mode_can_be_chosen_at_run_time() {
     let path = unique_path("any-mode");

@@ -3131,13 +3131,19 @@ impl World {
                 .filter(|&s| self.sessions[s].state == SessionState::Disconnected)
                 .map(Move::Reconnect)
                 .collect(),
+            // A timed acquire's deadline bounds its wait, not its first look
+            // (`contender::Deadlines`): during the look only the answers'
+            // due time can pass, when they do not come (disconnected).
             Kind::Deadline => (0..self.contenders.len())
                 .filter(|&c| {
-                    self.contenders[c].state == CState::Acquiring
-                        && self.contenders[c]
-                            .acq
-                            .as_ref()
-                            .is_some_and(|a| a.has_deadline && !a.deadline_fired)
+                    let k = &self.contenders[c];
+                    k.state == CState::Acquiring
+                        && k.acq.as_ref().is_some_and(|a| {
+                            a.has_deadline
+                                && !a.deadline_fired
+                                && (!a.machine.inner.looking()
+                                    || self.sessions[k.session].state != SessionState::Connected)
+                        })
                 })
                 .map(Move::Deadline)
                 .collect(),

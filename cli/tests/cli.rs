@@ -212,6 +212,25 @@ async fn exec_times_out_behind_a_holder() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// `--timeout 0` means "only if free now", as `try_*`: on a free lock it
+/// is granted every time, in both modes, on new and existing paths.
+#[tokio::test]
+async fn exec_with_a_zero_timeout_takes_a_free_lock() {
+    let existing = unique_path("zero-timeout");
+    for round in 0..6 {
+        let fresh = unique_path("zero-timeout-new");
+        let path = if round % 2 == 0 { &fresh } else { &existing };
+        let mode = ["--write", "--read"][(round / 2) % 2];
+        let out = run(&["exec", mode, "--timeout", "0", path, "--", "true"]).await;
+        assert_eq!(
+            out.code,
+            Some(0),
+            "round {round}: exec {mode} --timeout 0 on a free lock: {out:#?}"
+        );
+        assert_drained(path).await;
+    }
+}
+
 /// 4. Deleting the node while the command runs: exec says so, kills the
 /// command and exits 79.
 #[tokio::test]

@@ -115,6 +115,44 @@ mod step;
 /// is removed when empty) before it fails with [`Failure::NoDirectory`].
 pub const MAX_DIRECTORY_ATTEMPTS: u32 = 10;
 
+/// When an acquire gives up, on the driver's clock (`T`, an instant; the
+/// machine reads none).
+///
+/// A timed acquire always finishes its first look, the create and the
+/// listing, and is granted if the lock is free at that look, however short
+/// its timeout: the deadline bounds only the wait after it. The look
+/// itself is bounded by the later of the deadline and `answers_by`, the
+/// instant by which the server's answers are due (the driver's
+/// `TRY_TIMEOUT` after the start): while the connection is down, a timed
+/// acquire gives up at its deadline or at `answers_by`, whichever is
+/// later, as `try_*` gives up at `answers_by`. A zero timeout is `try_*`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deadlines<T> {
+    /// What bounds the requests of the first look.
+    pub look: Option<T>,
+    /// What bounds the wait and every request after the look.
+    pub wait: Option<T>,
+}
+
+impl<T: Copy + Ord> Deadlines<T> {
+    /// An acquire that gives up at `until` (`try_*`: `until` is its start),
+    /// whose look's answers are due by `answers_by`.
+    pub fn until(until: T, answers_by: T) -> Deadlines<T> {
+        Deadlines {
+            look: Some(until.max(answers_by)),
+            wait: Some(until),
+        }
+    }
+
+    /// An acquire that waits as long as it takes.
+    pub fn forever() -> Deadlines<T> {
+        Deadlines {
+            look: None,
+            wait: None,
+        }
+    }
+}
+
 /// The answer to a request of the contender's own (not of the wait, see
 /// [`acquire::Reply`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -555,6 +593,24 @@ impl Contender {
     /// My node's czxid (the fencing token), once known.
     pub fn czxid(&self) -> Option<i64> {
         self.me.as_ref().map(|(_, _, czxid)| *czxid)
+    }
+
+    /// True during the acquire's first look: until a listing found the
+    /// lock taken. The create, its listing, and whatever it takes to find
+    /// my node or make the directory belong to the look; setting the
+    /// watches begins the wait.
+    pub fn looking(&self) -> bool {
+        !self.acquire.as_ref().is_some_and(Acquire::found_taken)
+    }
+
+    /// The instant that bounds the next request now: the look's deadline
+    /// while [`Contender::looking`], the wait's after.
+    pub fn deadline<T: Copy + Ord>(&self, deadlines: Deadlines<T>) -> Option<T> {
+        if self.looking() {
+            deadlines.look
+        } else {
+            deadlines.wait
+        }
     }
 
     /// The counts of the wait so far.

@@ -756,6 +756,55 @@ fn events_after_the_grant_are_the_keepers() {
     assert!(c.is_held());
 }
 
+/// The deadlines of an acquire started at 0 with a timeout of `timeout`
+/// (answers due by 500).
+fn timed(timeout: u32) -> Deadlines<u32> {
+    Deadlines::until(timeout, 500)
+}
+
+#[test]
+fn a_timed_acquire_finishes_its_first_look_whatever_its_timeout() {
+    // The look is bounded by the later of the deadline and the answers' due time.
+    assert_eq!(timed(0).look, Some(500));
+    assert_eq!(timed(1).look, Some(500));
+    assert_eq!(timed(2_000).look, Some(2_000));
+    assert_eq!((timed(1).wait, timed(2_000).wait), (Some(1), Some(2_000)));
+    assert_eq!(
+        Deadlines::<u32>::forever(),
+        Deadlines {
+            look: None,
+            wait: None
+        }
+    );
+
+    // The create, a lost answer's search and the first listing are the look's.
+    let mut c = contender(Mode::Write);
+    assert!(c.looking());
+    c.start();
+    assert_eq!(c.deadline(timed(1)), Some(500));
+    let me = name(Mode::Write, 2);
+    assert_eq!(c.step(created(&me, 41, Some(&[]))), Action::Acquire(Wait::List));
+    assert_eq!(
+        c.deadline(timed(1)),
+        Some(500),
+        "the listing that decides is the look's"
+    );
+    // Found free at the look: granted, however short the timeout.
+    let mut free = contender(Mode::Write);
+    free.start();
+    assert_eq!(
+        free.step(created(&me, 41, Some(std::slice::from_ref(&me)))),
+        Action::Grant { mark: false }
+    );
+
+    // Found taken: the wait begins, bounded by the deadline itself.
+    let c = waiting_writer();
+    assert!(!c.looking());
+    assert_eq!(c.deadline(timed(1)), Some(1));
+    assert_eq!(c.deadline(timed(2_000)), Some(2_000));
+    assert_eq!(c.deadline(Deadlines::<u32>::forever()), None);
+}
+
 #[test]
 fn try_gives_up_and_withdraws() {
     let mut c = Contender::new(Mode::Write, false, Layout::Native, token(), SESSION, false);

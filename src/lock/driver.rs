@@ -16,7 +16,7 @@ use super::revoke::is_revocation;
 use super::SharedLock;
 use crate::acquire::{Action, Counts, Event, Input, NodeEvent, Record, Reply};
 use crate::connect::missing_chroot;
-use crate::contender::{self, Contender, Failure};
+use crate::contender::{self, Contender, Deadlines, Failure};
 use crate::error::{is_retryable, Error};
 use crate::node_name::{self, Mode};
 use crate::ordering;
@@ -86,10 +86,11 @@ impl SharedLock {
         // client re-registers watches in no particular order, so events of
         // our own node and of the watched node may come in either order.
         let states = client.state_watcher();
-        let until = match patience {
-            Patience::Until(until) => Some(until),
-            Patience::None => Some(Instant::now() + TRY_TIMEOUT),
-            Patience::Forever => None,
+        let start = Instant::now();
+        let deadlines = match patience {
+            Patience::Until(until) => Deadlines::until(until, start + TRY_TIMEOUT),
+            Patience::None => Deadlines::until(start, start + TRY_TIMEOUT),
+            Patience::Forever => Deadlines::forever(),
         };
         let machine = Contender::new(
             mode,
@@ -111,7 +112,7 @@ impl SharedLock {
             lock: self,
             states,
             node: String::new(),
-            until,
+            until: deadlines.look,
             own_watch: None,
             watched: None,
             watched_path: String::new(),
@@ -122,6 +123,7 @@ impl SharedLock {
         let mut action = pending.machine.start();
         loop {
             *counts = pending.machine.counts();
+            driver.until = pending.machine.deadline(deadlines);
             if !pending.machine.marker_watch_needed() {
                 // Dropping it removes it from the server, unless it fired.
                 driver.marker = None;
@@ -148,12 +150,18 @@ impl SharedLock {
                 contender::Action::Fail(failure) => return Err(driver.failed(failure, &mut pending).await),
                 contender::Action::Acquire(action) => {
                     driver.last_error = None;
-                    driver.perform(&mut pending.machine, action).await
+                    if driver.until.is_some_and(|until| until <= Instant::now()) {
+                        // The deadline passed before the wait's request left.
+                        feed(&mut pending.machine, Input::Deadline)
+                    } else {
+                        driver.perform(&mut pending.machine, action).await
+                    }
                 }
                 contender::Action::Done(_) => return Err(unexpected("the acquire ended without a grant")),
                 request => {
                     pending.requests.last_error = None;
-                    let Some(answered) = before(until, pending.requests.perform(&request)).await else {
+                    let Some(answered) = before(driver.until, pending.requests.perform(&request)).await
+                    else {
                         debug!("the deadline passed during {request:?}");
                         return pending.give_up().await;
                     };
@@ -774,8 +782,11 @@ async fn before<T>(until: Option<Instant>, fut: impl std::future::Future<Output 
 }
 
 /// Waiting until `timeout` from now; forever if that instant is beyond
-/// the clock's range (`Duration::MAX`).
+/// the clock's range (`Duration::MAX`); a zero timeout is `try_*`.
 pub(super) fn deadline(timeout: Duration) -> Patience {
+    if timeout.is_zero() {
+        return Patience::None;
+    }
     Instant::now()
         .checked_add(timeout)
         .map_or(Patience::Forever, Patience::Until)

@@ -633,12 +633,17 @@ impl SharedLock {
     /// Acquires the lock in `mode`, waiting at most `timeout`; `Ok(None)`
     /// on timeout, with the contender node deleted.
     ///
-    /// The deadline holds whatever the connection does: the call returns at
-    /// most [`GIVE_UP_SLACK`] after it, also while the client is
-    /// disconnected. The node's deletion is awaited for that long; if it is
-    /// not confirmed by then (no server reachable), it goes on in the
-    /// background and completes after the client reconnects, or with the
-    /// session's end.
+    /// The acquire always finishes its first look, the create of its node
+    /// and the listing sent with it, and is granted if the lock is free at
+    /// that look, however short `timeout` is: the deadline bounds the wait
+    /// for other contenders, not the look. A zero `timeout` is exactly
+    /// [`SharedLock::try_acquire`]. The look's answers are awaited until
+    /// the deadline or for [`TRY_TIMEOUT`], whichever is later, so the
+    /// call returns at most [`GIVE_UP_SLACK`] after the later of the two,
+    /// also while the client is disconnected. The node's deletion is
+    /// awaited for that slack; if it is not confirmed by then (no server
+    /// reachable), it goes on in the background and completes after the
+    /// client reconnects, or with the session's end.
     ///
     /// # Errors
     ///
