@@ -5,10 +5,8 @@
 #   ./scripts/dev-server.sh --port 2182
 #   ./scripts/dev-server.sh --ensemble 3     # 127.0.0.1:2181,127.0.0.1:2182,127.0.0.1:2183
 #   ./scripts/dev-server.sh --data-dir ~/.zk-dev  # keeps the tree and the sessions across restarts
-# (see `./scripts/dev-server.sh --help`).
+# (see `./scripts/dev-server.sh --help`). The first run builds it, which takes a few minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/ensure-zookeeper.sh
-cargo build --quiet -p zk-rwlock-testkit --bin zk-dev-server
-# Where cargo put it: CARGO_TARGET_DIR if set (relative to this directory), else target/.
-exec "${CARGO_TARGET_DIR:-target}/debug/zk-dev-server" "$@"
+exec "$(bash scripts/build-bin.sh zk-rwlock-testkit zk-dev-server)" "$@"

@@ -215,3 +215,48 @@ fn the_metrics_page_lists_every_metric_the_library_records() {
         "docs/metrics.md's table of metrics and METRICS differ"
     );
 }
+
+/// What the docs tell a newcomer to run can be run as written: no
+/// placeholder where a command needs a value, and every `cargo install`
+/// uses the locked versions the minimum Rust version is checked against.
+#[test]
+fn documented_install_commands_can_be_run_as_written() {
+    for page in pages() {
+        let text = read(&page);
+        for (n, line) in text.lines().enumerate() {
+            let at = format!("{}:{}", page.display(), n + 1);
+            assert!(
+                !line.contains("<this repository>"),
+                "{at}: a placeholder for a command: {line}"
+            );
+            if let Some(i) = line.find("cargo install") {
+                let command = &line[i..];
+                assert!(
+                    command.contains("--locked"),
+                    "{at}: `cargo install` without --locked: {line}"
+                );
+            }
+        }
+    }
+}
+
+/// `scripts/demo.sh` and `scripts/dev-server.sh` run the binary cargo
+/// built, wherever cargo puts it (`CARGO_TARGET_DIR` included), and say
+/// that they are building.
+#[test]
+fn the_first_run_scripts_find_what_cargo_built_and_say_they_build() {
+    let helper = read(&root().join("scripts/build-bin.sh"));
+    assert!(
+        helper.contains("\"executable\""),
+        "build-bin.sh reads cargo's artifact paths"
+    );
+    assert!(helper.contains("the first build takes a few minutes"));
+    for script in ["scripts/demo.sh", "scripts/dev-server.sh"] {
+        let text = read(&root().join(script));
+        assert!(
+            text.contains("scripts/build-bin.sh"),
+            "{script} builds through build-bin.sh"
+        );
+        assert!(!text.contains("target/debug"), "{script} assumes target/debug");
+    }
+}
