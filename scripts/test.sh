@@ -2,29 +2,45 @@
 # The whole test suite over the workspace (the library at the root; cli, testkit, demo
 # and bench beside it): rust-version, formatting, lints, docs, the library's dependency
 # tree, unit, property and integration tests (they start their own ZooKeeper servers on
-# free loopback ports), the packaging of the three published crates, and mutation testing
-# of the pure modules.
+# free loopback ports), and the packaging of the three published crates. Each stage's
+# time is printed as it ends. Mutation testing of the pure modules is a script of its
+# own, scripts/mutants.sh, which CI (.ci/run) runs after this one.
 # Arguments go to `cargo test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+started=$SECONDS
+stage_started=$SECONDS
+stage_name=""
+# Prints the time of the stage that ends, then the name of the next one.
+stage() {
+  if [[ -n $stage_name ]]; then
+    echo "   ($stage_name: $((SECONDS - stage_started)) s)"
+  fi
+  stage_name=$1
+  stage_started=$SECONDS
+  echo "== $1"
+}
+trap 'status=$?; if [[ $status -ne 0 ]]; then echo "== failed during: ${stage_name:-setup} (after $((SECONDS - started)) s)" >&2; fi' EXIT
+
+stage "ZooKeeper, Java, Curator and kazoo (installed when missing)"
 bash scripts/ensure-zookeeper.sh
 # Apache Curator and kazoo, for tests/interop.rs.
 bash scripts/ensure-peers.sh >/dev/null
 
-echo "== rust-version of the published crates true for the locked dependencies"
+stage "rust-version of the published crates true for the locked dependencies"
 python3 scripts/check-rust-version.py
-echo "== cargo fmt --check"
+stage "cargo fmt --check"
 cargo fmt --all -- --check
 # The vendored ZooKeeper client (package zk-rwlock-zookeeper-client) is a member so that it
 # is packaged with the rest, but its lints, docs and tests are upstream's (its tests need
 # docker): it is built, not checked, here.
 vendored=(--exclude zk-rwlock-zookeeper-client)
-echo "== cargo clippy --workspace --all-targets -- -D warnings"
+stage "cargo clippy --workspace --all-targets -- -D warnings"
 cargo clippy --workspace "${vendored[@]}" --all-targets --locked -- -D warnings
-echo "== cargo doc --workspace --no-deps"
+stage "cargo doc --workspace --no-deps"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace "${vendored[@]}" --no-deps --locked --quiet
-echo "== the library depends on none of the command line's crates"
+stage "the library depends on none of the command line's crates"
 # libc is checked as a direct dependency only: it reaches the library through getrandom
 # (randomness for uuid and the ZooKeeper client), which nothing here can avoid.
 tree=$(cargo tree -p zk-rwlock -e normal --prefix none --locked)
@@ -38,11 +54,11 @@ if [[ -n $unwanted ]]; then
   exit 1
 fi
 echo "   none of clap, serde, serde_json, tracing-subscriber; libc not directly"
-echo "== cargo test --workspace"
+stage "cargo test --workspace"
 # Features unify across the workspace: the bench enables the library's `metrics` feature,
 # so tests/metrics.rs (required-features = ["metrics"]) runs here too.
 cargo test --workspace "${vendored[@]}" --locked "$@"
-echo "== cargo publish --dry-run -p zk-rwlock-zookeeper-client -p zk-rwlock -p zk-rwlock-cli"
+stage "cargo publish --dry-run -p zk-rwlock-zookeeper-client -p zk-rwlock -p zk-rwlock-cli"
 # All at once: the library's dependency on the patched client and the CLI's on the
 # library (none of them on crates.io yet) are then verified against the packages made
 # here. --allow-dirty: this checks packaging, and runs before a commit as often as after one.
@@ -56,11 +72,5 @@ rm -rf "$cargo_home"/registry/src/-*/zk-rwlock-* "$cargo_home"/registry/cache/-*
 cargo publish --dry-run --allow-dirty --target-dir target/publish-check \
   -p zk-rwlock-zookeeper-client -p zk-rwlock -p zk-rwlock-cli
 rm -rf target/publish-check
-echo "== mutation testing of the pure modules (scripts/mutants.sh)"
-# Installs cargo-mutants (pinned) when missing; fails if any mutant of node_name,
-# ordering, acquire or stats survives. `ZK_RWLOCK_SKIP_MUTANTS=1` skips it while iterating.
-if [[ ${ZK_RWLOCK_SKIP_MUTANTS:-0} == 1 ]]; then
-  echo "   skipped (ZK_RWLOCK_SKIP_MUTANTS=1)"
-else
-  bash scripts/mutants.sh
-fi
+stage "done"
+echo "   all stages passed in $((SECONDS - started)) s; mutation testing: scripts/mutants.sh"
