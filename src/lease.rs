@@ -2,17 +2,34 @@
 //! [`HoldState`] promises.
 //!
 //! The server cannot expire a session before it received the last request
-//! it answered plus the negotiated session timeout; the client knows when
-//! it sent that request. The **lease deadline** is that bound, less a
-//! margin for the difference in clock rates ([`CLOCK_RATE_MARGIN`]), and,
-//! on an ensemble whose followers may lose their leader, less the follower
-//! lag and a ping interval ([`span`], [`follower_lag_admissible`]):
+//! it answered plus the session timeout; the client knows when it sent that
+//! request. The **lease deadline** is that bound, less a margin for the
+//! difference in clock rates ([`CLOCK_RATE_MARGIN`]), and, on an ensemble
+//! whose followers may lose their leader, less the follower lag and a ping
+//! interval ([`span`], [`follower_lag_admissible`]):
 //!
 //! ```text
 //! lease deadline = send instant of the last answered request
 //!                  + session timeout − session timeout / 50
 //!                  − (follower lag + 3/20 × session timeout)   if the lag is set
 //! ```
+//!
+//! **The timeout is the smallest told this session**
+//! ([`zk::SessionLease::timeout`](crate::zk::SessionLease::timeout)): the
+//! smallest session timeout any connect response of the session carried,
+//! the first (the server that created the session) included. A
+//! reconnection may be told a longer one (a restarted server's, or another
+//! member's, `minSessionTimeout`), and the server that told it renews the
+//! session with it (`SessionTrackerImpl.touchSession`); but renewals are
+//! not logged. A server restarted on its data, or a newly elected leader,
+//! schedules every session again from the timeout of its `createSession`
+//! transaction (`ZKDatabase`'s `sessionsWithTimeouts`), from the moment it
+//! takes over: the first timeout told. A smaller one told later is enforced
+//! by the server that told it. Every expiry a server can schedule is
+//! therefore at least the smallest told after the last request it
+//! received; a longer timeout told since is never trusted. (A client
+//! attached to an existing session with `Connector::with_session` knows
+//! only the timeouts told to it.)
 //!
 //! On Linux, the time the machine spent suspended since the grant comes off
 //! the lease ([`after_suspend`]).
@@ -40,7 +57,8 @@ use std::time::{Duration, Instant};
 pub const CLOCK_RATE_MARGIN: u32 = 50;
 
 /// How long a lease lasts from the send instant of the last answered
-/// request: the negotiated session `timeout`, less [`CLOCK_RATE_MARGIN`],
+/// request: the session `timeout` (the smallest told this session, see the
+/// [module documentation](self)), less [`CLOCK_RATE_MARGIN`],
 /// less, if `follower_lag` is not zero, the follower lag and the client's
 /// ping interval (3/20 of the timeout: the leader may know of the session
 /// only from the ping before). `None` if nothing is left.
@@ -102,7 +120,8 @@ pub fn after_suspend(deadline: Instant, suspended: Duration, granted_at: Instant
 }
 
 /// The lease deadline of a session whose last answered request was sent at
-/// `answered_sent`, with the negotiated session `timeout` and the
+/// `answered_sent`, with the session `timeout` (the smallest told this
+/// session, see the [module documentation](self)) and the
 /// ensemble's `follower_lag` (zero: see [`span`]); `answered_sent` itself
 /// if no lease is left.
 pub fn deadline(answered_sent: Instant, timeout: Duration, follower_lag: Duration) -> Instant {
@@ -246,6 +265,57 @@ mod tests {
             deadline(t0, Duration::from_secs(4), zero),
             t0 + Duration::from_millis(3_920)
         );
+    }
+
+    /// The earliest moment a ZooKeeper server expires a session whose last
+    /// answered request was sent at 0 ms, as ZooKeeper's code has it: the
+    /// server that received the request renewed it with the timeout it
+    /// told the connection (`told.last()`); if a server restarted on its
+    /// data or a new leader took over at `restored_at` ms, it scheduled the
+    /// session again with the timeout it was created with (`told[0]`). The
+    /// tick rounds expiries up, never down: left out.
+    fn earliest_expiry(told: &[u64], restored_at: Option<u64>) -> Duration {
+        Duration::from_millis(match restored_at {
+            Some(at) => at + told[0],
+            None => *told.last().unwrap(),
+        })
+    }
+
+    #[test]
+    fn the_timeout_is_the_smallest_told() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        // (timeouts told, in order; restored at; follower lag; whether the
+        // latest told overclaims)
+        for (told, restored_at, lag, last_overclaims) in [
+            // Issue 35: created with 10 s, the server's minimum raised to 30 s
+            // and the server restarted (told 30 s), then a crash: the server
+            // is back 0.5 s later and expires the session 10 s after that.
+            (&[10_000, 30_000][..], Some(500), 0, true),
+            // The control: restarted alike.
+            (&[10_000, 10_000][..], Some(0), 0, false),
+            // Issue 35: created with 3 s on follower A, told 8 s by follower
+            // B, the leader killed; the new leader takes over 0.6 s later.
+            (&[3_000, 8_000][..], Some(600), 1_200, true),
+            // The server that told the longer timeout renews with it.
+            (&[3_000, 8_000][..], None, 1_200, false),
+            // A smaller timeout told later is enforced by whoever told it.
+            (&[4_000, 1_000][..], None, 0, false),
+            (&[2_000, 1_000, 6_000][..], None, 0, false),
+            (&[2_000, 1_000, 6_000][..], Some(0), 0, true),
+        ] {
+            let expiry = t0 + earliest_expiry(told, restored_at);
+            let smallest = ms(*told.iter().min().unwrap());
+            let lease = deadline(t0, smallest, ms(lag));
+            let case = format!("told {told:?}, restored at {restored_at:?}, lag {lag} ms");
+            assert!(
+                lease <= expiry,
+                "{case}: lease {lease:?} after the expiry {expiry:?}"
+            );
+            // What trusting the latest timeout told would have claimed.
+            let last = deadline(t0, ms(*told.last().unwrap()), ms(lag));
+            assert_eq!(last > expiry, last_overclaims, "{case}");
+        }
     }
 
     #[test]

@@ -274,6 +274,17 @@ fn run_helper(mut cmd: Command, step: &str) -> Result<(), LaunchError> {
     })
 }
 
+/// `cfg` with every line setting `key` left out and `key=value` appended.
+pub(super) fn with_setting(cfg: &str, key: &str, value: &str) -> String {
+    let mut out: String = cfg
+        .lines()
+        .filter(|line| line.split_once('=').is_none_or(|(k, _)| k.trim() != key))
+        .flat_map(|line| [line, "\n"])
+        .collect();
+    out.push_str(&format!("{key}={value}\n"));
+    out
+}
+
 pub(super) fn write_file(path: &Path, contents: &str) -> Result<(), LaunchError> {
     fs::write(path, contents).map_err(|e| LaunchError::io(format!("writing {}", path.display()), e))
 }
@@ -394,6 +405,20 @@ mod tests {
         let lines: Vec<&str> = cfg.lines().collect();
         assert_eq!(lines.last(), Some(&"maxClientCnxns=5"), "{cfg}");
         assert!(lines.contains(&"maxClientCnxns=0"), "{cfg}");
+    }
+
+    #[test]
+    fn a_member_setting_replaces_its_key() {
+        let zk = unstarted(1);
+        let cfg = with_setting(&zk.config(0), "minSessionTimeout", "6000");
+        let lines: Vec<&str> = cfg.lines().collect();
+        assert_eq!(lines.last(), Some(&"minSessionTimeout=6000"), "{cfg}");
+        assert!(!lines.contains(&"minSessionTimeout=400"), "{cfg}");
+        assert!(lines.contains(&"maxSessionTimeout=4000"), "{cfg}");
+        let again = with_setting(&cfg, "minSessionTimeout", "800");
+        assert_eq!(again.matches("minSessionTimeout=").count(), 1, "{again}");
+        assert!(again.ends_with("minSessionTimeout=800\n"), "{again}");
+        assert_eq!(with_setting("# a comment\n", "k", "v"), "# a comment\nk=v\n");
     }
 
     #[test]

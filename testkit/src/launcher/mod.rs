@@ -426,6 +426,30 @@ impl ZkCluster {
         result
     }
 
+    /// Sets `key=value` in member `i`'s `zoo.cfg`, in place of any line of
+    /// that key, for the member's next [`start`](ZkCluster::start): a
+    /// member configured unlike the others (its own `minSessionTimeout`),
+    /// or a setting changed across a restart. A running member keeps what
+    /// it started with until it is restarted.
+    ///
+    /// # Errors
+    ///
+    /// [`LaunchError::NoSuchMember`], [`LaunchError::InvalidArgument`] if
+    /// `key` is empty or holds `=`, or either holds a line break;
+    /// [`LaunchError::Io`] if the file cannot be read or written.
+    pub fn set_member_setting(&self, i: usize, key: &str, value: &str) -> Result<(), LaunchError> {
+        self.check_index(i)?;
+        if key.is_empty() || key.contains('=') || [key, value].iter().any(|s| s.contains(['\n', '\r'])) {
+            return Err(LaunchError::InvalidArgument(format!(
+                "not a zoo.cfg setting: {key:?}={value:?}"
+            )));
+        }
+        let path = self.members[i].cfg_path();
+        let cfg = std::fs::read_to_string(&path)
+            .map_err(|e| LaunchError::io(format!("reading {}", path.display()), e))?;
+        config::write_file(&path, &config::with_setting(&cfg, key, value))
+    }
+
     /// [`stop`](ZkCluster::stop)s then [`start`](ZkCluster::start)s member `i`.
     ///
     /// # Errors

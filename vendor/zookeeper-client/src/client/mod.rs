@@ -305,10 +305,13 @@ impl Client {
 
     /// The session's lease basis: the send instant of the last request the
     /// server answered (or of the connect request it accepted), and the
-    /// negotiated session timeout. The server cannot expire the session
-    /// before `answered_sent + timeout` (up to the difference in clock
-    /// rates). Shared by all clones of this client. `None` before the
-    /// server's first answer. (zk-rwlock patch 3.)
+    /// smallest session timeout a connect response of this session told
+    /// (a restarted server or a new leader restores the session with the
+    /// timeout it was created with, whatever a reconnection negotiated
+    /// since). The server cannot expire the session before
+    /// `answered_sent + timeout` (up to the difference in clock rates).
+    /// Shared by all clones of this client. `None` before the server's
+    /// first answer. (zk-rwlock patches 3 and 14.)
     pub fn session_lease(&self) -> Option<SessionLease> {
         self.lease.get()
     }

@@ -1,5 +1,5 @@
 //! What the server has confirmed about a session's liveness (zk-rwlock
-//! patch 3, see PATCHES.md).
+//! patches 3 and 14, see PATCHES.md).
 //!
 //! The server renews a session's expiry when it receives a request from the
 //! session (pings included; `auth` and `sasl` packets excepted): at the
@@ -8,6 +8,17 @@
 //! answered, plus the session timeout" is a moment before which the server
 //! cannot expire the session, on the client's monotonic clock (up to the
 //! difference in clock rates).
+//!
+//! Which session timeout: the smallest this session was ever told by a
+//! connect response (patch 14). A server that accepts a reconnection renews
+//! the session with the timeout it negotiated for that connection
+//! (`SessionTrackerImpl.touchSession`), but logs nothing about it: a
+//! restarted server, or a newly elected leader, schedules every session
+//! again with the timeout of its `createSession` transaction
+//! (`ZKDatabase.sessionsWithTimeouts`), the first one the session was told.
+//! A later, smaller timeout is enforced by the server that told it. No
+//! server expires the session sooner than the smallest of them after it
+//! last heard from it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -20,8 +31,12 @@ pub struct LeaseCell {
     /// Nanoseconds from `epoch` to the send instant of the last answered
     /// request, plus one; zero before the first answer.
     answered: AtomicU64,
-    /// The session timeout the server negotiated, in milliseconds.
-    timeout_ms: AtomicU64,
+    /// The smallest session timeout a connect response of this session
+    /// told, in milliseconds; zero before the first.
+    smallest_ms: AtomicU64,
+    /// The session timeout of the latest connect response, in
+    /// milliseconds; zero before the first.
+    latest_ms: AtomicU64,
 }
 
 /// A session's lease basis, see [Client::session_lease](crate::Client::session_lease).
@@ -31,13 +46,34 @@ pub struct SessionLease {
     /// it accepted) was sent, at the latest: taken before the request's
     /// bytes were handed to the socket.
     pub answered_sent: Instant,
-    /// The session timeout the server negotiated for this session.
+    /// The smallest session timeout any connect response of this session
+    /// told (the first, from the server that created the session, is one
+    /// of them): the timeout no server of the ensemble can undercut. A
+    /// reconnection may be told a longer one (another member's, or a
+    /// restarted server's, `minSessionTimeout`), but a restarted server or
+    /// a new leader restores the session with the timeout it was created
+    /// with. The server cannot expire the session before
+    /// `answered_sent + timeout` (up to the difference in clock rates).
+    ///
+    /// A client attached to an existing session
+    /// ([Connector::with_session](crate::Connector::with_session)) knows
+    /// only the timeouts told to it.
     pub timeout: Duration,
+    /// The session timeout of the latest connect response: the one this
+    /// client's own timers run on (its pings, its connection timeout, and
+    /// its verdict that the session is lost, 7/5 of it after the last
+    /// receive). At least `timeout`.
+    pub negotiated: Duration,
 }
 
 impl LeaseCell {
     pub fn new() -> Self {
-        LeaseCell { epoch: Instant::now(), answered: AtomicU64::new(0), timeout_ms: AtomicU64::new(0) }
+        LeaseCell {
+            epoch: Instant::now(),
+            answered: AtomicU64::new(0),
+            smallest_ms: AtomicU64::new(0),
+            latest_ms: AtomicU64::new(0),
+        }
     }
 
     /// Records that the server answered a request sent at `sent`.
@@ -46,20 +82,44 @@ impl LeaseCell {
         self.answered.fetch_max(nanos + 1, Ordering::AcqRel);
     }
 
-    /// Records the session timeout of a connect response.
+    /// Forgets the session timeouts told so far: the connect response is
+    /// for another session than the last one.
+    pub fn new_session(&self) {
+        self.smallest_ms.store(0, Ordering::Release);
+        self.latest_ms.store(0, Ordering::Release);
+    }
+
+    /// Records the session timeout of a connect response. Called by the
+    /// session task only, so nothing else can reset the minimum between
+    /// its two steps. A timeout of zero (no server negotiates it: the
+    /// least is two ticks) leaves no lease.
     pub fn negotiated(&self, timeout: Duration) {
-        self.timeout_ms.store(timeout.as_millis().min(u64::MAX as u128) as u64, Ordering::Release);
+        let ms = timeout.as_millis().min(u64::MAX as u128) as u64;
+        self.latest_ms.store(ms, Ordering::Release);
+        if self.smallest_ms.compare_exchange(0, ms, Ordering::AcqRel, Ordering::Acquire).is_err() {
+            self.smallest_ms.fetch_min(ms, Ordering::AcqRel);
+        }
+    }
+
+    /// The smallest session timeout told so far, if any.
+    pub fn smallest(&self) -> Option<Duration> {
+        match self.smallest_ms.load(Ordering::Acquire) {
+            0 => None,
+            ms => Some(Duration::from_millis(ms)),
+        }
     }
 
     pub fn get(&self) -> Option<SessionLease> {
         let answered = self.answered.load(Ordering::Acquire);
-        let timeout_ms = self.timeout_ms.load(Ordering::Acquire);
-        if answered == 0 || timeout_ms == 0 {
+        let smallest_ms = self.smallest_ms.load(Ordering::Acquire);
+        let latest_ms = self.latest_ms.load(Ordering::Acquire);
+        if answered == 0 || smallest_ms == 0 {
             return None;
         }
         Some(SessionLease {
             answered_sent: self.epoch + Duration::from_nanos(answered - 1),
-            timeout: Duration::from_millis(timeout_ms),
+            timeout: Duration::from_millis(smallest_ms),
+            negotiated: Duration::from_millis(latest_ms.max(smallest_ms)),
         })
     }
 }

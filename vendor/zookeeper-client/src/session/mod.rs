@@ -448,11 +448,20 @@ impl Session {
     /// [ZOOKEEPER-1751]: https://issues.apache.org/jira/browse/ZOOKEEPER-1751
     /// [ZOOKEEPER-4508]: https://issues.apache.org/jira/browse/ZOOKEEPER-4508
     fn reset_timeout(&mut self, session_timeout: Duration) {
-        let tick = self.calc_tick_timeout(session_timeout);
+        self.reset_timeouts(session_timeout, session_timeout);
+    }
+
+    /// As [Session::reset_timeout], with the tick, the pings and the connection timeout
+    /// derived from `lease_timeout`, the smallest session timeout this session was told,
+    /// and the client side session expiration from `negotiated`, the latest (zk-rwlock
+    /// patch 14). The lease (see `lease.rs`) runs on the smallest, so the pings must renew
+    /// it as often as that one asks, and a dead connection must be noticed within it.
+    fn reset_timeouts(&mut self, negotiated: Duration, lease_timeout: Duration) {
+        let tick = self.calc_tick_timeout(lease_timeout.min(negotiated));
         self.tick_timeout = tick;
         self.ping_timeout = Duration::from_secs(10).min(3 * tick);
         self.connector.set_timeout(8 * tick);
-        self.session_timeout = session_timeout.max(self.connector.timeout());
+        self.session_timeout = negotiated.max(self.connector.timeout());
         self.session_expired_timeout = self.session_timeout * 7 / 5;
     }
 
@@ -483,6 +492,8 @@ impl Session {
         }
         if self.session.id != session_id {
             self.session.id = session_id;
+            // The timeouts told another session say nothing of this one (patch 14).
+            self.lease.new_session();
             info!(
                 "new session established: {} readonly={}, timeout={}ms",
                 session_id, response.readonly, response.session_timeout
@@ -493,10 +504,13 @@ impl Session {
         self.session.password.clear();
         self.session.password.extend_from_slice(response.password);
         self.session.readonly = response.readonly;
-        self.reset_timeout(Duration::from_millis(response.session_timeout as u64));
-        // Accepting a connect request renews the session (patch 3).
-        self.lease.negotiated(Duration::from_millis(response.session_timeout as u64));
+        // A negative timeout (no server sends one) counts as zero: no lease.
+        let negotiated = Duration::from_millis(u64::try_from(response.session_timeout).unwrap_or(0));
+        // Accepting a connect request renews the session (patch 3); the lease
+        // keeps the smallest timeout told (patch 14), and the pings follow it.
+        self.lease.negotiated(negotiated);
         self.lease.answered(self.connect_sent);
+        self.reset_timeouts(negotiated, self.lease.smallest().unwrap_or(negotiated));
         self.complete_connect();
         Ok(())
     }
