@@ -211,11 +211,14 @@ impl MultiLock {
     /// part finishes its first look whatever is left of the timeout (see
     /// [`SharedLock::acquire_timeout`]): a part reached after the deadline is
     /// taken if it is free then, as [`MultiLock::try_acquire`] takes it, so
-    /// a zero timeout is `try_acquire`. The call returns at most
-    /// [`crate::GIVE_UP_SLACK`] after the later of the deadline and the
-    /// last part's look ([`crate::TRY_TIMEOUT`] at most while the server
-    /// does not answer). A timeout too large to add to the current instant
-    /// (say [`Duration::MAX`]) waits as [`MultiLock::acquire`].
+    /// a zero timeout is `try_acquire`. The waiting is bounded by the
+    /// timeout, the looks are not: against a server that does not answer,
+    /// each part reached after the deadline may take up to
+    /// [`crate::TRY_TIMEOUT`] for its look, so the call takes at most about
+    /// the timeout plus N × `TRY_TIMEOUT` (N parts), plus
+    /// [`crate::GIVE_UP_SLACK`] to release what was taken. A timeout too
+    /// large to add to the current instant (say [`Duration::MAX`]) waits as
+    /// [`MultiLock::acquire`].
     ///
     /// # Errors
     ///
@@ -300,13 +303,10 @@ impl MultiLock {
                 Err(e)
             }
             Stop::GaveUp => {
-                let slack = match wait {
-                    Wait::Until(deadline) => {
-                        (deadline + GIVE_UP_SLACK).saturating_duration_since(Instant::now())
-                    }
-                    Wait::Forever | Wait::Not => GIVE_UP_SLACK,
-                };
-                release_within(held, slack).await;
+                // From the give-up, not the deadline: a part's first look
+                // may end after the deadline (it is taken if free then), and
+                // what was taken is released before `Ok(None)` as for `try_*`.
+                release_within(held, GIVE_UP_SLACK).await;
                 Ok(None)
             }
         }

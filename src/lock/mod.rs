@@ -639,7 +639,8 @@ impl SharedLock {
     /// for other contenders, not the look. A zero `timeout` is exactly
     /// [`SharedLock::try_acquire`]. The look's answers are awaited until
     /// the deadline or for [`TRY_TIMEOUT`], whichever is later, so the
-    /// call returns at most [`GIVE_UP_SLACK`] after the later of the two,
+    /// call returns about [`GIVE_UP_SLACK`] after the later of the two (a
+    /// few milliseconds of timer rounding aside),
     /// also while the client is disconnected. The node's deletion is
     /// awaited for that slack; if it is not confirmed by then (no server
     /// reachable), it goes on in the background and completes after the
