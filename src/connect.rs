@@ -258,7 +258,10 @@ impl ConnectOptions {
 ///
 /// # Errors
 ///
-/// [`Error::InvalidConnectString`] for a malformed connect string;
+/// [`Error::InvalidConnectString`] for a malformed connect string (a
+/// scheme other than `tcp://` or `tcp+tls://`, a port out of range, ...),
+/// before anything is sent; [`Error::UnresolvableHosts`] at once if no host
+/// of it resolves to an address;
 /// [`Error::Unreachable`] if no session is established in time;
 /// [`Error::SessionRefused`] instead if a server accepted the connection and
 /// closed it before answering (`maxClientCnxns`, no quorum);
@@ -284,7 +287,7 @@ pub async fn connect_client(
 ///
 /// # Errors
 ///
-/// [`Error::InvalidConnectString`]; [`Error::InvalidTls`];
+/// [`Error::InvalidConnectString`]; [`Error::UnresolvableHosts`]; [`Error::InvalidTls`];
 /// [`Error::Unreachable`] if no session is established in time (also when
 /// a TLS server is reached without TLS, or a plain one with it: the
 /// handshake fails); [`Error::SessionRefused`] if a server accepted the
@@ -292,15 +295,34 @@ pub async fn connect_client(
 /// (`maxClientCnxns`, no quorum); [`Error::AuthFailed`] if the server rejected the
 /// credentials; [`Error::ChrootMissing`].
 pub async fn connect_client_with(servers: &str, options: &ConnectOptions) -> Result<zk::Client, Error> {
-    // The client calls a stray comma an "empty connect string".
-    if servers.split(',').any(|server| server.trim().is_empty()) && !servers.trim().is_empty() {
-        return Err(Error::InvalidConnectString {
-            servers: servers.to_owned(),
-            reason: "it has an empty entry (a stray ',')",
-        });
-    }
+    // Before anything is sent: the client's own words for these are
+    // "invalid address" or "empty node is not allowed in path".
+    let hosts = parse_connect_string(servers).map_err(|reason| Error::InvalidConnectString {
+        servers: servers.to_owned(),
+        reason,
+    })?;
     let connect_timeout = options.connect_timeout_or_default();
     let connector = options.connector()?;
+    let deadline = deadline_after(connect_timeout);
+    // A host name that does not resolve is met at once, not after the
+    // connect timeout (the client would try it again and again).
+    match tokio::time::timeout_at(deadline, unresolvable(&hosts)).await {
+        Ok(None) => {}
+        Ok(Some((hosts, reason))) => {
+            return Err(Error::UnresolvableHosts {
+                servers: servers.to_owned(),
+                hosts,
+                reason,
+            })
+        }
+        Err(_) => {
+            return Err(Error::UnresolvableHosts {
+                servers: servers.to_owned(),
+                hosts: hosts.into_iter().map(|(host, _)| host.to_owned()).collect(),
+                reason: format!("the name service did not answer within {connect_timeout:?}"),
+            })
+        }
+    }
     let secure = options.uses_tls();
     let cluster = servers.to_owned();
     // The last server that closed the connection before answering, if any.
@@ -343,13 +365,13 @@ pub async fn connect_client_with(servers: &str, options: &ConnectOptions) -> Res
     let connected = match background::handle() {
         Some(background) => {
             let task = AbortOnDrop(background.spawn(connecting));
-            match tokio::time::timeout(connect_timeout, task).await {
+            match tokio::time::timeout_at(deadline, task).await {
                 Ok(Ok(result)) => Ok(result),
                 Ok(Err(e)) => Ok(Err(zk::Error::UnexpectedError(format!("connecting failed: {e}")))),
                 Err(elapsed) => Err(elapsed),
             }
         }
-        None => tokio::time::timeout(connect_timeout, connecting).await,
+        None => tokio::time::timeout_at(deadline, connecting).await,
     };
     match connected {
         Ok(Ok(client)) => {
@@ -379,10 +401,178 @@ pub async fn connect_client_with(servers: &str, options: &ConnectOptions) -> Res
         }
         Ok(Err(zk::Error::BadArguments(reason))) => Err(Error::InvalidConnectString {
             servers: servers.to_owned(),
-            reason,
+            reason: (*reason).to_owned(),
         }),
         Ok(Err(e)) => Err(Error::from_zk(e, servers)),
     }
+}
+
+/// The instant `timeout` from now; about 30 years from now for a longer
+/// one (as `tokio::time::timeout` does, which must not overflow).
+fn deadline_after(timeout: Duration) -> tokio::time::Instant {
+    let now = tokio::time::Instant::now();
+    now.checked_add(timeout)
+        .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30))
+}
+
+/// The schemes the client knows, before `host:port`: plain and TLS.
+const SCHEMES: [&str; 2] = ["tcp", "tcp+tls"];
+
+/// Checks a connect string (`host:port[,host:port...][/chroot]`, each
+/// server optionally `tcp://` or `tcp+tls://`, IPv6 addresses in brackets,
+/// the port 2181 when left out) and returns its hosts and ports; what is
+/// wrong with it otherwise, naming the entry. No I/O.
+fn parse_connect_string(servers: &str) -> Result<Vec<(&str, u16)>, String> {
+    if servers.trim().is_empty() {
+        return Err("it is empty".to_owned());
+    }
+    let entries: Vec<&str> = servers.split(',').collect();
+    let last = entries.len() - 1;
+    let mut hosts = Vec::with_capacity(entries.len());
+    for (i, entry) in entries.into_iter().enumerate() {
+        if entry.trim().is_empty() {
+            // The client calls it an "empty connect string".
+            return Err("it has an empty entry (a stray ',')".to_owned());
+        }
+        if entry.chars().any(char::is_whitespace) {
+            return Err(format!("`{entry}` contains whitespace"));
+        }
+        let mut address = entry;
+        if let Some((scheme, rest)) = entry.split_once("://") {
+            if !SCHEMES.contains(&scheme) {
+                return Err(format!(
+                    "`{scheme}://` is not a scheme of ZooKeeper connect strings (only tcp:// and \
+                     tcp+tls:// are, and neither is needed)"
+                ));
+            }
+            address = rest;
+        }
+        // The chroot follows the last server; the client reads a '/' in
+        // any other entry as part of its port.
+        if let Some(slash) = address.find('/') {
+            let chroot = &address[slash..];
+            if i != last {
+                return Err(format!(
+                    "`{entry}` has a chroot (`{chroot}`) but is not the last server: the chroot goes \
+                     once, after the last one (host1:2181,host2:2181{chroot})"
+                ));
+            }
+            check_chroot(chroot)?;
+            address = &address[..slash];
+        }
+        let (host, port) = split_host_port(entry, address)?;
+        hosts.push((host, port));
+    }
+    Ok(hosts)
+}
+
+/// Splits `host:port`, `[v6]:port`, `host` or `[v6]` (port 2181) of the
+/// connect string's `entry`.
+fn split_host_port<'a>(entry: &str, address: &'a str) -> Result<(&'a str, u16), String> {
+    let (host, port) = if let Some(bracketed) = address.strip_prefix('[') {
+        let Some((host, rest)) = bracketed.split_once(']') else {
+            return Err(format!(
+                "`{entry}` opens an IPv6 address with '[' but does not close it with ']'"
+            ));
+        };
+        match rest {
+            "" => (host, None),
+            _ => match rest.strip_prefix(':') {
+                Some(port) => (host, Some(port)),
+                None => return Err(format!("`{entry}`: expected ':' and a port after ']'")),
+            },
+        }
+    } else {
+        match address.rsplit_once(':') {
+            Some((host, _)) if host.contains(':') => {
+                return Err(format!(
+                    "`{entry}` looks like an IPv6 address: put it in brackets, like [::1]:2181"
+                ))
+            }
+            Some((host, port)) => (host, Some(port)),
+            None => (address, None),
+        }
+    };
+    if host.is_empty() {
+        return Err(format!("`{entry}` has no host"));
+    }
+    let port = match port {
+        None | Some("") => 2181,
+        Some(port) if !port.bytes().all(|b| b.is_ascii_digit()) => {
+            return Err(format!("the port `{port}` of `{entry}` is not a number"))
+        }
+        Some(port) => match port.parse::<u16>() {
+            Ok(n) if n > 0 => n,
+            _ => {
+                return Err(format!(
+                    "the port {port} of `{entry}` is out of range: a port is a number from 1 to 65535"
+                ))
+            }
+        },
+    };
+    Ok((host, port))
+}
+
+/// Checks the chroot of a connect string (`/app`) as the client would, in
+/// words that name it.
+fn check_chroot(chroot: &str) -> Result<(), String> {
+    if chroot == "/" {
+        return Ok(());
+    }
+    let why = if chroot[1..].split('/').any(str::is_empty) {
+        "it has an empty segment ('//') or ends with '/'"
+    } else if chroot[1..].split('/').any(|s| s == "." || s == "..") {
+        "it has a '.' or '..' segment"
+    } else if chroot.chars().any(char::is_control) {
+        "it has a control character"
+    } else {
+        return Ok(());
+    };
+    Err(format!(
+        "its chroot `{chroot}` (what follows the first '/' of the last server) is not a valid ZooKeeper \
+         path: {why}; a connect string is host:port[,host:port...] with an optional /chroot at the end"
+    ))
+}
+
+/// Resolves the host names of the connect string (IP addresses need no
+/// resolving). `None` if one host is an IP address or a name that resolves
+/// (the names that do not are logged: the client tries the others); else
+/// every host and the first host's resolver error.
+async fn unresolvable(hosts: &[(&str, u16)]) -> Option<(Vec<String>, String)> {
+    let names: Vec<(String, u16)> = hosts
+        .iter()
+        .filter(|(host, _)| host.parse::<std::net::IpAddr>().is_err())
+        .map(|&(host, port)| (host.to_owned(), port))
+        .collect();
+    if names.is_empty() {
+        return None;
+    }
+    let addresses = hosts.len() - names.len();
+    let resolved = tokio::task::spawn_blocking(move || {
+        names
+            .into_iter()
+            .map(|(host, port)| {
+                let error = match std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), port)) {
+                    Ok(mut addrs) => addrs.next().is_none().then(|| "no address".to_owned()),
+                    Err(e) => Some(e.to_string()),
+                };
+                (host, error)
+            })
+            .collect::<Vec<_>>()
+    })
+    .await;
+    // A lookup that could not run: the client resolves them itself.
+    let resolved = resolved.ok()?;
+    if addresses > 0 || resolved.iter().any(|(_, error)| error.is_none()) {
+        for (host, error) in &resolved {
+            if let Some(error) = error {
+                tracing::warn!(host = %host, %error, "a host of the connect string does not resolve: trying the others");
+            }
+        }
+        return None;
+    }
+    let reason = resolved.first().and_then(|(_, e)| e.clone()).unwrap_or_default();
+    Some((resolved.into_iter().map(|(host, _)| host).collect(), reason))
 }
 
 /// [`Error::ChrootMissing`] (naming the lock directory `path`, if given) if
@@ -428,6 +618,68 @@ impl SharedLock {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn connect_strings() {
+        fn ok(s: &str) -> Vec<(&str, u16)> {
+            parse_connect_string(s).unwrap_or_else(|e| panic!("{s:?}: {e}"))
+        }
+        assert_eq!(ok("127.0.0.1:2181"), [("127.0.0.1", 2181)]);
+        assert_eq!(ok("zk1,zk2:2182/app"), [("zk1", 2181), ("zk2", 2182)]);
+        assert_eq!(ok("tcp://a:1,tcp+tls://b:2/app/x"), [("a", 1), ("b", 2)]);
+        assert_eq!(ok("[::1]:2181,[fe80::1]"), [("::1", 2181), ("fe80::1", 2181)]);
+        assert_eq!(ok("host:"), [("host", 2181)]);
+        assert_eq!(ok("a:65535/"), [("a", 65535)]);
+        for (bad, why) in [
+            ("", "it is empty"),
+            (" ", "it is empty"),
+            ("a:1,", "empty entry"),
+            ("a:1,,b:2", "empty entry"),
+            ("http://127.0.0.1:2181", "`http://` is not a scheme"),
+            ("zk://a:1", "`zk://` is not a scheme"),
+            (
+                "127.0.0.1:99999",
+                "the port 99999 of `127.0.0.1:99999` is out of range",
+            ),
+            ("a:0", "out of range"),
+            ("a:123456789012345678901234567890", "out of range"),
+            ("a:abc", "the port `abc` of `a:abc` is not a number"),
+            ("a:-1", "not a number"),
+            (":2181", "has no host"),
+            ("tcp://", "has no host"),
+            ("::1", "put it in brackets"),
+            ("[::1", "does not close it"),
+            ("[::1]x", "expected ':'"),
+            ("a:1/app,b:2", "is not the last server"),
+            ("a:1//app", "empty segment"),
+            ("a:1/app/", "empty segment"),
+            ("a:1/app/../x", "'.' or '..'"),
+            ("a :1", "whitespace"),
+        ] {
+            let err = parse_connect_string(bad).expect_err(bad);
+            assert!(err.contains(why), "{bad:?}: {err}");
+        }
+    }
+
+    #[tokio::test]
+    async fn hosts_that_do_not_resolve() {
+        assert_eq!(unresolvable(&[("127.0.0.1", 1), ("::1", 1)]).await, None);
+        assert_eq!(unresolvable(&[("localhost", 1)]).await, None);
+        // One address or one name that resolves: the others are left to the client.
+        assert_eq!(
+            unresolvable(&[("nosuchhost.invalid", 1), ("127.0.0.1", 1)]).await,
+            None
+        );
+        assert_eq!(
+            unresolvable(&[("nosuchhost.invalid", 1), ("localhost", 1)]).await,
+            None
+        );
+        let (hosts, reason) = unresolvable(&[("nosuchhost.invalid", 1), ("other.invalid", 2)])
+            .await
+            .expect("no host resolves");
+        assert_eq!(hosts, ["nosuchhost.invalid", "other.invalid"]);
+        assert!(!reason.is_empty());
+    }
 
     #[test]
     fn debug_shows_no_credentials() {

@@ -67,7 +67,20 @@ pub enum Error {
     },
     /// The ZooKeeper session ended by expiry: every ephemeral node of it,
     /// and so every lock it held or waited for, is gone. Connect a new client.
-    #[error("ZooKeeper session expired: its locks are gone; connect a new client to lock again")]
+    ///
+    /// Either a server expired it (it said so when the client reconnected),
+    /// or the client gave it up: no server answered for 7/5 of the session
+    /// timeout after the last answer (the client's own expiry, which the
+    /// server's comes before while a server runs). Given up, the session's
+    /// nodes stay on a server that is down until it is back and expires
+    /// the session; nobody else is granted its locks before then. The client
+    /// reports both the same way (`SessionState::Expired`): this variant
+    /// is both.
+    #[error(
+        "ZooKeeper session expired: a server expired it, or this client gave it up because no server \
+         answered for 7/5 of the session timeout (a server then removes its nodes when it expires it); \
+         its locks are lost: connect a new client to lock again"
+    )]
     SessionExpired,
     /// The ZooKeeper client was closed (or failed authentication), so its session is over.
     #[error("ZooKeeper client is closed: connect a new client to lock again")]
@@ -183,13 +196,14 @@ pub enum Error {
         /// The lock directory.
         path: String,
     },
-    /// The connect string is malformed.
+    /// The connect string is malformed: refused before anything is sent.
     #[error("invalid connect string `{servers}`: {reason}; expected host:port[,host:port...]")]
     InvalidConnectString {
         /// The connect string as given.
         servers: String,
-        /// What the client said is wrong with it.
-        reason: &'static str,
+        /// What is wrong with it, naming the part that is (a scheme other
+        /// than `tcp://` or `tcp+tls://`, a port out of range, ...).
+        reason: String,
     },
     /// The TLS settings cannot be used: a CA or client certificate or key
     /// that does not parse, or a client certificate without a CA.
@@ -212,15 +226,30 @@ pub enum Error {
     /// The lease would be too short to act on: the session timeout is less
     /// than 2.25 times the follower lag ([`LockBuilder::follower_lag`](crate::LockBuilder::follower_lag)).
     #[error(
-        "a session timeout of {session_timeout:?} leaves too short a lease with a follower lag of \
-         {follower_lag:?}: the session timeout must be at least 2.25 x the follower lag (ask for a longer \
-         one, or raise the server's maxSessionTimeout)"
+        "the session timeout the server granted, {session_timeout:?}, leaves too short a lease with a \
+         follower lag of {follower_lag:?}: the session timeout must be at least 2.25 x the follower lag \
+         (ask for a longer one, or raise the server's maxSessionTimeout)"
     )]
     LeaseTooShort {
         /// The negotiated session timeout.
         session_timeout: std::time::Duration,
         /// The configured follower lag.
         follower_lag: std::time::Duration,
+    },
+    /// No host name of the connect string resolves to an address (DNS,
+    /// `/etc/hosts`), and it names no IP address: no server can be tried,
+    /// so connecting fails at once rather than after the connect timeout.
+    /// (When some hosts resolve, the others are logged and those are tried.)
+    /// A name that resolves only later, such as that of a server still
+    /// being deployed, fails too: connect again later.
+    #[error("cannot reach ZooKeeper at {servers}: {}", unresolvable(.hosts, .reason))]
+    UnresolvableHosts {
+        /// The connect string.
+        servers: String,
+        /// Its host names, none of which resolves.
+        hosts: Vec<String>,
+        /// What the name service said about the first one.
+        reason: String,
     },
     /// No ZooKeeper server answered in time.
     #[error("cannot reach ZooKeeper at {servers}: no server answered (tried for up to {timeout:?}); is a server running there?")]
@@ -300,6 +329,22 @@ fn quoted(s: &str) -> String {
         end -= 1;
     }
     format!("`{}...` ({} bytes)", &s[..end], s.len())
+}
+
+/// The text of [`Error::UnresolvableHosts`] after "cannot reach ZooKeeper at ...: ".
+fn unresolvable(hosts: &[String], reason: &str) -> String {
+    let names: Vec<String> = hosts.iter().map(|h| quoted(h)).collect();
+    let what = match names.as_slice() {
+        [one] => format!("the host name {one} does not resolve to an address"),
+        _ => format!(
+            "none of the host names {} resolves to an address",
+            names.join(", ")
+        ),
+    };
+    format!(
+        "{what} (name resolution failed: {reason}); check the spelling of the connect string and the \
+         name service (DNS, /etc/hosts)"
+    )
 }
 
 /// The text of [`Error::ChrootMissing`].
@@ -496,6 +541,34 @@ mod tests {
         assert!(short
             .to_string()
             .starts_with("invalid identity `a/b`: it contains '/'"));
+    }
+
+    #[test]
+    fn unresolvable_hosts_are_named() {
+        let reason = "failed to lookup address information: Name or service not known".to_owned();
+        let one = Error::UnresolvableHosts {
+            servers: "zk1.example:2181".into(),
+            hosts: vec!["zk1.example".into()],
+            reason: reason.clone(),
+        };
+        assert_eq!(
+            one.to_string(),
+            "cannot reach ZooKeeper at zk1.example:2181: the host name `zk1.example` does not resolve \
+             to an address (name resolution failed: failed to lookup address information: Name or \
+             service not known); check the spelling of the connect string and the name service (DNS, \
+             /etc/hosts)"
+        );
+        let two = Error::UnresolvableHosts {
+            servers: "a:1,b:2".into(),
+            hosts: vec!["a".into(), "b".into()],
+            reason,
+        };
+        assert!(
+            two.to_string()
+                .contains("none of the host names `a`, `b` resolves"),
+            "{two}"
+        );
+        assert!(!two.is_session_over());
     }
 
     #[test]

@@ -104,3 +104,96 @@ async fn a_server_that_begins_to_listen_within_the_connect_timeout_is_met() {
     client.check_stat("/").await.expect("the session answers");
     drop(zk);
 }
+
+/// A connect string that is not one is refused before anything is sent,
+/// saying what is wrong with it (not the client's "invalid address" or
+/// "empty node is not allowed in path").
+#[tokio::test]
+async fn a_malformed_connect_string_says_what_is_wrong() {
+    for (servers, reason) in [
+        (
+            "http://127.0.0.1:2181",
+            "`http://` is not a scheme of ZooKeeper connect strings",
+        ),
+        (
+            "127.0.0.1:99999",
+            "the port 99999 of `127.0.0.1:99999` is out of range",
+        ),
+        ("127.0.0.1:2181/app/", "its chroot `/app/`"),
+        ("a:1,,b:2", "it has an empty entry"),
+    ] {
+        let started = Instant::now();
+        let result = connect_client(servers, Duration::from_secs(10), Duration::from_secs(30)).await;
+        match result {
+            Err(e @ Error::InvalidConnectString { .. }) => {
+                assert!(e.to_string().contains(reason), "{servers}: {e}");
+                assert!(started.elapsed() < Duration::from_secs(5), "{servers}");
+            }
+            other => panic!("{servers}: {other:?}"),
+        }
+    }
+}
+
+/// A connect string none of whose hosts resolves fails at once with
+/// `UnresolvableHosts`, naming them, instead of `Unreachable` after the
+/// connect timeout; one host that resolves is enough to connect.
+#[tokio::test]
+async fn hosts_that_do_not_resolve_are_named_at_once() {
+    let timeout = Duration::from_secs(60);
+    let servers = "nosuchhost.invalid:2181,other.invalid:2181";
+    let started = Instant::now();
+    let result = connect_client(servers, Duration::from_secs(10), timeout).await;
+    let took = started.elapsed();
+    match &result {
+        Err(e @ Error::UnresolvableHosts { hosts, .. }) => {
+            assert_eq!(hosts, &["nosuchhost.invalid", "other.invalid"]);
+            assert!(
+                e.to_string()
+                    .contains("none of the host names `nosuchhost.invalid`, `other.invalid` resolves"),
+                "{e}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(took < timeout / 2, "took {took:?}");
+    let zk = support::server();
+    let mixed = format!("nosuchhost.invalid:2181,{}", zk.connect_string());
+    let client = connect_client(&mixed, Duration::from_secs(10), Duration::from_secs(20))
+        .await
+        .expect("connected through the host that resolves");
+    client.check_stat("/").await.expect("the session answers");
+}
+
+/// With no server up, a release ends when the client gives the session
+/// up (7/5 of the session timeout after the last answer), and its error
+/// says that this may be the client's doing, not a server's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_the_client_gives_up_is_not_said_to_be_expired_by_a_server() {
+    let mut zk = support::own_server(Duration::from_millis(200));
+    let client = connect_client(
+        &zk.connect_string(),
+        Duration::from_secs(2),
+        Duration::from_secs(20),
+    )
+    .await
+    .expect("connected");
+    let lock = zk_rwlock::SharedLock::new(client, "/given-up").expect("a lock");
+    let guard = lock.write().await.expect("granted");
+    let zk = tokio::task::spawn_blocking(move || {
+        zk.stop(0).expect("stopped");
+        zk
+    })
+    .await
+    .expect("stopped");
+    let started = Instant::now();
+    let err = guard.release().await.expect_err("no server to release on");
+    let took = started.elapsed();
+    assert!(err.is_session_over(), "{err:?}");
+    assert!(
+        err.to_string()
+            .contains("or this client gave it up because no server answered for 7/5 of the session timeout"),
+        "{err}"
+    );
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    drop(zk);
+}

@@ -237,6 +237,7 @@ fn connect_strings_fail_typed_and_quickly() {
                 Ok(client) => drop(client),
                 Err(
                     Error::InvalidConnectString { .. }
+                    | Error::UnresolvableHosts { .. }
                     | Error::Unreachable { .. }
                     | Error::SessionRefused { .. }
                     | Error::ChrootMissing { .. }

@@ -61,19 +61,7 @@ pub fn run(args: Args) -> ExitCode {
 async fn exec(args: Args) -> Result<u8, Failure> {
     let mut signals = Signals::new()
         .map_err(|e| Failure::new(exit::SOFTWARE, format!("cannot install signal handlers: {e}")))?;
-    common::check_lock_path(&args.path)?;
-    let mut seen = std::collections::HashSet::from([args.path.as_str()]);
-    for path in args.also_read.iter().chain(&args.also_write) {
-        common::check_lock_path(path)?;
-        // Before connecting: a usage error, said plainly.
-        if !seen.insert(path) {
-            return Err(Failure::new(
-                exit::USAGE,
-                format!("lock path `{path}` is given more than once: name each lock once, with its mode"),
-            ));
-        }
-    }
-    args.security.check_acl(args.acl)?;
+    check(&args)?;
     let servers = connection::connect_string(args.connect.clone());
     let client = tokio::select! {
         client = args.security.connect(&servers, args.session_timeout, args.connect_timeout) => client?,
@@ -96,15 +84,17 @@ async fn exec(args: Args) -> Result<u8, Failure> {
         }
         builder.build()
     };
+    let first = build(&args.path);
     let extra: Result<Vec<(SharedLock, Mode)>, _> = (args.also_read.iter().map(|p| (p, Mode::Read)))
         .chain(args.also_write.iter().map(|p| (p, Mode::Write)))
         .map(|(p, mode)| build(p).map(|lock| (lock, mode)))
         .collect();
-    let result = match (build(&args.path), extra) {
-        (Ok(lock), Ok(extra)) => {
-            drop(client);
-            with_lock(lock, extra, &args, &mut signals).await
-        }
+    // The locks hold the client now, if they were made; if not (the server
+    // granted a session timeout too short for --follower-lag), the session
+    // closes at once.
+    drop(client);
+    let result = match (first, extra) {
+        (Ok(lock), Ok(extra)) => with_lock(lock, extra, &args, &mut signals).await,
         (Err(e), _) | (_, Err(e)) => Err(Failure::from(e)),
     };
     // Every clone of the client is gone now, except in the library's
@@ -119,6 +109,42 @@ async fn exec(args: Args) -> Result<u8, Failure> {
         );
     }
     result
+}
+
+/// Checks every argument that can be checked before connecting: the lock
+/// paths (each named once), the ACLs against the credentials, the identity,
+/// the follower lag against the session timeout asked for, and that the
+/// layout has locks of each mode asked for. A usage error (exit 2) at once,
+/// with no session to close, also when no server is reachable. (The
+/// connect string, `--auth` and the TLS files are checked as the connect
+/// begins, before anything is sent.)
+fn check(args: &Args) -> Result<(), Failure> {
+    common::check_lock_path(&args.path)?;
+    let mut seen = std::collections::HashSet::from([args.path.as_str()]);
+    for path in args.also_read.iter().chain(&args.also_write) {
+        common::check_lock_path(path)?;
+        if !seen.insert(path) {
+            return Err(Failure::new(
+                exit::USAGE,
+                format!("lock path `{path}` is given more than once: name each lock once, with its mode"),
+            ));
+        }
+    }
+    args.security.check_acl(args.acl)?;
+    args.supervision
+        .check(args.identity.as_deref(), args.session_timeout)?;
+    if let Some(layout) = args.layout {
+        let main = if args.write { Mode::Write } else { Mode::Read };
+        let modes = std::iter::once(main)
+            .chain(args.also_read.iter().map(|_| Mode::Read))
+            .chain(args.also_write.iter().map(|_| Mode::Write));
+        for mode in modes {
+            if layout.marker(mode).is_none() {
+                return Err(Failure::from(zk_rwlock::Error::UnsupportedMode { layout, mode }));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Acquires, runs the command, releases. Consumes the lock so that the

@@ -8,7 +8,8 @@ use std::sync::OnceLock;
 pub mod exit {
     /// Usage error: bad option, argument, lock path, identity or connect string.
     pub const USAGE: u8 = 2;
-    /// No ZooKeeper server could be reached, or every one refused the
+    /// No ZooKeeper server could be reached (none answered, or no host
+    /// name of the connect string resolves), or every one refused the
     /// session (EX_UNAVAILABLE).
     pub const UNAVAILABLE: u8 = 69;
     /// Any other lock or ZooKeeper error (EX_SOFTWARE).
@@ -63,7 +64,9 @@ impl From<zk_rwlock::Error> for Failure {
             | Error::ChrootMissing { .. }
             | Error::InvalidTls { .. }
             | Error::LeaseTooShort { .. } => exit::USAGE,
-            Error::Unreachable { .. } | Error::SessionRefused { .. } => exit::UNAVAILABLE,
+            Error::Unreachable { .. } | Error::SessionRefused { .. } | Error::UnresolvableHosts { .. } => {
+                exit::UNAVAILABLE
+            }
             Error::NoAuth { .. } | Error::AuthFailed => exit::NOPERM,
             // Its text says what happened and what to do about it.
             Error::SequenceExhausted { .. } => exit::SOFTWARE,

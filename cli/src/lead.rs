@@ -55,6 +55,17 @@ After a term:
   low end after a longer term, and is drawn at random between half and all
   of that (jitter).
 
+Revocation:
+  `zk-rwlock revoke PATH` asks the leader to step down; it ends nothing by
+  itself. With --on-revoke SIGNAL, CMD's tree gets SIGNAL once; when the
+  tree has exited the leader resigns and goes on as above for CMD's status
+  (killed by SIGNAL: campaign again after the back-off, behind the
+  candidates already waiting). With --on-revoke ignore (the default) CMD
+  keeps running and the leader keeps leading, with the same term, until
+  CMD exits: `zk-rwlock status PATH` and the library's observers keep
+  naming it, marked as asked to step down, and nobody else leads
+  meanwhile.
+
 Exit codes:
   0    CMD exited 0 as leader
   2    usage error (CMD not run)
@@ -187,6 +198,8 @@ async fn lead(args: Args) -> Result<u8, Failure> {
         .map_err(|e| Failure::new(exit::SOFTWARE, format!("cannot install signal handlers: {e}")))?;
     common::check_lock_path(&args.path)?;
     args.security.check_acl(args.acl)?;
+    args.supervision
+        .check(args.identity.as_deref(), args.session_timeout)?;
     let servers = connection::connect_string(args.connect.clone());
     let mut session: Option<Session> = None;
     let mut terms = 0u64;

@@ -41,11 +41,19 @@ enum Command {
     /// (exec's keeper process; not for use by hand)
     #[command(name = "__keeper", hide = true)]
     Keeper(exec::keeper::Args),
-    /// Print shell completions for SHELL on stdout (see `shell.rs` for where to put them).
-    #[command(hide = true)]
+    /// Print shell completions for SHELL on stdout
+    ///
+    /// Where to put them:
+    ///   bash: ~/.local/share/bash-completion/completions/zk-rwlock
+    ///   zsh:  ~/.zfunc/_zk-rwlock (a directory on $fpath)
+    ///   fish: ~/.config/fish/completions/zk-rwlock.fish
+    #[command(verbatim_doc_comment)]
     Completions(shell::CompletionsArgs),
-    /// Print the man page zk-rwlock(1), or write every page into DIR.
-    #[command(hide = true)]
+    /// Print the man page zk-rwlock(1), or write every page into DIR
+    ///
+    /// For example: zk-rwlock man > zk-rwlock.1, or
+    /// sudo zk-rwlock man /usr/local/share/man/man1
+    #[command(verbatim_doc_comment)]
     Man(shell::ManArgs),
 }
 

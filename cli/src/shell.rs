@@ -1,6 +1,6 @@
 //! What a shell user installs beside the binary: completions and man pages,
-//! generated from the same clap definitions as `--help`. Hidden
-//! subcommands:
+//! generated from the same clap definitions as `--help`, by the
+//! subcommands `completions` and `man`:
 //!
 //! ```sh
 //! # Completions (bash, zsh, fish, elvish, powershell):

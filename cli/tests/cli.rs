@@ -559,7 +559,9 @@ async fn bad_arguments_are_reported_clearly() {
                 "true",
             ],
             2,
-            "leaves too short a lease with a follower lag of 1.8s: the session timeout must be at least 2.25 x the follower lag".to_owned(),
+            "leaves too short a lease with a follower lag of 1.8s (--follower-lag or ZK_RWLOCK_FOLLOWER_LAG): \
+             the session timeout must be at least 2.25 x the follower lag"
+                .to_owned(),
         ),
         (
             vec!["exec", "-w", "--follower-lag", "soon", &path, "--", "true"],

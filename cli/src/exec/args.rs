@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::ArgGroup;
 use zk_rwlock::Layout;
-use zk_rwlock_cli::{common, connection};
+use zk_rwlock_cli::{common, connection, Failure};
 
 use super::stop::OnSuspend;
 
@@ -93,13 +93,20 @@ The lease:
   keeps running while the lease can still cover its orderly stop. If the
   connection is not back by the lease deadline less the kill margin,
   min(1s, session timeout / 5), less --grace (default 3/10 of the session
-  timeout, at most 3s), every process of CMD's tree gets SIGTERM; if any
+  timeout, at most 1s), every process of CMD's tree gets SIGTERM; if any
   still runs at the deadline less the margin, or --kill-after after
   SIGTERM if that is sooner, SIGKILL; zk-rwlock waits until they are
-  gone. With a 10s session SIGTERM comes 5.8s after the server's last
-  answer: a server restart or a rolling restart leaves CMD running. The
-  margin is time for the kernel to tear processes down (a large process,
-  I/O in progress) before the deadline.
+  gone. The margin is time for the kernel to tear processes down (a large
+  process, I/O in progress) before the deadline.
+  What CMD survives: SIGTERM comes 49/50 x T - margin - grace after the
+  send of the last request the server answered (T: the session timeout;
+  7.8s with the defaults and T = 10s). That request may be T/5 older than
+  the outage (the pings' gap), and the client tries again every
+  min(1s, T/10) + 0.1s while the server is away, so CMD keeps running
+  through any outage (from the server's last answer until it serves
+  again, e.g. a restart) of up to 49/50 x T - margin - grace - T/5 -
+  min(1s, T/10) - 0.1s: 4.7s with the defaults (12.5s with a 20s
+  session). Longer outages are survived only with luck (up to 7.8s).
 
   --on-suspend term: as soon as the loss is noticed, SIGTERM at once,
   then SIGKILL as above.
@@ -146,8 +153,13 @@ Exit codes:
   2    usage error: bad option or argument, invalid lock path (also
        one whose node holds data that is not a lock's), identity (at
        most 255 bytes) or connect string, ACLs too large for a request,
-       a --follower-lag the session timeout cannot carry (CMD not run)
-  69   ZooKeeper unreachable or refusing sessions (CMD not run)
+       a --follower-lag the session timeout cannot carry, a --layout
+       without the mode asked for (CMD not run); found before
+       connecting, except what only the server knows: a lock directory
+       holding data, a missing chroot, a session timeout granted
+       shorter than asked for
+  69   ZooKeeper unreachable (no server answered, or no host name of
+       the connect string resolves) or refusing sessions (CMD not run)
   70   other lock or ZooKeeper error before CMD ran, e.g. the session
        expired while waiting, or the lock directory used up ZooKeeper's
        sequence numbers (the message says how to recover); or the release
@@ -167,7 +179,8 @@ Environment:
   ZK_CONNECT  ZooKeeper servers when --connect is not given
   ZK_RWLOCK_AUTH  --auth when it is not given (out of sight of ps)
   ZK_RWLOCK_FOLLOWER_LAG  --follower-lag when it is not given
-  RUST_LOG    diagnostics on stderr, e.g. RUST_LOG=zk_rwlock=debug
+  RUST_LOG    diagnostics on stderr, e.g. RUST_LOG=zk_rwlock=debug (without
+              it, warnings only, as `zk-rwlock: warning:` lines)
 
 Examples:
   zk-rwlock exec --write /locks/backup -- pg_dump -f /backups/db.sql mydb
@@ -280,7 +293,7 @@ pub struct Supervision {
 
     /// With --on-suspend lease: how long before its SIGKILL time CMD gets
     /// SIGTERM when the connection stays lost [default: 3/10 of the session
-    /// timeout, at most 3s]
+    /// timeout, at most 1s]
     #[arg(long, value_name = "DUR", value_parser = common::parse_duration, allow_hyphen_values = true)]
     pub(crate) grace: Option<Duration>,
 
@@ -303,6 +316,18 @@ pub struct Supervision {
     /// the session timeout must be at least 2.25 x DUR [default: 0s]
     #[arg(long, value_name = "DUR", value_parser = common::parse_duration, allow_hyphen_values = true, env = "ZK_RWLOCK_FOLLOWER_LAG")]
     pub(crate) follower_lag: Option<Duration>,
+}
+
+impl Supervision {
+    /// Checks, before connecting, what the lock would refuse only once
+    /// connected: `identity` (`--identity`) and whether `session_timeout`
+    /// (`--session-timeout`, as asked for) can carry `--follower-lag`. For
+    /// `exec` and `lead`: a usage error (exit 2) at once, also when no
+    /// server is reachable.
+    pub(crate) fn check(&self, identity: Option<&str>, session_timeout: Duration) -> Result<(), Failure> {
+        common::check_identity(identity)?;
+        common::check_follower_lag(session_timeout, self.follower_lag)
+    }
 }
 
 /// What to do with a revocation request: the signal to send CMD, if any.

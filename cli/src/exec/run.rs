@@ -59,19 +59,23 @@ pub(crate) async fn run_holding(
     let session_timeout = client
         .session_lease()
         .map_or_else(|| client.session_timeout(), |lease| lease.timeout);
+    let span =
+        zk_rwlock::lease::span(session_timeout, args.follower_lag.unwrap_or_default()).unwrap_or_default();
     let policy = Policy {
         on_suspend: args.on_suspend,
         kill_after: args.kill_after,
         // A lease shortened by a follower lag keeps a kill margin of at most
         // a quarter of it: the deadline never comes that close between two
         // answers of a healthy session.
-        margin: stop::kill_margin(session_timeout).min(
-            zk_rwlock::lease::span(session_timeout, args.follower_lag.unwrap_or_default())
-                .unwrap_or_default()
-                / 4,
-        ),
+        margin: stop::kill_margin(session_timeout).min(span / 4),
         grace: args.grace.unwrap_or_else(|| stop::default_grace(session_timeout)),
     };
+    if let Some(outage) = policy.survivable_outage(span, session_timeout) {
+        tracing::debug!(
+            ?outage,
+            "the command survives any outage of the server this short"
+        );
+    }
     let deadline = guard.lease_deadline();
     let (term_at, kill_at) = unattended(&policy, deadline, None);
     let start = link::Start {
@@ -142,7 +146,8 @@ async fn release_saying_how_long(
     }
     if client.state() != zk_rwlock::zk::SessionState::SyncConnected {
         if let Some(lease) = client.session_lease() {
-            let gives_up = lease.answered_sent + lease.timeout * 7 / 5;
+            // The client gives up on the timeout last negotiated (the lease runs on the smallest told).
+            let gives_up = lease.answered_sent + lease.negotiated * 7 / 5;
             let left = gives_up.saturating_duration_since(std::time::Instant::now());
             say(&super::messages::release_waits(left));
         }

@@ -84,17 +84,39 @@ pub struct Policy {
     pub grace: Duration,
 }
 
-/// The default `--grace`: 3/10 of the session timeout, at most 3 s.
+/// The default `--grace`: 3/10 of the session timeout, at most 1 s.
 ///
-/// A lost connection is noticed about 2/5 of the session timeout after
-/// the server's last answer when the link goes silent, at once when the
-/// server closes it (a restart); the lease ends at 49/50 of the timeout.
-/// With the kill margin (1 s of a 10 s session) and 3/10 as grace,
-/// SIGTERM comes 5.8 s after the last answer of a 10 s session: time for
-/// a server to restart and the client to reconnect. Sessions of 3.3 s or
-/// less keep 0.38 of the timeout for the grace and the margin together.
+/// The grace is the lease's tail that `--on-suspend lease` keeps for CMD's
+/// orderly stop: every second of it is a second less of outage that CMD
+/// rides out ([`Policy::survivable_outage`]). SIGTERM ends most commands in
+/// milliseconds (a shell, a copy, a dump); one second covers a flush and a
+/// clean exit, and SIGKILL only comes after it, with the kill margin still
+/// ahead of the deadline. So the default keeps one second: with the default
+/// 10 s session SIGTERM comes 7.8 s after the send of the last answered
+/// request, and CMD survives any outage of up to 4.7 s (a standalone
+/// server's restart; an ensemble's rolling restart costs a client about a
+/// second). Commands that need longer to stop ask for `--grace` (and a
+/// longer `--session-timeout`, to keep the outage they survive). Sessions
+/// of 3.3 s or less keep 3/10 of the timeout for it.
 pub fn default_grace(session_timeout: Duration) -> Duration {
-    Duration::from_secs(3).min(session_timeout * 3 / 10)
+    Duration::from_secs(1).min(session_timeout * 3 / 10)
+}
+
+/// The longest silence of the client's last answered ping before the
+/// server goes away: the client pings once nothing was sent for 3/20 of
+/// the session timeout, and looks every 1/20 (the vendored client's
+/// `reset_timeout`), so the last answered request was sent at most 1/5 of
+/// the timeout before the server's last moment.
+pub fn ping_gap(session_timeout: Duration) -> Duration {
+    session_timeout / 5
+}
+
+/// The longest wait, after a server has come back, for the client's next
+/// attempt to connect: attempts to one server are min(1 s, session timeout
+/// / 10) apart once the first few have failed, plus up to 100 ms of jitter
+/// (the vendored client's `max_reconnect_backoff` and endpoint back-off).
+pub fn retry_gap(session_timeout: Duration) -> Duration {
+    Duration::from_secs(1).min(session_timeout / 10) + Duration::from_millis(100)
 }
 
 impl Policy {
@@ -145,6 +167,31 @@ impl Policy {
             }
             _ => Step::Run,
         }
+    }
+
+    /// With `--on-suspend lease` and a lease of `span` (see
+    /// [`zk_rwlock::lease::span`]) on a session of `session_timeout`: the
+    /// longest server outage (from the server's last answer to the moment
+    /// it serves again, e.g. a restart) that CMD survives whatever the
+    /// timing; `None` with another `--on-suspend`.
+    ///
+    /// ```text
+    /// lease span − kill margin − grace − ping gap (T/5) − retry gap
+    /// ```
+    ///
+    /// SIGTERM comes the span less the margin and the grace after the send
+    /// of the last answered request; that request may be a [`ping_gap`]
+    /// older than the outage, and the client may connect a [`retry_gap`]
+    /// after the server is back. Luckier timing survives up to the span
+    /// less the margin and the grace. With the defaults and a 10 s session
+    /// (span 9.8 s): 4.7 s. Zero if nothing is left.
+    pub fn survivable_outage(&self, span: Duration, session_timeout: Duration) -> Option<Duration> {
+        (self.on_suspend == OnSuspend::Lease).then(|| {
+            span.saturating_sub(self.margin)
+                .saturating_sub(self.grace)
+                .saturating_sub(ping_gap(session_timeout))
+                .saturating_sub(retry_gap(session_timeout))
+        })
     }
 
     /// With `--on-suspend lease`: when a command that still runs without
@@ -295,11 +342,70 @@ mod tests {
                 "{state:?} at {now} termed {termed:?}"
             );
         }
-        // A 10 s session: SIGTERM 5.8 s after the last answer.
+        // A 10 s session: SIGTERM 7.8 s after the last answer.
         let ten = ms(10_000);
-        assert_eq!(default_grace(ten), ms(3_000));
-        assert_eq!(ten * 49 / 50 - kill_margin(ten) - default_grace(ten), ms(5_800));
-        assert_eq!(default_grace(ms(4_000)), ms(1_200));
+        assert_eq!(ten * 49 / 50 - kill_margin(ten) - default_grace(ten), ms(7_800));
+    }
+
+    #[test]
+    fn the_default_grace_is_3_tenths_of_the_session_at_most_a_second() {
+        for (timeout, grace) in [
+            (ms(0), ms(0)),
+            (ms(400), ms(120)),
+            (ms(2_000), ms(600)),
+            (ms(3_000), ms(900)),
+            (ms(3_334), ms(1_000)),
+            (ms(4_000), ms(1_000)),
+            (ms(10_000), ms(1_000)),
+            (ms(30_000), ms(1_000)),
+        ] {
+            assert_eq!(default_grace(timeout), grace, "{timeout:?}");
+        }
+    }
+
+    /// Rows: session timeout; SIGTERM after the last answered request's
+    /// send; the outage survived whatever the timing, with the defaults
+    /// (no follower lag). The figures of `exec --help` and docs/cli.md.
+    #[test]
+    fn outages_survived_under_the_defaults() {
+        for (timeout, term_after, survived) in [
+            // 9.8 - 1 - 1 = 7.8; less 2 (pings) and 1.1 (retries).
+            (ms(10_000), ms(7_800), ms(4_700)),
+            // 3.92 - 0.8 - 1 = 2.12; less 0.8 and 0.5.
+            (ms(4_000), ms(2_120), ms(820)),
+            (ms(2_000), ms(960), ms(260)),
+            (ms(20_000), ms(17_600), ms(12_500)),
+            (ms(30_000), ms(27_400), ms(20_300)),
+            // Nothing left: no outage is survived for sure.
+            (ms(400), ms(192), ms(0)),
+            (ms(0), ms(0), ms(0)),
+        ] {
+            let span = zk_rwlock::lease::span(timeout, Duration::ZERO).unwrap_or_default();
+            let defaults = Policy {
+                on_suspend: OnSuspend::Lease,
+                kill_after: ms(10_000),
+                margin: kill_margin(timeout),
+                grace: default_grace(timeout),
+            };
+            let t0 = Instant::now();
+            let term = defaults.term_at(t0 + span).map(|at| at - t0);
+            assert_eq!(term, Some(term_after), "{timeout:?}");
+            assert_eq!(
+                defaults.survivable_outage(span, timeout),
+                Some(survived),
+                "{timeout:?}"
+            );
+            let term_mode = Policy {
+                on_suspend: OnSuspend::Term,
+                ..defaults
+            };
+            assert_eq!(term_mode.survivable_outage(span, timeout), None);
+        }
+        // The docs state the figure of the default session.
+        let docs = include_str!("../../../docs/cli.md");
+        for figure in ["4.7 s", "7.8 s"] {
+            assert!(docs.contains(figure), "docs/cli.md does not state {figure}");
+        }
     }
 
     #[test]

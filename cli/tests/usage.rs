@@ -1,0 +1,461 @@
+//! Usage errors and the messages a newcomer meets (issue 35, items 3 and
+//! 6): every argument is checked before connecting, a usage error is one
+//! `zk-rwlock:` line and exit 2 at once, a connect string is refused with
+//! what is wrong with it, a host that does not resolve is named as such,
+//! and each failure is said once.
+
+mod common;
+
+use zk_rwlock_testkit as support;
+
+use std::net::TcpListener;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::{finish, finish_within, zk_rwlock, Run, BIN};
+use support::{children, client, server, unique_path, wait_nodes};
+use zk_rwlock::zk;
+
+/// A port that takes connections into its backlog and never accepts them:
+/// a client that connects there is seen ([`Watched::connected`]), and
+/// waits for an answer that never comes.
+struct Watched {
+    listener: TcpListener,
+    connect: String,
+}
+
+impl Watched {
+    fn new() -> Watched {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+        listener.set_nonblocking(true).expect("non-blocking");
+        let connect = listener.local_addr().expect("its address").to_string();
+        Watched { listener, connect }
+    }
+
+    /// Whether anyone connected so far.
+    fn connected(&self) -> bool {
+        match self.listener.accept() {
+            Ok(_) => true,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => false,
+            Err(e) => panic!("accept: {e}"),
+        }
+    }
+}
+
+/// Runs `zk-rwlock <args>` without a server (nothing in the environment
+/// points at one), to completion, at most `limit`.
+fn run_alone(args: &[&str], limit: Duration) -> Run {
+    let mut child = std::process::Command::new(BIN)
+        .args(args)
+        .env_remove("ZK_CONNECT")
+        .env_remove("RUST_LOG")
+        .env_remove("ZK_RWLOCK_FOLLOWER_LAG")
+        .env_remove("ZK_RWLOCK_LAYOUT")
+        .env_remove("ZK_RWLOCK_AUTH")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn zk-rwlock");
+    let started = Instant::now();
+    loop {
+        if let Some(_status) = child.try_wait().expect("wait") {
+            break;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("output");
+            panic!(
+                "zk-rwlock {args:?} still ran after {limit:?}; stderr: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let out = child.wait_with_output().expect("output");
+    let run = Run {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    run.assert_no_panic();
+    run
+}
+
+/// Asserts that `out` exited `code` with exactly one line on stderr, a
+/// `zk-rwlock:` message containing `message`, and nothing on stdout.
+fn one_message(what: &str, out: &Run, code: i32, message: &str) {
+    assert_eq!(out.code, Some(code), "{what}: {out:#?}");
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{what}: one message: {out:#?}");
+    assert!(lines[0].starts_with("zk-rwlock: "), "{what}: {out:#?}");
+    assert!(lines[0].contains(message), "{what}: wanted {message:?}: {out:#?}");
+    assert!(out.stdout.is_empty(), "{what}: {out:#?}");
+}
+
+/// Item 3: a bad identity, a follower lag the session timeout cannot
+/// carry, a mode the layout does not have, a bad path or node: exit 2 with
+/// one message, and no connection attempted (the connect string points at
+/// a port that would take it, and a connect timeout long enough for any
+/// attempt to show).
+#[test]
+fn usage_errors_are_reported_before_connecting() {
+    let port = Watched::new();
+    let c = port.connect.as_str();
+    let long = "x".repeat(300);
+    let identity = |id: &'static str| -> Vec<String> { vec!["--identity".into(), id.into()] };
+    let mut cases: Vec<(Vec<String>, &str)> = Vec::new();
+    for sub in ["exec", "lead"] {
+        let mode: &[&str] = if sub == "exec" { &["-w"] } else { &[] };
+        let with = |extra: Vec<String>| -> Vec<String> {
+            let mut args: Vec<String> = vec![sub.into()];
+            args.extend(mode.iter().map(|s| s.to_string()));
+            args.extend(["--connect", c, "--connect-timeout", "30s"].map(String::from));
+            args.extend(extra);
+            args.extend(["/locks/usage", "--", "true"].map(String::from));
+            args
+        };
+        cases.push((with(identity("")), "invalid identity ``: it is empty"));
+        cases.push((with(identity("a/b")), "invalid identity `a/b`: it contains '/'"));
+        cases.push((with(identity("a@b")), "invalid identity `a@b`: it contains '@'"));
+        cases.push((
+            with(identity("__REVOKE__")),
+            "invalid identity `__REVOKE__`: it is the revocation request",
+        ));
+        cases.push((
+            with(vec!["--identity".into(), long.clone()]),
+            "(300 bytes): it is longer than 255 bytes",
+        ));
+        // The default session timeout (10s) cannot carry it.
+        cases.push((
+            with(vec!["--follower-lag".into(), "5s".into()]),
+            "a session timeout of 10s (--session-timeout) leaves too short a lease with a follower lag \
+             of 5s",
+        ));
+        cases.push((
+            with(
+                ["--session-timeout", "4s", "--follower-lag", "1800ms"]
+                    .map(String::from)
+                    .to_vec(),
+            ),
+            "the session timeout must be at least 2.25 x the follower lag, here 4.05s",
+        ));
+    }
+    let exec = |extra: &[&str]| -> Vec<String> {
+        let mut args: Vec<String> = ["exec", "--connect", c, "--connect-timeout", "30s"]
+            .map(String::from)
+            .to_vec();
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args
+    };
+    cases.push((
+        exec(&["-r", "--layout", "curator-mutex", "/locks/usage", "--", "true"]),
+        "the `curator-mutex` layout has no read locks",
+    ));
+    cases.push((
+        exec(&[
+            "-w",
+            "--layout",
+            "curator-mutex",
+            "--also-read",
+            "/locks/b",
+            "/locks/usage",
+            "--",
+            "true",
+        ]),
+        "the `curator-mutex` layout has no read locks",
+    ));
+    cases.push((
+        exec(&["-w", "locks/usage", "--", "true"]),
+        "invalid lock path `locks/usage`",
+    ));
+    cases.push((
+        exec(&["-w", "--also-write", "/a", "/a", "--", "true"]),
+        "lock path `/a` is given more than once",
+    ));
+    cases.push((
+        exec(&["-w", "--acl", "creator", "/locks/usage", "--", "true"]),
+        "--acl creator needs an authenticated identity",
+    ));
+    cases.push((
+        [
+            "lead",
+            "--connect",
+            c,
+            "--connect-timeout",
+            "30s",
+            "/a//b",
+            "--",
+            "true",
+        ]
+        .map(String::from)
+        .to_vec(),
+        "invalid lock path `/a//b`",
+    ));
+    cases.push((
+        ["status", "--connect", c, "--connect-timeout", "30s", "/a", "/a"]
+            .map(String::from)
+            .to_vec(),
+        "lock path `/a` given twice",
+    ));
+    cases.push((
+        ["status", "--connect", c, "--connect-timeout", "30s", "a"]
+            .map(String::from)
+            .to_vec(),
+        "invalid lock path `a`",
+    ));
+    cases.push((
+        [
+            "revoke",
+            "--connect",
+            c,
+            "--connect-timeout",
+            "30s",
+            "/a",
+            "web01",
+        ]
+        .map(String::from)
+        .to_vec(),
+        "`web01` is not a contender node of /a",
+    ));
+    for (args, message) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        // A connect would run into the 30s connect timeout: far more than this.
+        let out = run_alone(&args, Duration::from_secs(20));
+        let what = format!("{:?}", &args[..args.len().min(8)]);
+        one_message(&what, &out, 2, message);
+        assert!(
+            !port.connected(),
+            "{what}: connected before checking its arguments"
+        );
+    }
+}
+
+/// Item 6: a connect string that is not one says what is wrong with it,
+/// for every subcommand, before connecting.
+#[test]
+fn connect_strings_are_refused_with_what_is_wrong() {
+    for (servers, message) in [
+        (
+            "http://127.0.0.1:2181",
+            "invalid connect string `http://127.0.0.1:2181`: `http://` is not a scheme of ZooKeeper \
+             connect strings",
+        ),
+        (
+            "127.0.0.1:99999",
+            "invalid connect string `127.0.0.1:99999`: the port 99999 of `127.0.0.1:99999` is out of \
+             range: a port is a number from 1 to 65535",
+        ),
+        (
+            "zk1:2181/app,zk2:2181",
+            "`zk1:2181/app` has a chroot (`/app`) but is not the last server",
+        ),
+        ("::1:2181", "put it in brackets, like [::1]:2181"),
+    ] {
+        for args in [
+            &["exec", "-w", "--connect", servers, "/locks/x", "--", "true"][..],
+            &["lead", "--connect", servers, "/locks/x", "--", "true"],
+            &["status", "--connect", servers, "/locks/x"],
+            &["revoke", "--connect", servers, "/locks/x"],
+        ] {
+            let out = run_alone(args, Duration::from_secs(5));
+            one_message(&format!("{args:?}"), &out, 2, message);
+        }
+    }
+}
+
+/// Item 6: a host name that does not resolve is said to be one at once,
+/// not after the connect timeout with the words for a refused port.
+#[test]
+fn a_host_that_does_not_resolve_is_named_at_once() {
+    let servers = "nosuchhost.invalid:2181";
+    for args in [
+        &[
+            "exec",
+            "-w",
+            "--connect",
+            servers,
+            "--connect-timeout",
+            "60s",
+            "/locks/x",
+            "--",
+            "true",
+        ][..],
+        &[
+            "status",
+            "--connect",
+            servers,
+            "--connect-timeout",
+            "60s",
+            "/locks/x",
+        ],
+    ] {
+        // Far less than the connect timeout, whatever the name service takes.
+        let out = run_alone(args, Duration::from_secs(30));
+        one_message(
+            &format!("{args:?}"),
+            &out,
+            69,
+            "cannot reach ZooKeeper at nosuchhost.invalid:2181: the host name `nosuchhost.invalid` does \
+             not resolve to an address (name resolution failed: ",
+        );
+        assert!(!out.stderr.contains("no server answered"), "{out:#?}");
+        assert!(
+            !out.stderr.contains("--tls-ca"),
+            "no TLS advice for a name: {out:#?}"
+        );
+    }
+}
+
+/// Item 6: a host that does not resolve among others that do is left
+/// out with one warning, in the command line's own format.
+#[tokio::test]
+async fn a_host_that_does_not_resolve_among_others_is_a_warning() {
+    let servers = format!("nosuchhost.invalid:2181,{}", server().connect_string());
+    let path = unique_path("some-resolve");
+    let out = finish(
+        zk_rwlock(&["status", "--connect", &servers, &path])
+            .spawn()
+            .unwrap(),
+    )
+    .await;
+    out.expect_code(0);
+    // The resolver's words after `error=` are the system's.
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{out:#?}");
+    assert!(
+        lines[0].starts_with(
+            "zk-rwlock: warning: a host of the connect string does not resolve: trying the others \
+             (host=nosuchhost.invalid, error="
+        ),
+        "{out:#?}"
+    );
+}
+
+/// Item 3: a usage error found once connected (the server granted a
+/// shorter session timeout than asked for, too short for the follower
+/// lag) closes the session at once: no wait for a close, no warning.
+#[tokio::test]
+async fn a_usage_error_found_once_connected_closes_the_session_at_once() {
+    // The shared server grants at most 4s.
+    assert_eq!(server().max_session_timeout(), Duration::from_secs(4));
+    let path = unique_path("granted-short");
+    for args in [
+        &[
+            "exec",
+            "-w",
+            "--session-timeout",
+            "10s",
+            "--follower-lag",
+            "2s",
+            &path,
+            "--",
+            "true",
+        ][..],
+        &[
+            "lead",
+            "--session-timeout",
+            "10s",
+            "--follower-lag",
+            "2s",
+            &path,
+            "--",
+            "true",
+        ],
+    ] {
+        let started = Instant::now();
+        // Today's close waits 5s for the session to end, then warns.
+        let out = finish_within(zk_rwlock(args).spawn().unwrap(), Duration::from_secs(4)).await;
+        let took = started.elapsed();
+        one_message(
+            &format!("{args:?}"),
+            &out,
+            2,
+            "the session timeout the server granted, 4s, leaves too short a lease with a follower lag \
+             of 2s",
+        );
+        assert!(took < Duration::from_secs(4), "{args:?} took {took:?}");
+    }
+    assert!(children(&client().await, &path).await.is_empty());
+}
+
+/// Item 6: the library's warning about a lock lost while the command ran
+/// is not printed beside `exec`'s own message about it.
+#[tokio::test]
+async fn a_lost_lock_is_said_once() {
+    let path = unique_path("lost-once");
+    let c = client().await;
+    let exec = zk_rwlock(&["exec", "-w", "--kill-after", "1s", &path, "--", "sleep", "60"])
+        .spawn()
+        .unwrap();
+    let names = wait_nodes(&c, &path, 1).await;
+    let node = format!("{path}/{}", names[0]);
+    c.delete(&node, None).await.unwrap();
+    let out = finish(exec).await;
+    out.expect_code(79);
+    let said: Vec<&str> = out.stderr.lines().filter(|l| l.contains("lock lost")).collect();
+    assert_eq!(said.len(), 1, "{out:#?}");
+    assert!(said[0].starts_with("zk-rwlock: lock lost ("), "{out:#?}");
+    for line in out.stderr.lines() {
+        assert!(line.starts_with("zk-rwlock: "), "{line:?} in {out:#?}");
+    }
+    let _ = c.delete(&path, None).await;
+}
+
+/// Item 6: a lock directory holding someone's data is refused with one
+/// message: the library's warning about it is left out.
+#[tokio::test]
+async fn a_directory_holding_data_is_said_once() {
+    let counter = unique_path("counter-once");
+    let c = client().await;
+    let open = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+    match c.mkdir("/test", &open).await {
+        Ok(()) | Err(zk::Error::NodeExists) => {}
+        Err(e) => panic!("mkdir /test: {e}"),
+    }
+    c.create(&counter, b"42", &open).await.unwrap();
+    let out = finish(
+        zk_rwlock(&["exec", "-w", &counter, "--", "true"])
+            .spawn()
+            .unwrap(),
+    )
+    .await;
+    one_message(
+        "exec on a counter",
+        &out,
+        2,
+        &format!("lock directory `{counter}` holds data that is not a lock's release record"),
+    );
+    // Asked for, the library's warning is there.
+    let out = finish(
+        zk_rwlock(&["exec", "-w", &counter, "--", "true"])
+            .env("RUST_LOG", "warn")
+            .spawn()
+            .unwrap(),
+    )
+    .await;
+    out.expect_code(2);
+    assert!(out.stderr.contains("WARN zk_rwlock::lock::requests"), "{out:#?}");
+    c.delete(&counter, None).await.unwrap();
+}
+
+/// Item 7: `completions` and `man` are listed in `--help`; the keeper's
+/// subcommand is not.
+#[test]
+fn help_lists_completions_and_man() {
+    let out = run_alone(&["--help"], Duration::from_secs(5));
+    assert_eq!(out.code, Some(0), "{out:#?}");
+    let commands: Vec<&str> = out
+        .stdout
+        .lines()
+        .skip_while(|l| *l != "Commands:")
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(
+        commands,
+        ["exec", "status", "revoke", "lead", "completions", "man", "help"],
+        "{out:#?}"
+    );
+}
