@@ -449,7 +449,8 @@ fn blocking_election_smoke() {
 
 /// A revocation request written while a candidate waits is not hidden by
 /// its announcement, and one written on the leader's node reaches its
-/// leadership (observers then name no one: the announcement is gone).
+/// leadership (observers keep naming it, asked to step down: see
+/// `a_revoked_leader_stays_named_until_it_resigns`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_announcement_never_hides_a_revocation() {
     let path = unique_path("election-revoke");
@@ -494,12 +495,132 @@ async fn the_announcement_never_hides_a_revocation() {
             .unwrap(),
         "the leader is asked to step down"
     );
+    let named = observer.leader().await.unwrap().expect("still named");
+    assert_eq!((named.term, named.revocation_requested), (leading.term(), true));
+    leading.resign().await.unwrap();
     tokio::time::timeout(WITHIN, rx.wait_for(Option::is_none))
         .await
         .unwrap()
         .unwrap();
     assert_eq!(observer.leader().await.unwrap(), None);
+    support::assert_drained(&path).await;
+}
+
+/// A revocation request asks the leader to step down and ends nothing by
+/// itself: a leader that ignores it (as `zk-rwlock lead` does by default)
+/// still holds the write lock, nobody else can lead, and its term stands.
+/// So `leader()` and `observe()` keep naming it, with the request shown,
+/// from the request until it resigns (never `None` in between), and the
+/// next candidate is named once it does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoked_leader_stays_named_until_it_resigns() {
+    let path = unique_path("election-revoked-leader");
+    let connect = server().connect_string();
+    let a = candidate(&connect, &path, "a").await;
+    let b = candidate(&connect, &path, "b").await;
+    let observer = candidate(&connect, &path, "observer").await;
+    let leading = a.campaign().await.unwrap();
+    let mut rx = observer.observe();
+    until_term(&mut rx, leading.term()).await;
+    // Every value the observer says from now on, in order.
+    let said = Arc::new(Mutex::new(Vec::<Option<Leader>>::new()));
+    let recorder = {
+        let (said, mut rx) = (said.clone(), rx.clone());
+        tokio::spawn(async move {
+            loop {
+                said.lock().unwrap().push(rx.borrow_and_update().clone());
+                if rx.changed().await.is_err() {
+                    return;
+                }
+            }
+        })
+    };
+    let waiting = {
+        let b = b.clone();
+        tokio::spawn(async move { b.campaign().await.unwrap() })
+    };
+    contenders(&a, 2).await;
+
+    let asked = observer.lock().revoke_holders().await.unwrap().asked;
+    assert_eq!(asked, [leading.node()], "the leader's node is asked");
+    assert!(
+        tokio::time::timeout(WITHIN, leading.revocation_requested())
+            .await
+            .unwrap(),
+        "the leader is asked to step down"
+    );
+    // The request is its node's data, over the announcement.
+    let (data, stat) = observer.client().get_data(leading.node()).await.unwrap();
+    assert_eq!((data.as_slice(), stat.version), (zk_rwlock::REVOKE_PAYLOAD, 2));
+    // It leads on: the lock is still its, the next candidate waits.
+    assert_eq!(leading.state(), HoldState::Held);
+    assert!(!waiting.is_finished(), "a request grants no one");
+    let named = observer
+        .leader()
+        .await
+        .unwrap()
+        .expect("the revoked leader is named");
+    assert_eq!(
+        (
+            named.identity.as_str(),
+            named.term,
+            named.node.as_str(),
+            named.revocation_requested
+        ),
+        ("a", leading.term(), leading.node(), true)
+    );
+    let seen = tokio::time::timeout(
+        WITHIN,
+        rx.wait_for(|l| l.as_ref().is_some_and(|l| l.revocation_requested)),
+    )
+    .await
+    .expect("the observer shows the request")
+    .unwrap()
+    .clone()
+    .unwrap();
+    assert_eq!(seen.term, leading.term());
+    // The next campaign's observer names it too, from its first look.
+    let late = candidate(&connect, &path, "late").await;
+    let mut late_rx = late.observe();
+    let first = until_term(&mut late_rx, leading.term()).await;
+    assert!(first.revocation_requested);
+
+    // Its term ends when it resigns: then the next candidate leads.
+    let resigned = leading.term();
     leading.resign().await.unwrap();
+    let next = support::joined(WITHIN, waiting).await;
+    until_term(&mut rx, next.term()).await;
+    let now = observer.leader().await.unwrap().expect("b leads");
+    assert_eq!((now.identity.as_str(), now.revocation_requested), ("b", false));
+    let next_term = next.term();
+    next.resign().await.unwrap();
+    eventually("the recorder saw the next leader", WITHIN, || {
+        let seen = said
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.as_ref().is_some_and(|l| l.term == next_term));
+        async move { seen }
+    })
+    .await;
+    recorder.abort();
+    let said = said.lock().unwrap().clone();
+    // From the request to the resignation: a, then a asked, never None.
+    let revoked_at = said
+        .iter()
+        .position(|l| l.as_ref().is_some_and(|l| l.revocation_requested))
+        .expect("the request was seen");
+    let resigned_at = said
+        .iter()
+        .position(|l| l.as_ref().is_none_or(|l| l.term != resigned))
+        .expect("the resignation was seen");
+    assert!(revoked_at < resigned_at, "{said:?}");
+    assert!(
+        said[..resigned_at]
+            .iter()
+            .all(|l| l.as_ref().is_some_and(|l| l.term == resigned)),
+        "the leader was not named all along: {said:?}"
+    );
     support::assert_drained(&path).await;
 }
 

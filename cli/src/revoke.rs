@@ -28,9 +28,14 @@ What it does:
   Revocation is cooperative: the holder is asked, not forced. A holder that
   listens (the library's `revocation_requested()`, `zk-rwlock exec
   --on-revoke SIGNAL`) lets go; one that does not keeps the lock. Nobody
-  else is granted the lock until the holder releases it. A request on a
-  node that still waits is kept: its owner sees it once granted, when it
-  looks for requests (`revocation_requested()` reads the node).
+  else is granted the lock until the holder releases it. The leader of an
+  election (`zk-rwlock lead`, the library's Election) is asked to step
+  down, and leads until it resigns: `zk-rwlock status` keeps naming it,
+  marked as asked to step down (the request is written over its
+  announcement), and so do the library's `leader()` and `observe()`.
+  A request on a node that still waits is kept: its owner sees it once
+  granted, when it looks for requests (`revocation_requested()` reads the
+  node).
   kazoo contender nodes (`...__lock__...`, `...__rlock__...`) are never
   written to: kazoo has no revocation and keeps its contender's identifier
   in the node's data. They are named on stderr as not asked. A Curator

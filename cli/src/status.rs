@@ -64,9 +64,13 @@ What it shows:
   under the summary while its head writer holds and has announced itself
   (its node's data is `leader:<identity>`); a head writer that holds but
   has not announced itself yet (its client has not learned of its grant)
-  is not named. With --watch the head writer's node is watched too, so the
-  announcement shows at once. JSON: \"leader\": {\"identity\", \"node\",
-  \"term\"}, present only then.
+  is not named. A leader asked to step down (`zk-rwlock revoke`: the
+  request is written over its announcement) leads until it resigns: it
+  stays named, the line ending `, asked to step down (revocation
+  requested): leads until it resigns`. With --watch the head writer's
+  node is watched too, so the announcement and a request show at once.
+  JSON: \"leader\": {\"identity\", \"node\", \"term\",
+  \"revocation_requested\": true|false}, present only then.
 
 Several paths:
   Each path's queue in turn, in the order given, separated by a blank line;

@@ -194,3 +194,113 @@ async fn a_lost_leadership_stops_the_command_and_campaigns_again() {
     assert!(terms[0] < terms[1]);
     assert_drained(&path).await;
 }
+
+/// `zk-rwlock revoke PATH` on a `lead` leader with the default
+/// `--on-revoke ignore`: the request ends nothing, so the leader keeps
+/// running CMD with the same term, nobody else leads, and `status` (table
+/// and JSON) and the library's `Election::leader()` keep naming it, marked
+/// as asked to step down, until it resigns; then the next one is named.
+#[tokio::test]
+async fn a_revoked_leader_that_ignores_the_request_stays_named() {
+    let path = unique_path("lead-revoked");
+    let dir = scratch("revoked");
+    let log = dir.join("log");
+    let go = dir.join("go");
+    // Each leader notes its start and term, then ticks until the test says go.
+    let script = format!(
+        "echo \"start $ID $ZK_RWLOCK_FENCING_TOKEN\" >> {log}; \
+         while [ ! -e {go} ]; do echo \"tick $ID\" >> {log}; sleep 0.02; done; echo \"end $ID\" >> {log}",
+        log = s(&log),
+        go = s(&go)
+    );
+    let spawn = |id: &str| {
+        zk_rwlock(&["lead", "--identity", id, &path, "--", "sh", "-c", &script])
+            .env("ID", id)
+            .spawn()
+            .expect("spawn zk-rwlock")
+    };
+    let a = spawn("a");
+    let read = || std::fs::read_to_string(&log).unwrap_or_default();
+    eventually("a leads", SHORT, || {
+        let started = read().contains("start a ");
+        async move { started }
+    })
+    .await;
+    let term: i64 = read()
+        .lines()
+        .find_map(|l| l.strip_prefix("start a "))
+        .and_then(|t| t.trim().parse().ok())
+        .expect("a's term");
+    let b = spawn("b");
+    let observer = support::lock(&path).await;
+    support::wait_contenders(&observer, 2).await;
+
+    let out = common::run(&["revoke", &path]).await;
+    assert_eq!(out.code, Some(0), "{out:#?}");
+    let asked = out.stdout.trim().to_owned();
+    assert!(asked.contains("/a@"), "a's node was asked: {out:#?}");
+    // The request is on a's node (written over its announcement).
+    eventually("the request is on a's node", SHORT, || {
+        let (client, asked) = (observer.client().clone(), asked.clone());
+        async move {
+            client
+                .get_data(&asked)
+                .await
+                .is_ok_and(|(data, _)| data == zk_rwlock::REVOKE_PAYLOAD)
+        }
+    })
+    .await;
+    let ticks = read().matches("tick a").count();
+
+    // status names a, asked to step down, with its term.
+    let out = common::run(&["status", &path]).await;
+    assert_eq!(out.code, Some(0), "{out:#?}");
+    let line = out.stdout.lines().nth(1).unwrap_or_default();
+    assert!(
+        line.starts_with(&format!("leader: a (term {term}, node "))
+            && line.ends_with(", asked to step down (revocation requested): leads until it resigns"),
+        "status names the revoked leader: {}",
+        out.stdout
+    );
+    let out = common::run(&["status", "--json", &path]).await;
+    let json: serde_json::Value = serde_json::from_str(&out.stdout).expect("JSON");
+    assert_eq!(json["leader"]["identity"], "a", "{json}");
+    assert_eq!(json["leader"]["term"], term, "{json}");
+    assert_eq!(json["leader"]["revocation_requested"], true, "{json}");
+    // The library says the same.
+    let election = zk_rwlock::Election::new(observer.client().clone(), &path, "observer").unwrap();
+    let leader = election.leader().await.unwrap().expect("a is named");
+    assert_eq!(
+        (leader.identity.as_str(), leader.term, leader.revocation_requested),
+        ("a", term, true)
+    );
+    // a's command runs on; b waits.
+    eventually("a's command runs on", SHORT, || {
+        let more = read().matches("tick a").count() > ticks;
+        async move { more }
+    })
+    .await;
+    assert!(!read().contains("start b"), "b led while a did: {}", read());
+
+    // a's term ends when it resigns: then b leads, and is named.
+    std::fs::write(&go, "").unwrap();
+    for child in [a, b] {
+        let out = tokio::time::timeout(SHORT, child.wait_with_output())
+            .await
+            .expect("lead exits")
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let log = read();
+    let order: Vec<&str> = log.lines().filter(|l| !l.starts_with("tick")).collect();
+    assert!(
+        order.len() == 4 && order[1] == "end a" && order[2].starts_with("start b "),
+        "one leader at a time: {log}"
+    );
+    assert_drained(&path).await;
+}

@@ -1,5 +1,5 @@
 //! `zk-rwlock revoke` end to end against a real server, with `exec
-//! --on-revoke`.
+//! --on-revoke` and `lead --on-revoke`.
 
 mod common;
 
@@ -143,4 +143,67 @@ async fn revoke_rejects_a_nested_lock_node() {
     let out = run(&["revoke", &path, &format!("sub/{name}")]).await;
     out.expect_code(2);
     assert!(out.stderr.contains("is not a contender node of"), "{out:#?}");
+}
+
+/// `zk-rwlock revoke PATH` on a `lead` leader that listens (`--on-revoke
+/// TERM`): its command gets SIGTERM, the leader resigns once it has
+/// exited, and its term ends there: `status` names no leader after
+/// (`--max-terms 1`: lead exits with the command's status). A leader that
+/// does not listen stays named: `a_revoked_leader_that_ignores_the_request_stays_named`
+/// in `tests/lead.rs`.
+#[tokio::test]
+async fn revoke_ends_the_term_of_a_leader_that_listens() {
+    let path = unique_path("cli-revoke-lead");
+    let dir = scratch("lead-term");
+    let started = dir.join("started");
+    let lead = zk_rwlock(&[
+        "lead",
+        "--identity",
+        "svc",
+        "--on-revoke",
+        "TERM",
+        "--max-terms",
+        "1",
+        &path,
+        "--",
+        "sh",
+        "-c",
+        r#"trap 'echo stopping >> "$1"; exit 143' TERM; echo "$ZK_RWLOCK_NODE" > "$1"; while :; do sleep 0.02; done"#,
+        "sh",
+        s(&started),
+    ])
+    .spawn()
+    .unwrap();
+    eventually("the leader's command started", SHORT, || {
+        let started = std::fs::read_to_string(&started).is_ok_and(|t| t.ends_with('\n'));
+        async move { started }
+    })
+    .await;
+    let status = run(&["status", &path]).await;
+    status.expect_code(0);
+    assert!(
+        status
+            .stdout
+            .lines()
+            .nth(1)
+            .is_some_and(|l| l.starts_with("leader: svc (term ")),
+        "{status:#?}"
+    );
+
+    run(&["revoke", &path]).await.expect_code(0);
+    let lead = finish(lead).await;
+    lead.expect_code(143);
+    assert!(
+        lead.stderr.contains("sending SIGTERM to the command"),
+        "{lead:#?}"
+    );
+    assert!(
+        std::fs::read_to_string(&started).is_ok_and(|t| t.contains("stopping")),
+        "the command got SIGTERM"
+    );
+    let status = run(&["status", &path]).await;
+    status.expect_code(0);
+    assert!(!status.stdout.contains("leader:"), "{status:#?}");
+    assert_drained(&path).await;
+    let _ = std::fs::remove_dir_all(dir);
 }

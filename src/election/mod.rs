@@ -33,6 +33,19 @@
 //! guard's kept watch, which reads the node's data on each change and
 //! takes only [`REVOKE_PAYLOAD`](crate::REVOKE_PAYLOAD) as a request.
 //!
+//! # Revocation
+//!
+//! A revocation request ([`SharedLock::revoke`], `zk-rwlock revoke`) asks
+//! the leader to step down; it ends nothing by itself. The leader decides
+//! ([`Leadership::revocation_requested`]); until it resigns, or its session
+//! ends, it holds the write lock, nobody else can lead, and its term
+//! stands. So it stays named: the request, written over its announcement,
+//! stays on its node for its guard to see, and observers and
+//! [`Election::leader`] name it with [`Leader::revocation_requested`] set
+//! ([`rules::naming`]: the node's data version tells a request written
+//! over the announcement from one written before the candidate announced
+//! itself, which names no one yet). Its term ends when it resigns.
+//!
 //! # Observers
 //!
 //! One task per [`Election`] follows the lock directory for all of its
@@ -82,12 +95,14 @@
 //! announcement again over anything else written there, except a
 //! revocation request ([`rules::reannounces`]; conditional on the version
 //! read, so a request written meanwhile is never overwritten): observers
-//! say `None` from a stranger's write until the rewrite, and while a
-//! revocation request is on the node. It writes only on the node of its
-//! grant (its czxid, made by its session): a node deleted and made again
-//! under its name by someone else is not announced (that leadership is
-//! lost), and a persistent node is never named. A forged announcement on a
-//! head writer not yet granted names it early.
+//! say `None` from a stranger's write until the rewrite (a revocation
+//! request names the leader still, asked to step down). It writes only on
+//! the node of its grant (its czxid, made by its session): a node deleted
+//! and made again under its name by someone else is not announced (that
+//! leadership is lost), and a persistent node is never named. A forged
+//! announcement on a head writer not yet granted names it early, and so
+//! do two revocation requests (or a stranger's write and a request)
+//! written to a candidate before it announced itself ([`rules::naming`]).
 //! The lock directory's ACL is the election's trust boundary, as it is the
 //! lock's (see [`LockBuilder::directory_acls`](crate::LockBuilder::directory_acls));
 //! give candidate nodes an ACL such as [`zk::Acls::creator_all`] (with READ
@@ -210,7 +225,8 @@ impl ElectionBuilder {
 }
 
 /// Who leads, as [`Election::leader`] and [`Election::observe`] say: the
-/// head writer of the queue whose node carries its announcement.
+/// head writer of the queue whose node carries its announcement, or a
+/// revocation request written over it (see [`rules::naming`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Leader {
@@ -222,6 +238,11 @@ pub struct Leader {
     pub term: i64,
     /// The id of the leader's session (its node's `ephemeralOwner`).
     pub session: i64,
+    /// Whether someone asked this leader to step down
+    /// ([`SharedLock::revoke`] on its node): the request is on its node,
+    /// written over its announcement. A request ends nothing: the leader
+    /// leads, with the same term, until it resigns or its session ends.
+    pub revocation_requested: bool,
 }
 
 impl Election {
@@ -352,7 +373,10 @@ impl Election {
     /// Who leads now: a `sync` (the client's server may be a follower
     /// behind the ensemble), one listing of the directory, then one read of
     /// its head writer; `None` if no one leads, or the head writer has not
-    /// announced itself yet (its campaign may not know of its grant).
+    /// announced itself yet (its campaign may not know of its grant). A
+    /// leader asked to step down leads until it resigns: it is named, with
+    /// [`Leader::revocation_requested`] set (see "Revocation" in the
+    /// [module documentation](self)).
     ///
     /// # Errors
     ///
@@ -391,7 +415,9 @@ impl Election {
 
     /// Follows who leads: the receiver's value is the current leader
     /// (`None`: no leader known), updated on every change (see
-    /// "Observers" in the [module documentation](self) for the watches).
+    /// "Observers" in the [module documentation](self) for the watches),
+    /// also when the leader is asked to step down (the same leader, with
+    /// [`Leader::revocation_requested`] set: a request ends no term).
     /// All receivers of one election share one task, started by the first
     /// call and stopped when the last receiver is dropped, or when the
     /// session ends (the sender is then dropped, after a last `None`).
@@ -516,7 +542,8 @@ impl Leadership {
 
     /// True once someone asked this leader to step down
     /// ([`SharedLock::revoke`] on its node; see
-    /// [`WriteGuard::is_revocation_requested`]).
+    /// [`WriteGuard::is_revocation_requested`]). Observers keep naming it
+    /// (with [`Leader::revocation_requested`]) until it resigns.
     pub fn is_revocation_requested(&self) -> bool {
         self.guard.is_revocation_requested()
     }

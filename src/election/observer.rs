@@ -12,11 +12,13 @@ use crate::lock::child_path;
 use crate::node_name::NodeName;
 use crate::zk;
 
-/// The leader named by the head writer `name` whose node holds `data`:
-/// `None` unless `data` is its announcement.
+/// The leader named by the head writer `name` whose node holds `data`
+/// ([`rules::naming`]): `None` unless `data` is its announcement, or a
+/// revocation request written over it.
 pub(super) fn leader_of(dir: &str, name: &str, data: &[u8], stat: &zk::Stat) -> Option<Leader> {
+    let named = rules::naming(name, data, stat.version);
     // A persistent node is no candidate's (they are ephemeral).
-    if !rules::announces(name, data) || stat.ephemeral_owner == 0 {
+    if !named.is_leader() || stat.ephemeral_owner == 0 {
         return None;
     }
     let parsed: NodeName = name.parse().ok()?;
@@ -25,6 +27,7 @@ pub(super) fn leader_of(dir: &str, name: &str, data: &[u8], stat: &zk::Stat) -> 
         node: child_path(dir, name),
         term: stat.czxid,
         session: stat.ephemeral_owner,
+        revocation_requested: named == rules::Named::AskedToStepDown,
     })
 }
 

@@ -15,6 +15,28 @@
 //! ([`announces`]). The announcement never hides a revocation request
 //! ([`crate::REVOKE_PAYLOAD`]) that the new leader's guard has not
 //! recorded yet ([`announce_step`]).
+//!
+//! # A revocation request does not end a term
+//!
+//! A revocation request is written over the leader's announcement (it is
+//! the node's data), and it stays there: the leader's guard must see it,
+//! and the leader decides whether and when to step down. Until it resigns
+//! (or its session ends) it holds the write lock, nobody else can lead, and
+//! its term stands. So a request written over the announcement leaves the
+//! leader named, asked to step down ([`naming`], [`Named::AskedToStepDown`]).
+//!
+//! The node's data version tells a request written over the announcement
+//! from one written before it. A contender node is made with empty data
+//! (version 0); the granted candidate writes its announcement over any
+//! request it found there, once its guard has taken the request in. So a
+//! request that is the node's data at version 1 is the only write the node
+//! ever had: it came before the announcement, whose candidate may not know
+//! of its grant yet, and names no one. At version 2 or more it was written
+//! over an earlier write: the announcement, unless two requests (or a
+//! stranger's write and a request) came before the announcement, in which
+//! case the head writer is named that long early (a notification's trip on
+//! a live connection). Whoever may write the node can forge or erase an
+//! announcement anyway (see [`crate::election`]'s "Trust").
 
 use crate::node_name::{Mode, NodeName};
 use crate::ordering;
@@ -37,13 +59,54 @@ pub fn announcement(identity: &str) -> Vec<u8> {
 /// data, a revocation request, another identity's announcement, a peer
 /// library's node) is not.
 pub fn announces(name: &str, data: &[u8]) -> bool {
-    let Ok(parsed) = name.parse::<NodeName>() else {
-        return false;
-    };
-    parsed.mode() == Mode::Write
-        && parsed.token().is_some()
-        && parsed.layout() == crate::Layout::Native
-        && data == announcement(parsed.identity()).as_slice()
+    candidate(name).is_some_and(|parsed| data == announcement(parsed.identity()).as_slice())
+}
+
+/// The contender node `name` (a child name), parsed, if it is a
+/// candidate's: a writer of the native layout with a per-attempt token.
+fn candidate(name: &str) -> Option<NodeName> {
+    name.parse::<NodeName>().ok().filter(|parsed| {
+        parsed.mode() == Mode::Write && parsed.token().is_some() && parsed.layout() == crate::Layout::Native
+    })
+}
+
+/// What the head writer's node, holding the lock, says of its leadership
+/// ([`naming`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Named {
+    /// No leader is named: the head writer has not announced itself (yet),
+    /// or the node is not a candidate's.
+    No,
+    /// The head writer leads: its node carries its announcement.
+    Leader,
+    /// The head writer leads and was asked to step down: a revocation
+    /// request was written over its announcement. It leads until it
+    /// resigns, as a revoked lock holder holds until it releases.
+    AskedToStepDown,
+}
+
+impl Named {
+    /// Whether a leader is named.
+    pub fn is_leader(self) -> bool {
+        self != Named::No
+    }
+}
+
+/// Who the head writer's node `name` (a child name), holding the lock,
+/// names as leader, from its `data` and its data version (the stat's
+/// `version`: how many times the data was written): the leader if `data`
+/// is its announcement ([`announces`]); the leader asked to step down if
+/// `data` is a revocation request ([`crate::REVOKE_PAYLOAD`]) on a
+/// candidate's node written at least twice (over the announcement: see
+/// the [module documentation](self)); else no one.
+pub fn naming(name: &str, data: &[u8], data_version: i32) -> Named {
+    if announces(name, data) {
+        Named::Leader
+    } else if data == crate::REVOKE_PAYLOAD && data_version >= 2 && candidate(name).is_some() {
+        Named::AskedToStepDown
+    } else {
+        Named::No
+    }
 }
 
 /// The node an observer watches in a listing of the lock directory: the
@@ -88,8 +151,8 @@ pub fn announce_step(data: &[u8], mine: &[u8], revocation_recorded: bool) -> Ann
 
 /// Whether a leader whose node holds `data` writes its announcement
 /// (`mine`) again: data someone else wrote over it, unless it is a
-/// revocation request (which stays, for the guard to see and the
-/// observers to take as "no leader named").
+/// revocation request (which stays, for the guard to see; observers name
+/// the leader asked to step down meanwhile, see [`naming`]).
 pub fn reannounces(data: &[u8], mine: &[u8]) -> bool {
     data != mine && data != crate::REVOKE_PAYLOAD
 }
@@ -141,6 +204,50 @@ mod tests {
         assert!(!announces(R0, b"leader:web03"));
         assert!(!announces("web01-W-0000000001", b"leader:web01"));
         assert!(!announces("junk", b"leader:junk"));
+    }
+
+    /// Rows: the head writer's node, its data, its data version, who it
+    /// names.
+    #[test]
+    fn a_revocation_request_over_the_announcement_leaves_the_leader_named() {
+        let revoke = crate::REVOKE_PAYLOAD;
+        let rows: [(&str, &[u8], i32, Named); 16] = [
+            // Announced (its first write, or after a request it took in, or
+            // after a stranger's write it announced over).
+            (W1, b"leader:web01", 1, Named::Leader),
+            (W1, b"leader:web01", 2, Named::Leader),
+            (W1, b"leader:web01", 7, Named::Leader),
+            // A request over the announcement: still the leader, asked to
+            // step down.
+            (W1, revoke, 2, Named::AskedToStepDown),
+            (W1, revoke, 3, Named::AskedToStepDown),
+            (W1, revoke, i32::MAX, Named::AskedToStepDown),
+            // A request that is the node's only write came before any
+            // announcement: the candidate may not know of its grant yet.
+            (W1, revoke, 1, Named::No),
+            // Not announced yet, or a stranger's write over it.
+            (W1, b"", 0, Named::No),
+            (W1, b"junk", 2, Named::No),
+            (W1, b"leader:web02", 2, Named::No),
+            // Versions a server never sends: no request over anything.
+            (W1, revoke, 0, Named::No),
+            (W1, revoke, -1, Named::No),
+            // Not a candidate's node: a reader, a bare name, a peer's layout,
+            // a name that does not parse.
+            (R0, revoke, 2, Named::No),
+            ("web01-W-0000000001", revoke, 2, Named::No),
+            (
+                "_c_0123456789abcdef0123456789abcdef-__WRIT__0000000001",
+                revoke,
+                2,
+                Named::No,
+            ),
+            ("junk", revoke, 2, Named::No),
+        ];
+        for (name, data, version, want) in rows {
+            assert_eq!(naming(name, data, version), want, "{name} {data:?} v{version}");
+            assert_eq!(naming(name, data, version).is_leader(), want != Named::No);
+        }
     }
 
     #[test]

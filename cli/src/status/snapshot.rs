@@ -30,6 +30,9 @@ pub(super) struct Leader {
     pub(super) identity: String,
     pub(super) node: String,
     pub(super) term: Option<i64>,
+    /// A revocation request was written over its announcement: it was
+    /// asked to step down, and leads until it resigns.
+    pub(super) revocation_requested: bool,
 }
 
 /// A snapshot taken after the watch was set: any change after it fires
@@ -49,9 +52,10 @@ pub(super) async fn describe(lock: &SharedLock, watch: bool) -> Result<Snapshot,
 }
 
 /// The election's leader in a snapshot: its head writer, if it holds and
-/// its node carries its announcement (one read of the node; see
-/// [`zk_rwlock::election`]). `None` for a plain lock, or if the read fails.
-/// With `watch`, the read leaves a data watch on the node, returned too.
+/// its node carries its announcement, or a revocation request written over
+/// it (one read of the node; see [`zk_rwlock::election::rules::naming`]).
+/// `None` for a plain lock, or if the read fails. With `watch`, the read
+/// leaves a data watch on the node, returned too.
 pub(super) async fn leader(
     lock: &SharedLock,
     contenders: &[Contender],
@@ -65,22 +69,24 @@ pub(super) async fn leader(
         return (None, None);
     }
     let client = lock.client();
-    let (data, watcher) = if watch {
+    let (data, stat, watcher) = if watch {
         match client.get_and_watch_data(&head.path).await {
-            Ok((data, _, watcher)) => (data, Some(watcher)),
+            Ok((data, stat, watcher)) => (data, stat, Some(watcher)),
             Err(_) => return (None, None),
         }
     } else {
         match client.get_data(&head.path).await {
-            Ok((data, _)) => (data, None),
+            Ok((data, stat)) => (data, stat, None),
             Err(_) => return (None, None),
         }
     };
     let name = head.name.to_string();
-    let leader = zk_rwlock::election::rules::announces(&name, &data).then(|| Leader {
+    let named = zk_rwlock::election::rules::naming(&name, &data, stat.version);
+    let leader = named.is_leader().then(|| Leader {
         identity: head.name.identity().to_owned(),
         node: name,
         term: head.fencing_token,
+        revocation_requested: named == zk_rwlock::election::rules::Named::AskedToStepDown,
     });
     (leader, watcher)
 }

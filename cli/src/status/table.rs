@@ -32,8 +32,13 @@ pub(super) fn table(snapshot: &Snapshot, now: SystemTime, layout: Option<Layout>
         ));
         if let Some(leader) = &snapshot.leader {
             let term = leader.term.map_or_else(|| "-".to_owned(), |t| t.to_string());
+            let asked = if leader.revocation_requested {
+                ", asked to step down (revocation requested): leads until it resigns"
+            } else {
+                ""
+            };
             out.push_str(&format!(
-                "leader: {} (term {term}, node {})\n",
+                "leader: {} (term {term}, node {}){asked}\n",
                 leader.identity, leader.node
             ));
         }

@@ -205,6 +205,7 @@ fn an_announced_head_writer_is_named_leader() {
             identity: "web01".to_owned(),
             node: name.to_owned(),
             term: Some(42),
+            revocation_requested: false,
         }),
         head_watch: None,
     };
@@ -214,4 +215,37 @@ fn an_announced_head_writer_is_named_leader() {
     assert_eq!(lines[1], format!("leader: web01 (term 42, node {name})"));
     let json = serde_json::to_string(&json(&s, SystemTime::now())).unwrap();
     assert!(json.contains(r#""leader":{"identity":"web01","#), "{json}");
+    assert!(json.contains(r#""revocation_requested":false}"#), "{json}");
+}
+
+#[test]
+fn a_leader_asked_to_step_down_is_still_named() {
+    let name = "web01@0123456789abcdef0123456789abcdef-W-0000000004";
+    let mut c = Contender::new("/e", name.parse().unwrap(), ContenderState::Holds);
+    c.fencing_token = Some(42);
+    let s = Snapshot {
+        path: "/e".to_owned(),
+        exists: true,
+        contenders: vec![c],
+        foreign: Vec::new(),
+        also_in: None,
+        leader: Some(Leader {
+            identity: "web01".to_owned(),
+            node: name.to_owned(),
+            term: Some(42),
+            revocation_requested: true,
+        }),
+        head_watch: None,
+    };
+    let table = table(&s, SystemTime::now(), None);
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(
+        lines[1],
+        format!(
+            "leader: web01 (term 42, node {name}), asked to step down (revocation requested): leads until \
+             it resigns"
+        )
+    );
+    let json = serde_json::to_string(&json(&s, SystemTime::now())).unwrap();
+    assert!(json.contains(r#""revocation_requested":true}"#), "{json}");
 }
