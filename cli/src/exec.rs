@@ -161,6 +161,12 @@ async fn with_lock(
         1 => format!("{} (and 1 more lock)", lock.path()),
         n => format!("{} (and {n} more locks)", lock.path()),
     };
+    // What was asked for: one lock in `mode`, or several in their modes.
+    let wanted = if extra.is_empty() {
+        format!("the {mode} lock on {path}")
+    } else {
+        format!("the locks on {path}")
+    };
     let acquired = tokio::select! {
         acquired = acquire(&lock, mode, extra, args.timeout) => acquired.map_err(|e| waiting_failure(e, mode, &path))?,
         sig = signals.recv() => {
@@ -174,11 +180,13 @@ async fn with_lock(
         }
     };
     let Some(guard) = acquired else {
-        let waited = human(args.timeout.unwrap_or_default());
-        return Err(Failure::new(
-            exit::TEMPFAIL,
-            format!("timed out after {waited} waiting for the {mode} lock on {path}"),
-        ));
+        let timeout = args.timeout.unwrap_or_default();
+        let message = if timeout.is_zero() {
+            format!("{wanted}: taken (--timeout 0: only if free now)")
+        } else {
+            format!("timed out after {} waiting for {wanted}", human(timeout))
+        };
+        return Err(Failure::new(exit::TEMPFAIL, message));
     };
     tracing::debug!(node = guard.node(), token = guard.fencing_token(), "lock granted");
     Ok(

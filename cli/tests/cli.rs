@@ -202,10 +202,15 @@ async fn exec_times_out_behind_a_holder() {
         vec![child_name(guard.node())],
         "only the holder's node is left"
     );
-    // A reader times out the same way.
-    run(&["exec", "--read", "-t", "0", &path, "--", "touch", s(&marker)])
-        .await
-        .expect_code(75);
+    // A reader gives up the same way; with a zero timeout, at its first look.
+    let out = run(&["exec", "--read", "-t", "0", &path, "--", "touch", s(&marker)]).await;
+    out.expect_code(75);
+    assert!(
+        out.stderr.contains(&format!(
+            "zk-rwlock: the read lock on {path}: taken (--timeout 0: only if free now)"
+        )),
+        "{out:#?}"
+    );
     assert!(!marker.exists());
     guard.release().await.unwrap();
     assert_drained(&path).await;

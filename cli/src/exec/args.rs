@@ -205,7 +205,9 @@ pub struct Args {
     pub(super) write: bool,
 
     /// Give up if the lock is not granted within DUR (e.g. 500ms, 30s,
-    /// 1m30s; a plain number is seconds; 0 = only if free now) [default:
+    /// 1m30s; a plain number is seconds; 0 = only if free now). The first
+    /// look at the lock always ends, so a free lock is granted whatever DUR
+    /// is; connecting is bounded by --connect-timeout, not by DUR [default:
     /// wait as long as it takes]
     #[arg(short, long, value_name = "DUR", value_parser = common::parse_duration, allow_hyphen_values = true)]
     pub(super) timeout: Option<Duration>,
