@@ -75,7 +75,8 @@ pub enum Error {
     /// nodes stay on a server that is down until it is back and expires
     /// the session; nobody else is granted its locks before then. The client
     /// reports both the same way (`SessionState::Expired`): this variant
-    /// is both.
+    /// is both. [`zk::Client::session_given_up`] tells which, on the
+    /// lock's client ([`crate::SharedLock::client`]).
     #[error(
         "ZooKeeper session expired: a server expired it, or this client gave it up because no server \
          answered for 7/5 of the session timeout (a server then removes its nodes when it expires it); \

@@ -177,8 +177,9 @@ async fn a_session_the_client_gives_up_is_not_said_to_be_expired_by_a_server() {
     )
     .await
     .expect("connected");
-    let lock = zk_rwlock::SharedLock::new(client, "/given-up").expect("a lock");
+    let lock = zk_rwlock::SharedLock::new(client.clone(), "/given-up").expect("a lock");
     let guard = lock.write().await.expect("granted");
+    assert!(!client.session_given_up());
     let zk = tokio::task::spawn_blocking(move || {
         zk.stop(0).expect("stopped");
         zk
@@ -195,5 +196,27 @@ async fn a_session_the_client_gives_up_is_not_said_to_be_expired_by_a_server() {
         "{err}"
     );
     assert!(took < Duration::from_secs(10), "took {took:?}");
+    assert!(
+        client.session_given_up(),
+        "the client gave it up: no server said so"
+    );
     drop(zk);
+}
+
+/// A session a server expired is not one the client gave up.
+#[tokio::test]
+async fn a_session_a_server_expired_is_not_given_up() {
+    let direct = support::server().connect_string();
+    let proxy = support::proxy::Proxy::start(&direct);
+    let client = support::client_on(proxy.addr()).await;
+    support::expire_behind(&proxy, &client, &direct).await;
+    let mut states = client.state_watcher();
+    let ended = tokio::time::timeout(Duration::from_secs(20), async {
+        while client.state() != zk_rwlock::zk::SessionState::Expired {
+            states.changed().await;
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the session did not end: {:?}", client.state());
+    assert!(!client.session_given_up(), "a server expired it");
 }

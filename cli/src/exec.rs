@@ -168,7 +168,7 @@ async fn with_lock(
         format!("the locks on {path}")
     };
     let acquired = tokio::select! {
-        acquired = acquire(&lock, mode, extra, args.timeout) => acquired.map_err(|e| waiting_failure(e, mode, &path))?,
+        acquired = acquire(&lock, mode, extra, args.timeout) => acquired.map_err(|e| waiting_failure(e, mode, &path, lock.client().session_given_up()))?,
         sig = signals.recv() => {
             // Dropping the acquire deletes its node in the background; the
             // session close in `exec` waits for that.
@@ -197,9 +197,9 @@ async fn with_lock(
 }
 
 /// Says what went wrong while waiting for the lock.
-fn waiting_failure(err: zk_rwlock::Error, mode: Mode, path: &str) -> Failure {
+fn waiting_failure(err: zk_rwlock::Error, mode: Mode, path: &str, given_up: bool) -> Failure {
     use zk_rwlock::Error;
-    let what = match (&err, failure::session_end(&err)) {
+    let what = match (&err, failure::session_end_of(&err, given_up)) {
         (Error::Lost { node }, _) => format!("someone deleted its node {node}"),
         (_, Some(what)) => what.to_owned(),
         // Among them `SequenceExhausted`, whose text says what to do.
@@ -248,7 +248,7 @@ mod tests {
             path: "/locks/a".to_owned(),
         };
         let text = exhausted.to_string();
-        let f = waiting_failure(exhausted, Mode::Write, "/locks/a");
+        let f = waiting_failure(exhausted, Mode::Write, "/locks/a", false);
         assert_eq!(f.code, exit::SOFTWARE);
         // The library's own words: what happened and what to do.
         assert_eq!(f.message, text);
@@ -265,14 +265,14 @@ mod tests {
                 "the ZooKeeper session was closed",
             ),
         ] {
-            let f = waiting_failure(err, Mode::Read, "/locks/a");
+            let f = waiting_failure(err, Mode::Read, "/locks/a", false);
             assert_eq!(f.code, exit::SOFTWARE);
             assert_eq!(
                 f.message,
                 format!("{what} while waiting for the read lock on /locks/a")
             );
         }
-        let f = waiting_failure(zk_rwlock::Error::AuthFailed, Mode::Write, "/locks/a");
+        let f = waiting_failure(zk_rwlock::Error::AuthFailed, Mode::Write, "/locks/a", false);
         assert_eq!(f.code, exit::NOPERM);
         assert!(f.message.contains("rejected the credentials"), "{}", f.message);
         let f = waiting_failure(
@@ -281,7 +281,16 @@ mod tests {
             },
             Mode::Read,
             "/locks/a",
+            false,
         );
         assert_eq!(f.code, exit::NOPERM);
+        // A session the client gave up is not said to have expired on a server.
+        let f = waiting_failure(zk_rwlock::Error::SessionExpired, Mode::Read, "/locks/a", true);
+        assert!(
+            f.message.starts_with("the ZooKeeper client gave the session up"),
+            "{}",
+            f.message
+        );
+        assert!(!f.message.contains("session expired"), "{}", f.message);
     }
 }

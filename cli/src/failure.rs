@@ -122,10 +122,22 @@ fn invalid_acl() -> String {
 /// others. Which errors end it is the library's call
 /// ([`zk_rwlock::Error::is_session_over`]); only the wording is chosen here.
 pub fn session_end(err: &zk_rwlock::Error) -> Option<&'static str> {
+    session_end_of(err, false)
+}
+
+/// As [`session_end`], knowing whether the client gave the session up
+/// ([`zk_rwlock::zk::Client::session_given_up`]): a session that ended
+/// because no server answered for 7/5 of its timeout is not said to have
+/// expired on a server.
+pub fn session_end_of(err: &zk_rwlock::Error, given_up: bool) -> Option<&'static str> {
     if !err.is_session_over() {
         return None;
     }
     Some(match err {
+        zk_rwlock::Error::SessionExpired if given_up => {
+            "the ZooKeeper client gave the session up (no server answered for 7/5 of the session \
+             timeout; a server removes its nodes once it expires it)"
+        }
         zk_rwlock::Error::SessionExpired => "the ZooKeeper session expired",
         zk_rwlock::Error::SessionClosed => "the ZooKeeper session was closed",
         zk_rwlock::Error::AuthFailed => "ZooKeeper rejected the credentials and closed the session",

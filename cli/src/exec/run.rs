@@ -115,11 +115,12 @@ pub(crate) async fn run_holding(
     let outcome = supervise(keeper, lock, &guard, (policy, args.on_revoke), period, signals).await;
 
     let released = release_saying_how_long(guard, client).await;
+    let given_up = client.session_given_up();
     if let Some(Stopped::Lost(why)) = &outcome.stopped {
         // The node is gone already: nothing more to say.
         tracing::debug!(%why, "released after loss");
     }
-    let (ran, message) = ending(&outcome, released);
+    let (ran, message) = ending(&outcome, released, given_up);
     if let Some(message) = message {
         say(&message);
     }
@@ -157,7 +158,11 @@ async fn release_saying_how_long(
 
 /// How a run ends, from how CMD ended (`outcome`) and what the release
 /// said: the code and [`End`], and what to say about it. Pure.
-fn ending(outcome: &Outcome, released: Result<(), zk_rwlock::Error>) -> (Ran, Option<String>) {
+fn ending(
+    outcome: &Outcome,
+    released: Result<(), zk_rwlock::Error>,
+    given_up: bool,
+) -> (Ran, Option<String>) {
     let ran = |code: u8, end: End| Ran { code, end };
     let not_released = |e: &zk_rwlock::Error| format!("could not release the lock: {e}");
     match (&outcome.stopped, released) {
@@ -180,7 +185,7 @@ fn ending(outcome: &Outcome, released: Result<(), zk_rwlock::Error>) -> (Ran, Op
                 ran(exit::LOST, End::Lost),
                 Some(match released {
                     Ok(()) => format!("{stopped}; the lock is released"),
-                    Err(e) => match failure::session_end(&e) {
+                    Err(e) => match failure::session_end_of(&e, given_up) {
                         Some(what) => format!("{stopped}; then the lock was lost too ({what})"),
                         None => not_released(&e),
                     },
@@ -272,7 +277,7 @@ mod tests {
     #[test]
     fn endings() {
         let end = |o: Outcome, released| {
-            let (ran, message) = ending(&o, released);
+            let (ran, message) = ending(&o, released, false);
             (ran.code, ran.end, message)
         };
         assert_eq!(end(outcome(3, None, false), Ok(())), (3, End::Exited, None));

@@ -316,6 +316,16 @@ impl Client {
         self.lease.get()
     }
 
+    /// True once this client gave its session up: no server answered for its
+    /// client-side expiry (7/5 of the negotiated session timeout after the last
+    /// answer), so the session ended here ([SessionState::Expired]) without a
+    /// server saying it expired. A server that still holds the session expires
+    /// it, and removes its ephemeral nodes, one session timeout after it last
+    /// heard from this client. (zk-rwlock patch 15.)
+    pub fn session_given_up(&self) -> bool {
+        self.lease.given_up()
+    }
+
     /// The largest request this client sends, in bytes after the length prefix (see
     /// [Connector::with_max_request_size]). (zk-rwlock patch 6.)
     pub fn max_request_size(&self) -> usize {

@@ -20,7 +20,7 @@
 //! server expires the session sooner than the smallest of them after it
 //! last heard from it.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// Shared between the session task, which records answers, and every
@@ -37,6 +37,10 @@ pub struct LeaseCell {
     /// The session timeout of the latest connect response, in
     /// milliseconds; zero before the first.
     latest_ms: AtomicU64,
+    /// The client gave the session up (patch 15): no server answered for
+    /// its client-side expiry, and the session ended here without a server
+    /// saying it expired.
+    given_up: AtomicBool,
 }
 
 /// A session's lease basis, see [Client::session_lease](crate::Client::session_lease).
@@ -73,7 +77,18 @@ impl LeaseCell {
             answered: AtomicU64::new(0),
             smallest_ms: AtomicU64::new(0),
             latest_ms: AtomicU64::new(0),
+            given_up: AtomicBool::new(false),
         }
+    }
+
+    /// Records that the client gave the session up (patch 15).
+    pub fn give_up(&self) {
+        self.given_up.store(true, Ordering::Release);
+    }
+
+    /// True once the client gave the session up (patch 15).
+    pub fn given_up(&self) -> bool {
+        self.given_up.load(Ordering::Acquire)
     }
 
     /// Records that the server answered a request sent at `sent`.

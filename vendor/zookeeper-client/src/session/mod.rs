@@ -267,6 +267,10 @@ impl Session {
     }
 
     fn resolve_start_error(&mut self, err: &Error) {
+        if *err == Error::Timeout && self.session.id.0 != 0 {
+            // The client's own expiry: no server said the session expired (patch 15).
+            self.lease.give_up();
+        }
         let state = match err {
             Error::SessionExpired | Error::SessionMoved | Error::Timeout => SessionState::Expired,
             Error::AuthFailed => SessionState::AuthFailed,
