@@ -27,9 +27,16 @@
 //! takes over: the first timeout told. A smaller one told later is enforced
 //! by the server that told it. Every expiry a server can schedule is
 //! therefore at least the smallest told after the last request it
-//! received; a longer timeout told since is never trusted. (A client
-//! attached to an existing session with `Connector::with_session` knows
-//! only the timeouts told to it.)
+//! received; a longer timeout told since is never trusted. Two cases no
+//! client can know of, which the configuration must rule out: a
+//! reconnection accepted by a member whose `maxSessionTimeout` (by default
+//! 20 of its ticks) is below the smallest told, and whose answer never
+//! arrived (the server renewed the session with a smaller timeout than
+//! any the client heard of); and a client attached to an existing session
+//! with `Connector::with_session`, which knows only the timeouts told to
+//! it. Keep every member's `maxSessionTimeout` at or above the session
+//! timeouts clients ask for, and alike across the ensemble
+//! (`docs/operations.md`).
 //!
 //! On Linux, the time the machine spent suspended since the grant comes off
 //! the lease ([`after_suspend`]).

@@ -210,7 +210,10 @@ macro_rules! mode_guard {
             /// The lease deadline: no one else can be granted a conflicting
             /// lock before this instant, whatever happens to the connection.
             /// It moves forward with every answer from the server, by one
-            /// heartbeat of the session (shared by all its guards). Past it,
+            /// heartbeat of the session (shared by all its guards), and
+            /// earlier if a reconnection is told a smaller session timeout
+            /// than any before: read it again rather than keep a reading
+            /// (see [`crate::lease`]). Past it,
             /// the guard is [`HoldState::Lost`] until released. Stop acting
             /// as the holder before it, with time to spare for what you do
             /// (see [`crate::lease`]).

@@ -445,6 +445,12 @@ impl LockBuilder {
 impl SharedLock {
     /// A lock on `path` used through `client`, with the default identity and ACLs. No I/O.
     ///
+    /// The guards' lease deadlines run on the session timeouts `client` was
+    /// told. A client attached to an existing session
+    /// (`zk::Connector::with_session`) was not told the timeout the session
+    /// was created with, which a restarted server or a new leader restores:
+    /// give locks a client that made its own session.
+    ///
     /// # Errors
     ///
     /// [`Error::InvalidPath`] if `path` is not a valid lock directory path.

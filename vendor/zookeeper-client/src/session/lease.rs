@@ -52,7 +52,9 @@ pub struct SessionLease {
     pub answered_sent: Instant,
     /// The smallest session timeout any connect response of this session
     /// told (the first, from the server that created the session, is one
-    /// of them): the timeout no server of the ensemble can undercut. A
+    /// of them): no server undercuts it unless it renewed the session with
+    /// a smaller timeout on a reconnection whose answer never arrived (a
+    /// member whose `maxSessionTimeout` is below this one). A
     /// reconnection may be told a longer one (another member's, or a
     /// restarted server's, `minSessionTimeout`), but a restarted server or
     /// a new leader restores the session with the timeout it was created
@@ -106,10 +108,12 @@ impl LeaseCell {
 
     /// Records the session timeout of a connect response. Called by the
     /// session task only, so nothing else can reset the minimum between
-    /// its two steps. A timeout of zero (no server negotiates it: the
-    /// least is two ticks) leaves no lease.
+    /// its two steps. A timeout of zero (a server whose minimum and
+    /// maximum are zero) counts as 1 ms: a lease that ends at once.
     pub fn negotiated(&self, timeout: Duration) {
-        let ms = timeout.as_millis().min(u64::MAX as u128) as u64;
+        // A zero (a server configured so) is kept as 1 ms: it ends the lease at once and,
+        // unlike zero (unknown), is never taken for the first timeout told.
+        let ms = (timeout.as_millis().min(u64::MAX as u128) as u64).max(1);
         self.latest_ms.store(ms, Ordering::Release);
         if self.smallest_ms.compare_exchange(0, ms, Ordering::AcqRel, Ordering::Acquire).is_err() {
             self.smallest_ms.fetch_min(ms, Ordering::AcqRel);

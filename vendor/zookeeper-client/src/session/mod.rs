@@ -138,6 +138,7 @@ impl Builder {
             connect_sent: now,
             lease: Arc::new(LeaseCell::new()),
             tick_timeout: Duration::ZERO,
+            shortest_timeout: Duration::ZERO,
             ping_timeout: Duration::ZERO,
             session_expired_timeout: Duration::ZERO,
             connector,
@@ -179,6 +180,8 @@ pub struct Session {
     /// What the server has confirmed of this session (patch 3).
     pub lease: Arc<LeaseCell>,
     tick_timeout: Duration,
+    /// The smallest session timeout told (patch 14), for the reconnect back-off.
+    shortest_timeout: Duration,
     ping_timeout: Duration,
     session_expired_timeout: Duration,
 
@@ -461,8 +464,10 @@ impl Session {
     /// patch 14). The lease (see `lease.rs`) runs on the smallest, so the pings must renew
     /// it as often as that one asks, and a dead connection must be noticed within it.
     fn reset_timeouts(&mut self, negotiated: Duration, lease_timeout: Duration) {
-        let tick = self.calc_tick_timeout(lease_timeout.min(negotiated));
+        let shortest = lease_timeout.min(negotiated);
+        let tick = self.calc_tick_timeout(shortest);
         self.tick_timeout = tick;
+        self.shortest_timeout = shortest;
         self.ping_timeout = Duration::from_secs(10).min(3 * tick);
         self.connector.set_timeout(8 * tick);
         self.session_timeout = negotiated.max(self.connector.timeout());
@@ -472,9 +477,10 @@ impl Session {
     /// Caps backoff between connection attempts to `1/10` of session timeout and at most one
     /// second, so that a server that comes back before session timeout is reached in time.
     /// Exponential backoff without cap sleeps past client side session expiration after a few
-    /// seconds of outage. Java client sleeps up to one second between attempts.
+    /// seconds of outage. Java client sleeps up to one second between attempts. The session
+    /// timeout is the smallest one told (patch 14): a server may expire the session on it.
     fn max_reconnect_backoff(&self) -> Duration {
-        Duration::from_secs(1).min(self.session_timeout / 10)
+        Duration::from_secs(1).min(self.shortest_timeout / 10)
     }
 
     fn complete_connect(&mut self) {
