@@ -2,7 +2,8 @@
 # The whole test suite over the workspace (the library at the root; cli, testkit, demo
 # and bench beside it): rust-version, formatting, lints, docs, the library's dependency
 # tree, unit, property and integration tests (they start their own ZooKeeper servers on
-# free loopback ports), and the packaging of the three published crates. Each stage's
+# free loopback ports; the library's once with its default features and once with all of
+# them), and the packaging of the three published crates. Each stage's
 # time is printed as it ends. Mutation testing of the pure modules is a script of its
 # own, scripts/mutants.sh, which CI (.ci/run) runs after this one.
 # Arguments go to `cargo test`.
@@ -54,10 +55,18 @@ if [[ -n $unwanted ]]; then
   exit 1
 fi
 echo "   none of clap, serde, serde_json, tracing-subscriber; libc not directly"
-stage "cargo test --workspace"
-# Features unify across the workspace: the bench enables the library's `metrics` feature,
-# so tests/metrics.rs (required-features = ["metrics"]) runs here too.
-cargo test --workspace "${vendored[@]}" --locked "$@"
+stage "cargo test -p zk-rwlock (the library with its default features only)"
+# The test kit depends on the library without features, so this builds the library as a
+# user's default build does (tests/security's credentials module and tests/metrics need
+# features and are left out here; the stage after runs them).
+cargo test -p zk-rwlock --locked "$@"
+stage "cargo test --workspace, the rest (the library with tls, sasl and metrics)"
+# The command line, the test kit, the demo and the bench; their builds turn on the library's
+# tls, sasl and metrics features (features unify across the workspace).
+cargo test --workspace "${vendored[@]}" --exclude zk-rwlock --locked "$@"
+stage "cargo test -p zk-rwlock --features tls,sasl,metrics (what needs them)"
+cargo test -p zk-rwlock --features tls,sasl,metrics --locked --test security --test metrics "$@"
+cargo test -p zk-rwlock --features tls,sasl,metrics --locked --doc "$@"
 stage "cargo publish --dry-run -p zk-rwlock-zookeeper-client -p zk-rwlock -p zk-rwlock-cli"
 # All at once: the library's dependency on the patched client and the CLI's on the
 # library (none of them on crates.io yet) are then verified against the packages made

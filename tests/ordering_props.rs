@@ -822,3 +822,33 @@ fn a_curator_writers_deletion_alone_does_not_grant() {
         "behind a Curator writer: {d:?}"
     );
 }
+
+/// `queue()` gives every contender the same decision as `decide()`, over
+/// every queue of up to 4 nodes drawn from sequences {0, 1, 2, MAX, -1,
+/// -2147483648} (duplicates included) and both modes.
+#[test]
+fn queue_agrees_with_decide_exhaustively() {
+    let seqs = [0, 1, 2, i32::MAX, -1, i32::MIN];
+    let mut count = 0;
+    for n in 1..=4usize {
+        let combos = (seqs.len() * 2).pow(n as u32);
+        for mut k in 0..combos {
+            let mut names = Vec::new();
+            for i in 0..n {
+                let pick = k % (seqs.len() * 2);
+                k /= seqs.len() * 2;
+                let seq = seqs[pick / 2];
+                let mode = if pick % 2 == 0 { 'R' } else { 'W' };
+                names.push(format!("h{i}-{mode}-{seq:010}"));
+            }
+            let q = queue(&names);
+            for me in &names {
+                let d = decide(me, &names).unwrap();
+                let p = q.contenders.iter().find(|p| p.name == me.as_str()).unwrap();
+                assert_eq!(p.decision, d, "{me} in {names:?}");
+                count += 1;
+            }
+        }
+    }
+    assert!(count > 0);
+}

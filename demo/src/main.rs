@@ -11,11 +11,6 @@
 
 mod event;
 mod parent;
-// The fenced store of the root crate's example, shared as source: writers
-// write to it with their fencing token while they hold the lock.
-#[allow(dead_code)]
-#[path = "../../examples/fenced_store/store.rs"]
-mod store;
 mod svg;
 mod timeline;
 mod verdict;

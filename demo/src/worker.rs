@@ -24,11 +24,11 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 use zk_rwlock::{zk, HoldState, Mode, SharedLock};
+use zk_rwlock_testkit::fenced_store::{FencedStore, Outcome};
 // The demo's seeded generator is the test kit's (also used by the parent).
 pub use zk_rwlock_testkit::SplitMix64;
 
 use super::event::{instant_us, now_us, Kind, Line};
-use super::store::{FencedStore, Outcome};
 use super::WorkerArgs;
 
 /// How long a reader holds the lock: uniformly from this range (ms).

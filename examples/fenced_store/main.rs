@@ -14,15 +14,14 @@
 //! SERVERS defaults to `$ZK_CONNECT`, then `127.0.0.1:2181`; STORE_DIR to a
 //! new temporary directory. Two holders take the lock in turn; the first
 //! then writes late, as a process resuming from a pause would, and is
-//! refused. The store itself is `store.rs` beside this file; the demo's
-//! workers and its soak test write to it too.
-
-mod store;
+//! refused. The store itself is a module of the test kit
+//! (`testkit/src/fenced_store.rs`, `zk_rwlock_testkit::fenced_store`); the
+//! demo's workers and its soak test write to it too.
 
 use std::error::Error;
 
-use store::{FencedStore, Outcome};
 use zk_rwlock::{HoldState, SharedLock};
+use zk_rwlock_testkit::fenced_store::{FencedStore, Outcome};
 
 const LOCK_PATH: &str = "/locks/fenced-store-example";
 

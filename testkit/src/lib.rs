@@ -12,11 +12,15 @@
 //!   of sleeping, and helpers that read the server's watch lists.
 //! * [`SplitMix64`], a small seeded generator, and [`Percentiles`], from an
 //!   HDR histogram, for the simulation, the demo and the bench.
+//! * [`fenced_store`]: a store on disk that refuses writes with stale
+//!   fencing tokens, for the fencing example (`examples/fenced_store/`),
+//!   the demo's workers and its soak test.
 //!
 //! The binary `zk-dev-server` runs one [`ZkCluster`] until Ctrl-C, for
 //! trying the command line or an application by hand
 //! (`scripts/dev-server.sh`).
 
+pub mod fenced_store;
 mod fixtures;
 pub mod launcher;
 mod percentiles;

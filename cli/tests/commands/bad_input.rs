@@ -1,10 +1,10 @@
-//! Usage errors and the messages a newcomer meets (issue 35, items 3 and
-//! 6): every argument is checked before connecting, a usage error is one
+//! Bad input and the messages a newcomer meets, in every subcommand: every
+//! argument is checked before connecting, a usage error is one
 //! `zk-rwlock:` line and exit 2 at once, a connect string is refused with
-//! what is wrong with it, a host that does not resolve is named as such,
-//! and each failure is said once.
-
-mod common;
+//! what is wrong with it, a host that does not resolve is named as such, a
+//! server that cannot be reached or a lock directory that is no lock's is
+//! a clear one-line message with its own exit code, and each failure is
+//! said once.
 
 use zk_rwlock_testkit as support;
 
@@ -12,8 +12,8 @@ use std::net::TcpListener;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{finish, finish_within, zk_rwlock, Run, BIN};
-use support::{children, client, server, unique_path, wait_nodes};
+use crate::common::{finish, finish_within, run, zk_rwlock, Run, BIN};
+use support::{children, client, server, unique_path};
 use zk_rwlock::zk;
 
 /// A port that takes connections into its backlog and never accepts them:
@@ -93,7 +93,7 @@ fn one_message(what: &str, out: &Run, code: i32, message: &str) {
     assert!(out.stdout.is_empty(), "{what}: {out:#?}");
 }
 
-/// Item 3: a bad identity, a follower lag the session timeout cannot
+/// A bad identity, a follower lag the session timeout cannot
 /// carry, a mode the layout does not have, a bad path or node: exit 2 with
 /// one message, and no connection attempted (the connect string points at
 /// a port that would take it, and a connect timeout long enough for any
@@ -231,7 +231,7 @@ fn usage_errors_are_reported_before_connecting() {
     }
 }
 
-/// Item 6: a connect string that is not one says what is wrong with it,
+/// A connect string that is not one says what is wrong with it,
 /// for every subcommand, before connecting.
 #[test]
 fn connect_strings_are_refused_with_what_is_wrong() {
@@ -264,7 +264,7 @@ fn connect_strings_are_refused_with_what_is_wrong() {
     }
 }
 
-/// Item 6: a host name that does not resolve is said to be one at once,
+/// A host name that does not resolve is said to be one at once,
 /// not after the connect timeout with the words for a refused port.
 #[test]
 fn a_host_that_does_not_resolve_is_named_at_once() {
@@ -307,7 +307,7 @@ fn a_host_that_does_not_resolve_is_named_at_once() {
     }
 }
 
-/// Item 6: a host that does not resolve among others that do is left
+/// A host that does not resolve among others that do is left
 /// out with one warning, in the command line's own format.
 #[tokio::test]
 async fn a_host_that_does_not_resolve_among_others_is_a_warning() {
@@ -332,7 +332,7 @@ async fn a_host_that_does_not_resolve_among_others_is_a_warning() {
     );
 }
 
-/// Item 3: a usage error found once connected (the server granted a
+/// A usage error found once connected (the server granted a
 /// shorter session timeout than asked for, too short for the follower
 /// lag) closes the session at once: no wait for a close, no warning.
 #[tokio::test]
@@ -379,30 +379,7 @@ async fn a_usage_error_found_once_connected_closes_the_session_at_once() {
     assert!(children(&client().await, &path).await.is_empty());
 }
 
-/// Item 6: the library's warning about a lock lost while the command ran
-/// is not printed beside `exec`'s own message about it.
-#[tokio::test]
-async fn a_lost_lock_is_said_once() {
-    let path = unique_path("lost-once");
-    let c = client().await;
-    let exec = zk_rwlock(&["exec", "-w", "--kill-after", "1s", &path, "--", "sleep", "60"])
-        .spawn()
-        .unwrap();
-    let names = wait_nodes(&c, &path, 1).await;
-    let node = format!("{path}/{}", names[0]);
-    c.delete(&node, None).await.unwrap();
-    let out = finish(exec).await;
-    out.expect_code(79);
-    let said: Vec<&str> = out.stderr.lines().filter(|l| l.contains("lock lost")).collect();
-    assert_eq!(said.len(), 1, "{out:#?}");
-    assert!(said[0].starts_with("zk-rwlock: lock lost ("), "{out:#?}");
-    for line in out.stderr.lines() {
-        assert!(line.starts_with("zk-rwlock: "), "{line:?} in {out:#?}");
-    }
-    let _ = c.delete(&path, None).await;
-}
-
-/// Item 6: a lock directory holding someone's data is refused with one
+/// A lock directory holding someone's data is refused with one
 /// message: the library's warning about it is left out.
 #[tokio::test]
 async fn a_directory_holding_data_is_said_once() {
@@ -439,23 +416,169 @@ async fn a_directory_holding_data_is_said_once() {
     c.delete(&counter, None).await.unwrap();
 }
 
-/// Item 7: `completions` and `man` are listed in `--help`; the keeper's
-/// subcommand is not.
-#[test]
-fn help_lists_completions_and_man() {
-    let out = run_alone(&["--help"], Duration::from_secs(5));
-    assert_eq!(out.code, Some(0), "{out:#?}");
-    let commands: Vec<&str> = out
-        .stdout
-        .lines()
-        .skip_while(|l| *l != "Commands:")
-        .skip(1)
-        .take_while(|l| !l.is_empty())
-        .filter_map(|l| l.split_whitespace().next())
-        .collect();
-    assert_eq!(
-        commands,
-        ["exec", "status", "revoke", "lead", "completions", "man", "help"],
-        "{out:#?}"
-    );
+/// Bad arguments, and servers or directories that cannot serve: a clear
+/// one-line message, a specific exit code, no panic.
+#[tokio::test]
+async fn bad_arguments_are_reported_clearly() {
+    let path = unique_path("bad");
+    let free_port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let unreachable = format!("127.0.0.1:{free_port}");
+    let chroot = unique_path("no-chroot");
+    let no_chroot = format!("{}{chroot}", server().connect_string());
+    let long_identity = "x".repeat(300);
+    // A node that holds someone's data (a counter) is no lock directory.
+    let counter = unique_path("counter");
+    let open = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+    let c = client().await;
+    match c.mkdir("/test", &open).await {
+        Ok(()) | Err(zk::Error::NodeExists) => {}
+        Err(e) => panic!("mkdir /test: {e}"),
+    }
+    c.create(&counter, b"42", &open).await.unwrap();
+    let cases: Vec<(Vec<&str>, i32, String)> = vec![
+        (
+            vec!["exec", "--write", "locks/x", "--", "true"],
+            2,
+            "zk-rwlock: invalid lock path `locks/x`".to_owned(),
+        ),
+        (
+            vec!["exec", "--write", "/a//b", "--", "true"],
+            2,
+            "invalid lock path `/a//b`".to_owned(),
+        ),
+        // An invalid path is reported even when no server is reachable.
+        (
+            vec!["exec", "-w", "-c", &unreachable, "locks/x", "--", "true"],
+            2,
+            "invalid lock path".to_owned(),
+        ),
+        (
+            vec!["exec", "--mode", "x", &path, "--", "true"],
+            2,
+            "unexpected argument '--mode'".to_owned(),
+        ),
+        // A follower lag the session timeout (4 s) cannot carry.
+        (
+            vec![
+                "exec",
+                "-w",
+                "--session-timeout",
+                "4s",
+                "--follower-lag",
+                "1800ms",
+                &path,
+                "--",
+                "true",
+            ],
+            2,
+            "leaves too short a lease with a follower lag of 1.8s (--follower-lag or ZK_RWLOCK_FOLLOWER_LAG): \
+             the session timeout must be at least 2.25 x the follower lag"
+                .to_owned(),
+        ),
+        (
+            vec!["exec", "-w", "--follower-lag", "soon", &path, "--", "true"],
+            2,
+            "invalid value 'soon' for '--follower-lag <DUR>'".to_owned(),
+        ),
+        (
+            vec!["exec", &path, "--", "true"],
+            2,
+            "<--read|--write>".to_owned(),
+        ),
+        (
+            vec!["exec", "--read", "--write", &path, "--", "true"],
+            2,
+            "cannot be used with".to_owned(),
+        ),
+        (vec!["exec", "--write", &path], 2, "<CMD>".to_owned()),
+        (
+            vec!["exec", "--write", "--timeout", "-1s", &path, "--", "true"],
+            2,
+            "invalid duration `-1s`".to_owned(),
+        ),
+        (
+            vec!["exec", "--write", "--timeout", "5 parsecs", &path, "--", "true"],
+            2,
+            "invalid duration `5 parsecs`".to_owned(),
+        ),
+        (
+            vec!["exec", "--write", "--also-read", &path, &path, "--", "true"],
+            2,
+            format!("zk-rwlock: lock path `{path}` is given more than once: name each lock once, with its mode"),
+        ),
+        (
+            vec!["exec", "--write", "--identity", "a/b", &path, "--", "true"],
+            2,
+            "invalid identity `a/b`".to_owned(),
+        ),
+        (
+            vec!["exec", "--write", "--identity", "__REVOKE__", &path, "--", "true"],
+            2,
+            "invalid identity `__REVOKE__`".to_owned(),
+        ),
+        (
+            vec!["exec", "--write", "--identity", &long_identity, &path, "--", "true"],
+            2,
+            "(300 bytes): it is longer than 255 bytes".to_owned(),
+        ),
+        (
+            vec!["exec", "--write", &counter, "--", "true"],
+            2,
+            format!("zk-rwlock: lock directory `{counter}` holds data that is not a lock's release record"),
+        ),
+        (
+            // Refused connections are tried again until the connect timeout.
+            vec![
+                "exec",
+                "--write",
+                "--connect-timeout",
+                "1s",
+                "--connect",
+                &unreachable,
+                &path,
+                "--",
+                "true",
+            ],
+            69,
+            format!("zk-rwlock: cannot reach ZooKeeper at {unreachable}"),
+        ),
+        (
+            vec!["status", "--connect-timeout", "1s", "--connect", &unreachable, &path],
+            69,
+            format!("zk-rwlock: cannot reach ZooKeeper at {unreachable}"),
+        ),
+        (
+            vec!["status", "locks/x"],
+            2,
+            "zk-rwlock: invalid lock path `locks/x`".to_owned(),
+        ),
+        // A chroot that does not exist is named, as a connect string error.
+        (
+            vec!["exec", "--write", "--connect", &no_chroot, &path, "--", "true"],
+            2,
+            format!("zk-rwlock: the chroot `{chroot}` of the connect string does not exist"),
+        ),
+        (
+            vec!["status", "--connect", &no_chroot, &path],
+            2,
+            format!("zk-rwlock: the chroot `{chroot}` of the connect string does not exist"),
+        ),
+    ];
+    for (args, code, message) in cases {
+        let out = run(&args).await;
+        assert_eq!(out.code, Some(code), "{args:?}: {out:#?}");
+        out.assert_no_panic();
+        assert!(
+            out.stderr.contains(&message),
+            "{args:?}: wanted {message:?} in {out:#?}"
+        );
+        assert!(out.stdout.is_empty(), "{args:?}: {out:#?}");
+    }
+    assert!(children(&client().await, &path).await.is_empty());
+    let (data, _) = client().await.get_data(&counter).await.unwrap();
+    assert_eq!(data, b"42", "the counter's data");
+    assert!(children(&client().await, &counter).await.is_empty());
 }

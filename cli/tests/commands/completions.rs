@@ -1,6 +1,6 @@
 //! What a shell user installs, generated from the clap definitions: the
-//! completions and man pages, and `--version` (with the git revision when
-//! built in the repository). No server needed.
+//! completions and man pages, listed in `--help`, and `--version` (with
+//! the git revision when built in the repository). No server needed.
 
 use std::process::Command;
 
@@ -72,5 +72,24 @@ fn version_names_the_package_version() {
     assert_eq!(
         stdout_of(&["exec", "--version"]),
         version.replacen("zk-rwlock", "zk-rwlock-exec", 1)
+    );
+}
+
+/// `completions` and `man` are listed in `--help`; the keeper's
+/// subcommand is not.
+#[test]
+fn help_lists_completions_and_man() {
+    let help = stdout_of(&["--help"]);
+    let commands: Vec<&str> = help
+        .lines()
+        .skip_while(|l| *l != "Commands:")
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(
+        commands,
+        ["exec", "status", "revoke", "lead", "completions", "man", "help"],
+        "{help}"
     );
 }

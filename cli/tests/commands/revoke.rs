@@ -1,13 +1,11 @@
 //! `zk-rwlock revoke` end to end against a real server, with `exec
 //! --on-revoke` and `lead --on-revoke`.
 
-mod common;
-
 use zk_rwlock_testkit as support;
 
 use std::time::Duration;
 
-use common::{finish, run, s, scratch, zk_rwlock, SHORT};
+use crate::common::{finish, run, s, scratch, zk_rwlock, SHORT};
 use support::{assert_drained, eventually, joined, server, unique_path, wait_watching};
 
 /// `exec --on-revoke TERM` holds the write lock, a writer waits behind it;
@@ -150,7 +148,7 @@ async fn revoke_rejects_a_nested_lock_node() {
 /// exited, and its term ends there: `status` names no leader after
 /// (`--max-terms 1`: lead exits with the command's status). A leader that
 /// does not listen stays named: `a_revoked_leader_that_ignores_the_request_stays_named`
-/// in `tests/lead.rs`.
+/// in the `lead` binary (`cli/tests/lead/one_leader_at_a_time.rs`).
 #[tokio::test]
 async fn revoke_ends_the_term_of_a_leader_that_listens() {
     let path = unique_path("cli-revoke-lead");

@@ -1,7 +1,8 @@
 //! `zk-rwlock` against a secured server: credentials from `--auth` and
 //! `ZK_RWLOCK_AUTH`, `--acl` choices across identities, TLS with client
 //! certificates, SASL, and the exit codes and messages of what is refused
-//! or missing.
+//! or missing; and, on the plain test server, a lock directory the user
+//! may not write to.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -425,4 +426,28 @@ async fn usage_errors_and_help() {
     // The credentials' value is never shown in the help.
     let out = run_as(Some("digest:alice:top-secret"), &["status", "--help"]).await;
     assert!(!out.stdout.contains("top-secret"), "{out:#?}");
+}
+
+/// A lock directory the user may not write to, on the plain test server:
+/// exit 77.
+#[tokio::test]
+async fn no_auth_exits_77() {
+    let path = zk_rwlock_testkit::unique_path("noauth");
+    let owner = zk::Client::connector()
+        .with_auth("digest", b"alice:secret")
+        .connect(&zk_rwlock_testkit::server().connect_string())
+        .await
+        .unwrap();
+    owner
+        .mkdir(
+            &path,
+            &zk::CreateMode::Persistent.with_acls(zk::Acls::creator_all()),
+        )
+        .await
+        .unwrap();
+    let out = crate::common::run(&["exec", "--write", &path, "--", "true"]).await;
+    out.expect_code(77);
+    assert!(out.stderr.contains("NoAuth"), "{out:#?}");
+    assert!(zk_rwlock_testkit::children(&owner, &path).await.is_empty());
+    owner.delete(&path, None).await.unwrap();
 }

@@ -3,11 +3,9 @@
 //! by their shared session (`also_in`), in JSON, in the table, and in
 //! `--watch`; with one path the output has no such field or column.
 
-mod common;
-
 use zk_rwlock_testkit as support;
 
-use common::{contenders, run, watch_status, Watching, SHORT};
+use crate::common::{contenders, run, watch_status, Watching, SHORT};
 use serde_json::Value;
 use support::{assert_drained, client, lock, unique_path, wait_contenders};
 use zk_rwlock::{Mode, MultiLock};

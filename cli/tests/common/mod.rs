@@ -1,16 +1,18 @@
-//! The harness of the command line's tests: the `zk-rwlock` binary run on
-//! the shared test server, what a run printed and how it exited, scratch
-//! directories, signals.
+//! The harness of the command line's tests (the `exec`, `lead` and
+//! `commands` binaries each include it): the `zk-rwlock` binary run on the
+//! shared test server, what a run printed and how it exited, the lock
+//! directory's children, scratch directories, signals.
 
-// Each test file uses a part of it.
+// Each test binary uses a part of it.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::process::{Child, Command};
-use zk_rwlock_testkit::{server, unique_path};
+use zk_rwlock::zk;
+use zk_rwlock_testkit::{children, eventually, server, unique_path};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_zk-rwlock");
 /// Upper bound for anything that should happen promptly.
@@ -79,6 +81,42 @@ pub async fn finish_within(child: Child, limit: Duration) -> Run {
 /// Runs `zk-rwlock <args>` on the shared server to completion.
 pub async fn run(args: &[&str]) -> Run {
     finish(zk_rwlock(args).spawn().expect("spawn zk-rwlock")).await
+}
+
+/// Waits until `file` holds a complete line and returns its words.
+pub async fn read_pids(file: &Path) -> Vec<u32> {
+    let mut pids = Vec::new();
+    eventually(&format!("{} written", file.display()), SHORT, || {
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        let ok = text.ends_with('\n');
+        if ok {
+            pids = text.split_whitespace().map(|w| w.parse().expect("pid")).collect();
+        }
+        async move { ok }
+    })
+    .await;
+    pids
+}
+
+/// Waits until the lock directory has `n` children.
+pub async fn wait_children(c: &zk::Client, path: &str, n: usize) -> Vec<String> {
+    let deadline = Instant::now() + SHORT;
+    loop {
+        let last = children(c, path).await;
+        if last.len() == n {
+            return last;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{path}: wanted {n} children, have {last:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// The last segment of a node's path: its name in the lock directory.
+pub fn child_name(node: &str) -> String {
+    node.rsplit('/').next().unwrap().to_owned()
 }
 
 /// A fresh scratch directory for files the commands write.

@@ -9,8 +9,6 @@
 //! Times are compared on the wall clock, which the commands (`date`), the
 //! lease file and this process share.
 
-mod common;
-
 use zk_rwlock_testkit as support;
 
 use std::io::BufRead;
@@ -18,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use common::kill;
+use crate::common::kill;
 use support::proxy::Proxy;
 use support::{alive, client_on, eventually, joined, server, settles_to, unique_path, wait_contenders};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
@@ -363,8 +361,8 @@ async fn partition(name: &str, on_term: &str) -> Partition {
     }
 }
 
-/// The acceptance test: five partitions of a holder whose command
-/// stops on SIGTERM (in 300 ms). Each time the command has ended, its
+/// Five partitions of a holder whose command stops on SIGTERM (in
+/// 300 ms). Each time the command has ended, its
 /// whole process group gone, before the lease deadline and so before the
 /// next writer is granted; exec exits 79 and says why.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,11 +7,10 @@
 //! is granted. Judged by the work's own timestamps: no `A` line after B's,
 //! and every A worker dead by then. A is stopped (SIGSTOP), killed
 //! (SIGKILL), cut off in a terminal, or its command exits while its
-//! background work goes on.
+//! background work goes on. And a holder killed with SIGKILL takes its
+//! command with it; its lock passes on only once its session has expired.
 //!
 //! `ZK_RWLOCK_REPEAT=n` runs each scenario n times in a row (default 1).
-
-mod common;
 
 use zk_rwlock_testkit as support;
 
@@ -19,9 +18,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::kill;
+use crate::common::kill;
 use support::proxy::Proxy;
-use support::{alive, eventually, own_server, server, unique_path};
+use support::{alive, client_on, eventually, server, settles_to, unique_path, wait_contenders};
+use zk_rwlock::{ContenderState, SharedLock};
 
 const BIN: &str = env!("CARGO_BIN_EXE_zk-rwlock");
 /// Upper bound for anything that should happen promptly.
@@ -366,69 +366,6 @@ async fn in_a_terminal_the_whole_tree_is_stopped() {
     }
 }
 
-/// A server restarted for 2 s under a command on a 10 s session: by
-/// default the command rides it out and exec exits with its status.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_two_second_restart_leaves_the_command_running() {
-    let mut zk = own_server(Duration::from_secs(1));
-    let connect = zk.connect_string();
-    let dir = scratch("restart");
-    let path = unique_path("restart");
-    let started = dir.join("started");
-    let done = dir.join("done");
-    let a = Command::new(BIN)
-        .args([
-            "exec",
-            "--write",
-            "--session-timeout",
-            "10s",
-            "--connect",
-            &connect,
-            &path,
-            "--",
-        ])
-        .args([
-            "sh",
-            "-c",
-            r#"touch "$0"; while [ ! -e "$1.go" ]; do sleep 0.05; done; echo ok > "$1""#,
-        ])
-        .arg(&started)
-        .arg(&done)
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run zk-rwlock exec");
-    eventually("the command runs", WITHIN, || {
-        let there = started.exists();
-        async move { there }
-    })
-    .await;
-    zk.stop(0).expect("stop the server");
-    // The outage itself: the server is away for 2 s.
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    zk.start(0).expect("start the server again");
-    zk.wait_serving(0, WITHIN).expect("the server serves again");
-    // Let the command finish only once the client is back with its session.
-    let probe = support::client_on(&connect).await;
-    eventually("exec's node is still there", WITHIN, || {
-        let probe = probe.clone();
-        let path = path.clone();
-        async move { probe.list_children(&path).await.is_ok_and(|c| c.len() == 1) }
-    })
-    .await;
-    std::fs::write(done.with_extension("go"), "").expect("go");
-    let (code, stderr) = finish(a).await;
-    assert_eq!(code, Some(0), "{stderr}");
-    assert_eq!(
-        std::fs::read_to_string(&done).unwrap_or_default(),
-        "ok\n",
-        "{stderr}"
-    );
-    let _ = std::fs::remove_dir_all(dir);
-}
-
 /// The zk-rwlock binary replaced (an upgrade) while exec waits for the
 /// lock: its keeper is still this very program, and CMD runs.
 #[tokio::test]
@@ -438,7 +375,7 @@ async fn a_binary_replaced_while_waiting_still_runs_the_command() {
     let path = unique_path("replaced");
     let copy = dir.join("zk-rwlock");
     std::fs::copy(BIN, &copy).expect("copy the binary");
-    let holder = zk_rwlock::SharedLock::new(support::client_on(&connect).await, &path).expect("lock");
+    let holder = SharedLock::new(client_on(&connect).await, &path).expect("lock");
     let guard = holder.write().await.expect("hold the lock");
     let ran = dir.join("ran");
     let a = Command::new(&copy)
@@ -450,11 +387,111 @@ async fn a_binary_replaced_while_waiting_still_runs_the_command() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("run the copy");
-    support::wait_contenders(&holder, 2).await;
+    wait_contenders(&holder, 2).await;
     std::fs::remove_file(&copy).expect("remove the binary");
     guard.release().await.expect("release");
     let (code, stderr) = finish(a).await;
     assert_eq!(code, Some(0), "{stderr}");
     assert!(ran.exists(), "{stderr}");
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A `zk-rwlock exec` holder killed with SIGKILL takes its command with it,
+/// and its lock passes on only once its session has expired.
+#[tokio::test]
+async fn a_killed_holder_process_is_replaced_only_after_its_session_expires() {
+    let connect = server().connect_string();
+    let path = unique_path("kill9");
+    let pidfile = std::env::temp_dir().join(format!("zk-rwlock-{}", &path[1..].replace('/', "-")));
+    let _ = std::fs::remove_file(&pidfile);
+    let mut holder = Command::new(BIN)
+        .args([
+            "exec",
+            "--write",
+            "--session-timeout",
+            "2s",
+            "--connect",
+            &connect,
+            &path,
+            "--",
+            "sh",
+            "-c",
+            // The command writes its pid, then becomes `sleep` (same pid).
+            r#"echo $$ > "$1.tmp" && mv "$1.tmp" "$1" && exec sleep 600"#,
+            "sh",
+        ])
+        .arg(&pidfile)
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("run zk-rwlock exec");
+    let observer = SharedLock::new(client_on(&connect).await, &path).unwrap();
+    eventually("the holder process holds the lock", WITHIN, || async {
+        observer
+            .contenders()
+            .await
+            .map(|c| c.len() == 1 && c[0].state == ContenderState::Holds)
+            .unwrap_or(false)
+    })
+    .await;
+    let held = observer.contenders().await.unwrap().remove(0).path;
+    let mut command = None;
+    eventually("the command wrote its pid", WITHIN, || {
+        command = std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|pid| pid.trim().parse::<u32>().ok());
+        let found = command.is_some();
+        async move { found }
+    })
+    .await;
+    let command = command.unwrap();
+    let _ = std::fs::remove_file(&pidfile);
+    assert!(alive(command), "the command runs");
+    let waiter_lock = observer.clone();
+    let waiter = tokio::spawn(async move { waiter_lock.write().await });
+    wait_contenders(&observer, 2).await;
+
+    holder.kill().expect("kill -9 the holder");
+    let killed = std::time::Instant::now();
+    let _ = holder.wait();
+    // exec cannot forward a SIGKILL; on Linux its command gets one when
+    // exec dies (`exec --help`: "CMD is killed (SIGKILL) if zk-rwlock itself
+    // dies"): no command keeps running without the lock.
+    eventually(
+        "the command died with exec",
+        WITHIN,
+        || async move { !alive(command) },
+    )
+    .await;
+    let direct = client_on(&connect).await;
+    // Not before: while the dead holder's node exists, nobody else is granted.
+    loop {
+        let granted = waiter.is_finished();
+        let exists = direct.check_stat(&held).await.unwrap().is_some();
+        assert!(
+            !(granted && exists),
+            "granted while the killed holder's node still existed"
+        );
+        if !exists {
+            break;
+        }
+        assert!(
+            killed.elapsed() < WITHIN,
+            "the killed holder's session never expired"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let expired_after = killed.elapsed();
+    let g = tokio::time::timeout(WITHIN, waiter)
+        .await
+        .expect("granted after expiry")
+        .unwrap()
+        .unwrap();
+    // The session (2 s) was last renewed at most a ping interval (a few
+    // hundred ms) before the kill: its node lives on for about 2 s.
+    assert!(
+        expired_after >= Duration::from_secs(1),
+        "the node outlived its process until expiry, not {expired_after:?}"
+    );
+    g.release().await.unwrap();
+    settles_to(&direct, &path, &[]).await;
 }

@@ -1,15 +1,15 @@
-//! `zk-rwlock lead` against a real ZooKeeper server: a leader runs CMD and
-//! resigns when it exits 0, campaigns again after a failed term up to
-//! --max-terms, two leaders never run at once, and `status` names the
-//! leader. Every test checks that its lock directory ends up empty.
-
-mod common;
+//! `zk-rwlock lead`: one leader at a time, and `status` names it: two
+//! leaders never run their commands at once, a killed `lead`'s command is
+//! gone before the next leader's starts, and a leader asked to step down
+//! that ignores the request stays the one named until it resigns. Every
+//! test checks that its lock directory ends up empty.
 
 use zk_rwlock_testkit as support;
 
+use std::process::Stdio;
 use std::time::Duration;
 
-use common::{kill, s, scratch, zk_rwlock};
+use crate::common::{kill, s, scratch, zk_rwlock};
 use support::{assert_drained, eventually, unique_path};
 use tokio::process::Command;
 
@@ -18,41 +18,8 @@ const SHORT: Duration = Duration::from_secs(20);
 
 /// Runs to completion (bounded): exit code, stdout, stderr.
 async fn finish(cmd: &mut Command) -> (Option<i32>, String, String) {
-    let run = common::finish_within(cmd.spawn().expect("spawn zk-rwlock"), SHORT).await;
+    let run = crate::common::finish_within(cmd.spawn().expect("spawn zk-rwlock"), SHORT).await;
     (run.code, run.stdout, run.stderr)
-}
-
-#[tokio::test]
-async fn failed_terms_campaign_again_up_to_max_terms() {
-    let path = unique_path("lead-terms");
-    let dir = scratch("terms");
-    let tokens = dir.join("tokens");
-    let script = format!("echo \"$ZK_RWLOCK_FENCING_TOKEN\" >> {}; exit 3", s(&tokens));
-    let (code, _, stderr) = finish(&mut zk_rwlock(&[
-        "lead",
-        "--identity",
-        "svc",
-        "--backoff",
-        "10ms..40ms",
-        "--max-terms",
-        "3",
-        &path,
-        "--",
-        "sh",
-        "-c",
-        &script,
-    ]))
-    .await;
-    assert_eq!(code, Some(3), "the last term's status: {stderr}");
-    assert_eq!(stderr.matches("zk-rwlock: leading").count(), 3, "{stderr}");
-    let terms: Vec<i64> = std::fs::read_to_string(&tokens)
-        .unwrap()
-        .lines()
-        .map(|l| l.parse().unwrap())
-        .collect();
-    assert_eq!(terms.len(), 3);
-    assert!(terms.windows(2).all(|w| w[0] < w[1]), "terms grow: {terms:?}");
-    assert_drained(&path).await;
 }
 
 #[tokio::test]
@@ -116,85 +83,6 @@ async fn one_leader_at_a_time_and_status_names_it() {
     assert_drained(&path).await;
 }
 
-#[tokio::test]
-async fn a_signal_while_campaigning_withdraws_and_exits() {
-    let path = unique_path("lead-signal");
-    let holder = support::lock(&path).await;
-    let guard = holder.write().await.unwrap();
-    let child = zk_rwlock(&["lead", &path, "--", "true"])
-        .spawn()
-        .expect("spawn zk-rwlock");
-    support::wait_contenders(&holder, 2).await;
-    kill(child.id().expect("running"), libc::SIGTERM);
-    let out = tokio::time::timeout(SHORT, child.wait_with_output())
-        .await
-        .expect("lead exits")
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(143), "{stderr}");
-    assert!(stderr.contains("while campaigning"), "{stderr}");
-    support::wait_contenders(&holder, 1).await;
-    guard.release().await.unwrap();
-    assert_drained(&path).await;
-}
-
-#[tokio::test]
-async fn a_lost_leadership_stops_the_command_and_campaigns_again() {
-    let path = unique_path("lead-lost");
-    let dir = scratch("lost");
-    let tokens = dir.join("tokens");
-    let go = dir.join("go");
-    let script = format!(
-        "echo \"$ZK_RWLOCK_FENCING_TOKEN\" >> {tokens}; while [ ! -e {go} ]; do sleep 0.02; done",
-        tokens = s(&tokens),
-        go = s(&go)
-    );
-    let child = zk_rwlock(&[
-        "lead",
-        "--backoff",
-        "10ms..20ms",
-        "--kill-after",
-        "1s",
-        &path,
-        "--",
-        "sh",
-        "-c",
-        &script,
-    ])
-    .spawn()
-    .expect("spawn zk-rwlock");
-    let lines = |n: usize| {
-        let tokens = tokens.clone();
-        move || {
-            let tokens = tokens.clone();
-            async move { std::fs::read_to_string(&tokens).is_ok_and(|t| t.lines().count() >= n) }
-        }
-    };
-    eventually("the first term runs", SHORT, lines(1)).await;
-    // Someone deletes the leader's node: the leadership is lost.
-    let observer = support::lock(&path).await;
-    let queue = observer.contenders().await.unwrap();
-    assert_eq!(queue.len(), 1);
-    observer.client().delete(&queue[0].path, None).await.unwrap();
-    eventually("a second term runs", SHORT, lines(2)).await;
-    std::fs::write(&go, "").unwrap();
-    let out = tokio::time::timeout(SHORT, child.wait_with_output())
-        .await
-        .expect("lead exits")
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(stderr.contains("campaigning again"), "{stderr}");
-    let terms: Vec<i64> = std::fs::read_to_string(&tokens)
-        .unwrap()
-        .lines()
-        .map(|l| l.parse().unwrap())
-        .collect();
-    assert_eq!(terms.len(), 2, "{terms:?}");
-    assert!(terms[0] < terms[1]);
-    assert_drained(&path).await;
-}
-
 /// `zk-rwlock revoke PATH` on a `lead` leader with the default
 /// `--on-revoke ignore`: the request ends nothing, so the leader keeps
 /// running CMD with the same term, nobody else leads, and `status` (table
@@ -235,7 +123,7 @@ async fn a_revoked_leader_that_ignores_the_request_stays_named() {
     let observer = support::lock(&path).await;
     support::wait_contenders(&observer, 2).await;
 
-    let out = common::run(&["revoke", &path]).await;
+    let out = crate::common::run(&["revoke", &path]).await;
     assert_eq!(out.code, Some(0), "{out:#?}");
     let asked = out.stdout.trim().to_owned();
     assert!(asked.contains("/a@"), "a's node was asked: {out:#?}");
@@ -253,7 +141,7 @@ async fn a_revoked_leader_that_ignores_the_request_stays_named() {
     let ticks = read().matches("tick a").count();
 
     // status names a, asked to step down, with its term.
-    let out = common::run(&["status", &path]).await;
+    let out = crate::common::run(&["status", &path]).await;
     assert_eq!(out.code, Some(0), "{out:#?}");
     let line = out.stdout.lines().nth(1).unwrap_or_default();
     assert!(
@@ -262,7 +150,7 @@ async fn a_revoked_leader_that_ignores_the_request_stays_named() {
         "status names the revoked leader: {}",
         out.stdout
     );
-    let out = common::run(&["status", "--json", &path]).await;
+    let out = crate::common::run(&["status", "--json", &path]).await;
     let json: serde_json::Value = serde_json::from_str(&out.stdout).expect("JSON");
     assert_eq!(json["leader"]["identity"], "a", "{json}");
     assert_eq!(json["leader"]["term"], term, "{json}");
@@ -303,4 +191,68 @@ async fn a_revoked_leader_that_ignores_the_request_stays_named() {
         "one leader at a time: {log}"
     );
     assert_drained(&path).await;
+}
+
+/// `lead` is killed with SIGKILL while its CMD (which ignores
+/// SIGTERM and ticks a timestamp every 20ms) leads; a second `lead` waits.
+/// The second leader's CMD starts only after the first CMD's last tick.
+#[tokio::test]
+async fn a_killed_lead_stops_its_command_before_the_next_leader_starts() {
+    let path = unique_path("lead-kill9");
+    let dir = std::env::temp_dir().join(format!("zk-rwlock-lead-kill9-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("log");
+    let log = log.to_str().unwrap();
+    let a_script =
+        format!("trap '' TERM; while true; do echo \"tick $(date +%s%N)\" >> {log}; sleep 0.02; done");
+    let b_script = format!("echo \"start $(date +%s%N)\" >> {log}");
+    let args = |id: &'static str, script: &str| {
+        let mut cmd = zk_rwlock(&[
+            "lead",
+            "--identity",
+            id,
+            "--session-timeout",
+            "4s",
+            "--kill-after",
+            "30s",
+            &path,
+            "--",
+            "sh",
+            "-c",
+            script,
+        ]);
+        cmd.stdout(Stdio::null()).stderr(Stdio::null());
+        cmd
+    };
+    let a = args("a", &a_script).spawn().unwrap();
+    support::eventually("a ticks", SHORT, || async {
+        std::fs::read_to_string(log).is_ok_and(|l| l.contains("tick"))
+    })
+    .await;
+    let b = args("b", &b_script).spawn().unwrap();
+    let watcher = support::lock(&path).await;
+    support::wait_contenders(&watcher, 2).await;
+    kill(a.id().unwrap(), libc::SIGKILL);
+    let out = tokio::time::timeout(SHORT, b.wait_with_output())
+        .await
+        .expect("b leads and exits")
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = std::fs::read_to_string(log).unwrap();
+    let stamp = |l: &str| l.split_whitespace().nth(1).unwrap().parse::<u128>().unwrap();
+    let last_tick = text
+        .lines()
+        .filter(|l| l.starts_with("tick"))
+        .map(stamp)
+        .max()
+        .unwrap();
+    let start = text.lines().find(|l| l.starts_with("start")).map(stamp).unwrap();
+    assert!(
+        last_tick < start,
+        "a's command ticked {}ms after b's started",
+        (last_tick - start) / 1_000_000
+    );
+    drop(a);
+    support::assert_drained(&path).await;
 }

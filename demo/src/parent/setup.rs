@@ -11,11 +11,11 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::process::{ChildStdin, Command};
 use tokio::sync::{mpsc, oneshot};
 use zk_rwlock::{zk, Mode, SharedLock};
+use zk_rwlock_testkit::fenced_store::FencedStore;
 
 use super::partition::Partition;
 use super::{Msg, Proc, State};
 use crate::event::Line;
-use crate::store::FencedStore;
 use crate::verdict::Worker;
 use crate::worker::SplitMix64;
 use crate::Config;

@@ -16,7 +16,7 @@
 //!
 //! One fault of each kind comes first, in a seeded order, however short the
 //! run (the run is longer than asked if that takes longer). Writers write to
-//! a fenced store (`examples/fenced_store/store.rs`) with their token while
+//! a fenced store (`zk_rwlock_testkit::fenced_store`) with their token while
 //! they hold. Afterwards an independent checker (`soak/checker.rs`: it
 //! parses the workers' JSON lines and the store's log itself, and shares no
 //! code with the library, the demo's verdict or the store) verifies that
@@ -41,15 +41,13 @@
 //! `ZK_RWLOCK_SOAK_SEED` replays a run's fault schedule and worker seeds
 //! (the timing of a real run is never exactly reproducible).
 //!
-//! The same binary runs the nemesis (`soak/nemesis.rs`): this fleet, store
-//! and checker on a 5-member ensemble partitioned from the inside, one run
-//! at a time.
+//! Beside it runs the nemesis (`soak/nemesis.rs`): this fleet, store and
+//! checker on a 5-member ensemble partitioned from the inside, one run at a
+//! time.
 
 use zk_rwlock_testkit as support;
 
-#[path = "soak/checker.rs"]
 mod checker;
-#[path = "soak/nemesis.rs"]
 mod nemesis;
 
 use std::collections::{HashSet, VecDeque};
@@ -122,7 +120,7 @@ macro_rules! say {
     };
 }
 
-/// One run at a time in this binary: each starts its own ensemble and
+/// One soak or nemesis run at a time: each starts its own ensemble and
 /// fleet, and two at once would overload the machine.
 fn serial() -> MutexGuard<'static, ()> {
     static RUN: Mutex<()> = Mutex::new(());

@@ -1080,7 +1080,7 @@ mod tests {
 
     /// The directory of the recorded run (see [`recorded_run`]).
     fn recorded_dir() -> std::path::PathBuf {
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/soak/recorded")
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/demo/soak/recorded")
     }
 
     /// Sets `field` of worker `worker`'s event line that satisfies `which`.
@@ -1097,8 +1097,8 @@ mod tests {
     }
 
     /// The checker on the events of a real soak run, kept in
-    /// `tests/soak/recorded/` (re-record with `ZK_RWLOCK_SOAK_KEEP=dir
-    /// ZK_RWLOCK_SOAK_SECS=1 cargo test -p zk-rwlock-demo --test soak --
+    /// `tests/demo/soak/recorded/` (re-record with `ZK_RWLOCK_SOAK_KEEP=dir
+    /// ZK_RWLOCK_SOAK_SECS=1 cargo test -p zk-rwlock-demo --test demo --
     /// --nocapture soak_`, then copy `workers.jsonl`, `events.jsonl` and
     /// `store.log` of `dir`; `faults.txt` is there for the reader): clean as
     /// recorded, and each break is found.

@@ -1,6 +1,8 @@
 //! The release record (see docs/protocol.md, "Wire protocol") under attack, each
 //! against a real server: a record the server refuses, and a waiter that
-//! only a release could grant whose node is deleted.
+//! only a release could grant whose node is deleted (it learns of it while
+//! the holder holds, and the release that names its predecessor does not
+//! grant it).
 
 use zk_rwlock_testkit as support;
 
@@ -112,4 +114,31 @@ async fn a_waiter_whose_node_is_deleted_fails_while_the_holder_still_holds() {
              holder releases)"
         ),
     }
+}
+
+/// A waiter that only a release can grant (its watched writer has others
+/// before it) has no watch on its own node: the read of the release record
+/// reads its node too, so a waiter whose node someone deleted is never
+/// granted by the release.
+#[tokio::test]
+async fn a_release_does_not_grant_a_waiter_whose_node_is_gone() {
+    let path = unique_path("release-gone");
+    let support::WriterChain {
+        first,
+        second,
+        third,
+        queue,
+        ..
+    } = support::writer_chain(&path).await;
+    // The third writer's node goes; nothing tells it yet.
+    client().await.delete(&queue[2].path, None).await.unwrap();
+    first.release().await.unwrap();
+    let second = joined(SHORT, second).await.unwrap();
+    // The second writer waited: it releases with the record naming it.
+    second.release().await.unwrap();
+    match joined(SHORT, third).await {
+        Err(Error::Lost { node }) => assert_eq!(node, queue[2].path),
+        other => panic!("a writer whose node was deleted got {other:?}"),
+    }
+    support::assert_drained(&path).await;
 }

@@ -43,10 +43,10 @@ const ALONE_WRAPPED: &str = "/limits/alone-wrapped";
 const RECYCLED: &str = "/limits/recycled";
 const HELD: &str = "/limits/held";
 /// Test d, `zk-rwlock exec` at the limit, is the command line's
-/// (`cli/tests/exec_faults.rs`). Test e: the warning past the threshold.
+/// (`cli/tests/exec/sequence_limit.rs`). Test e: the warning past the threshold.
 const WARNED: &str = "/limits/warned";
 
-/// One server for the tests of this binary, with every test's directory
+/// One server for the tests of this module, with every test's directory
 /// seeded (as a plain persistent node, the way older versions or other
 /// clients leave them). The next child of a seeded directory gets the
 /// seeded value as its sequence number. Fails (never skips) with
@@ -685,7 +685,7 @@ fn padded_acls(pad: usize) -> Vec<zk::Acl> {
 /// exactly the limit work against the server, and the client counts that
 /// create, one byte larger, as the lock does. (In the native layout the
 /// release, whose marker carries the ACLs again, is the larger:
-/// `tests/release_marker.rs`.)
+/// `tests/handover/release_marker.rs`.)
 #[tokio::test]
 async fn acls_too_large_for_a_request_are_refused_when_the_lock_is_built() {
     let c = client().await;

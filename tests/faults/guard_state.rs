@@ -486,7 +486,7 @@ fn vm_rss_kb() -> u64 {
 /// resident set per guard, the requests the server received per grant, the
 /// time per grant and per release, and the watches on the server. A
 /// measurement, not a check: run it alone, in a release build,
-/// `cargo test --release --test guard_state -- --ignored --nocapture --test-threads=1`.
+/// `cargo test --release --test faults cost_of_ten_thousand -- --ignored --nocapture`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement that prints figures; run it alone"]
 async fn cost_of_ten_thousand_held_guards_on_one_session() {

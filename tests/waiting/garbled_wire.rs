@@ -281,7 +281,7 @@ async fn detectable_garbage_grants_nothing_and_overlaps_nothing() {
 /// reads as a listing with a foreign child in place of the holder (the
 /// first run, seed 28, granted a reader beside a writer so). Only TLS, which
 /// drops a connection on a changed byte, protects the replies' integrity.
-/// Run with `cargo test --test fuzz_contended -- --ignored --nocapture`.
+/// Run with `cargo test --test waiting garbled_wire:: -- --ignored --nocapture`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "shows the overlaps an unchecked wire allows; asserts no panic and no hang only"]
 async fn any_garbled_byte_neither_panics_nor_hangs() {

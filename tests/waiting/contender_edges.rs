@@ -29,7 +29,7 @@ const COUNTER: &str = "/edges/counter";
 /// A lock directory at the counter's limit.
 const EXHAUSTED: &str = "/edges/exhausted";
 
-/// One server for this binary, with the seeded directories.
+/// One server for this module, with the seeded directories.
 fn server() -> &'static ZkCluster {
     static SERVER: OnceLock<ZkCluster> = OnceLock::new();
     SERVER.get_or_init(|| {
@@ -64,7 +64,7 @@ fn lines_with(parts: &[&str]) -> Vec<String> {
         .collect()
 }
 
-/// The requests this binary's server received on session `sid` so far.
+/// The requests this module's server received on session `sid` so far.
 fn received_on(sid: i64) -> i64 {
     zk_rwlock_testkit::received_by(server(), sid)
 }

@@ -11,7 +11,7 @@
 //!
 //! ```text
 //! SCALE_CONTENDERS=20000 SCALE_SESSIONS=200 SCALE_HEAP=2g \
-//!   cargo test --release --test scale -- --ignored --nocapture many_contenders_sized
+//!   cargo test --release --test limits -- --ignored --nocapture many_contenders_sized
 //! ```
 //!
 //! (`SCALE_MIX=1` makes every fifth contender a writer and the others
@@ -29,7 +29,7 @@
 //! once the holder releases. CI-sized with 2,000 locks; the large run:
 //!
 //! ```text
-//! SCALE_PATHS=100000 cargo test --release --test scale -- --ignored --nocapture many_paths_sized
+//! SCALE_PATHS=100000 cargo test --release --test limits -- --ignored --nocapture many_paths_sized
 //! ```
 
 use zk_rwlock_testkit as support;

@@ -1,15 +1,18 @@
 //! A server outage shorter than the session timeout must not cost a held
 //! lock: the client reconnects to the same session in time, and the lock
-//! and its node survive. Each test stops a standalone server for a fraction
-//! of the negotiated session timeout and starts it again on the same port.
+//! and its node survive. Each `lock_survives_*` test stops a standalone
+//! server for a fraction of the negotiated session timeout and starts it
+//! again on the same port. And while the server is down, acquires with a
+//! deadline still return by it.
 
 use zk_rwlock_testkit as support;
 
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::time::Duration;
 
+use support::{children, client_on, eventually, joined, own_server, unique_path, wait_contenders};
 use tokio::time::Instant;
-use zk_rwlock::{connect_client, zk, SharedLock};
+use zk_rwlock::{connect_client, zk, SharedLock, GIVE_UP_SLACK, TRY_TIMEOUT};
 use zk_rwlock_testkit::launcher::ZkCluster;
 
 /// The session timeout asked for; the server below grants 1–10 s.
@@ -18,6 +21,8 @@ const TICK_TIME: Duration = Duration::from_millis(500);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Patience for anything the outage itself does not delay.
 const WITHIN: Duration = Duration::from_secs(30);
+/// The connect timeout, and the patience, of the deadline test.
+const SHORT: Duration = Duration::from_secs(10);
 
 /// One outage at a time: a server that starts while another one starts
 /// takes longer, which would stretch the outage beyond its planned length.
@@ -185,4 +190,59 @@ async fn lock_survives_an_outage_of_0_7_session_timeouts() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lock_survives_an_outage_of_0_9_session_timeouts() {
     lock_survives_an_outage_of(0.9).await;
+}
+
+/// `*_timeout`, `try_*` and `exec --timeout` return by their deadline (plus
+/// `GIVE_UP_SLACK`) when the server goes away while they wait; the node is
+/// deleted after the client reconnects.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deadlines_hold_while_the_server_is_down() {
+    let mut zk = own_server(Duration::from_millis(500));
+    let servers = zk.connect_string();
+    let path = unique_path("deadline");
+    let session = Duration::from_secs(8);
+    let holder_lock =
+        SharedLock::new(connect_client(&servers, session, SHORT).await.unwrap(), &path).unwrap();
+    let holder = holder_lock.write().await.unwrap();
+    let waiter = SharedLock::new(connect_client(&servers, session, SHORT).await.unwrap(), &path).unwrap();
+    let timeout = Duration::from_secs(2);
+    let timed = tokio::spawn({
+        let waiter = waiter.clone();
+        async move {
+            let started = Instant::now();
+            let got = waiter.write_timeout(timeout).await;
+            (got.map(|g| g.is_some()), started.elapsed())
+        }
+    });
+    wait_contenders(&holder_lock, 2).await;
+    zk.kill(0).unwrap();
+    let (got, took) = joined(SHORT * 2, timed).await;
+    assert!(matches!(got, Ok(false)), "timed out without the lock: {got:?}");
+    let bound = timeout + GIVE_UP_SLACK + Duration::from_millis(500);
+    assert!(
+        took <= bound,
+        "write_timeout(2s) took {took:?} with the server down (bound {bound:?})"
+    );
+
+    let started = Instant::now();
+    let tried = waiter.try_read().await;
+    let took = started.elapsed();
+    assert!(matches!(tried, Ok(None)), "{tried:?}");
+    let bound = TRY_TIMEOUT + GIVE_UP_SLACK + Duration::from_millis(500);
+    assert!(
+        took <= bound,
+        "try_read took {took:?} with the server down (bound {bound:?})"
+    );
+
+    // Back again: the withdrawn nodes go once the waiter has reconnected;
+    // the holder keeps its lock.
+    zk.start(0).unwrap();
+    let observer = client_on(&servers).await;
+    let holder_name = holder.node().rsplit('/').next().unwrap().to_owned();
+    eventually("only the holder's node is left", SHORT * 2, || async {
+        children(&observer, &path).await == vec![holder_name.clone()]
+    })
+    .await;
+    assert!(holder.is_held());
+    holder.release().await.unwrap();
 }

@@ -1,6 +1,8 @@
 //! Faults injected on purpose: server restarts, leader failover, paused
-//! members, connections cut at the worst moments, session expiry, and
-//! strangers without credentials. Each test starts the servers it breaks.
+//! members, connections cut (or replies garbled) at the worst moments,
+//! session expiry, and strangers without credentials. Most tests start the
+//! servers they break; those that only cut connections go through a proxy
+//! to the shared server.
 
 use zk_rwlock_testkit as support;
 
@@ -10,7 +12,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use support::proxy::{op, Proxy};
-use support::{children, client_on, eventually, server, settles_to, unique_path, wait_nodes, wait_watching};
+use support::{
+    children, client, client_on, eventually, server, settles_to, unique_path, wait_nodes, wait_watching,
+};
 use zk_rwlock::{zk, ContenderState, Error, Mode, SharedLock};
 use zk_rwlock_testkit::launcher::ZkCluster;
 
@@ -778,4 +782,61 @@ async fn a_reader_cut_after_setting_its_watch_keeps_one_node_and_is_granted() {
 async fn a_writer_cut_after_setting_its_watch_keeps_one_node_and_is_granted() {
     cut_while_waiting(Mode::Write, Step::Acquire, WATCH).await;
     cut_while_waiting(Mode::Write, Step::Rewait, WATCH).await;
+}
+
+/// A request in flight when the connection breaks may have been applied,
+/// whatever error the client hands it: `ConnectionLoss`, an I/O error, or
+/// (here) `UnexpectedError`, when the client drops a connection that sent it
+/// a reply it never asked for. A create is then looked for by its token, a
+/// release or a withdrawal retried: nothing is left to block the lock for
+/// the rest of the session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_garbled_reply_strands_no_node() {
+    let direct = server().connect_string();
+    let through = |proxy: &Proxy| {
+        let addr = proxy.addr().to_owned();
+        async move {
+            zk::Client::connector()
+                .with_session_timeout(Duration::from_secs(8))
+                .connect(&addr)
+                .await
+                .unwrap()
+        }
+    };
+    // The create of an acquire.
+    let path = unique_path("garbled-create");
+    let proxy = Proxy::start(&direct);
+    let lock = SharedLock::new(through(&proxy).await, &path).unwrap();
+    proxy.garble_after_request(&[op::CREATE, op::CREATE2]);
+    let guard = lock.write().await.expect("the acquire finds its node again");
+    assert_eq!(proxy.fired(), 1);
+    let observer = client().await;
+    assert_eq!(
+        children(&observer, &path).await,
+        vec![guard.node().rsplit('/').next().unwrap().to_owned()]
+    );
+    // The release.
+    proxy.garble_after_request(&[op::DELETE, op::MULTI]);
+    guard.release().await.expect("the release is retried");
+    assert_eq!(proxy.fired(), 2);
+    assert!(
+        children(&observer, &path).await.is_empty(),
+        "the released node is gone"
+    );
+    // The withdrawal of a timed-out acquire.
+    let holder = support::lock(&path).await.write().await.unwrap();
+    proxy.garble_after_request(&[op::DELETE]);
+    assert!(lock
+        .write_timeout(Duration::from_millis(300))
+        .await
+        .unwrap()
+        .is_none());
+    let holder_name = holder.node().rsplit('/').next().unwrap().to_owned();
+    eventually("only the holder's node is left", WITHIN, || async {
+        children(&observer, &path).await == vec![holder_name.clone()]
+    })
+    .await;
+    assert_eq!(proxy.fired(), 3);
+    holder.release().await.unwrap();
+    support::assert_drained(&path).await;
 }

@@ -11,7 +11,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use support::{
-    assert_drained, children, client, joined, lock, server, settles_to, unique_path, wait_contenders,
+    assert_drained, children, client, joined, lock, received_on, server, settles_to, unique_path,
+    wait_contenders,
 };
 use zk_rwlock::{zk, Error, HoldState, Mode, MultiLock};
 
@@ -660,12 +661,6 @@ async fn acquire_timeout_max_waits_without_a_deadline() {
     assert_drained(&a).await;
 }
 
-/// `zk_packets_received` of the test server (all sessions).
-fn packets_received() -> i64 {
-    let packets = server().mntr(0, "zk_packets_received");
-    i64::try_from(packets.expect("zk_packets_received in mntr")).expect("a count that fits i64")
-}
-
 /// The requests of an uncontended acquire grow linearly with the number of
 /// parts: each part taken is watched once for the whole acquire, not once
 /// per later part (which cost N(N-1)/2 extra reads).
@@ -684,21 +679,24 @@ async fn acquire_requests_grow_linearly_with_the_parts() {
     }
     let parts: Vec<(&str, Mode)> = paths.iter().map(|p| (p.as_str(), Mode::Write)).collect();
     let multi = MultiLock::new(c.clone(), &parts).unwrap();
-    // Other tests run at once: keep the least of a few rounds.
+    // The requests the server received on this one session (`cons`), so
+    // that other tests running at once do not count; the least of a few
+    // rounds, so that a ping does not either.
+    let sid = c.session_id().0;
     let (mut singles, mut multis) = (i64::MAX, i64::MAX);
     for _ in 0..3 {
-        let before = packets_received();
+        let before = received_on(sid);
         let mut gs = Vec::new();
         for l in &locks {
             gs.push(l.write().await.unwrap());
         }
-        singles = singles.min(packets_received() - before);
+        singles = singles.min(received_on(sid) - before);
         for g in gs {
             g.release().await.unwrap();
         }
-        let before = packets_received();
+        let before = received_on(sid);
         let g = multi.acquire().await.unwrap();
-        multis = multis.min(packets_received() - before);
+        multis = multis.min(received_on(sid) - before);
         g.release().await.unwrap();
     }
     assert!(

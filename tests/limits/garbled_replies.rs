@@ -543,7 +543,7 @@ fn garbled_replies_never_panic_or_hang() {
             .and_then(|n| n.parse().ok())
             .unwrap_or(300),
         failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
-            "proptest-regressions/fuzz_replies.txt",
+            "proptest-regressions/garbled_replies.txt",
         ))),
         ..ProptestConfig::default()
     });
@@ -621,7 +621,7 @@ fn an_empty_created_path_is_an_error() {
     );
 }
 
-/// Found by the garbling proxy (`tests/fuzz_contended.rs`, a length
+/// Found by the garbling proxy (`tests/waiting/garbled_wire.rs`, a length
 /// prefix made smaller): a `getData` reply shorter than a stat made the
 /// client panic on the caller's task (`attempt to subtract with
 /// overflow`); it is an error now (vendor patch 11).

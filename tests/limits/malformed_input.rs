@@ -109,7 +109,7 @@ fn check_name(s: &str) {
 }
 
 proptest! {
-    #![proptest_config(config(4096, "proptest-regressions/fuzz_inputs.txt"))]
+    #![proptest_config(config(4096, "proptest-regressions/malformed_input.txt"))]
 
     /// Any bytes as a child name, lock path, identity or record: no panic;
     /// a parsed name round-trips.
@@ -217,8 +217,10 @@ fn connect_strings_fail_typed_and_quickly() {
         "[a-z0-9.:,/\\[\\] -]{0,40}",
         "(127\\.0\\.0\\.1|localhost|\\[::1\\]|256\\.1\\.1\\.1|):[0-9]{0,6}(/[a-z/]{0,6})?(,[0-9.:]{0,12}){0,2}",
     ];
-    let mut runner =
-        proptest::test_runner::TestRunner::new(config(96, "proptest-regressions/fuzz_connect.txt"));
+    let mut runner = proptest::test_runner::TestRunner::new(config(
+        96,
+        "proptest-regressions/malformed_connect_strings.txt",
+    ));
     runner
         .run(&strings, |s| {
             let started = Instant::now();
@@ -249,4 +251,21 @@ fn connect_strings_fail_typed_and_quickly() {
             Ok(())
         })
         .unwrap();
+}
+
+/// `NodeName` promises "FromStr and Display round-trip exactly": so
+/// `-000000000` (not something ZooKeeper prints), which would parse as
+/// sequence 0 and print back as `0000000000`, is no contender name, or
+/// round-trips.
+#[test]
+fn negative_zero_sequence_is_not_a_contender_name() {
+    let name = "h-W--000000000";
+    if let Ok(parsed) = name.parse::<NodeName>() {
+        assert_eq!(
+            parsed.to_string(),
+            name,
+            "round trip of {name:?} (parsed as seq {})",
+            parsed.seq()
+        );
+    }
 }

@@ -1,0 +1,27 @@
+//! The lock changing hands, against real ZooKeeper servers: how a holder
+//! lets go (release, drop, downgrade) and how the next one learns of it;
+//! one module per behaviour.
+//!
+//! - `release_marker`: the release marker carries a hand-off with no
+//!   request after the event; a stranger's node under a marker's name, or a
+//!   release without a marker, costs a read, never the lock.
+//! - `release_record`: the release record refused by a quota still
+//!   releases; a waiter that only a release could grant, whose node is
+//!   deleted, learns of it and is never granted by the release.
+//! - `dropped_guards`: a guard dropped anywhere (outside a runtime, inside
+//!   one, as the program ends, in a current-thread task) is released at
+//!   once.
+//! - `downgrade`: `WriteGuard::downgrade` lets queued readers in and keeps
+//!   writers out, and holds under races and faults (fencing tokens,
+//!   cancellation, refused or lost transactions, revocation, expiry).
+//! - `revocation`: a revocation request reaches the holder's guard and
+//!   grants nobody until the holder releases.
+//!
+//! Shared by the whole process: one ZooKeeper server
+//! (`zk_rwlock_testkit::server`); tests that need a quota start their own.
+
+mod downgrade;
+mod dropped_guards;
+mod release_marker;
+mod release_record;
+mod revocation;
