@@ -28,7 +28,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use zk_rwlock::{blocking, connect_client, Election, Mode, MultiLock, SharedLock};
-use zk_rwlock_testkit as support;
+use zk_rwlock_fixtures as support;
 
 /// The tests of this binary measure the whole process: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());

@@ -6,7 +6,7 @@
 //! file's order is the order of those moments, and the checker fails on a
 //! writer that holds beside anyone.
 
-use zk_rwlock_testkit as support;
+use zk_rwlock_fixtures as support;
 
 use std::collections::BTreeMap;
 use std::io::Write;

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use zk_rwlock::{zk, Error, HoldState, Mode, MultiLock, SharedLock};
-use zk_rwlock_testkit as support;
+use zk_rwlock_fixtures as support;
 
 use support::proxy::Proxy;
 use support::{client, eventually, joined, server, unique_path, wait_contenders, wait_watching};

@@ -275,7 +275,7 @@ macro_rules! note {
 // ---- randomness ------------------------------------------------------------
 
 // splitmix64: sub-choices within a step, and the final drain's schedule.
-use zk_rwlock_testkit::SplitMix64 as Rng;
+use zk_rwlock_fixtures::SplitMix64 as Rng;
 
 // ---- the machine, and broken copies of it ------------------------------------
 

@@ -15,13 +15,13 @@
 //! new temporary directory. Two holders take the lock in turn; the first
 //! then writes late, as a process resuming from a pause would, and is
 //! refused. The store itself is a module of the test kit
-//! (`testkit/src/fenced_store.rs`, `zk_rwlock_testkit::fenced_store`); the
+//! (`testkit/src/fenced_store.rs`, `zk_rwlock_fixtures::fenced_store`); the
 //! demo's workers and its soak test write to it too.
 
 use std::error::Error;
 
 use zk_rwlock::{HoldState, SharedLock};
-use zk_rwlock_testkit::fenced_store::{FencedStore, Outcome};
+use zk_rwlock_fixtures::fenced_store::{FencedStore, Outcome};
 
 const LOCK_PATH: &str = "/locks/fenced-store-example";
 

@@ -8,9 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
-use std::str::FromStr;
-
-use zk_rwlock::{zk, Election, Leader, Mode, NodeName, SharedLock};
+use zookeeper_client as zk;
 
 use crate::launcher::ZkCluster;
 use crate::proxy;
@@ -66,11 +64,6 @@ pub async fn client() -> zk::Client {
     client_on(&server().connect_string()).await
 }
 
-/// A lock on `path` through a new session of the shared server.
-pub async fn lock(path: &str) -> SharedLock {
-    SharedLock::new(client().await, path).expect("valid lock path")
-}
-
 /// Polls `cond` until it holds, failing the test after `within`.
 pub async fn eventually<F, Fut>(what: &str, within: Duration, mut cond: F)
 where
@@ -113,59 +106,6 @@ pub fn poll<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) 
             "timed out after {timeout:?}: {what}"
         );
         std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Waits until `lock` has exactly `n` contenders, failing the test after 10 s.
-pub async fn wait_contenders(lock: &SharedLock, n: usize) {
-    eventually(
-        &format!("{n} contenders on {}", lock.path()),
-        Duration::from_secs(10),
-        || async { lock.contenders().await.map(|c| c.len() == n).unwrap_or(false) },
-    )
-    .await;
-}
-
-/// A queue of three writers on `path`, each on its own session: `first`
-/// holds; `second` waits on it; `third` waits on `second`, which has
-/// another node before it, so only a release by `second` after holding can
-/// grant `third` without a listing. Returns once `third` watches `second`,
-/// with the queue as `contenders()` saw it.
-pub struct WriterChain {
-    pub first_lock: SharedLock,
-    pub first: zk_rwlock::WriteGuard,
-    pub second: tokio::task::JoinHandle<Result<zk_rwlock::WriteGuard, zk_rwlock::Error>>,
-    pub third: tokio::task::JoinHandle<Result<zk_rwlock::WriteGuard, zk_rwlock::Error>>,
-    pub queue: Vec<zk_rwlock::Contender>,
-}
-
-pub async fn writer_chain(path: &str) -> WriterChain {
-    let first_lock = lock(path).await;
-    let first = first_lock.write().await.expect("the first writer holds");
-    let second_lock = lock(path).await;
-    let second = tokio::spawn(async move { second_lock.write().await });
-    wait_contenders(&first_lock, 2).await;
-    let third_lock = lock(path).await;
-    let third_session = third_lock.client().session_id().0;
-    let third = tokio::spawn(async move { third_lock.write().await });
-    wait_contenders(&first_lock, 3).await;
-    let queue = first_lock.contenders().await.expect("contenders");
-    let watched = queue[1].path.clone();
-    eventually(
-        "the third writer watches the second",
-        Duration::from_secs(10),
-        || {
-            let watched = watched.clone();
-            async move { watches(server(), &watched, third_session) }
-        },
-    )
-    .await;
-    WriterChain {
-        first_lock,
-        first,
-        second,
-        third,
-        queue,
     }
 }
 
@@ -351,51 +291,6 @@ pub async fn wait_nodes(client: &zk::Client, path: &str, n: usize) -> Vec<String
 /// The child name of a node's path (the whole of it when it has no `/`).
 pub fn child_name(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
-}
-
-/// The contender name of a node (full path or name).
-pub fn name_of(node: &str) -> NodeName {
-    NodeName::from_str(child_name(node)).unwrap_or_else(|e| panic!("{node} is not a contender name: {e:?}"))
-}
-
-/// The sequence number of a contender node (full path or name).
-pub fn seq_of(node: &str) -> i32 {
-    name_of(node).seq()
-}
-
-/// The mode of a contender node (full path or name).
-pub fn mode_of(node: &str) -> Mode {
-    name_of(node).mode()
-}
-
-/// Waits until the session of `lock` watches `node` on the shared server
-/// ([`server`]).
-pub async fn until_watching(lock: &SharedLock, node: &str) {
-    wait_watching(server(), node, lock.client().session_id().0).await;
-}
-
-/// An election on `path` for the candidate `identity`, through a new
-/// session on `connect`.
-pub async fn candidate(connect: &str, path: &str, identity: &str) -> Election {
-    Election::new(client_on(connect).await, path, identity).expect("an election")
-}
-
-/// Waits until the observer's receiver names a leader with `term`; fails
-/// after 20 s, or if the observer stops.
-pub async fn until_term(rx: &mut tokio::sync::watch::Receiver<Option<Leader>>, term: i64) -> Leader {
-    let within = Duration::from_secs(20);
-    let waited = tokio::time::timeout(
-        within,
-        rx.wait_for(|l| l.as_ref().is_some_and(|l| l.term == term)),
-    )
-    .await
-    .map(|seen| seen.map(|seen| seen.clone()));
-    match waited {
-        Ok(Ok(Some(seen))) => seen,
-        Ok(Ok(None)) => unreachable!("wait_for returned a value its predicate refused"),
-        Ok(Err(_)) => panic!("the observer stopped"),
-        Err(_) => panic!("the observer never named term {term}: it says {:?}", *rx.borrow()),
-    }
 }
 
 /// Creates, through `client`, an ephemeral child `pin` under `path`: not a

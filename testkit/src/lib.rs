@@ -8,8 +8,10 @@
 //! * [`proxy`]: a TCP proxy between a client and a server that cuts, refuses,
 //!   garbles or delays on command.
 //! * The fixtures at the crate root: one server per test binary
-//!   ([`server`]), clients and locks on it, polling with a deadline instead
-//!   of sleeping, and helpers that read the server's watch lists.
+//!   ([`server`]), clients on it, polling with a deadline instead of
+//!   sleeping, and helpers that read the server's watch lists. The test kit
+//!   knows nothing of the lock: the lock fixtures (locks, elections, queues,
+//!   contender names) are `zk-rwlock-fixtures`', which re-exports this crate.
 //! * [`SplitMix64`], a small seeded generator, and [`Percentiles`], from an
 //!   HDR histogram, for the simulation, the demo and the bench.
 //! * [`fenced_store`]: a store on disk that refuses writes with stale

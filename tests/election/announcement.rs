@@ -4,7 +4,7 @@
 //! resigns, a stranger's write on the leader's node is announced over, and
 //! a node made again by someone else is never written on.
 
-use zk_rwlock_testkit as support;
+use zk_rwlock_fixtures as support;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

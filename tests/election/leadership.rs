@@ -4,7 +4,7 @@
 //! campaign that fails with its expired session, and a campaign dropped at
 //! any point that leaves no node behind.
 
-use zk_rwlock_testkit as support;
+use zk_rwlock_fixtures as support;
 
 use std::time::Duration;
 

@@ -15,7 +15,7 @@
 //!   written on.
 //!
 //! Shared by the whole process: one ZooKeeper server
-//! (`zk_rwlock_testkit::server`); tests that restart or partition servers
+//! (`zk_rwlock_fixtures::server`); tests that restart or partition servers
 //! start their own.
 
 mod announcement;

@@ -4,7 +4,7 @@
 //! one watch (on the head node) for as long as a receiver lives, and stop
 //! naming a resigned leader when they cannot read the next one's node.
 
-use zk_rwlock_testkit as support;
+use zk_rwlock_fixtures as support;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

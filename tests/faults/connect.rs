@@ -9,7 +9,7 @@ use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
 use zk_rwlock::{connect_client, Error};
-use zk_rwlock_testkit as support;
+use zk_rwlock_fixtures as support;
 
 #[tokio::test]
 async fn a_connect_that_times_out_closes_its_connection() {

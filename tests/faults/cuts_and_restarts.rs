@@ -4,7 +4,7 @@
 //! servers they break; those that only cut connections go through a proxy
 //! to the shared server.
 
-use zk_rwlock_testkit as support;
+use zk_rwlock_fixtures as support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,11 +16,11 @@ use support::{
     children, client, client_on, eventually, server, settles_to, unique_path, wait_nodes, wait_watching,
 };
 use zk_rwlock::{zk, ContenderState, Error, Mode, SharedLock};
-use zk_rwlock_testkit::launcher::ZkCluster;
+use zk_rwlock_fixtures::launcher::ZkCluster;
 
 const WITHIN: Duration = Duration::from_secs(20);
 
-fn start(cluster: Result<ZkCluster, zk_rwlock_testkit::launcher::LaunchError>) -> ZkCluster {
+fn start(cluster: Result<ZkCluster, zk_rwlock_fixtures::launcher::LaunchError>) -> ZkCluster {
     cluster.unwrap_or_else(|e| {
         panic!("these tests need a real ZooKeeper server: {e}\ninstall it with `sudo apt-get install -y zookeeper`")
     })

@@ -5,7 +5,7 @@
 //! it held. No test here awaits `lost()` or another state future before it
 //! looks at `state()`.
 
-use zk_rwlock_testkit as support;
+use zk_rwlock_fixtures as support;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

@@ -6,14 +6,14 @@
 //! deleted the holder's node (seen by a watch from another session) and
 //! the moment the next writer was granted.
 
-use zk_rwlock_testkit as support;
+use zk_rwlock_fixtures as support;
 
 use std::time::Duration;
 
 use support::proxy::Proxy;
 use tokio::time::Instant;
 use zk_rwlock::{zk, HoldState, SharedLock};
-use zk_rwlock_testkit::launcher::ZkCluster;
+use zk_rwlock_fixtures::launcher::ZkCluster;
 
 const SESSION_TIMEOUT: Duration = Duration::from_secs(4);
 const WITHIN: Duration = Duration::from_secs(30);

@@ -8,7 +8,7 @@
 //! from that grant on, the holder must never report `Held` or `Suspended`,
 //! nor a lease deadline after the grant.
 
-use zk_rwlock_testkit as support;
+use zk_rwlock_fixtures as support;
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 use zk_rwlock::{zk, HoldState, SharedLock};
-use zk_rwlock_testkit::launcher::ZkCluster;
+use zk_rwlock_fixtures::launcher::ZkCluster;
 
 const WITHIN: Duration = Duration::from_secs(30);
 
@@ -115,7 +115,7 @@ fn route_through_proxy(cluster: &mut ZkCluster, member: usize, leader: usize) ->
     cluster.start(member).unwrap();
     let deadline = std::time::Instant::now() + WITHIN;
     while proxy.accepted.load(Ordering::SeqCst) == 0
-        || cluster.mode(member) != Some(zk_rwlock_testkit::launcher::ServerMode::Follower)
+        || cluster.mode(member) != Some(zk_rwlock_fixtures::launcher::ServerMode::Follower)
     {
         assert!(
             std::time::Instant::now() < deadline,

@@ -14,14 +14,14 @@
 //! another writer is granted: no lease deadline the guard reported may be
 //! after that grant.
 
-use zk_rwlock_testkit as support;
+use zk_rwlock_fixtures as support;
 
 use std::time::Duration;
 
 use support::proxy::Proxy;
 use tokio::time::Instant;
 use zk_rwlock::{zk, HoldState, SharedLock, WriteGuard};
-use zk_rwlock_testkit::launcher::ZkCluster;
+use zk_rwlock_fixtures::launcher::ZkCluster;
 
 const WITHIN: Duration = Duration::from_secs(30);
 

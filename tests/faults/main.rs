@@ -21,7 +21,7 @@
 //!   a server.
 //!
 //! Shared by the whole process: one ZooKeeper server
-//! (`zk_rwlock_testkit::server`) for the tests that do not break their
+//! (`zk_rwlock_fixtures::server`) for the tests that do not break their
 //! own. `outage` runs its outages one at a time (a server started beside
 //! another starts late). The churn test, which measures the whole process,
 //! is a binary of its own (`tests/churn.rs`).

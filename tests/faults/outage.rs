@@ -5,7 +5,7 @@
 //! again on the same port. And while the server is down, acquires with a
 //! deadline still return by it.
 
-use zk_rwlock_testkit as support;
+use zk_rwlock_fixtures as support;
 
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::time::Duration;
@@ -13,7 +13,7 @@ use std::time::Duration;
 use support::{children, client_on, eventually, joined, own_server, unique_path, wait_contenders};
 use tokio::time::Instant;
 use zk_rwlock::{connect_client, zk, SharedLock, GIVE_UP_SLACK, TRY_TIMEOUT};
-use zk_rwlock_testkit::launcher::ZkCluster;
+use zk_rwlock_fixtures::launcher::ZkCluster;
 
 /// The session timeout asked for; the server below grants 1–10 s.
 const SESSION_TIMEOUT: Duration = Duration::from_secs(8);
@@ -28,7 +28,7 @@ const SHORT: Duration = Duration::from_secs(10);
 /// takes longer, which would stretch the outage beyond its planned length.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-fn need_zookeeper<T>(e: zk_rwlock_testkit::launcher::LaunchError) -> T {
+fn need_zookeeper<T>(e: zk_rwlock_fixtures::launcher::LaunchError) -> T {
     panic!(
         "this test needs a real ZooKeeper server: {e}\ninstall it with `sudo apt-get install -y zookeeper`"
     )

@@ -10,7 +10,7 @@
 //! deleted just before, a revocation request racing it, a lost transaction
 //! answer (cut or garbled), the session's expiry.
 
-use zk_rwlock_testkit as support;
+use zk_rwlock_fixtures as support;
 
 use std::time::Duration;
 

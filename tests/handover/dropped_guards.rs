@@ -5,7 +5,7 @@
 //! as the last handle in a current-thread task. Others get the lock at
 //! once, not after the session timeout.
 
-use zk_rwlock_testkit as support;
+use zk_rwlock_fixtures as support;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

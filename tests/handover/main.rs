@@ -18,7 +18,7 @@
 //!   grants nobody until the holder releases.
 //!
 //! Shared by the whole process: one ZooKeeper server
-//! (`zk_rwlock_testkit::server`); tests that need a quota start their own.
+//! (`zk_rwlock_fixtures::server`); tests that need a quota start their own.
 
 mod downgrade;
 mod dropped_guards;

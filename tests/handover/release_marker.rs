@@ -4,7 +4,7 @@
 //! under a marker's name, and a release written by a client that creates
 //! no marker, cost a read, never the lock.
 
-use zk_rwlock_testkit as support;
+use zk_rwlock_fixtures as support;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! the holder holds, and the release that names its predecessor does not
 //! grant it).
 
-use zk_rwlock_testkit as support;
+use zk_rwlock_fixtures as support;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! holder's node (`SharedLock::revoke`) reaches the holder's guard and
 //! grants nobody until the holder releases.
 
-use zk_rwlock_testkit as support;
+use zk_rwlock_fixtures as support;
 
 use std::time::Duration;
 

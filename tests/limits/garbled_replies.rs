@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 use zk_rwlock::{zk, SharedLock, GIVE_UP_SLACK};
-use zk_rwlock_testkit::panics_so_far;
+use zk_rwlock_fixtures::panics_so_far;
 
 /// Which xid a reply carries.
 #[derive(Debug, Clone)]

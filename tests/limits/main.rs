@@ -19,7 +19,7 @@
 //!   (proptest).
 //!
 //! Shared by the whole process: one ZooKeeper server
-//! (`zk_rwlock_testkit::server`; `zookeeper_limits` starts a seeded one of
+//! (`zk_rwlock_fixtures::server`; `zookeeper_limits` starts a seeded one of
 //! its own), the `tracing` subscriber `zookeeper_limits` installs
 //! (`captured_logs` at WARN: no other module may install one), and the
 //! panic counter `garbled_replies` reads (`panics_so_far`: no module may

@@ -32,7 +32,7 @@
 //! SCALE_PATHS=100000 cargo test --release --test limits -- --ignored --nocapture many_paths_sized
 //! ```
 
-use zk_rwlock_testkit as support;
+use zk_rwlock_fixtures as support;
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};

@@ -5,7 +5,7 @@
 //! typed error or a give-up by its deadline: never a hang, never a grant the
 //! server did not make, never two writers at once.
 
-use zk_rwlock_testkit as support;
+use zk_rwlock_fixtures as support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -10,7 +10,7 @@
 //! `Error::SequenceExhausted`, and whoever leaves the directory empty near
 //! the limit deletes it, so that the next contender starts again from 0.
 
-use zk_rwlock_testkit as support;
+use zk_rwlock_fixtures as support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use support::{children, client_on, eventually, joined, pin, seq_of};
 use zk_rwlock::{zk, Error, SharedLock};
-use zk_rwlock_testkit::launcher::ZkCluster;
+use zk_rwlock_fixtures::launcher::ZkCluster;
 
 /// Upper bound for anything that should happen promptly.
 const SHORT: Duration = Duration::from_secs(15);

@@ -9,7 +9,7 @@
 use std::time::{Duration, Instant};
 
 use zk_rwlock::{blocking, connect_client_with, zk, ConnectOptions, Error, SharedLock};
-use zk_rwlock_testkit::{pem, secured_server, tls_server, wait_contenders, SASL_USERS};
+use zk_rwlock_fixtures::{pem, secured_server, tls_server, wait_contenders, SASL_USERS};
 
 /// Bounds every "at once" in this file: a refusal must come well before it.
 const PROMPT: Duration = Duration::from_secs(10);
@@ -43,11 +43,11 @@ async fn open_dir(path: &str) {
 /// missing parents are created with the lock's own ACLs, and a parent only
 /// one identity may write would keep the others from their own locks.
 fn unique_path(name: &str) -> String {
-    zk_rwlock_testkit::unique_path(name).replacen("/test/", "/secured/", 1)
+    zk_rwlock_fixtures::unique_path(name).replacen("/test/", "/secured/", 1)
 }
 
 /// Creates `/secured` open to anyone on `cluster`, once per server.
-async fn ensure_root(cluster: &zk_rwlock_testkit::ZkCluster) {
+async fn ensure_root(cluster: &zk_rwlock_fixtures::ZkCluster) {
     let client = connect_client_with(&cluster.connect_string(), &ConnectOptions::new())
         .await
         .expect("connect");
@@ -183,7 +183,7 @@ fn the_blocking_api_takes_options_a_client_or_a_connector() {
     assert!(other.try_write().expect("try_write").is_some());
 }
 
-fn tls_options(cluster: &zk_rwlock_testkit::ZkCluster, with_identity: bool) -> ConnectOptions {
+fn tls_options(cluster: &zk_rwlock_fixtures::ZkCluster, with_identity: bool) -> ConnectOptions {
     let files = cluster.tls_files().expect("a TLS cluster");
     let mut options = ConnectOptions::new()
         .connect_timeout(Duration::from_secs(3))
@@ -378,7 +378,7 @@ async fn credentials_survive_a_reconnection() {
         ),
     ];
     for (options, scheme, user) in cases {
-        let proxy = zk_rwlock_testkit::proxy::Proxy::start(&secured_server().connect_string());
+        let proxy = zk_rwlock_fixtures::proxy::Proxy::start(&secured_server().connect_string());
         let path = unique_path("reconnect");
         let client = connect_client_with(proxy.addr(), &options)
             .await
@@ -418,7 +418,7 @@ async fn credentials_survive_a_reconnection() {
 /// `Error::AuthFailed`.
 #[tokio::test]
 async fn a_sasl_password_changed_on_the_server_ends_the_session_at_the_reconnection() {
-    let mut cluster = zk_rwlock_testkit::ZkCluster::builder()
+    let mut cluster = zk_rwlock_fixtures::ZkCluster::builder()
         .sasl_user("erin", "old-pw")
         .start()
         .unwrap_or_else(|e| panic!("these tests need a real ZooKeeper server: {e}"));

@@ -5,7 +5,7 @@
 //! creator-only lock with an open directory (`directory_acls`) lets others
 //! queue. These need no TLS or SASL feature.
 
-use zk_rwlock_testkit as support;
+use zk_rwlock_fixtures as support;
 
 use std::time::Duration;
 
@@ -80,10 +80,10 @@ async fn contenders_of_different_identities_watch_each_others_nodes() {
 
 /// A server of this module's own whose `/identities/acl-flip` directory
 /// (open to anyone, as seeded) has its sequence counter at the limit.
-fn seeded_server() -> &'static zk_rwlock_testkit::launcher::ZkCluster {
-    static SEEDED: std::sync::OnceLock<zk_rwlock_testkit::launcher::ZkCluster> = std::sync::OnceLock::new();
+fn seeded_server() -> &'static zk_rwlock_fixtures::launcher::ZkCluster {
+    static SEEDED: std::sync::OnceLock<zk_rwlock_fixtures::launcher::ZkCluster> = std::sync::OnceLock::new();
     SEEDED.get_or_init(|| {
-        zk_rwlock_testkit::launcher::ZkCluster::builder()
+        zk_rwlock_fixtures::launcher::ZkCluster::builder()
             .seed_cversion("/identities/acl-flip", i32::MAX)
             .start()
             .expect("seeded server")

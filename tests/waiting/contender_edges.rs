@@ -6,14 +6,14 @@
 //! for through the lock's last handle, which waits (up to 2 s, while
 //! connected) for what it started.
 
-use zk_rwlock_testkit as support;
+use zk_rwlock_fixtures as support;
 
 use std::sync::OnceLock;
 use std::time::Duration;
 
 use support::{children, client_on, eventually, joined, unique_path, wait_watching};
 use zk_rwlock::{zk, Error, SharedLock};
-use zk_rwlock_testkit::launcher::ZkCluster;
+use zk_rwlock_fixtures::launcher::ZkCluster;
 
 /// Upper bound for anything that should happen promptly.
 const SHORT: Duration = Duration::from_secs(15);
@@ -66,7 +66,7 @@ fn lines_with(parts: &[&str]) -> Vec<String> {
 
 /// The requests this module's server received on session `sid` so far.
 fn received_on(sid: i64) -> i64 {
-    zk_rwlock_testkit::received_by(server(), sid)
+    zk_rwlock_fixtures::received_by(server(), sid)
 }
 
 /// A lock on a node that holds someone's data is refused, "and the data

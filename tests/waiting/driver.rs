@@ -2,7 +2,7 @@
 //! session that a waiter learns of from its watches, and how it behaves
 //! across interruptions of the connection.
 
-use zk_rwlock_testkit as support;
+use zk_rwlock_fixtures as support;
 
 use std::time::Duration;
 

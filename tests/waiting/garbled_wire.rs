@@ -18,8 +18,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use zk_rwlock::{zk, Guard, HoldState, Mode, SharedLock, GIVE_UP_SLACK};
-use zk_rwlock_testkit::proxy::{Garbling, Proxy};
-use zk_rwlock_testkit::{client, panics_so_far, server, unique_path, SplitMix64};
+use zk_rwlock_fixtures::proxy::{Garbling, Proxy};
+use zk_rwlock_fixtures::{client, panics_so_far, server, unique_path, SplitMix64};
 
 /// How long each acquire may wait.
 const ACQUIRE: Duration = Duration::from_secs(2);

@@ -2,7 +2,7 @@
 //! timeouts, cancellation, fencing, loss, many tasks, the blocking API, and
 //! bad input. Every test checks that its lock directory ends up empty.
 
-use zk_rwlock_testkit as support;
+use zk_rwlock_fixtures as support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -26,7 +26,7 @@
 //!   server's replies: no grant on garbage, no overlap, no panic, no hang.
 //!
 //! Shared by the whole process, so by every module here: one ZooKeeper
-//! server (`zk_rwlock_testkit::server`; `contender_edges` starts a seeded
+//! server (`zk_rwlock_fixtures::server`; `contender_edges` starts a seeded
 //! one of its own), the `tracing` subscriber that `contender_edges`
 //! installs at its first test (`captured_logs`, `zk_rwlock` at DEBUG: no
 //! other module may install one), and the panic counter `garbled_wire`

@@ -7,7 +7,7 @@
 //! connection, and did so after every reconnection until it gave up the
 //! session as expired, although the server still held it.
 
-use zk_rwlock_testkit as support;
+use zk_rwlock_fixtures as support;
 
 use std::time::Duration;
 

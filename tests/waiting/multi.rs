@@ -4,7 +4,7 @@
 //! failure partway, loss of one part, fencing tokens per part, mixed modes,
 //! and the blocking API.
 
-use zk_rwlock_testkit as support;
+use zk_rwlock_fixtures as support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

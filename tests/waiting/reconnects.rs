@@ -4,7 +4,7 @@
 //! fails with `Lost`, and a storm of cuts during hand-offs never lets two
 //! holders overlap.
 
-use zk_rwlock_testkit as support;
+use zk_rwlock_fixtures as support;
 
 use std::time::Duration;
 

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use zk_rwlock::zk;
-use zk_rwlock_testkit::launcher::ZkCluster;
+use zk_rwlock_fixtures::launcher::ZkCluster;
 
 /// Awaits in order futures whose requests were all sent already.
 async fn all<F: std::future::Future>(futures: Vec<F>) -> Vec<F::Output> {

@@ -1,7 +1,7 @@
 //! `SharedLock::stats()` against a real server: the counts say what the
 //! acquires did (hand-offs, listings, wake-ups, give-ups).
 
-use zk_rwlock_testkit as support;
+use zk_rwlock_fixtures as support;
 
 use std::time::Duration;
 

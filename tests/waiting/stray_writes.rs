@@ -6,7 +6,7 @@
 //! waiter back to check, never grant it. (The rule itself:
 //! `src/acquire/tests.rs` and the simulation's mutation (a).)
 
-use zk_rwlock_testkit as support;
+use zk_rwlock_fixtures as support;
 
 use std::time::Duration;
 

@@ -6,7 +6,7 @@
 //! a clear one-line message with its own exit code, and each failure is
 //! said once.
 
-use zk_rwlock_testkit as support;
+use zk_rwlock_fixtures as support;
 
 use std::net::TcpListener;
 use std::process::Stdio;

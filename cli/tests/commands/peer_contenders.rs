@@ -2,7 +2,7 @@
 //! the queue: their library named, the layouts' blind spots warned about,
 //! and kazoo holders, which have no revocation, left alone.
 
-use zk_rwlock_testkit as support;
+use zk_rwlock_fixtures as support;
 
 use crate::common::{finish, zk_rwlock};
 use serde_json::Value;

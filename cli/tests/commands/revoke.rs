@@ -1,7 +1,7 @@
 //! `zk-rwlock revoke` end to end against a real server, with `exec
 //! --on-revoke` and `lead --on-revoke`.
 
-use zk_rwlock_testkit as support;
+use zk_rwlock_fixtures as support;
 
 use std::time::Duration;
 

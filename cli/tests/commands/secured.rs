@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::process::Command;
 use zk_rwlock::{connect_client_with, zk, ConnectOptions, SharedLock};
-use zk_rwlock_testkit::{secured_server, SASL_USERS};
+use zk_rwlock_fixtures::{secured_server, SASL_USERS};
 
 const BIN: &str = env!("CARGO_BIN_EXE_zk-rwlock");
 /// Upper bound for anything that should happen promptly.
@@ -78,7 +78,7 @@ async fn path(name: &str) -> String {
         Ok(_) | Err(zk::Error::NodeExists) => {}
         Err(e) => panic!("creating /secured-cli: {e}"),
     }
-    zk_rwlock_testkit::unique_path(name).replacen("/test/", "/secured-cli/", 1)
+    zk_rwlock_fixtures::unique_path(name).replacen("/test/", "/secured-cli/", 1)
 }
 
 /// A lock held for write by alice, with `acls` on its nodes (directory included).
@@ -279,7 +279,7 @@ async fn two_identities_contend_through_exec() {
         let client = client.clone();
         let path = path.clone();
         async move {
-            zk_rwlock_testkit::eventually(&format!("{n} contenders"), SHORT, || {
+            zk_rwlock_fixtures::eventually(&format!("{n} contenders"), SHORT, || {
                 let client = client.clone();
                 let path = path.clone();
                 async move {
@@ -432,10 +432,10 @@ async fn usage_errors_and_help() {
 /// exit 77.
 #[tokio::test]
 async fn no_auth_exits_77() {
-    let path = zk_rwlock_testkit::unique_path("noauth");
+    let path = zk_rwlock_fixtures::unique_path("noauth");
     let owner = zk::Client::connector()
         .with_auth("digest", b"alice:secret")
-        .connect(&zk_rwlock_testkit::server().connect_string())
+        .connect(&zk_rwlock_fixtures::server().connect_string())
         .await
         .unwrap();
     owner
@@ -448,6 +448,6 @@ async fn no_auth_exits_77() {
     let out = crate::common::run(&["exec", "--write", &path, "--", "true"]).await;
     out.expect_code(77);
     assert!(out.stderr.contains("NoAuth"), "{out:#?}");
-    assert!(zk_rwlock_testkit::children(&owner, &path).await.is_empty());
+    assert!(zk_rwlock_fixtures::children(&owner, &path).await.is_empty());
     owner.delete(&path, None).await.unwrap();
 }

@@ -1,7 +1,7 @@
 //! `zk-rwlock status`: the real queue in JSON and as a table, foreign
 //! children, `--watch`, and a permanent node named like a contender.
 
-use zk_rwlock_testkit as support;
+use zk_rwlock_fixtures as support;
 
 use crate::common::{contenders, run, wait_children, watch_status, SHORT};
 use serde_json::Value;

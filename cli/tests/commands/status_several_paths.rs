@@ -3,7 +3,7 @@
 //! by their shared session (`also_in`), in JSON, in the table, and in
 //! `--watch`; with one path the output has no such field or column.
 
-use zk_rwlock_testkit as support;
+use zk_rwlock_fixtures as support;
 
 use crate::common::{contenders, run, watch_status, Watching, SHORT};
 use serde_json::Value;

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use tokio::process::{Child, Command};
 use zk_rwlock::zk;
-use zk_rwlock_testkit::{children, eventually, server, unique_path};
+use zk_rwlock_fixtures::{children, eventually, server, unique_path};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_zk-rwlock");
 /// Upper bound for anything that should happen promptly.

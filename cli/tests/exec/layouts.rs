@@ -3,7 +3,7 @@
 //! a mode it does not have, is a usage error. (`status` and `revoke` with
 //! peers' contenders: the `commands` binary's `peer_contenders.rs`.)
 
-use zk_rwlock_testkit as support;
+use zk_rwlock_fixtures as support;
 
 use crate::common::{finish, zk_rwlock, BIN};
 use serde_json::Value;

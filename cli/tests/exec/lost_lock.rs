@@ -4,7 +4,7 @@
 //! ignores SIGTERM), exits 79 and says so once. (The default, stopping the
 //! command as soon as the connection is lost, is in `partition.rs`.)
 
-use zk_rwlock_testkit as support;
+use zk_rwlock_fixtures as support;
 
 use std::time::{Duration, Instant};
 

@@ -9,8 +9,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use zk_rwlock::{ContenderState, SharedLock, GIVE_UP_SLACK};
-use zk_rwlock_testkit::proxy::Proxy;
-use zk_rwlock_testkit::{client_on, eventually, own_server, unique_path, wait_contenders};
+use zk_rwlock_fixtures::proxy::Proxy;
+use zk_rwlock_fixtures::{client_on, eventually, own_server, unique_path, wait_contenders};
 
 use crate::common::scratch;
 

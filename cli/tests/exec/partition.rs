@@ -9,7 +9,7 @@
 //! Times are compared on the wall clock, which the commands (`date`), the
 //! lease file and this process share.
 
-use zk_rwlock_testkit as support;
+use zk_rwlock_fixtures as support;
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};

@@ -12,7 +12,7 @@
 //!
 //! `ZK_RWLOCK_REPEAT=n` runs each scenario n times in a row (default 1).
 
-use zk_rwlock_testkit as support;
+use zk_rwlock_fixtures as support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use zk_rwlock::zk;
-use zk_rwlock_testkit::{children, client_on, eventually, joined, pin, seq_of, ZkCluster};
+use zk_rwlock_fixtures::{children, client_on, eventually, joined, pin, seq_of, ZkCluster};
 
 const BIN: &str = env!("CARGO_BIN_EXE_zk-rwlock");
 /// Upper bound for one `exec` run at the counter's limit.

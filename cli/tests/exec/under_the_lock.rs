@@ -4,7 +4,7 @@
 //! and foreign children of the lock directory warned about once. Every test
 //! checks that its lock directory ends up empty.
 
-use zk_rwlock_testkit as support;
+use zk_rwlock_fixtures as support;
 
 use crate::common::{finish, kill, read_pids, run, s, scratch, wait_children, zk_rwlock, BIN, SHORT};
 use serde_json::Value;

@@ -3,7 +3,7 @@
 //! at once, a signal while waiting withdraws the request before exec exits,
 //! and a waiting node deleted by someone else is an error (exit 70).
 
-use zk_rwlock_testkit as support;
+use zk_rwlock_fixtures as support;
 
 use std::time::{Duration, Instant};
 

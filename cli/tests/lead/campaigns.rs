@@ -4,7 +4,7 @@
 //! release the server refuses stops rather than campaigning behind its own
 //! node. Every test checks that its lock directory ends up empty.
 
-use zk_rwlock_testkit as support;
+use zk_rwlock_fixtures as support;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! that ignores the request stays the one named until it resigns. Every
 //! test checks that its lock directory ends up empty.
 
-use zk_rwlock_testkit as support;
+use zk_rwlock_fixtures as support;
 
 use std::process::Stdio;
 use std::time::Duration;

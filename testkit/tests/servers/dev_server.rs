@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rustix::process::{kill_process, Pid, Signal};
-use zk_rwlock::zk;
+use zookeeper_client as zk;
 
 /// A running `zk-dev-server`: stopped as Ctrl-C would stop it when dropped
 /// (also when the test fails).
