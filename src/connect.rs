@@ -81,7 +81,9 @@ impl ConnectOptions {
     /// Starts from a [`zk::Connector`] configured by hand (for the
     /// client's other options, e.g. `with_readonly`); the options set here
     /// are added to it. Its session timeout stands unless
-    /// [`session_timeout`](Self::session_timeout) is set.
+    /// [`session_timeout`](Self::session_timeout) is set. TLS configured on
+    /// it cannot be seen: `tcp+tls://` servers are then left to it (with
+    /// the `tls` feature) instead of being refused without a CA.
     pub fn from_connector(connector: zk::Connector) -> ConnectOptions {
         ConnectOptions {
             connector: Some(connector),
@@ -261,7 +263,8 @@ impl ConnectOptions {
 /// [`Error::InvalidConnectString`] for a malformed connect string (a
 /// scheme other than `tcp://` or `tcp+tls://`, a port out of range, ...),
 /// before anything is sent; [`Error::UnresolvableHosts`] at once if no host
-/// of it resolves to an address;
+/// of it resolves to an address; [`Error::InvalidTls`] at once for a
+/// `tcp+tls://` server (TLS needs a CA: [`connect_client_with`]);
 /// [`Error::Unreachable`] if no session is established in time;
 /// [`Error::SessionRefused`] instead if a server accepted the connection and
 /// closed it before answering (`maxClientCnxns`, no quorum);
@@ -287,7 +290,9 @@ pub async fn connect_client(
 ///
 /// # Errors
 ///
-/// [`Error::InvalidConnectString`]; [`Error::UnresolvableHosts`]; [`Error::InvalidTls`];
+/// [`Error::InvalidConnectString`]; [`Error::UnresolvableHosts`];
+/// [`Error::InvalidTls`] (also at once for a `tcp+tls://` server without a
+/// CA, `ConnectOptions::tls_ca_pem`, or without the `tls` feature);
 /// [`Error::Unreachable`] if no session is established in time (also when
 /// a TLS server is reached without TLS, or a plain one with it: the
 /// handshake fails); [`Error::SessionRefused`] if a server accepted the
@@ -301,6 +306,10 @@ pub async fn connect_client_with(servers: &str, options: &ConnectOptions) -> Res
         servers: servers.to_owned(),
         reason,
     })?;
+    // The client would try a `tcp+tls://` server without TLS again and
+    // again ("tls not configured") until the connect timeout.
+    check_tls(servers, options.uses_tls(), options.connector.is_some())
+        .map_err(|reason| Error::InvalidTls { reason })?;
     let connect_timeout = options.connect_timeout_or_default();
     let connector = options.connector()?;
     let deadline = deadline_after(connect_timeout);
@@ -466,6 +475,30 @@ fn parse_connect_string(servers: &str) -> Result<Vec<(&str, u16)>, String> {
     Ok(hosts)
 }
 
+/// Checks that the servers of the connect string written `tcp+tls://` can
+/// be reached: with TLS, when the options give a CA (`uses_tls`), or may
+/// (a connector configured by hand, `hand_made`, whose TLS options cannot
+/// be seen); what to do otherwise. No I/O.
+fn check_tls(servers: &str, uses_tls: bool, hand_made: bool) -> Result<(), String> {
+    let Some(entry) = servers.split(',').find(|entry| entry.starts_with("tcp+tls://")) else {
+        return Ok(());
+    };
+    if cfg!(feature = "tls") && (uses_tls || hand_made) {
+        return Ok(());
+    }
+    let missing = if cfg!(feature = "tls") {
+        "no TLS CA is given: give the CA certificates that verify the servers \
+         (`ConnectOptions::tls_ca_pem`; `--tls-ca` on the command line)"
+    } else {
+        "this build of zk-rwlock has no TLS: build it with its `tls` feature and give the CA \
+         certificates that verify the servers (`ConnectOptions::tls_ca_pem`)"
+    };
+    Err(format!(
+        "the connect string asks for TLS (`{entry}`), but {missing}, or write the server without \
+         `tcp+tls://`"
+    ))
+}
+
 /// Splits `host:port`, `[v6]:port`, `host` or `[v6]` (port 2181) of the
 /// connect string's `entry`.
 fn split_host_port<'a>(entry: &str, address: &'a str) -> Result<(&'a str, u16), String> {
@@ -513,18 +546,22 @@ fn split_host_port<'a>(entry: &str, address: &'a str) -> Result<(&'a str, u16), 
     Ok((host, port))
 }
 
-/// Checks the chroot of a connect string (`/app`) as the client would, in
-/// words that name it.
+/// Checks the chroot of a connect string (`/app`) as the client and the
+/// server would (the characters with the rule of lock paths and
+/// identities), in words that name it.
 fn check_chroot(chroot: &str) -> Result<(), String> {
     if chroot == "/" {
         return Ok(());
     }
     let why = if chroot[1..].split('/').any(str::is_empty) {
-        "it has an empty segment ('//') or ends with '/'"
+        "it has an empty segment ('//') or ends with '/'".to_owned()
     } else if chroot[1..].split('/').any(|s| s == "." || s == "..") {
-        "it has a '.' or '..' segment"
-    } else if chroot.chars().any(char::is_control) {
-        "it has a control character"
+        "it has a '.' or '..' segment".to_owned()
+    } else if let Some((at, c)) = crate::error::first_refused(chroot) {
+        format!(
+            "it has {} at byte {at}, a character ZooKeeper refuses in paths",
+            crate::error::character_name(c)
+        )
     } else {
         return Ok(());
     };
@@ -655,10 +692,101 @@ mod tests {
             ("a:1/app/", "empty segment"),
             ("a:1/app/../x", "'.' or '..'"),
             ("a :1", "whitespace"),
+            // The characters ZooKeeper refuses in paths: the rule of lock
+            // paths and identities (`\u{85}` and `\n` are whitespace).
+            (
+                "a:1/app\u{1}",
+                "it has U+0001 at byte 4, a character ZooKeeper refuses in paths",
+            ),
+            ("a:1/a\u{7f}/b", "it has U+007F at byte 2"),
+            ("a:1/\u{e000}", "it has U+E000 at byte 1"),
+            ("a:1/app/\u{fff0}x", "it has U+FFF0 at byte 5"),
+            ("a:1/\u{1f512}", "it has U+1F512 at byte 1"),
+            ("a:1/a\u{85}", "whitespace"),
         ] {
             let err = parse_connect_string(bad).expect_err(bad);
             assert!(err.contains(why), "{bad:?}: {err}");
         }
+        assert_eq!(ok("a:1/app/é\u{ffef}"), [("a", 1)]);
+    }
+
+    /// A refused character is named in the message, the connect string
+    /// escaped: the message is one line.
+    #[test]
+    fn a_refused_chroot_character_is_named_in_one_line() {
+        let servers = "a:1/app\u{1}";
+        let e = Error::InvalidConnectString {
+            servers: servers.to_owned(),
+            reason: parse_connect_string(servers).expect_err("refused"),
+        };
+        let message = e.to_string();
+        assert!(
+            message.starts_with("invalid connect string `a:1/app\\u{1}`: its chroot `/app\\u{1}`"),
+            "{message}"
+        );
+        assert!(!message.chars().any(char::is_control), "{message:?}");
+    }
+
+    /// `tcp+tls://` needs TLS: a CA, and the `tls` feature; a connector made
+    /// by hand may have TLS that cannot be seen (only with the feature).
+    #[test]
+    fn tls_servers_need_a_ca() {
+        let tls = cfg!(feature = "tls");
+        // (servers, the options give a CA, a connector made by hand, accepted)
+        for (servers, ca, hand_made, accepted) in [
+            ("a:1,tcp://b:2/app", false, false, true),
+            ("tcp://a:1", true, false, true),
+            ("tcp+tls://a:1", true, false, tls),
+            ("tcp+tls://a:1", false, true, tls),
+            ("tcp+tls://a:1", false, false, false),
+            ("a:1,tcp+tls://b:2/app", false, false, false),
+            ("tcp://a:1,tcp+tls://[::1]:2,c:3", false, false, false),
+        ] {
+            let checked = check_tls(servers, ca, hand_made);
+            assert_eq!(
+                checked.is_ok(),
+                accepted,
+                "{servers} {ca} {hand_made}: {checked:?}"
+            );
+            if let Err(reason) = checked {
+                let entry = servers
+                    .split(',')
+                    .find(|e| e.starts_with("tcp+tls://"))
+                    .expect("one");
+                assert!(
+                    reason.starts_with(&format!("the connect string asks for TLS (`{entry}`), but ")),
+                    "{reason}"
+                );
+                let needed = if tls {
+                    "no TLS CA is given: give the CA certificates that verify the servers \
+                     (`ConnectOptions::tls_ca_pem`"
+                } else {
+                    "this build of zk-rwlock has no TLS: build it with its `tls` feature"
+                };
+                assert!(reason.contains(needed), "{reason}");
+            }
+        }
+    }
+
+    /// Refused before anything is sent, however long the connect timeout:
+    /// the client would try a `tcp+tls://` server without TLS until then.
+    #[tokio::test]
+    async fn a_tls_server_without_a_ca_is_refused_at_once() {
+        // No server: nothing would answer for the whole minute.
+        let servers = "tcp+tls://127.0.0.1:1";
+        let started = std::time::Instant::now();
+        let result = connect_client(servers, Duration::from_secs(10), Duration::from_secs(60)).await;
+        match result {
+            Err(Error::InvalidTls { reason }) => {
+                assert!(reason.contains("tcp+tls://127.0.0.1:1"), "{reason}")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
     }
 
     #[tokio::test]

@@ -7,7 +7,12 @@ use crate::zk;
 #[non_exhaustive]
 pub enum Error {
     /// The lock path is not a valid absolute ZooKeeper path for a lock directory.
-    #[error("invalid lock path {}: {reason}{}", quoted(.path), path_syntax(.reason))]
+    #[error(
+        "invalid lock path {}: {}{}",
+        quoted(.path),
+        naming_the_character(.reason, .path),
+        path_syntax(.reason)
+    )]
     InvalidPath {
         /// The path as given.
         path: String,
@@ -16,9 +21,11 @@ pub enum Error {
     },
     /// The contender identity cannot be used in a node name.
     #[error(
-        "invalid identity {}: {reason}; an identity is a non-empty name of at most {max} bytes \
-         without '/', '@' or NUL, like `web01`",
+        "invalid identity {}: {}; an identity is a non-empty name of at most {max} bytes \
+         without '/', '@' or a character ZooKeeper refuses in node names ({REFUSED_CHARACTERS}), \
+         like `web01`",
         quoted(.identity),
+        naming_the_character(.reason, .identity),
         max = crate::limits::MAX_IDENTITY_LEN
     )]
     InvalidIdentity {
@@ -198,7 +205,11 @@ pub enum Error {
         path: String,
     },
     /// The connect string is malformed: refused before anything is sent.
-    #[error("invalid connect string `{servers}`: {reason}; expected host:port[,host:port...]")]
+    #[error(
+        "invalid connect string `{}`: {}; expected host:port[,host:port...]",
+        escaped(.servers),
+        escaped(.reason)
+    )]
     InvalidConnectString {
         /// The connect string as given.
         servers: String,
@@ -207,7 +218,9 @@ pub enum Error {
         reason: String,
     },
     /// The TLS settings cannot be used: a CA or client certificate or key
-    /// that does not parse, or a client certificate without a CA.
+    /// that does not parse, a client certificate without a CA, or a server
+    /// of the connect string written `tcp+tls://` without a CA (or in a
+    /// build without the `tls` feature), refused before anything is sent.
     #[error("invalid TLS settings: {reason}")]
     InvalidTls {
         /// What is wrong with them.
@@ -304,6 +317,63 @@ pub enum Error {
 /// Why a path given twice in one multi-lock is refused (its syntax is fine).
 pub(crate) const DUPLICATE_PATH: &str = "it appears more than once in one multi-lock";
 
+/// Why a lock path is refused that has a character ZooKeeper refuses in
+/// paths ([`refused_in_path`]); its message names the character.
+pub(crate) const REFUSED_IN_PATH: &str = "it contains a character ZooKeeper refuses in paths";
+
+/// Why an identity is refused that has a character ZooKeeper refuses in
+/// paths (an identity is part of every contender's node name); its message
+/// names the character.
+pub(crate) const REFUSED_IN_IDENTITY: &str = "it contains a character ZooKeeper refuses in node names";
+
+/// The characters [`refused_in_path`] refuses, in words.
+const REFUSED_CHARACTERS: &str = "NUL, U+0001-U+001F, U+007F-U+009F, U+D800-U+F8FF, U+FFF0 and above";
+
+/// Whether ZooKeeper refuses the character `c` in a path (so in a node
+/// name): the rule of its own `PathUtils.validatePath` and of the client's
+/// path check, one rule for lock paths, identities and the connect
+/// string's chroot. Refused are NUL, U+0001-U+001F, U+007F-U+009F,
+/// U+D800-U+F8FF and U+FFF0-U+FFFF (the client refuses them before
+/// sending, with a generic "unsupported characters in path"), and every
+/// character beyond U+FFFF: the server reads a path as UTF-16, where
+/// those are pairs of surrogates (U+D800-U+DFFF), which it refuses.
+pub(crate) fn refused_in_path(c: char) -> bool {
+    matches!(u32::from(c), 0..=0x1f | 0x7f..=0x9f | 0xd800..=0xf8ff | 0xfff0..)
+}
+
+/// The first character of `s` that ZooKeeper refuses in a path, and its
+/// byte offset.
+pub(crate) fn first_refused(s: &str) -> Option<(usize, char)> {
+    s.char_indices().find(|&(_, c)| refused_in_path(c))
+}
+
+/// A character as a message names it: `` `\n` (U+000A) `` for NUL, tab,
+/// line feed and carriage return, `U+0085` for any other.
+pub(crate) fn character_name(c: char) -> String {
+    match c {
+        '\0' | '\t' | '\n' | '\r' => format!("`{}` (U+{:04X})", c.escape_debug(), u32::from(c)),
+        _ => format!("U+{:04X}", u32::from(c)),
+    }
+}
+
+/// The reason `reason` for refusing `s`, naming the character that
+/// [`REFUSED_IN_PATH`] and [`REFUSED_IN_IDENTITY`] are about.
+fn naming_the_character(reason: &'static str, s: &str) -> std::borrow::Cow<'static, str> {
+    let what = match reason {
+        REFUSED_IN_PATH => "paths",
+        REFUSED_IN_IDENTITY => "node names",
+        _ => return reason.into(),
+    };
+    match first_refused(s) {
+        Some((at, c)) => format!(
+            "it contains {} at byte {at}, a character ZooKeeper refuses in {what} ({REFUSED_CHARACTERS})",
+            character_name(c)
+        )
+        .into(),
+        None => reason.into(),
+    }
+}
+
 /// What a lock path looks like, after the reason a path is refused; nothing
 /// after a reason that is not about its syntax (a path given twice).
 fn path_syntax(reason: &str) -> String {
@@ -312,24 +382,45 @@ fn path_syntax(reason: &str) -> String {
     }
     format!(
         "; a lock path is absolute, like `/locks/orders`: it starts with '/', has no empty, '.' or \
-         '..' segments, no trailing '/', no NUL, no segment named like a contender node \
-         (`<host>-<R|W>-<seq>`, or Curator's or kazoo's), is at most {} bytes long, and is not `/` \
-         itself",
+         '..' segments, no trailing '/', no character ZooKeeper refuses (control characters and \
+         others), no segment named like a contender node (`<host>-<R|W>-<seq>`, or Curator's or \
+         kazoo's), is at most {} bytes long, and is neither `/` nor in ZooKeeper's own `/zookeeper`",
         crate::limits::MAX_PATH_LEN
     )
 }
 
-/// A path or identity in backticks; a long one shortened, with its length.
+/// A path or identity in backticks ([`escaped`]); a long one shortened,
+/// with its length.
 fn quoted(s: &str) -> String {
     const SHOWN: usize = 64;
     if s.len() <= 2 * SHOWN {
-        return format!("`{s}`");
+        return format!("`{}`", escaped(s));
     }
     let mut end = SHOWN;
     while !s.is_char_boundary(end) {
         end -= 1;
     }
-    format!("`{}...` ({} bytes)", &s[..end], s.len())
+    format!("`{}...` ({} bytes)", escaped(&s[..end]), s.len())
+}
+
+/// `s` as a message shows it: control characters, the others ZooKeeper
+/// refuses in paths, and the line and paragraph separators escaped (`\n`,
+/// `\u{85}`), so that a message is one line.
+fn escaped(s: &str) -> std::borrow::Cow<'_, str> {
+    let shown_as_is =
+        |c: char| !(c.is_control() || refused_in_path(c) || matches!(c, '\u{2028}' | '\u{2029}'));
+    if s.chars().all(shown_as_is) {
+        return s.into();
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            _ if shown_as_is(c) => out.push(c),
+            '\0' | '\t' | '\n' | '\r' => out.extend(c.escape_debug()),
+            _ => out.extend(c.escape_unicode()),
+        }
+    }
+    out.into()
 }
 
 /// The text of [`Error::UnresolvableHosts`] after "cannot reach ZooKeeper at ...: ".
@@ -542,6 +633,76 @@ mod tests {
         assert!(short
             .to_string()
             .starts_with("invalid identity `a/b`: it contains '/'"));
+    }
+
+    /// Control characters and the others ZooKeeper refuses are escaped
+    /// wherever a message quotes its input: a message is one line.
+    #[test]
+    fn messages_quote_their_input_in_one_line() {
+        let long = format!("/{}\n{}", "a".repeat(40), "b".repeat(200));
+        for (e, shown) in [
+            (
+                Error::InvalidPath {
+                    path: "/a\r\nb\u{85}\u{2028}".into(),
+                    reason: REFUSED_IN_PATH,
+                },
+                "invalid lock path `/a\\r\\nb\\u{85}\\u{2028}`: it contains `\\r` (U+000D) at byte 2, a \
+                 character ZooKeeper refuses in paths (NUL, U+0001-U+001F, U+007F-U+009F, \
+                 U+D800-U+F8FF, U+FFF0 and above); a lock path is absolute",
+            ),
+            (
+                Error::InvalidPath {
+                    path: long.clone(),
+                    reason: REFUSED_IN_PATH,
+                },
+                "invalid lock path `/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\\nbbbbbbbbbbbbbbbbbbbbbb...` \
+                 (242 bytes): it contains `\\n` (U+000A) at byte 41",
+            ),
+            (
+                Error::InvalidIdentity {
+                    identity: "\u{0}\u{1f512}".into(),
+                    reason: REFUSED_IN_IDENTITY,
+                },
+                "invalid identity `\\0\\u{1f512}`: it contains `\\0` (U+0000) at byte 0, a character \
+                 ZooKeeper refuses in node names (",
+            ),
+            (
+                Error::InvalidConnectString {
+                    servers: "a:1\nb:2".into(),
+                    reason: "`a:1\nb:2` contains whitespace".into(),
+                },
+                "invalid connect string `a:1\\nb:2`: `a:1\\nb:2` contains whitespace; expected",
+            ),
+            (
+                Error::UnresolvableHosts {
+                    servers: "x".into(),
+                    hosts: vec!["a\u{1}b".into()],
+                    reason: "unknown".into(),
+                },
+                "the host name `a\\u{1}b` does not resolve",
+            ),
+        ] {
+            let message = e.to_string();
+            assert!(message.contains(shown), "{message}\nwanted: {shown}");
+            assert!(
+                !message
+                    .chars()
+                    .any(|c| c.is_control() || matches!(c, '\u{85}' | '\u{2028}')),
+                "{message:?}"
+            );
+        }
+        // A reason about something else is shown as it is, even for a path
+        // with such a character (an error made by hand).
+        let other = Error::InvalidPath {
+            path: "/a\nb".into(),
+            reason: "it has an empty segment ('//')",
+        };
+        assert!(
+            other
+                .to_string()
+                .starts_with("invalid lock path `/a\\nb`: it has an empty segment ('//');"),
+            "{other}"
+        );
     }
 
     #[test]

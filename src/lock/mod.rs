@@ -220,7 +220,9 @@ impl LockBuilder {
     /// machine's host name); in a peer's [layout](Self::layout), into the
     /// nodes' data. Non-empty, at most
     /// [`MAX_IDENTITY_LEN`](crate::limits::MAX_IDENTITY_LEN) (255) bytes,
-    /// without `/`, `@` or NUL: checked by [`build`](Self::build).
+    /// without `/`, `@` or a character ZooKeeper refuses in a path (NUL,
+    /// control characters, U+D800–U+F8FF, U+FFF0–U+FFFF, and anything above
+    /// U+FFFF), not `__REVOKE__`: checked by [`build`](Self::build).
     pub fn identity(mut self, identity: &str) -> LockBuilder {
         self.identity = Some(identity.to_owned());
         self

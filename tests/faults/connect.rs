@@ -134,6 +134,58 @@ async fn a_malformed_connect_string_says_what_is_wrong() {
     }
 }
 
+/// A `tcp+tls://` server without a TLS CA in the options (or without the
+/// `tls` feature) is refused at once with `InvalidTls`, saying what is
+/// missing, not tried (the client's "tls not configured") until the
+/// connect timeout ends in `Unreachable`: here a server that listens.
+#[tokio::test]
+async fn a_tls_server_without_a_ca_is_refused_at_once() {
+    let zk = support::server();
+    let timeout = Duration::from_secs(30);
+    let plain = zk.connect_string();
+    for servers in [
+        format!("tcp+tls://{plain}"),
+        format!("{plain},tcp+tls://{plain}/app"),
+    ] {
+        let options = zk_rwlock::ConnectOptions::new().connect_timeout(timeout);
+        let started = Instant::now();
+        let results = [
+            connect_client(&servers, Duration::from_secs(10), timeout)
+                .await
+                .map(drop),
+            zk_rwlock::connect_client_with(&servers, &options).await.map(drop),
+            zk_rwlock::SharedLock::connect_with_options(&servers, "/locks/tls", &options)
+                .await
+                .map(drop),
+        ];
+        for result in results {
+            match result {
+                Err(e @ Error::InvalidTls { .. }) => {
+                    let message = e.to_string();
+                    assert!(
+                        message.contains(&format!("the connect string asks for TLS (`tcp+tls://{plain}")),
+                        "{message}"
+                    );
+                    let missing = if cfg!(feature = "tls") {
+                        "no TLS CA is given"
+                    } else {
+                        "build it with its `tls` feature"
+                    };
+                    assert!(message.contains(missing), "{message}");
+                }
+                other => panic!("{servers}: expected InvalidTls, got {other:?}"),
+            }
+        }
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(5), "{servers}: took {took:?}");
+    }
+    // The same server without `tcp+tls://`: a session.
+    let client = connect_client(&plain, Duration::from_secs(10), timeout)
+        .await
+        .expect("connected");
+    client.check_stat("/").await.expect("the session answers");
+}
+
 /// A connect string none of whose hosts resolves fails at once with
 /// `UnresolvableHosts`, naming them, instead of `Unreachable` after the
 /// connect timeout; one host that resolves is enough to connect.

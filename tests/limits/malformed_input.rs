@@ -78,6 +78,67 @@ fn input() -> impl Strategy<Value = String> {
     prop_oneof![lossy(), any::<String>(), near_name()]
 }
 
+/// Short strings after `prefix` of ASCII letters and separators mixed with
+/// characters at the edges of ZooKeeper's ranges of refused characters.
+fn with_characters(prefix: &'static str) -> impl Strategy<Value = String> {
+    let edges = proptest::sample::select(vec![
+        '\0',
+        '\u{1}',
+        '\t',
+        '\n',
+        '\u{1e}',
+        '\u{1f}',
+        ' ',
+        '~',
+        '\u{7f}',
+        '\u{80}',
+        '\u{85}',
+        '\u{9f}',
+        '\u{a0}',
+        '\u{2028}',
+        '\u{d7ff}',
+        '\u{e000}',
+        '\u{f8ff}',
+        '\u{f900}',
+        '\u{ffef}',
+        '\u{fff0}',
+        '\u{fffd}',
+        '\u{ffff}',
+        '\u{10000}',
+        '\u{1f512}',
+        '\u{10ffff}',
+    ]);
+    let plain = proptest::sample::select(vec!['a', 'z', '.', '-', '/', '@', 'é']);
+    proptest::collection::vec(prop_oneof![edges, plain], 1..10)
+        .prop_map(move |chars| format!("{prefix}{}", chars.into_iter().collect::<String>()))
+}
+
+/// Whether ZooKeeper takes every character of `path`, by its own rules,
+/// written here from them independently of the library: its client's check
+/// over code points (NUL to U+001F, U+007F to U+009F, U+D800 to U+F8FF,
+/// U+FFF0 to U+FFFF refused) and its server's `PathUtils.validatePath`,
+/// which reads the path as UTF-16 code units (the same ranges; characters
+/// beyond U+FFFF are surrogates there).
+fn zookeeper_takes_characters(path: &str) -> bool {
+    let refused = |u: u32| {
+        (0x0000..=0x001f).contains(&u)
+            || (0x007f..=0x009f).contains(&u)
+            || (0xd800..=0xf8ff).contains(&u)
+            || (0xfff0..=0xffff).contains(&u)
+    };
+    let client = path.chars().all(|c| !refused(u32::from(c)));
+    let server = path.encode_utf16().all(|unit| !refused(u32::from(unit)));
+    client && server
+}
+
+/// Whether `message` is one line without control characters (a raw
+/// newline or other), as messages must be.
+fn one_line(message: &str) -> bool {
+    !message
+        .chars()
+        .any(|c| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}'))
+}
+
 /// Everything that reads a child name or a record, on one input: nothing
 /// may panic, and a name that parses prints back to itself.
 fn check_name(s: &str) {
@@ -154,14 +215,60 @@ proptest! {
     }
 
     /// A lock path that passes validation is a path ZooKeeper takes: it
-    /// starts with `/`, has no empty part, does not end with `/`.
+    /// starts with `/`, has no empty part, does not end with `/`, has no
+    /// character ZooKeeper refuses, and is not in ZooKeeper's own tree. A
+    /// path refused for a character has one ZooKeeper refuses, and every
+    /// refusal is an `InvalidPath` in one line.
     #[test]
-    fn valid_paths_are_zookeeper_paths(s in prop_oneof![input(), "(/[a-z@._-]{0,6}){1,4}/?"]) {
-        if validate_path(&s).is_ok() {
-            prop_assert!(s.starts_with('/'), "{s:?}");
-            prop_assert!(s == "/" || !s.ends_with('/'), "{s:?}");
-            prop_assert!(!s.contains("//"), "{s:?}");
-            prop_assert!(!s.contains('\0'), "{s:?}");
+    fn valid_paths_are_zookeeper_paths(
+        s in prop_oneof![input(), "(/[a-z@._-]{0,6}){1,4}/?", with_characters("/"), "/zookeeper(/[a-z]{0,3})?"]
+    ) {
+        match validate_path(&s) {
+            Ok(()) => {
+                prop_assert!(s.starts_with('/'), "{s:?}");
+                prop_assert!(s == "/" || !s.ends_with('/'), "{s:?}");
+                prop_assert!(!s.contains("//"), "{s:?}");
+                prop_assert!(zookeeper_takes_characters(&s), "{s:?}");
+                prop_assert!(s != "/zookeeper" && !s.starts_with("/zookeeper/"), "{s:?}");
+            }
+            Err(e @ Error::InvalidPath { .. }) => {
+                let message = e.to_string();
+                prop_assert!(one_line(&message), "{message:?}");
+                let Error::InvalidPath { reason, .. } = e else { unreachable!() };
+                if reason.starts_with("it contains a character ZooKeeper refuses") {
+                    prop_assert!(!zookeeper_takes_characters(&s), "{s:?}: {message}");
+                    prop_assert!(message.contains("at byte"), "{message}");
+                }
+            }
+            Err(e) => prop_assert!(false, "{s:?}: {e:?}"),
+        }
+    }
+
+    /// An identity that passes validation makes contender node names
+    /// ZooKeeper takes; one refused for a character has one ZooKeeper
+    /// refuses; every refusal is an `InvalidIdentity` in one line.
+    #[test]
+    fn valid_identities_make_zookeeper_node_names(s in prop_oneof![input(), with_characters("")]) {
+        match validate_identity(&s) {
+            Ok(()) => {
+                prop_assert!(!s.is_empty() && !s.contains('/') && !s.contains('@'), "{s:?}");
+                for layout in Layout::ALL.iter().copied() {
+                    if let Some(name) = NodeName::new_in(layout, &s, Uuid::from_u128(7), Mode::Write, 1) {
+                        let path = format!("/locks/a/{name}");
+                        prop_assert!(zookeeper_takes_characters(&path), "{path:?}");
+                    }
+                }
+            }
+            Err(e @ Error::InvalidIdentity { .. }) => {
+                let message = e.to_string();
+                prop_assert!(one_line(&message), "{message:?}");
+                let Error::InvalidIdentity { reason, .. } = e else { unreachable!() };
+                if reason.starts_with("it contains a character ZooKeeper refuses") {
+                    prop_assert!(!zookeeper_takes_characters(&s), "{s:?}: {message}");
+                    prop_assert!(message.contains("at byte"), "{message}");
+                }
+            }
+            Err(e) => prop_assert!(false, "{s:?}: {e:?}"),
         }
     }
 
@@ -216,6 +323,7 @@ fn connect_strings_fail_typed_and_quickly() {
         any::<String>(),
         "[a-z0-9.:,/\\[\\] -]{0,40}",
         "(127\\.0\\.0\\.1|localhost|\\[::1\\]|256\\.1\\.1\\.1|):[0-9]{0,6}(/[a-z/]{0,6})?(,[0-9.:]{0,12}){0,2}",
+        "(tcp\\+tls://|tcp://|)(127\\.0\\.0\\.1|localhost):[0-9]{1,5}(,tcp\\+tls://127\\.0\\.0\\.1:[0-9]{1,5})?",
     ];
     let mut runner = proptest::test_runner::TestRunner::new(config(
         96,
@@ -243,6 +351,7 @@ fn connect_strings_fail_typed_and_quickly() {
                     | Error::Unreachable { .. }
                     | Error::SessionRefused { .. }
                     | Error::ChrootMissing { .. }
+                    | Error::InvalidTls { .. }
                     | Error::ZooKeeper(_),
                 ) => {}
                 Err(e) => panic!("{s:?}: unexpected {e:?}"),

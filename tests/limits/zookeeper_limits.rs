@@ -658,6 +658,188 @@ async fn a_path_longer_than_the_limit_is_refused_when_the_lock_is_built() {
     guard.release().await.expect("release");
 }
 
+/// Characters at the edges of ZooKeeper's ranges of characters refused in
+/// paths (NUL, U+0001-U+001F, U+007F-U+009F, U+D800-U+F8FF, U+FFF0-U+FFFF,
+/// and beyond U+FFFF, surrogates to the server) and how messages name them.
+const REFUSED: [(char, &str); 14] = [
+    ('\0', "`\\0` (U+0000)"),
+    ('\u{1}', "U+0001"),
+    ('\t', "`\\t` (U+0009)"),
+    ('\n', "`\\n` (U+000A)"),
+    ('\u{1f}', "U+001F"),
+    ('\u{7f}', "U+007F"),
+    ('\u{85}', "U+0085"),
+    ('\u{9f}', "U+009F"),
+    ('\u{e000}', "U+E000"),
+    ('\u{f8ff}', "U+F8FF"),
+    ('\u{fff0}', "U+FFF0"),
+    ('\u{ffff}', "U+FFFF"),
+    ('\u{10000}', "U+10000"),
+    ('\u{1f512}', "U+1F512"),
+];
+
+/// Characters just outside those ranges, which ZooKeeper takes.
+const TAKEN: [char; 7] = [' ', '\u{a0}', 'é', '\u{2028}', '\u{d7ff}', '\u{f900}', '\u{ffef}'];
+
+/// Asserts that `result` is `InvalidIdentity` (`identity`) or `InvalidPath`
+/// (`path`) for `given`, in one line that names the character `name`.
+fn assert_character_refused<T>(result: Result<T, Error>, given: &str, name: &str, what: &str) {
+    let message = match result {
+        Err(e @ Error::InvalidIdentity { .. }) if what == "identity" => {
+            let Error::InvalidIdentity { identity, .. } = &e else {
+                unreachable!()
+            };
+            assert_eq!(identity, given);
+            e.to_string()
+        }
+        Err(e @ Error::InvalidPath { .. }) if what == "path" => {
+            let Error::InvalidPath { path, .. } = &e else {
+                unreachable!()
+            };
+            assert_eq!(path, given);
+            e.to_string()
+        }
+        Err(e) => panic!("{what} {given:?}: expected Invalid{what}, got {e:?}"),
+        Ok(_) => panic!("{what} {given:?}: accepted"),
+    };
+    assert!(
+        message.contains(&format!("it contains {name} at byte ")),
+        "{message}"
+    );
+    assert!(message.contains("a character ZooKeeper refuses in"), "{message}");
+    assert!(
+        !message.chars().any(|c| c.is_control() || c == '\u{2028}'),
+        "a message of more than one line: {message:?}"
+    );
+}
+
+/// ZooKeeper refuses some characters in paths, so in node names: an
+/// identity or a lock path with one is refused when the lock (or the
+/// election) is built, naming the character, not at the first request
+/// with the client's generic "unsupported characters in path". First,
+/// ZooKeeper itself (its client and its server) refuses a node named with
+/// each and takes one named with each character just outside its ranges,
+/// which the lock takes too, as identity and in its path.
+#[tokio::test]
+async fn characters_zookeeper_refuses_are_refused_when_the_lock_is_built() {
+    let c = client().await;
+    let open = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+    let raw = "/limits/characters";
+    for p in ["/limits", raw] {
+        match c.create(p, &[], &open).await {
+            Ok(_) | Err(zk::Error::NodeExists) => {}
+            Err(e) => panic!("create {p}: {e}"),
+        }
+    }
+    let ephemeral = zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all());
+    for (ch, name) in REFUSED {
+        let node = format!("{raw}/a{ch}b");
+        match c.create(&node, &[], &ephemeral).await {
+            Err(zk::Error::BadArguments(_)) => {}
+            other => panic!("ZooKeeper took {name} in a node name: {other:?}"),
+        }
+    }
+    for ch in TAKEN {
+        let node = format!("{raw}/a{ch}b");
+        c.create(&node, &[], &ephemeral)
+            .await
+            .unwrap_or_else(|e| panic!("ZooKeeper refused {ch:?} in a node name: {e}"));
+    }
+
+    let path = input_path("characters");
+    for (ch, name) in REFUSED {
+        let identity = format!("a{ch}b");
+        let built = SharedLock::builder(c.clone(), &path).identity(&identity).build();
+        assert_character_refused(built, &identity, name, "identity");
+        let election = zk_rwlock::Election::new(c.clone(), &path, &identity);
+        assert_character_refused(election, &identity, name, "identity");
+        assert_character_refused(
+            zk_rwlock::validate_identity(&identity),
+            &identity,
+            name,
+            "identity",
+        );
+        let bad_path = format!("{path}/a{ch}b");
+        assert_character_refused(SharedLock::new(c.clone(), &bad_path), &bad_path, name, "path");
+        let election = zk_rwlock::Election::new(c.clone(), &bad_path, "web01");
+        assert_character_refused(election, &bad_path, name, "path");
+        assert_character_refused(zk_rwlock::validate_path(&bad_path), &bad_path, name, "path");
+    }
+    for ch in TAKEN {
+        let identity = format!("a{ch}b");
+        let lock_path = format!("{path}/a{ch}b");
+        let lock = SharedLock::builder(c.clone(), &lock_path)
+            .identity(&identity)
+            .build()
+            .unwrap_or_else(|e| panic!("{ch:?}: {e}"));
+        let guard = lock
+            .try_write()
+            .await
+            .unwrap_or_else(|e| panic!("{ch:?}: try_write: {e}"))
+            .expect("free");
+        assert!(guard.node().contains(&identity), "{}", guard.node());
+        guard.release().await.expect("release");
+    }
+}
+
+/// ZooKeeper's own tree `/zookeeper` (quotas, configuration) is no lock
+/// directory, nor is anything under it: refused when the lock, the
+/// election or the multi-lock is built, and nothing is created there.
+#[tokio::test]
+async fn a_lock_in_zookeepers_own_tree_is_refused_when_built() {
+    let c = client().await;
+    let tree = |path: &'static str| {
+        let c = c.clone();
+        async move {
+            let mut names = children(&c, path).await;
+            names.sort();
+            names
+        }
+    };
+    let before = tree("/zookeeper").await;
+    let quotas = tree("/zookeeper/quota").await;
+    for path in [
+        "/zookeeper",
+        "/zookeeper/x",
+        "/zookeeper/quota",
+        "/zookeeper/quota/app/lock",
+    ] {
+        let refused = |result: Result<(), Error>, how: &str| match result {
+            Err(e @ Error::InvalidPath { .. }) => {
+                assert!(
+                    e.to_string().contains("ZooKeeper's own tree `/zookeeper`"),
+                    "{how} {path}: {e}"
+                )
+            }
+            other => panic!("{how} {path}: expected InvalidPath, got {other:?}"),
+        };
+        refused(SharedLock::new(c.clone(), path).map(drop), "lock");
+        refused(
+            zk_rwlock::Election::new(c.clone(), path, "web01").map(drop),
+            "election",
+        );
+        let parts = [
+            ("/limits/not-zookeeper", zk_rwlock::Mode::Write),
+            (path, zk_rwlock::Mode::Read),
+        ];
+        refused(
+            zk_rwlock::MultiLock::new(c.clone(), &parts).map(drop),
+            "multi-lock",
+        );
+        refused(zk_rwlock::validate_path(path), "validate_path");
+    }
+    // A path that only looks like it is a lock like any other.
+    let guard = lock("/limits/zookeeper")
+        .await
+        .try_write()
+        .await
+        .expect("try_write")
+        .expect("free");
+    guard.release().await.expect("release");
+    assert_eq!(tree("/zookeeper").await, before);
+    assert_eq!(tree("/zookeeper/quota").await, quotas);
+}
+
 /// ACLs: `world:anyone` (all permissions) and READ for 300 digest users
 /// with long names, `pad` bytes of names in all: the last one takes what
 /// does not divide evenly, so that one more byte of `pad` is one more byte
