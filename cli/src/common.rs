@@ -173,6 +173,22 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     }
 }
 
+/// Parses `--session-timeout` and `--connect-timeout`: a duration as
+/// [`parse_duration`] reads it, of at least a millisecond (ZooKeeper counts
+/// session timeouts in milliseconds). Zero is refused: a connect that gives
+/// up at once, or a session timeout the server replaces with one of its
+/// own choosing, is never what was meant.
+pub fn parse_timeout(s: &str) -> Result<Duration, String> {
+    let timeout = parse_duration(s)?;
+    if timeout < Duration::from_millis(1) {
+        return Err(format!(
+            "a timeout of `{}` is no time: give at least 1ms, like 10s",
+            s.trim()
+        ));
+    }
+    Ok(timeout)
+}
+
 /// Checks a lock path before connecting, with the library's one path check
 /// ([`zk_rwlock::validate_path`]), so that a bad path is reported as such
 /// (exit 2) even when no server is reachable.
@@ -270,5 +286,16 @@ mod tests {
             .contains("a plain number is seconds"));
         assert!(parse_duration("5 parsecs").is_err());
         assert!(parse_duration("100000years").is_err());
+    }
+
+    #[test]
+    fn timeouts_are_never_zero() {
+        assert_eq!(parse_timeout("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_timeout("1ms"), Ok(Duration::from_millis(1)));
+        for zero in ["0", "0s", "0ms", " 0 ", "500us", "0.0001"] {
+            let refused = parse_timeout(zero).unwrap_err();
+            assert!(refused.contains("give at least 1ms"), "{zero}: {refused}");
+        }
+        assert!(parse_timeout("soon").unwrap_err().contains("invalid duration"));
     }
 }

@@ -199,10 +199,49 @@ impl Security {
     }
 }
 
+/// The environment variable read when `--connect` is not given.
+pub const CONNECT_ENV: &str = "ZK_CONNECT";
+
 /// The connect string: `--connect`, else `$ZK_CONNECT`, else [`DEFAULT_CONNECT`].
+/// An empty (or blank, or non-UTF-8) `ZK_CONNECT` counts as unset: the
+/// bench's rule. The command line's subcommands use [`servers`], which
+/// refuses it.
 pub fn connect_string(arg: Option<String>) -> String {
-    arg.or_else(|| std::env::var("ZK_CONNECT").ok().filter(|s| !s.trim().is_empty()))
+    arg.or_else(|| std::env::var(CONNECT_ENV).ok().filter(|s| !s.trim().is_empty()))
         .unwrap_or_else(|| DEFAULT_CONNECT.to_owned())
+}
+
+/// The connect string of a subcommand: `--connect`, else `$ZK_CONNECT`,
+/// else [`DEFAULT_CONNECT`]. A `ZK_CONNECT` that is set but empty (or
+/// blank, or not UTF-8) is a usage error, as `--connect ''` is: it names no
+/// server, and falling back to a local server would take a lock there that
+/// excludes no one.
+pub fn servers(arg: Option<String>) -> Result<String, Failure> {
+    if let Some(servers) = arg {
+        return Ok(servers);
+    }
+    servers_from(std::env::var_os(CONNECT_ENV))
+}
+
+/// [`servers`] when `--connect` is not given, from `ZK_CONNECT`'s value.
+fn servers_from(env: Option<std::ffi::OsString>) -> Result<String, Failure> {
+    let Some(value) = env else {
+        return Ok(DEFAULT_CONNECT.to_owned());
+    };
+    let bad = |what: &str| {
+        Failure::new(
+            exit::USAGE,
+            format!(
+                "{CONNECT_ENV} is set but {what}: name the ZooKeeper servers there (host:port[,host:port...]), \
+                 pass --connect, or unset it to use {DEFAULT_CONNECT}"
+            ),
+        )
+    };
+    match value.into_string() {
+        Ok(servers) if servers.trim().is_empty() => Err(bad("empty")),
+        Ok(servers) => Ok(servers),
+        Err(_) => Err(bad("not valid UTF-8")),
+    }
 }
 
 /// Waits until the session watched by `states` is over, at most `within`.
@@ -267,6 +306,27 @@ fn with_auth(options: ConnectOptions, auth: &str) -> Result<ConnectOptions, Fail
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_empty_zk_connect_is_refused() {
+        let from = |v: Option<&str>| servers_from(v.map(std::ffi::OsString::from));
+        assert_eq!(from(None).unwrap(), DEFAULT_CONNECT);
+        assert_eq!(from(Some("zk1:2181")).unwrap(), "zk1:2181");
+        for empty in ["", "  "] {
+            let refused = from(Some(empty)).unwrap_err();
+            assert_eq!(refused.code, exit::USAGE);
+            assert!(
+                refused.message.starts_with("ZK_CONNECT is set but empty"),
+                "{}",
+                refused.message
+            );
+        }
+        let bytes = <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(b"zk\xff:2181");
+        let refused = servers_from(Some(bytes.to_owned())).unwrap_err();
+        assert!(refused.message.contains("not valid UTF-8"), "{}", refused.message);
+        // `--connect` wins, as given: its own check names what is wrong.
+        assert_eq!(servers(Some(String::new())).unwrap(), "");
+    }
 
     #[test]
     fn auth_values() {

@@ -41,7 +41,7 @@ pub use args::Args;
 pub(crate) use args::Supervision;
 pub(crate) use holding::Holding;
 use messages::human;
-pub(crate) use run::{run_holding, End};
+pub(crate) use run::{run_holding, session_timeout_of, End};
 pub(crate) use signals::{signal_exit, signal_name, Signals};
 
 /// How long to wait, at most, for the session to close (and with it for the
@@ -62,7 +62,7 @@ async fn exec(args: Args) -> Result<u8, Failure> {
     let mut signals = Signals::new()
         .map_err(|e| Failure::new(exit::SOFTWARE, format!("cannot install signal handlers: {e}")))?;
     check(&args)?;
-    let servers = connection::connect_string(args.connect.clone());
+    let servers = connection::servers(args.connect.clone())?;
     let client = tokio::select! {
         client = args.security.connect(&servers, args.session_timeout, args.connect_timeout) => client?,
         sig = signals.recv() => {
@@ -94,7 +94,15 @@ async fn exec(args: Args) -> Result<u8, Failure> {
     // closes at once.
     drop(client);
     let result = match (first, extra) {
-        (Ok(lock), Ok(extra)) => with_lock(lock, extra, &args, &mut signals).await,
+        // The server may have granted a shorter session than asked for: the
+        // stop schedule must still let CMD run on a healthy connection.
+        (Ok(lock), Ok(extra)) => match args
+            .supervision
+            .check_granted(args.session_timeout, session_timeout_of(lock.client()))
+        {
+            Ok(()) => with_lock(lock, extra, &args, &mut signals).await,
+            Err(failure) => Err(failure),
+        },
         (Err(e), _) | (_, Err(e)) => Err(Failure::from(e)),
     };
     // Every clone of the client is gone now, except in the library's
@@ -113,7 +121,8 @@ async fn exec(args: Args) -> Result<u8, Failure> {
 
 /// Checks every argument that can be checked before connecting: the lock
 /// paths (each named once), the ACLs against the credentials, the identity,
-/// the follower lag against the session timeout asked for, and that the
+/// the follower lag and the stop schedule (`--grace`, `--follower-lag`,
+/// `--on-suspend`) against the session timeout asked for, and that the
 /// layout has locks of each mode asked for. A usage error (exit 2) at once,
 /// with no session to close, also when no server is reachable. (The
 /// connect string, `--auth` and the TLS files are checked as the connect

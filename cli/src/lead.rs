@@ -94,12 +94,12 @@ pub struct Args {
     #[arg(long, value_name = "ID")]
     identity: Option<String>,
 
-    /// The ZooKeeper session timeout to ask for
-    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = common::parse_duration, allow_hyphen_values = true)]
+    /// The ZooKeeper session timeout to ask for (more than 0)
+    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = common::parse_timeout, allow_hyphen_values = true)]
     session_timeout: Duration,
 
-    /// Give up connecting to ZooKeeper after DUR
-    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = common::parse_duration, allow_hyphen_values = true)]
+    /// Give up connecting to ZooKeeper after DUR (more than 0)
+    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = common::parse_timeout, allow_hyphen_values = true)]
     connect_timeout: Duration,
 
     #[command(flatten)]
@@ -200,7 +200,7 @@ async fn lead(args: Args) -> Result<u8, Failure> {
     args.security.check_acl(args.acl)?;
     args.supervision
         .check(args.identity.as_deref(), args.session_timeout)?;
-    let servers = connection::connect_string(args.connect.clone());
+    let servers = connection::servers(args.connect.clone())?;
     let mut session: Option<Session> = None;
     let mut terms = 0u64;
     let mut failures = 0u32;
@@ -233,7 +233,18 @@ async fn lead(args: Args) -> Result<u8, Failure> {
                 };
                 let states = client.state_watcher();
                 match build(&args, client) {
-                    Ok(election) => Session { election, states },
+                    Ok(election) => {
+                        let session = Session { election, states };
+                        // The server may have granted a shorter session
+                        // than asked for: the stop schedule must still let
+                        // CMD run on a healthy connection.
+                        let granted = exec::session_timeout_of(session.election.client());
+                        if let Err(failure) = args.supervision.check_granted(args.session_timeout, granted) {
+                            close(session).await;
+                            break Err(failure);
+                        }
+                        session
+                    }
                     Err(e) => break Err(Failure::from(e)),
                 }
             }

@@ -54,7 +54,8 @@ Exit codes:
        node); the nodes asked are printed all the same
 
 Environment:
-  ZK_CONNECT  ZooKeeper servers when --connect is not given
+  ZK_CONNECT  ZooKeeper servers when --connect is not given (set but
+              empty: a usage error)
   ZK_RWLOCK_AUTH  --auth when it is not given (out of sight of ps)
 
 Examples:
@@ -82,8 +83,8 @@ pub struct Args {
     #[arg(short, long, value_name = "SERVERS")]
     connect: Option<String>,
 
-    /// Give up connecting to ZooKeeper after DUR
-    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = common::parse_duration, allow_hyphen_values = true)]
+    /// Give up connecting to ZooKeeper after DUR (more than 0)
+    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = common::parse_timeout, allow_hyphen_values = true)]
     connect_timeout: Duration,
 
     #[command(flatten)]
@@ -104,7 +105,7 @@ async fn revoke(args: Args) -> Result<(), Failure> {
         Some(node) => Some(target(&args.path, node)?),
         None => None,
     };
-    let servers = connection::connect_string(args.connect.clone());
+    let servers = connection::servers(args.connect.clone())?;
     let client = args
         .security
         .connect(&servers, Duration::from_secs(10), args.connect_timeout)

@@ -109,7 +109,8 @@ Exit codes:
        (AuthFailed)
 
 Environment:
-  ZK_CONNECT  ZooKeeper servers when --connect is not given
+  ZK_CONNECT  ZooKeeper servers when --connect is not given (set but
+              empty: a usage error)
   ZK_RWLOCK_AUTH  --auth when it is not given (out of sight of ps)
 
 Examples:
@@ -141,8 +142,8 @@ pub struct Args {
     #[arg(long)]
     watch: bool,
 
-    /// Give up connecting to ZooKeeper after DUR
-    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = common::parse_duration, allow_hyphen_values = true)]
+    /// Give up connecting to ZooKeeper after DUR (more than 0)
+    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = common::parse_timeout, allow_hyphen_values = true)]
     connect_timeout: Duration,
 
     /// The layout your clients of PATH use (as `exec --layout`): native,
@@ -185,7 +186,7 @@ async fn status(args: Args) -> Result<(), Failure> {
             ));
         }
     }
-    let servers = connection::connect_string(args.connect.clone());
+    let servers = connection::servers(args.connect.clone())?;
     let client = tokio::select! {
         client = args.security.connect(&servers, Duration::from_secs(10), args.connect_timeout) => client?,
         _ = recv(&mut interrupt) => return Ok(()),

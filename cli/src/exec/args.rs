@@ -5,9 +5,10 @@ use std::time::Duration;
 
 use clap::ArgGroup;
 use zk_rwlock::Layout;
-use zk_rwlock_cli::{common, connection, Failure};
+use zk_rwlock_cli::{common, connection, exit, Failure};
 
-use super::stop::OnSuspend;
+use super::messages::{human, human_ms};
+use super::stop::{self, Fit, OnSuspend, Schedule};
 
 const AFTER_HELP: &str = "See `zk-rwlock exec --help` for signals, exit codes and examples.";
 
@@ -92,12 +93,13 @@ The lease:
   --on-suspend lease (the default): when the connection is lost, CMD
   keeps running while the lease can still cover its orderly stop. If the
   connection is not back by the lease deadline less the kill margin,
-  min(1s, session timeout / 5), less --grace (default 3/10 of the session
-  timeout, at most 1s), every process of CMD's tree gets SIGTERM; if any
-  still runs at the deadline less the margin, or --kill-after after
-  SIGTERM if that is sooner, SIGKILL; zk-rwlock waits until they are
-  gone. The margin is time for the kernel to tear processes down (a large
-  process, I/O in progress) before the deadline.
+  min(1s, session timeout / 5) (and with --follower-lag at most a quarter
+  of the lease span, which the lag shortens), less --grace (default 3/10
+  of the session timeout, at most 1s), every process of CMD's tree gets
+  SIGTERM; if any still runs at the deadline less the margin, or
+  --kill-after after SIGTERM if that is sooner, SIGKILL; zk-rwlock waits
+  until they are gone. The margin is time for the kernel to tear
+  processes down (a large process, I/O in progress) before the deadline.
   What CMD survives: SIGTERM comes 49/50 x T - margin - grace after the
   send of the last request the server answered (T: the session timeout;
   7.8s with the defaults and T = 10s). That request may be T/5 older than
@@ -107,6 +109,17 @@ The lease:
   again, e.g. a restart) of up to 49/50 x T - margin - grace - T/5 -
   min(1s, T/10) - 0.1s: 4.7s with the defaults (12.5s with a 20s
   session). Longer outages are survived only with luck (up to 7.8s).
+
+  On a healthy connection the last answer may be T/5 old (the pings'
+  gap), so the schedule must leave CMD at least that and one retry gap:
+  SIGTERM's time above (with lease or term; with ignore, the lease span)
+  must be at least T/5 + min(1s, T/10) + 0.1s (3.1s with T = 10s, 1.3s
+  with T = 4s), i.e. the outage survived must not be negative. A --grace
+  or --follower-lag that breaks this is a usage error naming the largest
+  value the session allows: --grace at most 5.7s with T = 10s (1.82s with
+  4s); --follower-lag, with the default grace, at most 3.2s with T = 10s
+  (0.253s with 4s). It is checked against --session-timeout before
+  connecting and against the session timeout granted once connected.
 
   --on-suspend term: as soon as the loss is noticed, SIGTERM at once,
   then SIGKILL as above.
@@ -153,11 +166,12 @@ Exit codes:
   2    usage error: bad option or argument, invalid lock path (also
        one whose node holds data that is not a lock's), identity (at
        most 255 bytes) or connect string, ACLs too large for a request,
-       a --follower-lag the session timeout cannot carry, a --layout
-       without the mode asked for (CMD not run); found before
-       connecting, except what only the server knows: a lock directory
-       holding data, a missing chroot, a session timeout granted
-       shorter than asked for
+       a --follower-lag or --grace the session timeout cannot carry,
+       a zero --session-timeout or --connect-timeout, an empty
+       ZK_CONNECT, a --layout without the mode asked for (CMD not
+       run); found before connecting, except what only the server
+       knows: a lock directory holding data, a missing chroot, a
+       session timeout granted shorter than asked for
   69   ZooKeeper unreachable (no server answered, or no host name of
        the connect string resolves) or refusing sessions (CMD not run)
   70   other lock or ZooKeeper error before CMD ran, e.g. the session
@@ -176,7 +190,8 @@ Exit codes:
   stderr always start with `zk-rwlock:`.
 
 Environment:
-  ZK_CONNECT  ZooKeeper servers when --connect is not given
+  ZK_CONNECT  ZooKeeper servers when --connect is not given (set but
+              empty: a usage error)
   ZK_RWLOCK_AUTH  --auth when it is not given (out of sight of ps)
   ZK_RWLOCK_FOLLOWER_LAG  --follower-lag when it is not given
   RUST_LOG    diagnostics on stderr, e.g. RUST_LOG=zk_rwlock=debug (without
@@ -223,12 +238,13 @@ pub struct Args {
     pub(super) identity: Option<String>,
 
     /// The ZooKeeper session timeout to ask for: if zk-rwlock cannot reach
-    /// ZooKeeper for this long, the lock is lost (the server bounds it)
-    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = common::parse_duration, allow_hyphen_values = true)]
+    /// ZooKeeper for this long, the lock is lost (the server bounds it;
+    /// more than 0)
+    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = common::parse_timeout, allow_hyphen_values = true)]
     pub(super) session_timeout: Duration,
 
-    /// Give up connecting to ZooKeeper after DUR
-    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = common::parse_duration, allow_hyphen_values = true)]
+    /// Give up connecting to ZooKeeper after DUR (more than 0)
+    #[arg(long, value_name = "DUR", default_value = "10s", value_parser = common::parse_timeout, allow_hyphen_values = true)]
     pub(super) connect_timeout: Duration,
 
     #[command(flatten)]
@@ -294,8 +310,10 @@ pub struct Supervision {
     pub(crate) on_suspend: OnSuspend,
 
     /// With --on-suspend lease: how long before its SIGKILL time CMD gets
-    /// SIGTERM when the connection stays lost [default: 3/10 of the session
-    /// timeout, at most 1s]
+    /// SIGTERM when the connection stays lost; at most what the session
+    /// allows, so that SIGTERM never comes on a healthy connection (5.7s
+    /// with a 10s session, 1.82s with 4s; see --help) [default: 3/10 of
+    /// the session timeout, at most 1s]
     #[arg(long, value_name = "DUR", value_parser = common::parse_duration, allow_hyphen_values = true)]
     pub(crate) grace: Option<Duration>,
 
@@ -315,20 +333,156 @@ pub struct Supervision {
     /// may stall: syncLimit x tickTime + tickTime of the ensemble (e.g. 12s).
     /// Makes the lease that much (and 3/20 of the session timeout) shorter,
     /// so that it ends before the leader can expire the session even then;
-    /// the session timeout must be at least 2.25 x DUR [default: 0s]
+    /// the session timeout must be at least 2.25 x DUR, and leave the stop
+    /// schedule room on a healthy connection (with the default grace: at
+    /// most 3.2s with a 10s session, 0.253s with 4s; see --help) [default:
+    /// 0s]
     #[arg(long, value_name = "DUR", value_parser = common::parse_duration, allow_hyphen_values = true, env = "ZK_RWLOCK_FOLLOWER_LAG")]
     pub(crate) follower_lag: Option<Duration>,
 }
 
 impl Supervision {
+    /// The stop options, for [`Schedule::policy`] and [`Schedule::fit`].
+    pub(crate) fn schedule(&self) -> Schedule {
+        Schedule {
+            on_suspend: self.on_suspend,
+            kill_after: self.kill_after,
+            grace: self.grace,
+            follower_lag: self.follower_lag,
+        }
+    }
+
     /// Checks, before connecting, what the lock would refuse only once
     /// connected: `identity` (`--identity`) and whether `session_timeout`
-    /// (`--session-timeout`, as asked for) can carry `--follower-lag`. For
-    /// `exec` and `lead`: a usage error (exit 2) at once, also when no
-    /// server is reachable.
+    /// (`--session-timeout`, as asked for) can carry `--follower-lag`; and
+    /// that the stop schedule (`--grace`, `--follower-lag`, `--on-suspend`)
+    /// lets CMD run on a healthy connection to such a session
+    /// ([`Schedule::fit`]). For `exec` and `lead`: a usage error (exit 2)
+    /// at once, also when no server is reachable.
     pub(crate) fn check(&self, identity: Option<&str>, session_timeout: Duration) -> Result<(), Failure> {
         common::check_identity(identity)?;
-        common::check_follower_lag(session_timeout, self.follower_lag)
+        common::check_follower_lag(session_timeout, self.follower_lag)?;
+        self.check_schedule(Session::Asked(session_timeout))
+    }
+
+    /// Checks once connected, as [`Supervision::check`] did before, that
+    /// the stop schedule lets CMD run on a healthy connection to the
+    /// session the server granted (`granted`; `asked`: `--session-timeout`):
+    /// a server may grant less than asked for. (The lock checks the follower
+    /// lag's own bound on it as it is built.) A usage error (exit 2).
+    pub(crate) fn check_granted(&self, asked: Duration, granted: Duration) -> Result<(), Failure> {
+        self.check_schedule(Session::Granted { asked, granted })
+    }
+
+    fn check_schedule(&self, session: Session) -> Result<(), Failure> {
+        match refusal(&self.schedule(), session) {
+            None => Ok(()),
+            Some(message) => Err(Failure::new(exit::USAGE, message)),
+        }
+    }
+}
+
+/// The session timeout a check is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Session {
+    /// `--session-timeout`, before connecting.
+    Asked(Duration),
+    /// What the server granted, once connected.
+    Granted {
+        /// `--session-timeout`.
+        asked: Duration,
+        /// The server's.
+        granted: Duration,
+    },
+}
+
+/// What to say if `schedule` does not let CMD run on a healthy connection
+/// to `session` ([`Schedule::fit`]): the option to change and the largest
+/// (or shortest) value the session allows, and why. `None` if it does.
+/// Pure.
+pub(crate) fn refusal(schedule: &Schedule, session: Session) -> Option<String> {
+    let (timeout, session_words) = match session {
+        Session::Asked(t) => (
+            t,
+            format!("a session timeout of {} (--session-timeout)", human(t)),
+        ),
+        Session::Granted { asked, granted } => (
+            granted,
+            format!(
+                "the session timeout the server granted ({}; asked for {})",
+                human(granted),
+                human(asked)
+            ),
+        ),
+    };
+    let fit = schedule.fit(timeout);
+    if fit == Fit::Runs {
+        return None;
+    }
+    let first = schedule
+        .span(timeout)
+        .and_then(|span| schedule.policy(timeout).first_signal_after(span));
+    let (what, when) = match schedule.on_suspend {
+        OnSuspend::Ignore => ("the lock would be lost", "its lease ends"),
+        OnSuspend::Lease | OnSuspend::Term => ("the command would be stopped", "SIGTERM comes"),
+    };
+    let why = format!(
+        "{what} while the connection is healthy: {when} {}, and a healthy connection's answers may \
+         come {} apart (at least {} is needed: that ping gap and a retry gap)",
+        first.map_or_else(
+            || "at once".to_owned(),
+            |f| format!("{} after the last answer", human_ms(f))
+        ),
+        human(stop::ping_gap(timeout)),
+        human_ms(stop::healthy_silence(timeout)),
+    );
+    let lag = schedule.follower_lag.filter(|lag| !lag.is_zero());
+    let grace = match schedule.grace {
+        Some(grace) => format!("--grace {}", human(grace)),
+        None => format!("--grace {} (the default)", human_ms(stop::default_grace(timeout))),
+    };
+    Some(match fit {
+        Fit::Runs => return None,
+        Fit::GraceTooLong { largest } => format!(
+            "--grace {} is too long for {session_words}{}: {why}; the largest grace this session allows \
+             is {}",
+            human(schedule.grace.unwrap_or_default()),
+            lag.map_or_else(String::new, |lag| format!(" with --follower-lag {}", human(lag))),
+            human(largest),
+        ),
+        Fit::LagTooLarge { largest } => format!(
+            "--follower-lag {} (or ZK_RWLOCK_FOLLOWER_LAG) is too large for {session_words} with {grace}: \
+             {why}; the largest follower lag this session allows with that grace is {}",
+            human(lag.unwrap_or_default()),
+            human(largest),
+        ),
+        Fit::SessionTooShort { shortest } => {
+            let mut options = vec![format!("--on-suspend {}", on_suspend_name(schedule.on_suspend))];
+            // No grace with `ignore`: nothing is sent before the lease's end.
+            if schedule.on_suspend != OnSuspend::Ignore {
+                options.push(grace);
+            }
+            if let Some(lag) = lag {
+                options.push(format!("--follower-lag {}", human(lag)));
+            }
+            let need = shortest.map_or_else(
+                || "no session timeout is long enough for them".to_owned(),
+                |t| format!("they need a session timeout of at least {}", human(t)),
+            );
+            format!(
+                "{session_words} is too short for {}: {why}; {need}",
+                options.join(", ")
+            )
+        }
+    })
+}
+
+/// `--on-suspend`'s value as written.
+fn on_suspend_name(on_suspend: OnSuspend) -> &'static str {
+    match on_suspend {
+        OnSuspend::Lease => "lease",
+        OnSuspend::Term => "term",
+        OnSuspend::Ignore => "ignore",
     }
 }
 
@@ -398,6 +552,92 @@ mod tests {
         assert!(cli.args.read);
         assert_eq!(cli.args.timeout, Some(Duration::from_secs(2)));
         assert_eq!(cli.args.command, ["ls", "-l", "--all"]);
+    }
+
+    /// What a refused stop schedule says: the option to change, the
+    /// largest value the session allows, and why; before connecting and
+    /// with the timeout the server granted.
+    #[test]
+    fn refused_schedules_name_the_option_and_the_largest_value() {
+        let parse = |args: &[&str]| {
+            let mut all = vec!["x", "-w"];
+            all.extend(args);
+            all.extend(["/a", "--", "true"]);
+            Cli::try_parse_from(all).unwrap().args
+        };
+        let s = Duration::from_secs;
+        for (args, session, wanted) in [
+            (
+                &["--follower-lag", "4.4s"][..],
+                Session::Asked(s(10)),
+                "--follower-lag 4.4s (or ZK_RWLOCK_FOLLOWER_LAG) is too large for a session timeout of 10s \
+                 (--session-timeout) with --grace 1s (the default): the command would be stopped while the \
+                 connection is healthy: SIGTERM comes 1.925s after the last answer, and a healthy \
+                 connection's answers may come 2s apart (at least 3.1s is needed: that ping gap and a retry \
+                 gap); the largest follower lag this session allows with that grace is 3.2s",
+            ),
+            (
+                &["--grace", "20s", "--on-suspend", "term"],
+                Session::Asked(s(10)),
+                "--grace 20s is too long for a session timeout of 10s (--session-timeout): the command would \
+                 be stopped while the connection is healthy: SIGTERM comes at once, and",
+            ),
+            (
+                &["--grace", "3s"],
+                Session::Granted {
+                    asked: s(10),
+                    granted: s(4),
+                },
+                "--grace 3s is too long for the session timeout the server granted (4s; asked for 10s): the \
+                 command would be stopped while the connection is healthy: SIGTERM comes 120ms after the last \
+                 answer, and a healthy connection's answers may come 800ms apart (at least 1.3s is needed: \
+                 that ping gap and a retry gap); the largest grace this session allows is 1.82s",
+            ),
+            (
+                &["--follower-lag", "500ms", "--grace", "200ms"],
+                Session::Granted {
+                    asked: s(10),
+                    granted: s(2),
+                },
+                "--grace 200ms is too long for the session timeout the server granted (2s; asked for 10s) \
+                 with --follower-lag 500ms: the command would be stopped while the connection is healthy: \
+                 SIGTERM comes 670ms after the last answer, and a healthy connection's answers may come 400ms \
+                 apart (at least 700ms is needed: that ping gap and a retry gap); the largest grace this \
+                 session allows is 170ms",
+            ),
+        ] {
+            let args = parse(args);
+            let message = refusal(&args.supervision.schedule(), session).expect("refused");
+            assert!(message.starts_with(wanted), "{message}");
+            let failure = match session {
+                Session::Asked(t) => args.supervision.check(None, t),
+                Session::Granted { asked, granted } => args.supervision.check_granted(asked, granted),
+            }
+            .unwrap_err();
+            assert_eq!((failure.code, failure.message), (exit::USAGE, message));
+        }
+        assert!(refused_largest("--grace 20s", "5.7s"));
+        // The defaults pass, on any session the docs name.
+        for t in [2, 4, 10, 20, 60] {
+            assert_eq!(
+                refusal(&parse(&[]).supervision.schedule(), Session::Asked(s(t))),
+                None
+            );
+        }
+    }
+
+    /// Whether `exec -w <option> /a -- true` on a 10 s session is refused
+    /// with `largest` as the largest value.
+    fn refused_largest(option: &str, largest: &str) -> bool {
+        let mut all = vec!["x", "-w"];
+        all.extend(option.split(' '));
+        all.extend(["/a", "--", "true"]);
+        let args = Cli::try_parse_from(all).unwrap().args;
+        refusal(
+            &args.supervision.schedule(),
+            Session::Asked(Duration::from_secs(10)),
+        )
+        .is_some_and(|m| m.ends_with(&format!("allows is {largest}")))
     }
 
     #[test]

@@ -13,7 +13,6 @@ use super::holding::Holding;
 use super::link::{self, Keeper};
 use super::messages::say;
 use super::signals::Signals;
-use super::stop::{self, Policy};
 use super::supervise::{supervise, unattended, Outcome, Stopped};
 use super::{keeper, lease_file, tree};
 
@@ -56,20 +55,14 @@ pub(crate) async fn run_holding(
 ) -> Ran {
     let ran = |code: u8, end: End| Ran { code, end };
     let client = lock.client();
-    let session_timeout = client
-        .session_lease()
-        .map_or_else(|| client.session_timeout(), |lease| lease.timeout);
-    let span =
-        zk_rwlock::lease::span(session_timeout, args.follower_lag.unwrap_or_default()).unwrap_or_default();
-    let policy = Policy {
-        on_suspend: args.on_suspend,
-        kill_after: args.kill_after,
-        // A lease shortened by a follower lag keeps a kill margin of at most
-        // a quarter of it: the deadline never comes that close between two
-        // answers of a healthy session.
-        margin: stop::kill_margin(session_timeout).min(span / 4),
-        grace: args.grace.unwrap_or_else(|| stop::default_grace(session_timeout)),
-    };
+    let session_timeout = session_timeout_of(client);
+    let schedule = args.schedule();
+    let span = schedule.span(session_timeout).unwrap_or_default();
+    // The kill margin is min(1 s, T/5, span/4): a lease shortened by a
+    // follower lag keeps at most a quarter of it as margin. `exec` and
+    // `lead` checked that this schedule lets CMD run on a healthy
+    // connection to this session ([`Supervision::check_granted`]).
+    let policy = schedule.policy(session_timeout);
     if let Some(outage) = policy.survivable_outage(span, session_timeout) {
         tracing::debug!(
             ?outage,
@@ -125,6 +118,15 @@ pub(crate) async fn run_holding(
         say(&message);
     }
     ran
+}
+
+/// The session timeout the lease of `client`'s session runs on: the
+/// smallest the server told this session (see [`zk_rwlock::lease`]), or the
+/// negotiated one.
+pub(crate) fn session_timeout_of(client: &zk_rwlock::zk::Client) -> Duration {
+    client
+        .session_lease()
+        .map_or_else(|| client.session_timeout(), |lease| lease.timeout)
 }
 
 /// How long a release may run before `exec` says what it waits for.

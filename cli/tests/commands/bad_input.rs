@@ -8,6 +8,7 @@
 
 use zk_rwlock_fixtures as support;
 
+use std::ffi::OsString;
 use std::net::TcpListener;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -45,13 +46,19 @@ impl Watched {
 /// Runs `zk-rwlock <args>` without a server (nothing in the environment
 /// points at one), to completion, at most `limit`.
 fn run_alone(args: &[&str], limit: Duration) -> Run {
+    run_alone_with(args.iter().map(OsString::from).collect(), &[], limit)
+}
+
+/// [`run_alone`] with arguments that may not be UTF-8, and `env` set.
+fn run_alone_with(args: Vec<OsString>, env: &[(&str, &str)], limit: Duration) -> Run {
     let mut child = std::process::Command::new(BIN)
-        .args(args)
+        .args(&args)
         .env_remove("ZK_CONNECT")
         .env_remove("RUST_LOG")
         .env_remove("ZK_RWLOCK_FOLLOWER_LAG")
         .env_remove("ZK_RWLOCK_LAYOUT")
         .env_remove("ZK_RWLOCK_AUTH")
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -139,6 +146,61 @@ fn usage_errors_are_reported_before_connecting() {
                     .to_vec(),
             ),
             "the session timeout must be at least 2.25 x the follower lag, here 4.05s",
+        ));
+        // Within the lease's own bound (2.25 x), but the stop schedule
+        // would stop CMD on a healthy connection: SIGTERM 1.925 s (0.215 s)
+        // after an answer, which may be 2 s (0.8 s) old between pings.
+        cases.push((
+            with(vec!["--follower-lag".into(), "4.4s".into()]),
+            "--follower-lag 4.4s (or ZK_RWLOCK_FOLLOWER_LAG) is too large for a session timeout of 10s \
+             (--session-timeout) with --grace 1s (the default): the command would be stopped while the \
+             connection is healthy: SIGTERM comes 1.925s after the last answer",
+        ));
+        cases.push((
+            with(
+                ["--session-timeout", "4s", "--follower-lag", "1.7s"]
+                    .map(String::from)
+                    .to_vec(),
+            ),
+            "the largest follower lag this session allows with that grace is 253ms",
+        ));
+        // A grace longer than the lease can cover, with either mode that
+        // sends SIGTERM before the lease's end.
+        for on_suspend in ["lease", "term"] {
+            cases.push((
+                with(
+                    ["--grace", "20s", "--on-suspend", on_suspend]
+                        .map(String::from)
+                        .to_vec(),
+                ),
+                "--grace 20s is too long for a session timeout of 10s (--session-timeout): the command would \
+                 be stopped while the connection is healthy: SIGTERM comes at once, and a healthy \
+                 connection's answers may come 2s apart (at least 3.1s is needed: that ping gap and a retry \
+                 gap); the largest grace this session allows is 5.7s",
+            ));
+        }
+        cases.push((
+            with(["--session-timeout", "300ms"].map(String::from).to_vec()),
+            "a session timeout of 300ms (--session-timeout) is too short for --on-suspend lease, --grace \
+             90ms (the default): ",
+        ));
+        cases.push((
+            with(vec!["--session-timeout".into(), "0".into()]),
+            "invalid value '0' for '--session-timeout <DUR>': a timeout of `0` is no time: give at least \
+             1ms",
+        ));
+    }
+    // A zero connect timeout: no server can answer in no time.
+    for sub in [&["exec", "-w"][..], &["lead"], &["status"], &["revoke"]] {
+        let mut args: Vec<String> = sub.iter().map(|s| s.to_string()).collect();
+        args.extend(["--connect", c, "--connect-timeout", "0s", "/locks/usage"].map(String::from));
+        if sub[0] == "exec" || sub[0] == "lead" {
+            args.extend(["--", "true"].map(String::from));
+        }
+        cases.push((
+            args,
+            "invalid value '0s' for '--connect-timeout <DUR>': a timeout of `0s` is no time: give at \
+             least 1ms",
         ));
     }
     let exec = |extra: &[&str]| -> Vec<String> {
@@ -379,6 +441,49 @@ async fn a_usage_error_found_once_connected_closes_the_session_at_once() {
     assert!(children(&client().await, &path).await.is_empty());
 }
 
+/// A stop schedule that fits the session timeout asked for but not the
+/// shorter one the server granted (here 4 s for 10 s: `--grace 3s` would
+/// send SIGTERM 0.12 s after an answer, while a healthy connection's answers
+/// come up to 0.8 s apart) is refused once connected, as a usage error, and
+/// the session is closed at once; CMD never runs.
+#[tokio::test]
+async fn a_stop_schedule_the_granted_session_cannot_carry_is_refused() {
+    assert_eq!(server().max_session_timeout(), Duration::from_secs(4));
+    let path = unique_path("granted-grace");
+    let dir = std::env::temp_dir().join(unique_path("granted-grace-ran").replace('/', "-"));
+    let marker = dir.to_str().unwrap();
+    let touch = format!("touch {marker}");
+    for sub in [&["exec", "-w"][..], &["lead", "--max-terms", "1"]] {
+        let mut args = sub.to_vec();
+        args.extend([
+            "--session-timeout",
+            "10s",
+            "--grace",
+            "3s",
+            &path,
+            "--",
+            "sh",
+            "-c",
+            &touch,
+        ]);
+        let started = Instant::now();
+        let out = finish_within(zk_rwlock(&args).spawn().unwrap(), Duration::from_secs(4)).await;
+        let took = started.elapsed();
+        one_message(
+            &format!("{args:?}"),
+            &out,
+            2,
+            "--grace 3s is too long for the session timeout the server granted (4s; asked for 10s): the \
+             command would be stopped while the connection is healthy: SIGTERM comes 120ms after the last \
+             answer, and a healthy connection's answers may come 800ms apart (at least 1.3s is needed: \
+             that ping gap and a retry gap); the largest grace this session allows is 1.82s",
+        );
+        assert!(took < Duration::from_secs(4), "{args:?} took {took:?}");
+        assert!(!dir.exists(), "{args:?}: CMD ran");
+    }
+    assert!(children(&client().await, &path).await.is_empty());
+}
+
 /// A lock directory holding someone's data is refused with one
 /// message: the library's warning about it is left out.
 #[tokio::test]
@@ -581,4 +686,224 @@ async fn bad_arguments_are_reported_clearly() {
     let (data, _) = client().await.get_data(&counter).await.unwrap();
     assert_eq!(data, b"42", "the counter's data");
     assert!(children(&client().await, &counter).await.is_empty());
+}
+
+/// What ZooKeeper itself would refuse, found before connecting: a
+/// character ZooKeeper refuses in node names in `--identity` or a lock path
+/// (named, escaped: the message stays one line), a lock path in
+/// ZooKeeper's own tree `/zookeeper`, and a `tcp+tls://` server without
+/// `--tls-ca`. Each exits 2 at once with one message, and no connection is
+/// attempted (the port would take it, and 30s of connect timeout would
+/// show any attempt).
+#[test]
+fn what_zookeeper_would_refuse_is_a_usage_error_before_connecting() {
+    let port = Watched::new();
+    let c = port.connect.as_str();
+    let tls = format!("tcp+tls://{c}");
+    let with = |sub: &str, extra: &[&str], path: &str| -> Vec<String> {
+        let mut args: Vec<String> = vec![sub.into()];
+        if sub == "exec" {
+            args.push("-w".into());
+        }
+        args.extend(["--connect", c, "--connect-timeout", "30s"].map(String::from));
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args.push(path.into());
+        if sub != "status" {
+            args.extend(["--", "true"].map(String::from));
+        }
+        args
+    };
+    let cases: Vec<(Vec<String>, String)> = vec![
+        (
+            with("exec", &["--identity", "a\nb"], "/locks/usage"),
+            "invalid identity `a\\nb`: it contains `\\n` (U+000A) at byte 1, a character ZooKeeper \
+             refuses in node names"
+                .into(),
+        ),
+        (
+            with("lead", &["--identity", "web\u{85}01"], "/locks/usage"),
+            "invalid identity `web\\u{85}01`: it contains U+0085 at byte 3".into(),
+        ),
+        (
+            with("exec", &["--identity", "a\u{e000}"], "/locks/usage"),
+            "it contains U+E000 at byte 1".into(),
+        ),
+        (
+            with("exec", &[], "/locks/a\u{1}"),
+            "invalid lock path `/locks/a\\u{1}`: it contains U+0001 at byte 8, a character ZooKeeper \
+             refuses in paths"
+                .into(),
+        ),
+        (
+            with("status", &[], "/locks/a\nb"),
+            "invalid lock path `/locks/a\\nb`: it contains `\\n` (U+000A) at byte 8".into(),
+        ),
+        (
+            with("exec", &[], "/zookeeper/x"),
+            "invalid lock path `/zookeeper/x`: it is in ZooKeeper's own tree `/zookeeper`".into(),
+        ),
+        (
+            with("lead", &[], "/zookeeper"),
+            "invalid lock path `/zookeeper`: it is in ZooKeeper's own tree".into(),
+        ),
+        (
+            with("status", &[], "/zookeeper/quota"),
+            "invalid lock path `/zookeeper/quota`: it is in ZooKeeper's own tree".into(),
+        ),
+        (
+            [
+                "exec",
+                "-w",
+                "--connect",
+                &tls,
+                "--connect-timeout",
+                "30s",
+                "/locks/usage",
+                "--",
+                "true",
+            ]
+            .map(String::from)
+            .to_vec(),
+            format!(
+                "invalid TLS settings: the connect string asks for TLS (`{tls}`), but no TLS CA is given"
+            ),
+        ),
+    ];
+    for (args, message) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = run_alone(&args, Duration::from_secs(20));
+        let what = format!("{args:?}");
+        one_message(&what, &out, 2, &message);
+        assert!(
+            !port.connected(),
+            "{what}: connected before checking its arguments"
+        );
+    }
+}
+
+/// The errors clap finds in the arguments read as every other usage error:
+/// one `zk-rwlock:` line (no `error:`, usage or "For more information"),
+/// exit 2, nothing on stdout; a value from an option's environment variable
+/// names the variable.
+#[test]
+fn clap_usage_errors_are_one_line() {
+    use std::os::unix::ffi::OsStringExt;
+    let args = |words: &[&str]| -> Vec<OsString> { words.iter().map(OsString::from).collect() };
+    let mut bad_path = args(&["exec", "-w"]);
+    bad_path.push(OsString::from_vec(b"/locks/\xff".to_vec()));
+    bad_path.extend(args(&["--", "true"]));
+    for (argv, env, message) in [
+        (
+            args(&["exec", "-r", "-w", "/locks/x", "--", "true"]),
+            &[][..],
+            "zk-rwlock: the argument '--read' cannot be used with '--write' (see `zk-rwlock exec --help`)",
+        ),
+        (
+            args(&["exec", "-w", "/locks/x"]),
+            &[],
+            "zk-rwlock: the following required arguments were not provided: <CMD>... (see `zk-rwlock exec \
+             --help`)",
+        ),
+        (
+            args(&["exec", "/locks/x", "--", "true"]),
+            &[],
+            "the following required arguments were not provided: <--read|--write>",
+        ),
+        (
+            args(&["lead", "--on-suspend", "x", "/locks/x", "--", "true"]),
+            &[],
+            "zk-rwlock: invalid value 'x' for '--on-suspend <WHAT>' [possible values: lease, term, ignore] \
+             (see `zk-rwlock lead --help`)",
+        ),
+        (
+            args(&["exec", "-w", "--mode", "x", "/locks/x", "--", "true"]),
+            &[],
+            "zk-rwlock: unexpected argument '--mode' found; tip: ",
+        ),
+        (
+            bad_path,
+            &[],
+            "zk-rwlock: invalid UTF-8 was detected in one or more arguments",
+        ),
+        (
+            args(&[]),
+            &[],
+            "zk-rwlock: no subcommand given: exec, status, revoke, lead, completions, man (see `zk-rwlock \
+             --help`)",
+        ),
+        (args(&["exce"]), &[], "zk-rwlock: unrecognized subcommand 'exce'"),
+        (
+            args(&["exec", "-w", "/locks/x", "--", "true"]),
+            &[("ZK_RWLOCK_FOLLOWER_LAG", "abc")],
+            "zk-rwlock: invalid value 'abc' for '--follower-lag <DUR>' (set by ZK_RWLOCK_FOLLOWER_LAG): \
+             invalid duration `abc`",
+        ),
+        (
+            args(&["status", "/locks/x"]),
+            &[("ZK_RWLOCK_LAYOUT", "zk")],
+            "zk-rwlock: invalid value 'zk' for '--layout <LAYOUT>' (set by ZK_RWLOCK_LAYOUT)",
+        ),
+        // On the command line, the option is to blame.
+        (
+            args(&["exec", "-w", "--follower-lag", "abc", "/locks/x", "--", "true"]),
+            &[("ZK_RWLOCK_FOLLOWER_LAG", "abc")],
+            "zk-rwlock: invalid value 'abc' for '--follower-lag <DUR>': invalid duration `abc`",
+        ),
+    ] {
+        let what = format!("{argv:?} {env:?}");
+        let out = run_alone_with(argv, env, Duration::from_secs(5));
+        one_message(&what, &out, 2, message);
+        assert!(
+            !out.stderr.contains("error:") && !out.stderr.contains("For more information"),
+            "{what}: {out:#?}"
+        );
+    }
+}
+
+/// `ZK_CONNECT` set but empty names no server: a usage error, as
+/// `--connect ''` is, rather than a silent fall back to 127.0.0.1:2181;
+/// at once, for every subcommand that connects.
+#[test]
+fn an_empty_zk_connect_is_a_usage_error() {
+    for args in [
+        &["exec", "-w", "--connect-timeout", "30s", "/locks/x", "--", "true"][..],
+        &["lead", "--connect-timeout", "30s", "/locks/x", "--", "true"],
+        &["status", "--connect-timeout", "30s", "/locks/x"],
+        &["revoke", "--connect-timeout", "30s", "/locks/x"],
+    ] {
+        for empty in ["", " "] {
+            let argv = args.iter().map(OsString::from).collect();
+            let out = run_alone_with(argv, &[("ZK_CONNECT", empty)], Duration::from_secs(10));
+            one_message(
+                &format!("{args:?} ZK_CONNECT={empty:?}"),
+                &out,
+                2,
+                "zk-rwlock: ZK_CONNECT is set but empty: name the ZooKeeper servers there \
+                 (host:port[,host:port...]), pass --connect, or unset it to use 127.0.0.1:2181",
+            );
+        }
+    }
+}
+
+/// The shell completions offer the subcommands a user runs, not the
+/// keeper's (`__keeper`, which `exec` alone starts).
+#[test]
+fn completions_leave_the_keeper_out() {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let out = std::process::Command::new(BIN)
+            .args(["completions", shell])
+            .output()
+            .expect("run zk-rwlock");
+        assert!(out.status.success(), "{shell}: {out:?}");
+        let script = String::from_utf8(out.stdout).expect("utf-8");
+        assert!(script.contains("exec"), "{shell}: {script}");
+        assert!(
+            !script.contains("__keeper"),
+            "{shell} completions offer the keeper"
+        );
+        assert!(
+            !script.contains("control-fd"),
+            "{shell} completions offer the keeper's options"
+        );
+    }
 }

@@ -14,6 +14,9 @@
 //!   next writer's grant (background jobs, daemons, exec stopped or killed).
 //! * `sequence_limit`: ZooKeeper's sequence counter at its limit.
 //! * `layouts`: `--layout`, nodes named as Curator's and kazoo's.
+//! * `stop_schedule`: `--follower-lag` and `--grace` too large for the
+//!   session refused; CMD runs on a healthy connection at the largest
+//!   values allowed, under `exec` and `lead`.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -24,5 +27,6 @@ mod outages;
 mod partition;
 mod process_tree;
 mod sequence_limit;
+mod stop_schedule;
 mod under_the_lock;
 mod waiting;
