@@ -208,7 +208,7 @@ async fn with_lock(
 /// Says what went wrong while waiting for the lock.
 fn waiting_failure(err: zk_rwlock::Error, mode: Mode, path: &str, given_up: bool) -> Failure {
     use zk_rwlock::Error;
-    let what = match (&err, failure::session_end_of(&err, given_up)) {
+    let what = match (&err, failure::session_end(&err, given_up)) {
         (Error::Lost { node }, _) => format!("someone deleted its node {node}"),
         (_, Some(what)) => what.to_owned(),
         // Among them `SequenceExhausted`, whose text says what to do.

@@ -121,15 +121,11 @@ fn invalid_acl() -> String {
 /// How an error that ends the session reads in a sentence; `None` for the
 /// others. Which errors end it is the library's call
 /// ([`zk_rwlock::Error::is_session_over`]); only the wording is chosen here.
-pub fn session_end(err: &zk_rwlock::Error) -> Option<&'static str> {
-    session_end_of(err, false)
-}
-
-/// As [`session_end`], knowing whether the client gave the session up
-/// ([`zk_rwlock::zk::Client::session_given_up`]): a session that ended
+/// `given_up`: the client gave the session up
+/// ([`zk_rwlock::zk::Client::session_given_up`]), so a session that ended
 /// because no server answered for 7/5 of its timeout is not said to have
 /// expired on a server.
-pub fn session_end_of(err: &zk_rwlock::Error, given_up: bool) -> Option<&'static str> {
+pub fn session_end(err: &zk_rwlock::Error, given_up: bool) -> Option<&'static str> {
     if !err.is_session_over() {
         return None;
     }

@@ -288,7 +288,7 @@ async fn watch(
         tracing::debug!(?event, dir, "lock directory changed");
         if let Some(err) = zk_rwlock::Error::from_session_state(event.session_state) {
             let given_up = locks.first().is_some_and(|l| l.client().session_given_up());
-            let what = failure::session_end_of(&err, given_up).unwrap_or("the ZooKeeper session ended");
+            let what = failure::session_end(&err, given_up).unwrap_or("the ZooKeeper session ended");
             return Err(Failure::new(
                 exit::SOFTWARE,
                 format!("{what} while watching {dir}"),

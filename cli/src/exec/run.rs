@@ -187,7 +187,7 @@ fn ending(
                 ran(exit::LOST, End::Lost),
                 Some(match released {
                     Ok(()) => format!("{stopped}; the lock is released"),
-                    Err(e) => match failure::session_end_of(&e, given_up) {
+                    Err(e) => match failure::session_end(&e, given_up) {
                         Some(what) => format!("{stopped}; then the lock was lost too ({what})"),
                         None => not_released(&e),
                     },

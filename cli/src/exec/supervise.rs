@@ -294,7 +294,7 @@ fn loss_reason(lock: &SharedLock, guard: &Holding) -> String {
     match lease::loss_cause(ended.is_some(), now, guard.lease_deadline()) {
         Some(LossCause::SessionEnded) => ended
             .as_ref()
-            .and_then(failure::session_end)
+            .and_then(|e| failure::session_end(e, false))
             .unwrap_or("the ZooKeeper session ended")
             .to_owned(),
         Some(LossCause::LeaseRanOut) => {
