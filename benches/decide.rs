@@ -5,8 +5,8 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use zk_rwlock::ordering::{decide, queue};
 use zk_rwlock::{Mode, NodeName};
+use zk_rwlock_core::ordering::{decide, queue};
 
 /// A realistic directory listing: `n` contenders written by this library,
 /// one writer in ten, in ZooKeeper's (unordered) listing order.

@@ -2,7 +2,7 @@
 //!
 //! Run: `cargo run --example decisions`.
 
-use zk_rwlock::ordering::{queue, Decision};
+use zk_rwlock_core::ordering::{queue, Decision};
 
 fn main() {
     // A listing as ZooKeeper returns it: unordered, with one child that is

@@ -16,13 +16,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# The modules with no I/O, mutated on every run, in groups, each against the
-# library's unit tests plus the test targets that exercise it (a group's
-# mutants are not run against the other groups' slower targets). Add a
-# module to a group, or a group: "FILES...:TEST_TARGETS...".
+# The modules with no I/O, mutated on every run, in groups, each against its
+# package's unit tests plus the test targets that exercise it (a group's
+# mutants are not run against the other groups' slower targets). The pure
+# modules are the crate zk-rwlock-core (core/): a mutant there rebuilds the
+# core and its tests only. Add a module to a group, or a group:
+# "PACKAGE:FILES...:TEST_TARGETS...".
 PURE_GROUPS=(
-  "src/node_name.rs src/ordering/mod.rs:ordering_props"
-  "src/acquire.rs src/contender/mod.rs src/contender/step.rs src/contender/held.rs src/contender/release.rs src/contender/downgrade.rs src/stats.rs src/lease.rs src/election/rules.rs:simulation"
+  "zk-rwlock-core:core/src/node_name.rs core/src/ordering/mod.rs core/src/limits.rs:ordering_props"
+  "zk-rwlock-core:core/src/acquire.rs core/src/contender/mod.rs core/src/contender/step.rs core/src/contender/held.rs core/src/contender/release.rs core/src/contender/downgrade.rs core/src/lease.rs core/src/election.rs:simulation"
+  "zk-rwlock:src/stats.rs:"
 )
 # The simulation runs 1,000 schedules per mutant instead of 5,000: every
 # mutant of the rules it catches is caught within the first hundred or so.
@@ -44,11 +47,12 @@ fi
 
 # cargo-mutants exits non-zero when a mutant is missed (2) or times out (3).
 for group in "${PURE_GROUPS[@]}"; do
-  args=(--cargo-arg=--lib)
-  for module in ${group%%:*}; do
+  IFS=: read -r package files tests <<<"$group"
+  args=(--package "$package" --cargo-arg=--lib)
+  for module in $files; do
     args+=(--file "$module")
   done
-  for test in ${group#*:}; do
+  for test in $tests; do
     args+=(--cargo-arg="--test=$test")
   done
   echo "== cargo mutants ${args[*]} $*"

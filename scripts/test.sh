@@ -3,7 +3,7 @@
 # and bench beside it): rust-version, formatting, lints, docs, the library's dependency
 # tree, unit, property and integration tests (they start their own ZooKeeper servers on
 # free loopback ports; the library's once with its default features and once with all of
-# them), and the packaging of the three published crates. Each stage's
+# them), and the packaging of the four published crates. Each stage's
 # time is printed as it ends. Mutation testing of the pure modules is a script of its
 # own, scripts/mutants.sh, which CI (.ci/run) runs after this one.
 # Arguments go to `cargo test`.
@@ -55,6 +55,16 @@ if [[ -n $unwanted ]]; then
   exit 1
 fi
 echo "   none of clap, serde, serde_json, tracing-subscriber; libc not directly"
+stage "the pure core depends on no client, runtime or clock"
+# zk-rwlock-core holds every rule; that it compiles without these is what keeps it pure.
+core_tree=$(cargo tree -p zk-rwlock-core -e normal --prefix none --locked)
+impure=$(grep -E '^(zk-rwlock-zookeeper-client|tokio|rustix|libc|tracing|futures[a-z-]*) v' <<<"$core_tree" | sort -u || true)
+if [[ -n $impure ]]; then
+  echo "the pure core zk-rwlock-core depends on:" >&2
+  echo "$impure" >&2
+  exit 1
+fi
+echo "   $(grep -c . <<<"$core_tree") crates in its tree, none of them a client, a runtime or a clock"
 stage "cargo test -p zk-rwlock (the library with its default features only)"
 # The test kit depends on the library without features, so this builds the library as a
 # user's default build does (tests/security's credentials module and tests/metrics need
@@ -67,7 +77,7 @@ cargo test --workspace "${vendored[@]}" --exclude zk-rwlock --locked "$@"
 stage "cargo test -p zk-rwlock --features tls,sasl,metrics (what needs them)"
 cargo test -p zk-rwlock --features tls,sasl,metrics --locked --test security --test metrics "$@"
 cargo test -p zk-rwlock --features tls,sasl,metrics --locked --doc "$@"
-stage "cargo publish --dry-run -p zk-rwlock-zookeeper-client -p zk-rwlock -p zk-rwlock-cli"
+stage "cargo publish --dry-run -p zk-rwlock-zookeeper-client -p zk-rwlock-core -p zk-rwlock -p zk-rwlock-cli"
 # All at once: the library's dependency on the patched client and the CLI's on the
 # library (none of them on crates.io yet) are then verified against the packages made
 # here. --allow-dirty: this checks packaging, and runs before a commit as often as after one.
@@ -79,7 +89,7 @@ rm -rf target/publish-check
 cargo_home=${CARGO_HOME:-$HOME/.cargo}
 rm -rf "$cargo_home"/registry/src/-*/zk-rwlock-* "$cargo_home"/registry/cache/-*/zk-rwlock-*
 cargo publish --dry-run --allow-dirty --target-dir target/publish-check \
-  -p zk-rwlock-zookeeper-client -p zk-rwlock -p zk-rwlock-cli
+  -p zk-rwlock-zookeeper-client -p zk-rwlock-core -p zk-rwlock -p zk-rwlock-cli
 rm -rf target/publish-check
 stage "done"
 echo "   all stages passed in $((SECONDS - started)) s; mutation testing: scripts/mutants.sh"

@@ -99,21 +99,22 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod acquire;
 mod background;
 pub mod blocking;
 mod connect;
-pub mod contender;
 pub mod election;
 mod error;
-pub mod lease;
 pub mod limits;
 mod lock;
 pub mod metrics;
 pub mod multi;
-pub mod node_name;
-pub mod ordering;
 mod stats;
+
+// The pure core (the crate zk-rwlock-core): the machines and rules that
+// decide, with no I/O, no clock and no ZooKeeper types. Names and leases
+// are part of this crate's API; the machines are the core's.
+pub(crate) use zk_rwlock_core::{acquire, contender, ordering};
+pub use zk_rwlock_core::{lease, node_name};
 
 #[doc(hidden)]
 pub use background::registered_sessions;

@@ -97,6 +97,8 @@
 
 use crate::node_name::{Layout, Mode, RELEASE_MARKER_SUFFIX};
 use crate::zk;
+use zk_rwlock_core::limits::{buffer, INT};
+pub use zk_rwlock_core::limits::{listing_size, queue_admits};
 
 /// The longest identity, in bytes of UTF-8: 255 (see the [module](self)).
 pub const MAX_IDENTITY_LEN: usize = 255;
@@ -109,20 +111,9 @@ const MAX_SEQUENCE_LEN: usize = 11;
 
 /// Request header: xid and operation code.
 const REQUEST_HEADER: usize = 8;
-/// Reply header: xid, zxid and error.
-const REPLY_HEADER: usize = 16;
-/// A node's `Stat`.
-const STAT: usize = 68;
 /// A `multi`'s header before each operation and after the last: operation
 /// code, done flag, error.
 const MULTI_HEADER: usize = 9;
-/// An `int` field (flags, version).
-const INT: usize = 4;
-
-/// A string or byte buffer: its length, then its bytes.
-const fn buffer(len: usize) -> usize {
-    4 + len
-}
 
 /// An ACL list: its length, then per entry the permissions, the scheme and
 /// the id.
@@ -199,22 +190,6 @@ pub fn largest_request(shape: &LockShape<'_>) -> usize {
         + (directory_create - REQUEST_HEADER)
         + MULTI_HEADER;
     contender_create.max(directory_create).max(release).max(recycle)
-}
-
-/// The size of a listing of a lock directory with these children, as
-/// ZooKeeper sends it (after the length prefix): the reply header, the
-/// list's length, each name (its length and bytes) and the directory's
-/// stat. A reader whose limit is below it cannot take the reply (see the
-/// [module](self)).
-pub fn listing_size<S: AsRef<str>>(children: &[S]) -> usize {
-    REPLY_HEADER + INT + children.iter().map(|c| buffer(c.as_ref().len())).sum::<usize>() + STAT
-}
-
-/// Whether a contender that found the lock taken may queue behind a
-/// listing of `listing_size` bytes: not when it is larger than `limit`
-/// (`None`: no limit). See [`crate::LockBuilder::max_listing_size`].
-pub fn queue_admits(listing_size: usize, limit: Option<usize>) -> bool {
-    limit.is_none_or(|limit| listing_size <= limit)
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! each, who waits on whom), once or on every change.
 //!
 //! One listing of the lock directory is classified by the pure
-//! [`zk_rwlock::ordering::queue`], then each contender's stat (fencing
+//! [`zk_rwlock_core::ordering::queue`], then each contender's stat (fencing
 //! token, creation time, owner session) is read with pipelined requests. In
 //! `--watch` mode a children watch (or, while the directory does not exist,
 //! an existence watch) is set before each snapshot, so every change after a

@@ -117,7 +117,7 @@
 
 mod announce;
 mod observer;
-pub mod rules;
+pub(crate) use zk_rwlock_core::election as rules;
 
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};

@@ -229,7 +229,7 @@ impl SharedLock {
     /// Logs each child that is not a contender, once per name.
     fn warn_foreign(&self, children: &[String]) {
         for child in children {
-            if crate::node_name::parse_parts(child).is_err() && self.first_time(child) {
+            if !crate::node_name::is_contender_name(child) && self.first_time(child) {
                 warn!(
                     lock = %self.inner.path,
                     child = %child,

@@ -135,15 +135,4 @@ pub struct Revoked {
     pub not_revocable: Vec<String>,
 }
 
-/// The data that asks the holder of a contender node to let go, written
-/// with `setData` on that node ([`SharedLock::revoke`]): Apache Curator's
-/// `LockInternals.REVOKE_MESSAGE` (the bytes of `"__REVOKE__"`), so that
-/// Curator's `Revoker.attemptRevoke(client, node)` asks a zk-rwlock holder
-/// too. Contender nodes are created with empty data; any other data on
-/// them is no request.
-pub const REVOKE_PAYLOAD: &[u8] = b"__REVOKE__";
-
-/// Whether a contender node's data is a revocation request.
-pub(super) fn is_revocation(data: &[u8]) -> bool {
-    data == REVOKE_PAYLOAD
-}
+pub use zk_rwlock_core::node_name::{is_revocation, REVOKE_PAYLOAD};

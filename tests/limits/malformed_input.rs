@@ -19,8 +19,8 @@ use zk_rwlock::node_name::{
     is_contender_name, is_lock_directory_data, record_names, release_marker, release_record, released_node,
     revocation_target, RevocationTarget,
 };
-use zk_rwlock::ordering::{decide, downgrade, leader, queue, Decision};
 use zk_rwlock::{connect_client, validate_identity, validate_path, Error, Layout, Mode, NodeName};
+use zk_rwlock_core::ordering::{decide, downgrade, leader, queue, Decision};
 
 fn config(cases: u32, file: &'static str) -> ProptestConfig {
     ProptestConfig {

@@ -4,7 +4,7 @@
 //! watching that node. A stray write on a holder's node, and a stray write
 //! followed by the withdrawal of a node that never held, must send the
 //! waiter back to check, never grant it. (The rule itself:
-//! `src/acquire/tests.rs` and the simulation's mutation (a).)
+//! `core/src/acquire/tests.rs` and the simulation's mutation (a).)
 
 use zk_rwlock_fixtures as support;
 

@@ -53,7 +53,7 @@ pub(super) async fn describe(lock: &SharedLock, watch: bool) -> Result<Snapshot,
 
 /// The election's leader in a snapshot: its head writer, if it holds and
 /// its node carries its announcement, or a revocation request written over
-/// it (one read of the node; see [`zk_rwlock::election::rules::naming`]).
+/// it (one read of the node; see [`zk_rwlock_core::election::naming`]).
 /// `None` for a plain lock, or if the read fails. With `watch`, the read
 /// leaves a data watch on the node, returned too.
 pub(super) async fn leader(
@@ -81,12 +81,12 @@ pub(super) async fn leader(
         }
     };
     let name = head.name.to_string();
-    let named = zk_rwlock::election::rules::naming(&name, &data, stat.version);
+    let named = zk_rwlock_core::election::naming(&name, &data, stat.version);
     let leader = named.is_leader().then(|| Leader {
         identity: head.name.identity().to_owned(),
         node: name,
         term: head.fencing_token,
-        revocation_requested: named == zk_rwlock::election::rules::Named::AskedToStepDown,
+        revocation_requested: named == zk_rwlock_core::election::Named::AskedToStepDown,
     });
     (leader, watcher)
 }

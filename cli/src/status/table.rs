@@ -3,7 +3,8 @@
 
 use std::time::{Duration, SystemTime};
 
-use zk_rwlock::{ordering, Contender, ContenderState, Layout};
+use zk_rwlock::{Contender, ContenderState, Layout};
+use zk_rwlock_core::ordering;
 
 use super::snapshot::Snapshot;
 

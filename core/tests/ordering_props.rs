@@ -8,8 +8,8 @@ use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::FileFailurePersistence;
 use uuid::Uuid;
-use zk_rwlock::ordering::{decide, queue, Decision};
-use zk_rwlock::{Layout, Mode, NodeName};
+use zk_rwlock_core::ordering::{decide, queue, Decision};
+use zk_rwlock_core::{Layout, Mode, NodeName};
 
 /// A contender node name as the library writes it, or in the bare form.
 fn name(host: &str, mode: Mode, seq: i32) -> String {

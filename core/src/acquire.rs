@@ -5,9 +5,9 @@
 //! what it is waiting for. It is fed [`Input`]s (the answers to requests
 //! and the events that arrive) and answers each with the next [`Action`].
 //! It performs no I/O, reads no clock and holds no ZooKeeper types: the
-//! driver ([`crate::SharedLock`], through [`crate::contender`]) performs
+//! driver (`zk_rwlock::SharedLock`, through [`crate::contender`]) performs
 //! the actions, and a simulation
-//! (`tests/simulation.rs`) runs many machines against an in-memory model of
+//! (`core/tests/simulation.rs`) runs many machines against an in-memory model of
 //! ZooKeeper. Which contender precedes which is [`crate::ordering`]'s
 //! business; this module decides what to *do* about it.
 //!
@@ -48,7 +48,7 @@
 //! ```
 //!
 //! A request that the deadline overtakes is answered with
-//! [`Input::Deadline`]. Retryable errors ([`crate::is_retryable`]) are
+//! [`Input::Deadline`]. Retryable errors (`zk_rwlock::is_retryable`) are
 //! [`Reply::Retry`]; requests that the driver retries until they are
 //! answered (`List`, `CheckOwn`) report one only once retrying is over.
 //!
@@ -74,7 +74,7 @@
 //!   ([`Acquire::marker_watch_needed`]): a marker never created (the
 //!   watched node gave up, or its session ended) leaves no watch behind.
 //! - A data change on the watched node grants nothing: it is watched again
-//!   (a revocation request on a holder, [`crate::SharedLock::revoke`], is
+//!   (a revocation request on a holder, `zk_rwlock::SharedLock::revoke`, is
 //!   one). A data change on my own node means "list again": a revocation
 //!   request on a waiter grants it nothing and does not end its wait; the
 //!   driver reads my node's data when it watches it again, and a request
@@ -428,7 +428,7 @@ impl Acquire {
     /// (the default). Without, a waiter never watches markers and always
     /// reads the release record: for directories whose ACL lets someone
     /// create children who must not be able to forge a release
-    /// ([`crate::LockBuilder::release_markers`]).
+    /// (`zk_rwlock::LockBuilder::release_markers`).
     #[must_use]
     pub fn with_release_markers(mut self, on: bool) -> Acquire {
         self.markers = on;

@@ -1,7 +1,7 @@
 //! The pure rules of an election on a lock directory: who may be named
 //! leader, what the announcement is, which node an observer watches, and
 //! whether a new leader may write its announcement now. No ZooKeeper type,
-//! no clock, no I/O: [`crate::Election`] performs what these say.
+//! no clock, no I/O: `zk_rwlock::Election` performs what these say.
 //!
 //! # The announcement
 //!
@@ -13,7 +13,7 @@
 //! one conditional `setData`, and observers name the head writer only if
 //! its node carries the announcement of the identity in its name
 //! ([`announces`]). The announcement never hides a revocation request
-//! ([`crate::REVOKE_PAYLOAD`]) that the new leader's guard has not
+//! ([`crate::node_name::REVOKE_PAYLOAD`]) that the new leader's guard has not
 //! recorded yet ([`announce_step`]).
 //!
 //! # A revocation request does not end a term
@@ -96,13 +96,13 @@ impl Named {
 /// names as leader, from its `data` and its data version (the stat's
 /// `version`: how many times the data was written): the leader if `data`
 /// is its announcement ([`announces`]); the leader asked to step down if
-/// `data` is a revocation request ([`crate::REVOKE_PAYLOAD`]) on a
+/// `data` is a revocation request ([`crate::node_name::REVOKE_PAYLOAD`]) on a
 /// candidate's node written at least twice (over the announcement: see
 /// the [module documentation](self)); else no one.
 pub fn naming(name: &str, data: &[u8], data_version: i32) -> Named {
     if announces(name, data) {
         Named::Leader
-    } else if data == crate::REVOKE_PAYLOAD && data_version >= 2 && candidate(name).is_some() {
+    } else if data == crate::node_name::REVOKE_PAYLOAD && data_version >= 2 && candidate(name).is_some() {
         Named::AskedToStepDown
     } else {
         Named::No
@@ -142,7 +142,7 @@ pub enum AnnounceStep {
 pub fn announce_step(data: &[u8], mine: &[u8], revocation_recorded: bool) -> AnnounceStep {
     if data == mine {
         AnnounceStep::Done
-    } else if data == crate::REVOKE_PAYLOAD && !revocation_recorded {
+    } else if data == crate::node_name::REVOKE_PAYLOAD && !revocation_recorded {
         AnnounceStep::AwaitRevocation
     } else {
         AnnounceStep::Write
@@ -154,7 +154,7 @@ pub fn announce_step(data: &[u8], mine: &[u8], revocation_recorded: bool) -> Ann
 /// revocation request (which stays, for the guard to see; observers name
 /// the leader asked to step down meanwhile, see [`naming`]).
 pub fn reannounces(data: &[u8], mine: &[u8]) -> bool {
-    data != mine && data != crate::REVOKE_PAYLOAD
+    data != mine && data != crate::node_name::REVOKE_PAYLOAD
 }
 
 #[cfg(test)]
@@ -199,7 +199,7 @@ mod tests {
         assert!(!announces(W1, b"leader:web0"));
         assert!(!announces(W1, b"leader:web01 "));
         assert!(!announces(W1, b""));
-        assert!(!announces(W1, crate::REVOKE_PAYLOAD));
+        assert!(!announces(W1, crate::node_name::REVOKE_PAYLOAD));
         // A reader, a name without a token, a name that does not parse.
         assert!(!announces(R0, b"leader:web03"));
         assert!(!announces("web01-W-0000000001", b"leader:web01"));
@@ -210,7 +210,7 @@ mod tests {
     /// names.
     #[test]
     fn a_revocation_request_over_the_announcement_leaves_the_leader_named() {
-        let revoke = crate::REVOKE_PAYLOAD;
+        let revoke = crate::node_name::REVOKE_PAYLOAD;
         let rows: [(&str, &[u8], i32, Named); 16] = [
             // Announced (its first write, or after a request it took in, or
             // after a stranger's write it announced over).
@@ -254,7 +254,7 @@ mod tests {
     fn a_leader_writes_over_strangers_data_but_not_over_a_revocation() {
         let mine = announcement("web01");
         assert!(!reannounces(&mine, &mine));
-        assert!(!reannounces(crate::REVOKE_PAYLOAD, &mine));
+        assert!(!reannounces(crate::node_name::REVOKE_PAYLOAD, &mine));
         assert!(reannounces(b"junk", &mine));
         assert!(reannounces(b"", &mine));
         assert!(reannounces(b"leader:web02", &mine));
@@ -263,7 +263,7 @@ mod tests {
     #[test]
     fn the_announcement_never_hides_an_unrecorded_revocation() {
         let mine = announcement("web01");
-        let revoke = crate::REVOKE_PAYLOAD;
+        let revoke = crate::node_name::REVOKE_PAYLOAD;
         let rows: [(&[u8], bool, AnnounceStep); 7] = [
             (b"", false, AnnounceStep::Write),
             (b"", true, AnnounceStep::Write),

@@ -3,7 +3,7 @@
 //! This module takes the raw child names of a lock directory and decides,
 //! for one contender, whether it holds the lock or which node it must watch.
 //! It contains no ZooKeeper types, reads no clock, does no I/O and logs
-//! nothing: the adapter, [`crate::SharedLock`], drives it.
+//! nothing: the adapter, `zk_rwlock::SharedLock`, drives it.
 //!
 //! # Rules
 //!
@@ -127,7 +127,7 @@
 //! run loop.
 //!
 //! ```
-//! use zk_rwlock::ordering::{decide, Decision};
+//! use zk_rwlock_core::ordering::{decide, Decision};
 //!
 //! let children = ["b-W-0000000002", "a-R-0000000001", "c-R-0000000003"];
 //! assert_eq!(decide("a-R-0000000001", &children)?, Decision::Granted);
@@ -135,7 +135,7 @@
 //!     decide("c-R-0000000003", &children)?,
 //!     Decision::Wait { watch: "b-W-0000000002", deletion_grants: true, release_grants: true },
 //! );
-//! # Ok::<(), zk_rwlock::ordering::OrderingError>(())
+//! # Ok::<(), zk_rwlock_core::ordering::OrderingError>(())
 //! ```
 
 use crate::node_name::{parse_parts, Layout, Mode, ParseNameError, Parts};
@@ -354,8 +354,8 @@ fn closer(key: i32, name: &str, best: Option<(i32, &str)>) -> bool {
 /// See "Peers' blind spots" in the [module documentation](self).
 ///
 /// ```
-/// use zk_rwlock::ordering::blind_to;
-/// use zk_rwlock::{Layout, Mode};
+/// use zk_rwlock_core::ordering::blind_to;
+/// use zk_rwlock_core::{Layout, Mode};
 /// let kazoo_lock = (Layout::Kazoo, Mode::Write);
 /// assert!(blind_to(kazoo_lock, (Layout::Kazoo, Mode::Read)));
 /// assert!(!blind_to(kazoo_lock, (Layout::Kazoo, Mode::Write)));
@@ -415,7 +415,7 @@ pub enum Downgrade<'a> {
 /// [`OrderingError::InvalidName`] if `me` is not a contender name.
 ///
 /// ```
-/// use zk_rwlock::ordering::{downgrade, Downgrade};
+/// use zk_rwlock_core::ordering::{downgrade, Downgrade};
 ///
 /// let w = "a-W-0000000001";
 /// let me = "a-R-0000000004";
@@ -426,7 +426,7 @@ pub enum Downgrade<'a> {
 /// );
 /// assert_eq!(downgrade(w, me, &[w, "c-W-0000000003", me])?, Downgrade::Keep);
 /// assert_eq!(downgrade(w, me, &[me])?, Downgrade::Lost);
-/// # Ok::<(), zk_rwlock::ordering::OrderingError>(())
+/// # Ok::<(), zk_rwlock_core::ordering::OrderingError>(())
 /// ```
 pub fn downgrade<'a, S: AsRef<str>>(
     writer: &str,
@@ -594,7 +594,7 @@ fn decision_in_queue<'a>(
 ///
 /// This is who holds the write lock, not yet who knows it: the owner of
 /// that node learns of its grant a notification's trip later (see
-/// [`crate::Election`], which names a leader only once its node carries
+/// `zk_rwlock::Election`, which names a leader only once its node carries
 /// its announcement).
 pub fn leader<S: AsRef<str>>(children: &[S]) -> Option<&str> {
     let queue = queue(children);

@@ -5,8 +5,8 @@
 //! the create of its node to the deletion that ends it. It is fed
 //! [`Input`]s (the answers to requests) and answers each with the next
 //! [`Action`]. It performs no I/O, reads no clock and holds no ZooKeeper
-//! types: the driver ([`crate::SharedLock`]) performs the actions, and the
-//! simulation (`tests/simulation.rs`) runs the same machine against an
+//! types: the driver (`zk_rwlock::SharedLock`) performs the actions, and the
+//! simulation (`core/tests/simulation.rs`) runs the same machine against an
 //! in-memory model of ZooKeeper. When a wake-up grants the lock is
 //! [`crate::acquire`]'s business (it runs inside this machine while the
 //! contender waits); who precedes whom is [`crate::ordering`]'s.

@@ -36,7 +36,7 @@
 //! This module is pure: no I/O, no clock, no logging.
 //!
 //! ```
-//! use zk_rwlock::{Layout, Mode, NodeName};
+//! use zk_rwlock_core::{Layout, Mode, NodeName};
 //!
 //! let name: NodeName = "web-01@7f3a0c1e9b2d4f60a1b2c3d4e5f60718-W-0000000042".parse()?;
 //! assert_eq!(name.identity(), "web-01");
@@ -48,7 +48,7 @@
 //! assert_eq!(peer.layout(), Layout::Curator);
 //! assert_eq!(peer.mode(), Mode::Read);
 //! assert_eq!(peer.token(), name.token());
-//! # Ok::<(), zk_rwlock::node_name::ParseNameError>(())
+//! # Ok::<(), zk_rwlock_core::node_name::ParseNameError>(())
 //! ```
 
 use std::fmt;
@@ -98,7 +98,7 @@ impl fmt::Display for Mode {
 ///
 /// A lock *reads* every layout whatever it writes (see the [module
 /// documentation](self)); the layout chosen with
-/// [`LockBuilder::layout`](crate::LockBuilder::layout) decides only how its
+/// `zk_rwlock::LockBuilder::layout` decides only how its
 /// own nodes are named, so that the peer library sees them as contenders.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
@@ -111,7 +111,7 @@ pub enum Layout {
     Curator,
     /// Apache Curator's `InterProcessMutex` (exclusive only):
     /// `_c_<uuid>-lock-<seq>`. Read acquires fail with
-    /// [`Error::UnsupportedMode`](crate::Error::UnsupportedMode).
+    /// `zk_rwlock::Error::UnsupportedMode`.
     CuratorMutex,
     /// kazoo's `ReadLock` and `WriteLock` (and `Lock`, which writes what
     /// `WriteLock` writes): `<hex>__rlock__<seq>`, `<hex>__lock__<seq>`.
@@ -176,7 +176,7 @@ impl Layout {
     }
 
     /// True if a contender node of this layout may be asked to let go (a
-    /// revocation request, [`SharedLock::revoke`](crate::SharedLock::revoke),
+    /// revocation request, `zk_rwlock::SharedLock::revoke`,
     /// written as the node's data): every layout but kazoo's. kazoo has no
     /// revocation, and keeps its contender's identifier in the node's data
     /// (its `Lock.contenders()` returns it), so nothing is written to a
@@ -351,12 +351,25 @@ pub(crate) fn parse_parts(name: &str) -> Result<Parts<'_>, ParseNameReason> {
 /// Does not allocate.
 ///
 /// ```
-/// assert!(zk_rwlock::node_name::is_contender_name("web01-W-0000000001"));
-/// assert!(zk_rwlock::node_name::is_contender_name("0f6e5b1c2d3a49e8b7c6d5e4f3a2b1c0__rlock__0000000002"));
-/// assert!(!zk_rwlock::node_name::is_contender_name("orders"));
+/// assert!(zk_rwlock_core::node_name::is_contender_name("web01-W-0000000001"));
+/// assert!(zk_rwlock_core::node_name::is_contender_name("0f6e5b1c2d3a49e8b7c6d5e4f3a2b1c0__rlock__0000000002"));
+/// assert!(!zk_rwlock_core::node_name::is_contender_name("orders"));
 /// ```
 pub fn is_contender_name(name: &str) -> bool {
     parse_parts(name).is_ok()
+}
+
+/// The data that asks the holder of a contender node to let go, written
+/// with `setData` on that node (`zk_rwlock::SharedLock::revoke`): Apache Curator's
+/// `LockInternals.REVOKE_MESSAGE` (the bytes of `"__REVOKE__"`), so that
+/// Curator's `Revoker.attemptRevoke(client, node)` asks a zk-rwlock holder
+/// too. Contender nodes are created with empty data; any other data on
+/// them is no request.
+pub const REVOKE_PAYLOAD: &[u8] = b"__REVOKE__";
+
+/// Whether a contender node's data is a revocation request.
+pub fn is_revocation(data: &[u8]) -> bool {
+    data == REVOKE_PAYLOAD
 }
 
 /// Where a revocation request for a node goes: see [`revocation_target`].
@@ -388,7 +401,7 @@ pub enum RevocationTarget<'a> {
 /// asked.
 ///
 /// ```
-/// use zk_rwlock::node_name::{revocation_target, RevocationTarget};
+/// use zk_rwlock_core::node_name::{revocation_target, RevocationTarget};
 /// let name = "web01@7f3a0c1e9b2d4f60a1b2c3d4e5f60718-W-0000000042";
 /// assert_eq!(revocation_target("/locks/a", name), RevocationTarget::Ask(name));
 /// assert_eq!(
@@ -423,11 +436,11 @@ pub fn revocation_target<'a>(dir: &str, node: &'a str) -> RevocationTarget<'a> {
 /// nothing, or a release record (the name of a native writer's node, as
 /// the wire protocol writes it when a writer releases). A lock refuses a
 /// directory that holds anything else
-/// ([`Error::DirectoryHoldsData`](crate::Error::DirectoryHoldsData)), whose
+/// (`zk_rwlock::Error::DirectoryHoldsData`), whose
 /// data its releases would overwrite. Does not allocate.
 ///
 /// ```
-/// use zk_rwlock::node_name::is_lock_directory_data;
+/// use zk_rwlock_core::node_name::is_lock_directory_data;
 /// assert!(is_lock_directory_data(b""));
 /// assert!(is_lock_directory_data(b"web01@7f3a0c1e9b2d4f60a1b2c3d4e5f60718-W-0000000042"));
 /// assert!(!is_lock_directory_data(b"42"));
@@ -445,7 +458,7 @@ pub fn is_lock_directory_data(data: &[u8]) -> bool {
 /// name's bytes. Only a native writer's release writes it.
 ///
 /// ```
-/// use zk_rwlock::node_name::{record_names, release_record};
+/// use zk_rwlock_core::node_name::{record_names, release_record};
 /// let name = "web01@7f3a0c1e9b2d4f60a1b2c3d4e5f60718-W-0000000042";
 /// assert_eq!(release_record(name), name.as_bytes());
 /// assert!(record_names(release_record(name), name));
@@ -471,8 +484,8 @@ pub const RELEASE_MARKER_SUFFIX: &str = ".released";
 /// new listing").
 ///
 /// ```
-/// use zk_rwlock::node_name::release_marker;
-/// use zk_rwlock::NodeName;
+/// use zk_rwlock_core::node_name::release_marker;
+/// use zk_rwlock_core::NodeName;
 /// let name = "web01@7f3a0c1e9b2d4f60a1b2c3d4e5f60718-W-0000000042";
 /// let marker = release_marker(name);
 /// assert_eq!(marker, format!("{name}.released"));
@@ -495,7 +508,7 @@ pub fn record_names(record: &[u8], name: &str) -> bool {
 /// `None` for the empty data, and for data that is no release record.
 ///
 /// ```
-/// use zk_rwlock::node_name::released_node;
+/// use zk_rwlock_core::node_name::released_node;
 /// let name = "web01@7f3a0c1e9b2d4f60a1b2c3d4e5f60718-W-0000000042";
 /// assert_eq!(released_node(name.as_bytes()), Some(name));
 /// assert_eq!(released_node(b""), None);

@@ -249,15 +249,15 @@ use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{FileFailurePersistence, RngAlgorithm, TestError, TestRng, TestRunner};
 use uuid::Uuid;
-use zk_rwlock::acquire::{self, Event, NodeEvent, Record, Reply};
-use zk_rwlock::contender::{
+use zk_rwlock_core::acquire::{self, Event, NodeEvent, Record, Reply};
+use zk_rwlock_core::contender::{
     self, Action, Answer, Created, Failure, HeldNode, Input, Keep, Outcome as Ended, Owner, ReplaceStep,
     Replacement, MAX_DIRECTORY_ATTEMPTS,
 };
-use zk_rwlock::election::rules::{announcement, announces};
-use zk_rwlock::node_name::{is_lock_directory_data, release_marker, RELEASE_MARKER_SUFFIX};
-use zk_rwlock::ordering::{decide, is_valid_seq, leader, Decision, RECYCLE_THRESHOLD};
-use zk_rwlock::{Layout, Mode, NodeName};
+use zk_rwlock_core::election::{announcement, announces};
+use zk_rwlock_core::node_name::{is_lock_directory_data, release_marker, RELEASE_MARKER_SUFFIX};
+use zk_rwlock_core::ordering::{decide, is_valid_seq, leader, Decision, RECYCLE_THRESHOLD};
+use zk_rwlock_core::{Layout, Mode, NodeName};
 
 type Check = Result<(), String>;
 
@@ -275,7 +275,7 @@ macro_rules! note {
 // ---- randomness ------------------------------------------------------------
 
 // splitmix64: sub-choices within a step, and the final drain's schedule.
-use zk_rwlock_fixtures::SplitMix64 as Rng;
+use zk_rwlock_testkit::SplitMix64 as Rng;
 
 // ---- the machine, and broken copies of it ------------------------------------
 
@@ -2849,7 +2849,7 @@ impl World {
                 self.stats.listing_refused += 1;
                 // The listing it was refused at: the directory as the
                 // message that failed it found it, larger than the limit.
-                let size = zk_rwlock::limits::listing_size(&self.children_at(basis));
+                let size = zk_rwlock_core::limits::listing_size(&self.children_at(basis));
                 let refused = acq.machine.inner.refused_listing();
                 let justified = match (self.listing_limit, refused) {
                     (Some(limit), Some(r)) => size > limit && r.size > limit && r.limit == limit,

@@ -15,7 +15,7 @@
 //! ```
 //!
 //! **The timeout is the smallest told this session**
-//! ([`zk::SessionLease::timeout`](crate::zk::SessionLease::timeout)): the
+//! (`zk_rwlock::zk::SessionLease::timeout`): the
 //! smallest session timeout any connect response of the session carried,
 //! the first (the server that created the session) included. A
 //! reconnection may be told a longer one (a restarted server's, or another
@@ -83,7 +83,7 @@ pub fn span(timeout: Duration, follower_lag: Duration) -> Option<Duration> {
 }
 
 /// True if a session `timeout` admits the follower lag `follower_lag`
-/// ([`LockBuilder::follower_lag`](crate::LockBuilder::follower_lag)): the
+/// (`zk_rwlock::LockBuilder::follower_lag`): the
 /// lag is at most 4/9 of the timeout (the timeout at least 2.25 times the
 /// lag), and a lease is left ([`span`]). A larger lag leaves a lease of
 /// less than 0.39 of the timeout: too close to the gaps between two answers
@@ -93,7 +93,7 @@ pub fn span(timeout: Duration, follower_lag: Duration) -> Option<Duration> {
 ///
 /// ```
 /// use std::time::Duration;
-/// use zk_rwlock::lease::follower_lag_admissible;
+/// use zk_rwlock_core::lease::follower_lag_admissible;
 /// let s = Duration::from_secs;
 /// assert!(follower_lag_admissible(s(30), s(12))); // syncLimit 5, tickTime 2 s
 /// assert!(!follower_lag_admissible(s(20), s(12)));
@@ -139,11 +139,11 @@ pub fn deadline(answered_sent: Instant, timeout: Duration, follower_lag: Duratio
 /// each state promises.
 ///
 /// States are ordered by how bad they are: `Held < Suspended < Lost`, so
-/// the worst of several (a [`MultiGuard`](crate::MultiGuard)'s parts) is
+/// the worst of several (a `zk_rwlock::MultiGuard`'s parts) is
 /// their [`max`](Ord::max):
 ///
 /// ```
-/// use zk_rwlock::HoldState::{Held, Lost, Suspended};
+/// use zk_rwlock_core::lease::HoldState::{Held, Lost, Suspended};
 /// assert_eq!([Held, Lost, Suspended].into_iter().max(), Some(Lost));
 /// assert_eq!(Held.max(Suspended), Suspended);
 /// ```
@@ -175,7 +175,7 @@ impl std::fmt::Display for HoldState {
 
 /// What the client says of its connection to the session.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Link {
+pub enum Link {
     /// Connected to a server that serves the session.
     Up,
     /// Disconnected (or connected read-only, which the quorum does not
@@ -203,7 +203,7 @@ pub enum LossCause {
 ///
 /// ```
 /// use std::time::{Duration, Instant};
-/// use zk_rwlock::lease::{loss_cause, LossCause};
+/// use zk_rwlock_core::lease::{loss_cause, LossCause};
 /// let now = Instant::now();
 /// let later = now + Duration::from_secs(1);
 /// assert_eq!(loss_cause(true, later, now), Some(LossCause::SessionEnded));
@@ -223,7 +223,7 @@ pub fn loss_cause(session_ended: bool, now: Instant, deadline: Instant) -> Optio
 /// The state of a guard: `flagged` if it is already known lost (its node
 /// deleted, or lost before), with the session's `link`, at `now` with the
 /// lease `deadline`. Returns the state, and why it is newly lost.
-pub(crate) fn hold_state(
+pub fn hold_state(
     flagged: bool,
     link: Link,
     now: Instant,
