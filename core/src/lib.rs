@@ -17,11 +17,13 @@
 //!   run loop its driver carries out;
 //! - [`lease`]: the lease deadline and a guard's [`lease::HoldState`];
 //! - [`election`]: who an election may name leader, and the announcement;
-//! - [`limits`]: the wire sizes the rules need.
+//! - [`limits`]: the wire sizes the rules need;
+//! - [`backoff`]: the pauses of every retry loop, and when each gives up.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod acquire;
+pub mod backoff;
 pub mod contender;
 pub mod election;
 pub mod lease;

@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use tracing::{info, warn};
 
-use super::observer::OBSERVER_RETRY;
 use super::rules;
+use crate::backoff::Backoff;
 use crate::error::{ends_session, is_retryable, Error};
 use crate::lock::WriteGuard;
 use crate::zk;
@@ -60,7 +60,7 @@ pub(super) async fn keep_announced(client: zk::Client, node: String, mine: Vec<u
             Err(zk::Error::NoNode) => return,
             Err(e) if ends_session(&e) => return,
             Err(e) if is_retryable(&e) => {
-                pause = (pause * 2).clamp(Duration::from_millis(10), OBSERVER_RETRY);
+                pause = Backoff::ANNOUNCEMENT.next(pause);
                 tokio::time::sleep(pause).await;
                 continue;
             }

@@ -7,6 +7,7 @@ use tokio::sync::watch;
 use tracing::{debug, warn};
 
 use super::{rules, Leader};
+use crate::backoff::Backoff;
 use crate::error::{ends_session, is_retryable};
 use crate::lock::child_path;
 use crate::node_name::NodeName;
@@ -30,10 +31,6 @@ pub(super) fn leader_of(dir: &str, name: &str, data: &[u8], stat: &zk::Stat) -> 
         revocation_requested: named == rules::Named::AskedToStepDown,
     })
 }
-
-/// The longest pause before an observer tries again after a failure that
-/// is not connection loss (the server refused a read, say).
-pub(super) const OBSERVER_RETRY: Duration = Duration::from_secs(1);
 
 /// What one look at the directory found: the leader, and the watch that
 /// says when to look again.
@@ -163,7 +160,7 @@ pub(super) async fn observe(
                     publish(None);
                     warn!(election = %dir, error = %e, "cannot follow the election; trying again");
                 }
-                pause = (pause * 2).clamp(Duration::from_millis(50), OBSERVER_RETRY);
+                pause = Backoff::OBSERVER.next(pause);
                 None
             }
         };

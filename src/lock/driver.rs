@@ -15,6 +15,7 @@ use super::requests::{child_path, warn_threshold, with_retry, Requests};
 use super::revoke::is_revocation;
 use super::SharedLock;
 use crate::acquire::{Action, Counts, Event, Input, NodeEvent, Record, Reply};
+use crate::backoff::Backoff;
 use crate::connect::missing_chroot;
 use crate::contender::{self, Contender, Deadlines, Failure};
 use crate::error::{is_retryable, Error};
@@ -713,26 +714,23 @@ fn session_event(state: zk::SessionState) -> Event {
     }
 }
 
-/// The shortest and the longest pause between two checks of a node that
-/// cannot be watched.
-const POLL_INTERVALS: (Duration, Duration) = (Duration::from_millis(10), Duration::from_millis(200));
-
 /// Checks with `exists` (which needs no permission) until the node at
-/// `path` is gone, pausing between checks from 10 ms up to 200 ms. Fails
+/// `path` is gone, pausing between checks as [`Backoff::poll`] says. Fails
 /// with the last error once checks fail for good: a non-retryable error,
-/// or retryable ones for twice the session timeout.
+/// or retryable ones for as long as the policy allows.
 async fn poll_until_gone(client: &zk::Client, path: &str) -> Result<(), zk::Error> {
-    let mut pause = POLL_INTERVALS.0;
+    let backoff = Backoff::poll(client.session_timeout());
+    let mut pause = Duration::ZERO;
     let mut failing_since: Option<Instant> = None;
     loop {
+        pause = backoff.next(pause);
         tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(POLL_INTERVALS.1);
         match client.check_stat(path).await {
             Ok(None) => return Ok(()),
             Ok(Some(_)) => failing_since = None,
             Err(e) if is_retryable(&e) => {
                 let since = *failing_since.get_or_insert_with(Instant::now);
-                if since.elapsed() > client.session_timeout() * 2 {
+                if backoff.gives_up(since.elapsed()) {
                     return Err(e);
                 }
             }

@@ -48,13 +48,10 @@ use super::driver::{node_event, WatchFuture};
 use super::requests::answer_of;
 use super::revoke::is_revocation;
 use crate::background::{self, AbortOnDrop};
+use crate::backoff::Backoff;
 use crate::contender::{Action, Answer, Contender, HeldNode, Keep};
 use crate::stats::{Holder, LostReason};
 use crate::zk;
-
-/// The shortest and the longest pause before a request that failed for a
-/// broken connection is sent again.
-const RETRY_PAUSES: (Duration, Duration) = (Duration::from_millis(10), Duration::from_secs(1));
 
 /// What a guard shares with its keeper and with the futures that wait on
 /// its state: its node's path, and the contender's machine, which decides
@@ -215,7 +212,7 @@ async fn keep(client: zk::Client, flags: Arc<Flags>, mut watch: Option<WatchFutu
             (Keep::Wait, None) | (Keep::Watch, _) => {
                 let (keep, changed) = Box::pin(set_watch(&client, &flags)).await;
                 if keep == Keep::Watch {
-                    pause = (pause * 2).clamp(RETRY_PAUSES.0, RETRY_PAUSES.1);
+                    pause = Backoff::HELD_WATCH.next(pause);
                     debug!(node = %flags.node, ?pause, "watching the held node again after a pause");
                     tokio::time::sleep(pause).await;
                 } else {

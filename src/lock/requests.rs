@@ -11,6 +11,7 @@ use tokio::time::Instant;
 use tracing::{debug, warn};
 
 use super::Inner;
+use crate::backoff::Backoff;
 use crate::contender::{self, Action, Answer, Created, Input, Outcome, Owner, ReplaceStep};
 use crate::error::{is_retryable, Error};
 use crate::node_name::{self, Layout};
@@ -603,7 +604,7 @@ pub(crate) fn child_path(dir: &str, name: &str) -> String {
 
 /// Runs an idempotent request again after a retryable error (see
 /// [`is_retryable`]), until it gets the server's answer or retrying is
-/// over ([`contender::retry_pause`]). A request sent while the client is
+/// over ([`Backoff::request`]). A request sent while the client is
 /// disconnected waits for the reconnection; once the session is over,
 /// requests fail with its terminal error.
 pub(crate) async fn with_retry<T, F, Fut>(client: &zk::Client, op: F) -> Result<T, zk::Error>
@@ -612,17 +613,17 @@ where
     Fut: std::future::Future<Output = Result<T, zk::Error>>,
 {
     let started = Instant::now();
+    let backoff = Backoff::request(client.session_timeout());
     let mut pause = Duration::ZERO;
     loop {
         match op().await {
             Err(e) if is_retryable(&e) => {
-                let Some(next) = contender::retry_pause(started.elapsed(), client.session_timeout(), pause)
-                else {
+                let Some(next) = backoff.pause(started.elapsed(), pause) else {
                     debug!(error = %e, "giving up retrying: the session cannot be reached");
                     return Err(e);
                 };
-                tokio::time::sleep(pause).await;
                 pause = next;
+                tokio::time::sleep(pause).await;
             }
             result => return result,
         }

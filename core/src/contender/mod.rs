@@ -57,7 +57,7 @@
 //! [`Contender::release`] begins the release.
 //!
 //! "Retried" requests are sent again after a lost connection until they are
-//! answered or retrying is over (see [`retry_pause`]); only then is
+//! answered or retrying is over (see [`crate::backoff::Backoff::request`]); only then is
 //! [`Answer::Retry`] fed.
 //!
 //! # Rules
@@ -98,8 +98,6 @@
 //! - After a release or withdrawal of a node whose sequence is near the
 //!   counter's limit ([`crate::ordering::needs_recycling`]), the directory is
 //!   recycled if it is empty, with its ACL read back.
-
-use std::time::Duration;
 
 use uuid::Uuid;
 
@@ -705,19 +703,6 @@ impl Contender {
 /// persistent).
 pub fn container_directory(layout: Layout) -> bool {
     layout != Layout::Kazoo
-}
-
-/// The pause before a request that failed for a broken connection is sent
-/// again, or `None` when retrying is over: the pause doubles from 1 ms up
-/// to 100 ms, and retries stop once `elapsed` since the first attempt is
-/// past twice the session timeout (by then the client has declared the
-/// session expired if it could not reconnect, so an error still coming
-/// back means its session task is gone).
-pub fn retry_pause(elapsed: Duration, session_timeout: Duration, last: Duration) -> Option<Duration> {
-    if elapsed > session_timeout * 2 {
-        return None;
-    }
-    Some((last * 2).clamp(Duration::from_millis(1), Duration::from_millis(100)))
 }
 
 #[cfg(test)]

@@ -1081,16 +1081,6 @@ fn events_reach_the_wait() {
     assert!(c.saw_foreign());
 }
 
-#[test]
-fn retry_pauses() {
-    let second = Duration::from_secs(1);
-    let ms = Duration::from_millis;
-    assert_eq!(retry_pause(Duration::ZERO, second, Duration::ZERO), Some(ms(1)));
-    assert_eq!(retry_pause(second, second, ms(1)), Some(ms(2)));
-    assert_eq!(retry_pause(second * 2, second, ms(80)), Some(ms(100)));
-    assert_eq!(retry_pause(second * 2 + ms(1), second, ms(80)), None);
-}
-
 // ---------------------------------------------------------------------------
 // Withdrawals at the edges: refused directories, ended sessions, extra nodes.
 
