@@ -123,7 +123,7 @@ pub use election::{Election, ElectionBuilder, Leader, Leadership};
 pub use error::{is_retryable, Error};
 pub use lease::{HoldState, LossCause};
 pub use lock::{
-    validate_identity, validate_path, Contender, ContenderState, Guard, LockBuilder, ReadGuard, Revoked,
+    validate_identity, validate_path, ContenderState, Guard, LockBuilder, QueueEntry, ReadGuard, Revoked,
     SharedLock, Snapshot, WriteGuard, DEFAULT_CONNECT_TIMEOUT, DEFAULT_SESSION_TIMEOUT, GIVE_UP_SLACK,
     REVOKE_PAYLOAD, TRY_TIMEOUT,
 };

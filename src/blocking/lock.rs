@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use super::{connect_runtime, runs_tasks, runtime, OwnedRuntime};
 use crate::error::Error;
 use crate::lock::validate_path;
-use crate::{zk, Contender, HoldState, Mode, DEFAULT_SESSION_TIMEOUT};
+use crate::{zk, HoldState, Mode, QueueEntry, DEFAULT_SESSION_TIMEOUT};
 
 /// A read/write lock for synchronous code. Cheap to clone; clones share the session.
 ///
@@ -235,7 +235,7 @@ impl SharedLock {
     /// # Errors
     ///
     /// As [`crate::SharedLock::contenders`], and [`Error::InsideRuntime`].
-    pub fn contenders(&self) -> Result<Vec<Contender>, Error> {
+    pub fn contenders(&self) -> Result<Vec<QueueEntry>, Error> {
         self.block_on(self.lock.contenders())?
     }
 

@@ -45,7 +45,7 @@ mod validate;
 pub use driver::{GIVE_UP_SLACK, TRY_TIMEOUT};
 pub use guard::{Guard, ReadGuard, WriteGuard};
 pub use revoke::{Revoked, REVOKE_PAYLOAD};
-pub use snapshot::{Contender, ContenderState, Snapshot};
+pub use snapshot::{ContenderState, QueueEntry, Snapshot};
 pub use validate::{validate_identity, validate_path};
 
 use driver::{deadline, Patience};

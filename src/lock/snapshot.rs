@@ -22,7 +22,7 @@ impl SharedLock {
     /// [`Error::ChrootMissing`] if the client's chroot does not exist (not an
     /// empty queue); [`Error::NoAuth`], [`Error::SessionExpired`],
     /// [`Error::ZooKeeper`].
-    pub async fn contenders(&self) -> Result<Vec<Contender>, Error> {
+    pub async fn contenders(&self) -> Result<Vec<QueueEntry>, Error> {
         Ok(self.snapshot().await?.contenders)
     }
 
@@ -67,7 +67,7 @@ impl SharedLock {
             let Ok(name) = place.name.parse::<NodeName>() else {
                 continue;
             };
-            contenders.push(Contender {
+            contenders.push(QueueEntry {
                 path: path.clone(),
                 state: match place.decision {
                     Decision::Granted => ContenderState::Holds,
@@ -100,7 +100,7 @@ pub struct Snapshot {
     /// Whether the lock directory exists.
     pub exists: bool,
     /// Contenders in queue order (head first).
-    pub contenders: Vec<Contender>,
+    pub contenders: Vec<QueueEntry>,
     /// Children that are not contender nodes (ignored by the lock).
     pub foreign: Vec<String>,
 }
@@ -108,10 +108,10 @@ pub struct Snapshot {
 /// One contender of a lock, as seen by [`SharedLock::contenders`].
 ///
 /// Non-exhaustive: fields may be added. Outside this crate, build one with
-/// [`Contender::new`] and set the fields.
+/// [`QueueEntry::new`] and set the fields.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct Contender {
+pub struct QueueEntry {
     /// Full path of the contender node.
     pub path: String,
     /// The parsed node name: identity, token, mode, sequence.
@@ -124,16 +124,16 @@ pub struct Contender {
     pub created: Option<SystemTime>,
     /// The id of the session that owns the node, if it still existed when
     /// read: the node's `ephemeralOwner`, `0` for a node that is not
-    /// ephemeral (see [`Contender::is_persistent`]).
+    /// ephemeral (see [`QueueEntry::is_persistent`]).
     pub session: Option<i64>,
 }
 
-impl Contender {
+impl QueueEntry {
     /// The contender `name` in the lock directory `dir`, in `state`, with
     /// no stat (`fencing_token`, `created` and `session` are `None`, as
     /// for a node deleted before its stat was read).
-    pub fn new(dir: &str, name: NodeName, state: ContenderState) -> Contender {
-        Contender {
+    pub fn new(dir: &str, name: NodeName, state: ContenderState) -> QueueEntry {
+        QueueEntry {
             path: child_path(dir, &name.to_string()),
             name,
             state,
@@ -152,7 +152,7 @@ impl Contender {
         self.session == Some(0)
     }
 
-    /// Full path of the contender node ([`Contender::path`]), by the name
+    /// Full path of the contender node ([`QueueEntry::path`]), by the name
     /// a guard gives it ([`WriteGuard::node`](crate::WriteGuard::node)).
     pub fn node(&self) -> &str {
         &self.path

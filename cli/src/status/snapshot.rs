@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use serde::Serialize;
-use zk_rwlock::{zk, Contender, ContenderState, Mode, SharedLock};
+use zk_rwlock::{zk, ContenderState, Mode, QueueEntry, SharedLock};
 use zk_rwlock_cli::Failure;
 
 /// What `status` shows: the lock directory at one moment.
@@ -12,7 +12,7 @@ pub(super) struct Snapshot {
     pub(super) path: String,
     /// Whether the lock directory exists.
     pub(super) exists: bool,
-    pub(super) contenders: Vec<Contender>,
+    pub(super) contenders: Vec<QueueEntry>,
     pub(super) foreign: Vec<String>,
     /// With several paths: for each contender, the other given paths where
     /// its session has a contender. `None` with one path.
@@ -58,7 +58,7 @@ pub(super) async fn describe(lock: &SharedLock, watch: bool) -> Result<Snapshot,
 /// leaves a data watch on the node, returned too.
 pub(super) async fn leader(
     lock: &SharedLock,
-    contenders: &[Contender],
+    contenders: &[QueueEntry],
     watch: bool,
 ) -> (Option<Leader>, Option<zk::OneshotWatcher>) {
     let Some(head) = contenders.first() else {

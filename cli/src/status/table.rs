@@ -3,7 +3,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use zk_rwlock::{Contender, ContenderState, Layout};
+use zk_rwlock::{ContenderState, Layout, QueueEntry};
 use zk_rwlock_core::ordering;
 
 use super::snapshot::Snapshot;
@@ -126,7 +126,7 @@ pub(super) fn identity_cell(name: &zk_rwlock::NodeName) -> String {
 /// others (zk-rwlock recognises every layout). With `--layout` set to a
 /// peer's, only that library's blind spots, whether or not its nodes are in
 /// the queue yet; with `native` or without it, each peer library present.
-pub(super) fn layout_warnings(contenders: &[Contender], layout: Option<Layout>) -> String {
+pub(super) fn layout_warnings(contenders: &[QueueEntry], layout: Option<Layout>) -> String {
     let mut out = String::new();
     for peer in Layout::ALL.into_iter().filter(|l| *l != Layout::Native) {
         let relevant = match layout {
@@ -160,15 +160,15 @@ pub(super) fn layout_warnings(contenders: &[Contender], layout: Option<Layout>) 
 /// nodes ahead of it and no `__lock__` node. kazoo's `Lock` writes the same
 /// name as its `WriteLock` but is blocked by `__lock__` nodes only, so it
 /// may hold beside those readers although it is shown waiting.
-pub(super) fn kazoo_lock_warnings(contenders: &[Contender]) -> String {
-    let key = |c: &Contender| (c.name.layout(), c.name.mode());
+pub(super) fn kazoo_lock_warnings(contenders: &[QueueEntry]) -> String {
+    let key = |c: &QueueEntry| (c.name.layout(), c.name.mode());
     let mut out = String::new();
     for (i, c) in contenders.iter().enumerate() {
         if c.state == ContenderState::Holds {
             continue;
         }
         let me = key(c);
-        let seen: Vec<&Contender> = contenders[..i]
+        let seen: Vec<&QueueEntry> = contenders[..i]
             .iter()
             .filter(|a| me.0.recognises(a.name.layout()))
             .collect();

@@ -1,6 +1,6 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use zk_rwlock::{Contender, ContenderState, Layout, Mode};
+use zk_rwlock::{ContenderState, Layout, Mode, QueueEntry};
 
 use super::output::json;
 use super::snapshot::{link_sessions, Leader, Snapshot};
@@ -19,7 +19,7 @@ const K1: &str = "0123456789abcdef0123456789abcdef__rlock__0000000001";
 const K2: &str = "0123456789abcdef0123456789abcdef__rlock__0000000002";
 const K3: &str = "fedcba9876543210fedcba9876543210__lock__0000000003";
 
-fn queue(names: &[&str]) -> Vec<Contender> {
+fn queue(names: &[&str]) -> Vec<QueueEntry> {
     let names: Vec<zk_rwlock::NodeName> = names.iter().map(|n| n.parse().unwrap()).collect();
     // States as the queue gives them: a reader holds unless a writer is
     // ahead; a writer holds only at the head.
@@ -31,7 +31,7 @@ fn queue(names: &[&str]) -> Vec<Contender> {
             } else {
                 ContenderState::WaitsOn(names[i - 1].to_string())
             };
-        out.push(Contender::new("/x", name.clone(), state));
+        out.push(QueueEntry::new("/x", name.clone(), state));
     }
     out
 }
@@ -86,7 +86,7 @@ fn layout_warnings_follow_the_chosen_layout() {
 #[test]
 fn permanent_nodes_are_flagged() {
     let contender = |name: &str, state, session| {
-        let mut c = Contender::new("/x", name.parse().unwrap(), state);
+        let mut c = QueueEntry::new("/x", name.parse().unwrap(), state);
         (c.fencing_token, c.created, c.session) = (Some(7), Some(UNIX_EPOCH), session);
         c
     };
@@ -123,7 +123,7 @@ fn permanent_nodes_are_flagged() {
 #[test]
 fn contenders_are_linked_across_paths_by_session() {
     let contender = |dir: &str, name: &str, session| {
-        let mut c = Contender::new(dir, name.parse().unwrap(), ContenderState::Holds);
+        let mut c = QueueEntry::new(dir, name.parse().unwrap(), ContenderState::Holds);
         c.session = session;
         c
     };
@@ -193,7 +193,7 @@ fn empty_and_missing_directories() {
 #[test]
 fn an_announced_head_writer_is_named_leader() {
     let name = "web01@0123456789abcdef0123456789abcdef-W-0000000004";
-    let mut c = Contender::new("/e", name.parse().unwrap(), ContenderState::Holds);
+    let mut c = QueueEntry::new("/e", name.parse().unwrap(), ContenderState::Holds);
     c.fencing_token = Some(42);
     let s = Snapshot {
         path: "/e".to_owned(),
@@ -221,7 +221,7 @@ fn an_announced_head_writer_is_named_leader() {
 #[test]
 fn a_leader_asked_to_step_down_is_still_named() {
     let name = "web01@0123456789abcdef0123456789abcdef-W-0000000004";
-    let mut c = Contender::new("/e", name.parse().unwrap(), ContenderState::Holds);
+    let mut c = QueueEntry::new("/e", name.parse().unwrap(), ContenderState::Holds);
     c.fencing_token = Some(42);
     let s = Snapshot {
         path: "/e".to_owned(),
