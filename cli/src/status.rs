@@ -1,9 +1,14 @@
 //! `zk-rwlock status`: show the queue of one or more locks (who holds
 //! each, who waits on whom), once or on every change.
 //!
-//! One listing of the lock directory is classified by the pure
+//! A `sync` first (the server may be a follower behind the ensemble, as
+//! [`zk_rwlock::Election::leader`] does), then one listing of the lock
+//! directory is classified by the pure
 //! [`zk_rwlock_core::ordering::queue`], then each contender's stat (fencing
-//! token, creation time, owner session) is read with pipelined requests. In
+//! token, creation time, owner session) is read with pipelined requests,
+//! and the election's leader, if any, by the pure
+//! [`zk_rwlock_core::election::who_leads`] from that listing and one read
+//! of the holding head writer's node. In
 //! `--watch` mode a children watch (or, while the directory does not exist,
 //! an existence watch) is set before each snapshot, so every change after a
 //! snapshot's listing triggers the next one.

@@ -3,6 +3,11 @@
 //! whether a new leader may write its announcement now. No ZooKeeper type,
 //! no clock, no I/O: `zk_rwlock::Election` performs what these say.
 //!
+//! Who leads is decided in one place, [`who_leads`], from a listing of the
+//! directory and one read of its head writer: `zk_rwlock::Election::leader`,
+//! the election's observers and `zk-rwlock status` read what it asks for
+//! and report what it answers.
+//!
 //! # The announcement
 //!
 //! The head writer of the queue holds the lock as soon as nothing precedes
@@ -109,6 +114,107 @@ pub fn naming(name: &str, data: &[u8], data_version: i32) -> Named {
     }
 }
 
+/// The head writer's node as read to learn who leads ([`who_leads`]): its
+/// child name, its data, and the fields of its stat that name a leader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeadRead<'a> {
+    /// The child name of the node read.
+    pub node: &'a str,
+    /// Its data.
+    pub data: &'a [u8],
+    /// Its data version (the stat's `version`: how many times the data was
+    /// written; see [`naming`]).
+    pub version: i32,
+    /// The session that owns it (the stat's `ephemeralOwner`): `0` for a
+    /// persistent node, which is no candidate's (candidates are ephemeral).
+    pub ephemeral_owner: i64,
+    /// Its creation's zxid (the stat's `czxid`): the leader's term.
+    pub czxid: i64,
+}
+
+/// The leader [`who_leads`] names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Leader {
+    /// The identity in its node's name.
+    pub identity: String,
+    /// Its node's child name.
+    pub node: String,
+    /// Its term: its node's czxid, the write lock's fencing token.
+    pub term: i64,
+    /// Its session: its node's `ephemeralOwner`.
+    pub session: i64,
+    /// A revocation request was written over its announcement
+    /// ([`Named::AskedToStepDown`]): it was asked to step down, and leads
+    /// until it resigns.
+    pub revocation_requested: bool,
+}
+
+/// What [`who_leads`] says: who leads, or what to read first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Leads<'a> {
+    /// No one leads: the directory holds no contender, its head is a
+    /// reader or cannot be ordered, or the head writer's node as read
+    /// names no leader (not announced yet, a stranger's data, a persistent
+    /// node, not a candidate's node).
+    NoOne,
+    /// Read this node (a child name: the head writer, which holds the
+    /// lock) with its stat, then ask again with what was read.
+    Read(&'a str),
+    /// This leader leads.
+    Leader(Leader),
+}
+
+impl Leads<'_> {
+    /// The leader, if this answer names one (`None` for [`Leads::NoOne`]
+    /// and [`Leads::Read`]).
+    pub fn leader(self) -> Option<Leader> {
+        match self {
+            Leads::Leader(leader) => Some(leader),
+            Leads::NoOne | Leads::Read(_) => None,
+        }
+    }
+}
+
+/// Who leads the election on a lock directory, from one listing of it
+/// (`children`, any order) and a read of its head writer (`head`): the
+/// one rule of `zk_rwlock::Election::leader`, its observers and
+/// `zk-rwlock status`.
+///
+/// The head writer of the queue ([`ordering::leader`]) holds the lock, and
+/// leads if its node names it ([`naming`]: its announcement, or a
+/// revocation request written over it) and is ephemeral. So: no head
+/// writer, [`Leads::NoOne`] (nothing to read); a head writer, but `head` is
+/// `None` or a read of another node, [`Leads::Read`] it; else the leader
+/// its node names, with its identity (from its name), term (`czxid`) and
+/// session (`ephemeralOwner`), or [`Leads::NoOne`].
+///
+/// Given a read of the node it asked for, or of the head whatever it is
+/// ([`watched`], which an observer reads for its watch), it never answers
+/// [`Leads::Read`]: one read is the most a look takes.
+pub fn who_leads<'a, S: AsRef<str>>(children: &'a [S], head: Option<HeadRead<'_>>) -> Leads<'a> {
+    let Some(name) = ordering::leader(children) else {
+        return Leads::NoOne;
+    };
+    let Some(head) = head.filter(|head| head.node == name) else {
+        return Leads::Read(name);
+    };
+    let named = naming(name, head.data, head.version);
+    // A persistent node is no candidate's (they are ephemeral).
+    if !named.is_leader() || head.ephemeral_owner == 0 {
+        return Leads::NoOne;
+    }
+    match candidate(name) {
+        Some(parsed) => Leads::Leader(Leader {
+            identity: parsed.identity().to_owned(),
+            node: name.to_owned(),
+            term: head.czxid,
+            session: head.ephemeral_owner,
+            revocation_requested: named == Named::AskedToStepDown,
+        }),
+        None => Leads::NoOne,
+    }
+}
+
 /// The node an observer watches in a listing of the lock directory: the
 /// head of the queue, whatever it is (a leader, a writer not yet
 /// announced, a reader). Only its deletion or a write to it can change
@@ -180,6 +286,158 @@ mod tests {
         // Two nodes with one sequence cannot be ordered: no one leads.
         let twin = "other@0123456789abcdef0123456789abcdef-W-0000000001";
         assert_eq!(ordering::leader(&[W1, twin]), None);
+    }
+
+    /// A read of the head writer's node: its name, data, data version,
+    /// owner session and czxid.
+    type Read<'a> = (&'a str, &'a [u8], i32, i64, i64);
+
+    fn read<'a>((node, data, version, ephemeral_owner, czxid): Read<'a>) -> HeadRead<'a> {
+        HeadRead {
+            node,
+            data,
+            version,
+            ephemeral_owner,
+            czxid,
+        }
+    }
+
+    fn leader(
+        node: &str,
+        identity: &str,
+        term: i64,
+        session: i64,
+        revocation_requested: bool,
+    ) -> Leads<'static> {
+        Leads::Leader(Leader {
+            identity: identity.to_owned(),
+            node: node.to_owned(),
+            term,
+            session,
+            revocation_requested,
+        })
+    }
+
+    /// Rows: the listing, what was read of its head writer (if anything),
+    /// who leads or what to read.
+    #[test]
+    fn who_leads_follows_the_head_writer_and_what_its_node_says() {
+        let revoke = crate::node_name::REVOKE_PAYLOAD;
+        let announced: &[u8] = b"leader:web01";
+        let twin = "other@0123456789abcdef0123456789abcdef-W-0000000001";
+        let curator = "_c_0123456789abcdef0123456789abcdef-__WRIT__0000000001";
+        let bare = "web01-W-0000000001";
+        let rows: Vec<(Vec<&str>, Option<Read<'_>>, Leads<'_>)> = vec![
+            // Nothing to read: no contender, a reader at the head, a head
+            // that cannot be ordered. Whatever was read.
+            (vec![], None, Leads::NoOne),
+            (vec!["not-a-contender"], None, Leads::NoOne),
+            (vec![R0], None, Leads::NoOne),
+            (vec![W1, R0], None, Leads::NoOne),
+            (vec![W1, R0], Some((R0, b"", 0, 0x51, 9)), Leads::NoOne),
+            (vec![W1, R0], Some((W1, announced, 1, 0x51, 9)), Leads::NoOne),
+            (vec![W1, twin], None, Leads::NoOne),
+            (vec![W1, twin], Some((W1, announced, 1, 0x51, 9)), Leads::NoOne),
+            // A head writer, not read yet (or another node read): read it.
+            (vec![W2, W1], None, Leads::Read(W1)),
+            (vec![W1, R3, W2], None, Leads::Read(W1)),
+            (vec!["not-a-contender", W2], None, Leads::Read(W2)),
+            (
+                vec![W2, W1],
+                Some((W2, b"leader:web02", 1, 0x52, 8)),
+                Leads::Read(W1),
+            ),
+            // Peers' writers and bare names are read too: their data decides.
+            (vec![curator], None, Leads::Read(curator)),
+            (vec![bare], None, Leads::Read(bare)),
+            // Read: its announcement names it, with term and session.
+            (
+                vec![W2, W1],
+                Some((W1, announced, 1, 0x51, 9)),
+                leader(W1, "web01", 9, 0x51, false),
+            ),
+            (
+                vec![W1, R3, W2],
+                Some((W1, announced, 4, 0x51, 9)),
+                leader(W1, "web01", 9, 0x51, false),
+            ),
+            (
+                vec![W2],
+                Some((W2, b"leader:web02", 1, 0x52, 12)),
+                leader(W2, "web02", 12, 0x52, false),
+            ),
+            // A revocation request over the announcement: still the leader,
+            // asked to step down; before it (its only write), no one.
+            (
+                vec![W1, W2],
+                Some((W1, revoke, 2, 0x51, 9)),
+                leader(W1, "web01", 9, 0x51, true),
+            ),
+            (vec![W1, W2], Some((W1, revoke, 1, 0x51, 9)), Leads::NoOne),
+            // Not announced yet, or a stranger's write, or another's
+            // announcement: no one.
+            (vec![W1], Some((W1, b"", 0, 0x51, 9)), Leads::NoOne),
+            (vec![W1], Some((W1, b"junk", 2, 0x51, 9)), Leads::NoOne),
+            (vec![W1], Some((W1, b"leader:web02", 1, 0x51, 9)), Leads::NoOne),
+            // A persistent node is no candidate's, announced or asked.
+            (vec![W1], Some((W1, announced, 1, 0, 9)), Leads::NoOne),
+            (vec![W1], Some((W1, revoke, 2, 0, 9)), Leads::NoOne),
+            // Not a candidate's node, whatever its data.
+            (
+                vec![curator],
+                Some((curator, b"leader:_c_0123456789abcdef0123456789abcdef", 1, 0x51, 9)),
+                Leads::NoOne,
+            ),
+            (vec![bare], Some((bare, announced, 1, 0x51, 9)), Leads::NoOne),
+            (vec![bare], Some((bare, revoke, 2, 0x51, 9)), Leads::NoOne),
+        ];
+        for (children, head, want) in rows {
+            assert_eq!(
+                who_leads(&children, head.map(read)),
+                want,
+                "{children:?} {head:?}"
+            );
+        }
+    }
+
+    /// An observer reads the head whatever it is: that read always answers.
+    #[test]
+    fn a_read_of_the_watched_head_always_answers() {
+        let twin = "other@0123456789abcdef0123456789abcdef-W-0000000001";
+        let listings: [&[&str]; 7] = [
+            &[W1],
+            &[W2, W1],
+            &[W1, R0],
+            &[R0, R3],
+            &[W1, twin],
+            &[W1, R3, W2],
+            &["x", W2],
+        ];
+        for children in listings {
+            let Some(head) = watched(children) else { continue };
+            for data in [
+                &b"leader:web01"[..],
+                b"leader:web02",
+                b"",
+                crate::node_name::REVOKE_PAYLOAD,
+            ] {
+                let answer = who_leads(children, Some(read((head, data, 2, 0x51, 9))));
+                assert!(
+                    !matches!(answer, Leads::Read(_)),
+                    "{children:?} {data:?}: {answer:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn only_a_named_leader_is_a_leader() {
+        assert_eq!(Leads::NoOne.leader(), None);
+        assert_eq!(Leads::Read(W1).leader(), None);
+        let Leads::Leader(named) = leader(W1, "web01", 9, 0x51, true) else {
+            unreachable!()
+        };
+        assert_eq!(Leads::Leader(named.clone()).leader(), Some(named));
     }
 
     #[test]

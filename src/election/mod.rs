@@ -130,8 +130,8 @@ use crate::lease::HoldState;
 use crate::lock::{child_path, with_retry, LockBuilder, SharedLock, WriteGuard};
 use crate::zk;
 use announce::{announce_failed, is_mine, keep_announced, Announcer};
-use observer::{leader_of, observe};
-use rules::AnnounceStep;
+use observer::observe;
+use rules::{AnnounceStep, Leads};
 
 /// A leader election on one lock directory, through one client session.
 ///
@@ -226,7 +226,7 @@ impl ElectionBuilder {
 
 /// Who leads, as [`Election::leader`] and [`Election::observe`] say: the
 /// head writer of the queue whose node carries its announcement, or a
-/// revocation request written over it (see [`rules::naming`]).
+/// revocation request written over it (see [`rules::who_leads`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Leader {
@@ -243,6 +243,32 @@ pub struct Leader {
     /// written over its announcement. A request ends nothing: the leader
     /// leads, with the same term, until it resigns or its session ends.
     pub revocation_requested: bool,
+}
+
+impl Leader {
+    /// The leader the core named ([`rules::who_leads`]) in the lock
+    /// directory `dir`.
+    fn named(dir: &str, leader: rules::Leader) -> Leader {
+        Leader {
+            identity: leader.identity,
+            node: child_path(dir, &leader.node),
+            term: leader.term,
+            session: leader.session,
+            revocation_requested: leader.revocation_requested,
+        }
+    }
+}
+
+/// A read of the child `node` (its data and stat), as
+/// [`rules::who_leads`] takes it.
+fn head_read<'a>(node: &'a str, data: &'a [u8], stat: &zk::Stat) -> rules::HeadRead<'a> {
+    rules::HeadRead {
+        node,
+        data,
+        version: stat.version,
+        ephemeral_owner: stat.ephemeral_owner,
+        czxid: stat.czxid,
+    }
 }
 
 impl Election {
@@ -394,21 +420,31 @@ impl Election {
             Ok(()) | Err(zk::Error::NoNode) => {}
             Err(e) => return Err(Error::from_zk(e, dir)),
         }
-        loop {
+        'list: loop {
             let children = match with_retry(client, || client.list_children(dir)).await {
                 Ok(children) => children,
                 Err(zk::Error::NoNode) => return Ok(None),
                 Err(e) => return Err(Error::from_zk(e, dir)),
             };
-            let Some(name) = crate::ordering::leader(&children) else {
-                return Ok(None);
-            };
-            let path = child_path(dir, name);
-            match with_retry(client, || client.get_data(&path)).await {
-                Ok((data, stat)) => return Ok(leader_of(dir, name, &data, &stat)),
-                // Gone between the listing and the read: list again.
-                Err(zk::Error::NoNode) => continue,
-                Err(e) => return Err(Error::from_zk(e, &path)),
+            // Read what the core asks for (its head writer, once) until it answers.
+            let mut read: Option<(&str, Vec<u8>, zk::Stat)> = None;
+            loop {
+                let head = read
+                    .as_ref()
+                    .map(|(node, data, stat)| head_read(node, data, stat));
+                match rules::who_leads(&children, head) {
+                    Leads::NoOne => return Ok(None),
+                    Leads::Leader(leader) => return Ok(Some(Leader::named(dir, leader))),
+                    Leads::Read(name) => {
+                        let path = child_path(dir, name);
+                        match with_retry(client, || client.get_data(&path)).await {
+                            Ok((data, stat)) => read = Some((name, data, stat)),
+                            // Gone between the listing and the read: list again.
+                            Err(zk::Error::NoNode) => continue 'list,
+                            Err(e) => return Err(Error::from_zk(e, &path)),
+                        }
+                    }
+                }
             }
         }
     }

@@ -6,31 +6,11 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tracing::{debug, warn};
 
-use super::{rules, Leader};
+use super::{head_read, rules, Leader};
 use crate::backoff::Backoff;
 use crate::error::{ends_session, is_retryable};
 use crate::lock::child_path;
-use crate::node_name::NodeName;
 use crate::zk;
-
-/// The leader named by the head writer `name` whose node holds `data`
-/// ([`rules::naming`]): `None` unless `data` is its announcement, or a
-/// revocation request written over it.
-pub(super) fn leader_of(dir: &str, name: &str, data: &[u8], stat: &zk::Stat) -> Option<Leader> {
-    let named = rules::naming(name, data, stat.version);
-    // A persistent node is no candidate's (they are ephemeral).
-    if !named.is_leader() || stat.ephemeral_owner == 0 {
-        return None;
-    }
-    let parsed: NodeName = name.parse().ok()?;
-    Some(Leader {
-        identity: parsed.identity().to_owned(),
-        node: child_path(dir, name),
-        term: stat.czxid,
-        session: stat.ephemeral_owner,
-        revocation_requested: named == rules::Named::AskedToStepDown,
-    })
-}
 
 /// What one look at the directory found: the leader, and the watch that
 /// says when to look again.
@@ -79,10 +59,11 @@ async fn look(client: &zk::Client, dir: &str) -> Result<Look, zk::Error> {
         let path = child_path(dir, head);
         match client.get_and_watch_data(&path).await {
             Ok((data, stat, changed)) => {
-                let leader = match crate::ordering::leader(&children) {
-                    Some(name) => leader_of(dir, name, &data, &stat),
-                    None => None,
-                };
+                // A read of the head always answers (`rules::who_leads`):
+                // no second read.
+                let leader = rules::who_leads(&children, Some(head_read(head, &data, &stat)))
+                    .leader()
+                    .map(|leader| Leader::named(dir, leader));
                 return Ok(Look {
                     leader,
                     changed: Some(changed),

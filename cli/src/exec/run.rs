@@ -134,9 +134,9 @@ const RELEASE_QUIET: Duration = Duration::from_secs(1);
 
 /// Releases `guard`. A release that has not ended after [`RELEASE_QUIET`]
 /// on a lost connection waits for the server to answer, at most until the
-/// client gives the session up (7/5 of the session timeout after the
-/// server's last answer, see the vendored client's patch 1): `exec` says so
-/// rather than sit silent for that long.
+/// client gives the session up (the client says when:
+/// `Client::session_gives_up_at`, the vendored client's patch 16): `exec`
+/// says so rather than sit silent for that long.
 async fn release_saying_how_long(
     guard: Holding,
     client: &zk_rwlock::zk::Client,
@@ -148,9 +148,8 @@ async fn release_saying_how_long(
         () = tokio::time::sleep(RELEASE_QUIET) => {}
     }
     if client.state() != zk_rwlock::zk::SessionState::SyncConnected {
-        if let Some(lease) = client.session_lease() {
-            // The client gives up on the timeout last negotiated (the lease runs on the smallest told).
-            let gives_up = lease.answered_sent + lease.negotiated * 7 / 5;
+        // `None` unless the client is reconnecting the session.
+        if let Some(gives_up) = client.session_gives_up_at() {
             let left = gives_up.saturating_duration_since(std::time::Instant::now());
             say(&super::messages::release_waits(left));
         }
@@ -179,8 +178,8 @@ fn ending(
             }),
         ),
         // The connection may be back by now: released as usual. If it is
-        // not, the client gave up on the session 7/5 of the session
-        // timeout after the server's last answer.
+        // not, the client gave up on the session (no server answered for
+        // 7/5 of the session timeout: `given_up`).
         (Some(Stopped::Suspended), released) => {
             let stopped = "the command was stopped because the connection to ZooKeeper was lost";
             (

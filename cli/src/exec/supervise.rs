@@ -287,14 +287,16 @@ async fn sleep_until(at: Option<Instant>) {
 }
 
 /// Says how the lock was lost ([`lease::loss_cause`]): the session's end is
-/// the stronger news, then the lease running out, else the node was deleted.
+/// the stronger news (a server expired it, or the client gave it up when no
+/// server answered), then the lease running out, else the node was deleted.
 fn loss_reason(lock: &SharedLock, guard: &Holding) -> String {
-    let ended = zk_rwlock::Error::from_session_state(lock.client().state());
+    let client = lock.client();
+    let ended = zk_rwlock::Error::from_session_state(client.state());
     let now = std::time::Instant::now();
     match lease::loss_cause(ended.is_some(), now, guard.lease_deadline()) {
         Some(LossCause::SessionEnded) => ended
             .as_ref()
-            .and_then(|e| failure::session_end(e, false))
+            .and_then(|e| failure::session_end(e, client.session_given_up()))
             .unwrap_or("the ZooKeeper session ended")
             .to_owned(),
         Some(LossCause::LeaseRanOut) => {

@@ -2,10 +2,12 @@
 //! leader, and the links between paths by session.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use serde::Serialize;
-use zk_rwlock::{zk, ContenderState, Mode, QueueEntry, SharedLock};
-use zk_rwlock_cli::Failure;
+use zk_rwlock::{zk, QueueEntry, SharedLock};
+use zk_rwlock_cli::failure::{self, Failure};
+use zk_rwlock_core::election::{self, Leads};
 
 /// What `status` shows: the lock directory at one moment.
 pub(super) struct Snapshot {
@@ -36,10 +38,15 @@ pub(super) struct Leader {
 }
 
 /// A snapshot taken after the watch was set: any change after it fires
-/// the watch (the library sends all stat requests at once).
+/// the watch (the library sends all stat requests at once). A `sync`
+/// first, as [`zk_rwlock::Election::leader`] does: the server this client
+/// talks to may be a follower behind the ensemble, and the snapshot is then
+/// at least as new as every write completed before it (a resignation, an
+/// announcement, a release).
 pub(super) async fn describe(lock: &SharedLock, watch: bool) -> Result<Snapshot, Failure> {
+    sync(lock).await?;
     let s = lock.snapshot().await.map_err(Failure::from)?;
-    let (leader, head_watch) = leader(lock, &s.contenders, watch).await;
+    let (leader, head_watch) = leader(lock, &s.contenders, &s.foreign, watch).await;
     Ok(Snapshot {
         path: lock.path().to_owned(),
         exists: s.exists,
@@ -51,44 +58,99 @@ pub(super) async fn describe(lock: &SharedLock, watch: bool) -> Result<Snapshot,
     })
 }
 
-/// The election's leader in a snapshot: its head writer, if it holds and
-/// its node carries its announcement, or a revocation request written over
-/// it (one read of the node; see [`zk_rwlock_core::election::naming`]).
-/// `None` for a plain lock, or if the read fails. With `watch`, the read
-/// leaves a data watch on the node, returned too.
+/// Syncs the server this client talks to with the ensemble's leader, for
+/// the lock directory (one that does not exist is fine: it has no
+/// contenders). Connection loss is retried until the session is over.
+async fn sync(lock: &SharedLock) -> Result<(), Failure> {
+    let client = lock.client();
+    let path = lock.path();
+    loop {
+        match client.sync(path).await {
+            Ok(()) | Err(zk::Error::NoNode) => return Ok(()),
+            Err(e) if zk_rwlock::is_retryable(&e) => {
+                // Requests wait for the reconnection; this only avoids a
+                // spin if the client reports the loss at once.
+                tracing::debug!(error = %e, path, "sync failed; trying again");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => return Err(failure::zk_failure(e, path)),
+        }
+    }
+}
+
+/// The election's leader in a snapshot of the directory (its `contenders`
+/// and `foreign` children): who [`election::who_leads`] names, reading what
+/// it asks for (the holding head writer's node, once). `None` for a plain
+/// lock, or if the read fails. With `watch`, the read leaves a data watch
+/// on the node, returned too (its announcement, or a revocation request,
+/// is news).
 pub(super) async fn leader(
     lock: &SharedLock,
     contenders: &[QueueEntry],
+    foreign: &[String],
     watch: bool,
 ) -> (Option<Leader>, Option<zk::OneshotWatcher>) {
-    let Some(head) = contenders.first() else {
-        return (None, None);
-    };
-    // A persistent look-alike is no candidate (candidates are ephemeral).
-    if head.state != ContenderState::Holds || head.name.mode() != Mode::Write || head.is_persistent() {
-        return (None, None);
-    }
+    // The listing the snapshot classified, as child names.
+    let children: Vec<&str> = contenders
+        .iter()
+        .map(|c| child_name(&c.path))
+        .chain(foreign.iter().map(String::as_str))
+        .collect();
     let client = lock.client();
-    let (data, stat, watcher) = if watch {
-        match client.get_and_watch_data(&head.path).await {
-            Ok((data, stat, watcher)) => (data, stat, Some(watcher)),
-            Err(_) => return (None, None),
+    let mut read: Option<(&str, Vec<u8>, zk::Stat)> = None;
+    let mut watcher = None;
+    loop {
+        let head = read.as_ref().map(|(node, data, stat)| election::HeadRead {
+            node,
+            data,
+            version: stat.version,
+            ephemeral_owner: stat.ephemeral_owner,
+            czxid: stat.czxid,
+        });
+        let name = match election::who_leads(&children, head) {
+            Leads::NoOne => return (None, watcher),
+            Leads::Leader(leader) => {
+                let leader = Leader {
+                    identity: leader.identity,
+                    node: leader.node,
+                    term: Some(leader.term),
+                    revocation_requested: leader.revocation_requested,
+                };
+                return (Some(leader), watcher);
+            }
+            Leads::Read(name) => name,
+        };
+        let Some(path) = contenders
+            .iter()
+            .map(|c| c.path.as_str())
+            .find(|&p| child_name(p) == name)
+        else {
+            return (None, watcher);
+        };
+        let answer = if watch {
+            client
+                .get_and_watch_data(path)
+                .await
+                .map(|(data, stat, w)| (data, stat, Some(w)))
+        } else {
+            client.get_data(path).await.map(|(data, stat)| (data, stat, None))
+        };
+        match answer {
+            Ok((data, stat, w)) => {
+                read = Some((name, data, stat));
+                watcher = w.or(watcher);
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, path, "cannot read the head writer");
+                return (None, None);
+            }
         }
-    } else {
-        match client.get_data(&head.path).await {
-            Ok((data, stat)) => (data, stat, None),
-            Err(_) => return (None, None),
-        }
-    };
-    let name = head.name.to_string();
-    let named = zk_rwlock_core::election::naming(&name, &data, stat.version);
-    let leader = named.is_leader().then(|| Leader {
-        identity: head.name.identity().to_owned(),
-        node: name,
-        term: head.fencing_token,
-        revocation_requested: named == zk_rwlock_core::election::Named::AskedToStepDown,
-    });
-    (leader, watcher)
+    }
+}
+
+/// The child name at the end of a contender's full path.
+fn child_name(path: &str) -> &str {
+    path.rsplit_once('/').map_or(path, |(_, name)| name)
 }
 
 /// A snapshot of each lock in turn; with several, contenders are linked

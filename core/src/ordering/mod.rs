@@ -593,9 +593,9 @@ fn decision_in_queue<'a>(
 /// be ordered. Its child name, from `children` (any order).
 ///
 /// This is who holds the write lock, not yet who knows it: the owner of
-/// that node learns of its grant a notification's trip later (see
-/// `zk_rwlock::Election`, which names a leader only once its node carries
-/// its announcement).
+/// that node learns of its grant a notification's trip later. Who leads is
+/// [`crate::election::who_leads`]'s answer, which names this writer only
+/// once its node carries its announcement.
 pub fn leader<S: AsRef<str>>(children: &[S]) -> Option<&str> {
     let queue = queue(children);
     let head = queue.contenders.first()?;

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::future::Future;
 use std::mem::ManuallyDrop;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use const_format::formatcp;
 use derive_where::derive_where;
@@ -324,6 +324,17 @@ impl Client {
     /// heard from this client. (zk-rwlock patch 15.)
     pub fn session_given_up(&self) -> bool {
         self.lease.given_up()
+    }
+
+    /// While this client reconnects its established session after a connection loss (until a
+    /// connection is established again, the replies to the watches it sends again included):
+    /// the instant it gives the session up if no connection is established by then (the
+    /// client-side expiry: 7/5 of the latest negotiated session timeout, or of the connection
+    /// timeout if that is longer, after the last receive; see [Client::session_given_up]).
+    /// `None` otherwise: while connected, before the session is established, and once it
+    /// ended. Shared by all clones of this client. (zk-rwlock patch 16.)
+    pub fn session_gives_up_at(&self) -> Option<Instant> {
+        self.lease.gives_up_at()
     }
 
     /// The largest request this client sends, in bytes after the length prefix (see

@@ -41,6 +41,10 @@ pub struct LeaseCell {
     /// its client-side expiry, and the session ended here without a server
     /// saying it expired.
     given_up: AtomicBool,
+    /// While the session task reconnects an established session (patch
+    /// 16): nanoseconds from `epoch` to the instant it gives the session up
+    /// if no server accepts it by then, plus one; zero otherwise.
+    gives_up_at: AtomicU64,
 }
 
 /// A session's lease basis, see [Client::session_lease](crate::Client::session_lease).
@@ -80,6 +84,27 @@ impl LeaseCell {
             smallest_ms: AtomicU64::new(0),
             latest_ms: AtomicU64::new(0),
             given_up: AtomicBool::new(false),
+            gives_up_at: AtomicU64::new(0),
+        }
+    }
+
+    /// Records the instant the session task gives the session up while it
+    /// reconnects it, or (`None`) that it no longer reconnects (patch 16).
+    pub fn reconnecting_until(&self, deadline: Option<Instant>) {
+        let nanos = match deadline {
+            Some(deadline) => {
+                deadline.saturating_duration_since(self.epoch).as_nanos().min(u64::MAX as u128 - 1) as u64 + 1
+            },
+            None => 0,
+        };
+        self.gives_up_at.store(nanos, Ordering::Release);
+    }
+
+    /// The instant recorded by [LeaseCell::reconnecting_until], if any (patch 16).
+    pub fn gives_up_at(&self) -> Option<Instant> {
+        match self.gives_up_at.load(Ordering::Acquire) {
+            0 => None,
+            nanos => Some(self.epoch + Duration::from_nanos(nanos - 1)),
         }
     }
 

@@ -764,6 +764,18 @@ impl Session {
         buf: &mut Vec<u8>,
         depot: &mut Depot,
     ) -> Result<Connection, Error> {
+        let result = self.start_until_deadline(endpoints, buf, depot).await;
+        // Connected again, or given up: no longer reconnecting (patch 16).
+        self.lease.reconnecting_until(None);
+        result
+    }
+
+    async fn start_until_deadline(
+        &mut self,
+        endpoints: &mut IterableEndpoints,
+        buf: &mut Vec<u8>,
+        depot: &mut Depot,
+    ) -> Result<Connection, Error> {
         endpoints.start();
         let session_timeout = if self.session.id.0 == 0 { self.session_timeout } else { self.session_expired_timeout };
         debug!(
@@ -773,6 +785,10 @@ impl Session {
             endpoints.endpoints()
         );
         let mut deadline = Deadline::until(self.last_recv + session_timeout);
+        if self.session.id.0 != 0 {
+            // When the client gives an established session up, for Client::session_gives_up_at (patch 16).
+            self.lease.reconnecting_until(Some(self.last_recv + session_timeout));
+        }
         self.closed_before_answer = None;
         let mut last_error = match self.start_once(endpoints, &mut deadline, buf, depot).await {
             Err(err) => err,
