@@ -1,13 +1,21 @@
 //! Connecting a session: [`connect_client`]; with credentials, TLS and
 //! SASL: [`ConnectOptions`]. Sessions run on the library's background
-//! thread.
+//! thread. The lock (`lock/`) connects through this module; nothing here
+//! knows the lock.
 
 use std::time::Duration;
 
-use crate::background::AbortOnDrop;
-use crate::error::Error;
-use crate::lock::{with_retry, SharedLock};
-use crate::{background, zk, DEFAULT_CONNECT_TIMEOUT, DEFAULT_SESSION_TIMEOUT};
+use crate::background::{self, AbortOnDrop};
+use crate::backoff::Backoff;
+use crate::error::{is_retryable, Error};
+use crate::zk;
+
+/// How long [`SharedLock::connect`](crate::SharedLock::connect) tries to
+/// reach a server: 10 s.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The session timeout [`SharedLock::connect`](crate::SharedLock::connect)
+/// asks for: 10 s (the server may grant another, between 2 and 20 ticks).
+pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The pause before connecting again after every server refused, doubled
 /// after each attempt up to [`LAST_RETRY_PAUSE`].
@@ -20,7 +28,7 @@ const LAST_RETRY_PAUSE: Duration = Duration::from_secs(1);
 /// The timeouts, the credentials sent with every (re)connection (`digest:alice:secret`, ...), and, with
 /// the crate's Cargo features, TLS (feature `tls`) and SASL DIGEST-MD5
 /// (feature `sasl`). [`connect_client_with`] connects a session with them;
-/// [`SharedLock::connect_with_options`] and
+/// [`SharedLock::connect_with_options`](crate::SharedLock::connect_with_options) and
 /// [`blocking::SharedLock::connect_with_options`](crate::blocking::SharedLock::connect_with_options)
 /// connect and make a lock in one call. The same options serve both APIs.
 ///
@@ -252,7 +260,7 @@ impl ConnectOptions {
 /// The session runs on the library's background thread, not on the
 /// caller's runtime: it outlives that runtime, so that guards dropped as
 /// the runtime shuts down (as `#[tokio::main]` returns) are still released
-/// (see [`SharedLock`]).
+/// (see [`SharedLock`](crate::SharedLock)).
 ///
 /// A chroot in `servers` (`host:port/app`) must exist: one `exists` request
 /// checks it once connected. For credentials and TLS:
@@ -274,10 +282,10 @@ pub async fn connect_client(
     session_timeout: Duration,
     connect_timeout: Duration,
 ) -> Result<zk::Client, Error> {
-    let options = crate::ConnectOptions::new()
+    let options = ConnectOptions::new()
         .session_timeout(session_timeout)
         .connect_timeout(connect_timeout);
-    crate::connect_client_with(servers, &options).await
+    connect_client_with(servers, &options).await
 }
 
 /// Connects a new client session to `servers` (a connect string like
@@ -620,35 +628,27 @@ pub(crate) async fn missing_chroot(client: &zk::Client, path: Option<&str>) -> O
     if chroot == "/" {
         return None;
     }
-    // Under a chroot, `/` is the chroot itself.
-    match with_retry(client, || client.check_stat("/")).await {
-        Ok(None) => Some(Error::ChrootMissing {
-            chroot: chroot.to_owned(),
-            path: path.map(str::to_owned),
-        }),
-        _ => None,
-    }
-}
-
-impl SharedLock {
-    /// Connects a new client session to `servers` with `options`
-    /// (credentials, TLS, timeouts) and makes a lock on `path` with the
-    /// default identity and ACLs. For other ACLs, connect with
-    /// [`connect_client_with`] and use [`SharedLock::builder`].
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidPath`] before connecting, and those of [`connect_client_with`].
-    pub async fn connect_with_options(
-        servers: &str,
-        path: &str,
-        options: &ConnectOptions,
-    ) -> Result<SharedLock, Error> {
-        crate::validate_path(path)?;
-        let client = connect_client_with(servers, options)
-            .await
-            .map_err(|e| e.for_lock(path))?;
-        SharedLock::new(client, path)
+    // Under a chroot, `/` is the chroot itself. Retried through connection
+    // loss with the policy of the lock's requests (`Backoff::request`), as
+    // their `with_retry` would: that one lives in `lock/`, which stands on
+    // this module and is not imported here.
+    let started = tokio::time::Instant::now();
+    let backoff = Backoff::request(client.session_timeout());
+    let mut pause = Duration::ZERO;
+    loop {
+        match client.check_stat("/").await {
+            Ok(None) => {
+                return Some(Error::ChrootMissing {
+                    chroot: chroot.to_owned(),
+                    path: path.map(str::to_owned),
+                })
+            }
+            Err(e) if is_retryable(&e) => {
+                pause = backoff.pause(started.elapsed(), pause)?;
+                tokio::time::sleep(pause).await;
+            }
+            Ok(Some(_)) | Err(_) => return None,
+        }
     }
 }
 

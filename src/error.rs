@@ -383,7 +383,7 @@ fn path_syntax(reason: &str) -> String {
     format!(
         "; a lock path is absolute, like `/locks/orders`: it starts with '/', has no empty, '.' or \
          '..' segments, no trailing '/', no character ZooKeeper refuses (control characters and \
-         others), no segment named like a contender node (`<host>-<R|W>-<seq>`, or Curator's or \
+         others), no segment named like a contender node (`<name>-<R|W>-<seq>`, or Curator's or \
          kazoo's), is at most {} bytes long, and is neither `/` nor in ZooKeeper's own `/zookeeper`",
         crate::limits::MAX_PATH_LEN
     )

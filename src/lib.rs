@@ -1,29 +1,23 @@
-//! Distributed read/write locks on Apache ZooKeeper.
+//! Distributed read/write locks on Apache ZooKeeper: readers share a lock,
+//! a writer excludes everyone, in order of arrival, across any number of
+//! processes and machines.
 //!
-//! Readers share a lock; a writer excludes everyone. Contenders create
-//! ephemeral sequential nodes `<host>-<R|W>-<seq>` under a lock directory;
-//! the pure [`ordering`] module decides who holds the lock and which node
-//! each waiter watches (a reader watches the last writer before it, a writer
-//! its immediate predecessor: no herd), and the pure [`contender`] state
-//! machine decides everything one acquire does about it, from the create of
-//! its node to the deletion that ends it: finding its node after a lost
-//! answer, making the directory, the wait (the [`acquire`] machine inside
-//! it: when a wake-up grants the lock, when to list again, when to give
-//! up), holding, releasing with or without the release record,
-//! withdrawing, recycling. [`SharedLock`] drives it against ZooKeeper (the
-//! driver loop is written out in [`contender`]'s documentation);
-//! [`SharedLock::stats`] says what its acquires did.
+//! # Which type to use
 //!
-//! Every guard knows until when no one else can hold its lock (its
-//! [`lease`] deadline) and whether it is held, suspended (connection lost,
-//! lease running) or lost, with no future pending: it keeps a watch on its
-//! node for its whole life, so a node deleted by anyone makes it lost, and
-//! its release then says so ([`Error::Lost`]). Anyone may ask a holder to let go
-//! ([`SharedLock::revoke`], cooperative revocation): its guard learns it
-//! ([`WriteGuard::revocation_requested`]), and no one else is granted the
-//! lock until it releases. What this crate does not do: it does not manage
-//! ZooKeeper ensembles in production, and it cannot stop a paused process
-//! from acting after its lease: use the fencing token for that.
+//! - [`SharedLock`]: a read/write lock on one lock directory, for async
+//!   code (tokio). Start here: [`connect`](SharedLock::connect), then
+//!   [`read`](SharedLock::read) or [`write`](SharedLock::write) (and
+//!   `try_*`, `*_timeout`); each gives a guard.
+//! - [`blocking::SharedLock`]: the same lock with blocking calls, for code
+//!   without an async runtime.
+//! - [`Election`]: leader election on a lock directory (`campaign`,
+//!   `resign`, `leader`, `observe`): the candidates are the lock's writers,
+//!   and a term is the leader's fencing token ([`blocking::Election`]
+//!   without a runtime).
+//! - [`MultiLock`]: several locks at once, each in its own mode (write
+//!   `/accounts/42`, read `/rates`), all or nothing, without deadlock
+//!   between callers that name them in different orders
+//!   ([`blocking::MultiLock`] without a runtime).
 //!
 //! # Example
 //!
@@ -48,23 +42,43 @@
 //! # async fn do_the_work(_token: i64) {}
 //! ```
 //!
-//! Without an async runtime, [`blocking::SharedLock`] offers the same with
-//! blocking calls.
+//! Without a runtime:
 //!
-//! Leader election on a lock directory: [`Election`] (`campaign`,
-//! `resign`, `leader`, `observe`), whose candidates are the lock's writers
-//! and whose terms are their fencing tokens (see [`election`];
-//! [`blocking::Election`] without a runtime).
+//! ```no_run
+//! let lock = zk_rwlock::blocking::SharedLock::connect("127.0.0.1:2181", "/locks/orders")?;
+//! let guard = lock.write()?;
+//! // ... exclusive work, passing guard.fencing_token() to the store ...
+//! guard.release()?;
+//! # Ok::<(), zk_rwlock::Error>(())
+//! ```
 //!
-//! Several locks at once, each in its own mode (write `/accounts/42`, read
-//! `/rates`), all or nothing and without deadlock between callers that
-//! name them in different orders: [`MultiLock`] (see [`multi`];
-//! [`blocking::MultiLock`] without a runtime).
+//! # What a guard knows
 //!
-//! # Secured ensembles
+//! Every guard ([`ReadGuard`], [`WriteGuard`], or [`Guard`] for a mode
+//! chosen at run time) knows until when no one else can hold its lock (its
+//! [`lease`] deadline) and whether it is held, suspended (connection lost,
+//! lease running) or lost ([`HoldState`]), with no future pending: it keeps
+//! a watch on its node for its whole life, so a node deleted by anyone
+//! makes it lost, and its release then says so ([`Error::Lost`]). Anyone may
+//! ask a holder to let go ([`SharedLock::revoke`], cooperative revocation):
+//! its guard learns it ([`WriteGuard::revocation_requested`]), and no one
+//! else is granted the lock until it releases. [`SharedLock::contenders`]
+//! lists who holds and who waits ([`QueueEntry`]), [`SharedLock::stats`]
+//! says what the lock's acquires did.
 //!
-//! Credentials (`digest`, any `addAuthInfo` scheme), TLS and SASL are
-//! [`ConnectOptions`]; [`connect_client_with`],
+//! What this crate does not do: it does not manage ZooKeeper ensembles in
+//! production, and it cannot stop a paused process from acting after its
+//! lease: use the fencing token for that.
+//!
+//! # Connecting
+//!
+//! [`SharedLock::connect`] makes its own session. Many locks may share one
+//! session: connect it with [`connect_client`] and make each lock with
+//! [`SharedLock::new`], or [`SharedLock::builder`] for the identity, the
+//! ACLs and the rest ([`LockBuilder`]).
+//!
+//! Secured ensembles: credentials (`digest`, any `addAuthInfo` scheme), TLS
+//! and SASL are [`ConnectOptions`]; [`connect_client_with`],
 //! [`SharedLock::connect_with_options`] and
 //! [`blocking::SharedLock::connect_with_options`] connect with them, and
 //! [`LockBuilder::acls`] sets the ACLs of the nodes a lock creates (e.g.
@@ -90,12 +104,24 @@
 //!   `metrics` facade: see [`metrics`]. Without it,
 //!   [`SharedLock::stats`] still tells a lock's counts.
 //!
-//! Its dependencies are the ZooKeeper
-//! client [`zk`] (`zk-rwlock-zookeeper-client`: zookeeper-client 0.11.2 with
-//! patches, see its `PATCHES.md`; with its `tokio` feature), `tokio`,
+//! # How it works
+//!
+//! A contender creates an ephemeral sequential child of the lock directory
+//! named `<identity>@<token>-<R|W>-<seq>` ([`NodeName`]); who holds the lock,
+//! and which node each waiter watches (a reader the last writer before it,
+//! a writer its predecessor: no herd), follows from the children's names
+//! alone. Those rules, and a contender's whole life as a state machine, are
+//! the pure crate [`zk-rwlock-core`](zk_rwlock_core) (no I/O, no clock, no
+//! ZooKeeper types), for those who read the rules or build another driver;
+//! this crate performs its decisions on ZooKeeper. The wire protocol is
+//! `docs/protocol.md` in the repository.
+//!
+//! Its dependencies are the ZooKeeper client [`zk`]
+//! (`zk-rwlock-zookeeper-client`: zookeeper-client 0.11.2 with patches, see
+//! its `PATCHES.md`; with its `tokio` feature), `zk-rwlock-core`, `tokio`,
 //! `tracing`, `thiserror`, `uuid` and `rustix` (the boot clock, on Linux).
-//! The `zk-rwlock` command line (`exec`,
-//! `status`) is the separate package `zk-rwlock-cli`.
+//! The `zk-rwlock` command line (`exec`, `lead`, `status`, `revoke`) is the
+//! separate package `zk-rwlock-cli`.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -116,16 +142,19 @@ mod stats;
 pub(crate) use zk_rwlock_core::{acquire, backoff, contender, ordering};
 pub use zk_rwlock_core::{lease, node_name};
 
+// For the churn test (`tests/churn.rs`), which counts the sessions on the
+// library's background thread; no part of the API.
 #[doc(hidden)]
 pub use background::registered_sessions;
-pub use connect::{connect_client, connect_client_with, ConnectOptions};
+pub use connect::{
+    connect_client, connect_client_with, ConnectOptions, DEFAULT_CONNECT_TIMEOUT, DEFAULT_SESSION_TIMEOUT,
+};
 pub use election::{Election, ElectionBuilder, Leader, Leadership};
 pub use error::{is_retryable, Error};
 pub use lease::{HoldState, LossCause};
 pub use lock::{
     validate_identity, validate_path, ContenderState, Guard, LockBuilder, QueueEntry, ReadGuard, Revoked,
-    SharedLock, Snapshot, WriteGuard, DEFAULT_CONNECT_TIMEOUT, DEFAULT_SESSION_TIMEOUT, GIVE_UP_SLACK,
-    REVOKE_PAYLOAD, TRY_TIMEOUT,
+    SharedLock, Snapshot, WriteGuard, GIVE_UP_SLACK, REVOKE_PAYLOAD, TRY_TIMEOUT,
 };
 pub use metrics::describe_metrics;
 pub use multi::{MultiGuard, MultiLock};

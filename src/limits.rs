@@ -59,7 +59,7 @@
 //!   one: a path of a few KiB keeps each of them far below 1 MiB, and any
 //!   lock name, record keys included, fits.
 //! - **ACLs:** what is left of the request limit: the largest request of
-//!   the lock ([`largest_request`]) must not exceed the client's
+//!   the lock (of those above) must not exceed the client's
 //!   [`max_request_size`](zk::Client::max_request_size). With the identity
 //!   and path at their limits that leaves over 1,000,000 bytes for ACL
 //!   entries: only a list of thousands of entries gets there.
@@ -80,7 +80,8 @@
 //! ([`LockBuilder::max_listing_size`](crate::LockBuilder::max_listing_size),
 //! by default the client's [`max_request_size`](zk::Client::max_request_size),
 //! 1 MiB less one byte: the ensemble's `jute.maxbuffer`) does not queue
-//! ([`queue_admits`]): it withdraws its node and fails with
+//! ([`queue_admits`](zk_rwlock_core::limits::queue_admits)): it withdraws
+//! its node and fails with
 //! [`Error::ListingTooLarge`](crate::Error::ListingTooLarge). The first
 //! listing that makes an acquire wait is checked, not those after (a
 //! waiter is never turned away), so concurrent arrivals may pass the limit
@@ -97,8 +98,8 @@
 
 use crate::node_name::{Layout, Mode, RELEASE_MARKER_SUFFIX};
 use crate::zk;
+pub use zk_rwlock_core::limits::listing_size;
 use zk_rwlock_core::limits::{buffer, INT};
-pub use zk_rwlock_core::limits::{listing_size, queue_admits};
 
 /// The longest identity, in bytes of UTF-8: 255 (see the [module](self)).
 pub const MAX_IDENTITY_LEN: usize = 255;
@@ -117,7 +118,7 @@ const MULTI_HEADER: usize = 9;
 
 /// An ACL list: its length, then per entry the permissions, the scheme and
 /// the id.
-pub fn acls_len(acls: &[zk::Acl]) -> usize {
+pub(crate) fn acls_len(acls: &[zk::Acl]) -> usize {
     4 + acls
         .iter()
         .map(|acl| INT + buffer(acl.scheme().len()) + buffer(acl.id().len()))
@@ -126,7 +127,7 @@ pub fn acls_len(acls: &[zk::Acl]) -> usize {
 
 /// Everything of a lock that its requests carry.
 #[derive(Debug, Clone, Copy)]
-pub struct LockShape<'a> {
+pub(crate) struct LockShape<'a> {
     /// The lock directory's path on the server: the client's chroot (if
     /// any) followed by the lock path.
     pub server_path_len: usize,
@@ -144,7 +145,7 @@ pub struct LockShape<'a> {
 /// length prefix: the largest of its contender create, its directory
 /// create, its release with the record and the recycling of its directory
 /// (see the [module](self)).
-pub fn largest_request(shape: &LockShape<'_>) -> usize {
+pub(crate) fn largest_request(shape: &LockShape<'_>) -> usize {
     let dir = shape.server_path_len;
     // Every mode's prefix: kazoo's read marker is longer than its write one.
     let prefix = [Mode::Read, Mode::Write]
@@ -195,6 +196,7 @@ pub fn largest_request(shape: &LockShape<'_>) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use zk_rwlock_core::limits::queue_admits;
 
     #[test]
     fn a_listing_counts_its_header_names_and_stat() {

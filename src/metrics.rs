@@ -46,6 +46,9 @@
 //! [`connect_client`](crate::connect_client) and friends (and
 //! [`SharedLock::connect`](crate::SharedLock::connect)) that expire.
 
+use crate::acquire::Counts;
+use crate::zk;
+
 /// The kind of a metric.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MetricKind {
@@ -167,6 +170,71 @@ pub fn describe_metrics() {
     imp::describe();
 }
 
+// The values of the labels that are not plain modes: the recording calls
+// below take them, and the lock's counts (`stats.rs`, above) hand them in.
+
+/// How an acquire ended, as the metrics' `outcome` label says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+pub(crate) enum Outcome {
+    Granted,
+    Timeout,
+    Failed,
+    /// Its future was dropped.
+    Cancelled,
+}
+
+/// How a grant came about: the metrics' `handoff` label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+pub(crate) enum GrantKind {
+    /// By the first listing, without waiting.
+    Immediate,
+    /// By the watched node's deletion (with or without the release record).
+    Handoff,
+    /// By the watched writer's release marker.
+    Marker,
+    /// By a new listing after a wake-up or a retry.
+    Relisted,
+}
+
+#[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+impl GrantKind {
+    /// How the grant of an acquire that did `counts` came about.
+    pub(crate) fn of(counts: Counts) -> GrantKind {
+        if counts.marked {
+            GrantKind::Marker
+        } else if counts.handoff {
+            GrantKind::Handoff
+        } else if counts.wakeups == 0 && counts.listings <= 1 {
+            GrantKind::Immediate
+        } else {
+            GrantKind::Relisted
+        }
+    }
+}
+
+/// Why a guard was lost: the metrics' `reason` label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LostReason {
+    SessionExpired,
+    /// Closed, or its authentication failed.
+    SessionClosed,
+    /// Deleted by someone else.
+    NodeDeleted,
+    LeaseRanOut,
+}
+
+impl LostReason {
+    /// The reason for a guard lost with its session, whose state is `state`.
+    pub(crate) fn of_session(state: zk::SessionState) -> LostReason {
+        match state {
+            zk::SessionState::Expired => LostReason::SessionExpired,
+            _ => LostReason::SessionClosed,
+        }
+    }
+}
+
 pub(crate) use imp::*;
 
 /// The recording, with the feature.
@@ -181,7 +249,6 @@ mod imp {
     use crate::acquire::Counts;
     use crate::background::{self, AbortOnDrop};
     use crate::node_name::Mode;
-    use crate::stats::{GrantKind, LostReason, Outcome};
     use crate::zk;
     use tokio::time::Instant;
 
@@ -497,9 +564,9 @@ mod imp {
 
     use tokio::time::Instant;
 
+    use super::{LostReason, Outcome};
     use crate::acquire::Counts;
     use crate::node_name::Mode;
-    use crate::stats::{LostReason, Outcome};
     use crate::zk;
 
     #[derive(Default, Clone)]
@@ -536,6 +603,55 @@ mod imp {
     pub(crate) fn watch_session(_client: &zk::Client) {}
 }
 
+#[cfg(test)]
+mod label_tests {
+    use super::*;
+
+    #[test]
+    fn how_grants_came_about() {
+        let counts = |listings, wakeups, handoff, marked| Counts {
+            listings,
+            wakeups,
+            retries: 0,
+            handoff,
+            marked,
+        };
+        use GrantKind::*;
+        for (listings, wakeups, handoff, marked, kind) in [
+            (1, 0, false, false, Immediate),
+            (0, 0, false, false, Immediate),
+            // A retry listed again: not granted by the first listing.
+            (2, 0, false, false, Relisted),
+            (1, 1, false, false, Relisted),
+            (2, 1, false, false, Relisted),
+            // The watched node found gone when the watch was set: no wake-up.
+            (1, 0, true, false, Handoff),
+            (1, 1, true, false, Handoff),
+            (1, 1, true, true, Marker),
+            (3, 2, true, true, Marker),
+        ] {
+            assert_eq!(
+                GrantKind::of(counts(listings, wakeups, handoff, marked)),
+                kind,
+                "{listings} {wakeups} {handoff} {marked}"
+            );
+        }
+    }
+
+    #[test]
+    fn loss_reasons() {
+        use zk::SessionState::*;
+        assert_eq!(LostReason::of_session(Expired), LostReason::SessionExpired);
+        for state in [Closed, AuthFailed, SyncConnected, Disconnected] {
+            assert_eq!(
+                LostReason::of_session(state),
+                LostReason::SessionClosed,
+                "{state:?}"
+            );
+        }
+    }
+}
+
 #[cfg(all(test, feature = "metrics"))]
 mod tests {
     use std::time::Duration;
@@ -545,7 +661,6 @@ mod tests {
     use super::*;
     use crate::acquire::Counts;
     use crate::node_name::Mode;
-    use crate::stats::Outcome;
 
     /// The value of each metric recorded, as `name{label=value,...}`.
     fn recorded(recorder: &DebuggingRecorder) -> Vec<(String, DebugValue)> {

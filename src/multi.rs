@@ -161,11 +161,6 @@ impl MultiLock {
         })
     }
 
-    /// The parts in acquisition order (sorted by absolute path).
-    pub fn parts(&self) -> impl Iterator<Item = (&SharedLock, Mode)> + '_ {
-        self.parts.iter().map(|(lock, mode)| (lock, *mode))
-    }
-
     /// Acquires every part, waiting as long as it takes.
     ///
     /// # Errors
@@ -229,6 +224,11 @@ impl MultiLock {
             .checked_add(timeout)
             .map_or(Wait::Forever, Wait::Until);
         self.acquire_all(wait).await
+    }
+
+    /// The parts in acquisition order (sorted by absolute path).
+    pub fn parts(&self) -> impl Iterator<Item = (&SharedLock, Mode)> + '_ {
+        self.parts.iter().map(|(lock, mode)| (lock, *mode))
     }
 
     /// Takes the parts one by one in path order. On a give-up, an error or

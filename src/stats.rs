@@ -1,7 +1,7 @@
 //! What a lock's acquires did: counts and wait times, as API; the
 //! acquires waiting and the guards holding now. The same events feed the
-//! lock's metrics ([`crate::metrics`]), which record nothing without the
-//! `metrics` feature.
+//! lock's metrics ([`crate::metrics`], the room below: it knows nothing of
+//! this one), which record nothing without the `metrics` feature.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -10,7 +10,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::acquire::Counts;
-use crate::metrics::LockMetrics;
+pub(crate) use crate::metrics::LostReason;
+use crate::metrics::{LockMetrics, Outcome};
 use crate::node_name::Mode;
 use crate::zk;
 
@@ -77,74 +78,12 @@ pub(crate) enum End {
     Failed,
 }
 
-/// How an acquire ended, as the metrics' `outcome` label says it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-pub(crate) enum Outcome {
-    Granted,
-    Timeout,
-    Failed,
-    /// Its future was dropped.
-    Cancelled,
-}
-
 impl From<End> for Outcome {
     fn from(end: End) -> Outcome {
         match end {
             End::Granted => Outcome::Granted,
             End::GaveUp => Outcome::Timeout,
             End::Failed => Outcome::Failed,
-        }
-    }
-}
-
-/// How a grant came about: the metrics' `handoff` label.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-pub(crate) enum GrantKind {
-    /// By the first listing, without waiting.
-    Immediate,
-    /// By the watched node's deletion (with or without the release record).
-    Handoff,
-    /// By the watched writer's release marker.
-    Marker,
-    /// By a new listing after a wake-up or a retry.
-    Relisted,
-}
-
-#[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-impl GrantKind {
-    /// How the grant of an acquire that did `counts` came about.
-    pub(crate) fn of(counts: Counts) -> GrantKind {
-        if counts.marked {
-            GrantKind::Marker
-        } else if counts.handoff {
-            GrantKind::Handoff
-        } else if counts.wakeups == 0 && counts.listings <= 1 {
-            GrantKind::Immediate
-        } else {
-            GrantKind::Relisted
-        }
-    }
-}
-
-/// Why a guard was lost: the metrics' `reason` label.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum LostReason {
-    SessionExpired,
-    /// Closed, or its authentication failed.
-    SessionClosed,
-    /// Deleted by someone else.
-    NodeDeleted,
-    LeaseRanOut,
-}
-
-impl LostReason {
-    /// The reason for a guard lost with its session, whose state is `state`.
-    pub(crate) fn of_session(state: zk::SessionState) -> LostReason {
-        match state {
-            zk::SessionState::Expired => LostReason::SessionExpired,
-            _ => LostReason::SessionClosed,
         }
     }
 }
@@ -490,49 +429,9 @@ mod tests {
     }
 
     #[test]
-    fn how_grants_came_about() {
-        let counts = |listings, wakeups, handoff, marked| Counts {
-            listings,
-            wakeups,
-            retries: 0,
-            handoff,
-            marked,
-        };
-        use GrantKind::*;
-        for (listings, wakeups, handoff, marked, kind) in [
-            (1, 0, false, false, Immediate),
-            (0, 0, false, false, Immediate),
-            // A retry listed again: not granted by the first listing.
-            (2, 0, false, false, Relisted),
-            (1, 1, false, false, Relisted),
-            (2, 1, false, false, Relisted),
-            // The watched node found gone when the watch was set: no wake-up.
-            (1, 0, true, false, Handoff),
-            (1, 1, true, false, Handoff),
-            (1, 1, true, true, Marker),
-            (3, 2, true, true, Marker),
-        ] {
-            assert_eq!(
-                GrantKind::of(counts(listings, wakeups, handoff, marked)),
-                kind,
-                "{listings} {wakeups} {handoff} {marked}"
-            );
-        }
-    }
-
-    #[test]
-    fn outcomes_and_loss_reasons() {
+    fn outcomes() {
         assert_eq!(Outcome::from(End::Granted), Outcome::Granted);
         assert_eq!(Outcome::from(End::GaveUp), Outcome::Timeout);
         assert_eq!(Outcome::from(End::Failed), Outcome::Failed);
-        use zk::SessionState::*;
-        assert_eq!(LostReason::of_session(Expired), LostReason::SessionExpired);
-        for state in [Closed, AuthFailed, SyncConnected, Disconnected] {
-            assert_eq!(
-                LostReason::of_session(state),
-                LostReason::SessionClosed,
-                "{state:?}"
-            );
-        }
     }
 }

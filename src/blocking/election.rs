@@ -67,16 +67,6 @@ impl Election {
         })
     }
 
-    /// The async election underneath.
-    pub fn as_async(&self) -> &crate::Election {
-        &self.election
-    }
-
-    /// The lock directory.
-    pub fn path(&self) -> &str {
-        self.election.path()
-    }
-
     /// Waits until this candidate leads (see [`crate::Election::campaign`]).
     ///
     /// # Errors
@@ -113,6 +103,16 @@ impl Election {
             receiver: self.election.observe(),
             rt: self.rt.clone(),
         }
+    }
+
+    /// The async election underneath.
+    pub fn as_async(&self) -> &crate::Election {
+        &self.election
+    }
+
+    /// The lock directory.
+    pub fn path(&self) -> &str {
+        self.election.path()
     }
 
     fn wrap(&self, leadership: crate::Leadership) -> Leadership {

@@ -36,57 +36,6 @@ impl SharedLock {
         SharedLock::connect_with(servers, path, None, DEFAULT_SESSION_TIMEOUT)
     }
 
-    /// Like [`SharedLock::connect`], with an identity for the node names and a session timeout.
-    ///
-    /// # Errors
-    ///
-    /// As [`SharedLock::connect`], and [`Error::InvalidIdentity`].
-    pub fn connect_with(
-        servers: &str,
-        path: &str,
-        identity: Option<&str>,
-        session_timeout: Duration,
-    ) -> Result<SharedLock, Error> {
-        validate_path(path)?;
-        if let Some(identity) = identity {
-            crate::lock::validate_identity(identity)?;
-        }
-        let (rt, client) = connect_runtime(servers, session_timeout, Some(path))?;
-        let mut builder = crate::SharedLock::builder(client, path);
-        if let Some(identity) = identity {
-            builder = builder.identity(identity);
-        }
-        Ok(SharedLock {
-            lock: builder.build()?,
-            rt: Arc::new(rt),
-        })
-    }
-
-    /// Connects a new session to `servers` with `options` (credentials,
-    /// TLS, timeouts: see [`ConnectOptions`](crate::ConnectOptions)) and
-    /// makes a lock on `path` with the default identity and ACLs.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidPath`] before connecting, those of
-    /// [`connect_client_with`](crate::connect_client_with), and
-    /// [`Error::InsideRuntime`].
-    pub fn connect_with_options(
-        servers: &str,
-        path: &str,
-        options: &crate::ConnectOptions,
-    ) -> Result<SharedLock, Error> {
-        validate_path(path)?;
-        let rt = runtime()?;
-        let client = rt
-            .block_on(crate::connect_client_with(servers, options))?
-            .map_err(|e| e.for_lock(path))?;
-        Ok(SharedLock {
-            lock: crate::SharedLock::new(client, path)?,
-            rt: Arc::new(rt),
-        })
-    }
-
     /// A lock on `path` used through an existing `client`, with the default
     /// identity and ACLs (for others, [`crate::LockBuilder`] and
     /// [`SharedLock::from_async`]). A client of [`connect`](super::connect) or
@@ -116,54 +65,6 @@ impl SharedLock {
             lock,
             rt: Arc::new(runtime()?),
         })
-    }
-
-    /// The async lock underneath.
-    pub fn as_async(&self) -> &crate::SharedLock {
-        &self.lock
-    }
-
-    /// The lock directory path.
-    pub fn path(&self) -> &str {
-        self.lock.path()
-    }
-
-    /// The client session this lock uses.
-    pub fn client(&self) -> &zk::Client {
-        self.lock.client()
-    }
-
-    /// Runs `f` to completion on the calling thread, in this lock's
-    /// runtime: for the client's own calls on the data the lock protects,
-    /// without a runtime of one's own.
-    ///
-    /// ```no_run
-    /// use zk_rwlock::blocking::SharedLock;
-    ///
-    /// let lock = SharedLock::connect("127.0.0.1:2181", "/locks/orders")?;
-    /// let guard = lock.write()?;
-    /// let client = lock.client();
-    /// let (data, stat) = lock.block_on(client.get_data("/orders/state"))??;
-    /// lock.block_on(client.set_data("/orders/state", b"next", Some(stat.version)))??;
-    /// drop(guard);
-    /// # let _ = data;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InsideRuntime`] on a thread that runs a runtime's tasks
-    /// (see the [module documentation](super)); `f`'s own errors are in its
-    /// output.
-    pub fn block_on<F: Future>(&self, f: F) -> Result<F::Output, Error> {
-        self.rt.block_on(f)
-    }
-
-    fn wrap(&self, guard: crate::Guard) -> Guard {
-        Guard {
-            inner: Some(guard),
-            rt: self.rt.clone(),
-        }
     }
 
     /// Acquires the lock for reading, waiting as long as it takes.
@@ -230,6 +131,32 @@ impl SharedLock {
             .map(|g| self.wrap(crate::Guard::from(g))))
     }
 
+    /// Runs `f` to completion on the calling thread, in this lock's
+    /// runtime: for the client's own calls on the data the lock protects,
+    /// without a runtime of one's own.
+    ///
+    /// ```no_run
+    /// use zk_rwlock::blocking::SharedLock;
+    ///
+    /// let lock = SharedLock::connect("127.0.0.1:2181", "/locks/orders")?;
+    /// let guard = lock.write()?;
+    /// let client = lock.client();
+    /// let (data, stat) = lock.block_on(client.get_data("/orders/state"))??;
+    /// lock.block_on(client.set_data("/orders/state", b"next", Some(stat.version)))??;
+    /// drop(guard);
+    /// # let _ = data;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InsideRuntime`] on a thread that runs a runtime's tasks
+    /// (see the [module documentation](super)); `f`'s own errors are in its
+    /// output.
+    pub fn block_on<F: Future>(&self, f: F) -> Result<F::Output, Error> {
+        self.rt.block_on(f)
+    }
+
     /// The contenders in queue order (see [`crate::SharedLock::contenders`]).
     ///
     /// # Errors
@@ -258,6 +185,79 @@ impl SharedLock {
     /// As [`crate::SharedLock::revoke_holders`], and [`Error::InsideRuntime`].
     pub fn revoke_holders(&self) -> Result<crate::Revoked, Error> {
         self.block_on(self.lock.revoke_holders())?
+    }
+
+    /// Like [`SharedLock::connect`], with an identity for the node names and a session timeout.
+    ///
+    /// # Errors
+    ///
+    /// As [`SharedLock::connect`], and [`Error::InvalidIdentity`].
+    pub fn connect_with(
+        servers: &str,
+        path: &str,
+        identity: Option<&str>,
+        session_timeout: Duration,
+    ) -> Result<SharedLock, Error> {
+        validate_path(path)?;
+        if let Some(identity) = identity {
+            crate::lock::validate_identity(identity)?;
+        }
+        let (rt, client) = connect_runtime(servers, session_timeout, Some(path))?;
+        let mut builder = crate::SharedLock::builder(client, path);
+        if let Some(identity) = identity {
+            builder = builder.identity(identity);
+        }
+        Ok(SharedLock {
+            lock: builder.build()?,
+            rt: Arc::new(rt),
+        })
+    }
+
+    /// Connects a new session to `servers` with `options` (credentials,
+    /// TLS, timeouts: see [`ConnectOptions`](crate::ConnectOptions)) and
+    /// makes a lock on `path` with the default identity and ACLs.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidPath`] before connecting, those of
+    /// [`connect_client_with`](crate::connect_client_with), and
+    /// [`Error::InsideRuntime`].
+    pub fn connect_with_options(
+        servers: &str,
+        path: &str,
+        options: &crate::ConnectOptions,
+    ) -> Result<SharedLock, Error> {
+        validate_path(path)?;
+        let rt = runtime()?;
+        let client = rt
+            .block_on(crate::connect_client_with(servers, options))?
+            .map_err(|e| e.for_lock(path))?;
+        Ok(SharedLock {
+            lock: crate::SharedLock::new(client, path)?,
+            rt: Arc::new(rt),
+        })
+    }
+
+    /// The async lock underneath.
+    pub fn as_async(&self) -> &crate::SharedLock {
+        &self.lock
+    }
+
+    /// The lock directory path.
+    pub fn path(&self) -> &str {
+        self.lock.path()
+    }
+
+    /// The client session this lock uses.
+    pub fn client(&self) -> &zk::Client {
+        self.lock.client()
+    }
+
+    fn wrap(&self, guard: crate::Guard) -> Guard {
+        Guard {
+            inner: Some(guard),
+            rt: self.rt.clone(),
+        }
     }
 }
 

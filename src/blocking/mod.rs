@@ -10,9 +10,9 @@
 //! A call blocks the calling thread until the lock's work, which runs on
 //! the library's threads, is done. It works from any thread that does not
 //! run a Tokio runtime's tasks: a plain thread, a closure given to
-//! [`tokio::task::spawn_blocking`] (of any runtime, `current_thread`
-//! included) or to [`tokio::task::block_in_place`], and the thread that
-//! drives a multi-thread runtime's `block_on` (it runs no tasks).
+//! [`spawn_blocking`] (of any runtime, `current_thread` included) or to
+//! [`block_in_place`], and the thread that drives a multi-thread runtime's
+//! `block_on` (it runs no tasks).
 //!
 //! On a thread that runs a runtime's tasks (the thread of a
 //! `current_thread` runtime, in its `block_on` or in any of its tasks, and
@@ -23,21 +23,26 @@
 //! the async [`crate::SharedLock`] there.
 //!
 //! How such a thread is told apart: inside `spawn_blocking` a runtime's
-//! handle is set too ([`tokio::runtime::Handle::try_current`] succeeds), so
-//! that cannot tell. Tokio itself decides it when a task yields:
-//! [`tokio::task::yield_now`] hands its wake-up to the scheduler that runs
-//! on the current thread, to be delivered when the task has yielded, and
-//! wakes at once on a thread that runs no scheduler. The check polls
-//! `yield_now` once with a waker of its own and looks whether it was woken
-//! at once. The lock's futures are then polled on the calling thread, with
-//! a plain thread park between polls (not `Runtime::block_on`, which
-//! refuses to start where a runtime's `block_on` already runs), outside
-//! Tokio's cooperative budget, in the context of this module's runtime for
-//! their timers.
+//! handle is set too ([`Handle::try_current`] succeeds), so that cannot
+//! tell. Tokio itself decides it when a task yields: [`yield_now`] hands
+//! its wake-up to the scheduler that runs on the current thread, to be
+//! delivered when the task has yielded, and wakes at once on a thread that
+//! runs no scheduler. The check polls `yield_now` once with a waker of its
+//! own and looks whether it was woken at once. The lock's futures are then
+//! polled on the calling thread, with a plain thread park between polls
+//! (not `Runtime::block_on`, which refuses to start where a runtime's
+//! `block_on` already runs), outside Tokio's cooperative budget, in the
+//! context of this module's runtime for their timers.
 //!
-//! Not seen by the check: a [`tokio::task::LocalSet`] driven from a
-//! multi-thread runtime's `block_on` runs its tasks on that thread without
-//! a scheduler of the runtime there; blocking inside it stops them.
+//! Not seen by the check: a [`LocalSet`] driven from a multi-thread
+//! runtime's `block_on` runs its tasks on that thread without a scheduler
+//! of the runtime there; blocking inside it stops them.
+//!
+//! [`spawn_blocking`]: https://docs.rs/tokio/1/tokio/task/fn.spawn_blocking.html
+//! [`block_in_place`]: https://docs.rs/tokio/1/tokio/task/fn.block_in_place.html
+//! [`Handle::try_current`]: https://docs.rs/tokio/1/tokio/runtime/struct.Handle.html#method.try_current
+//! [`yield_now`]: https://docs.rs/tokio/1/tokio/task/fn.yield_now.html
+//! [`LocalSet`]: https://docs.rs/tokio/1/tokio/task/struct.LocalSet.html
 //!
 //! ```no_run
 //! use zk_rwlock::blocking::SharedLock;

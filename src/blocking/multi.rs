@@ -46,18 +46,6 @@ impl MultiLock {
         })
     }
 
-    /// The async multi-lock underneath.
-    pub fn as_async(&self) -> &crate::MultiLock {
-        &self.lock
-    }
-
-    fn wrap(&self, guard: crate::MultiGuard) -> MultiGuard {
-        MultiGuard {
-            inner: Some(guard),
-            rt: self.rt.clone(),
-        }
-    }
-
     /// Acquires every part, waiting as long as it takes.
     ///
     /// # Errors
@@ -88,6 +76,18 @@ impl MultiLock {
             .rt
             .block_on(self.lock.acquire_timeout(timeout))??
             .map(|g| self.wrap(g)))
+    }
+
+    /// The async multi-lock underneath.
+    pub fn as_async(&self) -> &crate::MultiLock {
+        &self.lock
+    }
+
+    fn wrap(&self, guard: crate::MultiGuard) -> MultiGuard {
+        MultiGuard {
+            inner: Some(guard),
+            rt: self.rt.clone(),
+        }
     }
 }
 

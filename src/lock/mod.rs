@@ -6,8 +6,10 @@
 //! run loop in that module's documentation). No rule of a contender's life
 //! lives here.
 //!
-//! Its rooms: this module has the lock handle, its builder and the public
-//! acquire methods; `driver` runs an acquire (the machine's loop, and the
+//! Its rooms: this module has the lock handle, its builder and every
+//! public method of [`SharedLock`], in the order of use (connect, acquire,
+//! look at the queue, revoke; `snapshot` and `revoke` do the work of the
+//! last ones); `driver` runs an acquire (the machine's loop, and the
 //! wait's requests and watches); `requests` performs the machine's other
 //! request actions, one function each (the node's create, the directory,
 //! finding my node, deletions with or without the release record,
@@ -25,7 +27,9 @@ use std::time::Duration;
 use tracing::warn;
 
 use crate::background;
-use crate::connect::connect_client;
+use crate::connect::{
+    connect_client, connect_client_with, ConnectOptions, DEFAULT_CONNECT_TIMEOUT, DEFAULT_SESSION_TIMEOUT,
+};
 use crate::error::Error;
 use crate::lease;
 use crate::limits;
@@ -51,12 +55,6 @@ pub use validate::{validate_identity, validate_path};
 use driver::{deadline, Patience};
 pub(crate) use requests::{child_path, with_retry};
 use validate::{default_acls, peers_cannot_read, shared_default_identity};
-
-/// How long [`SharedLock::connect`] tries to reach a server: 10 s.
-pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// The session timeout [`SharedLock::connect`] asks for: 10 s (the server
-/// may grant another, between 2 and 20 ticks).
-pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A read/write lock on one lock directory, used through one ZooKeeper
 /// client session.
@@ -445,19 +443,21 @@ impl LockBuilder {
 }
 
 impl SharedLock {
-    /// A lock on `path` used through `client`, with the default identity and ACLs. No I/O.
-    ///
-    /// The guards' lease deadlines run on the session timeouts `client` was
-    /// told. A client attached to an existing session
-    /// (`zk::Connector::with_session`) was not told the timeout the session
-    /// was created with, which a restarted server or a new leader restores:
-    /// give locks a client that made its own session.
+    /// Connects a new client session to `servers` (a ZooKeeper connect
+    /// string like `"127.0.0.1:2181,127.0.0.1:2182"`) and makes a lock on `path`.
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidPath`] if `path` is not a valid lock directory path.
-    pub fn new(client: zk::Client, path: &str) -> Result<SharedLock, Error> {
-        SharedLock::builder(client, path).build()
+    /// [`Error::InvalidPath`] before connecting; [`Error::Unreachable`] if no
+    /// server answers within [`DEFAULT_CONNECT_TIMEOUT`];
+    /// [`Error::ChrootMissing`] (naming `path`) if the chroot of `servers`
+    /// does not exist.
+    pub async fn connect(servers: &str, path: &str) -> Result<SharedLock, Error> {
+        validate_path(path)?;
+        let client = connect_client(servers, DEFAULT_SESSION_TIMEOUT, DEFAULT_CONNECT_TIMEOUT)
+            .await
+            .map_err(|e| e.for_lock(path))?;
+        SharedLock::new(client, path)
     }
 
     /// A builder to set the identity and ACLs.
@@ -476,41 +476,19 @@ impl SharedLock {
         }
     }
 
-    /// Connects a new client session to `servers` (a ZooKeeper connect
-    /// string like `"127.0.0.1:2181,127.0.0.1:2182"`) and makes a lock on `path`.
+    /// A lock on `path` used through `client`, with the default identity and ACLs. No I/O.
+    ///
+    /// The guards' lease deadlines run on the session timeouts `client` was
+    /// told. A client attached to an existing session
+    /// (`zk::Connector::with_session`) was not told the timeout the session
+    /// was created with, which a restarted server or a new leader restores:
+    /// give locks a client that made its own session.
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidPath`] before connecting; [`Error::Unreachable`] if no
-    /// server answers within [`DEFAULT_CONNECT_TIMEOUT`];
-    /// [`Error::ChrootMissing`] (naming `path`) if the chroot of `servers`
-    /// does not exist.
-    pub async fn connect(servers: &str, path: &str) -> Result<SharedLock, Error> {
-        validate_path(path)?;
-        let client = connect_client(servers, DEFAULT_SESSION_TIMEOUT, DEFAULT_CONNECT_TIMEOUT)
-            .await
-            .map_err(|e| e.for_lock(path))?;
-        SharedLock::new(client, path)
-    }
-
-    /// The lock directory path.
-    pub fn path(&self) -> &str {
-        &self.inner.path
-    }
-
-    /// The identity written into contender node names.
-    pub fn identity(&self) -> &str {
-        &self.inner.identity
-    }
-
-    /// How this lock names its contender nodes (see [`LockBuilder::layout`]).
-    pub fn layout(&self) -> Layout {
-        self.inner.layout
-    }
-
-    /// The client session this lock uses.
-    pub fn client(&self) -> &zk::Client {
-        &self.inner.client
+    /// [`Error::InvalidPath`] if `path` is not a valid lock directory path.
+    pub fn new(client: zk::Client, path: &str) -> Result<SharedLock, Error> {
+        SharedLock::builder(client, path).build()
     }
 
     /// Acquires the lock for reading (shared), waiting as long as it takes.
@@ -671,6 +649,132 @@ impl SharedLock {
     /// in [`Stats::acquires`].
     pub fn stats(&self) -> Stats {
         self.inner.stats.get()
+    }
+
+    /// The contenders of this lock in queue order: who holds it, who waits
+    /// on whom, with fencing tokens and creation times. Children that are
+    /// not contenders are left out. A lock directory that does not exist
+    /// has no contenders.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ChrootMissing`] if the client's chroot does not exist (not an
+    /// empty queue); [`Error::NoAuth`], [`Error::SessionExpired`],
+    /// [`Error::ZooKeeper`].
+    pub async fn contenders(&self) -> Result<Vec<QueueEntry>, Error> {
+        Ok(self.snapshot().await?.contenders)
+    }
+
+    /// Lists the lock directory: contenders in queue order (with their
+    /// stats) and the children that are not contenders.
+    ///
+    /// # Errors
+    ///
+    /// As [`SharedLock::contenders`].
+    pub async fn snapshot(&self) -> Result<Snapshot, Error> {
+        snapshot::take(self).await
+    }
+
+    /// Asks the holder of the contender node `node` to let go: writes
+    /// [`REVOKE_PAYLOAD`] as the node's data (ZooKeeper's "revocable shared
+    /// locks" recipe, with Apache Curator's payload). Cooperative: the
+    /// holder learns it through its guard
+    /// ([`WriteGuard::revocation_requested`](crate::WriteGuard::revocation_requested)) and decides; nothing is
+    /// taken from it, and no one is granted before it releases (a data
+    /// change on a contender node grants nothing).
+    ///
+    /// Permissions: revoking needs WRITE on the node (nodes created with
+    /// an ACL such as [`zk::Acls::creator_all`] cannot be revoked by other
+    /// identities: [`Error::NoAuth`]), and the holder sees a request only if
+    /// it may READ its own node (on a node it cannot watch, a request is
+    /// written but never seen).
+    ///
+    /// `node` is a child name of this lock's directory, or its full path.
+    /// Writing to a node that still waits costs its owner a listing plus
+    /// new watches; a request its owner saw while waiting stays recorded,
+    /// and one it did not is seen by the guard's kept watch, which reads
+    /// the node at the grant. Ok(false) if there is no
+    /// such contender: the node no longer exists (released, withdrawn, or
+    /// its session ended), or `node` does not name a contender node of this
+    /// lock (another directory, a node further down such as a nested
+    /// lock's, a name that does not parse), in which case nothing is sent.
+    ///
+    /// A kazoo node (`…__lock__…`, `…__rlock__…`) is never written to:
+    /// kazoo has no revocation, and the node's data is its contender's
+    /// identifier, which kazoo's `Lock.contenders()` returns. Ok(false),
+    /// nothing sent. Curator nodes are asked: `__REVOKE__` is Curator's own
+    /// revocation message, acted on by a Curator holder only if it made
+    /// its lock revocable (`makeRevocable`).
+    ///
+    /// The request is retried through connection loss: if it landed but
+    /// its answer was lost, and the holder released before the retry, the
+    /// result is Ok(false) although the request was written (to a node now
+    /// gone).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoAuth`] if the node's ACL refuses WRITE;
+    /// [`Error::SessionExpired`], [`Error::ZooKeeper`].
+    pub async fn revoke(&self, node: &str) -> Result<bool, Error> {
+        revoke::ask(self, node).await
+    }
+
+    /// Asks every current holder of the lock to let go (see
+    /// [`SharedLock::revoke`]): one listing, then one request per holder,
+    /// each asked even if another refused. Returns the full paths of the
+    /// nodes asked that still existed ([`Revoked::asked`]), those whose
+    /// ACL refused WRITE ([`Revoked::refused`], with
+    /// [`Error::NoAuth`]) and the kazoo holders, which are not asked
+    /// (kazoo has no revocation: [`Revoked::not_revocable`]). A holder
+    /// granted after the listing is not asked.
+    ///
+    /// # Errors
+    ///
+    /// As [`SharedLock::contenders`]; [`Error::SessionExpired`] or
+    /// [`Error::ZooKeeper`] from a request (NoAuth is not an error here: it
+    /// is reported in [`Revoked::refused`]).
+    pub async fn revoke_holders(&self) -> Result<Revoked, Error> {
+        revoke::ask_holders(self).await
+    }
+
+    /// Connects a new client session to `servers` with `options`
+    /// (credentials, TLS, timeouts) and makes a lock on `path` with the
+    /// default identity and ACLs. For other ACLs, connect with
+    /// [`connect_client_with`] and use [`SharedLock::builder`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidPath`] before connecting, and those of [`connect_client_with`].
+    pub async fn connect_with_options(
+        servers: &str,
+        path: &str,
+        options: &ConnectOptions,
+    ) -> Result<SharedLock, Error> {
+        validate_path(path)?;
+        let client = connect_client_with(servers, options)
+            .await
+            .map_err(|e| e.for_lock(path))?;
+        SharedLock::new(client, path)
+    }
+
+    /// The lock directory path.
+    pub fn path(&self) -> &str {
+        &self.inner.path
+    }
+
+    /// The identity written into contender node names.
+    pub fn identity(&self) -> &str {
+        &self.inner.identity
+    }
+
+    /// How this lock names its contender nodes (see [`LockBuilder::layout`]).
+    pub fn layout(&self) -> Layout {
+        self.inner.layout
+    }
+
+    /// The client session this lock uses.
+    pub fn client(&self) -> &zk::Client {
+        &self.inner.client
     }
 }
 

@@ -11,83 +11,63 @@ use crate::node_name::NodeName;
 use crate::ordering::{self, Decision};
 use crate::zk;
 
-impl SharedLock {
-    /// The contenders of this lock in queue order: who holds it, who waits
-    /// on whom, with fencing tokens and creation times. Children that are
-    /// not contenders are left out. A lock directory that does not exist
-    /// has no contenders.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::ChrootMissing`] if the client's chroot does not exist (not an
-    /// empty queue); [`Error::NoAuth`], [`Error::SessionExpired`],
-    /// [`Error::ZooKeeper`].
-    pub async fn contenders(&self) -> Result<Vec<QueueEntry>, Error> {
-        Ok(self.snapshot().await?.contenders)
-    }
+/// Lists the lock directory and reads its contenders' stats: the work of
+/// [`SharedLock::snapshot`].
+pub(super) async fn take(lock: &SharedLock) -> Result<Snapshot, Error> {
+    let client = &lock.inner.client;
+    let dir = &lock.inner.path;
+    let children = match with_retry(client, || client.list_children(dir)).await {
+        Ok(children) => Some(children),
+        Err(zk::Error::NoNode) => match missing_chroot(client, Some(dir)).await {
+            Some(e) => return Err(e),
+            None => None,
+        },
+        Err(e) => return Err(Error::from_zk(e, dir)),
+    };
+    describe(lock, children).await
+}
 
-    /// Lists the lock directory: contenders in queue order (with their
-    /// stats) and the children that are not contenders.
-    ///
-    /// # Errors
-    ///
-    /// As [`SharedLock::contenders`].
-    pub async fn snapshot(&self) -> Result<Snapshot, Error> {
-        let client = &self.inner.client;
-        let dir = &self.inner.path;
-        let children = match with_retry(client, || client.list_children(dir)).await {
-            Ok(children) => Some(children),
-            Err(zk::Error::NoNode) => match missing_chroot(client, Some(dir)).await {
-                Some(e) => return Err(e),
-                None => None,
-            },
-            Err(e) => return Err(Error::from_zk(e, dir)),
+/// Classifies a listing of the lock directory (`None`: the directory
+/// does not exist) with [`ordering::queue`] and reads each contender's
+/// stat. All stat requests are sent before any reply is awaited.
+async fn describe(lock: &SharedLock, children: Option<Vec<String>>) -> Result<Snapshot, Error> {
+    let client = &lock.inner.client;
+    let dir = &lock.inner.path;
+    let exists = children.is_some();
+    let children = children.unwrap_or_default();
+    let queue = ordering::queue(&children);
+    let paths: Vec<String> = queue.contenders.iter().map(|p| child_path(dir, p.name)).collect();
+    let stats: Vec<_> = paths.iter().map(|p| client.check_stat(p)).collect();
+    let mut contenders = Vec::with_capacity(paths.len());
+    for ((place, path), stat) in queue.contenders.iter().zip(&paths).zip(stats) {
+        let stat = match stat.await {
+            Ok(stat) => stat,
+            Err(e) if is_retryable(&e) => None,
+            Err(e) => return Err(Error::from_zk(e, path)),
         };
-        self.describe(children).await
+        let Ok(name) = place.name.parse::<NodeName>() else {
+            continue;
+        };
+        contenders.push(QueueEntry {
+            path: path.clone(),
+            state: match place.decision {
+                Decision::Granted => ContenderState::Holds,
+                Decision::Wait { watch, .. } => ContenderState::WaitsOn(watch.to_owned()),
+                _ => ContenderState::Exhausted,
+            },
+            fencing_token: stat.as_ref().map(|s| s.czxid),
+            created: stat
+                .as_ref()
+                .map(|s| UNIX_EPOCH + Duration::from_millis(s.ctime.max(0) as u64)),
+            session: stat.as_ref().map(|s| s.ephemeral_owner),
+            name,
+        });
     }
-
-    /// Classifies a listing of the lock directory (`None`: the directory
-    /// does not exist) with [`ordering::queue`] and reads each contender's
-    /// stat. All stat requests are sent before any reply is awaited.
-    async fn describe(&self, children: Option<Vec<String>>) -> Result<Snapshot, Error> {
-        let client = &self.inner.client;
-        let dir = &self.inner.path;
-        let exists = children.is_some();
-        let children = children.unwrap_or_default();
-        let queue = ordering::queue(&children);
-        let paths: Vec<String> = queue.contenders.iter().map(|p| child_path(dir, p.name)).collect();
-        let stats: Vec<_> = paths.iter().map(|p| client.check_stat(p)).collect();
-        let mut contenders = Vec::with_capacity(paths.len());
-        for ((place, path), stat) in queue.contenders.iter().zip(&paths).zip(stats) {
-            let stat = match stat.await {
-                Ok(stat) => stat,
-                Err(e) if is_retryable(&e) => None,
-                Err(e) => return Err(Error::from_zk(e, path)),
-            };
-            let Ok(name) = place.name.parse::<NodeName>() else {
-                continue;
-            };
-            contenders.push(QueueEntry {
-                path: path.clone(),
-                state: match place.decision {
-                    Decision::Granted => ContenderState::Holds,
-                    Decision::Wait { watch, .. } => ContenderState::WaitsOn(watch.to_owned()),
-                    _ => ContenderState::Exhausted,
-                },
-                fencing_token: stat.as_ref().map(|s| s.czxid),
-                created: stat
-                    .as_ref()
-                    .map(|s| UNIX_EPOCH + Duration::from_millis(s.ctime.max(0) as u64)),
-                session: stat.as_ref().map(|s| s.ephemeral_owner),
-                name,
-            });
-        }
-        Ok(Snapshot {
-            exists,
-            contenders,
-            foreign: queue.foreign.iter().map(|s| (*s).to_owned()).collect(),
-        })
-    }
+    Ok(Snapshot {
+        exists,
+        contenders,
+        foreign: queue.foreign.iter().map(|s| (*s).to_owned()).collect(),
+    })
 }
 
 /// The lock directory at one moment, from [`SharedLock::snapshot`].

@@ -14,7 +14,8 @@ use crate::zk;
 /// refuses in paths (below), at most
 /// [`MAX_PATH_LEN`](crate::limits::MAX_PATH_LEN) (4096) bytes, not
 /// ZooKeeper's own tree `/zookeeper` or under it, and no segment that
-/// parses as a contender node name (`<host>-<R|W>-<seq>`, see
+/// parses as a contender node name in any layout (natively
+/// `<identity>@<token>-<R|W>-<seq>`, and any `<name>-<R|W>-<seq>`; see
 /// [`node_name::is_contender_name`](crate::node_name::is_contender_name)).
 /// Does no I/O.
 ///
@@ -84,14 +85,14 @@ pub fn validate_path(path: &str) -> Result<(), Error> {
     let mut segments = path[1..].split('/').rev();
     if segments.next().is_some_and(crate::node_name::is_contender_name) {
         return bad(
-            "its last segment looks like a contender node name (`<host>-<R|W>-<seq>`): \
+            "its last segment looks like a contender node name (`<name>-<R|W>-<seq>`): \
              the lock one level up would count this lock's persistent directory as a contender \
              that holds it forever",
         );
     }
     if segments.any(crate::node_name::is_contender_name) {
         return bad(
-            "one of its segments looks like a contender node name (`<host>-<R|W>-<seq>`): \
+            "one of its segments looks like a contender node name (`<name>-<R|W>-<seq>`): \
              the lock one level above that segment would count its persistent node as a contender \
              that holds it forever",
         );
