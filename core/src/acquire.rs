@@ -28,9 +28,13 @@
 //!                            send a data watch on `watched` (and on my own node if `own`),
 //!                            and an `exists` watch on `marker` if any, all pipelined;
 //!                            action = machine.step(WatchesSet{..})
-//!         Wait{poll}      => wait for the first of: my node's watch, the watched node's
+//!         Wait{poll}      => wait until any of these has something: my node's watch, the
+//!                            marker's watch, a session state change, the watched node's
 //!                            watch (or, with `poll`, `exists` checks until it is gone),
-//!                            a session state change, the deadline; feed it as an input
+//!                            the deadline; of all that arrived (an [`Arrived`]), feed the
+//!                            first of [`Arrived::in_order`] as an input and leave the rest
+//!                            where it arrived (none: a marker event that means nothing,
+//!                            wait again)
 //!         Rewatch{..}     => action = machine.step(Rewatched(data watch on `watched` again))
 //!         ReadRecord{..}  => action = machine.step(RecordRead(one multi-read: the lock
 //!                            directory's data and my node))
@@ -41,7 +45,7 @@
 //!     }
 //!     before feeding any answer: machine.event(..) for each event that arrived
 //!     meanwhile (my node's watch fired, the marker's `NodeCreated`, the session's
-//!     state changed)
+//!     state changed), in the order of [`Arrived::in_order`]
 //!     after every step: drop the marker's watch (the client removes it from the
 //!     server) once `machine.marker_watch_needed()` is false and it has not fired
 //! }
@@ -91,6 +95,7 @@
 //!   [`crate::ordering`], "Peers and the release record").
 //! - An acquire that may not wait (`try_*`) gives up at the first wait.
 
+use crate::lease::SessionState;
 use crate::limits;
 use crate::node_name::{self, parse_parts, Layout, Mode};
 use crate::ordering::{self, Decision, OrderingError};
@@ -126,6 +131,53 @@ pub enum NodeEvent {
     Failed,
 }
 
+/// The kind of a watch's event, as a ZooKeeper client reports it (the
+/// core's copy: it depends on no client). What it means is [`NodeEvent::of`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatchedKind {
+    /// The session's state changed (no node event).
+    Session,
+    /// The node was created.
+    Created,
+    /// The node was deleted.
+    Deleted,
+    /// The node's data was written.
+    DataChanged,
+    /// The node's children changed.
+    ChildrenChanged,
+}
+
+impl NodeEvent {
+    /// What a watch's event of `kind`, carrying the session `state`, means
+    /// for the watched node: a state that ends the session is its end
+    /// whatever the kind (a watch hears of the end before the client's
+    /// state says so); otherwise a deletion, a data change, or nothing the
+    /// rules look at.
+    pub fn of(kind: WatchedKind, state: SessionState) -> NodeEvent {
+        if state.is_over() {
+            return NodeEvent::SessionEnded;
+        }
+        match kind {
+            WatchedKind::Deleted => NodeEvent::Deleted,
+            WatchedKind::DataChanged => NodeEvent::DataChanged,
+            WatchedKind::Session | WatchedKind::Created | WatchedKind::ChildrenChanged => NodeEvent::Other,
+        }
+    }
+}
+
+impl Event {
+    /// What a change of the session's `state` means for a wait: the
+    /// session's end, or an interruption (connection lost or re-established,
+    /// read-only or not), after which watch events may come in any order.
+    pub fn of_session(state: SessionState) -> Event {
+        if state.is_over() {
+            Event::SessionEnded
+        } else {
+            Event::Interrupted
+        }
+    }
+}
+
 /// An event that arrives without being asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event {
@@ -144,6 +196,86 @@ pub enum Event {
     Interrupted,
     /// The session is over.
     SessionEnded,
+}
+
+/// The sources a wait listens to ([`Arrived`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// My own node's data watch.
+    Own,
+    /// The `exists` watch on the watched node's release marker.
+    Marker,
+    /// The session's state changes.
+    Session,
+    /// The watched node's data watch (or polling it).
+    Watched,
+    /// The deadline.
+    Deadline,
+}
+
+/// What has arrived from each source of a wait, all that was ready at
+/// once: when a wait wakes, or while a request was in flight (then only my
+/// own node's watch, the marker's and the session's). The machine decides
+/// the order they are taken in, and which mean nothing
+/// ([`Arrived::in_order`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Arrived {
+    /// My own node's watch fired.
+    pub own: Option<NodeEvent>,
+    /// The marker's watch fired with an event of this kind.
+    pub marker: Option<WatchedKind>,
+    /// The session's state changed to this.
+    pub session: Option<SessionState>,
+    /// The watched node's watch fired (or polling it ended).
+    pub watched: Option<NodeEvent>,
+    /// The deadline passed.
+    pub deadline: bool,
+}
+
+impl Arrived {
+    /// True if nothing arrived.
+    pub fn is_empty(&self) -> bool {
+        *self == Arrived::default()
+    }
+
+    /// What arrived, in the order it is taken, each with what it means:
+    ///
+    /// 1. my own node's event: its deletion (or the session's end) must be
+    ///    known before any hand-off trusts that the node exists;
+    /// 2. the release marker's: a release's transaction creates the marker
+    ///    and deletes the watched node, and their events come in that
+    ///    order, so if both arrived the creation is taken first. Only its
+    ///    creation means [`Event::Released`]; any other event of the
+    ///    marker's watch (a stranger's marker that existed when watched)
+    ///    means nothing: `None`, consumed and dropped;
+    /// 3. the session's change ([`Event::of_session`]);
+    /// 4. the watched node's event;
+    /// 5. the deadline ([`Input::Deadline`]), last: what arrived before it
+    ///    counts.
+    ///
+    /// A wait takes the first and leaves the rest where they arrived, for
+    /// its next look or the next request's; what arrives during a request
+    /// is taken in full, in this order.
+    pub fn in_order(&self) -> Vec<(Source, Option<Input<'static>>)> {
+        let mut taken = Vec::new();
+        if let Some(event) = self.own {
+            taken.push((Source::Own, Some(Input::Event(Event::Own(event)))));
+        }
+        if let Some(kind) = self.marker {
+            let released = (kind == WatchedKind::Created).then_some(Input::Event(Event::Released));
+            taken.push((Source::Marker, released));
+        }
+        if let Some(state) = self.session {
+            taken.push((Source::Session, Some(Input::Event(Event::of_session(state)))));
+        }
+        if let Some(event) = self.watched {
+            taken.push((Source::Watched, Some(Input::Event(Event::Watched(event)))));
+        }
+        if self.deadline {
+            taken.push((Source::Deadline, Some(Input::Deadline)));
+        }
+        taken
+    }
 }
 
 /// What a multi-read of the release record and my own node found.

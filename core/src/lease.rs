@@ -185,6 +185,47 @@ pub enum Link {
     Ended,
 }
 
+/// The states a ZooKeeper client reports of its session (the core's copy
+/// of them: it depends on no client). The driver translates its client's
+/// states one to one; what each means is [`Link::of`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SessionState {
+    /// Connected to a server that serves the session (`SyncConnected`).
+    Connected,
+    /// Connected to a read-only server, which the quorum does not serve.
+    ConnectedReadOnly,
+    /// Disconnected: the client is reconnecting.
+    Disconnected,
+    /// The session expired.
+    Expired,
+    /// The client closed the session.
+    Closed,
+    /// The session's authentication failed.
+    AuthFailed,
+}
+
+impl Link {
+    /// What a session `state` says of the link. Only a server that serves
+    /// the session is a link: a read-only server answers reads, but the
+    /// quorum does not renew the session through it, so the lease runs on
+    /// as when disconnected. Expired, closed or failed authentication end
+    /// the session, and with it every ephemeral node.
+    pub fn of(state: SessionState) -> Link {
+        match state {
+            SessionState::Connected => Link::Up,
+            SessionState::ConnectedReadOnly | SessionState::Disconnected => Link::Down,
+            SessionState::Expired | SessionState::Closed | SessionState::AuthFailed => Link::Ended,
+        }
+    }
+}
+
+impl SessionState {
+    /// True for a state that ends the session ([`Link::Ended`]).
+    pub fn is_over(self) -> bool {
+        Link::of(self) == Link::Ended
+    }
+}
+
 /// Why a guard is lost, as the session and the clock tell it (see
 /// [`loss_cause`]). A guard lost for neither reason lost its node: someone
 /// deleted it.
@@ -426,6 +467,24 @@ mod tests {
                 ours,
                 "deleted before {deleted_before}, found missing {found_missing}, answer lost {answer_lost}"
             );
+        }
+    }
+
+    #[test]
+    fn each_session_state_says_whether_the_link_is_up_down_or_ended() {
+        use SessionState::*;
+        for (state, link) in [
+            (Connected, Link::Up),
+            // The quorum does not serve the session through a read-only
+            // server: the lease is not renewed there.
+            (ConnectedReadOnly, Link::Down),
+            (Disconnected, Link::Down),
+            (Expired, Link::Ended),
+            (Closed, Link::Ended),
+            (AuthFailed, Link::Ended),
+        ] {
+            assert_eq!(Link::of(state), link, "{state:?}");
+            assert_eq!(state.is_over(), link == Link::Ended, "{state:?}");
         }
     }
 

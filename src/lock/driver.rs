@@ -12,17 +12,30 @@ use uuid::Uuid;
 
 use super::held::{Held, Pending};
 use super::requests::{child_path, warn_threshold, with_retry, Requests};
-use super::revoke::is_revocation;
 use super::SharedLock;
-use crate::acquire::{Action, Counts, Event, Input, NodeEvent, Record, Reply};
+use crate::acquire::{Action, Arrived, Counts, Event, Input, NodeEvent, Record, Reply, Source, WatchedKind};
 use crate::backoff::Backoff;
 use crate::connect::missing_chroot;
-use crate::contender::{self, Contender, Deadlines, Failure};
+use crate::contender::{self, Blame, Contender, Deadlines, Downgrading, Ending, Failure};
 use crate::error::{is_retryable, Error};
+use crate::lease;
 use crate::node_name::{self, Mode};
 use crate::ordering;
 use crate::stats::End;
 use crate::zk;
+
+/// A failed acquire: the error it reports, and the machine's failure
+/// behind it (`None` for an error of the driver's own).
+pub(super) struct Failed {
+    pub(super) error: Error,
+    pub(super) failure: Option<Failure>,
+}
+
+impl From<Error> for Failed {
+    fn from(error: Error) -> Failed {
+        Failed { error, failure: None }
+    }
+}
 
 /// How long an acquire may wait.
 #[derive(Clone, Copy)]
@@ -45,6 +58,7 @@ impl SharedLock {
             .acquire_inner(mode, patience, &mut counts, None)
             .instrument(span)
             .await
+            .map_err(|failed| failed.error)
         {
             // Neither the directory nor its parents could be created: a
             // missing chroot is the one cause the server does not name.
@@ -72,8 +86,8 @@ impl SharedLock {
         mode: Mode,
         patience: Patience,
         counts: &mut Counts,
-        replacing: Option<(&str, bool, bool)>,
-    ) -> Result<Option<Held>, Error> {
+        replacing: Option<&Downgrading>,
+    ) -> Result<Option<Held>, Failed> {
         let inner = &self.inner;
         let client = &inner.client;
         let token = Uuid::new_v4();
@@ -81,7 +95,8 @@ impl SharedLock {
             return Err(Error::UnsupportedMode {
                 layout: inner.layout,
                 mode,
-            });
+            }
+            .into());
         };
         // Every session state change from here on: after a reconnect, the
         // client re-registers watches in no particular order, so events of
@@ -104,7 +119,7 @@ impl SharedLock {
         .with_release_markers(inner.release_markers)
         .with_listing_limit(inner.listing_limit);
         let machine = match replacing {
-            Some((writer, mark, revoked)) => machine.replacing(writer, mark, revoked),
+            Some(d) => machine.replacing(&d.writer, d.mark, d.revoked),
             None => machine,
         };
         // From here on, dropping this future withdraws whatever node it made.
@@ -120,6 +135,7 @@ impl SharedLock {
             marker: None,
             last_error: None,
             ended: None,
+            seen_state: None,
         };
         let mut action = pending.machine.start();
         loop {
@@ -146,9 +162,14 @@ impl SharedLock {
                 }
                 contender::Action::GiveUp => {
                     debug!(node = %driver.node, "giving up");
-                    return pending.give_up().await;
+                    return Ok(pending.give_up().await?);
                 }
-                contender::Action::Fail(failure) => return Err(driver.failed(failure, &mut pending).await),
+                contender::Action::Fail(failure) => {
+                    return Err(Failed {
+                        error: driver.failed(failure, &mut pending).await,
+                        failure: Some(failure),
+                    })
+                }
                 contender::Action::Acquire(action) => {
                     driver.last_error = None;
                     if driver.until.is_some_and(|until| until <= Instant::now()) {
@@ -158,16 +179,18 @@ impl SharedLock {
                         driver.perform(&mut pending.machine, action).await
                     }
                 }
-                contender::Action::Done(_) => return Err(unexpected("the acquire ended without a grant")),
+                contender::Action::Done(_) => {
+                    return Err(unexpected("the acquire ended without a grant").into())
+                }
                 request => {
                     pending.requests.last_error = None;
                     let Some(answered) = before(driver.until, pending.requests.perform(&request)).await
                     else {
                         debug!("the deadline passed during {request:?}");
-                        return pending.give_up().await;
+                        return Ok(pending.give_up().await?);
                     };
                     let Some(answered) = answered else {
-                        return Err(unexpected("an action that is no request"));
+                        return Err(unexpected("an action that is no request").into());
                     };
                     driver.pump(&mut pending.machine);
                     let next = pending.machine.step(answered.input());
@@ -189,26 +212,16 @@ impl SharedLock {
     }
 
     /// A downgrade's reader: a reader node that takes the place of my
-    /// holding writer node `writer` if only readers stand between them
-    /// (`Some`, granted: the writer node is deleted), or is withdrawn again
-    /// (`None`: the writer node is kept). Its requests are retried until
-    /// answered or the session is over, with no deadline of their own.
-    pub(super) async fn downgrade_reader(
-        &self,
-        writer: &str,
-        mark: bool,
-        revoked: bool,
-    ) -> Result<Option<Held>, Error> {
-        let span = info_span!("downgrade", lock = %self.inner.path, writer = %writer);
+    /// holding writer node (`downgrading`'s) if only readers stand between
+    /// them (`Some`, granted: the writer node is deleted), or is withdrawn
+    /// again (`None`: the writer node is kept). Its requests are retried
+    /// until answered or the session is over, with no deadline of their own.
+    pub(super) async fn downgrade_reader(&self, downgrading: &Downgrading) -> Result<Option<Held>, Failed> {
+        let span = info_span!("downgrade", lock = %self.inner.path, writer = %downgrading.writer);
         let mut counts = Counts::default();
-        self.acquire_inner(
-            Mode::Read,
-            Patience::Forever,
-            &mut counts,
-            Some((writer, mark, revoked)),
-        )
-        .instrument(span)
-        .await
+        self.acquire_inner(Mode::Read, Patience::Forever, &mut counts, Some(downgrading))
+            .instrument(span)
+            .await
     }
 
     /// The error for a contender node that vanished.
@@ -284,6 +297,38 @@ struct Driver<'a> {
     last_error: Option<Error>,
     /// The terminal session state seen, if any.
     ended: Option<zk::SessionState>,
+    /// A session state change that arrived and was not taken yet.
+    seen_state: Option<zk::SessionState>,
+}
+
+/// What arrived from the sources of a wait ([`Driver::gather`]).
+#[derive(Default)]
+struct Got {
+    own: Option<zk::WatchedEvent>,
+    marker: Option<zk::WatchedEvent>,
+    session: Option<zk::SessionState>,
+    watched: Option<Watched>,
+    deadline: bool,
+}
+
+impl Got {
+    fn is_empty(&self) -> bool {
+        self.own.is_none()
+            && self.marker.is_none()
+            && self.session.is_none()
+            && self.watched.is_none()
+            && !self.deadline
+    }
+}
+
+/// What the watched node's source gave.
+enum Watched {
+    /// Its watch fired.
+    Event(zk::WatchedEvent),
+    /// Polling it ended: gone, or failed for good.
+    Polled(Result<(), zk::Error>),
+    /// There is no watch to wait on.
+    Nothing,
 }
 
 impl Driver<'_> {
@@ -340,6 +385,7 @@ impl Driver<'_> {
                     (own, watch_request.await, marker)
                 };
                 // Changes of state before the watches were set do not matter.
+                self.seen_state = None;
                 while state_now(&mut self.states).is_some() {}
                 let Some((own, watched, marker)) = before(self.until, requests).await else {
                     return feed(machine, Input::Deadline);
@@ -375,11 +421,8 @@ impl Driver<'_> {
                 // error is the one a failure reports.
                 let own = own.map(|own| match own {
                     Ok((data, _, watcher)) => {
-                        // Sticky, as the guard's flag: a later write to the
-                        // node does not take back a request seen.
-                        if is_revocation(&data) {
-                            machine.note_revoked();
-                        }
+                        // The machine decides whether it is a revocation request.
+                        machine.own_data_read(&data);
                         self.own_watch = Some(Box::pin(watcher.changed()));
                         Reply::Ok(())
                     }
@@ -480,113 +523,189 @@ impl Driver<'_> {
         }
     }
 
-    /// Waits for the next event; `None` for an event of the release
-    /// marker's watch that is not its creation (a stranger's marker that
-    /// existed when watched), which means nothing.
+    /// Waits until something arrives, and takes what the machine takes
+    /// first of all that arrived ([`Arrived::in_order`]); the rest stays
+    /// where it arrived, for the next look or the next request's
+    /// [`Driver::pump`]. `None` for what the machine says means nothing (a
+    /// release marker's event that is not its creation).
     async fn wait_once(&mut self, poll: bool) -> Option<Input<'static>> {
+        let mut got = self.gather(poll).await;
         let client = &self.lock.inner.client;
-        let marker = async {
-            match self.marker.as_mut() {
-                Some(changed) => changed.await,
-                None => std::future::pending().await,
-            }
-        };
-        let own = async {
-            match self.own_watch.as_mut() {
-                Some(changed) => changed.await,
-                None => std::future::pending().await,
-            }
-        };
-        let watched = async {
-            if poll {
-                return match poll_until_gone(client, &self.watched_path).await {
-                    Ok(()) => (Event::Watched(NodeEvent::Deleted), client.state()),
-                    Err(e) => {
-                        let error = Error::from_zk(e, &self.watched_path);
-                        let event = if error.is_session_over() {
-                            Event::SessionEnded
-                        } else {
-                            Event::Watched(NodeEvent::Failed)
-                        };
-                        self.last_error = Some(error);
-                        (event, client.state())
-                    }
-                };
-            }
-            match self.watched.as_mut() {
-                Some(changed) => {
-                    let event = changed.await;
-                    (Event::Watched(node_event(&event)), event.session_state)
+        // A poll that ended: the node is gone, or checking it failed.
+        let mut polled_error = None;
+        let watched = match &mut got.watched {
+            None => None,
+            Some(Watched::Event(event)) => Some((node_event(event), event.session_state)),
+            Some(Watched::Nothing) => Some((NodeEvent::Other, client.state())),
+            Some(Watched::Polled(result)) => Some(match std::mem::replace(result, Ok(())) {
+                Ok(()) => (NodeEvent::Deleted, client.state()),
+                Err(e) => {
+                    let error = Error::from_zk(e, &self.watched_path);
+                    let event = if error.is_session_over() {
+                        NodeEvent::SessionEnded
+                    } else {
+                        NodeEvent::Failed
+                    };
+                    polled_error = Some(error);
+                    (event, client.state())
                 }
-                // Nothing to wait on: a fresh snapshot decides.
-                None => (Event::Watched(NodeEvent::Other), client.state()),
-            }
+            }),
         };
-        let deadline = async {
-            match self.until {
-                Some(until) => tokio::time::sleep_until(until).await,
-                None => std::future::pending().await,
-            }
+        let arrived = Arrived {
+            own: got.own.as_ref().map(node_event),
+            marker: got.marker.as_ref().map(|event| watched_kind(event.event_type)),
+            session: got.session.map(session_state),
+            watched: watched.map(|(event, _)| event),
+            deadline: got.deadline,
         };
-        let states = &mut self.states;
-        // The session state an event carries: a watch hears of the
+        let (source, input) = arrived.in_order().into_iter().next()?;
+        // The session state the event carries: a watch hears of the
         // session's end before `client.state()` says so.
-        // The marker's creation and the watched node's deletion come in
-        // that order, in the events of one transaction: if both have
-        // arrived, the creation is taken first.
-        let (input, own_fired, watched_fired, state) = tokio::select! {
-            biased;
-            event = own => (Input::Event(Event::Own(node_event(&event))), true, false, event.session_state),
-            event = marker => {
-                self.marker = None;
-                if !is_created(&event) {
-                    return None;
+        let state = match source {
+            Source::Own => got.own.take().map(|event| event.session_state),
+            Source::Marker => got.marker.take().map(|event| event.session_state),
+            Source::Session => got.session.take(),
+            Source::Watched => {
+                got.watched = None;
+                if polled_error.is_some() {
+                    self.last_error = polled_error;
                 }
-                (Input::Event(Event::Released), false, false, event.session_state)
+                watched.map(|(_, state)| state)
             }
-            state = states.changed() => (Input::Event(session_event(state)), false, false, state),
-            (event, state) = watched => (Input::Event(event), false, !poll, state),
-            () = deadline => (Input::Deadline, false, false, client.state()),
-        };
-        if own_fired {
-            self.own_watch = None;
+            Source::Deadline => None,
         }
-        if watched_fired {
-            self.watched = None;
-        }
-        if let Input::Event(
+        .unwrap_or_else(|| client.state());
+        self.put_back(got);
+        if let Some(Input::Event(
             Event::SessionEnded
             | Event::Own(NodeEvent::SessionEnded)
             | Event::Watched(NodeEvent::SessionEnded),
-        ) = input
+        )) = input
         {
             self.ended = Some(state)
-                .filter(|state| Error::from_session_state(*state).is_some())
+                .filter(|state| session_state(*state).is_over())
                 .or(Some(client.state()));
         }
-        Some(input)
+        input
+    }
+
+    /// Waits until at least one source of the wait has something, and
+    /// returns all that have: my node's watch, the marker's, the session's
+    /// state, the watched node's watch (or its polling, with `poll`; or at
+    /// once if there is no watch to wait on: a fresh snapshot decides), the
+    /// deadline. What it returns is taken out of its source.
+    async fn gather(&mut self, poll: bool) -> Got {
+        use std::future::Future;
+        let Driver {
+            lock,
+            states,
+            own_watch,
+            watched,
+            watched_path,
+            marker,
+            until,
+            seen_state,
+            ..
+        } = self;
+        let client = &lock.inner.client;
+        let nothing_to_watch = !poll && watched.is_none();
+        let watched_path = &*watched_path;
+        let mut polled = std::pin::pin!(async {
+            if poll {
+                poll_until_gone(client, watched_path).await
+            } else {
+                std::future::pending().await
+            }
+        });
+        let mut changed = std::pin::pin!(async {
+            match seen_state.take() {
+                Some(state) => state,
+                None => states.changed().await,
+            }
+        });
+        let until = *until;
+        let mut deadline = std::pin::pin!(async {
+            match until {
+                Some(until) => tokio::time::sleep_until(until).await,
+                None => std::future::pending().await,
+            }
+        });
+        std::future::poll_fn(|cx| {
+            let mut got = Got {
+                own: poll_watch(own_watch, cx),
+                marker: poll_watch(marker, cx),
+                ..Got::default()
+            };
+            if let std::task::Poll::Ready(state) = changed.as_mut().poll(cx) {
+                got.session = Some(state);
+            }
+            got.watched = if poll {
+                match polled.as_mut().poll(cx) {
+                    std::task::Poll::Ready(result) => Some(Watched::Polled(result)),
+                    std::task::Poll::Pending => None,
+                }
+            } else if nothing_to_watch {
+                Some(Watched::Nothing)
+            } else {
+                poll_watch(watched, cx).map(Watched::Event)
+            };
+            got.deadline = deadline.as_mut().poll(cx).is_ready();
+            if got.is_empty() {
+                std::task::Poll::Pending
+            } else {
+                std::task::Poll::Ready(got)
+            }
+        })
+        .await
+    }
+
+    /// Puts back what arrived and was not taken, as it arrived: a fired
+    /// watch stays fired (its event is there at once), a session state
+    /// change stays seen. A poll's end not taken is dropped (the next wait
+    /// polls again), as is the deadline (looked at again).
+    fn put_back(&mut self, got: Got) {
+        if let Some(event) = got.own {
+            self.own_watch = Some(fired(event));
+        }
+        if let Some(event) = got.marker {
+            self.marker = Some(fired(event));
+        }
+        if let Some(state) = got.session {
+            self.seen_state = Some(state);
+        }
+        if let Some(Watched::Event(event)) = got.watched {
+            self.watched = Some(fired(event));
+        }
     }
 
     /// Tells the machine what arrived while a request was in flight: our own
-    /// node's watch, and the session's state changes.
+    /// node's watch, the release marker's, and the session's state changes,
+    /// all of it, in the order the machine takes it ([`Arrived::in_order`]).
     fn pump(&mut self, machine: &mut Contender) {
-        if let Some(event) = take_ready(&mut self.own_watch) {
-            if Error::from_session_state(event.session_state).is_some() {
-                self.ended = Some(event.session_state);
+        loop {
+            let own = take_ready(&mut self.own_watch);
+            let marker = take_ready(&mut self.marker);
+            let session = self.seen_state.take().or_else(|| state_now(&mut self.states));
+            let arrived = Arrived {
+                own: own.as_ref().map(node_event),
+                marker: marker.as_ref().map(|event| watched_kind(event.event_type)),
+                session: session.map(session_state),
+                watched: None,
+                deadline: false,
+            };
+            if arrived.is_empty() {
+                return;
             }
-            machine.event(Event::Own(node_event(&event)));
-        }
-        if let Some(event) = take_ready(&mut self.marker) {
-            if is_created(&event) {
-                machine.event(Event::Released);
+            for state in own.map(|event| event.session_state).into_iter().chain(session) {
+                if session_state(state).is_over() {
+                    self.ended = Some(state);
+                }
             }
-        }
-        while let Some(state) = state_now(&mut self.states) {
-            let event = session_event(state);
-            if event == Event::SessionEnded {
-                self.ended = Some(state);
+            for (_, input) in arrived.in_order() {
+                if let Some(Input::Event(event)) = input {
+                    machine.event(event);
+                }
             }
-            machine.event(event);
         }
     }
 
@@ -597,75 +716,78 @@ impl Driver<'_> {
         reply
     }
 
-    /// The error for a failed acquire.
+    /// The error for a failed acquire: the node withdrawn first if the
+    /// machine says so, and the withdrawal's refusal reported instead if it
+    /// wins ([`Failure::ending`], [`Ending::blame`]).
     async fn failed(&mut self, failure: Failure, pending: &mut Pending) -> Error {
-        let lock = self.lock;
-        let dir = lock.inner.path.as_str();
         let last_error = self
             .last_error
             .take()
             .or_else(|| pending.requests.last_error.take());
+        let ending = failure.ending();
+        let refusal = match ending {
+            Ending::Report => None,
+            Ending::Withdraw { .. } => {
+                match failure {
+                    Failure::Exhausted => {
+                        warn!(node = %self.node, "the lock directory's sequence counter is used up: withdrawing");
+                    }
+                    Failure::ListingTooLarge => {
+                        let refused = pending.machine.refused_listing();
+                        warn!(node = %self.node, ?refused, "the lock directory's listing is over the limit: withdrawing");
+                    }
+                    _ => {}
+                }
+                pending.give_up().await.err()
+            }
+        };
+        match (ending.blame(refusal.is_some()), refusal) {
+            (Blame::Withdrawal, Some(refusal)) => refusal,
+            _ => self.failure_error(failure, pending, last_error),
+        }
+    }
+
+    /// The error that says `failure`; `last_error` the last failed request's.
+    fn failure_error(&self, failure: Failure, pending: &Pending, last_error: Option<Error>) -> Error {
+        let lock = self.lock;
+        let dir = lock.inner.path.as_str();
         match failure {
-            // Nothing to withdraw (the machine knows): dropping `pending` does it.
             Failure::Lost => lock.gone_error(&self.node),
             Failure::SessionEnded => self
                 .ended
                 .and_then(Error::from_session_state)
                 .unwrap_or_else(|| lock.gone_error(&self.node)),
-            Failure::Exhausted => {
-                warn!(node = %self.node, "the lock directory's sequence counter is used up: withdrawing");
-                let _ = pending.give_up().await;
-                Error::SequenceExhausted {
-                    path: lock.inner.path.clone(),
-                }
-            }
+            Failure::Exhausted => Error::SequenceExhausted {
+                path: lock.inner.path.clone(),
+            },
             Failure::ListingTooLarge => {
                 let refused = pending.machine.refused_listing();
-                warn!(node = %self.node, ?refused, "the lock directory's listing is over the limit: withdrawing");
                 let (contenders, size, limit) = refused.map_or((0, 0, 0), |r| (r.children, r.size, r.limit));
-                // A withdrawal the server refused leaves the node queued:
-                // said as a timed-out acquire says it.
-                match pending.give_up().await {
-                    Err(e) => e,
-                    Ok(_) => Error::ListingTooLarge {
-                        path: lock.inner.path.clone(),
-                        contenders,
-                        size,
-                        limit,
-                    },
+                Error::ListingTooLarge {
+                    path: lock.inner.path.clone(),
+                    contenders,
+                    size,
+                    limit,
                 }
             }
             Failure::InvalidName => Error::ZooKeeper(zk::Error::UnexpectedError(format!(
                 "the contender node {} is not named as a contender",
                 self.node
             ))),
-            Failure::Request => {
-                let error = match last_error {
-                    // Retrying is over and the server still did not answer.
-                    Some(Error::ZooKeeper(last)) if is_retryable(&last) => Error::NoAnswer {
-                        path: dir.to_owned(),
-                        retried_for: lock.inner.client.session_timeout() * 2,
-                        last,
-                    },
-                    Some(error) => error,
-                    None => unexpected("the acquire failed"),
-                };
-                match pending.give_up().await {
-                    Err(e) => e,
-                    Ok(_) => error,
-                }
-            }
-            Failure::DirectoryHoldsData => match pending.give_up().await {
-                Err(e) => e,
-                Ok(_) => Error::DirectoryHoldsData { path: dir.to_owned() },
+            Failure::Request => match last_error {
+                // Retrying is over and the server still did not answer.
+                Some(Error::ZooKeeper(last)) if is_retryable(&last) => Error::NoAnswer {
+                    path: dir.to_owned(),
+                    retried_for: lock.inner.client.session_timeout() * 2,
+                    last,
+                },
+                Some(error) => error,
+                None => unexpected("the acquire failed"),
             },
-            Failure::NoDirectory => match pending.give_up().await {
-                Err(e) => e,
-                Ok(_) => Error::from_zk(zk::Error::NoNode, dir),
-            },
+            Failure::DirectoryHoldsData => Error::DirectoryHoldsData { path: dir.to_owned() },
+            Failure::NoDirectory => Error::from_zk(zk::Error::NoNode, dir),
             // A downgrade's: its writer node is gone, the reader is withdrawn.
             Failure::WriterLost => {
-                let _ = pending.give_up().await;
                 let writer = pending.machine.replaces().unwrap_or_default();
                 lock.gone_error(&child_path(dir, writer))
             }
@@ -693,24 +815,32 @@ fn error_reply<T>(e: &zk::Error) -> Reply<T> {
     }
 }
 
-/// The machine's view of a watch event.
+/// The machine's view of a watch event ([`NodeEvent::of`] decides).
 pub(super) fn node_event(event: &zk::WatchedEvent) -> NodeEvent {
-    if Error::from_session_state(event.session_state).is_some() {
-        return NodeEvent::SessionEnded;
-    }
-    match event.event_type {
-        zk::EventType::NodeDeleted => NodeEvent::Deleted,
-        zk::EventType::NodeDataChanged => NodeEvent::DataChanged,
-        _ => NodeEvent::Other,
+    NodeEvent::of(watched_kind(event.event_type), session_state(event.session_state))
+}
+
+/// The core's copy of a watch event's kind, one to one.
+fn watched_kind(kind: zk::EventType) -> WatchedKind {
+    match kind {
+        zk::EventType::Session => WatchedKind::Session,
+        zk::EventType::NodeCreated => WatchedKind::Created,
+        zk::EventType::NodeDeleted => WatchedKind::Deleted,
+        zk::EventType::NodeDataChanged => WatchedKind::DataChanged,
+        zk::EventType::NodeChildrenChanged => WatchedKind::ChildrenChanged,
     }
 }
 
-/// The machine's view of a session state change.
-fn session_event(state: zk::SessionState) -> Event {
-    if Error::from_session_state(state).is_some() {
-        Event::SessionEnded
-    } else {
-        Event::Interrupted
+/// The core's copy of the client's session state, one to one (what each
+/// means is [`lease::Link::of`]).
+pub(super) fn session_state(state: zk::SessionState) -> lease::SessionState {
+    match state {
+        zk::SessionState::SyncConnected => lease::SessionState::Connected,
+        zk::SessionState::ConnectedReadOnly => lease::SessionState::ConnectedReadOnly,
+        zk::SessionState::Disconnected => lease::SessionState::Disconnected,
+        zk::SessionState::Expired => lease::SessionState::Expired,
+        zk::SessionState::Closed => lease::SessionState::Closed,
+        zk::SessionState::AuthFailed => lease::SessionState::AuthFailed,
     }
 }
 
@@ -739,27 +869,33 @@ async fn poll_until_gone(client: &zk::Client, path: &str) -> Result<(), zk::Erro
     }
 }
 
-/// True for the event of a release marker's creation (see
-/// [`crate::node_name::release_marker`]).
-fn is_created(event: &zk::WatchedEvent) -> bool {
-    event.event_type == zk::EventType::NodeCreated
-}
-
 /// A pending watch: its event, once it fires.
 pub(super) type WatchFuture = std::pin::Pin<Box<dyn std::future::Future<Output = zk::WatchedEvent> + Send>>;
 
 /// The event of a watch that has fired (checked without waiting); a
 /// finished watch is taken out, as it must not be polled again.
 fn take_ready(watch: &mut Option<WatchFuture>) -> Option<zk::WatchedEvent> {
-    let changed = watch.as_mut()?;
     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-    match changed.as_mut().poll(&mut cx) {
+    poll_watch(watch, &mut cx)
+}
+
+/// Polls a watch: its event if it has fired (the watch taken out, as it
+/// must not be polled again); otherwise `cx` is woken when it fires.
+fn poll_watch(watch: &mut Option<WatchFuture>, cx: &mut std::task::Context<'_>) -> Option<zk::WatchedEvent> {
+    let changed = watch.as_mut()?;
+    match changed.as_mut().poll(cx) {
         std::task::Poll::Ready(event) => {
             *watch = None;
             Some(event)
         }
         std::task::Poll::Pending => None,
     }
+}
+
+/// A watch that has fired with `event`, as it was before its event was
+/// taken (put back: [`Driver::put_back`]).
+fn fired(event: zk::WatchedEvent) -> WatchFuture {
+    Box::pin(std::future::ready(event))
 }
 
 /// The next session state change already seen, without waiting.

@@ -10,14 +10,14 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tracing::{debug, info_span, warn, Instrument};
 
-use super::driver::{WatchFuture, GIVE_UP_SLACK};
+use super::driver::{session_state, WatchFuture, GIVE_UP_SLACK};
 use super::requests::{child_path, Requests};
 use super::{keeper, Inner};
 use crate::background::AbortOnDrop;
-use crate::contender::{Action, Contender, Outcome, Replacement};
+use crate::contender::{Action, Contender, DowngradeRefused, Outcome, Replacement};
 use crate::error::Error;
 use crate::lease::{self, HoldState, Link, LossCause};
-use crate::node_name::{Layout, Mode};
+use crate::node_name::Mode;
 use crate::stats::{Holder, LostReason};
 use crate::zk;
 
@@ -138,7 +138,7 @@ impl Held {
         let granted_at = std::time::Instant::now();
         let suspended_at_grant = suspended_since_boot();
         let node = child_path(&inner.path, machine.node().unwrap_or_default());
-        let fencing_token = machine.czxid().unwrap_or_default();
+        let fencing_token = machine.fencing_token().unwrap_or_default();
         let flags = Arc::new(keeper::Flags::new(node, machine, holder));
         let keeper = keeper::start(&inner.client, &flags, own_watch);
         Held {
@@ -176,11 +176,7 @@ impl Held {
     }
 
     pub(super) fn state(&self) -> HoldState {
-        let link = match self.inner.client.state() {
-            zk::SessionState::SyncConnected => Link::Up,
-            zk::SessionState::Disconnected | zk::SessionState::ConnectedReadOnly => Link::Down,
-            _ => Link::Ended,
-        };
+        let link = Link::of(session_state(self.inner.client.state()));
         let flagged = self.flags.is_lost();
         let deadline = self.lease_deadline();
         let (state, cause) = lease::hold_state(flagged, link, std::time::Instant::now(), deadline);
@@ -294,33 +290,24 @@ impl Held {
     /// On an error the write lock is released (this is dropped).
     pub(super) async fn downgrade(self) -> Result<Held, Error> {
         let inner = self.inner.clone();
-        if inner.layout != Layout::Native {
-            return Err(Error::DowngradeUnsupported { layout: inner.layout });
-        }
         let node = self.node().to_owned();
-        let writer = node.rsplit('/').next().unwrap_or_default().to_owned();
         let began = self
             .flags
-            .update("", LostReason::NodeDeleted, |m: &mut Contender| {
-                m.begin_replace().then(|| (m.mark(), m.is_revoked()))
-            });
-        let Some((mark, revoked)) = began else {
+            .update("", LostReason::NodeDeleted, Contender::begin_replace);
+        let downgrading = match began {
+            Ok(downgrading) => downgrading,
+            Err(DowngradeRefused::Layout(layout)) => return Err(Error::DowngradeUnsupported { layout }),
             // Not held: lost (or the lock is someone else's by now).
-            return Err(Error::Lost { node });
+            Err(DowngradeRefused::NotHeld) => return Err(Error::Lost { node }),
         };
         let lock = super::SharedLock { inner };
-        match lock.downgrade_reader(&writer, mark, revoked).await {
+        match lock.downgrade_reader(&downgrading).await {
             Ok(Some(mut reader)) => {
-                // The lock was held all along since the writer's grant: the
-                // writer's token, which every writer granted after the read
-                // lock exceeds (the reader node's czxid may exceed theirs).
-                reader.fencing_token = self.fencing_token;
                 self.flags.end_replace(Replacement::Applied);
-                if self.is_revocation_requested() {
-                    reader
-                        .flags
-                        .update("", LostReason::NodeDeleted, Contender::note_revoked);
-                }
+                // The writer's token and revocation request, as the
+                // machine says ([`Contender::take_over`]).
+                reader.flags.take_over(&self.flags);
+                reader.fencing_token = reader.flags.fencing_token();
                 debug!(writer = %node, reader = %reader.node(), "downgraded: the reader node took the writer's place");
                 let mut writer = self;
                 // Nothing left to release: the transaction deleted the node.
@@ -334,13 +321,11 @@ impl Held {
                 debug!(node = %node, "downgraded in place: a writer waits between this node and a new reader's place, so the writer node stays until the read lock is released");
                 Ok(self)
             }
-            Err(e) => {
-                let how = match &e {
-                    Error::Lost { node: lost } if *lost == node => Replacement::WriterGone,
-                    _ => Replacement::NotApplied,
-                };
-                self.flags.end_replace(how);
-                Err(e)
+            Err(failed) => {
+                let session_over = failed.error.is_session_over();
+                self.flags
+                    .end_replace(Replacement::after_failure(failed.failure, session_over));
+                Err(failed.error)
             }
         }
     }

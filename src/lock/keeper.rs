@@ -46,7 +46,6 @@ use tracing::{debug, info, warn};
 
 use super::driver::{node_event, WatchFuture};
 use super::requests::answer_of;
-use super::revoke::is_revocation;
 use crate::background::{self, AbortOnDrop};
 use crate::backoff::Backoff;
 use crate::contender::{Action, Answer, Contender, HeldNode, Keep};
@@ -155,6 +154,19 @@ impl Flags {
         });
     }
 
+    /// A downgrade's reader (these flags) took the place of `writer`'s
+    /// node: it takes over the writer's fencing token and revocation
+    /// request ([`Contender::take_over`]).
+    pub(super) fn take_over(&self, writer: &Flags) {
+        let writer = writer.machine().clone();
+        self.update("", LostReason::NodeDeleted, |machine| machine.take_over(&writer));
+    }
+
+    /// The held lock's fencing token ([`Contender::fencing_token`]).
+    pub(super) fn fencing_token(&self) -> i64 {
+        self.machine().fencing_token().unwrap_or_default()
+    }
+
     /// The guard's release begins: a deletion seen from now on is its own.
     /// Returns the machine (a copy, to run the release with) and its first
     /// action: [`crate::contender::Outcome::Lost`] if the node was seen
@@ -230,10 +242,7 @@ async fn keep(client: zk::Client, flags: Arc<Flags>, mut watch: Option<WatchFutu
 async fn set_watch(client: &zk::Client, flags: &Flags) -> (Keep, Option<WatchFuture>) {
     match client.get_and_watch_data(&flags.node).await {
         Ok((data, stat, watcher)) => {
-            let node = HeldNode {
-                czxid: stat.czxid,
-                revocation: is_revocation(&data),
-            };
+            let node = HeldNode::read(stat.czxid, &data);
             let keep = flags.update(
                 "its node was deleted and made again by someone else",
                 LostReason::NodeDeleted,

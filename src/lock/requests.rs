@@ -12,19 +12,11 @@ use tracing::{debug, warn};
 
 use super::Inner;
 use crate::backoff::Backoff;
-use crate::contender::{self, Action, Answer, Created, Input, Outcome, Owner, ReplaceStep};
+use crate::contender::{self, Action, Answer, Created, Input, Op, Outcome, Owner, ReplaceStep};
 use crate::error::{is_retryable, Error};
-use crate::node_name::{self, Layout};
+use crate::node_name;
 use crate::ordering;
 use crate::zk;
-
-/// The nodes of a downgrade's transaction ([`Action::Replace`]).
-struct Replaced<'a> {
-    writer: &'a str,
-    reader: &'a str,
-    successor: Option<&'a str>,
-    mine: &'a str,
-}
 
 /// What a contender's requests need of its lock: owned, so that work left
 /// running in the background holds the client, not the lock (the lock's
@@ -150,12 +142,7 @@ impl Requests {
     /// The requests of a contender of `inner`'s lock whose node's name
     /// starts with `prefix`.
     pub(super) fn new(inner: &Inner, prefix: String) -> Requests {
-        // kazoo keeps its identifier as the node's data, Curator the
-        // client's address: a peer layout gets the identity.
-        let data = match inner.layout {
-            Layout::Native => Box::default(),
-            _ => inner.identity.as_bytes().into(),
-        };
+        let data = contender::node_data(inner.layout, &inner.identity).into_boxed_slice();
         Requests {
             client: inner.client.clone(),
             dir: inner.path.clone(),
@@ -189,22 +176,7 @@ impl Requests {
             Action::Delete { name, record } => self.delete(name, *record).await,
             Action::ReadDirAcl => Answered::DirAcl(self.read_dir_acl().await),
             Action::Recycle => Answered::Recycled(self.recycle().await),
-            Action::Replace {
-                writer,
-                reader,
-                successor,
-                mine,
-                record,
-                writer_version,
-            } => {
-                let nodes = Replaced {
-                    writer,
-                    reader,
-                    successor: successor.as_deref(),
-                    mine,
-                };
-                self.replace(nodes, *record, *writer_version).await
-            }
+            Action::Replace { .. } => self.replace(action).await,
             Action::Acquire(_)
             | Action::Grant { .. }
             | Action::GiveUp
@@ -400,28 +372,24 @@ impl Requests {
         let client = &self.client;
         let path = child_path(&self.dir, name);
         let answer_lost = AtomicBool::new(false);
-        let result = if record {
-            // One transaction writes the node's name as the directory's data,
-            // creates and deletes the node's release marker, and deletes the
-            // node: the contender watching it learns of the release from the
-            // marker's `NodeCreated`, or reads the record after the deletion
-            // (see `ordering`). The marker gets the node's ACL: the server
-            // delivers its event only to those who may read it.
-            let marker = child_path(&self.dir, &node_name::release_marker(name));
-            let marker_options = zk::CreateMode::Ephemeral.with_acls(zk::Acls::new(&self.acls));
-            let release = || {
-                noting(&answer_lost, async {
-                    let mut multi = client.new_multi_writer();
-                    multi.add_set_data(&self.dir, node_name::release_record(name), None)?;
-                    multi.add_create(&marker, &[], &marker_options)?;
-                    multi.add_delete(&marker, None)?;
-                    multi.add_delete(&path, None)?;
-                    multi.commit().await.map_err(zk::Error::from)
-                })
-            };
-            with_retry(client, release).await.map(drop)
-        } else {
-            with_retry(client, || noting(&answer_lost, client.delete(&path, None))).await
+        let release = Action::Delete {
+            name: name.to_owned(),
+            record,
+        };
+        let result = match release.transaction(&self.dir) {
+            // The release record and marker, and the deletion, in one
+            // transaction whose operations the machine wrote.
+            Some(tx) => {
+                let release = || {
+                    noting(&answer_lost, async {
+                        let mut multi = client.new_multi_writer();
+                        add_ops(&mut multi, tx.ops(), &self.acls)?;
+                        multi.commit().await.map_err(zk::Error::from)
+                    })
+                };
+                with_retry(client, release).await.map(drop)
+            }
+            None => with_retry(client, || noting(&answer_lost, client.delete(&path, None))).await,
         };
         let answer_lost = answer_lost.load(Ordering::Relaxed);
         let answer = match result {
@@ -436,67 +404,46 @@ impl Requests {
         Answered::Deleted { answer, answer_lost }
     }
 
-    /// A downgrade's transaction ([`Action::Replace`]): checks that
-    /// `successor` exists (if any), with `record` writes the release record
-    /// and creates and deletes the release marker of `writer` (as
-    /// [`Requests::delete`] does), creates `reader` with my nodes' ACL,
-    /// deletes `writer` and deletes `mine`; retried until answered or the
+    /// A downgrade's transaction ([`Action::Replace`]), as the machine
+    /// wrote it ([`Action::transaction`]), retried until answered or the
     /// session is over. Notes which operation failed the transaction, and
     /// whether an attempt's answer was lost. The reader's czxid comes from
-    /// the create's stat, or, where the server leaves it out
+    /// its create's stat, or, where the server leaves it out
     /// (ZOOKEEPER-4026), from an `exists` on it.
-    async fn replace(&mut self, nodes: Replaced<'_>, record: bool, writer_version: Option<i32>) -> Answered {
-        let Replaced {
-            writer,
-            reader,
-            successor,
-            mine,
-        } = nodes;
+    async fn replace(&mut self, action: &Action) -> Answered {
         let client = &self.client;
-        let writer_path = child_path(&self.dir, writer);
-        let reader_path = child_path(&self.dir, reader);
-        let mine_path = child_path(&self.dir, mine);
-        let successor_path = successor.map(|name| child_path(&self.dir, name));
-        let options = zk::CreateMode::Ephemeral.with_acls(zk::Acls::new(&self.acls));
+        let tx = action.transaction(&self.dir);
+        let Some((tx, created, reader_path)) = tx
+            .as_ref()
+            .and_then(|tx| tx.created().map(|(index, path)| (tx, index, path)))
+        else {
+            return Answered::Replaced {
+                answer: Answer::Failed,
+                failed: None,
+                answer_lost: false,
+            };
+        };
         let answer_lost = AtomicBool::new(false);
         let failed = Mutex::new(None);
-        let marker = child_path(&self.dir, &node_name::release_marker(writer));
-        // Which operation each index of the transaction is.
-        let mut steps = Vec::with_capacity(7);
-        if successor.is_some() {
-            steps.push(ReplaceStep::Successor);
-        }
-        if record {
-            steps.extend([ReplaceStep::Record, ReplaceStep::Marker, ReplaceStep::Marker]);
-        }
-        steps.extend([ReplaceStep::Reader, ReplaceStep::Writer, ReplaceStep::Mine]);
         let replace = || {
             noting(&answer_lost, async {
                 let mut multi = client.new_multi_writer();
-                if let Some(successor) = &successor_path {
-                    multi.add_check_version(successor, -1)?;
-                }
-                if record {
-                    multi.add_set_data(&self.dir, node_name::release_record(writer), None)?;
-                    multi.add_create(&marker, &[], &options)?;
-                    multi.add_delete(&marker, None)?;
-                }
-                multi.add_create(&reader_path, &[], &options)?;
-                multi.add_delete(&writer_path, writer_version)?;
-                multi.add_delete(&mine_path, None)?;
+                add_ops(&mut multi, tx.ops(), &self.acls)?;
                 let result = multi.commit().await;
                 let step = match &result {
-                    Err(zk::MultiWriteError::OperationFailed { index, .. }) => steps.get(*index).copied(),
+                    Err(zk::MultiWriteError::OperationFailed { index, .. }) => tx.failed_step(*index),
                     _ => None,
                 };
                 if let Ok(mut failed) = failed.lock() {
                     *failed = step;
                 }
                 match result {
-                    Ok(results) => Ok(results.into_iter().find_map(|r| match r {
-                        zk::MultiWriteResult::Create { stat, .. } if !stat.is_invalid() => Some(stat.czxid),
+                    Ok(results) => Ok(match results.get(created) {
+                        Some(zk::MultiWriteResult::Create { stat, .. }) if !stat.is_invalid() => {
+                            Some(stat.czxid)
+                        }
                         _ => None,
-                    })),
+                    }),
                     Err(e) => Err(zk::Error::from(e)),
                 }
             })
@@ -504,7 +451,7 @@ impl Requests {
         let result = match with_retry(client, replace).await {
             Ok(Some(czxid)) => Ok(czxid),
             // The stat left out: the node is mine, just made.
-            Ok(None) => with_retry(client, || client.check_stat(&reader_path))
+            Ok(None) => with_retry(client, || client.check_stat(reader_path))
                 .await
                 .and_then(|stat| stat.map(|stat| stat.czxid).ok_or(zk::Error::NoNode)),
             Err(e) => Err(e),
@@ -512,6 +459,10 @@ impl Requests {
         let answer = match result {
             Ok(czxid) => Answer::Ok(czxid),
             Err(e) => {
+                let writer_path = match action {
+                    Action::Replace { writer, .. } => child_path(&self.dir, writer),
+                    _ => self.dir.clone(),
+                };
                 debug!(writer = %writer_path, reader = %reader_path, error = %e, "the downgrade's transaction failed");
                 self.answer(e, &writer_path)
             }
@@ -595,11 +546,23 @@ pub(super) fn answer_of<T>(e: zk::Error, path: &str) -> (Answer<T>, Error) {
 
 /// The full path of the child `name` of `dir`.
 pub(crate) fn child_path(dir: &str, name: &str) -> String {
-    let mut path = String::with_capacity(dir.len() + 1 + name.len());
-    path.push_str(dir);
-    path.push('/');
-    path.push_str(name);
-    path
+    contender::child_path(dir, name)
+}
+
+/// Adds the machine's operations to `multi`, in their order, each as the
+/// client's call; a create gets my contender nodes' ACL (`acls`).
+fn add_ops(multi: &mut zk::MultiWriter<'_>, ops: &[Op], acls: &[zk::Acl]) -> Result<(), zk::Error> {
+    let options = zk::CreateMode::Ephemeral.with_acls(zk::Acls::new(acls));
+    for op in ops {
+        match op {
+            // The client's "any version" is -1.
+            Op::Check { path, version } => multi.add_check_version(path, version.unwrap_or(-1))?,
+            Op::Create { path, data } => multi.add_create(path, data, &options)?,
+            Op::Delete { path, version } => multi.add_delete(path, *version)?,
+            Op::SetData { path, data, version } => multi.add_set_data(path, data, *version)?,
+        }
+    }
+    Ok(())
 }
 
 /// Runs an idempotent request again after a retryable error (see

@@ -1195,3 +1195,136 @@ fn a_listing_over_the_limit_refuses_the_first_wait_only() {
     let mut try_ = Acquire::new(Mode::Write, false).with_listing_limit(Some(1));
     assert_eq!(try_.created(&me, Some(&names)), Action::GiveUp);
 }
+
+#[test]
+fn a_watch_event_means_the_sessions_end_whatever_its_kind_once_the_state_ends_it() {
+    use crate::lease::SessionState::*;
+    use WatchedKind::*;
+    for (kind, state, want) in [
+        (Deleted, Connected, NodeEvent::Deleted),
+        (DataChanged, Connected, NodeEvent::DataChanged),
+        (Created, Connected, NodeEvent::Other),
+        (ChildrenChanged, Connected, NodeEvent::Other),
+        (Session, Connected, NodeEvent::Other),
+        (Session, Disconnected, NodeEvent::Other),
+        (Session, ConnectedReadOnly, NodeEvent::Other),
+        // A deletion delivered on reconnection to a read-only server.
+        (Deleted, ConnectedReadOnly, NodeEvent::Deleted),
+        (Deleted, Expired, NodeEvent::SessionEnded),
+        (DataChanged, Closed, NodeEvent::SessionEnded),
+        (Session, Expired, NodeEvent::SessionEnded),
+        (Session, Closed, NodeEvent::SessionEnded),
+        (Session, AuthFailed, NodeEvent::SessionEnded),
+    ] {
+        assert_eq!(NodeEvent::of(kind, state), want, "{kind:?} {state:?}");
+    }
+}
+
+#[test]
+fn a_session_state_change_interrupts_a_wait_unless_it_ends_the_session() {
+    use crate::lease::SessionState::*;
+    for (state, want) in [
+        (Connected, Event::Interrupted),
+        (ConnectedReadOnly, Event::Interrupted),
+        (Disconnected, Event::Interrupted),
+        (Expired, Event::SessionEnded),
+        (Closed, Event::SessionEnded),
+        (AuthFailed, Event::SessionEnded),
+    ] {
+        assert_eq!(Event::of_session(state), want, "{state:?}");
+    }
+}
+
+#[test]
+fn what_arrived_at_once_is_taken_own_marker_session_watched_deadline_and_a_marker_event_other_than_its_creation_means_nothing(
+) {
+    use crate::lease::SessionState as S;
+    use Source::*;
+    let all = Arrived {
+        own: Some(NodeEvent::DataChanged),
+        marker: Some(WatchedKind::Created),
+        session: Some(S::Disconnected),
+        watched: Some(NodeEvent::Deleted),
+        deadline: true,
+    };
+    let ev = |event| Some(Input::Event(event));
+    for (arrived, want) in [
+        (Arrived::default(), vec![]),
+        (
+            all,
+            vec![
+                (Own, ev(Event::Own(NodeEvent::DataChanged))),
+                (Marker, ev(Event::Released)),
+                (Session, ev(Event::Interrupted)),
+                (Watched, ev(Event::Watched(NodeEvent::Deleted))),
+                (Deadline, Some(Input::Deadline)),
+            ],
+        ),
+        // One transaction's events: the marker's creation before the
+        // watched node's deletion.
+        (
+            Arrived {
+                watched: Some(NodeEvent::Deleted),
+                marker: Some(WatchedKind::Created),
+                ..Arrived::default()
+            },
+            vec![
+                (Marker, ev(Event::Released)),
+                (Watched, ev(Event::Watched(NodeEvent::Deleted))),
+            ],
+        ),
+        // A stranger's marker deleted: consumed, and means nothing.
+        (
+            Arrived {
+                marker: Some(WatchedKind::Deleted),
+                watched: Some(NodeEvent::Deleted),
+                ..Arrived::default()
+            },
+            vec![(Marker, None), (Watched, ev(Event::Watched(NodeEvent::Deleted)))],
+        ),
+        (
+            Arrived {
+                marker: Some(WatchedKind::DataChanged),
+                ..Arrived::default()
+            },
+            vec![(Marker, None)],
+        ),
+        // The session's end before the watched node's event; the deadline
+        // after both.
+        (
+            Arrived {
+                session: Some(S::Expired),
+                watched: Some(NodeEvent::SessionEnded),
+                deadline: true,
+                ..Arrived::default()
+            },
+            vec![
+                (Session, ev(Event::SessionEnded)),
+                (Watched, ev(Event::Watched(NodeEvent::SessionEnded))),
+                (Deadline, Some(Input::Deadline)),
+            ],
+        ),
+        // My own node's deletion before anything else.
+        (
+            Arrived {
+                own: Some(NodeEvent::Deleted),
+                session: Some(S::Connected),
+                ..Arrived::default()
+            },
+            vec![
+                (Own, ev(Event::Own(NodeEvent::Deleted))),
+                (Session, ev(Event::Interrupted)),
+            ],
+        ),
+        (
+            Arrived {
+                deadline: true,
+                ..Arrived::default()
+            },
+            vec![(Deadline, Some(Input::Deadline))],
+        ),
+    ] {
+        assert_eq!(arrived.is_empty(), want.is_empty(), "{arrived:?}");
+        assert_eq!(arrived.in_order(), want, "{arrived:?}");
+    }
+}

@@ -2,7 +2,45 @@
 //! machine, and the transaction that replaces the writer.
 
 use super::{Action, Answer, Contender, Downgrade, Failure, Phase, ReplaceStep, Replacement};
-use crate::node_name::Mode;
+use crate::node_name::{Layout, Mode};
+
+/// A holding writer's downgrade, begun ([`Contender::begin_replace`]): what
+/// its reader's machine is made with ([`Contender::replacing`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Downgrading {
+    /// The writer node's child name.
+    pub writer: String,
+    /// The writer's release is due with the release record.
+    pub mark: bool,
+    /// A revocation request on the writer node is known.
+    pub revoked: bool,
+}
+
+/// Why a holding writer's downgrade cannot begin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DowngradeRefused {
+    /// A peer's layout: only the native layout downgrades.
+    Layout(Layout),
+    /// Not a holding writer: a reader, lost (its node deleted, its session
+    /// or lease ended), or its release begun.
+    NotHeld,
+}
+
+impl Replacement {
+    /// How a downgrade ended for the writer when its reader's acquire
+    /// failed with `failure` (`None`: an error of the driver's own), the
+    /// error reported being the session's end if `session_over`: the
+    /// writer node deleted by someone else first
+    /// ([`Failure::WriterLost`] on a live session) loses the lock;
+    /// otherwise it is not replaced, and a deletion seen meanwhile tells
+    /// (a session that ended loses it by its own news).
+    pub fn after_failure(failure: Option<Failure>, session_over: bool) -> Replacement {
+        match failure {
+            Some(Failure::WriterLost) if !session_over => Replacement::WriterGone,
+            _ => Replacement::NotApplied,
+        }
+    }
+}
 
 impl Contender {
     /// This contender is a downgrade's: a reader (`mode` [`Mode::Read`],
@@ -34,14 +72,57 @@ impl Contender {
     }
 
     /// A holding writer's downgrade begins: a deletion of its node seen
-    /// from now on may be the downgrade's. False (and nothing changes) if
-    /// it cannot be downgraded: not holding, lost, or its release begun.
-    pub fn begin_replace(&mut self) -> bool {
-        if self.phase != Phase::Holding || self.lost || self.releasing || self.mode != Mode::Write {
-            return false;
+    /// from now on may be the downgrade's. Returns what the reader's
+    /// machine is made with ([`Contender::replacing`]): the writer node,
+    /// whether its release is due with the record, and whether a
+    /// revocation request on it is known. Refused (and nothing changes) in
+    /// a peer's layout, whatever the node's state (only the native layout
+    /// has a reader that takes a writer's place: a peer would not see the
+    /// hand-over), and if it is not a holding writer (a reader, lost, or
+    /// its release begun).
+    pub fn begin_replace(&mut self) -> Result<Downgrading, DowngradeRefused> {
+        if self.layout != Layout::Native {
+            return Err(DowngradeRefused::Layout(self.layout));
         }
+        let writer = match &self.me {
+            Some((name, _, _))
+                if self.phase == Phase::Holding
+                    && !self.lost
+                    && !self.releasing
+                    && self.mode == Mode::Write =>
+            {
+                name.clone()
+            }
+            _ => return Err(DowngradeRefused::NotHeld),
+        };
         self.downgrade = Downgrade::Running { deleted: false };
-        true
+        Ok(Downgrading {
+            writer,
+            mark: self.mark,
+            revoked: self.revoked,
+        })
+    }
+
+    /// A downgrade's reader granted in place of the writer whose machine is
+    /// `writer` (ended with [`Replacement::Applied`]): it takes over the
+    /// writer's fencing token ([`Contender::fencing_token`]) and a
+    /// revocation request seen on the writer, before or during the
+    /// downgrade (the holder was asked to give the lock up; the reader is
+    /// the same holder).
+    pub fn take_over(&mut self, writer: &Contender) {
+        if let Some(token) = writer.fencing_token() {
+            self.inherited_token = Some(token);
+        }
+        self.revoked |= writer.revoked;
+    }
+
+    /// The held lock's fencing token: my node's czxid; for a downgrade's
+    /// reader that took the writer's place ([`Contender::take_over`]), the
+    /// writer's. The lock was held all along since the writer's grant:
+    /// every writer granted after the read lock has a larger czxid than
+    /// the writer's, but the reader node's own czxid may exceed theirs.
+    pub fn fencing_token(&self) -> Option<i64> {
+        self.inherited_token.or_else(|| self.czxid())
     }
 
     /// A holding writer's downgrade ended as `how`: with [`Replacement::Applied`]

@@ -2,6 +2,19 @@
 
 use super::{Answer, Contender, Downgrade, HeldNode, Keep};
 use crate::acquire;
+use crate::node_name;
+
+impl HeldNode {
+    /// What reading the held node found: its czxid, and whether its `data`
+    /// is a revocation request ([`crate::node_name::REVOKE_PAYLOAD`]); the
+    /// machine decides, the driver feeds the bytes it read.
+    pub fn read(czxid: i64, data: &[u8]) -> HeldNode {
+        HeldNode {
+            czxid,
+            revocation: node_name::is_revocation(data),
+        }
+    }
+}
 
 impl Contender {
     /// Feeds what the keeper's read-and-watch of the held node answered;
@@ -61,6 +74,17 @@ impl Contender {
     /// Notes a revocation request seen on my node before the grant.
     pub fn note_revoked(&mut self) {
         self.revoked = true;
+    }
+
+    /// Feeds the data of my node, read while waiting (with the data watch
+    /// on it, [`crate::acquire::Action::SetWatches`]'s `own`): the machine
+    /// decides whether it is a revocation request, which is kept for good
+    /// (a later write does not take it back) and set on the guard at the
+    /// grant ([`Contender::is_revoked`]).
+    pub fn own_data_read(&mut self, data: &[u8]) {
+        if node_name::is_revocation(data) {
+            self.revoked = true;
+        }
     }
 
     pub(super) fn held_deleted(&mut self) {

@@ -34,11 +34,13 @@
 //!         Grant{mark}       => hand the node to a guard: the machine now holds
 //!                              (`held_*` below), until machine.release()
 //!         GiveUp | Fail(_)  => the acquire ends; action = machine.withdraw()
-//!                              (deletes the node, if there is one to delete)
+//!                              (deletes the node, if there is one to delete); a failure
+//!                              waits for it and reports whose error [`Failure::ending`] says
 //!         Delete{name,record} => delete `name` (with `record`: in one transaction with the
 //!                              release record, [`crate::node_name::release_record`], and
 //!                              the create and delete of its release marker,
-//!                              [`crate::node_name::release_marker`]),
+//!                              [`crate::node_name::release_marker`]; its operations in
+//!                              order: [`Action::transaction`]),
 //!                              retried until answered; feed Deleted { answer, answer_lost }
 //!         ReadDirAcl        => read the directory's ACL and child count, keeping the ACL;
 //!                              feed DirAcl(children)
@@ -46,7 +48,9 @@
 //!                              ACL just read, in one transaction; feed Recycled
 //!         Replace{..}       => a downgrade's transaction: check the node after the writer (if
 //!                              named), create the reader with the writer's sequence, delete
-//!                              the writer and my node; retried; feed Replaced
+//!                              the writer and my node ([`Action::transaction`], which
+//!                              also names the operation at a failing index); retried;
+//!                              feed Replaced
 //!         Done(outcome)     => the release or withdrawal is over
 //!     }
 //! }
@@ -101,11 +105,17 @@
 
 use uuid::Uuid;
 
+pub use downgrade::{DowngradeRefused, Downgrading};
+pub use ending::{Blame, Ending};
+pub use ops::{child_path, node_data, Op, Transaction};
+
 use crate::acquire::{self, Acquire, Counts, Event};
 use crate::node_name::{Layout, Mode};
 
 mod downgrade;
+mod ending;
 mod held;
+mod ops;
 mod release;
 mod step;
 
@@ -524,6 +534,9 @@ pub struct Contender {
     /// revocation request on it is known.
     replaces: Option<(String, bool, bool)>,
     downgrade: Downgrade,
+    /// The fencing token of the writer a downgrade's reader took over
+    /// ([`Contender::take_over`]).
+    inherited_token: Option<i64>,
 }
 
 impl Contender {
@@ -565,6 +578,7 @@ impl Contender {
             listing_limit: None,
             replaces: None,
             downgrade: Downgrade::None,
+            inherited_token: None,
         }
     }
 

@@ -1262,7 +1262,7 @@ fn downgrading(listing: &[String]) -> (Contender, Contender, Action) {
 
 fn downgrading_marked(listing: &[String], mark: bool) -> (Contender, Contender, Action) {
     let mut writer = holder(Mode::Write, 3);
-    assert!(writer.begin_replace());
+    assert!(writer.begin_replace().is_ok());
     let w = name(Mode::Write, 3);
     let mut reader = Contender::new(
         Mode::Read,
@@ -1479,14 +1479,175 @@ fn a_downgrades_lost_answer_is_settled_by_the_readers_stat() {
 }
 
 #[test]
-fn only_a_holding_writer_begins_a_downgrade() {
-    assert!(!holder(Mode::Read, 3).begin_replace());
-    let mut lost = holder(Mode::Write, 3);
-    lost.held_lost();
-    assert!(!lost.begin_replace());
-    let mut releasing = holder(Mode::Write, 3);
-    releasing.release();
-    assert!(!releasing.begin_replace());
+fn only_a_holding_native_writer_begins_a_downgrade() {
+    use DowngradeRefused::NotHeld;
+    let refused = |layout| Err(DowngradeRefused::Layout(layout));
+    let lost = |mut c: Contender| {
+        c.held_lost();
+        c
+    };
+    let releasing = |mut c: Contender| {
+        c.release();
+        c
+    };
+    let deleted = |mut c: Contender| {
+        c.held_event(NodeEvent::Deleted);
+        c
+    };
+    let revoked = |mut c: Contender| {
+        c.note_revoked();
+        c
+    };
+    let began = |seq: i32, mark: bool, revoked: bool| {
+        Ok(Downgrading {
+            writer: name(Mode::Write, seq),
+            mark,
+            revoked,
+        })
+    };
+    for (what, mut c, want) in [
+        ("a holding writer", holder(Mode::Write, 3), began(3, false, false)),
+        (
+            "a revoked writer",
+            revoked(holder(Mode::Write, 3)),
+            began(3, false, true),
+        ),
+        ("a marked writer", waiting_writer_granted(), began(2, true, false)),
+        ("a reader", holder(Mode::Read, 3), Err(NotHeld)),
+        ("a lost writer", lost(holder(Mode::Write, 3)), Err(NotHeld)),
+        ("a deleted writer", deleted(holder(Mode::Write, 3)), Err(NotHeld)),
+        (
+            "a releasing writer",
+            releasing(holder(Mode::Write, 3)),
+            Err(NotHeld),
+        ),
+        ("a waiting writer", waiting_writer(), Err(NotHeld)),
+        // The layout first, whatever the state.
+        (
+            "a Curator writer",
+            peer_holder(Layout::Curator),
+            refused(Layout::Curator),
+        ),
+        (
+            "a Curator mutex",
+            peer_holder(Layout::CuratorMutex),
+            refused(Layout::CuratorMutex),
+        ),
+        (
+            "a kazoo writer",
+            peer_holder(Layout::Kazoo),
+            refused(Layout::Kazoo),
+        ),
+        (
+            "a lost kazoo writer",
+            lost(peer_holder(Layout::Kazoo)),
+            refused(Layout::Kazoo),
+        ),
+    ] {
+        let want_ok = want.is_ok();
+        assert_eq!(c.begin_replace(), want, "{what}");
+        if !want_ok {
+            // Nothing changed: a deletion now is not the downgrade's.
+            c.held_event(NodeEvent::Deleted);
+            assert!(c.is_lost() || c.releasing, "{what}");
+        }
+    }
+}
+
+/// [`waiting_writer`], granted by its predecessor's release: its own
+/// release is due with the record.
+fn waiting_writer_granted() -> Contender {
+    let mut c = waiting_writer();
+    c.step(Input::Acquire(Heard::WatchesSet {
+        own: Some(Reply::Ok(())),
+        watched: Reply::Ok(()),
+        marker: None,
+    }));
+    assert_eq!(
+        c.step(Input::Acquire(Heard::Event(Event::Watched(NodeEvent::Deleted)))),
+        Action::Grant { mark: true }
+    );
+    c
+}
+
+/// A writer in a peer's `layout`, granted on its first listing.
+fn peer_holder(layout: Layout) -> Contender {
+    let mut c = Contender::new(Mode::Write, true, layout, token(), SESSION, false);
+    assert_eq!(c.start(), Action::Create);
+    let Some(me) = layout
+        .prefix("host", token(), Mode::Write)
+        .map(|p| format!("{p}0000000003"))
+    else {
+        panic!("{layout:?} has no writer")
+    };
+    assert_eq!(
+        c.step(created(&me, 40, Some(std::slice::from_ref(&me)))),
+        Action::Grant { mark: false }
+    );
+    c
+}
+
+#[test]
+fn a_downgrades_reader_takes_over_the_writers_token_and_revocation() {
+    let w = name(Mode::Write, 3);
+    for (writer_revoked, reader_revoked, want_revoked) in [
+        (false, false, false),
+        (true, false, true),
+        (false, true, true),
+        (true, true, true),
+    ] {
+        let (mut writer, mut reader, action) = downgrading(std::slice::from_ref(&w));
+        let Action::Replace { .. } = action else {
+            panic!("{action:?}")
+        };
+        assert!(matches!(
+            reader.step(replaced(Answer::Ok(77), None, false)),
+            Action::Grant { .. }
+        ));
+        assert_eq!(reader.fencing_token(), Some(77));
+        if writer_revoked {
+            // Seen during the downgrade.
+            writer.note_revoked();
+        }
+        if reader_revoked {
+            reader.note_revoked();
+        }
+        writer.end_replace(Replacement::Applied);
+        reader.take_over(&writer);
+        assert_eq!(reader.fencing_token(), writer.czxid(), "the writer's token");
+        assert_eq!(writer.czxid(), Some(40));
+        assert_eq!(reader.czxid(), Some(77), "its own node's czxid stays");
+        assert_eq!(
+            reader.is_revoked(),
+            want_revoked,
+            "{writer_revoked} {reader_revoked}"
+        );
+    }
+    // Without a downgrade, the token is the node's czxid.
+    assert_eq!(holder(Mode::Read, 1).fencing_token(), Some(40));
+}
+
+#[test]
+fn a_downgrade_whose_reader_failed_loses_the_writer_only_if_its_node_went_first() {
+    use Replacement::*;
+    for (failure, session_over, want) in [
+        (Some(Failure::WriterLost), false, WriterGone),
+        // The session's end says it: not the downgrade's news.
+        (Some(Failure::WriterLost), true, NotApplied),
+        (Some(Failure::Lost), false, NotApplied),
+        (Some(Failure::SessionEnded), true, NotApplied),
+        (Some(Failure::Request), false, NotApplied),
+        (Some(Failure::ListingTooLarge), false, NotApplied),
+        (Some(Failure::Exhausted), false, NotApplied),
+        (None, false, NotApplied),
+        (None, true, NotApplied),
+    ] {
+        assert_eq!(
+            Replacement::after_failure(failure, session_over),
+            want,
+            "{failure:?} {session_over}"
+        );
+    }
 }
 
 /// A writer whose release is due with the record downgrades with it (and
@@ -1554,7 +1715,7 @@ fn a_refused_downgrade_keeps_the_writer() {
     // A revocation request on the writer already known: any version.
     let mut writer = holder(Mode::Write, 3);
     writer.note_revoked();
-    assert!(writer.begin_replace());
+    assert!(writer.begin_replace().is_ok());
     let mut reader = Contender::new(
         Mode::Read,
         true,
@@ -1577,4 +1738,208 @@ fn a_refused_downgrade_keeps_the_writer() {
         ),
         "{action:?}"
     );
+}
+
+#[test]
+fn a_failed_acquire_waits_for_its_withdrawal_and_reports_whose_error_the_table_says() {
+    use Blame::{Failure as Its, Withdrawal};
+    // (failure, waits for the withdrawal, blamed if it was refused)
+    for (failure, waits, if_refused) in [
+        // Nothing to withdraw: the node is gone.
+        (Failure::Lost, false, Its),
+        (Failure::SessionEnded, false, Its),
+        // Withdrawn in the background, reported at once.
+        (Failure::InvalidName, false, Its),
+        // A refused withdrawal leaves the node queued: that is the news.
+        (Failure::Request, true, Withdrawal),
+        (Failure::DirectoryHoldsData, true, Withdrawal),
+        (Failure::NoDirectory, true, Withdrawal),
+        (Failure::ListingTooLarge, true, Withdrawal),
+        // The failure says more than a refusal would.
+        (Failure::Exhausted, true, Its),
+        (Failure::WriterLost, true, Its),
+    ] {
+        let ending = failure.ending();
+        assert_eq!(matches!(ending, Ending::Withdraw { .. }), waits, "{failure:?}");
+        assert_eq!(ending.blame(true), if_refused, "{failure:?} refused");
+        // A withdrawal that succeeded (or goes on in the background) never
+        // takes the report.
+        assert_eq!(ending.blame(false), Its, "{failure:?} not refused");
+    }
+}
+
+/// A transaction's operations, one word each: `set PATH DATA`, `create
+/// PATH`, `delete PATH [vN]`, `check PATH`, each with its step's name for a
+/// downgrade's.
+fn ops_of(tx: &Transaction, dir: &str) -> Vec<String> {
+    let short = |path: &str| path.strip_prefix(dir).unwrap_or(path).to_owned();
+    let version = |v: &Option<i32>| v.map(|v| format!(" v{v}")).unwrap_or_default();
+    tx.ops()
+        .iter()
+        .enumerate()
+        .map(|(i, op)| {
+            let op = match op {
+                Op::Check { path, version: v } => format!("check {}{}", short(path), version(v)),
+                Op::Create { path, data } => {
+                    assert!(data.is_empty());
+                    format!("create {}", short(path))
+                }
+                Op::Delete { path, version: v } => format!("delete {}{}", short(path), version(v)),
+                Op::SetData {
+                    path,
+                    data,
+                    version: v,
+                } => format!(
+                    "set {} {}{}",
+                    short(path),
+                    String::from_utf8_lossy(data),
+                    version(v)
+                ),
+            };
+            match tx.failed_step(i) {
+                Some(step) => format!("{op} ({step:?})"),
+                None => op,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn a_release_with_the_record_sends_record_marker_and_deletion_in_that_order() {
+    let dir = "/locks/a";
+    let release = Action::Delete {
+        name: "w-W-0000000003".into(),
+        record: true,
+    };
+    let tx = release.transaction(dir).unwrap();
+    assert_eq!(
+        ops_of(&tx, dir),
+        [
+            "set  w-W-0000000003",
+            "create /w-W-0000000003.released",
+            "delete /w-W-0000000003.released",
+            "delete /w-W-0000000003",
+        ]
+        .map(|op| op.replace(".released", crate::node_name::RELEASE_MARKER_SUFFIX))
+    );
+    // Any refusal means the same (a plain deletion next): no step.
+    assert_eq!(tx.failed_step(0), None);
+    assert_eq!(tx.created(), None);
+    // A plain deletion is a single request, no transaction.
+    let plain = Action::Delete {
+        name: "w-W-0000000003".into(),
+        record: false,
+    };
+    assert_eq!(plain.transaction(dir), None);
+    assert_eq!(Action::Create.transaction(dir), None);
+}
+
+#[test]
+fn a_downgrades_transaction_sends_its_operations_in_order_and_names_each_failing_index() {
+    let dir = "/d";
+    let marker = |name: &str| format!("{name}{}", crate::node_name::RELEASE_MARKER_SUFFIX);
+    let replace = |successor: Option<&str>, record: bool, writer_version: Option<i32>| Action::Replace {
+        writer: "w".into(),
+        reader: "r".into(),
+        successor: successor.map(str::to_owned),
+        mine: "m".into(),
+        record,
+        writer_version,
+    };
+    for (action, want) in [
+        (
+            replace(None, false, Some(0)),
+            vec!["create /r (Reader)", "delete /w v0 (Writer)", "delete /m (Mine)"],
+        ),
+        // A revocation request known: the writer is deleted at any version.
+        (
+            replace(None, false, None),
+            vec!["create /r (Reader)", "delete /w (Writer)", "delete /m (Mine)"],
+        ),
+        (
+            replace(Some("s"), false, Some(0)),
+            vec![
+                "check /s (Successor)",
+                "create /r (Reader)",
+                "delete /w v0 (Writer)",
+                "delete /m (Mine)",
+            ],
+        ),
+        (
+            replace(Some("s"), true, Some(0)),
+            vec![
+                "check /s (Successor)",
+                "set  w (Record)",
+                &format!("create /{} (Marker)", marker("w")),
+                &format!("delete /{} (Marker)", marker("w")),
+                "create /r (Reader)",
+                "delete /w v0 (Writer)",
+                "delete /m (Mine)",
+            ],
+        ),
+        (
+            replace(None, true, None),
+            vec![
+                "set  w (Record)",
+                &format!("create /{} (Marker)", marker("w")),
+                &format!("delete /{} (Marker)", marker("w")),
+                "create /r (Reader)",
+                "delete /w (Writer)",
+                "delete /m (Mine)",
+            ],
+        ),
+    ] {
+        let tx = action.transaction(dir).unwrap();
+        assert_eq!(ops_of(&tx, dir), want, "{action:?}");
+        // The reader's create carries its czxid; past the end, no step.
+        let (index, path) = tx.created().unwrap();
+        assert_eq!((tx.failed_step(index), path), (Some(ReplaceStep::Reader), "/d/r"));
+        assert_eq!(tx.failed_step(want.len()), None);
+    }
+}
+
+#[test]
+fn a_peer_layouts_node_holds_the_identity_a_native_one_nothing() {
+    for (layout, data) in [
+        (Layout::Native, &b""[..]),
+        (Layout::Curator, b"host-1"),
+        (Layout::CuratorMutex, b"host-1"),
+        (Layout::Kazoo, b"host-1"),
+    ] {
+        assert_eq!(node_data(layout, "host-1"), data, "{layout:?}");
+    }
+    assert_eq!(child_path("/a/b", "c-R-0000000001"), "/a/b/c-R-0000000001");
+}
+
+#[test]
+fn the_machine_recognises_a_revocation_request_in_the_data_it_is_fed() {
+    use crate::node_name::REVOKE_PAYLOAD;
+    // (data read, revoked after); the request is kept for good.
+    for (reads, revoked) in [
+        (&[&b""[..]][..], false),
+        (&[b"__REVOKE__ "], false),
+        (&[b"__revoke__"], false),
+        (&[b"something else"], false),
+        (&[REVOKE_PAYLOAD], true),
+        (&[REVOKE_PAYLOAD, b""], true),
+        (&[b"", REVOKE_PAYLOAD], true),
+    ] {
+        // While waiting: my node's data, read with its watch.
+        let mut waiting = contender(Mode::Read);
+        for data in reads {
+            waiting.own_data_read(data);
+        }
+        assert_eq!(waiting.is_revoked(), revoked, "waiting, {reads:?}");
+        // While holding: the keeper's read of the held node.
+        let mut held = holder(Mode::Read, 1);
+        let czxid = held.czxid().unwrap();
+        for data in reads {
+            assert_eq!(
+                held.held_watch_set(Answer::Ok(HeldNode::read(czxid, data))),
+                Keep::Wait
+            );
+        }
+        assert_eq!(held.is_revoked(), revoked, "held, {reads:?}");
+        assert!(!held.is_lost());
+    }
 }
