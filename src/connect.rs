@@ -6,8 +6,7 @@
 use std::time::Duration;
 
 use crate::background::{self, AbortOnDrop};
-use crate::backoff::Backoff;
-use crate::error::{is_retryable, Error};
+use crate::error::{with_retry, Error};
 use crate::zk;
 
 /// How long [`SharedLock::connect`](crate::SharedLock::connect) tries to
@@ -628,27 +627,14 @@ pub(crate) async fn missing_chroot(client: &zk::Client, path: Option<&str>) -> O
     if chroot == "/" {
         return None;
     }
-    // Under a chroot, `/` is the chroot itself. Retried through connection
-    // loss with the policy of the lock's requests (`Backoff::request`), as
-    // their `with_retry` would: that one lives in `lock/`, which stands on
-    // this module and is not imported here.
-    let started = tokio::time::Instant::now();
-    let backoff = Backoff::request(client.session_timeout());
-    let mut pause = Duration::ZERO;
-    loop {
-        match client.check_stat("/").await {
-            Ok(None) => {
-                return Some(Error::ChrootMissing {
-                    chroot: chroot.to_owned(),
-                    path: path.map(str::to_owned),
-                })
-            }
-            Err(e) if is_retryable(&e) => {
-                pause = backoff.pause(started.elapsed(), pause)?;
-                tokio::time::sleep(pause).await;
-            }
-            Ok(Some(_)) | Err(_) => return None,
-        }
+    // Under a chroot, `/` is the chroot itself; retried through connection
+    // loss.
+    match with_retry(client, || client.check_stat("/")).await {
+        Ok(None) => Some(Error::ChrootMissing {
+            chroot: chroot.to_owned(),
+            path: path.map(str::to_owned),
+        }),
+        Ok(Some(_)) | Err(_) => None,
     }
 }
 

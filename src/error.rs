@@ -1,5 +1,6 @@
 //! The error type of the lock API.
 
+use crate::backoff::Backoff;
 use crate::zk;
 
 /// What went wrong with a lock operation.
@@ -540,6 +541,34 @@ pub fn is_retryable(e: &zk::Error) -> bool {
             | zk::Error::Timeout
             | zk::Error::Throttled
     )
+}
+
+/// Runs an idempotent request again after a retryable error (see
+/// [`is_retryable`]), until it gets the server's answer or retrying is
+/// over ([`Backoff::request`]). A request sent while the client is
+/// disconnected waits for the reconnection; once the session is over,
+/// requests fail with its terminal error.
+pub(crate) async fn with_retry<T, F, Fut>(client: &zk::Client, op: F) -> Result<T, zk::Error>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<T, zk::Error>>,
+{
+    let started = tokio::time::Instant::now();
+    let backoff = Backoff::request(client.session_timeout());
+    let mut pause = std::time::Duration::ZERO;
+    loop {
+        match op().await {
+            Err(e) if is_retryable(&e) => {
+                let Some(next) = backoff.pause(started.elapsed(), pause) else {
+                    tracing::debug!(error = %e, "giving up retrying: the session cannot be reached");
+                    return Err(e);
+                };
+                pause = next;
+                tokio::time::sleep(pause).await;
+            }
+            result => return result,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -10,32 +10,21 @@ use tokio::time::Instant;
 use tracing::{debug, info_span, warn, Instrument};
 use uuid::Uuid;
 
-use super::held::{Held, Pending};
-use super::requests::{child_path, warn_threshold, with_retry, Requests};
+use super::held::{Failed, Held, Pending};
+use super::requests::{child_path, warn_threshold, Requests};
+use super::wire::{node_event, session_state, watched_kind, WatchFuture};
 use super::SharedLock;
-use crate::acquire::{Action, Arrived, Counts, Event, Input, NodeEvent, Record, Reply, Source, WatchedKind};
+use super::TRY_TIMEOUT;
+use crate::acquire::{Action, Arrived, Counts, Event, Input, NodeEvent, Record, Reply, Source};
 use crate::backoff::Backoff;
 use crate::connect::missing_chroot;
 use crate::contender::{self, Blame, Contender, Deadlines, Downgrading, Ending, Failure};
+use crate::error::with_retry;
 use crate::error::{is_retryable, Error};
-use crate::lease;
 use crate::node_name::{self, Mode};
 use crate::ordering;
 use crate::stats::End;
 use crate::zk;
-
-/// A failed acquire: the error it reports, and the machine's failure
-/// behind it (`None` for an error of the driver's own).
-pub(super) struct Failed {
-    pub(super) error: Error,
-    pub(super) failure: Option<Failure>,
-}
-
-impl From<Error> for Failed {
-    fn from(error: Error) -> Failed {
-        Failed { error, failure: None }
-    }
-}
 
 /// How long an acquire may wait.
 #[derive(Clone, Copy)]
@@ -46,6 +35,24 @@ pub(super) enum Patience {
     Until(Instant),
     /// Wait as long as it takes.
     Forever,
+}
+
+impl Held {
+    /// Downgrades a held write lock to a read lock (see
+    /// [`WriteGuard::downgrade`](crate::WriteGuard::downgrade)): makes a
+    /// reader node, and deletes this writer node in one transaction with a
+    /// check that the reader exists if only readers stand between the two;
+    /// otherwise withdraws the reader and keeps this node. Returns the
+    /// state of the read lock: a new one on the reader node, or this one.
+    /// On an error the write lock is released (this is dropped).
+    ///
+    /// The machine begins it, the reader's contender runs its acquire, and
+    /// both machines are told how it ended.
+    pub(super) async fn downgrade(self) -> Result<Held, Error> {
+        let (lock, downgrading) = self.begin_downgrade()?;
+        let reader = lock.downgrade_reader(&downgrading).await;
+        self.end_downgrade(reader)
+    }
 }
 
 impl SharedLock {
@@ -815,35 +822,6 @@ fn error_reply<T>(e: &zk::Error) -> Reply<T> {
     }
 }
 
-/// The machine's view of a watch event ([`NodeEvent::of`] decides).
-pub(super) fn node_event(event: &zk::WatchedEvent) -> NodeEvent {
-    NodeEvent::of(watched_kind(event.event_type), session_state(event.session_state))
-}
-
-/// The core's copy of a watch event's kind, one to one.
-fn watched_kind(kind: zk::EventType) -> WatchedKind {
-    match kind {
-        zk::EventType::Session => WatchedKind::Session,
-        zk::EventType::NodeCreated => WatchedKind::Created,
-        zk::EventType::NodeDeleted => WatchedKind::Deleted,
-        zk::EventType::NodeDataChanged => WatchedKind::DataChanged,
-        zk::EventType::NodeChildrenChanged => WatchedKind::ChildrenChanged,
-    }
-}
-
-/// The core's copy of the client's session state, one to one (what each
-/// means is [`lease::Link::of`]).
-pub(super) fn session_state(state: zk::SessionState) -> lease::SessionState {
-    match state {
-        zk::SessionState::SyncConnected => lease::SessionState::Connected,
-        zk::SessionState::ConnectedReadOnly => lease::SessionState::ConnectedReadOnly,
-        zk::SessionState::Disconnected => lease::SessionState::Disconnected,
-        zk::SessionState::Expired => lease::SessionState::Expired,
-        zk::SessionState::Closed => lease::SessionState::Closed,
-        zk::SessionState::AuthFailed => lease::SessionState::AuthFailed,
-    }
-}
-
 /// Checks with `exists` (which needs no permission) until the node at
 /// `path` is gone, pausing between checks as [`Backoff::poll`] says. Fails
 /// with the last error once checks fail for good: a non-retryable error,
@@ -868,9 +846,6 @@ async fn poll_until_gone(client: &zk::Client, path: &str) -> Result<(), zk::Erro
         }
     }
 }
-
-/// A pending watch: its event, once it fires.
-pub(super) type WatchFuture = std::pin::Pin<Box<dyn std::future::Future<Output = zk::WatchedEvent> + Send>>;
 
 /// The event of a watch that has fired (checked without waiting); a
 /// finished watch is taken out, as it must not be polled again.
@@ -925,14 +900,3 @@ pub(super) fn deadline(timeout: Duration) -> Patience {
         .checked_add(timeout)
         .map_or(Patience::Forever, Patience::Until)
 }
-
-/// How long a giving-up acquire (timed out, `try_*` that found the lock
-/// taken, or refused at the counter's limit) waits for its node's deletion
-/// before it returns; the deletion goes on in the background after that
-/// (for example until the client has reconnected). 250 ms.
-pub const GIVE_UP_SLACK: Duration = Duration::from_millis(250);
-
-/// How long `try_*` waits for ZooKeeper's answers (it never waits for
-/// another contender): when no answer comes in time, for example while
-/// the client is disconnected, it gives up with `Ok(None)`. 500 ms.
-pub const TRY_TIMEOUT: Duration = Duration::from_millis(500);

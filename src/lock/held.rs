@@ -10,11 +10,12 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tracing::{debug, info_span, warn, Instrument};
 
-use super::driver::{session_state, WatchFuture, GIVE_UP_SLACK};
 use super::requests::{child_path, Requests};
+use super::wire::{session_state, WatchFuture};
+use super::GIVE_UP_SLACK;
 use super::{keeper, Inner};
 use crate::background::AbortOnDrop;
-use crate::contender::{Action, Contender, DowngradeRefused, Outcome, Replacement};
+use crate::contender::{Action, Contender, DowngradeRefused, Downgrading, Failure, Outcome, Replacement};
 use crate::error::Error;
 use crate::lease::{self, HoldState, Link, LossCause};
 use crate::node_name::Mode;
@@ -112,6 +113,19 @@ impl Drop for Pending {
 }
 
 /// The state common to read and write guards.
+/// A failed acquire: the error it reports, and the machine's failure
+/// behind it (`None` for an error of the driver's own).
+pub(super) struct Failed {
+    pub(super) error: Error,
+    pub(super) failure: Option<Failure>,
+}
+
+impl From<Error> for Failed {
+    fn from(error: Error) -> Failed {
+        Failed { error, failure: None }
+    }
+}
+
 pub(super) struct Held {
     inner: Arc<Inner>,
     pub(super) fencing_token: i64,
@@ -281,27 +295,32 @@ impl Held {
         })
     }
 
-    /// Downgrades a held write lock to a read lock (see
-    /// [`WriteGuard::downgrade`](crate::WriteGuard::downgrade)): makes a
-    /// reader node, and deletes this writer node in one transaction with a
-    /// check that the reader exists if only readers stand between the two;
-    /// otherwise withdraws the reader and keeps this node. Returns the
-    /// state of the read lock: a new one on the reader node, or this one.
-    /// On an error the write lock is released (this is dropped).
-    pub(super) async fn downgrade(self) -> Result<Held, Error> {
-        let inner = self.inner.clone();
-        let node = self.node().to_owned();
+    /// The downgrade's first half (see [`Held::downgrade`] in the driver):
+    /// the machine begins it, or says why not.
+    pub(super) fn begin_downgrade(&self) -> Result<(super::SharedLock, Downgrading), Error> {
         let began = self
             .flags
             .update("", LostReason::NodeDeleted, Contender::begin_replace);
-        let downgrading = match began {
-            Ok(downgrading) => downgrading,
-            Err(DowngradeRefused::Layout(layout)) => return Err(Error::DowngradeUnsupported { layout }),
+        match began {
+            Ok(downgrading) => Ok((
+                super::SharedLock {
+                    inner: self.inner.clone(),
+                },
+                downgrading,
+            )),
+            Err(DowngradeRefused::Layout(layout)) => Err(Error::DowngradeUnsupported { layout }),
             // Not held: lost (or the lock is someone else's by now).
-            Err(DowngradeRefused::NotHeld) => return Err(Error::Lost { node }),
-        };
-        let lock = super::SharedLock { inner };
-        match lock.downgrade_reader(&downgrading).await {
+            Err(DowngradeRefused::NotHeld) => Err(Error::Lost {
+                node: self.node().to_owned(),
+            }),
+        }
+    }
+
+    /// The downgrade's second half: what came of the reader's acquire
+    /// (`reader`), told to both machines.
+    pub(super) fn end_downgrade(self, reader: Result<Option<Held>, Failed>) -> Result<Held, Error> {
+        let node = self.node().to_owned();
+        match reader {
             Ok(Some(mut reader)) => {
                 self.flags.end_replace(Replacement::Applied);
                 // The writer's token and revocation request, as the

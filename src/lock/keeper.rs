@@ -44,8 +44,8 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tracing::{debug, info, warn};
 
-use super::driver::{node_event, WatchFuture};
 use super::requests::answer_of;
+use super::wire::{node_event, WatchFuture};
 use crate::background::{self, AbortOnDrop};
 use crate::backoff::Backoff;
 use crate::contender::{Action, Answer, Contender, HeldNode, Keep};

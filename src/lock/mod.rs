@@ -45,15 +45,27 @@ mod requests;
 mod revoke;
 mod snapshot;
 mod validate;
+mod wire;
 
-pub use driver::{GIVE_UP_SLACK, TRY_TIMEOUT};
 pub use guard::{Guard, ReadGuard, WriteGuard};
 pub use revoke::{Revoked, REVOKE_PAYLOAD};
 pub use snapshot::{ContenderState, QueueEntry, Snapshot};
 pub use validate::{validate_identity, validate_path};
 
+pub(crate) use crate::error::with_retry;
 use driver::{deadline, Patience};
-pub(crate) use requests::{child_path, with_retry};
+pub(crate) use requests::child_path;
+
+/// How long a giving-up acquire (timed out, `try_*` that found the lock
+/// taken, or refused at the counter's limit) waits for its node's deletion
+/// before it returns; the deletion goes on in the background after that
+/// (for example until the client has reconnected). 250 ms.
+pub const GIVE_UP_SLACK: Duration = Duration::from_millis(250);
+
+/// How long `try_*` waits for ZooKeeper's answers (it never waits for
+/// another contender): when no answer comes in time, for example while
+/// the client is disconnected, it gives up with `Ok(None)`. 500 ms.
+pub const TRY_TIMEOUT: Duration = Duration::from_millis(500);
 use validate::{default_acls, peers_cannot_read, shared_default_identity};
 
 /// A read/write lock on one lock directory, used through one ZooKeeper

@@ -5,15 +5,12 @@
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use tokio::time::Instant;
 use tracing::{debug, warn};
 
 use super::Inner;
-use crate::backoff::Backoff;
 use crate::contender::{self, Action, Answer, Created, Input, Op, Outcome, Owner, ReplaceStep};
-use crate::error::{is_retryable, Error};
+use crate::error::{is_retryable, with_retry, Error};
 use crate::node_name;
 use crate::ordering;
 use crate::zk;
@@ -563,34 +560,6 @@ fn add_ops(multi: &mut zk::MultiWriter<'_>, ops: &[Op], acls: &[zk::Acl]) -> Res
         }
     }
     Ok(())
-}
-
-/// Runs an idempotent request again after a retryable error (see
-/// [`is_retryable`]), until it gets the server's answer or retrying is
-/// over ([`Backoff::request`]). A request sent while the client is
-/// disconnected waits for the reconnection; once the session is over,
-/// requests fail with its terminal error.
-pub(crate) async fn with_retry<T, F, Fut>(client: &zk::Client, op: F) -> Result<T, zk::Error>
-where
-    F: Fn() -> Fut,
-    Fut: std::future::Future<Output = Result<T, zk::Error>>,
-{
-    let started = Instant::now();
-    let backoff = Backoff::request(client.session_timeout());
-    let mut pause = Duration::ZERO;
-    loop {
-        match op().await {
-            Err(e) if is_retryable(&e) => {
-                let Some(next) = backoff.pause(started.elapsed(), pause) else {
-                    debug!(error = %e, "giving up retrying: the session cannot be reached");
-                    return Err(e);
-                };
-                pause = next;
-                tokio::time::sleep(pause).await;
-            }
-            result => return result,
-        }
-    }
 }
 
 /// Runs one request of a deletion, noting in `answer_lost` when its answer

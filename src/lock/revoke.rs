@@ -4,8 +4,9 @@
 
 use tracing::{debug, info};
 
-use super::requests::{child_path, with_retry};
+use super::requests::child_path;
 use super::{ContenderState, SharedLock};
+use crate::error::with_retry;
 use crate::error::Error;
 use crate::node_name::{self, RevocationTarget};
 use crate::zk;

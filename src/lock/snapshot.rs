@@ -3,9 +3,10 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::requests::{child_path, with_retry};
+use super::requests::child_path;
 use super::SharedLock;
 use crate::connect::missing_chroot;
+use crate::error::with_retry;
 use crate::error::{is_retryable, Error};
 use crate::node_name::NodeName;
 use crate::ordering::{self, Decision};

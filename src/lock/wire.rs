@@ -1,0 +1,39 @@
+//! The client's vocabulary in the core's terms: watch events and session
+//! states translated one to one (what each means is the core's:
+//! [`NodeEvent::of`], [`lease::Link::of`]), and the type of a pending watch.
+
+use crate::acquire::{NodeEvent, WatchedKind};
+use crate::lease;
+use crate::zk;
+
+/// A pending watch: its event, once it fires.
+pub(super) type WatchFuture = std::pin::Pin<Box<dyn std::future::Future<Output = zk::WatchedEvent> + Send>>;
+
+/// The machine's view of a watch event ([`NodeEvent::of`] decides).
+pub(super) fn node_event(event: &zk::WatchedEvent) -> NodeEvent {
+    NodeEvent::of(watched_kind(event.event_type), session_state(event.session_state))
+}
+
+/// The core's copy of a watch event's kind, one to one.
+pub(super) fn watched_kind(kind: zk::EventType) -> WatchedKind {
+    match kind {
+        zk::EventType::Session => WatchedKind::Session,
+        zk::EventType::NodeCreated => WatchedKind::Created,
+        zk::EventType::NodeDeleted => WatchedKind::Deleted,
+        zk::EventType::NodeDataChanged => WatchedKind::DataChanged,
+        zk::EventType::NodeChildrenChanged => WatchedKind::ChildrenChanged,
+    }
+}
+
+/// The core's copy of the client's session state, one to one (what each
+/// means is [`lease::Link::of`]).
+pub(super) fn session_state(state: zk::SessionState) -> lease::SessionState {
+    match state {
+        zk::SessionState::SyncConnected => lease::SessionState::Connected,
+        zk::SessionState::ConnectedReadOnly => lease::SessionState::ConnectedReadOnly,
+        zk::SessionState::Disconnected => lease::SessionState::Disconnected,
+        zk::SessionState::Expired => lease::SessionState::Expired,
+        zk::SessionState::Closed => lease::SessionState::Closed,
+        zk::SessionState::AuthFailed => lease::SessionState::AuthFailed,
+    }
+}
