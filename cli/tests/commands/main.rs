@@ -15,6 +15,10 @@
 //! * `secured`: credentials, ACLs, TLS and SASL on a secured server.
 //! * `completions`: completions, man pages, `--help`, `--version`.
 //! * `docs`: docs/cli.md's exit codes are the `--help`'s.
+//! * `doc_pages`: the repository's pages hold together: every relative
+//!   link between README.md, ARCHITECTURE.md and `docs/*.md` resolves, the
+//!   README maps every page, the metrics page lists what the library
+//!   records, the install commands run as written.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -22,6 +26,7 @@ mod common;
 mod bad_input;
 mod client_logs;
 mod completions;
+mod doc_pages;
 mod docs;
 mod peer_contenders;
 mod revoke;
