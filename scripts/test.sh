@@ -69,7 +69,8 @@ stage "cargo test -p zk-rwlock (the library with its default features only)"
 # The test kit depends on the library without features, so this builds the library as a
 # user's default build does (tests/security's credentials module and tests/metrics need
 # features and are left out here; the stage after runs them).
-cargo test -p zk-rwlock --locked "$@"
+# Its doctests run once, in the stage after, with the features some of them need.
+cargo test -p zk-rwlock --lib --tests --locked "$@"
 stage "cargo test --workspace, the rest (the library with tls, sasl and metrics)"
 # The command line, the test kit, the demo and the bench; their builds turn on the library's
 # tls, sasl and metrics features (features unify across the workspace).
@@ -81,15 +82,16 @@ stage "cargo publish --dry-run -p zk-rwlock-zookeeper-client -p zk-rwlock-core -
 # All at once: the library's dependency on the patched client and the CLI's on the
 # library (none of them on crates.io yet) are then verified against the packages made
 # here. --allow-dirty: this checks packaging, and runs before a commit as often as after one.
-# Fresh builds and sources: cargo takes a registry crate's build and its unpacked sources
-# for good once made, so those left by an earlier run (the same versions with older code)
-# would be reused. The packages verified here are unpacked from a local registry of
-# cargo's (in a registry directory whose name starts with `-`).
-rm -rf target/publish-check
+# The verification builds in the workspace's target directory (cargo 1.91 and later), so the
+# dependencies built by the stages above are reused. The packaged crates come from a local
+# registry of cargo's (a registry directory whose name starts with `-`), and cargo takes a
+# registry crate's unpacked sources and its build for good once made: those left by an
+# earlier run (the same versions with older code) would be reused, so they go first, with
+# every build of this workspace's crates (the next build makes them again).
 cargo_home=${CARGO_HOME:-$HOME/.cargo}
 rm -rf "$cargo_home"/registry/src/-*/zk-rwlock-* "$cargo_home"/registry/cache/-*/zk-rwlock-*
-cargo publish --dry-run --allow-dirty --target-dir target/publish-check \
+rm -rf target/package target/debug/.fingerprint/zk-rwlock-*
+cargo publish --dry-run --allow-dirty \
   -p zk-rwlock-zookeeper-client -p zk-rwlock-core -p zk-rwlock -p zk-rwlock-cli
-rm -rf target/publish-check
 stage "done"
 echo "   all stages passed in $((SECONDS - started)) s; mutation testing: scripts/mutants.sh"
