@@ -169,6 +169,52 @@ pub enum Error {
         #[source]
         last: zk::Error,
     },
+    /// One of the user's operations of a holder's transaction
+    /// ([`Transaction::commit`](crate::Transaction::commit)) failed, so
+    /// the transaction wrote nothing. `index` counts the user's operations
+    /// in the order they were added, from 0 (the checks of the holder's
+    /// nodes are not counted); `source` says why: `BadVersion` (a version
+    /// that did not match), `NoNode`, `NodeExists`, `NotEmpty`, `NoAuth`,
+    /// or `BadArguments` for a path the client refused before sending.
+    #[error(
+        "operation {index} of the transaction failed, so nothing of the transaction was written: {source}"
+    )]
+    TransactionFailed {
+        /// The failing operation's index among the user's operations.
+        index: usize,
+        /// Why it failed.
+        #[source]
+        source: zk::Error,
+    },
+    /// The connection broke while a holder's transaction
+    /// ([`Transaction::commit`](crate::Transaction::commit)) was in flight,
+    /// or its answer could not be read: ZooKeeper may or may not have
+    /// applied it, all or nothing. It is not sent again (a create or an
+    /// unversioned write could be applied twice, or fail for having been
+    /// applied): read the nodes to learn which, once connected again, then
+    /// decide; the guard's state says whether the lock is still held.
+    #[error(
+        "the answer to the transaction was lost ({source}): ZooKeeper may or may not have applied it \
+         (all or nothing); read the nodes it writes to learn which"
+    )]
+    TransactionOutcomeUnknown {
+        /// How the answer was lost.
+        #[source]
+        source: zk::Error,
+    },
+    /// A transaction of a [`MultiGuard`](crate::MultiGuard) whose parts
+    /// use different sessions, or clients with different chroots: a
+    /// transaction is one request on one session, with paths under one
+    /// chroot. Nothing was sent. Use one client for every part
+    /// ([`MultiLock::new`](crate::MultiLock::new) does).
+    #[error(
+        "the part `{path}` of the multi-guard uses another session or chroot than its first part: \
+         a transaction is one request on one session; make every part's lock on the same client"
+    )]
+    TransactionAcrossSessions {
+        /// The lock directory of the part that differs.
+        path: String,
+    },
     /// The server refused the operation for lack of permission (ACL).
     #[error("ZooKeeper refused access to `{path}` (NoAuth): add credentials with `Connector::with_auth` or fix the node's ACL")]
     NoAuth {
@@ -563,8 +609,9 @@ where
                     tracing::debug!(error = %e, "giving up retrying: the session cannot be reached");
                     return Err(e);
                 };
-                pause = next;
+                // The first retry goes at once; each pause after it doubles.
                 tokio::time::sleep(pause).await;
+                pause = next;
             }
             result => return result,
         }

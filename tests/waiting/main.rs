@@ -14,6 +14,9 @@
 //!   went while it was cut off, a storm of cuts during hand-offs).
 //! - `driver`: how the acquire driver reports a session's end to a waiter,
 //!   and a polling waiter across cut connections.
+//! - `cancelled_handoffs`: acquires dropped while a hand-off is under way
+//!   (the release's events arriving, the next ones granted) leave no node
+//!   behind, and the grants never overlap.
 //! - `contender_edges`: the contender machine's driver at the edges (a
 //!   directory refused for its data past the recycling threshold, what the
 //!   logs name, a revocation request seen while waiting, a missing chroot).
@@ -32,6 +35,7 @@
 //! other module may install one), and the panic counter `garbled_wire`
 //! reads (`panics_so_far`: no module may panic on purpose, even caught).
 
+mod cancelled_handoffs;
 mod contender_edges;
 mod driver;
 mod garbled_wire;

@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde::Serialize;
 use zk_rwlock::{zk, QueueEntry, SharedLock};
 use zk_rwlock_cli::failure::{self, Failure};
+use zk_rwlock_core::backoff::Backoff;
 use zk_rwlock_core::election::{self, Leads};
 
 /// What `status` shows: the lock directory at one moment.
@@ -60,18 +61,25 @@ pub(super) async fn describe(lock: &SharedLock, watch: bool) -> Result<Snapshot,
 
 /// Syncs the server this client talks to with the ensemble's leader, for
 /// the lock directory (one that does not exist is fine: it has no
-/// contenders). Connection loss is retried until the session is over.
+/// contenders). Connection loss is retried as the library retries its own
+/// requests ([`Backoff::request`]): until the session is over, or until
+/// retrying has failed for twice the session timeout.
 async fn sync(lock: &SharedLock) -> Result<(), Failure> {
     let client = lock.client();
     let path = lock.path();
+    let backoff = Backoff::request(client.session_timeout());
+    let started = tokio::time::Instant::now();
+    let mut pause = Duration::ZERO;
     loop {
         match client.sync(path).await {
             Ok(()) | Err(zk::Error::NoNode) => return Ok(()),
             Err(e) if zk_rwlock::is_retryable(&e) => {
-                // Requests wait for the reconnection; this only avoids a
-                // spin if the client reports the loss at once.
+                let Some(next) = backoff.pause(started.elapsed(), pause) else {
+                    return Err(failure::zk_failure(e, path));
+                };
                 tracing::debug!(error = %e, path, "sync failed; trying again");
-                tokio::time::sleep(Duration::from_millis(100)).await;
+                tokio::time::sleep(pause).await;
+                pause = next;
             }
             Err(e) => return Err(failure::zk_failure(e, path)),
         }
