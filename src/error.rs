@@ -215,6 +215,22 @@ pub enum Error {
         /// The lock directory of the part that differs.
         path: String,
     },
+    /// An operation of a holder's transaction
+    /// ([`Transaction::commit`](crate::Transaction::commit)) would write to
+    /// a holder's lock directory or below it: a node made there would
+    /// join the queue or stand in its way, a deletion would release a
+    /// contender behind its lock's back. Nothing was sent. (A `check` may
+    /// look there.)
+    #[error(
+        "operation {index} of the transaction writes to `{path}`, in a lock directory of its holder: \
+         the lock's nodes are the lock's; nothing of the transaction was sent"
+    )]
+    TransactionInLockDirectory {
+        /// The operation's index among the user's operations.
+        index: usize,
+        /// Its path.
+        path: String,
+    },
     /// The server refused the operation for lack of permission (ACL).
     #[error("ZooKeeper refused access to `{path}` (NoAuth): add credentials with `Connector::with_auth` or fix the node's ACL")]
     NoAuth {

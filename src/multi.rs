@@ -431,6 +431,18 @@ impl MultiGuard {
         self.parts.iter().find(|g| g.lock_path() == path)
     }
 
+    /// ZooKeeper operations that commit only while every part is held:
+    /// all of them, in one ZooKeeper `multi` behind a check that each
+    /// part's node still exists (the checks first, in path order), or
+    /// none. A part lost makes the commit fail with [`Error::Lost`] naming
+    /// its node, and nothing is written. The parts must share one session
+    /// and chroot ([`MultiLock::new`] makes them so; otherwise
+    /// [`Error::TransactionAcrossSessions`]). See
+    /// [`Transaction`](crate::Transaction) for what a commit proves.
+    pub fn transaction(&self) -> crate::Transaction<'_> {
+        crate::Transaction::new(self.parts.iter().collect())
+    }
+
     /// The fencing token of the part on lock directory `path` (as given to
     /// its lock, relative to its client's chroot; see
     /// [`Guard::fencing_token`]); `None` if no part has that path.

@@ -124,6 +124,7 @@ mod tests {
             (Backoff::request(second), Duration::ZERO, false),
             (Backoff::request(second), second * 2, false),
             (Backoff::request(second), second * 2 + ms(1), true),
+            (Backoff::poll(second), second * 2, false),
             (Backoff::poll(second), second * 2 + ms(1), true),
             (Backoff::HELD_WATCH, Duration::from_secs(3600), false),
             (Backoff::ANNOUNCEMENT, Duration::from_secs(3600), false),

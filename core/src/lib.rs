@@ -18,7 +18,8 @@
 //! - [`lease`]: the lease deadline and a guard's [`lease::HoldState`];
 //! - [`election`]: who an election may name leader, and the announcement;
 //! - [`limits`]: the wire sizes the rules need;
-//! - [`backoff`]: the pauses of every retry loop, and when each gives up.
+//! - [`backoff`]: the pauses of every retry loop, and when each gives up;
+//! - [`transaction`]: a holder's writes, sent behind a check of its nodes.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -30,5 +31,6 @@ pub mod lease;
 pub mod limits;
 pub mod node_name;
 pub mod ordering;
+pub mod transaction;
 
 pub use node_name::{Layout, Mode, NodeName};

@@ -243,6 +243,13 @@ impl Leadership {
         self.guard.is_revocation_requested()
     }
 
+    /// ZooKeeper operations that commit only while this candidate leads,
+    /// all or none, with a blocking commit (see
+    /// [`crate::Leadership::transaction`]).
+    pub fn transaction(&self) -> super::Transaction<'_> {
+        self.guard.transaction()
+    }
+
     /// Resigns (see [`crate::Leadership::resign`]).
     ///
     /// # Errors

@@ -373,6 +373,26 @@ impl Guard {
         self.rt.release(self.inner.take())
     }
 
+    /// ZooKeeper operations that commit only while this lock is held,
+    /// all or none, with a blocking [`Transaction::commit`] (see
+    /// [`crate::WriteGuard::transaction`]).
+    ///
+    /// ```no_run
+    /// use zk_rwlock::CreateAcl;
+    ///
+    /// let lock = zk_rwlock::blocking::SharedLock::connect("127.0.0.1:2181", "/locks/jobs")?;
+    /// let guard = lock.write()?;
+    /// guard
+    ///     .transaction()
+    ///     .create("/jobs/42", b"queued", CreateAcl::Open)
+    ///     .commit()?; // Error::Lost if the lock was lost: nothing written
+    /// guard.release()?;
+    /// # Ok::<(), zk_rwlock::Error>(())
+    /// ```
+    pub fn transaction(&self) -> Transaction<'_> {
+        Transaction::new(self.inner.as_ref().map(crate::Guard::transaction), &self.rt)
+    }
+
     /// Downgrades a write lock to a read lock, atomically (see
     /// [`crate::WriteGuard::downgrade`]); a read lock is returned as it is.
     ///
@@ -400,5 +420,64 @@ impl Guard {
 impl Drop for Guard {
     fn drop(&mut self) {
         self.rt.release_on_drop(self.inner.take(), "guard");
+    }
+}
+
+/// ZooKeeper operations that commit only while the lock is held, for
+/// synchronous code: [`crate::Transaction`] with a blocking
+/// [`commit`](Transaction::commit). From `transaction()` on [`Guard`],
+/// [`MultiGuard`](super::MultiGuard) and [`Leadership`](super::Leadership).
+#[must_use = "a transaction does nothing until it is committed"]
+#[derive(Debug)]
+pub struct Transaction<'g> {
+    /// `None` for a guard already released (never seen: a release takes
+    /// the guard).
+    inner: Option<crate::Transaction<'g>>,
+    rt: &'g OwnedRuntime,
+}
+
+impl<'g> Transaction<'g> {
+    /// A blocking transaction of `inner`, committed on `rt`.
+    pub(super) fn new(inner: Option<crate::Transaction<'g>>, rt: &'g OwnedRuntime) -> Transaction<'g> {
+        Transaction { inner, rt }
+    }
+
+    fn with(mut self, add: impl FnOnce(crate::Transaction<'g>) -> crate::Transaction<'g>) -> Transaction<'g> {
+        self.inner = self.inner.map(add);
+        self
+    }
+
+    /// Adds the create of a persistent node (see [`crate::Transaction::create`]).
+    pub fn create(self, path: &str, data: &[u8], acl: crate::CreateAcl) -> Transaction<'g> {
+        self.with(|tx| tx.create(path, data, acl))
+    }
+
+    /// Adds a write of a node's data (see [`crate::Transaction::set_data`]).
+    pub fn set_data(self, path: &str, data: &[u8], expected_version: Option<i32>) -> Transaction<'g> {
+        self.with(|tx| tx.set_data(path, data, expected_version))
+    }
+
+    /// Adds the deletion of a node (see [`crate::Transaction::delete`]).
+    pub fn delete(self, path: &str, expected_version: Option<i32>) -> Transaction<'g> {
+        self.with(|tx| tx.delete(path, expected_version))
+    }
+
+    /// Adds a check of a node (see [`crate::Transaction::check`]).
+    pub fn check(self, path: &str, expected_version: Option<i32>) -> Transaction<'g> {
+        self.with(|tx| tx.check(path, expected_version))
+    }
+
+    /// Sends them all in one `multi` behind the checks of the holder
+    /// nodes, and waits for the answer (see [`crate::Transaction::commit`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::Transaction::commit`], and [`Error::InsideRuntime`]
+    /// (nothing sent).
+    pub fn commit(self) -> Result<Vec<zk::MultiWriteResult>, Error> {
+        let Some(inner) = self.inner else {
+            return Err(Error::Lost { node: String::new() });
+        };
+        self.rt.block_on(inner.commit())?
     }
 }

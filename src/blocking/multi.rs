@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{connect_runtime, runtime, OwnedRuntime};
+use super::{connect_runtime, runtime, OwnedRuntime, Transaction};
 use crate::error::Error;
 use crate::{HoldState, Mode, DEFAULT_SESSION_TIMEOUT};
 
@@ -158,6 +158,13 @@ impl MultiGuard {
     /// [`Error::InsideRuntime`].
     pub fn wait_lost(&self, timeout: Duration) -> Result<bool, Error> {
         self.rt.wait_lost(self.inner.as_ref(), timeout)
+    }
+
+    /// ZooKeeper operations that commit only while every part is held,
+    /// all or none, with a blocking commit (see
+    /// [`crate::MultiGuard::transaction`]).
+    pub fn transaction(&self) -> Transaction<'_> {
+        Transaction::new(self.inner.as_ref().map(crate::MultiGuard::transaction), &self.rt)
     }
 
     /// Releases every part and reports the first error (see

@@ -530,6 +530,15 @@ impl Leadership {
         &self.identity
     }
 
+    /// ZooKeeper operations that commit only while this candidate leads:
+    /// all of them, in one ZooKeeper `multi` behind a check that the
+    /// leader's node still exists, or none (see
+    /// [`WriteGuard::transaction`]). The announcement on the node does
+    /// not stop it (the check is of any version).
+    pub fn transaction(&self) -> crate::Transaction<'_> {
+        self.guard.transaction()
+    }
+
     /// The lease deadline: no one else can lead before this instant (see
     /// [`WriteGuard::lease_deadline`]). Stop acting as the leader before it.
     pub fn lease_deadline(&self) -> Instant {

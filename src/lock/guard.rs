@@ -2,9 +2,11 @@
 //! and [`WriteGuard`], each a [`Guard`] of its mode.
 
 use super::held::Held;
+use super::transaction::Transaction;
 use crate::error::Error;
 use crate::lease::HoldState;
 use crate::node_name::Mode;
+use crate::zk;
 
 /// A held lock of either mode, from [`SharedLock::acquire`](crate::SharedLock::acquire) and friends.
 ///
@@ -111,6 +113,22 @@ impl Guard {
     /// As [`WriteGuard::release`].
     pub async fn release(self) -> Result<(), Error> {
         self.held.release().await
+    }
+
+    /// ZooKeeper operations that commit only while this lock is held (see
+    /// [`WriteGuard::transaction`]).
+    pub fn transaction(&self) -> Transaction<'_> {
+        Transaction::new(vec![self])
+    }
+
+    /// The lock's client: the session of the guard's node.
+    pub(crate) fn client(&self) -> &zk::Client {
+        self.held.client()
+    }
+
+    /// The ACL of the lock's contender nodes.
+    pub(crate) fn acls(&self) -> &[zk::Acl] {
+        self.held.acls()
     }
 
     /// Writes the guard as `name { node, fencing_token, state }`, the
@@ -328,6 +346,38 @@ macro_rules! mode_guard {
             /// [`Error::ZooKeeper`] if the server refused the deletion.
             pub async fn release(self) -> Result<(), Error> {
                 self.0.release().await
+            }
+
+            /// ZooKeeper operations that commit only while this lock is
+            /// held: all of them, in one ZooKeeper `multi` behind a check
+            /// that this guard's node still exists, or none (see
+            /// [`Transaction`] for what a commit proves). It borrows the
+            /// guard, so it cannot be committed after the release:
+            ///
+            /// ```compile_fail,E0505
+            #[doc = concat!("async fn late(guard: zk_rwlock::", stringify!($name), ") -> Result<(), zk_rwlock::Error> {")]
+            ///     let tx = guard.transaction().set_data("/config", b"v2", None);
+            ///     guard.release().await?; // error: `guard` is borrowed by `tx`
+            ///     tx.commit().await?;
+            ///     Ok(())
+            /// }
+            /// ```
+            ///
+            /// ```no_run
+            /// use zk_rwlock::CreateAcl;
+            ///
+            #[doc = concat!("async fn publish(guard: &zk_rwlock::", stringify!($name), ") -> Result<(), zk_rwlock::Error> {")]
+            ///     guard
+            ///         .transaction()
+            ///         .create("/jobs/42", b"queued", CreateAcl::Open)
+            ///         .set_data("/jobs", b"42", None)
+            ///         .commit()
+            ///         .await?; // Error::Lost if the lock was lost: nothing written
+            ///     Ok(())
+            /// }
+            /// ```
+            pub fn transaction(&self) -> Transaction<'_> {
+                self.0.transaction()
             }
         }
 

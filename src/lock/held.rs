@@ -176,6 +176,16 @@ impl Held {
         &self.inner.path
     }
 
+    /// The lock's client: the session the node belongs to.
+    pub(super) fn client(&self) -> &zk::Client {
+        &self.inner.client
+    }
+
+    /// The ACL of the lock's contender nodes.
+    pub(super) fn acls(&self) -> &[zk::Acl] {
+        &self.inner.acls
+    }
+
     pub(super) fn lease_deadline(&self) -> std::time::Instant {
         // No floor from earlier readings: a reconnection may negotiate a
         // shorter timeout, and the server renews the session with it.

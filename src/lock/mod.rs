@@ -44,12 +44,14 @@ mod keeper;
 mod requests;
 mod revoke;
 mod snapshot;
+mod transaction;
 mod validate;
 mod wire;
 
 pub use guard::{Guard, ReadGuard, WriteGuard};
 pub use revoke::{Revoked, REVOKE_PAYLOAD};
 pub use snapshot::{ContenderState, QueueEntry, Snapshot};
+pub use transaction::{CreateAcl, Transaction};
 pub use validate::{validate_identity, validate_path};
 
 pub(crate) use crate::error::with_retry;

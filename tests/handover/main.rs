@@ -16,6 +16,9 @@
 //!   cancellation, refused or lost transactions, revocation, expiry).
 //! - `revocation`: a revocation request reaches the holder's guard and
 //!   grants nobody until the holder releases.
+//! - `transactions`: writes committed through a guard's `transaction()`
+//!   (a multi-guard's, a leadership's, the blocking ones) are all written
+//!   while its nodes exist, none once one is gone or one op fails.
 //!
 //! Shared by the whole process: one ZooKeeper server
 //! (`zk_rwlock_fixtures::server`); tests that need a quota start their own.
@@ -25,3 +28,4 @@ mod dropped_guards;
 mod release_marker;
 mod release_record;
 mod revocation;
+mod transactions;

@@ -1,0 +1,325 @@
+//! Writes that commit only while the lock is held: a holder's own
+//! operations, sent in one ZooKeeper `multi` behind a check that each of
+//! its contender nodes still exists, and what a failing index of that
+//! `multi` means. The driver only translates each [`Op`] into its client's
+//! call and each [`Failure`] into its error.
+//!
+//! # What the check proves
+//!
+//! ZooKeeper applies a `multi` as one transaction, all or nothing, at one
+//! point of its total order of transactions. The checks come first: if
+//! the transaction is applied, each holder node existed at that point, so
+//! no contender could have been granted a conflicting lock before it (a
+//! holder's node is deleted before anyone else is granted, and the
+//! deletion is a transaction of the same order). The user's operations
+//! are applied at that same point, or not at all.
+//!
+//! The checks carry no version ([`Op::Check`] with `None`): a node's
+//! version says nothing of its identity (a node deleted and created again
+//! under the same name has version 0, as every contender node has when it
+//! is made), and legitimate writes move it on: a revocation request
+//! (`__REVOKE__`) and an election's announcement are data writes on the
+//! holder's node. A versioned check would refuse the last writes of a
+//! holder asked to let go, and prove no more. So the check proves that a
+//! node of that name exists; a stranger allowed to create children of the
+//! lock directory (inside its ACL's trust boundary) who deletes a holder's
+//! node and creates one under the same name would pass it. The lock's
+//! guard learns of such a deletion by its kept watch, but after the fact.
+//! (etcd's `txn.If(mutex.IsOwner())` compares the key's create revision,
+//! unique to one creation, so a key created again fails it; ZooKeeper's
+//! `check` can only compare a version.)
+
+/// Who may use a node made by [`Op::Create`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CreateAcl {
+    /// The ACL of the lock's contender nodes (the lock's `acls`; for
+    /// several locks, the first's in path order).
+    Lock,
+    /// Anyone may do anything (`world:anyone`, all permissions).
+    Open,
+}
+
+/// One operation of a holder's transaction: the checks of its nodes, and
+/// the user's operations. A version of `None` is any version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    /// Fail the transaction unless the node at `path` exists (at `version`).
+    Check {
+        /// The node's full path.
+        path: String,
+        /// The version it must have; `None` for any.
+        version: Option<i32>,
+    },
+    /// Create a persistent node at `path` holding `data`, with the ACL
+    /// `acl`. Fails if the node exists or its parent does not.
+    Create {
+        /// The node's full path.
+        path: String,
+        /// Its data.
+        data: Vec<u8>,
+        /// Who may use it.
+        acl: CreateAcl,
+    },
+    /// Delete the node at `path` (at `version`); fails if it has children.
+    Delete {
+        /// The node's full path.
+        path: String,
+        /// The version it must have; `None` for any.
+        version: Option<i32>,
+    },
+    /// Write `data` to the node at `path` (at `version`).
+    SetData {
+        /// The node's full path.
+        path: String,
+        /// The data written.
+        data: Vec<u8>,
+        /// The version it must have; `None` for any.
+        version: Option<i32>,
+    },
+}
+
+/// What the server said of the operation that failed a transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// Its node does not exist (`NoNode`).
+    NoNode,
+    /// Anything else (`BadVersion`, `NodeExists`, `NoAuth`, ...).
+    Other,
+}
+
+/// What the failure of a holder's transaction means (see
+/// [`Guarded::failure`]). Nothing of it was applied, whichever it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure<'a> {
+    /// The check of this holder node found it gone: the lock is lost.
+    Lost {
+        /// The node's full path.
+        node: &'a str,
+    },
+    /// The check of this holder node was refused otherwise (the holder may
+    /// not READ its own node, say): the lock may still be held.
+    HolderRefused {
+        /// The node's full path.
+        node: &'a str,
+    },
+    /// The user's operation at `index` (counted among the user's
+    /// operations, from 0) failed.
+    Op {
+        /// Its index among the user's operations.
+        index: usize,
+    },
+    /// The failing index is past the operations sent: the answer does
+    /// not match the request.
+    Unknown,
+}
+
+/// A holder's transaction: its operations in send order, and what a
+/// failing index means.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Guarded {
+    ops: Vec<Op>,
+    /// The number of holder checks, in front of the user's operations.
+    holders: usize,
+}
+
+/// The transaction of a holder whose nodes are `holders` (full paths), and
+/// of the user's operations `user`: a check of each holder node (any
+/// version), in the order given, then the user's operations, in theirs.
+pub fn guarded<S: AsRef<str>>(holders: &[S], user: Vec<Op>) -> Guarded {
+    let mut ops = Vec::with_capacity(holders.len() + user.len());
+    ops.extend(holders.iter().map(|node| Op::Check {
+        path: node.as_ref().to_owned(),
+        version: None,
+    }));
+    ops.extend(user);
+    Guarded {
+        ops,
+        holders: holders.len(),
+    }
+}
+
+impl Guarded {
+    /// The operations, in the order they are sent.
+    pub fn ops(&self) -> &[Op] {
+        &self.ops
+    }
+
+    /// What it means that the operation at `index` of [`Guarded::ops`]
+    /// failed the transaction with `refusal`.
+    pub fn failure(&self, index: usize, refusal: Refusal) -> Failure<'_> {
+        match self.ops.get(index) {
+            None => Failure::Unknown,
+            Some(Op::Check { path, .. }) if index < self.holders => match refusal {
+                Refusal::NoNode => Failure::Lost { node: path },
+                Refusal::Other => Failure::HolderRefused { node: path },
+            },
+            Some(_) => Failure::Op {
+                index: index - self.holders,
+            },
+        }
+    }
+}
+
+impl Op {
+    /// The operation's path.
+    pub fn path(&self) -> &str {
+        match self {
+            Op::Check { path, .. }
+            | Op::Create { path, .. }
+            | Op::Delete { path, .. }
+            | Op::SetData { path, .. } => path,
+        }
+    }
+}
+
+/// The first of the user's operations `user` that would write to the lock
+/// directory of one of the holder nodes `holders` (full paths), or below
+/// it: its index among the user's operations. A transaction is refused
+/// before it is sent if one does: a node made there would join the queue
+/// (a contender's name) or stand in its way, a deletion there would
+/// release or withdraw a contender behind its machine's back, and data
+/// written there is read as release records and revocation requests. A
+/// `check` writes nothing and may look anywhere.
+pub fn writes_in_lock_directory<S: AsRef<str>>(holders: &[S], user: &[Op]) -> Option<usize> {
+    let directories: Vec<&str> = holders
+        .iter()
+        .filter_map(|node| node.as_ref().rsplit_once('/').map(|(dir, _)| dir))
+        .collect();
+    user.iter().position(|op| {
+        !matches!(op, Op::Check { .. })
+            && directories.iter().any(|dir| {
+                let path = op.path();
+                path == *dir || path.strip_prefix(dir).is_some_and(|rest| rest.starts_with('/'))
+            })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(path: &str) -> Op {
+        Op::Check {
+            path: path.to_owned(),
+            version: None,
+        }
+    }
+
+    fn user_ops() -> Vec<Op> {
+        vec![
+            Op::Create {
+                path: "/app/a".to_owned(),
+                data: b"1".to_vec(),
+                acl: CreateAcl::Open,
+            },
+            Op::SetData {
+                path: "/app/b".to_owned(),
+                data: b"2".to_vec(),
+                version: Some(3),
+            },
+            Op::Delete {
+                path: "/app/c".to_owned(),
+                version: None,
+            },
+            Op::Check {
+                path: "/app/d".to_owned(),
+                version: Some(0),
+            },
+        ]
+    }
+
+    #[test]
+    fn holder_checks_come_first_unversioned_then_user_ops_in_order() {
+        let cases: Vec<(&[&str], Vec<Op>, Vec<Op>)> = vec![
+            (&["/l/n-W-1"], vec![], vec![check("/l/n-W-1")]),
+            (
+                &["/l/n-W-1"],
+                user_ops(),
+                [vec![check("/l/n-W-1")], user_ops()].concat(),
+            ),
+            (
+                &["/a/n-R-1", "/b/n-W-2"],
+                user_ops(),
+                [vec![check("/a/n-R-1"), check("/b/n-W-2")], user_ops()].concat(),
+            ),
+            (&[], user_ops(), user_ops()),
+        ];
+        for (holders, user, expected) in cases {
+            assert_eq!(guarded(holders, user).ops(), expected, "holders {holders:?}");
+        }
+    }
+
+    #[test]
+    fn a_failing_index_names_the_lost_holder_or_the_user_op() {
+        let tx = guarded(&["/a/n-R-1", "/b/n-W-2"], user_ops());
+        let cases = [
+            (0, Refusal::NoNode, Failure::Lost { node: "/a/n-R-1" }),
+            (1, Refusal::NoNode, Failure::Lost { node: "/b/n-W-2" }),
+            (0, Refusal::Other, Failure::HolderRefused { node: "/a/n-R-1" }),
+            (1, Refusal::Other, Failure::HolderRefused { node: "/b/n-W-2" }),
+            (2, Refusal::NoNode, Failure::Op { index: 0 }),
+            (2, Refusal::Other, Failure::Op { index: 0 }),
+            (3, Refusal::Other, Failure::Op { index: 1 }),
+            (4, Refusal::NoNode, Failure::Op { index: 2 }),
+            // The user's own check, found missing, is the user's op, not a loss.
+            (5, Refusal::NoNode, Failure::Op { index: 3 }),
+            (6, Refusal::Other, Failure::Unknown),
+            (usize::MAX, Refusal::NoNode, Failure::Unknown),
+        ];
+        for (index, refusal, expected) in cases {
+            assert_eq!(tx.failure(index, refusal), expected, "index {index}, {refusal:?}");
+        }
+    }
+
+    #[test]
+    fn a_user_check_right_after_the_holder_checks_is_the_users() {
+        let tx = guarded(&["/l/n-W-1"], vec![check("/app/x")]);
+        assert_eq!(tx.failure(1, Refusal::NoNode), Failure::Op { index: 0 });
+        assert_eq!(tx.failure(0, Refusal::NoNode), Failure::Lost { node: "/l/n-W-1" });
+    }
+
+    #[test]
+    fn without_holders_every_failure_is_a_user_op() {
+        let tx = guarded::<&str>(&[], user_ops());
+        assert_eq!(tx.failure(0, Refusal::NoNode), Failure::Op { index: 0 });
+        assert_eq!(tx.failure(3, Refusal::NoNode), Failure::Op { index: 3 });
+        assert_eq!(tx.failure(4, Refusal::NoNode), Failure::Unknown);
+    }
+
+    #[test]
+    fn a_write_in_a_holders_lock_directory_is_refused_and_a_check_is_not() {
+        let holders = ["/locks/a/me@t-W-0000000001", "/locks/b/me@t-W-0000000002"];
+        let set = |path: &str| Op::SetData {
+            path: path.to_owned(),
+            data: Vec::new(),
+            version: None,
+        };
+        let create = |path: &str| Op::Create {
+            path: path.to_owned(),
+            data: Vec::new(),
+            acl: CreateAcl::Open,
+        };
+        let delete = |path: &str| Op::Delete {
+            path: path.to_owned(),
+            version: None,
+        };
+        let check = |path: &str| Op::Check {
+            path: path.to_owned(),
+            version: None,
+        };
+        // (the user's operations, the index refused)
+        let table: Vec<(Vec<Op>, Option<usize>)> = vec![
+            (vec![set("/config"), create("/config/x")], None),
+            (vec![set("/locks/a")], Some(0)),
+            (vec![set("/config"), create("/locks/a/x-W-0000000007")], Some(1)),
+            (vec![delete("/locks/b/me@t-W-0000000002")], Some(0)),
+            (vec![set("/locks/ab"), set("/locks"), set("/locks/a2/x")], None),
+            (vec![check("/locks/a/me@t-W-0000000001"), check("/locks/b")], None),
+            (vec![check("/locks/a"), delete("/locks/a/x/y")], Some(1)),
+        ];
+        for (user, refused) in table {
+            assert_eq!(writes_in_lock_directory(&holders, &user), refused, "{user:?}");
+        }
+        assert_eq!(writes_in_lock_directory::<&str>(&[], &[set("/locks/a")]), None);
+    }
+}
