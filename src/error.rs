@@ -188,14 +188,16 @@ pub enum Error {
     },
     /// The connection broke while a holder's transaction
     /// ([`Transaction::commit`](crate::Transaction::commit)) was in flight,
-    /// or its answer could not be read: ZooKeeper may or may not have
-    /// applied it, all or nothing. It is not sent again (a create or an
-    /// unversioned write could be applied twice, or fail for having been
-    /// applied): read the nodes to learn which, once connected again, then
-    /// decide; the guard's state says whether the lock is still held.
+    /// or its answer could not be read or did not match the request:
+    /// ZooKeeper may or may not have applied it, all or nothing, and may
+    /// still apply it after a read made over a new connection. It is not
+    /// sent again (a create or an unversioned write could be applied twice,
+    /// or fail for having been applied): make transactions that can be
+    /// sent again (conditional operations, which fail rather than apply
+    /// twice). The guard's state says whether the lock is still held.
     #[error(
         "the answer to the transaction was lost ({source}): ZooKeeper may or may not have applied it \
-         (all or nothing); read the nodes it writes to learn which"
+         (all or nothing), and it was not sent again"
     )]
     TransactionOutcomeUnknown {
         /// How the answer was lost.

@@ -138,10 +138,44 @@ pub fn guarded<S: AsRef<str>>(holders: &[S], user: Vec<Op>) -> Guarded {
     }
 }
 
+/// The kind of one result of a successful transaction, as the server
+/// answered it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answered {
+    /// A check's.
+    Check,
+    /// A create's.
+    Create,
+    /// A deletion's.
+    Delete,
+    /// A write's.
+    SetData,
+    /// Of a kind no operation asks for.
+    Other,
+}
+
 impl Guarded {
     /// The operations, in the order they are sent.
     pub fn ops(&self) -> &[Op] {
         &self.ops
+    }
+
+    /// Whether a successful answer whose results are of these kinds answers
+    /// this transaction: one result per operation sent, each of its
+    /// operation's kind. Any other answer does not match the request (a
+    /// reply garbled on the way, say): whether it was applied is unknown,
+    /// and it is never taken for a commit.
+    pub fn answered_by(&self, results: &[Answered]) -> bool {
+        results.len() == self.ops.len()
+            && self.ops.iter().zip(results).all(|(op, result)| {
+                matches!(
+                    (op, result),
+                    (Op::Check { .. }, Answered::Check)
+                        | (Op::Create { .. }, Answered::Create)
+                        | (Op::Delete { .. }, Answered::Delete)
+                        | (Op::SetData { .. }, Answered::SetData)
+                )
+            })
     }
 
     /// What it means that the operation at `index` of [`Guarded::ops`]
@@ -321,5 +355,42 @@ mod tests {
             assert_eq!(writes_in_lock_directory(&holders, &user), refused, "{user:?}");
         }
         assert_eq!(writes_in_lock_directory::<&str>(&[], &[set("/locks/a")]), None);
+    }
+
+    #[test]
+    fn only_one_result_per_operation_of_its_kind_answers_a_transaction() {
+        let tx = guarded(&["/l/me-W-0000000001"], user_ops());
+        let kinds: Vec<Answered> = tx
+            .ops()
+            .iter()
+            .map(|op| match op {
+                Op::Check { .. } => Answered::Check,
+                Op::Create { .. } => Answered::Create,
+                Op::Delete { .. } => Answered::Delete,
+                Op::SetData { .. } => Answered::SetData,
+            })
+            .collect();
+        assert!(tx.answered_by(&kinds));
+        // Too few (a reply cut short), too many, none, or one of another kind.
+        assert!(!tx.answered_by(&kinds[..kinds.len() - 1]));
+        assert!(!tx.answered_by(&[kinds.clone(), vec![Answered::Check]].concat()));
+        assert!(!tx.answered_by(&[]));
+        let mut other = kinds.clone();
+        other[0] = Answered::Other;
+        assert!(!tx.answered_by(&other));
+        for i in 0..kinds.len() {
+            for other in [
+                Answered::Check,
+                Answered::Create,
+                Answered::Delete,
+                Answered::SetData,
+            ] {
+                if other != kinds[i] {
+                    let mut wrong = kinds.clone();
+                    wrong[i] = other;
+                    assert!(!tx.answered_by(&wrong), "{wrong:?}");
+                }
+            }
+        }
     }
 }

@@ -5,7 +5,7 @@
 //! `multi` and maps its answer to the library's errors.
 
 use tracing::debug;
-use zk_rwlock_core::transaction::{self as rules, Failure, Op, Refusal};
+use zk_rwlock_core::transaction::{self as rules, Answered, Failure, Op, Refusal};
 
 pub use zk_rwlock_core::transaction::CreateAcl;
 
@@ -34,7 +34,10 @@ use crate::zk;
 /// node existed, so before anyone else could be granted a conflicting
 /// lock: in ZooKeeper's order, the writes happened under the lock, however
 /// late the client was (a paused process, a slow network), with no fencing
-/// token needed for the nodes it writes. The check carries no version: a
+/// token needed for the nodes it writes, as long as every writer of those
+/// nodes writes them through a holder's transaction. A read guard's
+/// transaction excludes writers only: other readers' commit beside it.
+/// The check carries no version: a
 /// version does not tell a node from one created again under its name
 /// (both start at 0), and a revocation request or an election's
 /// announcement writes the holder's node, which a versioned check would
@@ -205,7 +208,33 @@ impl<'g> Transaction<'g> {
             }
         }
         match multi.commit().await {
-            Ok(mut results) => Ok(results.split_off(nodes.len().min(results.len()))),
+            Ok(mut results) => {
+                let kinds: Vec<Answered> = results
+                    .iter()
+                    .map(|result| match result {
+                        zk::MultiWriteResult::Check => Answered::Check,
+                        zk::MultiWriteResult::Create { .. } => Answered::Create,
+                        zk::MultiWriteResult::Delete => Answered::Delete,
+                        zk::MultiWriteResult::SetData { .. } => Answered::SetData,
+                        _ => Answered::Other,
+                    })
+                    .collect();
+                if !tx.answered_by(&kinds) {
+                    debug!(
+                        results = results.len(),
+                        sent = tx.ops().len(),
+                        "the transaction's answer does not match it: its outcome is unknown"
+                    );
+                    return Err(Error::TransactionOutcomeUnknown {
+                        source: zk::Error::UnexpectedError(format!(
+                            "{} results to a transaction of {} operations",
+                            results.len(),
+                            tx.ops().len()
+                        )),
+                    });
+                }
+                Ok(results.split_off(nodes.len()))
+            }
             Err(zk::MultiWriteError::OperationFailed { index, source }) => Err(failed(&tx, index, source)),
             Err(zk::MultiWriteError::RequestFailed { source }) => Err(request_failed(source, nodes[0])),
         }
@@ -225,7 +254,9 @@ fn failed(tx: &rules::Guarded, index: usize, e: zk::Error) -> Error {
         },
         Failure::HolderRefused { node } => Error::from_zk(e, node),
         Failure::Op { index } => Error::TransactionFailed { index, source: e },
-        Failure::Unknown => Error::ZooKeeper(e),
+        // A failing index past what was sent: the answer does not match
+        // the request.
+        Failure::Unknown => Error::TransactionOutcomeUnknown { source: e },
     };
     debug!(error = %error, "the transaction was refused: nothing written");
     error
@@ -234,8 +265,10 @@ fn failed(tx: &rules::Guarded, index: usize, e: zk::Error) -> Error {
 /// The error of a transaction whose request failed as a whole with `e`;
 /// `node`, the first holder node, is named by a refusal of access.
 fn request_failed(e: zk::Error, node: &str) -> Error {
-    // A throttled request was shed by the server before it was applied.
-    if is_retryable(&e) && e != zk::Error::Throttled {
+    // A throttled request was shed by the server before it was applied. A
+    // failed authentication answered ahead of it ends the session with the
+    // transaction possibly applied.
+    if (is_retryable(&e) && e != zk::Error::Throttled) || e == zk::Error::AuthFailed {
         debug!(error = %e, "the transaction's answer was lost: its outcome is unknown");
         return Error::TransactionOutcomeUnknown { source: e };
     }
@@ -252,6 +285,8 @@ mod tests {
             zk::Error::ConnectionLoss,
             zk::Error::Timeout,
             zk::Error::UnexpectedError("garbled".into()),
+            // Answered ahead of the transaction, which may be applied.
+            zk::Error::AuthFailed,
         ];
         for e in unknown {
             let error = request_failed(e.clone(), "/l/n-W-1");
@@ -302,9 +337,15 @@ mod tests {
             ),
             "{op:?}"
         );
+        // An index past what was sent: the answer does not match the request.
         let beyond = failed(&tx, 2, zk::Error::BadVersion);
         assert!(
-            matches!(&beyond, Error::ZooKeeper(zk::Error::BadVersion)),
+            matches!(
+                &beyond,
+                Error::TransactionOutcomeUnknown {
+                    source: zk::Error::BadVersion
+                }
+            ),
             "{beyond:?}"
         );
     }
