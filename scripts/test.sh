@@ -3,7 +3,8 @@
 # and bench beside it): rust-version, formatting, lints, docs, the library's dependency
 # tree, unit, property and integration tests (they start their own ZooKeeper servers on
 # free loopback ports; the library's once with its default features and once with all of
-# them), and the packaging of the four published crates. Each stage's
+# them), and the packaging of the four published crates (their builds from the packages, and the
+# soak and the nemesis, are CI's: scripts/package-check.sh and scripts/long-runs.sh). Each stage's
 # time is printed as it ends. Mutation testing of the pure modules is a script of its
 # own, scripts/mutants.sh, which CI (.ci/run) runs after this one.
 # Arguments go to `cargo test`.
@@ -73,25 +74,23 @@ stage "cargo test -p zk-rwlock (the library with its default features only)"
 cargo test -p zk-rwlock --lib --tests --locked "$@"
 stage "cargo test --workspace, the rest (the library with tls, sasl and metrics)"
 # The command line, the test kit, the demo and the bench; their builds turn on the library's
-# tls, sasl and metrics features (features unify across the workspace).
-cargo test --workspace "${vendored[@]}" --exclude zk-rwlock --locked "$@"
+# tls, sasl and metrics features (features unify across the workspace). The soak and the
+# nemesis are long runs: scripts/long-runs.sh runs them (CI does, after this script).
+cargo_args=() test_args=()
+for arg in "$@"; do
+  if [[ ${#test_args[@]} -gt 0 || $arg == -- ]]; then test_args+=("$arg"); else cargo_args+=("$arg"); fi
+done
+[[ ${#test_args[@]} -gt 0 ]] || test_args=(--)
+cargo test --workspace "${vendored[@]}" --exclude zk-rwlock --locked "${cargo_args[@]}" "${test_args[@]}" \
+  --skip soak_readers_and_writers_under_faults --skip nemesis_partitions_inside_the_ensemble
 stage "cargo test -p zk-rwlock --features tls,sasl,metrics (what needs them)"
 cargo test -p zk-rwlock --features tls,sasl,metrics --locked --test security --test metrics "$@"
 cargo test -p zk-rwlock --features tls,sasl,metrics --locked --doc "$@"
-stage "cargo publish --dry-run -p zk-rwlock-zookeeper-client -p zk-rwlock-core -p zk-rwlock -p zk-rwlock-cli"
-# All at once: the library's dependency on the patched client and the CLI's on the
-# library (none of them on crates.io yet) are then verified against the packages made
-# here. --allow-dirty: this checks packaging, and runs before a commit as often as after one.
-# The verification builds in the workspace's target directory (cargo 1.91 and later), so the
-# dependencies built by the stages above are reused. The packaged crates come from a local
-# registry of cargo's (a registry directory whose name starts with `-`), and cargo takes a
-# registry crate's unpacked sources and its build for good once made: those left by an
-# earlier run (the same versions with older code) would be reused, so they go first, with
-# every build of this workspace's crates (the next build makes them again).
-cargo_home=${CARGO_HOME:-$HOME/.cargo}
-rm -rf "$cargo_home"/registry/src/-*/zk-rwlock-* "$cargo_home"/registry/cache/-*/zk-rwlock-*
-rm -rf target/package target/debug/.fingerprint/zk-rwlock-*
-cargo publish --dry-run --allow-dirty \
+stage "cargo package: the four published crates (their builds: scripts/package-check.sh, in CI)"
+# Manifests, file lists and the dependencies between the four, as crates.io would take them;
+# building the packaged crates is scripts/package-check.sh, which CI runs after this script.
+# --allow-dirty: this runs before a commit as often as after one.
+cargo publish --dry-run --no-verify --allow-dirty --locked \
   -p zk-rwlock-zookeeper-client -p zk-rwlock-core -p zk-rwlock -p zk-rwlock-cli
 stage "done"
 echo "   all stages passed in $((SECONDS - started)) s; mutation testing: scripts/mutants.sh"
