@@ -228,6 +228,64 @@ pub fn writes_in_lock_directory<S: AsRef<str>>(holders: &[S], user: &[Op]) -> Op
     })
 }
 
+/// One holder node of a transaction, as far as whether to send it goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Holder<'a> {
+    /// The node's full path.
+    pub node: &'a str,
+    /// The session that holds it.
+    pub session: i64,
+    /// The chroot of its client.
+    pub chroot: &'a str,
+    /// Its guard knows it lost the lock.
+    pub lost: bool,
+}
+
+/// Why a holder's transaction is not sent at all ([`refused_before_sending`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unsent {
+    /// There is no holder node to check.
+    NoHolder,
+    /// The holder at this index (of those given) has another session or
+    /// chroot than the first: a transaction is one request on one session.
+    AcrossSessions {
+        /// The holder's index.
+        holder: usize,
+    },
+    /// The holder at this index is known lost.
+    Lost {
+        /// The holder's index.
+        holder: usize,
+    },
+    /// The user's operation at this index writes into a holder's lock
+    /// directory ([`writes_in_lock_directory`]).
+    InLockDirectory {
+        /// The operation's index among the user's operations.
+        index: usize,
+    },
+}
+
+/// Whether a holder's transaction is refused before it is sent, and why,
+/// checked in this order: no holder, holders on several sessions or
+/// chroots, a holder known lost, a write into a lock directory. `None`:
+/// send it.
+pub fn refused_before_sending(holders: &[Holder<'_>], user: &[Op]) -> Option<Unsent> {
+    let Some(first) = holders.first() else {
+        return Some(Unsent::NoHolder);
+    };
+    if let Some(holder) = holders
+        .iter()
+        .position(|h| h.session != first.session || h.chroot != first.chroot)
+    {
+        return Some(Unsent::AcrossSessions { holder });
+    }
+    if let Some(holder) = holders.iter().position(|h| h.lost) {
+        return Some(Unsent::Lost { holder });
+    }
+    let nodes: Vec<&str> = holders.iter().map(|h| h.node).collect();
+    writes_in_lock_directory(&nodes, user).map(|index| Unsent::InLockDirectory { index })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -392,5 +450,67 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_transaction_is_refused_before_sending_across_sessions_when_lost_or_into_a_lock_directory() {
+        let holder = |node, session, chroot, lost| Holder {
+            node,
+            session,
+            chroot,
+            lost,
+        };
+        let a = holder("/locks/a/me-W-0000000001", 7, "/", false);
+        let b = holder("/locks/b/me-W-0000000002", 7, "/", false);
+        let into_a = vec![Op::SetData {
+            path: "/locks/a".to_owned(),
+            data: Vec::new(),
+            version: None,
+        }];
+        let elsewhere = vec![Op::SetData {
+            path: "/config".to_owned(),
+            data: Vec::new(),
+            version: None,
+        }];
+        // (holders, the user's operations, the refusal)
+        let table: Vec<(Vec<Holder<'_>>, &Vec<Op>, Option<Unsent>)> = vec![
+            (vec![a, b], &elsewhere, None),
+            (vec![a], &into_a, Some(Unsent::InLockDirectory { index: 0 })),
+            (vec![b], &into_a, None),
+            (
+                vec![a, holder(b.node, 8, "/", false)],
+                &elsewhere,
+                Some(Unsent::AcrossSessions { holder: 1 }),
+            ),
+            (
+                vec![a, holder(b.node, 7, "/app", false)],
+                &elsewhere,
+                Some(Unsent::AcrossSessions { holder: 1 }),
+            ),
+            (
+                vec![a, holder(b.node, 7, "/", true)],
+                &elsewhere,
+                Some(Unsent::Lost { holder: 1 }),
+            ),
+            // Across sessions before lost, lost before a write into a lock directory.
+            (
+                vec![holder(a.node, 7, "/", true), holder(b.node, 8, "/", false)],
+                &elsewhere,
+                Some(Unsent::AcrossSessions { holder: 1 }),
+            ),
+            (
+                vec![holder(a.node, 7, "/", true)],
+                &into_a,
+                Some(Unsent::Lost { holder: 0 }),
+            ),
+        ];
+        for (holders, user, refused) in table {
+            assert_eq!(
+                refused_before_sending(&holders, user),
+                refused,
+                "{holders:?} {user:?}"
+            );
+        }
+        assert_eq!(refused_before_sending(&[], &elsewhere), Some(Unsent::NoHolder));
     }
 }

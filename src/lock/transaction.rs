@@ -5,7 +5,7 @@
 //! `multi` and maps its answer to the library's errors.
 
 use tracing::debug;
-use zk_rwlock_core::transaction::{self as rules, Answered, Failure, Op, Refusal};
+use zk_rwlock_core::transaction::{self as rules, Answered, Failure, Op, Refusal, Unsent};
 
 pub use zk_rwlock_core::transaction::CreateAcl;
 
@@ -160,31 +160,43 @@ impl<'g> Transaction<'g> {
     /// Dropping the future once the request is sent leaves its outcome
     /// unknown, as a lost answer does.
     pub async fn commit(self) -> Result<Vec<zk::MultiWriteResult>, Error> {
-        let Some(first) = self.holders.first() else {
-            return Err(Error::Lost { node: String::new() });
+        let chroots: Vec<String> = self
+            .holders
+            .iter()
+            .map(|g| g.client().path().to_owned())
+            .collect();
+        let holders: Vec<rules::Holder<'_>> = self
+            .holders
+            .iter()
+            .zip(&chroots)
+            .map(|(g, chroot)| rules::Holder {
+                node: g.node(),
+                session: g.client().session_id().0,
+                chroot,
+                lost: g.state() == HoldState::Lost,
+            })
+            .collect();
+        let refused = rules::refused_before_sending(&holders, &self.ops);
+        let (Some(first), None) = (self.holders.first(), refused) else {
+            return Err(match refused {
+                Some(Unsent::AcrossSessions { holder }) => Error::TransactionAcrossSessions {
+                    path: self.holders[holder].lock_path().to_owned(),
+                },
+                Some(Unsent::Lost { holder }) => {
+                    debug!(node = %holders[holder].node, "the transaction is not sent: the lock is known lost");
+                    Error::Lost {
+                        node: holders[holder].node.to_owned(),
+                    }
+                }
+                Some(Unsent::InLockDirectory { index }) => Error::TransactionInLockDirectory {
+                    index,
+                    path: self.ops[index].path().to_owned(),
+                },
+                Some(Unsent::NoHolder) | None => Error::Lost { node: String::new() },
+            });
         };
         let client = first.client();
-        for holder in &self.holders {
-            let other = holder.client();
-            if other.session_id() != client.session_id() || other.path() != client.path() {
-                return Err(Error::TransactionAcrossSessions {
-                    path: holder.lock_path().to_owned(),
-                });
-            }
-        }
-        if let Some(lost) = self.holders.iter().find(|g| g.state() == HoldState::Lost) {
-            debug!(node = %lost.node(), "the transaction is not sent: the lock is known lost");
-            return Err(Error::Lost {
-                node: lost.node().to_owned(),
-            });
-        }
-        let nodes: Vec<&str> = self.holders.iter().map(|g| g.node()).collect();
-        if let Some(index) = rules::writes_in_lock_directory(&nodes, &self.ops) {
-            return Err(Error::TransactionInLockDirectory {
-                index,
-                path: self.ops[index].path().to_owned(),
-            });
-        }
+        let nodes: Vec<&str> = holders.iter().map(|h| h.node).collect();
         let tx = rules::guarded(&nodes, self.ops);
         let lock_acl = zk::CreateMode::Persistent.with_acls(zk::Acls::new(first.acls()));
         let open_acl = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
