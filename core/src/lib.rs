@@ -19,7 +19,9 @@
 //! - [`election`]: who an election may name leader, and the announcement;
 //! - [`limits`]: the wire sizes the rules need;
 //! - [`backoff`]: the pauses of every retry loop, and when each gives up;
-//! - [`transaction`]: a holder's writes, sent behind a check of its nodes.
+//! - [`transaction`]: a holder's writes, sent behind a check of its nodes;
+//! - [`wire`]: the requests each action sends, and how their answers become
+//!   the machine's input: one interpreter for every carrier.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -32,5 +34,6 @@ pub mod limits;
 pub mod node_name;
 pub mod ordering;
 pub mod transaction;
+pub mod wire;
 
 pub use node_name::{Layout, Mode, NodeName};

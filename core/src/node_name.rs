@@ -520,6 +520,13 @@ pub fn released_node(record: &[u8]) -> Option<&str> {
     })
 }
 
+/// The name ZooKeeper gives a sequential node made with the name `prefix`:
+/// the prefix and the counter `seq` as a signed 32-bit number in `%010d`.
+pub fn sequential(prefix: &str, seq: i64) -> String {
+    // The counter is a signed 32-bit number on the server.
+    format!("{prefix}{:010}", seq as i32)
+}
+
 /// True if `s` is exactly how ZooKeeper prints `seq` (`%010d`): zero-padded
 /// to ten characters, the sign included. `s` is known to parse to `seq`, so
 /// only its length remains to be checked.

@@ -1,0 +1,929 @@
+//! The wire: every request a contender's action sends, with every byte of
+//! it decided here, and how the server's answers become the machine's
+//! input. One interpreter for every carrier: the library's driver
+//! (`zk_rwlock`) and the simulation (`core/tests/simulation.rs`) both build
+//! an [`Exchange`] for each action of [`crate::contender::Contender`], send
+//! its [`Request`]s as they are, feed each answer back with
+//! [`Exchange::answer`], and step the machine with [`Wire::settle`]. A
+//! carrier translates a [`Request`] into its client's call and the
+//! client's answer into a [`Reply`] or an [`Error`], one to one; it decides
+//! nothing.
+//!
+//! # Carrying an exchange
+//!
+//! ```text
+//! exchange = wire.exchange(&action, &machine)?     // None: an end, or the wait's Wait
+//! send every exchange.requests(), in order, at once
+//! for each answer, in the order sent:
+//!     a lost connection on a request exchange.retried(i) says is retried:
+//!         exchange.lost(i); send it again (pausing as backoff::Backoff::request says)
+//!     else match exchange.answer(i, answer) {
+//!         Progress::Pending      => go on
+//!         Progress::Send(request) => send it too (its index is the next)
+//!         Progress::Complete     => stop: the answers not awaited are dropped
+//!     }
+//!     a watch the request set stays set only if exchange.watch(i) names it
+//!     (else it is dropped, and the server asked to remove it)
+//! action = wire.settle(exchange, &mut machine)
+//! ```
+
+use crate::acquire::{self, Record, Reply as WaitReply};
+use crate::contender::{self, child_path, Action, Answer, Contender, Created, HeldNode, Owner};
+use crate::node_name;
+
+/// How a node is created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CreateMode {
+    /// Ephemeral, its name followed by the directory's sequence number
+    /// (ten digits).
+    EphemeralSequential,
+    /// Ephemeral.
+    Ephemeral,
+    /// Persistent.
+    Persistent,
+    /// A container: the server removes it once it is empty.
+    Container,
+}
+
+/// Which ACL a create gives its node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Acl {
+    /// The ACL of the lock's contender nodes.
+    Contender,
+    /// The ACL of the lock's directory (and the parents it makes).
+    Directory,
+    /// The ACL the last [`Request::GetAcl`] read.
+    Read,
+}
+
+/// One request, as it goes to the server. Paths are full.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Request {
+    /// Create a node: answered [`Reply::Created`].
+    Create {
+        /// Its path (the name's prefix, for a sequential node).
+        path: String,
+        /// Its data.
+        data: Vec<u8>,
+        /// Ephemeral, sequential, persistent or a container.
+        mode: CreateMode,
+        /// Its ACL.
+        acl: Acl,
+    },
+    /// Create `path` and every missing node above it, persistent, with the
+    /// directory's ACL: answered [`Reply::Done`] (also when they exist).
+    MakePath {
+        /// The deepest node to make.
+        path: String,
+    },
+    /// List the children, with the node's stat (`getChildren2`): answered
+    /// [`Reply::Children`].
+    List {
+        /// The node whose children are listed.
+        path: String,
+    },
+    /// Bring the server up to the leader (`sync`): answered [`Reply::Done`].
+    Sync {
+        /// The path named.
+        path: String,
+    },
+    /// Read a node's data, with a data watch if `watch`: answered
+    /// [`Reply::Data`]. On a missing node no watch is left behind.
+    GetData {
+        /// The node.
+        path: String,
+        /// Leave a data watch.
+        watch: bool,
+    },
+    /// A node's stat, with an `exists` watch if `watch` (which waits for a
+    /// creation too): answered [`Reply::Stat`]. Needs no permission.
+    Exists {
+        /// The node.
+        path: String,
+        /// Leave an `exists` watch.
+        watch: bool,
+    },
+    /// Delete a node (at `version`; `None`: any): answered [`Reply::Done`].
+    Delete {
+        /// The node.
+        path: String,
+        /// The version it must have.
+        version: Option<i32>,
+    },
+    /// A transaction (`multi`) of the machine's operations, in order; a
+    /// create in it is ephemeral, with the contender nodes' ACL: answered
+    /// [`Reply::Multi`], or [`Error::Refused`] naming the failing index.
+    Multi {
+        /// The operations, in the order sent.
+        ops: Vec<contender::Op>,
+    },
+    /// Delete the node at `version` and create it again, persistent, with
+    /// the ACL the last [`Request::GetAcl`] read, in one transaction:
+    /// answered [`Reply::Done`].
+    Recreate {
+        /// The node.
+        path: String,
+        /// The version read with its ACL.
+        version: i32,
+    },
+    /// Read the data of each node in one multi-read: answered
+    /// [`Reply::Reads`].
+    ReadAll {
+        /// The nodes, in order.
+        paths: Vec<String>,
+    },
+    /// A node's ACL and stat: answered [`Reply::Acl`].
+    GetAcl {
+        /// The node.
+        path: String,
+    },
+}
+
+impl Request {
+    /// The node the request is about (a transaction's first operation's);
+    /// what an error on it names.
+    pub fn path(&self) -> &str {
+        match self {
+            Request::Create { path, .. }
+            | Request::MakePath { path }
+            | Request::List { path }
+            | Request::Sync { path }
+            | Request::GetData { path, .. }
+            | Request::Exists { path, .. }
+            | Request::Delete { path, .. }
+            | Request::Recreate { path, .. }
+            | Request::GetAcl { path } => path,
+            Request::Multi { ops } => ops.first().map_or("", |op| match op {
+                contender::Op::Check { path, .. }
+                | contender::Op::Create { path, .. }
+                | contender::Op::Delete { path, .. }
+                | contender::Op::SetData { path, .. } => path,
+            }),
+            Request::ReadAll { paths } => paths.first().map_or("", String::as_str),
+        }
+    }
+
+    /// True if the request leaves a watch when it succeeds (an `exists`
+    /// watch also when the node is missing).
+    pub fn watches(&self) -> bool {
+        matches!(
+            self,
+            Request::GetData { watch: true, .. } | Request::Exists { watch: true, .. }
+        )
+    }
+}
+
+/// A node's stat, as far as the rules look at it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stat {
+    /// The zxid that made it: a contender's fencing token.
+    pub czxid: i64,
+    /// The session that owns it (ephemeral), 0 for a persistent node.
+    pub ephemeral_owner: i64,
+}
+
+/// A successful answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// A create's: the new node's czxid, and its sequence number (for a
+    /// sequential node).
+    Created {
+        /// The node's czxid.
+        czxid: i64,
+        /// The sequence number the server appended.
+        seq: i64,
+    },
+    /// A listing: the children, and the listed node's data length.
+    Children {
+        /// The child names.
+        children: Vec<String>,
+        /// The listed node's data length.
+        data_length: i32,
+    },
+    /// A read's: the data and the stat.
+    Data {
+        /// The node's data.
+        data: Vec<u8>,
+        /// Its stat.
+        stat: Stat,
+    },
+    /// An `exists`: the stat, `None` for a missing node.
+    Stat(Option<Stat>),
+    /// Done, nothing to say.
+    Done,
+    /// A transaction's: for each operation, the created node's stat where
+    /// the server gives it (`None` for other operations, and for a create
+    /// whose stat the server leaves out, ZOOKEEPER-4026).
+    Multi(Vec<Option<Stat>>),
+    /// A multi-read's: each node's data, or the error reading it.
+    Reads(Vec<Result<Vec<u8>, Error>>),
+    /// An ACL read: the node's data version and child count (the ACL itself
+    /// is the carrier's to keep, for [`Request::Recreate`]).
+    Acl {
+        /// The node's data version.
+        version: i32,
+        /// Its number of children.
+        children: i32,
+    },
+}
+
+/// A failed answer, as the rules tell errors apart.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    /// The node (or its parent) does not exist.
+    NoNode,
+    /// The node exists already.
+    NodeExists,
+    /// The node's ACL refuses this identity.
+    NoAuth,
+    /// The node's version is not the one named.
+    BadVersion,
+    /// The node has children.
+    NotEmpty,
+    /// The server does not know the request (containers before 3.6).
+    Unimplemented,
+    /// The connection was lost before the answer (or the server was too
+    /// busy): the request may or may not have been applied.
+    Unanswered,
+    /// The session is over (expired, closed, its authentication failed).
+    SessionEnded,
+    /// A transaction refused at the operation `index`, with `error`.
+    Refused {
+        /// The failing operation's index.
+        index: usize,
+        /// Its error.
+        error: Box<Error>,
+    },
+    /// Any other error.
+    Failed,
+}
+
+impl Error {
+    /// The error itself, a refused transaction's the failing operation's.
+    fn cause(&self) -> &Error {
+        match self {
+            Error::Refused { error, .. } => error.cause(),
+            other => other,
+        }
+    }
+
+    /// The contender's view of it.
+    pub fn answer<T>(&self) -> Answer<T> {
+        match self.cause() {
+            Error::NoNode => Answer::NoNode,
+            Error::NodeExists => Answer::Exists,
+            Error::NoAuth => Answer::NoAuth,
+            Error::Unimplemented => Answer::Unimplemented,
+            Error::Unanswered => Answer::Retry,
+            Error::SessionEnded => Answer::SessionEnded,
+            _ => Answer::Failed,
+        }
+    }
+
+    /// The wait's view of it.
+    pub fn reply<T>(&self) -> WaitReply<T> {
+        match self.cause() {
+            Error::NoNode => WaitReply::NoNode,
+            Error::NoAuth => WaitReply::NoAuth,
+            Error::Unanswered => WaitReply::Retry,
+            _ => WaitReply::Failed,
+        }
+    }
+}
+
+/// A watch an answered request left, and whose it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Watch {
+    /// The data watch on my own node, set while waiting (the guard's
+    /// keeper takes it over at the grant).
+    Own,
+    /// The `exists` watch on the watched node's release marker: its
+    /// creation is the watched node's release.
+    Marker,
+    /// The data watch on the node the wait watches.
+    Watched,
+    /// The keeper's data watch on the held node.
+    Held,
+}
+
+/// What a carrier does after [`Exchange::answer`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Progress {
+    /// Wait for the next answer.
+    Pending,
+    /// Send this request too: its answer comes at the next index.
+    Send(Request),
+    /// The exchange has what it needs: settle it. Answers not awaited yet
+    /// are dropped.
+    Complete,
+}
+
+/// A contender's side of the wire: what every exchange of its life needs
+/// to know (its directory, its node's name and data), and what one
+/// exchange leaves for a later one.
+#[derive(Debug, Clone)]
+pub struct Wire {
+    dir: String,
+    prefix: String,
+    data: Vec<u8>,
+    /// The directory's data version, as [`Action::ReadDirAcl`] read it
+    /// with its ACL, for [`Action::Recycle`].
+    acl_version: Option<i32>,
+}
+
+/// What an exchange is, and what its input needs besides the answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Kind {
+    Create,
+    CreateDir,
+    CreateParents,
+    FindOwn,
+    Stat,
+    ReadDirData,
+    Delete,
+    ReadDirAcl,
+    Recycle,
+    Replace {
+        created: usize,
+        reader: String,
+        steps: Vec<Option<contender::ReplaceStep>>,
+    },
+    List,
+    SetWatches {
+        own: Option<usize>,
+        marker: Option<usize>,
+        watched: usize,
+    },
+    Rewatch,
+    ReadRecord {
+        watched: String,
+    },
+    CheckOwn,
+    Keep,
+}
+
+/// The requests of one action, and their answers so far.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exchange {
+    kind: Kind,
+    requests: Vec<Request>,
+    answers: Vec<Option<Result<Reply, Error>>>,
+    /// Its requests are sent again after a lost connection.
+    retried: bool,
+    /// An earlier attempt of a request lost its answer.
+    answer_lost: bool,
+}
+
+impl Wire {
+    /// The wire of a contender in the lock directory `dir`, whose node's
+    /// name begins with `prefix` (before its sequence) and holds `data`.
+    pub fn new(dir: &str, prefix: &str, data: Vec<u8>) -> Wire {
+        Wire {
+            dir: dir.to_owned(),
+            prefix: prefix.to_owned(),
+            data,
+            acl_version: None,
+        }
+    }
+
+    /// The lock directory.
+    pub fn dir(&self) -> &str {
+        &self.dir
+    }
+
+    /// The exchange `action` of `machine` sends; `None` for an action that
+    /// is not a request (the ends, and the wait's `Wait`).
+    pub fn exchange(&self, action: &Action, machine: &Contender) -> Option<Exchange> {
+        let dir = self.dir.as_str();
+        let mine = || child_path(dir, machine.node().unwrap_or_default());
+        let (kind, requests, retried) = match action {
+            Action::Create => (
+                Kind::Create,
+                vec![
+                    Request::Create {
+                        path: child_path(dir, &self.prefix),
+                        data: self.data.clone(),
+                        mode: CreateMode::EphemeralSequential,
+                        acl: Acl::Contender,
+                    },
+                    // Answered after the create (a session's requests are
+                    // answered in order): it lists the new node.
+                    Request::List { path: dir.to_owned() },
+                ],
+                false,
+            ),
+            Action::CreateDir { container } => (
+                Kind::CreateDir,
+                vec![Request::Create {
+                    path: dir.to_owned(),
+                    data: Vec::new(),
+                    mode: if *container {
+                        CreateMode::Container
+                    } else {
+                        CreateMode::Persistent
+                    },
+                    acl: Acl::Directory,
+                }],
+                true,
+            ),
+            Action::CreateParents => {
+                let parent = dir
+                    .rsplit_once('/')
+                    .map(|(parent, _)| parent)
+                    .filter(|p| !p.is_empty());
+                let requests = parent
+                    .map(|path| Request::MakePath {
+                        path: path.to_owned(),
+                    })
+                    .into_iter()
+                    .collect();
+                (Kind::CreateParents, requests, true)
+            }
+            Action::FindOwn => (
+                Kind::FindOwn,
+                // The sync first: a create of mine still in flight at
+                // another server is seen by the listing after it.
+                vec![
+                    Request::Sync { path: dir.to_owned() },
+                    Request::List { path: dir.to_owned() },
+                ],
+                true,
+            ),
+            Action::Stat { name } => (
+                Kind::Stat,
+                vec![Request::Exists {
+                    path: child_path(dir, name),
+                    watch: false,
+                }],
+                true,
+            ),
+            Action::ReadDirData => (
+                Kind::ReadDirData,
+                vec![Request::GetData {
+                    path: dir.to_owned(),
+                    watch: false,
+                }],
+                true,
+            ),
+            Action::Delete { name, record } => {
+                let request = match action.transaction(dir) {
+                    Some(tx) if *record => Request::Multi {
+                        ops: tx.ops().to_vec(),
+                    },
+                    _ => Request::Delete {
+                        path: child_path(dir, name),
+                        version: None,
+                    },
+                };
+                (Kind::Delete, vec![request], true)
+            }
+            Action::ReadDirAcl => (
+                Kind::ReadDirAcl,
+                vec![Request::GetAcl { path: dir.to_owned() }],
+                false,
+            ),
+            Action::Recycle => {
+                // Without the version read with the ACL, nothing is sent:
+                // the input says it failed.
+                let requests = self
+                    .acl_version
+                    .map(|version| Request::Recreate {
+                        path: dir.to_owned(),
+                        version,
+                    })
+                    .into_iter()
+                    .collect();
+                (Kind::Recycle, requests, false)
+            }
+            Action::Replace { reader, .. } => {
+                let tx = action.transaction(dir)?;
+                let (created, _) = tx.created()?;
+                let steps = (0..tx.ops().len()).map(|i| tx.failed_step(i)).collect();
+                (
+                    Kind::Replace {
+                        created,
+                        reader: child_path(dir, reader),
+                        steps,
+                    },
+                    vec![Request::Multi {
+                        ops: tx.ops().to_vec(),
+                    }],
+                    true,
+                )
+            }
+            Action::Acquire(wait) => match wait {
+                acquire::Action::List => (Kind::List, vec![Request::List { path: dir.to_owned() }], true),
+                acquire::Action::SetWatches { own, watched, marker } => {
+                    // Data watches (`getData`): on a missing node no watch
+                    // is left behind. The marker's is an `exists` watch,
+                    // which waits for its creation; it leaves before the
+                    // watched node's, so that a release between the two is
+                    // still seen by its marker.
+                    let mut requests = Vec::new();
+                    let own = own.then(|| {
+                        requests.push(Request::GetData {
+                            path: mine(),
+                            watch: true,
+                        });
+                        requests.len() - 1
+                    });
+                    let marker = marker.as_ref().map(|marker| {
+                        requests.push(Request::Exists {
+                            path: child_path(dir, marker),
+                            watch: true,
+                        });
+                        requests.len() - 1
+                    });
+                    requests.push(Request::GetData {
+                        path: child_path(dir, watched),
+                        watch: true,
+                    });
+                    let watched = requests.len() - 1;
+                    (Kind::SetWatches { own, marker, watched }, requests, false)
+                }
+                acquire::Action::Rewatch { watched } => (
+                    Kind::Rewatch,
+                    vec![Request::GetData {
+                        path: child_path(dir, watched),
+                        watch: true,
+                    }],
+                    false,
+                ),
+                acquire::Action::ReadRecord { watched } => (
+                    Kind::ReadRecord {
+                        watched: watched.clone(),
+                    },
+                    // One read request: the record and my own node.
+                    vec![Request::ReadAll {
+                        paths: vec![dir.to_owned(), mine()],
+                    }],
+                    true,
+                ),
+                acquire::Action::CheckOwn => (
+                    Kind::CheckOwn,
+                    vec![Request::Exists {
+                        path: mine(),
+                        watch: false,
+                    }],
+                    true,
+                ),
+                acquire::Action::Wait { .. }
+                | acquire::Action::Grant { .. }
+                | acquire::Action::GiveUp
+                | acquire::Action::Fail(_)
+                | acquire::Action::Replace { .. } => return None,
+            },
+            Action::Grant { .. } | Action::GiveUp | Action::Fail(_) | Action::Done(_) => return None,
+        };
+        Some(Exchange::new(kind, requests, retried))
+    }
+
+    /// The keeper's exchange ([`contender::Keep::Watch`]): read the held
+    /// node `name` and set a data watch on it. Settle it with
+    /// [`Exchange::held`].
+    pub fn keep(&self, name: &str) -> Exchange {
+        let request = Request::GetData {
+            path: child_path(&self.dir, name),
+            watch: true,
+        };
+        Exchange::new(Kind::Keep, vec![request], false)
+    }
+
+    /// Feeds what `exchange` learnt to `machine`, and returns its next
+    /// action.
+    pub fn settle(&mut self, exchange: &Exchange, machine: &mut Contender) -> Action {
+        if let Some(Ok(Reply::Data { data, .. })) = exchange.own_read() {
+            // The machine decides whether it is a revocation request.
+            machine.own_data_read(data);
+        }
+        if let (Kind::ReadDirAcl, Some(Ok(Reply::Acl { version, .. }))) = (&exchange.kind, exchange.result(0))
+        {
+            self.acl_version = Some(*version);
+        }
+        if exchange.kind == Kind::Recycle {
+            self.acl_version = None;
+        }
+        match exchange.input(&self.prefix) {
+            Some(input) => machine.step(input),
+            None => Action::Fail(contender::Failure::Request),
+        }
+    }
+}
+
+impl Exchange {
+    fn new(kind: Kind, requests: Vec<Request>, retried: bool) -> Exchange {
+        let answers = vec![None; requests.len()];
+        Exchange {
+            kind,
+            requests,
+            answers,
+            retried,
+            answer_lost: false,
+        }
+    }
+
+    /// The requests to send, in order, all at once.
+    pub fn requests(&self) -> &[Request] {
+        &self.requests
+    }
+
+    /// True if request `index` is sent again after a lost connection
+    /// ([`Error::Unanswered`]) until it is answered, or retrying is over
+    /// ([`crate::backoff::Backoff::request`]); only its last answer is fed.
+    /// A sync's failure is no answer the machine looks at.
+    pub fn retried(&self, index: usize) -> bool {
+        self.retried && index < self.requests.len()
+    }
+
+    /// Notes that an attempt of request `index` lost its answer (it is
+    /// sent again): it may have been applied.
+    pub fn lost(&mut self, index: usize) {
+        if index < self.requests.len() {
+            self.answer_lost = true;
+        }
+    }
+
+    /// True once every request has its answer, or the exchange needs no
+    /// more of them.
+    pub fn is_complete(&self) -> bool {
+        self.complete()
+    }
+
+    /// Feeds the (last) answer of request `index`; says what comes next.
+    pub fn answer(&mut self, index: usize, answer: Result<Reply, Error>) -> Progress {
+        let Some(slot) = self.answers.get_mut(index) else {
+            return Progress::Pending;
+        };
+        *slot = Some(answer);
+        // A downgrade's reader whose stat the server left out: an
+        // `exists` on it, after the transaction.
+        if let Kind::Replace { created, reader, .. } = &self.kind {
+            if index == 0 && self.requests.len() == 1 {
+                if let Some(Ok(Reply::Multi(stats))) = self.answers.first().and_then(Option::as_ref) {
+                    if stats.len() > *created && stats[*created].is_none() {
+                        let request = Request::Exists {
+                            path: reader.clone(),
+                            watch: false,
+                        };
+                        self.requests.push(request.clone());
+                        self.answers.push(None);
+                        return Progress::Send(request);
+                    }
+                }
+            }
+        }
+        if self.complete() {
+            Progress::Complete
+        } else {
+            Progress::Pending
+        }
+    }
+
+    /// The watch request `index`'s answer left that the wait (or the
+    /// keeper) keeps, and whose it is; `None`: no watch was left, or the
+    /// one left must be dropped (an `exists` watch on a release marker
+    /// that exists already: a stranger's, no signal).
+    pub fn watch(&self, index: usize) -> Option<Watch> {
+        let answered = self.result(index)?;
+        match (&self.kind, answered) {
+            (Kind::SetWatches { own: Some(own), .. }, Ok(_)) if *own == index => Some(Watch::Own),
+            (
+                Kind::SetWatches {
+                    marker: Some(marker), ..
+                },
+                Ok(Reply::Stat(None)),
+            ) if *marker == index => Some(Watch::Marker),
+            (Kind::SetWatches { watched, .. }, Ok(_)) if *watched == index => Some(Watch::Watched),
+            (Kind::Rewatch, Ok(_)) => Some(Watch::Watched),
+            (Kind::Keep, Ok(_)) => Some(Watch::Held),
+            _ => None,
+        }
+    }
+
+    /// The answer to the read of my own node a `SetWatches` sent, if any.
+    fn own_read(&self) -> Option<&Result<Reply, Error>> {
+        match self.kind {
+            Kind::SetWatches { own: Some(own), .. } => self.result(own),
+            _ => None,
+        }
+    }
+
+    /// The answer to request `index`, if it came.
+    fn result(&self, index: usize) -> Option<&Result<Reply, Error>> {
+        self.answers.get(index).and_then(Option::as_ref)
+    }
+
+    fn complete(&self) -> bool {
+        match &self.kind {
+            // A create that failed makes no listing worth waiting for.
+            Kind::Create => {
+                matches!(self.result(0), Some(Err(_))) || self.answers.iter().all(Option::is_some)
+            }
+            _ => self.answers.iter().all(Option::is_some),
+        }
+    }
+
+    /// The machine's input: the answers, read as the rules read them.
+    /// `None` while an answer it needs is missing.
+    fn input<'a>(&'a self, prefix: &str) -> Option<contender::Input<'a>> {
+        use contender::Input;
+        let first = self.result(0);
+        Some(match &self.kind {
+            Kind::Create => {
+                let node = match first? {
+                    Ok(Reply::Created { czxid, seq }) => Answer::Ok(Created {
+                        name: node_name::sequential(prefix, *seq),
+                        czxid: *czxid,
+                    }),
+                    Ok(_) => Answer::Failed,
+                    Err(e) => e.answer(),
+                };
+                let listing = match &node {
+                    Answer::Ok(_) => Some(match self.result(1)? {
+                        Ok(Reply::Children {
+                            children,
+                            data_length,
+                        }) => Answer::Ok((children.as_slice(), *data_length)),
+                        Ok(_) => Answer::Failed,
+                        Err(e) => e.answer(),
+                    }),
+                    _ => None,
+                };
+                Input::Created { node, listing }
+            }
+            Kind::CreateDir => Input::DirCreated(done(first)?),
+            Kind::CreateParents => Input::ParentsCreated(match first {
+                // No parent to make: the directory is at the root.
+                None if self.requests.is_empty() => Answer::Ok(()),
+                other => done(other)?,
+            }),
+            Kind::FindOwn => Input::Found(match self.result(1)? {
+                Ok(Reply::Children { children, .. }) => Answer::Ok(children.as_slice()),
+                Ok(_) => Answer::Failed,
+                Err(e) => e.answer(),
+            }),
+            Kind::Stat => Input::Stat(match first? {
+                Ok(Reply::Stat(stat)) => Answer::Ok(stat.map(|stat| Owner {
+                    session: stat.ephemeral_owner,
+                    czxid: stat.czxid,
+                })),
+                Ok(_) => Answer::Failed,
+                Err(e) => e.answer(),
+            }),
+            Kind::ReadDirData => Input::DirData(match first? {
+                Ok(Reply::Data { data, .. }) => Answer::Ok(data.as_slice()),
+                Ok(_) => Answer::Failed,
+                Err(e) => e.answer(),
+            }),
+            Kind::Delete => Input::Deleted {
+                answer: match first? {
+                    Ok(Reply::Done | Reply::Multi(_)) => Answer::Ok(()),
+                    Ok(_) => Answer::Failed,
+                    Err(e) => e.answer(),
+                },
+                answer_lost: self.answer_lost,
+            },
+            Kind::ReadDirAcl => Input::DirAcl(match first? {
+                Ok(Reply::Acl { children, .. }) => Answer::Ok(*children),
+                Ok(_) => Answer::Failed,
+                Err(e) => e.answer(),
+            }),
+            Kind::Recycle => Input::Recycled(match first {
+                None if self.requests.is_empty() => Answer::Failed,
+                other => done(other)?,
+            }),
+            Kind::Replace { created, steps, .. } => {
+                let (answer, failed) = match first? {
+                    Ok(Reply::Multi(stats)) => match stats.get(*created).copied().flatten() {
+                        Some(stat) => (Answer::Ok(stat.czxid), None),
+                        // The stat left out: the node is mine, just made.
+                        None => match self.result(1)? {
+                            Ok(Reply::Stat(Some(stat))) => (Answer::Ok(stat.czxid), None),
+                            Ok(_) => (Answer::NoNode, None),
+                            Err(e) => (e.answer(), None),
+                        },
+                    },
+                    Ok(_) => (Answer::Failed, None),
+                    Err(e) => {
+                        let failed = match e {
+                            Error::Refused { index, .. } => steps.get(*index).copied().flatten(),
+                            _ => None,
+                        };
+                        (e.answer(), failed)
+                    }
+                };
+                Input::Replaced {
+                    answer,
+                    failed,
+                    answer_lost: self.answer_lost,
+                }
+            }
+            Kind::List => Input::Acquire(acquire::Input::Listed(match first? {
+                Ok(Reply::Children { children, .. }) => WaitReply::Ok(children.as_slice()),
+                Ok(_) => WaitReply::Failed,
+                Err(e) => e.reply(),
+            })),
+            Kind::SetWatches { own, marker, watched } => {
+                let own = match own {
+                    Some(own) => Some(watch_set(self.result(*own)?)),
+                    None => None,
+                };
+                let marker = match marker {
+                    Some(marker) => Some(match self.result(*marker)? {
+                        Ok(Reply::Stat(stat)) => WaitReply::Ok(stat.is_some()),
+                        Ok(_) => WaitReply::Failed,
+                        Err(e) => e.reply(),
+                    }),
+                    None => None,
+                };
+                let watched = watch_set(self.result(*watched)?);
+                Input::Acquire(acquire::Input::WatchesSet { own, watched, marker })
+            }
+            Kind::Rewatch => Input::Acquire(acquire::Input::Rewatched(watch_set(first?))),
+            Kind::ReadRecord { watched } => Input::Acquire(acquire::Input::RecordRead(match first? {
+                Ok(Reply::Reads(reads)) => match reads.as_slice() {
+                    [Ok(record), mine] => WaitReply::Ok(Record {
+                        names_watched: node_name::record_names(record, watched),
+                        own: match mine {
+                            Ok(_) => WaitReply::Ok(()),
+                            Err(e) => e.reply(),
+                        },
+                    }),
+                    _ => WaitReply::Failed,
+                },
+                Ok(_) => WaitReply::Failed,
+                Err(e) => e.reply(),
+            })),
+            Kind::CheckOwn => Input::Acquire(acquire::Input::OwnChecked(match first? {
+                Ok(Reply::Stat(stat)) => WaitReply::Ok(stat.is_some()),
+                Ok(_) => WaitReply::Failed,
+                Err(e) => e.reply(),
+            })),
+            Kind::Keep => return None,
+        })
+    }
+
+    /// The keeper's exchange's answer ([`Wire::keep`]): what reading the
+    /// held node found, for [`Contender::held_watch_set`].
+    pub fn held(&self) -> Answer<HeldNode> {
+        match self.result(0) {
+            Some(Ok(Reply::Data { data, stat })) => Answer::Ok(HeldNode::read(stat.czxid, data)),
+            Some(Ok(_)) | None => Answer::Failed,
+            Some(Err(e)) => e.answer(),
+        }
+    }
+
+    /// True for an exchange of the wait's ([`Action::Acquire`]): a
+    /// deadline that passes during it is the wait's to take
+    /// ([`deadline`]).
+    pub fn is_wait(&self) -> bool {
+        matches!(
+            self.kind,
+            Kind::List | Kind::SetWatches { .. } | Kind::Rewatch | Kind::ReadRecord { .. } | Kind::CheckOwn
+        )
+    }
+
+    /// The children a listing in this exchange's answers carries, if any.
+    pub fn listing(&self) -> Option<&[String]> {
+        let index = match self.kind {
+            Kind::Create => 1,
+            Kind::FindOwn => 1,
+            Kind::List => 0,
+            _ => return None,
+        };
+        match self.result(index)? {
+            Ok(Reply::Children { children, .. }) => Some(children),
+            _ => None,
+        }
+    }
+}
+
+/// A request answered with nothing to say.
+fn done(answer: Option<&Result<Reply, Error>>) -> Option<Answer<()>> {
+    Some(match answer? {
+        Ok(_) => Answer::Ok(()),
+        Err(e) => e.answer(),
+    })
+}
+
+/// A watch's request, as the wait sees it.
+fn watch_set(answer: &Result<Reply, Error>) -> WaitReply<()> {
+    match answer {
+        Ok(_) => WaitReply::Ok(()),
+        Err(e) => e.reply(),
+    }
+}
+
+/// What a machine does when its deadline passes during `exchange` (or
+/// before an action of the wait is sent: `None`): the wait is told
+/// (`Input::Deadline`); a request of the contender's own ends the acquire
+/// (`GiveUp`).
+pub fn deadline(exchange: Option<&Exchange>, machine: &mut Contender) -> Action {
+    match exchange {
+        Some(exchange) if !exchange.is_wait() => Action::GiveUp,
+        _ => machine.step(contender::Input::Acquire(acquire::Input::Deadline)),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,552 @@
+use uuid::Uuid;
+
+use super::*;
+use crate::acquire::Input as WaitInput;
+use crate::contender::{Failure, Input, ReplaceStep};
+use crate::node_name::{Layout, Mode};
+
+const DIR: &str = "/locks/a";
+
+fn wire() -> Wire {
+    Wire::new(DIR, "h-W-", Vec::new())
+}
+
+fn machine() -> Contender {
+    Contender::new(Mode::Write, true, Layout::Native, Uuid::nil(), 7, false)
+}
+
+/// A machine whose node `h-W-0000000003` was created, waiting on `h-W-0000000002`.
+fn waiting() -> (Wire, Contender, Action) {
+    let mut wire = wire();
+    let mut machine = machine();
+    let action = machine.start();
+    let mut exchange = wire.exchange(&action, &machine).expect("a create");
+    exchange.answer(0, Ok(Reply::Created { czxid: 30, seq: 3 }));
+    let children = vec!["h-W-0000000002".to_owned(), "h-W-0000000003".to_owned()];
+    exchange.answer(
+        1,
+        Ok(Reply::Children {
+            children,
+            data_length: 0,
+        }),
+    );
+    let action = wire.settle(&exchange, &mut machine);
+    (wire, machine, action)
+}
+
+fn stat(czxid: i64) -> Stat {
+    Stat {
+        czxid,
+        ephemeral_owner: 7,
+    }
+}
+
+#[test]
+fn a_create_is_sent_with_a_listing_and_names_the_node_from_its_sequence() {
+    let wire = wire();
+    let mut machine = machine();
+    let action = machine.start();
+    let mut exchange = wire.exchange(&action, &machine).expect("a create");
+    assert_eq!(
+        exchange.requests(),
+        [
+            Request::Create {
+                path: "/locks/a/h-W-".to_owned(),
+                data: Vec::new(),
+                mode: CreateMode::EphemeralSequential,
+                acl: Acl::Contender,
+            },
+            Request::List { path: DIR.to_owned() },
+        ]
+    );
+    assert!(
+        !exchange.retried(0) && !exchange.retried(1),
+        "a create is never sent twice"
+    );
+    assert_eq!(
+        exchange.answer(0, Ok(Reply::Created { czxid: 5, seq: 12 })),
+        Progress::Pending
+    );
+    let children = vec!["h-W-0000000012".to_owned()];
+    assert_eq!(
+        exchange.answer(
+            1,
+            Ok(Reply::Children {
+                children: children.clone(),
+                data_length: 0
+            })
+        ),
+        Progress::Complete
+    );
+    assert_eq!(
+        exchange.input("h-W-"),
+        Some(Input::Created {
+            node: Answer::Ok(Created {
+                name: "h-W-0000000012".to_owned(),
+                czxid: 5
+            }),
+            listing: Some(Answer::Ok((children.as_slice(), 0))),
+        })
+    );
+    assert_eq!(exchange.listing(), Some(children.as_slice()));
+}
+
+#[test]
+fn a_failed_create_completes_without_its_listing() {
+    let wire = wire();
+    let mut machine = machine();
+    let action = machine.start();
+    for (error, answer) in [
+        (Error::Unanswered, Answer::Retry),
+        (Error::NoNode, Answer::NoNode),
+        (Error::NoAuth, Answer::NoAuth),
+        (Error::SessionEnded, Answer::SessionEnded),
+        (Error::NodeExists, Answer::Exists),
+    ] {
+        let mut exchange = wire.exchange(&action, &machine).expect("a create");
+        assert_eq!(exchange.answer(0, Err(error)), Progress::Complete);
+        assert_eq!(
+            exchange.input("h-W-"),
+            Some(Input::Created {
+                node: answer,
+                listing: None
+            })
+        );
+    }
+}
+
+#[test]
+fn errors_read_as_the_rules_read_them() {
+    let refused = |error| Error::Refused {
+        index: 2,
+        error: Box::new(error),
+    };
+    for (error, answer, reply) in [
+        (Error::NoNode, Answer::NoNode, WaitReply::NoNode),
+        (Error::NodeExists, Answer::Exists, WaitReply::Failed),
+        (Error::NoAuth, Answer::NoAuth, WaitReply::NoAuth),
+        (Error::BadVersion, Answer::Failed, WaitReply::Failed),
+        (Error::NotEmpty, Answer::Failed, WaitReply::Failed),
+        (Error::Unimplemented, Answer::Unimplemented, WaitReply::Failed),
+        (Error::Unanswered, Answer::Retry, WaitReply::Retry),
+        (Error::SessionEnded, Answer::SessionEnded, WaitReply::Failed),
+        (Error::Failed, Answer::Failed, WaitReply::Failed),
+        (refused(Error::NoNode), Answer::NoNode, WaitReply::NoNode),
+        (refused(Error::NodeExists), Answer::Exists, WaitReply::Failed),
+    ] {
+        assert_eq!(error.answer::<()>(), answer, "{error:?}");
+        assert_eq!(error.reply::<()>(), reply, "{error:?}");
+    }
+}
+
+#[test]
+fn the_directory_and_its_parents_are_made_with_the_directory_acl_and_retried() {
+    let wire = wire();
+    let machine = machine();
+    let exchange = wire
+        .exchange(&Action::CreateDir { container: true }, &machine)
+        .expect("a create");
+    assert_eq!(
+        exchange.requests(),
+        [Request::Create {
+            path: DIR.to_owned(),
+            data: Vec::new(),
+            mode: CreateMode::Container,
+            acl: Acl::Directory,
+        }]
+    );
+    assert!(exchange.retried(0));
+    let exchange = wire.exchange(&Action::CreateParents, &machine).expect("a mkdir");
+    assert_eq!(
+        exchange.requests(),
+        [Request::MakePath {
+            path: "/locks".to_owned()
+        }]
+    );
+    // A directory at the root has no parent to make: nothing is sent.
+    let mut top = Wire::new("/a", "h-W-", Vec::new());
+    let exchange = top
+        .exchange(&Action::CreateParents, &machine)
+        .expect("an exchange");
+    assert!(exchange.requests().is_empty() && exchange.is_complete());
+    let mut machine = machine;
+    let _ = machine.start();
+    let _ = top.settle(&exchange, &mut machine);
+}
+
+#[test]
+fn finding_my_node_syncs_before_it_lists() {
+    let wire = wire();
+    let machine = machine();
+    let mut exchange = wire.exchange(&Action::FindOwn, &machine).expect("a find");
+    assert_eq!(
+        exchange.requests(),
+        [
+            Request::Sync { path: DIR.to_owned() },
+            Request::List { path: DIR.to_owned() }
+        ]
+    );
+    assert_eq!(exchange.answer(0, Err(Error::Failed)), Progress::Pending);
+    let children = vec!["x".to_owned()];
+    exchange.answer(
+        1,
+        Ok(Reply::Children {
+            children: children.clone(),
+            data_length: 0,
+        }),
+    );
+    // The sync's failure is not the answer: the listing is.
+    assert_eq!(
+        exchange.input("h-W-"),
+        Some(Input::Found(Answer::Ok(children.as_slice())))
+    );
+}
+
+#[test]
+fn a_release_with_the_record_is_one_transaction_and_notes_a_lost_answer() {
+    let wire = wire();
+    let machine = machine();
+    let action = Action::Delete {
+        name: "h-W-0000000003".to_owned(),
+        record: true,
+    };
+    let mut exchange = wire.exchange(&action, &machine).expect("a release");
+    let tx = action.transaction(DIR).expect("a transaction");
+    assert_eq!(
+        exchange.requests(),
+        [Request::Multi {
+            ops: tx.ops().to_vec()
+        }]
+    );
+    assert!(exchange.retried(0));
+    exchange.lost(0);
+    assert_eq!(exchange.answer(0, Err(Error::NoNode)), Progress::Complete);
+    assert_eq!(
+        exchange.input("h-W-"),
+        Some(Input::Deleted {
+            answer: Answer::NoNode,
+            answer_lost: true
+        })
+    );
+    let plain = Action::Delete {
+        name: "h-W-0000000003".to_owned(),
+        record: false,
+    };
+    let mut exchange = wire.exchange(&plain, &machine).expect("a deletion");
+    assert_eq!(
+        exchange.requests(),
+        [Request::Delete {
+            path: "/locks/a/h-W-0000000003".to_owned(),
+            version: None
+        }]
+    );
+    exchange.answer(0, Ok(Reply::Done));
+    assert_eq!(
+        exchange.input("h-W-"),
+        Some(Input::Deleted {
+            answer: Answer::Ok(()),
+            answer_lost: false
+        })
+    );
+}
+
+#[test]
+fn recycling_sends_the_version_read_with_the_acl_and_nothing_without_it() {
+    let mut wire = wire();
+    let mut machine = machine();
+    let exchange = wire.exchange(&Action::Recycle, &machine).expect("an exchange");
+    assert!(
+        exchange.requests().is_empty(),
+        "no ACL read: nothing to recreate with"
+    );
+    assert_eq!(exchange.input("h-W-"), Some(Input::Recycled(Answer::Failed)));
+    let mut read = wire.exchange(&Action::ReadDirAcl, &machine).expect("a read");
+    assert_eq!(read.requests(), [Request::GetAcl { path: DIR.to_owned() }]);
+    read.answer(
+        0,
+        Ok(Reply::Acl {
+            version: 4,
+            children: 0,
+        }),
+    );
+    assert_eq!(read.input("h-W-"), Some(Input::DirAcl(Answer::Ok(0))));
+    let _ = wire.settle(&read, &mut machine);
+    let exchange = wire.exchange(&Action::Recycle, &machine).expect("an exchange");
+    assert_eq!(
+        exchange.requests(),
+        [Request::Recreate {
+            path: DIR.to_owned(),
+            version: 4
+        }]
+    );
+    let _ = wire.settle(&exchange, &mut machine);
+    let again = wire.exchange(&Action::Recycle, &machine).expect("an exchange");
+    assert!(again.requests().is_empty(), "a version read is used once");
+}
+
+fn replace(successor: bool) -> Action {
+    Action::Replace {
+        writer: "h-W-0000000001".to_owned(),
+        reader: "h-R-0000000001".to_owned(),
+        successor: successor.then(|| "h-R-0000000002".to_owned()),
+        mine: "h-R-0000000004".to_owned(),
+        record: false,
+        writer_version: Some(0),
+    }
+}
+
+#[test]
+fn a_downgrade_names_the_operation_that_failed_it() {
+    let wire = wire();
+    let machine = machine();
+    let action = replace(true);
+    for (index, error, answer, step) in [
+        (0, Error::NoNode, Answer::NoNode, Some(ReplaceStep::Successor)),
+        (1, Error::NodeExists, Answer::Exists, Some(ReplaceStep::Reader)),
+        (2, Error::BadVersion, Answer::Failed, Some(ReplaceStep::Writer)),
+        (3, Error::NoNode, Answer::NoNode, Some(ReplaceStep::Mine)),
+        (9, Error::NoNode, Answer::NoNode, None),
+    ] {
+        let mut exchange = wire.exchange(&action, &machine).expect("a downgrade");
+        assert!(exchange.retried(0));
+        let refused = Error::Refused {
+            index,
+            error: Box::new(error),
+        };
+        assert_eq!(exchange.answer(0, Err(refused)), Progress::Complete);
+        assert_eq!(
+            exchange.input("h-W-"),
+            Some(Input::Replaced {
+                answer,
+                failed: step,
+                answer_lost: false
+            }),
+            "index {index}"
+        );
+    }
+}
+
+#[test]
+fn a_downgrade_whose_reader_stat_is_left_out_asks_for_it() {
+    let wire = wire();
+    let machine = machine();
+    let mut exchange = wire.exchange(&replace(false), &machine).expect("a downgrade");
+    let applied = Reply::Multi(vec![Some(stat(40)), None, None]);
+    assert_eq!(exchange.answer(0, Ok(applied)), Progress::Complete);
+    assert_eq!(
+        exchange.input("h-W-"),
+        Some(Input::Replaced {
+            answer: Answer::Ok(40),
+            failed: None,
+            answer_lost: false
+        })
+    );
+    let mut exchange = wire.exchange(&replace(false), &machine).expect("a downgrade");
+    let left_out = Reply::Multi(vec![None, None, None]);
+    assert_eq!(
+        exchange.answer(0, Ok(left_out)),
+        Progress::Send(Request::Exists {
+            path: "/locks/a/h-R-0000000001".to_owned(),
+            watch: false
+        })
+    );
+    assert_eq!(exchange.input("h-W-"), None, "the stat is still missing");
+    assert_eq!(
+        exchange.answer(1, Ok(Reply::Stat(Some(stat(41))))),
+        Progress::Complete
+    );
+    assert_eq!(
+        exchange.input("h-W-"),
+        Some(Input::Replaced {
+            answer: Answer::Ok(41),
+            failed: None,
+            answer_lost: false
+        })
+    );
+}
+
+#[test]
+fn watches_are_set_own_first_then_the_marker_then_the_watched_node() {
+    let (wire, machine, _) = waiting();
+    let watched = "h-W-0000000002".to_owned();
+    let marker = Some(node_name::release_marker(&watched));
+    let action = Action::Acquire(acquire::Action::SetWatches {
+        own: true,
+        watched: watched.clone(),
+        marker: marker.clone(),
+    });
+    let watched = &watched;
+    let mut exchange = wire.exchange(&action, &machine).expect("watches");
+    assert_eq!(
+        exchange.requests(),
+        [
+            Request::GetData {
+                path: "/locks/a/h-W-0000000003".to_owned(),
+                watch: true
+            },
+            Request::Exists {
+                path: child_path(DIR, marker.as_deref().unwrap_or_default()),
+                watch: true
+            },
+            Request::GetData {
+                path: child_path(DIR, watched),
+                watch: true
+            },
+        ]
+    );
+    assert!(exchange.requests().iter().all(Request::watches));
+    assert!(
+        !exchange.retried(0),
+        "a watch's request is not retried: the wait lists again"
+    );
+    let data = |czxid| Reply::Data {
+        data: Vec::new(),
+        stat: stat(czxid),
+    };
+    exchange.answer(0, Ok(data(30)));
+    // A marker that exists already is a stranger's: its watch is dropped.
+    exchange.answer(1, Ok(Reply::Stat(Some(stat(9)))));
+    assert_eq!(exchange.answer(2, Ok(data(20))), Progress::Complete);
+    assert_eq!(exchange.watch(0), Some(Watch::Own));
+    assert_eq!(exchange.watch(1), None);
+    assert_eq!(exchange.watch(2), Some(Watch::Watched));
+    assert_eq!(
+        exchange.input("h-W-"),
+        Some(Input::Acquire(WaitInput::WatchesSet {
+            own: Some(WaitReply::Ok(())),
+            watched: WaitReply::Ok(()),
+            marker: Some(WaitReply::Ok(true)),
+        }))
+    );
+    let mut absent = wire.exchange(&action, &machine).expect("watches");
+    absent.answer(1, Ok(Reply::Stat(None)));
+    absent.answer(2, Err(Error::NoNode));
+    assert_eq!(
+        absent.watch(1),
+        Some(Watch::Marker),
+        "an absent marker's watch waits for its creation"
+    );
+    assert_eq!(absent.watch(2), None, "no watch is left on a missing node");
+}
+
+#[test]
+fn my_node_read_while_waiting_carries_a_revocation_request() {
+    let (mut wire, mut machine, _) = waiting();
+    let watched = "h-W-0000000002".to_owned();
+    let action = Action::Acquire(acquire::Action::SetWatches {
+        own: true,
+        marker: Some(node_name::release_marker(&watched)),
+        watched,
+    });
+    let mut exchange = wire.exchange(&action, &machine).expect("watches");
+    let revoke = Reply::Data {
+        data: node_name::REVOKE_PAYLOAD.to_vec(),
+        stat: stat(30),
+    };
+    exchange.answer(0, Ok(revoke));
+    exchange.answer(1, Ok(Reply::Stat(None)));
+    exchange.answer(
+        2,
+        Ok(Reply::Data {
+            data: Vec::new(),
+            stat: stat(20),
+        }),
+    );
+    assert!(!machine.is_revoked());
+    let _ = wire.settle(&exchange, &mut machine);
+    assert!(machine.is_revoked());
+}
+
+#[test]
+fn the_record_is_read_with_my_node_in_one_request() {
+    let (wire, machine, _) = waiting();
+    let watched = "h-W-0000000002";
+    let read = Action::Acquire(acquire::Action::ReadRecord {
+        watched: watched.to_owned(),
+    });
+    let mut exchange = wire.exchange(&read, &machine).expect("a read");
+    assert_eq!(
+        exchange.requests(),
+        [Request::ReadAll {
+            paths: vec![DIR.to_owned(), "/locks/a/h-W-0000000003".to_owned()]
+        }]
+    );
+    assert!(exchange.retried(0));
+    let record = node_name::release_record(watched).to_vec();
+    exchange.answer(0, Ok(Reply::Reads(vec![Ok(record), Err(Error::NoNode)])));
+    assert_eq!(
+        exchange.input("h-W-"),
+        Some(Input::Acquire(WaitInput::RecordRead(WaitReply::Ok(Record {
+            names_watched: true,
+            own: WaitReply::NoNode
+        }))))
+    );
+    let mut short = wire.exchange(&read, &machine).expect("a read");
+    short.answer(0, Ok(Reply::Reads(vec![Ok(Vec::new())])));
+    assert_eq!(
+        short.input("h-W-"),
+        Some(Input::Acquire(WaitInput::RecordRead(WaitReply::Failed))),
+        "an answer that does not match the read is no answer"
+    );
+}
+
+#[test]
+fn a_deadline_is_the_waits_to_take_and_ends_a_request_of_the_contenders_own() {
+    let (wire, mut machine, action) = waiting();
+    let exchange = wire.exchange(&action, &machine).expect("watches");
+    assert!(exchange.is_wait());
+    // The wait takes it: a waiting writer gives up (and withdraws).
+    assert_eq!(deadline(Some(&exchange), &mut machine.clone()), Action::GiveUp);
+    assert_eq!(deadline(None, &mut machine.clone()), Action::GiveUp);
+    let find = wire.exchange(&Action::FindOwn, &machine).expect("a find");
+    assert!(!find.is_wait());
+    assert_eq!(deadline(Some(&find), &mut machine), Action::GiveUp);
+}
+
+#[test]
+fn the_keeper_reads_the_held_node_with_a_watch() {
+    let wire = wire();
+    let mut exchange = wire.keep("h-W-0000000003");
+    assert_eq!(
+        exchange.requests(),
+        [Request::GetData {
+            path: "/locks/a/h-W-0000000003".to_owned(),
+            watch: true
+        }]
+    );
+    assert_eq!(exchange.held(), Answer::Failed, "no answer yet");
+    exchange.answer(
+        0,
+        Ok(Reply::Data {
+            data: node_name::REVOKE_PAYLOAD.to_vec(),
+            stat: stat(30),
+        }),
+    );
+    assert_eq!(exchange.watch(0), Some(Watch::Held));
+    assert_eq!(
+        exchange.held(),
+        Answer::Ok(HeldNode {
+            czxid: 30,
+            revocation: true
+        })
+    );
+    let mut gone = wire.keep("h-W-0000000003");
+    gone.answer(0, Err(Error::NoNode));
+    assert_eq!(gone.watch(0), None);
+    assert_eq!(gone.held(), Answer::NoNode);
+}
+
+#[test]
+fn ends_and_the_wait_send_nothing() {
+    let wire = wire();
+    let machine = machine();
+    for action in [
+        Action::Grant { mark: false },
+        Action::GiveUp,
+        Action::Fail(Failure::Lost),
+        Action::Done(contender::Outcome::Deleted),
+        Action::Acquire(acquire::Action::Wait { poll: false }),
+    ] {
+        assert_eq!(wire.exchange(&action, &machine), None, "{action:?}");
+    }
+}
