@@ -139,7 +139,7 @@ mod stats;
 // The pure core (the crate zk-rwlock-core): the machines and rules that
 // decide, with no I/O, no clock and no ZooKeeper types. Names and leases
 // are part of this crate's API; the machines are the core's.
-pub(crate) use zk_rwlock_core::{acquire, backoff, contender, ordering};
+pub(crate) use zk_rwlock_core::{acquire, backoff, contender, ordering, wire};
 pub use zk_rwlock_core::{lease, node_name};
 
 // For the churn test (`tests/churn.rs`), which counts the sessions on the

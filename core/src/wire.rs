@@ -346,6 +346,7 @@ enum Kind {
     Replace {
         created: usize,
         reader: String,
+        writer: String,
         steps: Vec<Option<contender::ReplaceStep>>,
     },
     List,
@@ -495,7 +496,7 @@ impl Wire {
                     .collect();
                 (Kind::Recycle, requests, false)
             }
-            Action::Replace { reader, .. } => {
+            Action::Replace { reader, writer, .. } => {
                 let tx = action.transaction(dir)?;
                 let (created, _) = tx.created()?;
                 let steps = (0..tx.ops().len()).map(|i| tx.failed_step(i)).collect();
@@ -503,6 +504,7 @@ impl Wire {
                     Kind::Replace {
                         created,
                         reader: child_path(dir, reader),
+                        writer: child_path(dir, writer),
                         steps,
                     },
                     vec![Request::Multi {
@@ -636,9 +638,14 @@ impl Exchange {
     }
 
     /// Notes that an attempt of request `index` lost its answer (it is
-    /// sent again): it may have been applied.
+    /// sent again): a deletion or a transaction may have been applied
+    /// ([`contender::Input::Deleted`]'s `answer_lost`); a read's lost
+    /// answer changes nothing.
     pub fn lost(&mut self, index: usize) {
-        if index < self.requests.len() {
+        if matches!(
+            self.requests.get(index),
+            Some(Request::Delete { .. } | Request::Multi { .. })
+        ) {
             self.answer_lost = true;
         }
     }
@@ -700,12 +707,64 @@ impl Exchange {
         }
     }
 
+    /// The watch request `index` sets if its answer leaves one: a carrier
+    /// drops the earlier watch of that kind when it sends the request.
+    pub fn watch_of(&self, index: usize) -> Option<Watch> {
+        match &self.kind {
+            Kind::SetWatches { own: Some(own), .. } if *own == index => Some(Watch::Own),
+            Kind::SetWatches {
+                marker: Some(marker), ..
+            } if *marker == index => Some(Watch::Marker),
+            Kind::SetWatches { watched, .. } if *watched == index => Some(Watch::Watched),
+            Kind::Rewatch if index == 0 => Some(Watch::Watched),
+            Kind::Keep if index == 0 => Some(Watch::Held),
+            _ => None,
+        }
+    }
+
+    /// True for the exchange that sets the wait's watches: the session's
+    /// state changes seen before it are forgotten when it is sent (the
+    /// listing after them decides).
+    pub fn forgets_session_changes(&self) -> bool {
+        matches!(self.kind, Kind::SetWatches { .. })
+    }
+
+    /// The request whose error an acquire that fails after this exchange
+    /// reports, and the node the error names: my own node's watch before
+    /// the watched node's, never the release marker's (the release record
+    /// decides about it) nor the sync's; a create's failure names the
+    /// directory; a downgrade's transaction names the writer. `None` if no
+    /// request of it failed.
+    pub fn blame(&self) -> Option<(usize, &str)> {
+        let failed = |index: usize| matches!(self.result(index), Some(Err(_)));
+        let index = match &self.kind {
+            Kind::SetWatches { own, watched, .. } => own.filter(|own| failed(*own)).unwrap_or(*watched),
+            Kind::FindOwn => 1,
+            Kind::Create if !failed(0) => 1,
+            _ => (0..self.requests.len()).find(|i| failed(*i))?,
+        };
+        if !failed(index) {
+            return None;
+        }
+        let path = match &self.kind {
+            Kind::Create => self.requests.get(1).map(Request::path),
+            Kind::Replace { writer, .. } if index == 0 => Some(writer.as_str()),
+            _ => self.requests.get(index).map(Request::path),
+        };
+        Some((index, path?))
+    }
+
     /// The answer to the read of my own node a `SetWatches` sent, if any.
     fn own_read(&self) -> Option<&Result<Reply, Error>> {
         match self.kind {
             Kind::SetWatches { own: Some(own), .. } => self.result(own),
             _ => None,
         }
+    }
+
+    /// The answer to request `index`, if it came.
+    pub fn answered(&self, index: usize) -> Option<&Result<Reply, Error>> {
+        self.result(index)
     }
 
     /// The answer to request `index`, if it came.

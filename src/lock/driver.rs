@@ -3,27 +3,29 @@
 //! feeds back what came of them (the run loop in that module's
 //! documentation).
 
+use std::collections::HashSet;
 use std::sync::atomic::Ordering;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use tokio::time::Instant;
 use tracing::{debug, info_span, warn, Instrument};
 use uuid::Uuid;
 
+use super::carrier::{Carrier, Watches};
 use super::held::{Failed, Held, Pending};
-use super::requests::{child_path, warn_threshold, Requests};
 use super::wire::{node_event, session_state, watched_kind, WatchFuture};
 use super::SharedLock;
 use super::TRY_TIMEOUT;
-use crate::acquire::{Action, Arrived, Counts, Event, Input, NodeEvent, Record, Reply, Source};
+use crate::acquire::{self, Arrived, Counts, Event, Input, NodeEvent, Source};
 use crate::backoff::Backoff;
 use crate::connect::missing_chroot;
-use crate::contender::{self, Blame, Contender, Deadlines, Downgrading, Ending, Failure};
-use crate::error::with_retry;
+use crate::contender::{self, child_path, Blame, Contender, Deadlines, Downgrading, Ending, Failure};
 use crate::error::{is_retryable, Error};
 use crate::node_name::{self, Mode};
 use crate::ordering;
 use crate::stats::End;
+use crate::wire::{self, Exchange, Reply, Watch};
 use crate::zk;
 
 /// How long an acquire may wait.
@@ -130,7 +132,7 @@ impl SharedLock {
             None => machine,
         };
         // From here on, dropping this future withdraws whatever node it made.
-        let mut pending = Pending::new(self.inner.clone(), Requests::new(inner, prefix), machine);
+        let mut pending = Pending::new(self.inner.clone(), Carrier::new(inner, &prefix), machine);
         let mut driver = Driver {
             lock: self,
             states,
@@ -177,42 +179,68 @@ impl SharedLock {
                         failure: Some(failure),
                     })
                 }
-                contender::Action::Acquire(action) => {
-                    driver.last_error = None;
-                    if driver.until.is_some_and(|until| until <= Instant::now()) {
-                        // The deadline passed before the wait's request left.
-                        feed(&mut pending.machine, Input::Deadline)
-                    } else {
-                        driver.perform(&mut pending.machine, action).await
+                contender::Action::Acquire(acquire::Action::Wait { poll }) => {
+                    if poll {
+                        self.warn_unreadable(&driver.watched_path);
                     }
+                    debug!(node = %driver.node, watch = %driver.watched_path, polling = poll, "waiting");
+                    let input = driver.wait(poll).await;
+                    debug!(node = %driver.node, input = ?input, "woke up");
+                    feed(&mut pending.machine, input)
                 }
                 contender::Action::Done(_) => {
                     return Err(unexpected("the acquire ended without a grant").into())
                 }
+                contender::Action::Acquire(_)
+                    if driver.until.is_some_and(|until| until <= Instant::now()) =>
+                {
+                    // The deadline passed before the wait's request left.
+                    wire::deadline(None, &mut pending.machine)
+                }
                 request => {
-                    pending.requests.last_error = None;
-                    let Some(answered) = before(driver.until, pending.requests.perform(&request)).await
-                    else {
-                        debug!("the deadline passed during {request:?}");
-                        return Ok(pending.give_up().await?);
+                    let carrier = &mut pending.carrier;
+                    let Some(mut exchange) = carrier.wire.exchange(&request, &pending.machine) else {
+                        return Err(unexpected("an action that is no request reached the carrier").into());
                     };
-                    let Some(answered) = answered else {
-                        return Err(unexpected("an action that is no request").into());
-                    };
-                    driver.pump(&mut pending.machine);
-                    let next = pending.machine.step(answered.input());
-                    if let (contender::Action::Stat { .. }, Some(name)) = (&request, pending.machine.node()) {
-                        debug!(node = %name, "found own node after connection loss during create");
-                    }
-                    if pending.machine.data_checked() {
-                        inner.data_checked.store(true, Ordering::Relaxed);
-                    }
-                    if pending.machine.saw_foreign() {
-                        if let Some(children) = answered.listing() {
-                            self.warn_foreign(children);
+                    carrier.last_error = None;
+                    driver.last_error = None;
+                    driver.replace_watches(&exchange);
+                    match before(driver.until, carrier.carry(&mut exchange)).await {
+                        None => {
+                            debug!("the deadline passed during {request:?}");
+                            wire::deadline(Some(&exchange), &mut pending.machine)
+                        }
+                        Some(watches) => {
+                            driver.keep(watches, &exchange);
+                            driver.pump(&mut pending.machine);
+                            let next = carrier.wire.settle(&exchange, &mut pending.machine);
+                            if let (contender::Action::ReadDirData, Some(Ok(Reply::Data { data, .. }))) =
+                                (&request, exchange.answered(0))
+                            {
+                                if !node_name::is_lock_directory_data(data) {
+                                    warn!(
+                                        lock = %inner.path,
+                                        bytes = data.len(),
+                                        "the lock directory holds data that is not a release record: not using it as a lock"
+                                    );
+                                }
+                            }
+                            if let (contender::Action::Stat { .. }, Some(name)) =
+                                (&request, pending.machine.node())
+                            {
+                                debug!(node = %name, "found own node after connection loss during create");
+                            }
+                            if pending.machine.data_checked() {
+                                inner.data_checked.store(true, Ordering::Relaxed);
+                            }
+                            if pending.machine.saw_foreign() {
+                                if let Some(children) = exchange.listing() {
+                                    self.warn_foreign(children);
+                                }
+                            }
+                            next
                         }
                     }
-                    next
                 }
             };
         }
@@ -339,184 +367,44 @@ enum Watched {
 }
 
 impl Driver<'_> {
-    /// Performs one action of the wait, and returns the machine's next action.
-    async fn perform(&mut self, machine: &mut Contender, action: Action) -> contender::Action {
-        let client = &self.lock.inner.client;
-        let dir = self.lock.inner.path.as_str();
-        match action {
-            Action::List => {
-                let listed = before(self.until, with_retry(client, || client.list_children(dir))).await;
-                self.pump(machine);
-                match listed {
-                    None => feed(machine, Input::Deadline),
-                    Some(Ok(children)) => {
-                        let next = feed(machine, Input::Listed(Reply::Ok(&children)));
-                        if machine.saw_foreign() {
-                            self.lock.warn_foreign(&children);
-                        }
-                        next
-                    }
-                    Some(Err(e)) => {
-                        let reply = self.reply(e, dir);
-                        feed(machine, Input::Listed(reply))
+    /// Drops the watches of the kinds `exchange` sets (when it is sent):
+    /// the newer one replaces them. Changes of the session's state seen
+    /// before the wait's watches are set do not matter.
+    fn replace_watches(&mut self, exchange: &Exchange) {
+        for (index, request) in exchange.requests().iter().enumerate() {
+            match exchange.watch_of(index) {
+                Some(Watch::Own) => self.own_watch = None,
+                Some(Watch::Marker) => self.marker = None,
+                Some(Watch::Watched) => {
+                    self.watched = None;
+                    self.watched_path = request.path().to_owned();
+                }
+                Some(Watch::Held) | None => {}
+            }
+        }
+        if exchange.forgets_session_changes() {
+            self.seen_state = None;
+            while state_now(&mut self.states).is_some() {}
+        }
+    }
+
+    /// Keeps the watches `exchange` left ([`Exchange::watch`]).
+    fn keep(&mut self, watches: Watches, exchange: &Exchange) {
+        for (kind, watch) in watches {
+            match kind {
+                Watch::Own => self.own_watch = Some(watch),
+                Watch::Marker => self.marker = Some(watch),
+                Watch::Watched => {
+                    self.watched = Some(watch);
+                    let persistent = (0..exchange.requests().len()).any(|i| {
+                        exchange.watch_of(i) == Some(Watch::Watched)
+                            && matches!(exchange.answered(i), Some(Ok(Reply::Data { stat, .. })) if stat.ephemeral_owner == 0)
+                    });
+                    if persistent {
+                        self.lock.warn_persistent(&self.watched_path);
                     }
                 }
-            }
-            Action::SetWatches { own, watched, marker } => {
-                self.watched_path = child_path(dir, &watched);
-                self.watched = None;
-                self.marker = None;
-                if own {
-                    self.own_watch = None;
-                }
-                // Data watches (`getData`): on a missing node no watch is
-                // left behind. The marker's is an `exists` watch, which
-                // waits for its creation; it leaves before the watched
-                // node's, so that a release between the two is still seen
-                // by its marker. All requests leave now, in order.
-                let marker_path = marker.map(|marker| child_path(dir, &marker));
-                let own_request = own.then(|| client.get_and_watch_data(&self.node));
-                let marker_request = marker_path
-                    .as_deref()
-                    .map(|path| client.check_and_watch_stat(path));
-                let watch_request = client.get_and_watch_data(&self.watched_path);
-                let requests = async {
-                    let own = match own_request {
-                        Some(request) => Some(request.await),
-                        None => None,
-                    };
-                    let marker = match marker_request {
-                        Some(request) => Some(request.await),
-                        None => None,
-                    };
-                    (own, watch_request.await, marker)
-                };
-                // Changes of state before the watches were set do not matter.
-                self.seen_state = None;
-                while state_now(&mut self.states).is_some() {}
-                let Some((own, watched, marker)) = before(self.until, requests).await else {
-                    return feed(machine, Input::Deadline);
-                };
-                let marker = marker.map(|marker| match marker {
-                    Ok((None, watcher)) => {
-                        self.marker = Some(Box::pin(watcher.changed()));
-                        Reply::Ok(false)
-                    }
-                    // A stranger's marker: its watch is dropped, and with
-                    // it removed from the server.
-                    Ok((Some(_), _)) => Reply::Ok(true),
-                    // Not the acquire's error: the release record decides.
-                    Err(e) => error_reply(&e),
-                });
-                let watched = match watched {
-                    Ok((_, stat, watcher)) => {
-                        if stat.ephemeral_owner == 0 {
-                            self.lock.warn_persistent(&self.watched_path);
-                        }
-                        self.watched = Some(Box::pin(watcher.changed()));
-                        Reply::Ok(())
-                    }
-                    Err(e) => {
-                        if e == zk::Error::NoAuth {
-                            self.lock.warn_unreadable(&self.watched_path);
-                        }
-                        let path = self.watched_path.clone();
-                        self.reply(e, &path)
-                    }
-                };
-                // The machine looks at our own node's answer first: its
-                // error is the one a failure reports.
-                let own = own.map(|own| match own {
-                    Ok((data, _, watcher)) => {
-                        // The machine decides whether it is a revocation request.
-                        machine.own_data_read(&data);
-                        self.own_watch = Some(Box::pin(watcher.changed()));
-                        Reply::Ok(())
-                    }
-                    Err(e) => {
-                        let node = self.node.clone();
-                        self.reply(e, &node)
-                    }
-                });
-                self.pump(machine);
-                let next = feed(machine, Input::WatchesSet { own, watched, marker });
-                if let contender::Action::Acquire(Action::Wait { poll }) = next {
-                    debug!(node = %self.node, watch = %self.watched_path, polling = poll, "waiting");
-                }
-                next
-            }
-            Action::Wait { poll } => {
-                let input = self.wait(poll).await;
-                debug!(node = %self.node, input = ?input, "woke up");
-                feed(machine, input)
-            }
-            Action::Rewatch { .. } => {
-                let again = before(self.until, client.get_and_watch_data(&self.watched_path)).await;
-                self.pump(machine);
-                match again {
-                    None => feed(machine, Input::Deadline),
-                    Some(Ok((_, _, watcher))) => {
-                        debug!(node = %self.node, watch = %self.watched_path, "data written to the watched node, which is still there: waiting on");
-                        self.watched = Some(Box::pin(watcher.changed()));
-                        feed(machine, Input::Rewatched(Reply::Ok(())))
-                    }
-                    Some(Err(e)) => {
-                        let path = self.watched_path.clone();
-                        let reply = self.reply(e, &path);
-                        feed(machine, Input::Rewatched(reply))
-                    }
-                }
-            }
-            Action::ReadRecord { watched } => {
-                // One read request, with our own node.
-                let node = self.node.as_str();
-                let verify = || async {
-                    let mut reads = client.new_multi_reader();
-                    reads.add_get_data(dir)?;
-                    reads.add_get_data(node)?;
-                    reads.commit().await
-                };
-                let read = before(self.until, with_retry(client, verify)).await;
-                self.pump(machine);
-                let reply = match read {
-                    None => return feed(machine, Input::Deadline),
-                    Some(Ok(reads)) => match reads.as_slice() {
-                        [zk::MultiReadResult::Data { data: record, .. }, mine] => Reply::Ok(Record {
-                            names_watched: node_name::record_names(record, &watched),
-                            own: match mine {
-                                zk::MultiReadResult::Data { .. } => Reply::Ok(()),
-                                zk::MultiReadResult::Error { err } => error_reply(err),
-                                _ => Reply::Failed,
-                            },
-                        }),
-                        _ => Reply::Failed,
-                    },
-                    Some(Err(e)) => {
-                        debug!(node = %self.node, error = %e, "cannot read the release record: listing again");
-                        error_reply(&e)
-                    }
-                };
-                feed(machine, Input::RecordRead(reply))
-            }
-            Action::CheckOwn => {
-                debug!(node = %self.node, "checking our own node before the hand-off");
-                let node = self.node.as_str();
-                let checked = before(self.until, with_retry(client, || client.check_stat(node))).await;
-                self.pump(machine);
-                match checked {
-                    None => feed(machine, Input::Deadline),
-                    Some(Ok(stat)) => feed(machine, Input::OwnChecked(Reply::Ok(stat.is_some()))),
-                    Some(Err(e)) => {
-                        let node = self.node.clone();
-                        let reply = self.reply(e, &node);
-                        feed(machine, Input::OwnChecked(reply))
-                    }
-                }
-            }
-            // Ends are the contender's own actions, never the wait's.
-            Action::Grant { .. } | Action::GiveUp | Action::Fail(_) | Action::Replace { .. } => {
-                self.last_error = Some(unexpected("an end of the wait reached its driver"));
-                contender::Action::Fail(Failure::Request)
+                Watch::Held => {}
             }
         }
     }
@@ -716,13 +604,6 @@ impl Driver<'_> {
         }
     }
 
-    /// The machine's view of a failed request; the error is kept for `Failure::Request`.
-    fn reply<T>(&mut self, e: zk::Error, path: &str) -> Reply<T> {
-        let reply = error_reply(&e);
-        self.last_error = Some(Error::from_zk(e, path));
-        reply
-    }
-
     /// The error for a failed acquire: the node withdrawn first if the
     /// machine says so, and the withdrawal's refusal reported instead if it
     /// wins ([`Failure::ending`], [`Ending::blame`]).
@@ -730,7 +611,7 @@ impl Driver<'_> {
         let last_error = self
             .last_error
             .take()
-            .or_else(|| pending.requests.last_error.take());
+            .or_else(|| pending.carrier.last_error.take());
         let ending = failure.ending();
         let refusal = match ending {
             Ending::Report => None,
@@ -812,16 +693,6 @@ fn unexpected(what: &str) -> Error {
     Error::ZooKeeper(zk::Error::UnexpectedError(what.to_owned()))
 }
 
-/// The machine's view of an error.
-fn error_reply<T>(e: &zk::Error) -> Reply<T> {
-    match e {
-        zk::Error::NoNode => Reply::NoNode,
-        zk::Error::NoAuth => Reply::NoAuth,
-        e if is_retryable(e) => Reply::Retry,
-        _ => Reply::Failed,
-    }
-}
-
 /// Checks with `exists` (which needs no permission) until the node at
 /// `path` is gone, pausing between checks as [`Backoff::poll`] says. Fails
 /// with the last error once checks fail for good: a non-retryable error,
@@ -899,4 +770,21 @@ pub(super) fn deadline(timeout: Duration) -> Patience {
     Instant::now()
         .checked_add(timeout)
         .map_or(Patience::Forever, Patience::Until)
+}
+
+/// Logs, once per directory in this process, that its sequence counter has
+/// passed [`ordering::RECYCLE_THRESHOLD`].
+pub(super) fn warn_threshold(dir: &str, seq: i32) {
+    static WARNED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+    let Ok(mut warned) = WARNED.lock() else {
+        return;
+    };
+    if warned.get_or_insert_with(HashSet::new).insert(dir.to_owned()) {
+        warn!(
+            lock = %dir,
+            seq,
+            limit = ordering::SEQUENCE_LIMIT,
+            "the lock directory's sequence counter is near its limit: the directory is deleted and recreated as soon as it is idle"
+        );
+    }
 }

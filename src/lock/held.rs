@@ -2,7 +2,7 @@
 //! withdraws the node), then [`Held`] (the state behind a guard: lease,
 //! kept watch, release). Both own the contender's machine
 //! ([`crate::contender`]) and run its withdrawal or release with
-//! [`Requests::finish`].
+//! [`Carrier::finish`].
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,11 +10,12 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tracing::{debug, info_span, warn, Instrument};
 
-use super::requests::{child_path, Requests};
+use super::carrier::Carrier;
 use super::wire::{session_state, WatchFuture};
 use super::GIVE_UP_SLACK;
 use super::{keeper, Inner};
 use crate::background::AbortOnDrop;
+use crate::contender::child_path;
 use crate::contender::{Action, Contender, DowngradeRefused, Downgrading, Failure, Outcome, Replacement};
 use crate::error::Error;
 use crate::lease::{self, HoldState, Link, LossCause};
@@ -23,20 +24,20 @@ use crate::stats::{Holder, LostReason};
 use crate::zk;
 
 /// A contender that has not been handed to a guard yet: its machine and
-/// requests. Dropping it withdraws the node in the background
+/// its carrier. Dropping it withdraws the node in the background
 /// (cancellation safety).
 pub(super) struct Pending {
     inner: Arc<Inner>,
-    pub(super) requests: Requests,
+    pub(super) carrier: Carrier,
     pub(super) machine: Contender,
     armed: bool,
 }
 
 impl Pending {
-    pub(super) fn new(inner: Arc<Inner>, requests: Requests, machine: Contender) -> Pending {
+    pub(super) fn new(inner: Arc<Inner>, carrier: Carrier, machine: Contender) -> Pending {
         Pending {
             inner,
-            requests,
+            carrier,
             machine,
             armed: true,
         }
@@ -74,28 +75,14 @@ impl Pending {
         if let Action::Done(_) = action {
             return None;
         }
-        let mut requests = self.requests.clone();
-        let first = match &action {
-            Action::Delete { name, record: false } => {
-                let client = requests.client();
-                Some(client.delete(&child_path(requests.dir(), name), None))
-            }
-            _ => None,
-        };
+        let dir = self.inner.path.clone();
+        let withdrawal = self.carrier.clone().begin(machine, action);
         self.inner.tasks.spawn(async move {
-            let dir = requests.dir().to_owned();
-            let outcome = match first {
-                Some(first) => {
-                    let next = requests.delete_sent(&mut machine, &action, first.await).await;
-                    requests.finish(&mut machine, next).await
-                }
-                None => requests.finish(&mut machine, action).await,
-            };
-            match outcome {
+            match withdrawal.await {
                 // The session is over: its ephemeral nodes are gone with it.
-                Outcome::Deleted | Outcome::Lost | Outcome::SessionEnded => Ok(()),
-                Outcome::Failed => {
-                    let e = requests.last_error.take().unwrap_or_else(|| {
+                (Outcome::Deleted | Outcome::Lost | Outcome::SessionEnded, _) => Ok(()),
+                (Outcome::Failed, mut carrier) => {
+                    let e = carrier.last_error.take().unwrap_or_else(|| {
                         Error::ZooKeeper(zk::Error::UnexpectedError("the withdrawal failed".to_owned()))
                     });
                     warn!(lock = %dir, error = %e, "could not delete the node of a withdrawn acquire");
@@ -154,7 +141,7 @@ impl Held {
         let node = child_path(&inner.path, machine.node().unwrap_or_default());
         let fencing_token = machine.fencing_token().unwrap_or_default();
         let flags = Arc::new(keeper::Flags::new(node, machine, holder));
-        let keeper = keeper::start(&inner.client, &flags, own_watch);
+        let keeper = keeper::start(Carrier::new(&inner, ""), &flags, own_watch);
         Held {
             inner,
             fencing_token,
@@ -282,9 +269,9 @@ impl Held {
             return Err(Error::Lost { node });
         }
         // Made now, not kept by the guard: a held guard stays small.
-        let mut requests = Requests::new(&self.inner, String::new());
+        let mut carrier = Carrier::new(&self.inner, "");
         Ok(async move {
-            let outcome = requests.finish(&mut machine, action).await;
+            let outcome = carrier.finish(&mut machine, action).await;
             // After the deletion, which fired the keeper's watch: ending
             // the keeper then costs no request to remove the watch.
             drop(keeper);
@@ -297,7 +284,7 @@ impl Held {
                     Err(Error::Lost { node })
                 }
                 Outcome::SessionEnded | Outcome::Failed => {
-                    Err(requests.last_error.take().unwrap_or_else(|| {
+                    Err(carrier.last_error.take().unwrap_or_else(|| {
                         Error::ZooKeeper(zk::Error::UnexpectedError("the release failed".to_owned()))
                     }))
                 }

@@ -44,11 +44,12 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tracing::{debug, info, warn};
 
-use super::requests::answer_of;
+use super::carrier::Carrier;
 use super::wire::{node_event, WatchFuture};
 use crate::background::{self, AbortOnDrop};
 use crate::backoff::Backoff;
-use crate::contender::{Action, Answer, Contender, HeldNode, Keep};
+use crate::contender::{Action, Answer, Contender, Keep};
+use crate::error::Error;
 use crate::stats::{Holder, LostReason};
 use crate::zk;
 
@@ -181,16 +182,17 @@ impl Flags {
 }
 
 /// Starts the keeper of the guard whose node and flags are `flags`, on
-/// `client`'s session; `first` is a watch on the node that the acquire set,
+/// `carrier`'s session; `first` is a watch on the node that the acquire set,
 /// taken over instead of setting another. `None`, logged, if there is no
 /// runtime to run it on.
 pub(super) fn start(
-    client: &zk::Client,
+    carrier: Carrier,
     flags: &Arc<Flags>,
     first: Option<WatchFuture>,
 ) -> Option<AbortOnDrop<()>> {
-    let work = keep(client.clone(), flags.clone(), first);
-    match background::spawn_near(client.session_id().0, work) {
+    let session = carrier.client().session_id().0;
+    let work = keep(carrier, flags.clone(), first);
+    match background::spawn_near(session, work) {
         Some(task) => Some(AbortOnDrop(task)),
         None => {
             warn!(
@@ -206,7 +208,7 @@ pub(super) fn start(
 /// the machine says ([`Keep`]). What stays resident for the guard's life is
 /// this future waiting on its watch; the request that sets the watch is
 /// boxed apart.
-async fn keep(client: zk::Client, flags: Arc<Flags>, mut watch: Option<WatchFuture>) {
+async fn keep(mut carrier: Carrier, flags: Arc<Flags>, mut watch: Option<WatchFuture>) {
     let mut next = if watch.is_some() { Keep::Wait } else { Keep::Watch };
     let mut pause = Duration::ZERO;
     loop {
@@ -222,7 +224,7 @@ async fn keep(client: zk::Client, flags: Arc<Flags>, mut watch: Option<WatchFutu
                 flags.update(why, reason, |machine| machine.held_event(node_event(&event)))
             }
             (Keep::Wait, None) | (Keep::Watch, _) => {
-                let (keep, changed) = Box::pin(set_watch(&client, &flags)).await;
+                let (keep, changed) = Box::pin(set_watch(&mut carrier, &flags)).await;
                 if keep == Keep::Watch {
                     pause = Backoff::HELD_WATCH.next(pause);
                     debug!(node = %flags.node, ?pause, "watching the held node again after a pause");
@@ -237,34 +239,38 @@ async fn keep(client: zk::Client, flags: Arc<Flags>, mut watch: Option<WatchFutu
     }
 }
 
-/// Reads the node and sets a data watch on it; the machine says what the
-/// answer means.
-async fn set_watch(client: &zk::Client, flags: &Flags) -> (Keep, Option<WatchFuture>) {
-    match client.get_and_watch_data(&flags.node).await {
-        Ok((data, stat, watcher)) => {
-            let node = HeldNode::read(stat.czxid, &data);
-            let keep = flags.update(
-                "its node was deleted and made again by someone else",
-                LostReason::NodeDeleted,
-                |machine| machine.held_watch_set(Answer::Ok(node)),
-            );
-            let changed: WatchFuture = Box::pin(watcher.changed());
-            (keep, (keep == Keep::Wait).then_some(changed))
-        }
-        Err(e) => {
-            let reason = match e {
-                zk::Error::SessionExpired => LostReason::SessionExpired,
-                zk::Error::NoNode => LostReason::NodeDeleted,
-                _ => LostReason::of_session(client.state()),
-            };
-            let (answer, error) = answer_of(e, &flags.node);
-            if !matches!(answer, Answer::NoNode | Answer::Retry | Answer::SessionEnded) {
-                warn!(node = %flags.node, %error, "cannot watch the held node: only the session's end and the lease will be noticed");
-            }
-            let keep = flags.update("its node was deleted, or the session ended", reason, |machine| {
-                machine.held_watch_set(answer)
-            });
-            (keep, None)
+/// Reads the node and sets a data watch on it ([`crate::wire::Wire::keep`]);
+/// the machine says what the answer means.
+async fn set_watch(carrier: &mut Carrier, flags: &Flags) -> (Keep, Option<WatchFuture>) {
+    let name = flags.machine().node().unwrap_or_default().to_owned();
+    carrier.last_error = None;
+    let (exchange, changed) = carrier.keep(&name).await;
+    let answer = exchange.held();
+    let (why, reason) = match &answer {
+        Answer::Ok(_) => (
+            "its node was deleted and made again by someone else",
+            LostReason::NodeDeleted,
+        ),
+        Answer::NoNode => (
+            "its node was deleted, or the session ended",
+            LostReason::NodeDeleted,
+        ),
+        _ => (
+            "its node was deleted, or the session ended",
+            match carrier.last_error {
+                Some(Error::SessionExpired) => LostReason::SessionExpired,
+                _ => LostReason::of_session(carrier.client().state()),
+            },
+        ),
+    };
+    if !matches!(
+        answer,
+        Answer::Ok(_) | Answer::NoNode | Answer::Retry | Answer::SessionEnded
+    ) {
+        if let Some(error) = &carrier.last_error {
+            warn!(node = %flags.node, %error, "cannot watch the held node: only the session's end and the lease will be noticed");
         }
     }
+    let keep = flags.update(why, reason, |machine| machine.held_watch_set(answer));
+    (keep, changed.filter(|_| keep == Keep::Wait))
 }

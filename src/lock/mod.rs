@@ -1,19 +1,18 @@
 //! The ZooKeeper adapter: [`SharedLock`] and its guards.
 //!
-//! The adapter is thin: it performs the actions of
-//! [`crate::contender`]'s machine (create, list, watch, delete, recycle)
-//! and feeds what comes back to it; the machine says what to do next (the
-//! run loop in that module's documentation). No rule of a contender's life
-//! lives here.
+//! The adapter is thin: it carries the exchanges of [`crate::wire`] (the
+//! requests each action of [`crate::contender`]'s machine sends, and how
+//! their answers feed it back) on the client, the same interpreter the
+//! simulation carries; the machine says what to do next (the run loop in
+//! that module's documentation). No rule of a contender's life lives here.
 //!
 //! Its rooms: this module has the lock handle, its builder and every
 //! public method of [`SharedLock`], in the order of use (connect, acquire,
 //! look at the queue, revoke; `snapshot` and `revoke` do the work of the
 //! last ones); `driver` runs an acquire (the machine's loop, and the
-//! wait's requests and watches); `requests` performs the machine's other
-//! request actions, one function each (the node's create, the directory,
-//! finding my node, deletions with or without the release record,
-//! recycling); `held` has a contender's life before and after the grant
+//! wait's watches and events); `carrier` carries each exchange on the
+//! client (each request as the client's call, each answer back in the
+//! core's terms); `held` has a contender's life before and after the grant
 //! (`Pending`, `Held`: withdrawal, lease, release); `guard` the guard
 //! types; `keeper` the watch a guard keeps on its node; `snapshot` and
 //! `revoke` the listing of contenders and revocation requests; `validate`
@@ -37,11 +36,11 @@ use crate::node_name::{Layout, Mode};
 use crate::stats::{Recorder, Stats};
 use crate::zk;
 
+mod carrier;
 mod driver;
 mod guard;
 mod held;
 mod keeper;
-mod requests;
 mod revoke;
 mod snapshot;
 mod transaction;
@@ -54,9 +53,9 @@ pub use snapshot::{ContenderState, QueueEntry, Snapshot};
 pub use transaction::{CreateAcl, Transaction};
 pub use validate::{validate_identity, validate_path};
 
+pub(crate) use crate::contender::child_path;
 pub(crate) use crate::error::with_retry;
 use driver::{deadline, Patience};
-pub(crate) use requests::child_path;
 
 /// How long a giving-up acquire (timed out, `try_*` that found the lock
 /// taken, or refused at the counter's limit) waits for its node's deletion

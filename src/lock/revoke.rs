@@ -4,8 +4,8 @@
 
 use tracing::{debug, info};
 
-use super::requests::child_path;
 use super::{ContenderState, SharedLock};
+use crate::contender::child_path;
 use crate::error::with_retry;
 use crate::error::Error;
 use crate::node_name::{self, RevocationTarget};

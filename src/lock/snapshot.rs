@@ -3,9 +3,9 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::requests::child_path;
 use super::SharedLock;
 use crate::connect::missing_chroot;
+use crate::contender::child_path;
 use crate::error::with_retry;
 use crate::error::{is_retryable, Error};
 use crate::node_name::NodeName;

@@ -1,4 +1,4 @@
-//! The contender machine's driver (`src/lock/driver.rs`, `requests.rs`,
+//! The contender machine's driver (`src/lock/driver.rs`, `carrier.rs`,
 //! `held.rs`, `keeper.rs`) at the edges, against a real server: a directory
 //! refused for its data past the recycling threshold, what the logs name, a
 //! revocation request seen while waiting, a missing chroot. No sleeps:

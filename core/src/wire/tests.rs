@@ -361,7 +361,8 @@ fn a_downgrade_whose_reader_stat_is_left_out_asks_for_it() {
             answer: Answer::Ok(41),
             failed: None,
             answer_lost: false
-        })
+        }),
+        "the lost answer of a read is no lost transaction"
     );
 }
 
@@ -549,4 +550,74 @@ fn ends_and_the_wait_send_nothing() {
     ] {
         assert_eq!(wire.exchange(&action, &machine), None, "{action:?}");
     }
+}
+
+#[test]
+fn a_failure_reports_the_error_of_the_request_the_rules_name() {
+    let (wire, machine, _) = waiting();
+    let watched = "h-W-0000000002".to_owned();
+    let action = Action::Acquire(acquire::Action::SetWatches {
+        own: true,
+        marker: Some(node_name::release_marker(&watched)),
+        watched,
+    });
+    let mut exchange = wire.exchange(&action, &machine).expect("watches");
+    assert_eq!(exchange.watch_of(0), Some(Watch::Own));
+    assert_eq!(exchange.watch_of(1), Some(Watch::Marker));
+    assert_eq!(exchange.watch_of(2), Some(Watch::Watched));
+    assert!(exchange.forgets_session_changes());
+    exchange.answer(1, Err(Error::Failed));
+    exchange.answer(2, Err(Error::NoAuth));
+    exchange.answer(
+        0,
+        Ok(Reply::Data {
+            data: Vec::new(),
+            stat: stat(30),
+        }),
+    );
+    assert_eq!(
+        exchange.blame(),
+        Some((2, "/locks/a/h-W-0000000002")),
+        "never the marker's"
+    );
+    exchange.answer(0, Err(Error::NoNode));
+    assert_eq!(
+        exchange.blame(),
+        Some((0, "/locks/a/h-W-0000000003")),
+        "my own node's first"
+    );
+
+    let mut find = wire.exchange(&Action::FindOwn, &machine).expect("a find");
+    find.answer(0, Err(Error::Failed));
+    find.answer(
+        1,
+        Ok(Reply::Children {
+            children: Vec::new(),
+            data_length: 0,
+        }),
+    );
+    assert_eq!(find.blame(), None, "a sync's failure is no one's");
+
+    let mut create = wire.exchange(&Action::Create, &machine).expect("a create");
+    create.answer(0, Err(Error::NoNode));
+    assert_eq!(
+        create.blame(),
+        Some((0, DIR)),
+        "a failed create names the directory"
+    );
+
+    let mut replace = wire.exchange(&replace(false), &machine).expect("a downgrade");
+    replace.answer(
+        0,
+        Err(Error::Refused {
+            index: 1,
+            error: Box::new(Error::NoNode),
+        }),
+    );
+    assert_eq!(
+        replace.blame(),
+        Some((0, "/locks/a/h-W-0000000001")),
+        "a downgrade names its writer"
+    );
+    assert!(!replace.forgets_session_changes());
 }

@@ -1,0 +1,511 @@
+//! Carries the core's exchanges ([`crate::wire`]) on the ZooKeeper client:
+//! each [`Request`] as the client's call, each answer back in the core's
+//! terms, a lost answer sent again where the exchange says so, and the
+//! watches the exchange keeps handed back. Nothing here decides what is
+//! sent or what an answer means: the core does, for the simulation as for
+//! the library.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use tracing::debug;
+
+use super::wire::WatchFuture;
+use super::Inner;
+use crate::contender::{self, Action, Contender, Outcome};
+use crate::error::{is_retryable, with_retry, Error};
+use crate::wire::{self, Exchange, Progress, Reply, Request, Watch, Wire};
+use crate::zk;
+
+/// A contender's requests on its lock's client: its side of the wire, the
+/// ACLs its creates give, and the error behind the last failed request.
+/// Owned, so that work left running in the background holds the client,
+/// not the lock (the lock's last handle must not go with a task of the
+/// background runtime, where its drop would wait for that runtime's own
+/// work).
+pub(super) struct Carrier {
+    client: zk::Client,
+    pub(super) wire: Wire,
+    acls: Arc<[zk::Acl]>,
+    directory_acls: Arc<[zk::Acl]>,
+    /// The ACL the last [`Request::GetAcl`] read, for [`Request::Recreate`].
+    acl_read: Option<Vec<zk::Acl>>,
+    /// The error behind the last failed request the exchange blames.
+    pub(super) last_error: Option<Error>,
+}
+
+/// What one request's answer brought: the client's answer (with a
+/// refused transaction's failing index), the watch it left, and an ACL read.
+struct Answered {
+    result: Result<Reply, zk::Error>,
+    refused_at: Option<usize>,
+    watch: Option<WatchFuture>,
+    acl: Option<Vec<zk::Acl>>,
+}
+
+impl Answered {
+    fn of(result: Result<Reply, zk::Error>) -> Answered {
+        Answered {
+            result,
+            refused_at: None,
+            watch: None,
+            acl: None,
+        }
+    }
+
+    /// The answer in the core's terms.
+    fn answer(&self) -> Result<Reply, wire::Error> {
+        match (&self.result, self.refused_at) {
+            (Ok(reply), _) => Ok(reply.clone()),
+            (Err(e), None) => Err(wire_error(e)),
+            (Err(e), Some(index)) => Err(wire::Error::Refused {
+                index,
+                error: Box::new(wire_error(e)),
+            }),
+        }
+    }
+}
+
+/// A request on its way: it left when it was made.
+type Sent<'c> = Pin<Box<dyn Future<Output = Answered> + Send + 'c>>;
+
+/// The watches an exchange left and keeps, each with whose it is.
+pub(super) type Watches = Vec<(Watch, WatchFuture)>;
+
+impl Clone for Carrier {
+    /// The same requests, with no error seen yet.
+    fn clone(&self) -> Carrier {
+        Carrier {
+            client: self.client.clone(),
+            wire: self.wire.clone(),
+            acls: self.acls.clone(),
+            directory_acls: self.directory_acls.clone(),
+            acl_read: self.acl_read.clone(),
+            last_error: None,
+        }
+    }
+}
+
+impl Carrier {
+    /// The requests of a contender of `inner`'s lock whose node's name
+    /// starts with `prefix`.
+    pub(super) fn new(inner: &Inner, prefix: &str) -> Carrier {
+        let data = contender::node_data(inner.layout, &inner.identity);
+        Carrier {
+            client: inner.client.clone(),
+            wire: Wire::new(&inner.path, prefix, data),
+            acls: inner.acls.clone(),
+            directory_acls: inner.directory_acls.clone(),
+            acl_read: None,
+            last_error: None,
+        }
+    }
+
+    /// The lock's client: the session the contender's node belongs to.
+    pub(super) fn client(&self) -> &zk::Client {
+        &self.client
+    }
+
+    /// Carries `exchange`: sends its requests at once, feeds their answers
+    /// in order (a lost one sent again where the exchange says, pausing as
+    /// [`crate::backoff::Backoff::request`] says, until answered or
+    /// retrying is over), and returns the watches it keeps. The error of
+    /// the request the exchange blames is kept in [`Carrier::last_error`].
+    /// `first`: the answer of its first request, sent beforehand.
+    pub(super) async fn carry(&mut self, exchange: &mut Exchange) -> Watches {
+        self.carry_from(exchange, None).await
+    }
+
+    async fn carry_from(&mut self, exchange: &mut Exchange, first: Option<Answered>) -> Watches {
+        let client = self.client.clone();
+        let (acls, dirs) = (self.acls.clone(), self.directory_acls.clone());
+        let read = self.acl_read.clone();
+        let line = Line {
+            client: &client,
+            acls: &acls,
+            directory_acls: &dirs,
+            acl_read: read.as_deref(),
+        };
+        let requests = exchange.requests().to_vec();
+        let skip = usize::from(first.is_some());
+        // All leave now, in order.
+        let mut sent: std::collections::VecDeque<Sent<'_>> = requests
+            .iter()
+            .skip(skip)
+            .map(|request| line.send(request))
+            .collect();
+        let mut first = first;
+        let mut watches = Watches::new();
+        let mut errors: Vec<Option<zk::Error>> = Vec::new();
+        let mut follow: Option<Request> = None;
+        let mut index = 0;
+        loop {
+            let mut answered = match first.take() {
+                Some(answered) => answered,
+                None => match sent.pop_front() {
+                    Some(request) => request.await,
+                    None => match follow.take() {
+                        Some(request) => line.send(&request).await,
+                        None => break,
+                    },
+                },
+            };
+            if exchange.retried(index) && matches!(&answered.result, Err(e) if is_retryable(e)) {
+                exchange.lost(index);
+                if let Some(again) = exchange.requests().get(index).cloned() {
+                    answered = line.retry(&again).await;
+                }
+            }
+            if let Some(acl) = answered.acl.take() {
+                self.acl_read = Some(acl);
+            }
+            let progress = exchange.answer(index, answered.answer());
+            errors.push(answered.result.err());
+            if let (Some(watch), Some(kind)) = (answered.watch, exchange.watch(index)) {
+                watches.push((kind, watch));
+            }
+            // A watch not kept is dropped here: the client asks the
+            // server to remove it.
+            index += 1;
+            match progress {
+                Progress::Pending => {}
+                Progress::Send(request) => follow = Some(request),
+                Progress::Complete => break,
+            }
+        }
+        if let Some((index, path)) = exchange.blame() {
+            if let Some(Some(e)) = errors.get_mut(index).map(Option::take) {
+                self.last_error = Some(Error::from_zk(e, path));
+            }
+        }
+        watches
+    }
+
+    /// Performs a request action of the machine (its watches, a
+    /// release's or withdrawal's, are dropped); `None` for an action that
+    /// is no request (an end, the wait's `Wait`).
+    async fn perform(&mut self, machine: &Contender, action: &Action) -> Option<Exchange> {
+        let mut exchange = self.wire.exchange(action, machine)?;
+        self.carry(&mut exchange).await;
+        Some(exchange)
+    }
+
+    /// Runs a release or withdrawal to its end: performs the machine's
+    /// actions from `action` on until it is done.
+    pub(super) async fn finish(&mut self, machine: &mut Contender, mut action: Action) -> Outcome {
+        loop {
+            if let Action::Done(outcome) = action {
+                return outcome;
+            }
+            let Some(exchange) = self.perform(machine, &action).await else {
+                return Outcome::Failed;
+            };
+            action = self.wire.settle(&exchange, machine);
+        }
+    }
+
+    /// Starts a withdrawal at `action` now: a plain deletion leaves
+    /// before this returns (a later request of this session, a new
+    /// acquire's, is answered after it); the rest runs in the returned
+    /// future, to the withdrawal's end.
+    pub(super) fn begin(
+        mut self,
+        mut machine: Contender,
+        action: Action,
+    ) -> impl Future<Output = (Outcome, Carrier)> + Send + 'static {
+        let exchange = self.wire.exchange(&action, &machine);
+        let first = match exchange.as_ref().map(Exchange::requests) {
+            Some([Request::Delete { path, version }]) => Some(self.client.delete(path, *version)),
+            _ => None,
+        };
+        async move {
+            let outcome = match (action, exchange) {
+                (Action::Done(outcome), _) => outcome,
+                (_, None) => Outcome::Failed,
+                (_, Some(mut exchange)) => {
+                    let first = match first {
+                        Some(first) => Some(Answered::of(first.await.map(|()| Reply::Done))),
+                        None => None,
+                    };
+                    self.carry_from(&mut exchange, first).await;
+                    let next = self.wire.settle(&exchange, &mut machine);
+                    self.finish(&mut machine, next).await
+                }
+            };
+            (outcome, self)
+        }
+    }
+
+    /// The keeper's read-and-watch of the held node `name`: the exchange
+    /// ([`Exchange::held`] says what it found) and the watch it keeps.
+    pub(super) async fn keep(&mut self, name: &str) -> (Exchange, Option<WatchFuture>) {
+        let mut exchange = self.wire.keep(name);
+        let watch = self
+            .carry(&mut exchange)
+            .await
+            .into_iter()
+            .next()
+            .map(|(_, watch)| watch);
+        (exchange, watch)
+    }
+}
+
+/// The core's view of a client's error.
+fn wire_error(e: &zk::Error) -> wire::Error {
+    match e {
+        zk::Error::NoNode => wire::Error::NoNode,
+        zk::Error::NodeExists => wire::Error::NodeExists,
+        zk::Error::NoAuth => wire::Error::NoAuth,
+        zk::Error::BadVersion => wire::Error::BadVersion,
+        zk::Error::NotEmpty => wire::Error::NotEmpty,
+        zk::Error::Unimplemented => wire::Error::Unimplemented,
+        e if is_retryable(e) => wire::Error::Unanswered,
+        e if Error::from_zk(e.clone(), "").is_session_over() => wire::Error::SessionEnded,
+        _ => wire::Error::Failed,
+    }
+}
+
+/// The core's view of a transaction's failure.
+fn multi_error(e: zk::MultiWriteError) -> (zk::Error, Option<usize>) {
+    match e {
+        zk::MultiWriteError::OperationFailed { index, source } => (source, Some(index)),
+        zk::MultiWriteError::RequestFailed { source } => (source, None),
+    }
+}
+
+/// The core's stat of the client's.
+fn stat(stat: &zk::Stat) -> wire::Stat {
+    wire::Stat {
+        czxid: stat.czxid,
+        ephemeral_owner: stat.ephemeral_owner,
+    }
+}
+
+/// What sending a request needs: the client, and the ACLs a create gives
+/// (my contender nodes', the directory's, and the one
+/// [`Request::GetAcl`] read).
+struct Line<'c> {
+    client: &'c zk::Client,
+    acls: &'c [zk::Acl],
+    directory_acls: &'c [zk::Acl],
+    acl_read: Option<&'c [zk::Acl]>,
+}
+
+impl<'c> Line<'c> {
+    /// Sends `request` again after a lost answer, until it is answered or
+    /// retrying is over ([`with_retry`]); its last answer.
+    async fn retry(&self, request: &Request) -> Answered {
+        let last = std::sync::Mutex::new(None);
+        let result = with_retry(self.client, || async {
+            let answered = self.send(request).await;
+            let result = answered.result.clone();
+            if let Ok(mut last) = last.lock() {
+                *last = Some(answered);
+            }
+            result
+        })
+        .await;
+        last.into_inner()
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| Answered::of(result))
+    }
+
+    /// Sends `request` now, as the client's call.
+    fn send<'r>(&self, request: &'r Request) -> Sent<'r>
+    where
+        'c: 'r,
+    {
+        let Line {
+            client,
+            acls,
+            directory_acls,
+            acl_read,
+        } = *self;
+        match request {
+            Request::Create {
+                path,
+                data,
+                mode,
+                acl,
+            } => {
+                let mode = match mode {
+                    wire::CreateMode::EphemeralSequential => zk::CreateMode::EphemeralSequential,
+                    wire::CreateMode::Ephemeral => zk::CreateMode::Ephemeral,
+                    wire::CreateMode::Persistent => zk::CreateMode::Persistent,
+                    wire::CreateMode::Container => zk::CreateMode::Container,
+                };
+                let acl = match acl {
+                    wire::Acl::Contender => acls,
+                    wire::Acl::Directory => directory_acls,
+                    wire::Acl::Read => acl_read.unwrap_or(directory_acls),
+                };
+                let created = client.create(path, data, &mode.with_acls(zk::Acls::new(acl)));
+                Box::pin(async move {
+                    Answered::of(created.await.map(|(stat, seq)| Reply::Created {
+                        czxid: stat.czxid,
+                        seq: seq.into_i64(),
+                    }))
+                })
+            }
+            Request::MakePath { path } => Box::pin(async move {
+                let options = zk::CreateMode::Persistent.with_acls(zk::Acls::new(directory_acls));
+                Answered::of(client.mkdir(path, &options).await.map(|()| Reply::Done))
+            }),
+            Request::List { path } => {
+                let listed = client.get_children(path);
+                Box::pin(async move {
+                    Answered::of(listed.await.map(|(children, stat)| Reply::Children {
+                        children,
+                        data_length: stat.data_length,
+                    }))
+                })
+            }
+            Request::Sync { path } => {
+                let synced = client.sync(path);
+                Box::pin(async move { Answered::of(synced.await.map(|()| Reply::Done)) })
+            }
+            Request::GetData { path, watch: false } => {
+                let read = client.get_data(path);
+                Box::pin(async move {
+                    Answered::of(read.await.map(|(data, s)| Reply::Data { data, stat: stat(&s) }))
+                })
+            }
+            Request::GetData { path, watch: true } => {
+                let read = client.get_and_watch_data(path);
+                Box::pin(async move {
+                    match read.await {
+                        Ok((data, s, watcher)) => Answered {
+                            watch: Some(Box::pin(watcher.changed())),
+                            ..Answered::of(Ok(Reply::Data { data, stat: stat(&s) }))
+                        },
+                        Err(e) => Answered::of(Err(e)),
+                    }
+                })
+            }
+            Request::Exists { path, watch: false } => {
+                let checked = client.check_stat(path);
+                Box::pin(
+                    async move { Answered::of(checked.await.map(|s| Reply::Stat(s.as_ref().map(stat)))) },
+                )
+            }
+            Request::Exists { path, watch: true } => {
+                let checked = client.check_and_watch_stat(path);
+                Box::pin(async move {
+                    match checked.await {
+                        Ok((s, watcher)) => Answered {
+                            watch: Some(Box::pin(watcher.changed())),
+                            ..Answered::of(Ok(Reply::Stat(s.as_ref().map(stat))))
+                        },
+                        Err(e) => Answered::of(Err(e)),
+                    }
+                })
+            }
+            Request::Delete { path, version } => {
+                let deleted = client.delete(path, *version);
+                Box::pin(async move { Answered::of(deleted.await.map(|()| Reply::Done)) })
+            }
+            Request::Multi { ops } => multi(client, ops, acls),
+            Request::Recreate { path, version } => {
+                let Some(acl) = acl_read else {
+                    return Box::pin(std::future::ready(Answered::of(Err(zk::Error::BadArguments(
+                        &"no ACL read to create the directory again with",
+                    )))));
+                };
+                let mut writer = client.new_multi_writer();
+                let options = zk::CreateMode::Persistent.with_acls(zk::Acls::new(acl));
+                let added = writer
+                    .add_delete(path, Some(*version))
+                    .and_then(|()| writer.add_create(path, &[], &options));
+                if let Err(e) = added {
+                    return Box::pin(std::future::ready(Answered::of(Err(e))));
+                }
+                let committed = writer.commit();
+                Box::pin(async move {
+                    Answered::of(committed.await.map(|_| Reply::Done).map_err(zk::Error::from))
+                })
+            }
+            Request::ReadAll { paths } => {
+                let mut reader = client.new_multi_reader();
+                for path in paths {
+                    if let Err(e) = reader.add_get_data(path) {
+                        return Box::pin(std::future::ready(Answered::of(Err(e))));
+                    }
+                }
+                let read = reader.commit();
+                Box::pin(async move {
+                    Answered::of(read.await.map(|reads| {
+                        Reply::Reads(
+                            reads
+                                .into_iter()
+                                .map(|read| match read {
+                                    zk::MultiReadResult::Data { data, .. } => Ok(data),
+                                    zk::MultiReadResult::Error { err } => Err(wire_error(&err)),
+                                    _ => Err(wire::Error::Failed),
+                                })
+                                .collect(),
+                        )
+                    }))
+                })
+            }
+            Request::GetAcl { path } => {
+                let read = client.get_acl(path);
+                Box::pin(async move {
+                    match read.await {
+                        Ok((acl, s)) => Answered {
+                            acl: Some(acl),
+                            ..Answered::of(Ok(Reply::Acl {
+                                version: s.version,
+                                children: s.num_children,
+                            }))
+                        },
+                        Err(e) => Answered::of(Err(e)),
+                    }
+                })
+            }
+        }
+    }
+}
+
+/// Sends a transaction of the machine's operations now, each as the
+/// client's call; a create gets my contender nodes' ACL (`acls`). A refused
+/// transaction's failing index is kept with its error.
+fn multi<'c>(client: &'c zk::Client, ops: &[contender::Op], acls: &[zk::Acl]) -> Sent<'c> {
+    let options = zk::CreateMode::Ephemeral.with_acls(zk::Acls::new(acls));
+    let mut writer = client.new_multi_writer();
+    for op in ops {
+        let added = match op {
+            // The client's "any version" is -1.
+            contender::Op::Check { path, version } => writer.add_check_version(path, version.unwrap_or(-1)),
+            contender::Op::Create { path, data } => writer.add_create(path, data, &options),
+            contender::Op::Delete { path, version } => writer.add_delete(path, *version),
+            contender::Op::SetData { path, data, version } => writer.add_set_data(path, data, *version),
+        };
+        if let Err(e) = added {
+            return Box::pin(std::future::ready(Answered::of(Err(e))));
+        }
+    }
+    let committed = writer.commit();
+    Box::pin(async move {
+        match committed.await {
+            Ok(results) => Answered::of(Ok(Reply::Multi(
+                results
+                    .iter()
+                    .map(|result| match result {
+                        zk::MultiWriteResult::Create { stat: s, .. } if !s.is_invalid() => Some(stat(s)),
+                        _ => None,
+                    })
+                    .collect(),
+            ))),
+            Err(e) => {
+                let (source, index) = multi_error(e);
+                debug!(error = %source, ?index, "a transaction was refused");
+                Answered {
+                    refused_at: index,
+                    ..Answered::of(Err(source))
+                }
+            }
+        }
+    })
+}
