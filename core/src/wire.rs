@@ -984,5 +984,32 @@ pub fn deadline(exchange: Option<&Exchange>, machine: &mut Contender) -> Action 
     }
 }
 
+/// The request of one look at a node the wait polls (`Wait { poll:
+/// true }`: it cannot watch it, its ACL refusing this identity): an
+/// `exists`, which needs no permission.
+pub fn poll(path: &str) -> Request {
+    Request::Exists {
+        path: path.to_owned(),
+        watch: false,
+    }
+}
+
+/// What one look of a poll found, for the wait: the node's deletion, the
+/// session's end, or a failure; `None` to look again after a pause
+/// ([`crate::backoff::Backoff::poll`]): the node is there, or the answer
+/// was lost (for as long as the policy retries; then the poll failed).
+pub fn polled(answer: &Result<Reply, Error>) -> Option<acquire::NodeEvent> {
+    match answer {
+        Ok(Reply::Stat(None)) => Some(acquire::NodeEvent::Deleted),
+        Ok(Reply::Stat(Some(_))) => None,
+        Ok(_) => Some(acquire::NodeEvent::Failed),
+        Err(e) => match e.cause() {
+            Error::Unanswered => None,
+            Error::SessionEnded => Some(acquire::NodeEvent::SessionEnded),
+            _ => Some(acquire::NodeEvent::Failed),
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests;

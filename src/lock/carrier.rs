@@ -251,6 +251,22 @@ impl Carrier {
     }
 }
 
+/// Sends one request that makes nothing (a look: no ACL to give) and
+/// returns its answer in the core's terms, with the client's error.
+pub(super) async fn look(
+    client: &zk::Client,
+    request: &Request,
+) -> (Result<Reply, wire::Error>, Option<zk::Error>) {
+    let line = Line {
+        client,
+        acls: &[],
+        directory_acls: &[],
+        acl_read: None,
+    };
+    let answered = line.send(request).await;
+    (answered.answer(), answered.result.err())
+}
+
 /// The core's view of a client's error.
 fn wire_error(e: &zk::Error) -> wire::Error {
     match e {

@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use tracing::{debug, info_span, warn, Instrument};
 use uuid::Uuid;
 
-use super::carrier::{Carrier, Watches};
+use super::carrier::{look, Carrier, Watches};
 use super::held::{Failed, Held, Pending};
 use super::wire::{node_event, session_state, watched_kind, WatchFuture};
 use super::SharedLock;
@@ -360,8 +360,9 @@ impl Got {
 enum Watched {
     /// Its watch fired.
     Event(zk::WatchedEvent),
-    /// Polling it ended: gone, or failed for good.
-    Polled(Result<(), zk::Error>),
+    /// Polling it ended: gone, the session's end, or failed for good (the
+    /// client's error).
+    Polled(NodeEvent, Option<zk::Error>),
     /// There is no watch to wait on.
     Nothing,
 }
@@ -432,19 +433,10 @@ impl Driver<'_> {
             None => None,
             Some(Watched::Event(event)) => Some((node_event(event), event.session_state)),
             Some(Watched::Nothing) => Some((NodeEvent::Other, client.state())),
-            Some(Watched::Polled(result)) => Some(match std::mem::replace(result, Ok(())) {
-                Ok(()) => (NodeEvent::Deleted, client.state()),
-                Err(e) => {
-                    let error = Error::from_zk(e, &self.watched_path);
-                    let event = if error.is_session_over() {
-                        NodeEvent::SessionEnded
-                    } else {
-                        NodeEvent::Failed
-                    };
-                    polled_error = Some(error);
-                    (event, client.state())
-                }
-            }),
+            Some(Watched::Polled(event, error)) => {
+                polled_error = error.take().map(|e| Error::from_zk(e, &self.watched_path));
+                Some((*event, client.state()))
+            }
         };
         let arrived = Arrived {
             own: got.own.as_ref().map(node_event),
@@ -536,7 +528,7 @@ impl Driver<'_> {
             }
             got.watched = if poll {
                 match polled.as_mut().poll(cx) {
-                    std::task::Poll::Ready(result) => Some(Watched::Polled(result)),
+                    std::task::Poll::Ready((event, error)) => Some(Watched::Polled(event, error)),
                     std::task::Poll::Pending => None,
                 }
             } else if nothing_to_watch {
@@ -693,27 +685,28 @@ fn unexpected(what: &str) -> Error {
     Error::ZooKeeper(zk::Error::UnexpectedError(what.to_owned()))
 }
 
-/// Checks with `exists` (which needs no permission) until the node at
-/// `path` is gone, pausing between checks as [`Backoff::poll`] says. Fails
-/// with the last error once checks fail for good: a non-retryable error,
-/// or retryable ones for as long as the policy allows.
-async fn poll_until_gone(client: &zk::Client, path: &str) -> Result<(), zk::Error> {
+/// Looks at the node at `path` ([`wire::poll`]) until a look says it is
+/// gone, the session ended, or polling failed ([`wire::polled`]), pausing
+/// between looks as [`Backoff::poll`] says, which also says when lost
+/// answers end the poll. The client's error behind a failure comes with it.
+async fn poll_until_gone(client: &zk::Client, path: &str) -> (NodeEvent, Option<zk::Error>) {
     let backoff = Backoff::poll(client.session_timeout());
+    let request = wire::poll(path);
     let mut pause = Duration::ZERO;
     let mut failing_since: Option<Instant> = None;
     loop {
         pause = backoff.next(pause);
         tokio::time::sleep(pause).await;
-        match client.check_stat(path).await {
-            Ok(None) => return Ok(()),
-            Ok(Some(_)) => failing_since = None,
-            Err(e) if is_retryable(&e) => {
+        let (answer, error) = look(client, &request).await;
+        match wire::polled(&answer) {
+            Some(event) => return (event, error),
+            None if answer.is_ok() => failing_since = None,
+            None => {
                 let since = *failing_since.get_or_insert_with(Instant::now);
                 if backoff.gives_up(since.elapsed()) {
-                    return Err(e);
+                    return (NodeEvent::Failed, error);
                 }
             }
-            Err(e) => return Err(e),
         }
     }
 }

@@ -621,3 +621,26 @@ fn a_failure_reports_the_error_of_the_request_the_rules_name() {
     );
     assert!(!replace.forgets_session_changes());
 }
+
+#[test]
+fn a_polled_node_is_gone_at_the_first_look_that_finds_it_missing() {
+    use acquire::NodeEvent;
+    assert_eq!(
+        poll("/locks/a/x"),
+        Request::Exists {
+            path: "/locks/a/x".to_owned(),
+            watch: false
+        }
+    );
+    for (answer, event) in [
+        (Ok(Reply::Stat(None)), Some(NodeEvent::Deleted)),
+        (Ok(Reply::Stat(Some(stat(3)))), None),
+        (Ok(Reply::Done), Some(NodeEvent::Failed)),
+        (Err(Error::Unanswered), None),
+        (Err(Error::SessionEnded), Some(NodeEvent::SessionEnded)),
+        (Err(Error::NoAuth), Some(NodeEvent::Failed)),
+        (Err(Error::Failed), Some(NodeEvent::Failed)),
+    ] {
+        assert_eq!(polled(&answer), event, "{answer:?}");
+    }
+}
