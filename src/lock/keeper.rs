@@ -21,6 +21,14 @@
 //!   READ) is logged, and the guard learns only of the session's end and
 //!   its lease.
 //!
+//! When the acquire waited, it set that watch already, and the keeper takes
+//! it over. A guard granted at its first look (the lock was free) has
+//! none: its keeper sets it only once the hold lasts
+//! [`crate::contender::FIRST_WATCH_AFTER`] (100 ms), so that a short hold
+//! costs no request beyond the lock's own. Such a guard learns of a
+//! deletion or a revocation request within the later of that bound and
+//! the server's notification; of the session's end and its lease at once.
+//!
 //! A watch set once lasts through connection loss: on each reconnection
 //! the client sets its watches again, and the server delivers at once a
 //! deletion that happened meanwhile. Only a request that fails for a broken
@@ -209,7 +217,19 @@ pub(super) fn start(
 /// this future waiting on its watch; the request that sets the watch is
 /// boxed apart.
 async fn keep(mut carrier: Carrier, flags: Arc<Flags>, mut watch: Option<WatchFuture>) {
-    let mut next = if watch.is_some() { Keep::Wait } else { Keep::Watch };
+    // The machine says when the first watch is set: at once if the
+    // acquire handed one over, else after a bound (a short hold then
+    // costs no request).
+    let first = flags.machine().first_watch_after();
+    let mut next = match (first, &watch) {
+        (None, Some(_)) => Keep::Wait,
+        (Some(after), _) => {
+            watch = None;
+            tokio::time::sleep(after).await;
+            Keep::Watch
+        }
+        (None, None) => Keep::Watch,
+    };
     let mut pause = Duration::ZERO;
     loop {
         next = match (next, watch.take()) {

@@ -1,8 +1,20 @@
 //! While holding: what the keeper's watch on the held node tells.
 
+use std::time::Duration;
+
 use super::{Answer, Contender, Downgrade, HeldNode, Keep};
 use crate::acquire;
 use crate::node_name;
+
+/// How long a guard whose acquire left no watch on its node (a grant at
+/// the first look: the lock was free, nothing was waited on) holds before
+/// its keeper reads the node and watches it. A hold that ends sooner costs
+/// no request beyond the lock's own (create, listing, release); one that
+/// lasts longer costs one, as every grant's did. A deletion of the node by
+/// anyone, or a revocation request written to it, is noticed within the
+/// later of this bound and the server's notification; the session's end
+/// and the lease are followed from the first moment, as ever. 100 ms.
+pub const FIRST_WATCH_AFTER: Duration = Duration::from_millis(100);
 
 impl HeldNode {
     /// What reading the held node found: its czxid, and whether its `data`
@@ -17,6 +29,18 @@ impl HeldNode {
 }
 
 impl Contender {
+    /// When the guard's keeper first reads and watches the held node:
+    /// `None` to wait on the watch the acquire set on it while waiting
+    /// (handed over at the grant: [`Contender::own_watch_set`]), else after
+    /// [`FIRST_WATCH_AFTER`].
+    pub fn first_watch_after(&self) -> Option<Duration> {
+        if self.own_watch_set() {
+            None
+        } else {
+            Some(FIRST_WATCH_AFTER)
+        }
+    }
+
     /// Feeds what the keeper's read-and-watch of the held node answered;
     /// returns what the keeper does next.
     pub fn held_watch_set(&mut self, answer: Answer<HeldNode>) -> Keep {

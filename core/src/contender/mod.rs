@@ -107,6 +107,7 @@ use uuid::Uuid;
 
 pub use downgrade::{DowngradeRefused, Downgrading};
 pub use ending::{Blame, Ending};
+pub use held::FIRST_WATCH_AFTER;
 pub use ops::{child_path, node_data, Op, Transaction};
 
 use crate::acquire::{self, Acquire, Counts, Event};

@@ -71,6 +71,36 @@ fn granted_at_once_then_released_plainly() {
 }
 
 #[test]
+fn a_guard_granted_at_its_first_look_watches_its_node_only_after_a_bound() {
+    let c = holder(Mode::Write, 3);
+    assert!(!c.own_watch_set());
+    assert_eq!(c.first_watch_after(), Some(FIRST_WATCH_AFTER));
+    assert!(FIRST_WATCH_AFTER > std::time::Duration::ZERO);
+    let mut c = waiting_writer();
+    c.step(Input::Acquire(Heard::WatchesSet {
+        own: Some(Reply::Ok(())),
+        watched: Reply::Ok(()),
+        marker: None,
+    }));
+    assert_eq!(
+        c.step(Input::Acquire(Heard::Event(Event::Watched(NodeEvent::Deleted)))),
+        Action::Grant { mark: true }
+    );
+    assert_eq!(
+        c.first_watch_after(),
+        None,
+        "the watch set while waiting is handed over"
+    );
+    let mut refused = waiting_writer();
+    refused.step(Input::Acquire(Heard::WatchesSet {
+        own: Some(Reply::NoAuth),
+        watched: Reply::Ok(()),
+        marker: None,
+    }));
+    assert!(!refused.own_watch_set());
+}
+
+#[test]
 fn a_listing_without_my_node_is_not_trusted() {
     let mut c = contender(Mode::Read);
     c.start();
