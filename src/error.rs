@@ -73,6 +73,26 @@ pub enum Error {
         /// The lock's layout.
         layout: crate::node_name::Layout,
     },
+    /// A re-entrant owner's write guard cannot downgrade: its node is the
+    /// owner's other guards' too (see
+    /// [`ReentrantLock`](crate::ReentrantLock)). Release the write guard
+    /// while a read guard of the same owner holds the node, or use a plain
+    /// [`SharedLock`](crate::SharedLock)'s guard. The write guard is
+    /// released (the node stays while the owner's other guards hold it).
+    #[error("a re-entrant owner's guard on `{node}` cannot downgrade (its node is the owner's other guards' too); the write guard was released")]
+    DowngradeReentrant {
+        /// The owner's node.
+        node: String,
+    },
+    /// A re-entrant owner that holds a read lock asked for the write lock:
+    /// it would wait for its own reader node for ever, so it is refused at
+    /// once (see [`ReentrantLock`](crate::ReentrantLock)). Release the
+    /// owner's read guards first, then acquire the write lock.
+    #[error("the re-entrant owner holds a read lock on `{path}`: taking the write lock would wait for itself for ever")]
+    WouldDeadlock {
+        /// The lock directory.
+        path: String,
+    },
     /// The ZooKeeper session ended by expiry: every ephemeral node of it,
     /// and so every lock it held or waited for, is gone. Connect a new client.
     ///
@@ -618,10 +638,29 @@ where
     Fut: std::future::Future<Output = Result<T, zk::Error>>,
 {
     let started = tokio::time::Instant::now();
+    let first = op().await;
+    retry_after(client, started, first, op).await
+}
+
+/// As [`with_retry`], for a request whose first attempt, sent at
+/// `started`, answered `first`: a retryable error sends it again at once,
+/// then after pauses that double, until retrying is over counted from
+/// `started`.
+pub(crate) async fn retry_after<T, F, Fut>(
+    client: &zk::Client,
+    started: tokio::time::Instant,
+    first: Result<T, zk::Error>,
+    op: F,
+) -> Result<T, zk::Error>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<T, zk::Error>>,
+{
     let backoff = Backoff::request(client.session_timeout());
     let mut pause = std::time::Duration::ZERO;
+    let mut result = first;
     loop {
-        match op().await {
+        match result {
             Err(e) if is_retryable(&e) => {
                 let Some(next) = backoff.pause(started.elapsed(), pause) else {
                     tracing::debug!(error = %e, "giving up retrying: the session cannot be reached");
@@ -630,6 +669,7 @@ where
                 // The first retry goes at once; each pause after it doubles.
                 tokio::time::sleep(pause).await;
                 pause = next;
+                result = op().await;
             }
             result => return result,
         }

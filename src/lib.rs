@@ -58,7 +58,8 @@
 //! chosen at run time) knows until when no one else can hold its lock (its
 //! [`lease`] deadline) and whether it is held, suspended (connection lost,
 //! lease running) or lost ([`HoldState`]), with no future pending: it keeps
-//! a watch on its node for its whole life, so a node deleted by anyone
+//! a watch on its node for its whole life (from its 100th millisecond, if
+//! the lock was free at its first look), so a node deleted by anyone
 //! makes it lost, and its release then says so ([`Error::Lost`]). Anyone may
 //! ask a holder to let go ([`SharedLock::revoke`], cooperative revocation):
 //! its guard learns it ([`WriteGuard::revocation_requested`]), and no one
@@ -139,6 +140,7 @@ mod stats;
 // The pure core (the crate zk-rwlock-core): the machines and rules that
 // decide, with no I/O, no clock and no ZooKeeper types. Names and leases
 // are part of this crate's API; the machines are the core's.
+pub use zk_rwlock_core::reentrant;
 pub(crate) use zk_rwlock_core::{acquire, backoff, contender, ordering, wire};
 pub use zk_rwlock_core::{lease, node_name};
 
@@ -154,7 +156,8 @@ pub use error::{is_retryable, Error};
 pub use lease::{HoldState, LossCause};
 pub use lock::{
     validate_identity, validate_path, ContenderState, CreateAcl, Guard, LockBuilder, QueueEntry, ReadGuard,
-    Revoked, SharedLock, Snapshot, Transaction, WriteGuard, GIVE_UP_SLACK, REVOKE_PAYLOAD, TRY_TIMEOUT,
+    ReentrantLock, Revoked, SharedLock, Snapshot, Transaction, WriteGuard, GIVE_UP_SLACK, REVOKE_PAYLOAD,
+    TRY_TIMEOUT,
 };
 pub use metrics::describe_metrics;
 pub use multi::{MultiGuard, MultiLock};

@@ -18,6 +18,7 @@
 //! - [`lease`]: the lease deadline and a guard's [`lease::HoldState`];
 //! - [`election`]: who an election may name leader, and the announcement;
 //! - [`limits`]: the wire sizes the rules need;
+//! - [`reentrant`]: what an owner's acquire does from what it holds;
 //! - [`backoff`]: the pauses of every retry loop, and when each gives up;
 //! - [`transaction`]: a holder's writes, sent behind a check of its nodes;
 //! - [`wire`]: the requests each action sends, and how their answers become
@@ -33,6 +34,7 @@ pub mod lease;
 pub mod limits;
 pub mod node_name;
 pub mod ordering;
+pub mod reentrant;
 pub mod transaction;
 pub mod wire;
 

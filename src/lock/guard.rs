@@ -1,6 +1,8 @@
 //! The guards of a held lock: [`Guard`], of either mode, and [`ReadGuard`]
 //! and [`WriteGuard`], each a [`Guard`] of its mode.
 
+use std::sync::Arc;
+
 use super::held::Held;
 use super::transaction::Transaction;
 use crate::error::Error;
@@ -16,12 +18,67 @@ use crate::zk;
 #[must_use = "dropping the guard releases the lock"]
 pub struct Guard {
     mode: Mode,
-    held: Held,
+    held: Node,
+}
+
+/// The node a guard holds: its own, or a re-entrant owner's
+/// ([`ReentrantLock`](crate::ReentrantLock)), shared with the owner's other
+/// guards and released when the last of them goes.
+pub(super) enum Node {
+    Own(Held),
+    Shared(Arc<Held>),
+}
+
+impl std::ops::Deref for Node {
+    type Target = Held;
+
+    fn deref(&self) -> &Held {
+        match self {
+            Node::Own(held) => held,
+            Node::Shared(held) => held,
+        }
+    }
+}
+
+impl Node {
+    /// Releases the node, if this is its last guard (a shared node's other
+    /// guards keep it: `Ok(())` at once).
+    async fn release(self) -> Result<(), Error> {
+        match self {
+            Node::Own(held) => held.release().await,
+            Node::Shared(held) => match Arc::try_unwrap(held) {
+                Ok(held) => held.release().await,
+                Err(_others) => Ok(()),
+            },
+        }
+    }
+
+    /// Downgrades the node (see [`Held::downgrade`]): a re-entrant owner's
+    /// refuses, its node being its other guards' too.
+    async fn downgrade(self) -> Result<Held, Error> {
+        match self {
+            Node::Own(held) => held.downgrade().await,
+            Node::Shared(held) => Err(Error::DowngradeReentrant {
+                node: held.node().to_owned(),
+            }),
+        }
+    }
 }
 
 impl Guard {
     pub(super) fn new(mode: Mode, held: Held) -> Guard {
-        Guard { mode, held }
+        Guard {
+            mode,
+            held: Node::Own(held),
+        }
+    }
+
+    /// A guard in `mode` on a re-entrant owner's node.
+    pub(super) fn shared(mode: Mode, held: Arc<Held>) -> Guard {
+        Guard {
+            mode,
+            held: Node::Shared(held),
+        }
     }
 
     /// Full path of this guard's contender node.
@@ -175,10 +232,12 @@ macro_rules! mode_guard {
         /// background (logged with `tracing` if that fails); call
         /// `release` to learn the outcome.
         ///
-        /// For its whole life the guard keeps a watch on its node (one
-        /// `getData` at the grant, unless the acquire had set one while
-        /// waiting): whoever deletes the node, the guard knows it without
-        /// being asked or awaited, and its state says `Lost` from then on.
+        /// For its whole life the guard keeps a watch on its node (the one
+        /// the acquire set while waiting; a guard granted at its first look
+        /// sets one with a `getData` once it has held for 100 ms,
+        /// [`contender::FIRST_WATCH_AFTER`](zk_rwlock_core::contender::FIRST_WATCH_AFTER)):
+        /// whoever deletes the node, the guard knows it without being
+        /// asked or awaited, and its state says `Lost` from then on.
         #[must_use = "dropping the guard releases the lock"]
         pub struct $name(Guard);
 
@@ -186,6 +245,11 @@ macro_rules! mode_guard {
             #[doc = concat!("A guard of `held`, a node granted in ", $mode_name, " mode.")]
             pub(super) fn new(held: Held) -> $name {
                 $name(Guard::new($mode, held))
+            }
+
+            #[doc = concat!("A ", $mode_name, " guard on a re-entrant owner's node `held`.")]
+            pub(super) fn shared(held: Arc<Held>) -> $name {
+                $name(Guard::shared($mode, held))
             }
 
             /// Full path of this guard's contender node.

@@ -41,6 +41,7 @@ mod driver;
 mod guard;
 mod held;
 mod keeper;
+mod reentrant;
 mod revoke;
 mod snapshot;
 mod transaction;
@@ -48,6 +49,7 @@ mod validate;
 mod wire;
 
 pub use guard::{Guard, ReadGuard, WriteGuard};
+pub use reentrant::ReentrantLock;
 pub use revoke::{Revoked, REVOKE_PAYLOAD};
 pub use snapshot::{ContenderState, QueueEntry, Snapshot};
 pub use transaction::{CreateAcl, Transaction};
@@ -791,7 +793,7 @@ impl SharedLock {
     }
 }
 
-fn unreachable_timeout() -> Error {
+pub(super) fn unreachable_timeout() -> Error {
     // `Patience::Forever` never returns `None`; this stays a typed error, not a panic.
     Error::ZooKeeper(zk::Error::UnexpectedError(
         "acquire without a deadline gave up".to_owned(),

@@ -24,6 +24,9 @@
 //!   replies pass the client's reply-order check.
 //! - `many_watches`: a holder with many watches keeps them, and its
 //!   session, across a reconnection.
+//! - `reentrant`: re-entrant owners (`SharedLock::reentrant`): nested
+//!   grants at once on the owner's node, the refused upgrade, the node
+//!   released with the owner's last guard.
 //! - `stats`: `SharedLock::stats()` says what the acquires did.
 //! - `garbled_wire`: a contended run through a proxy that garbles the
 //!   server's replies: no grant on garbage, no overlap, no panic, no hang.
@@ -43,6 +46,7 @@ mod lock;
 mod many_watches;
 mod multi;
 mod reconnects;
+mod reentrant;
 mod reply_order;
 mod stats;
 mod stray_writes;
