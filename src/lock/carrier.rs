@@ -9,12 +9,13 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use tracing::debug;
+use tokio::time::Instant;
+use tracing::{debug, warn};
 
 use super::wire::WatchFuture;
 use super::Inner;
 use crate::contender::{self, Action, Contender, Outcome};
-use crate::error::{is_retryable, with_retry, Error};
+use crate::error::{is_retryable, retry_after, Error};
 use crate::wire::{self, Exchange, Progress, Reply, Request, Watch, Wire};
 use crate::zk;
 
@@ -130,6 +131,7 @@ impl Carrier {
         let requests = exchange.requests().to_vec();
         let skip = usize::from(first.is_some());
         // All leave now, in order.
+        let started = Instant::now();
         let mut sent: std::collections::VecDeque<Sent<'_>> = requests
             .iter()
             .skip(skip)
@@ -154,7 +156,7 @@ impl Carrier {
             if exchange.retried(index) && matches!(&answered.result, Err(e) if is_retryable(e)) {
                 exchange.lost(index);
                 if let Some(again) = exchange.requests().get(index).cloned() {
-                    answered = line.retry(&again).await;
+                    answered = line.retry(&again, started, answered).await;
                 }
             }
             if let Some(acl) = answered.acl.take() {
@@ -201,6 +203,9 @@ impl Carrier {
             let Some(exchange) = self.perform(machine, &action).await else {
                 return Outcome::Failed;
             };
+            if let (Action::Recycle, Some(Ok(_))) = (&action, exchange.answered(0)) {
+                warn!(lock = %self.wire.dir(), "recycled the idle lock directory: its sequence counter was near its limit and starts from 0 again");
+            }
             action = self.wire.settle(&exchange, machine);
         }
     }
@@ -309,11 +314,12 @@ struct Line<'c> {
 }
 
 impl<'c> Line<'c> {
-    /// Sends `request` again after a lost answer, until it is answered or
-    /// retrying is over ([`with_retry`]); its last answer.
-    async fn retry(&self, request: &Request) -> Answered {
+    /// Sends `request`, whose first attempt went at `started` and lost its
+    /// answer (`first`), again until it is answered or retrying is over
+    /// ([`retry_after`]); its last answer.
+    async fn retry(&self, request: &Request, started: Instant, first: Answered) -> Answered {
         let last = std::sync::Mutex::new(None);
-        let result = with_retry(self.client, || async {
+        let result = retry_after(self.client, started, first.result, || async {
             let answered = self.send(request).await;
             let result = answered.result.clone();
             if let Ok(mut last) = last.lock() {

@@ -179,6 +179,12 @@ impl SharedLock {
                         failure: Some(failure),
                     })
                 }
+                contender::Action::Acquire(_)
+                    if driver.until.is_some_and(|until| until <= Instant::now()) =>
+                {
+                    // The deadline passed before the wait's next step (a request, or waiting).
+                    wire::deadline(None, &mut pending.machine)
+                }
                 contender::Action::Acquire(acquire::Action::Wait { poll }) => {
                     if poll {
                         self.warn_unreadable(&driver.watched_path);
@@ -190,12 +196,6 @@ impl SharedLock {
                 }
                 contender::Action::Done(_) => {
                     return Err(unexpected("the acquire ended without a grant").into())
-                }
-                contender::Action::Acquire(_)
-                    if driver.until.is_some_and(|until| until <= Instant::now()) =>
-                {
-                    // The deadline passed before the wait's request left.
-                    wire::deadline(None, &mut pending.machine)
                 }
                 request => {
                     let carrier = &mut pending.carrier;
