@@ -16,7 +16,9 @@ use crate::{zk, HoldState, Mode, QueueEntry, DEFAULT_SESSION_TIMEOUT};
 /// # Deadlocks
 ///
 /// As with [`crate::SharedLock`]: asking for write while holding read on the
-/// same lock waits for itself. Use [`SharedLock::write_timeout`] as an escape.
+/// same lock waits for itself. Use [`SharedLock::write_timeout`] as an
+/// escape, or a re-entrant owner ([`SharedLock::reentrant`]), which grants a
+/// nested acquire at once and refuses an upgrade.
 #[derive(Clone, Debug)]
 pub struct SharedLock {
     lock: crate::SharedLock,
@@ -258,6 +260,95 @@ impl SharedLock {
             inner: Some(guard),
             rt: self.rt.clone(),
         }
+    }
+}
+
+/// A re-entrant owner of the blocking API, from [`SharedLock::reentrant`]:
+/// the rules of [`crate::ReentrantLock`] (a nested acquire and a read
+/// within a write are granted at once, on the owner's one node; an upgrade
+/// is refused with [`Error::WouldDeadlock`]; the node goes with the owner's
+/// last guard).
+#[derive(Debug)]
+pub struct ReentrantLock {
+    owner: crate::ReentrantLock,
+    lock: SharedLock,
+}
+
+impl SharedLock {
+    /// An owner of this lock whose acquires are re-entrant (see
+    /// [`crate::ReentrantLock`]).
+    pub fn reentrant(&self) -> ReentrantLock {
+        ReentrantLock {
+            owner: self.lock.reentrant(),
+            lock: self.clone(),
+        }
+    }
+}
+
+impl ReentrantLock {
+    /// What the owner holds (see [`crate::ReentrantLock::holding`]).
+    pub fn holding(&self) -> crate::reentrant::Holding {
+        self.owner.holding()
+    }
+
+    /// Acquires the read lock, or nests on the owner's node.
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::ReentrantLock::read`], and [`Error::InsideRuntime`].
+    pub fn read(&mut self) -> Result<Guard, Error> {
+        let g = self.lock.block_on(self.owner.read())??;
+        Ok(self.lock.wrap(crate::Guard::from(g)))
+    }
+
+    /// Acquires the write lock, or nests on the owner's writer node.
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::ReentrantLock::write`], and [`Error::InsideRuntime`].
+    pub fn write(&mut self) -> Result<Guard, Error> {
+        let g = self.lock.block_on(self.owner.write())??;
+        Ok(self.lock.wrap(crate::Guard::from(g)))
+    }
+
+    /// As [`ReentrantLock::read`], giving up at once if the lock is not free.
+    ///
+    /// # Errors
+    ///
+    /// As [`ReentrantLock::read`].
+    pub fn try_read(&mut self) -> Result<Option<Guard>, Error> {
+        let g = self.lock.block_on(self.owner.try_read())??;
+        Ok(g.map(|g| self.lock.wrap(crate::Guard::from(g))))
+    }
+
+    /// As [`ReentrantLock::write`], giving up at once if the lock is not free.
+    ///
+    /// # Errors
+    ///
+    /// As [`ReentrantLock::write`].
+    pub fn try_write(&mut self) -> Result<Option<Guard>, Error> {
+        let g = self.lock.block_on(self.owner.try_write())??;
+        Ok(g.map(|g| self.lock.wrap(crate::Guard::from(g))))
+    }
+
+    /// As [`ReentrantLock::read`], waiting at most `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// As [`ReentrantLock::read`].
+    pub fn read_timeout(&mut self, timeout: Duration) -> Result<Option<Guard>, Error> {
+        let g = self.lock.block_on(self.owner.read_timeout(timeout))??;
+        Ok(g.map(|g| self.lock.wrap(crate::Guard::from(g))))
+    }
+
+    /// As [`ReentrantLock::write`], waiting at most `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// As [`ReentrantLock::write`].
+    pub fn write_timeout(&mut self, timeout: Duration) -> Result<Option<Guard>, Error> {
+        let g = self.lock.block_on(self.owner.write_timeout(timeout))??;
+        Ok(g.map(|g| self.lock.wrap(crate::Guard::from(g))))
     }
 }
 

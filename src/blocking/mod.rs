@@ -81,7 +81,7 @@ mod election;
 mod lock;
 mod multi;
 pub use election::{Election, Leadership, Observer};
-pub use lock::{Guard, SharedLock, Transaction};
+pub use lock::{Guard, ReentrantLock, SharedLock, Transaction};
 pub use multi::{MultiGuard, MultiLock};
 
 use crate::connect::connect_client;

@@ -207,3 +207,29 @@ async fn two_owners_are_two_contenders() {
     read.release().await.unwrap();
     assert_drained(&path).await;
 }
+
+#[test]
+fn a_blocking_owner_nests_and_refuses_the_upgrade() {
+    let path = unique_path("reentrant-blocking");
+    let connect = support::server().connect_string();
+    let lock = zk_rwlock::blocking::SharedLock::connect(&connect, &path).unwrap();
+    let other = zk_rwlock::blocking::SharedLock::connect(&connect, &path).unwrap();
+    let mut owner = lock.reentrant();
+    let outer = owner.write().unwrap();
+    let inner = owner
+        .write_timeout(Duration::from_millis(1))
+        .unwrap()
+        .expect("nested: granted whatever the timeout");
+    let read = owner.try_read().unwrap().expect("a read within the write");
+    assert_eq!((inner.node(), read.node()), (outer.node(), outer.node()));
+    assert!(other.try_read().unwrap().is_none());
+    drop((outer, inner, read));
+    let mut reader = other.reentrant();
+    let shared = reader.read().unwrap();
+    assert!(matches!(reader.write(), Err(Error::WouldDeadlock { .. })));
+    assert!(matches!(reader.try_write(), Err(Error::WouldDeadlock { .. })));
+    assert!(matches!(reader.read_timeout(Duration::ZERO), Ok(Some(_))));
+    shared.release().unwrap();
+    let again = owner.write().unwrap();
+    again.release().unwrap();
+}
