@@ -472,6 +472,20 @@ struct Waiting {
     release_grants: bool,
 }
 
+/// An acquire's place in the queue, as its last listing showed it
+/// ([`Acquire::with_place`]): what a service shows as "you are 3rd in
+/// line", at no cost in requests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Place {
+    /// My node's child name.
+    pub node: String,
+    /// How many contenders came before my node, in any mode
+    /// ([`crate::ordering::ahead`]).
+    pub ahead: usize,
+    /// The node my wait watches; `None` once granted.
+    pub waits_on: Option<String>,
+}
+
 /// One acquire's state: see the [module documentation](self).
 #[derive(Debug, Clone)]
 pub struct Acquire {
@@ -498,6 +512,9 @@ pub struct Acquire {
     admitted: bool,
     /// The listing refused ([`Failure::ListingTooLarge`]).
     refused: Option<RefusedListing>,
+    /// The place is followed ([`Acquire::with_place`]), and where it was last.
+    follow_place: bool,
+    place: Option<Place>,
 }
 
 impl Acquire {
@@ -521,7 +538,23 @@ impl Acquire {
             listing_limit: None,
             admitted: false,
             refused: None,
+            follow_place: false,
+            place: None,
         }
+    }
+
+    /// Whether the acquire follows its place in the queue ([`Acquire::place`]):
+    /// each listing is counted once more (no request). Off by default.
+    #[must_use]
+    pub fn with_place(mut self, on: bool) -> Acquire {
+        self.follow_place = on;
+        self
+    }
+
+    /// The acquire's place in the queue, as of its last listing (followed
+    /// only [`Acquire::with_place`]); its grant says `waits_on: None`.
+    pub fn place(&self) -> Option<&Place> {
+        self.place.as_ref()
     }
 
     /// The largest listing (in bytes, [`crate::limits::listing_size`]) this
@@ -736,6 +769,9 @@ impl Acquire {
 
     fn grant(&mut self, handoff: bool) -> Action {
         self.counts.handoff = handoff;
+        if let Some(place) = self.place.as_mut() {
+            place.waits_on = None;
+        }
         // Only native nodes mark: see `ordering`'s "Peers and the release record".
         let mark = self.mode == Mode::Write
             && self.waited
@@ -759,6 +795,17 @@ impl Acquire {
                 Err(OrderingError::Missing { .. }) => self.finish(Action::Fail(Failure::Lost)),
                 Err(OrderingError::InvalidName(_)) => self.finish(Action::Fail(Failure::InvalidName)),
             };
+        }
+        if self.follow_place {
+            let waits_on = match &decided {
+                Ok(Decision::Wait { watch, .. }) => Some((*watch).to_owned()),
+                _ => None,
+            };
+            self.place = Some(Place {
+                node: self.me.clone(),
+                ahead: ordering::ahead(&self.me, children),
+                waits_on,
+            });
         }
         match decided {
             Ok(Decision::Granted) => self.grant(false),

@@ -28,6 +28,9 @@ use crate::stats::End;
 use crate::wire::{self, Exchange, Reply, Watch};
 use crate::zk;
 
+/// Where an acquire publishes its place in the queue.
+pub(super) type Places = tokio::sync::watch::Sender<Option<acquire::Place>>;
+
 /// How long an acquire may wait.
 #[derive(Clone, Copy)]
 pub(super) enum Patience {
@@ -60,11 +63,22 @@ impl Held {
 impl SharedLock {
     /// The acquire loop: create, snapshot, decide, act.
     pub(super) async fn acquire_held(&self, mode: Mode, patience: Patience) -> Result<Option<Held>, Error> {
+        self.acquire_placed(mode, patience, None).await
+    }
+
+    /// [`SharedLock::acquire_held`], publishing the acquire's place in the
+    /// queue on `place` (each listing's, [`Contender::place`]).
+    pub(super) async fn acquire_placed(
+        &self,
+        mode: Mode,
+        patience: Patience,
+        place: Option<&Places>,
+    ) -> Result<Option<Held>, Error> {
         let span = info_span!("acquire", lock = %self.inner.path, mode = %mode);
         let waiter = self.inner.stats.started(mode);
         let mut counts = Counts::default();
         let result = match self
-            .acquire_inner(mode, patience, &mut counts, None)
+            .acquire_inner(mode, patience, &mut counts, None, place)
             .instrument(span)
             .await
             .map_err(|failed| failed.error)
@@ -96,6 +110,7 @@ impl SharedLock {
         patience: Patience,
         counts: &mut Counts,
         replacing: Option<&Downgrading>,
+        place: Option<&Places>,
     ) -> Result<Option<Held>, Failed> {
         let inner = &self.inner;
         let client = &inner.client;
@@ -126,7 +141,8 @@ impl SharedLock {
             !inner.data_checked.load(Ordering::Relaxed),
         )
         .with_release_markers(inner.release_markers)
-        .with_listing_limit(inner.listing_limit);
+        .with_listing_limit(inner.listing_limit)
+        .with_place(place.is_some());
         let machine = match replacing {
             Some(d) => machine.replacing(&d.writer, d.mark, d.revoked),
             None => machine,
@@ -149,6 +165,15 @@ impl SharedLock {
         let mut action = pending.machine.start();
         loop {
             *counts = pending.machine.counts();
+            if let (Some(places), Some(now)) = (place, pending.machine.place()) {
+                places.send_if_modified(|last| {
+                    let changed = last.as_ref() != Some(now);
+                    if changed {
+                        *last = Some(now.clone());
+                    }
+                    changed
+                });
+            }
             driver.until = pending.machine.deadline(deadlines);
             if !pending.machine.marker_watch_needed() {
                 // Dropping it removes it from the server, unless it fired.
@@ -254,9 +279,15 @@ impl SharedLock {
     pub(super) async fn downgrade_reader(&self, downgrading: &Downgrading) -> Result<Option<Held>, Failed> {
         let span = info_span!("downgrade", lock = %self.inner.path, writer = %downgrading.writer);
         let mut counts = Counts::default();
-        self.acquire_inner(Mode::Read, Patience::Forever, &mut counts, Some(downgrading))
-            .instrument(span)
-            .await
+        self.acquire_inner(
+            Mode::Read,
+            Patience::Forever,
+            &mut counts,
+            Some(downgrading),
+            None,
+        )
+        .instrument(span)
+        .await
     }
 
     /// The error for a contender node that vanished.

@@ -41,6 +41,7 @@ mod driver;
 mod guard;
 mod held;
 mod keeper;
+mod queued;
 mod reentrant;
 mod revoke;
 mod snapshot;
@@ -49,6 +50,7 @@ mod validate;
 mod wire;
 
 pub use guard::{Guard, ReadGuard, WriteGuard};
+pub use queued::{Place, Queued};
 pub use reentrant::ReentrantLock;
 pub use revoke::{Revoked, REVOKE_PAYLOAD};
 pub use snapshot::{ContenderState, QueueEntry, Snapshot};

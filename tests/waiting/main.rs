@@ -24,6 +24,8 @@
 //!   replies pass the client's reply-order check.
 //! - `many_watches`: a holder with many watches keeps them, and its
 //!   session, across a reconnection.
+//! - `queue_place`: an acquire's place in the queue (`SharedLock::enqueue`),
+//!   told in order, at no cost in requests.
 //! - `reentrant`: re-entrant owners (`SharedLock::reentrant`): nested
 //!   grants at once on the owner's node, the refused upgrade, the node
 //!   released with the owner's last guard.
@@ -45,6 +47,7 @@ mod garbled_wire;
 mod lock;
 mod many_watches;
 mod multi;
+mod queue_place;
 mod reconnects;
 mod reentrant;
 mod reply_order;

@@ -1328,3 +1328,79 @@ fn what_arrived_at_once_is_taken_own_marker_session_watched_deadline_and_a_marke
         assert_eq!(arrived.in_order(), want, "{arrived:?}");
     }
 }
+
+#[test]
+fn the_place_in_the_queue_follows_each_listing_at_no_cost() {
+    let names = |row: &[&str]| row.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>();
+    let me = "h-R-0000000004";
+    let first = names(&["h-R-0000000001", "h-W-0000000002", "h-R-0000000003", me]);
+    let mut followed = Acquire::new(Mode::Read, true).with_place(true);
+    let mut plain = Acquire::new(Mode::Read, true);
+    let action = followed.created(me, Some(&first));
+    assert_eq!(
+        plain.created(me, Some(&first)),
+        action,
+        "following the place changes no action"
+    );
+    assert!(matches!(action, Action::SetWatches { .. }));
+    assert_eq!(plain.place(), None, "not followed: nothing counted");
+    assert_eq!(
+        followed.place(),
+        Some(&Place {
+            node: me.to_owned(),
+            ahead: 3,
+            waits_on: Some("h-W-0000000002".to_owned()),
+        })
+    );
+    // The watched writer goes: its deletion alone grants (no listing).
+    followed.step(Input::WatchesSet {
+        own: Some(Reply::Ok(())),
+        watched: Reply::Ok(()),
+        marker: None,
+    });
+    assert_eq!(
+        followed.step(Input::Event(Event::Watched(NodeEvent::Deleted))),
+        Action::Grant { mark: false }
+    );
+    assert_eq!(
+        followed.place(),
+        Some(&Place {
+            node: me.to_owned(),
+            ahead: 3,
+            waits_on: None,
+        }),
+        "granted: waiting on none; ahead as the last listing counted"
+    );
+    // A listing that grants behind a reader: one ahead.
+    let mut behind = Acquire::new(Mode::Read, true).with_place(true);
+    let later = names(&["h-R-0000000003", me, "h-W-0000000009"]);
+    assert_eq!(behind.created(me, Some(&later)), Action::Grant { mark: false });
+    assert_eq!(
+        behind.place().map(|p| (p.ahead, p.waits_on.clone())),
+        Some((1, None))
+    );
+}
+
+#[test]
+fn ahead_counts_every_contender_before_mine_in_any_mode() {
+    let me = "h-W-0000000005";
+    for (children, ahead) in [
+        (vec![me], 0),
+        (vec!["h-R-0000000001", me], 1),
+        (
+            vec![
+                "h-R-0000000001",
+                "h-W-0000000002",
+                "x-R-0000000003",
+                me,
+                "h-R-0000000007",
+            ],
+            3,
+        ),
+        (vec!["stranger", "h-W-0000000002", me], 1),
+        (vec!["h-W-2147483647", me], 0),
+    ] {
+        assert_eq!(crate::ordering::ahead(me, &children), ahead, "{children:?}");
+    }
+    assert_eq!(crate::ordering::ahead("not a contender", &["h-W-0000000001"]), 0);
+}

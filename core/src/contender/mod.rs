@@ -538,6 +538,8 @@ pub struct Contender {
     /// The fencing token of the writer a downgrade's reader took over
     /// ([`Contender::take_over`]).
     inherited_token: Option<i64>,
+    /// The wait follows its place in the queue ([`Contender::with_place`]).
+    follow_place: bool,
 }
 
 impl Contender {
@@ -580,6 +582,7 @@ impl Contender {
             replaces: None,
             downgrade: Downgrade::None,
             inherited_token: None,
+            follow_place: false,
         }
     }
 
@@ -697,6 +700,20 @@ impl Contender {
     pub fn with_listing_limit(mut self, limit: Option<usize>) -> Contender {
         self.listing_limit = limit;
         self
+    }
+
+    /// Whether the wait follows its place in the queue
+    /// ([`Acquire::with_place`]; off by default).
+    #[must_use]
+    pub fn with_place(mut self, on: bool) -> Contender {
+        self.follow_place = on;
+        self
+    }
+
+    /// The acquire's place in the queue, as of its last listing (see
+    /// [`Contender::with_place`]).
+    pub fn place(&self) -> Option<&acquire::Place> {
+        self.acquire.as_ref().and_then(Acquire::place)
     }
 
     /// The listing refused, after [`Failure::ListingTooLarge`].

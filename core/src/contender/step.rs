@@ -331,7 +331,8 @@ impl Contender {
         let name = self.node().unwrap_or_default().to_owned();
         let mut acquire = Acquire::new(self.mode, self.may_wait)
             .with_release_markers(self.markers)
-            .with_listing_limit(self.listing_limit);
+            .with_listing_limit(self.listing_limit)
+            .with_place(self.follow_place);
         if let Some((writer, _, _)) = &self.replaces {
             acquire = acquire.replacing(writer);
         }

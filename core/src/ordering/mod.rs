@@ -299,6 +299,22 @@ pub(crate) fn decide_noting_foreign<'a, S: AsRef<str>>(
     })
 }
 
+/// How many contenders come before `me` in `children` (in any mode): its
+/// place in the queue, counted from 0 (a writer with 0 ahead holds the
+/// lock; a reader holds it behind readers only). Children that are not
+/// contender names do not count.
+pub fn ahead<S: AsRef<str>>(me: &str, children: &[S]) -> usize {
+    let Ok(mine) = parse_parts(me) else {
+        return 0;
+    };
+    children
+        .iter()
+        .map(AsRef::as_ref)
+        .filter(|name| *name != me)
+        .filter(|name| parse_parts(name).is_ok_and(|parts| precedes(&parts, name, &mine, me)))
+        .count()
+}
+
 /// True if a contender's release by a holder may be recognised by the
 /// release record: a native writer. Peers never write the record, and this
 /// library does not write it for its nodes in a peer's layout, so a record
