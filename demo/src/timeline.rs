@@ -148,6 +148,16 @@ fn spread(cov: &mut [f64], x0: f64, x1: f64) {
     }
 }
 
+/// Milliseconds from microseconds, compactly: `0.4 ms`, `12 ms`.
+pub fn ms(us: u64) -> String {
+    let ms = us as f64 / 1000.0;
+    if ms < 10.0 {
+        format!("{ms:.1} ms")
+    } else {
+        format!("{ms:.0} ms")
+    }
+}
+
 /// Seconds, compactly: `0.35s`, `4.2s`, `12s`, `2m05s`.
 pub fn secs(us: i64) -> String {
     let s = us as f64 / 1e6;

@@ -12,7 +12,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::launcher::LaunchError;
+use crate::launcher::error::LaunchError;
 
 /// Environment variable naming the `keytool` binary (default: `keytool` beside `$JAVA`, else on `PATH`).
 pub const KEYTOOL_ENV: &str = "KEYTOOL";

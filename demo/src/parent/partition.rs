@@ -6,9 +6,8 @@ use std::fmt::Write as _;
 use zk_rwlock::Mode;
 use zk_rwlock_testkit::proxy::Proxy;
 
-use super::report::ms;
 use crate::event::{now_us, Kind};
-use crate::timeline::{secs, Marker};
+use crate::timeline::{ms, secs, Marker};
 use crate::verdict::{MarkKind, Model, Suspension};
 
 /// A hold of at least this long (µs) is the long hold a worker was asked for.

@@ -14,7 +14,7 @@ use super::setup::Setup;
 use super::State;
 use crate::event::{Kind, Line};
 use crate::svg::{self, Picture};
-use crate::timeline::{self, secs, Frame, Marker};
+use crate::timeline::{self, ms, secs, Frame, Marker};
 use crate::verdict::{check, handoffs, HoldEnd, MarkKind, Model, Violation, WaitEnd};
 use crate::Config;
 use zk_rwlock_testkit::Percentiles;
@@ -207,15 +207,6 @@ async fn clean_up(client: &zk::Client, cfg: &Config) {
         }
     })
     .await;
-}
-
-pub(super) fn ms(us: u64) -> String {
-    let ms = us as f64 / 1000.0;
-    if ms < 10.0 {
-        format!("{ms:.1} ms")
-    } else {
-        format!("{ms:.0} ms")
-    }
 }
 
 /// p50 and p99 of the waits (want → grant) of `mode` (all if `None`).

@@ -4,7 +4,15 @@ use std::io;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{JAR_DIR_ENV, JAVAC_ENV, JAVA_ENV};
+/// Environment variable naming the directory that holds the ZooKeeper jars.
+pub const JAR_DIR_ENV: &str = "ZK_RWLOCK_JAR_DIR";
+
+/// Environment variable naming the `java` binary to run.
+pub const JAVA_ENV: &str = "JAVA";
+
+/// Environment variable naming the `javac` binary (used by
+/// [`super::ZkClusterBuilder::seed_cversion`]; default: `javac` on `PATH`).
+pub const JAVAC_ENV: &str = "JAVAC";
 
 /// Errors of the ZooKeeper launcher.
 #[derive(Debug, thiserror::Error)]

@@ -80,14 +80,14 @@
 
 mod builder;
 mod config;
-mod error;
+pub(crate) mod error;
 mod logs;
 mod network;
 mod probe;
 mod process;
 
 pub use builder::ZkClusterBuilder;
-pub use error::LaunchError;
+pub use error::{LaunchError, JAR_DIR_ENV, JAVAC_ENV, JAVA_ENV};
 pub use probe::ServerMode;
 
 use std::ffi::OsString;
@@ -105,16 +105,6 @@ use logs::log_tail;
 use network::Network;
 use probe::{four_letter_port, PROBE_TIMEOUT};
 use process::{signal, wait_proc_state, Proc};
-
-/// Environment variable naming the directory that holds the ZooKeeper jars.
-pub const JAR_DIR_ENV: &str = "ZK_RWLOCK_JAR_DIR";
-
-/// Environment variable naming the `java` binary to run.
-pub const JAVA_ENV: &str = "JAVA";
-
-/// Environment variable naming the `javac` binary (used by
-/// [`ZkClusterBuilder::seed_cversion`]; default: `javac` on `PATH`).
-pub const JAVAC_ENV: &str = "JAVAC";
 
 /// Directory searched for the ZooKeeper jars when neither
 /// [`ZkClusterBuilder::jar_dir`] nor [`JAR_DIR_ENV`] is set.
