@@ -19,6 +19,7 @@
 //! - [`election`]: who an election may name leader, and the announcement;
 //! - [`limits`]: the wire sizes the rules need;
 //! - [`reentrant`]: what an owner's acquire does from what it holds;
+//! - [`semaphore`]: who holds one of N permits, and what a waiter watches;
 //! - [`backoff`]: the pauses of every retry loop, and when each gives up;
 //! - [`transaction`]: a holder's writes, sent behind a check of its nodes;
 //! - [`wire`]: the requests each action sends, and how their answers become
@@ -35,6 +36,7 @@ pub mod limits;
 pub mod node_name;
 pub mod ordering;
 pub mod reentrant;
+pub mod semaphore;
 pub mod transaction;
 pub mod wire;
 
