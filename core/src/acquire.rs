@@ -482,7 +482,8 @@ pub struct Place {
     /// How many contenders came before my node, in any mode
     /// ([`crate::ordering::ahead`]).
     pub ahead: usize,
-    /// The node my wait watches; `None` once granted.
+    /// The node my wait watches; `None` once granted (an acquire that
+    /// fails or gives up keeps the node it waited on).
     pub waits_on: Option<String>,
 }
 
@@ -551,8 +552,10 @@ impl Acquire {
         self
     }
 
-    /// The acquire's place in the queue, as of its last listing (followed
-    /// only [`Acquire::with_place`]); its grant says `waits_on: None`.
+    /// The acquire's place in the queue, as of its last listing that
+    /// granted it or made it wait (followed only [`Acquire::with_place`]);
+    /// its grant says `waits_on: None`. An acquire that ends otherwise
+    /// (lost, failed, given up) keeps the last place it had.
     pub fn place(&self) -> Option<&Place> {
         self.place.as_ref()
     }
@@ -796,11 +799,14 @@ impl Acquire {
                 Err(OrderingError::InvalidName(_)) => self.finish(Action::Fail(Failure::InvalidName)),
             };
         }
-        if self.follow_place {
-            let waits_on = match &decided {
-                Ok(Decision::Wait { watch, .. }) => Some((*watch).to_owned()),
-                _ => None,
-            };
+        // Only a listing that grants or makes it wait places the acquire
+        // (one that ends it says nothing of a place).
+        let waits_on = match &decided {
+            Ok(Decision::Wait { watch, .. }) => Some(Some((*watch).to_owned())),
+            Ok(Decision::Granted) => Some(None),
+            _ => None,
+        };
+        if let (true, Some(waits_on)) = (self.follow_place, waits_on) {
             self.place = Some(Place {
                 node: self.me.clone(),
                 ahead: ordering::ahead(&self.me, children),

@@ -76,11 +76,15 @@ pub enum Request {
         /// The deepest node to make.
         path: String,
     },
-    /// List the children, with the node's stat (`getChildren2`): answered
-    /// [`Reply::Children`].
+    /// List the children (`getChildren`; with `stat`, `getChildren2`, whose
+    /// answer also carries the listed node's stat): answered
+    /// [`Reply::Children`] (its `data_length` 0 without `stat`).
     List {
         /// The node whose children are listed.
         path: String,
+        /// Ask for the node's stat too (the create's listing: whether the
+        /// directory holds data).
+        stat: bool,
     },
     /// Bring the server up to the leader (`sync`): answered [`Reply::Done`].
     Sync {
@@ -146,7 +150,7 @@ impl Request {
         match self {
             Request::Create { path, .. }
             | Request::MakePath { path }
-            | Request::List { path }
+            | Request::List { path, .. }
             | Request::Sync { path }
             | Request::GetData { path, .. }
             | Request::Exists { path, .. }
@@ -211,10 +215,9 @@ pub enum Reply {
     Stat(Option<Stat>),
     /// Done, nothing to say.
     Done,
-    /// A transaction's: for each operation, the created node's stat where
-    /// the server gives it (`None` for other operations, and for a create
-    /// whose stat the server leaves out, ZOOKEEPER-4026).
-    Multi(Vec<Option<Stat>>),
+    /// A transaction's: what each operation did, in order
+    /// ([`Exchange::accepts`] checks that they match what was sent).
+    Multi(Vec<Done>),
     /// A multi-read's: each node's data, or the error reading it.
     Reads(Vec<Result<Vec<u8>, Error>>),
     /// An ACL read: the node's data version and child count (the ACL itself
@@ -225,6 +228,35 @@ pub enum Reply {
         /// Its number of children.
         children: i32,
     },
+}
+
+/// What one operation of an applied transaction did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Done {
+    /// A check passed.
+    Check,
+    /// A node was made: its stat, where the server gives it (`None`: left
+    /// out, ZOOKEEPER-4026).
+    Created(Option<Stat>),
+    /// A node was deleted.
+    Deleted,
+    /// A node's data was written.
+    Written,
+    /// A result of a kind the rules do not know: it answers no operation.
+    Unknown,
+}
+
+impl Done {
+    /// True if this is what `op` answers.
+    fn answers(self, op: &contender::Op) -> bool {
+        matches!(
+            (self, op),
+            (Done::Check, contender::Op::Check { .. })
+                | (Done::Created(_), contender::Op::Create { .. })
+                | (Done::Deleted, contender::Op::Delete { .. })
+                | (Done::Written, contender::Op::SetData { .. })
+        )
+    }
 }
 
 /// A failed answer, as the rules tell errors apart.
@@ -408,8 +440,12 @@ impl Wire {
                         acl: Acl::Contender,
                     },
                     // Answered after the create (a session's requests are
-                    // answered in order): it lists the new node.
-                    Request::List { path: dir.to_owned() },
+                    // answered in order): it lists the new node, and its
+                    // stat says whether the directory holds data.
+                    Request::List {
+                        path: dir.to_owned(),
+                        stat: true,
+                    },
                 ],
                 false,
             ),
@@ -442,12 +478,10 @@ impl Wire {
             }
             Action::FindOwn => (
                 Kind::FindOwn,
-                // The sync first: a create of mine still in flight at
-                // another server is seen by the listing after it.
-                vec![
-                    Request::Sync { path: dir.to_owned() },
-                    Request::List { path: dir.to_owned() },
-                ],
+                // The sync first, the listing once it is answered (or
+                // retrying it is over): a create of mine still in flight at
+                // another server is seen by a listing after the sync.
+                vec![Request::Sync { path: dir.to_owned() }],
                 true,
             ),
             Action::Stat { name } => (
@@ -514,7 +548,14 @@ impl Wire {
                 )
             }
             Action::Acquire(wait) => match wait {
-                acquire::Action::List => (Kind::List, vec![Request::List { path: dir.to_owned() }], true),
+                acquire::Action::List => (
+                    Kind::List,
+                    vec![Request::List {
+                        path: dir.to_owned(),
+                        stat: false,
+                    }],
+                    true,
+                ),
                 acquire::Action::SetWatches { own, watched, marker } => {
                     // Data watches (`getData`): on a missing node no watch
                     // is left behind. The marker's is an `exists` watch,
@@ -584,11 +625,7 @@ impl Wire {
     /// node `name` and set a data watch on it. Settle it with
     /// [`Exchange::held`].
     pub fn keep(&self, name: &str) -> Exchange {
-        let request = Request::GetData {
-            path: child_path(&self.dir, name),
-            watch: true,
-        };
-        Exchange::new(Kind::Keep, vec![request], false)
+        keep(&child_path(&self.dir, name))
     }
 
     /// Feeds what `exchange` learnt to `machine`, and returns its next
@@ -656,18 +693,47 @@ impl Exchange {
         self.complete()
     }
 
+    /// True if `answer` can be the answer to request `index`: a
+    /// transaction's must have one result per operation, each of its
+    /// operation's kind (a reply garbled on the way, or a short one, is no
+    /// answer: whether it was applied is unknown, and a carrier sends a
+    /// retried request again, as after a lost connection).
+    pub fn accepts(&self, index: usize, answer: &Result<Reply, Error>) -> bool {
+        self.requests
+            .get(index)
+            .is_none_or(|request| answers(request, answer))
+    }
+
     /// Feeds the (last) answer of request `index`; says what comes next.
+    /// An answer it does not [accept](Exchange::accepts) counts as lost
+    /// ([`Error::Unanswered`]).
     pub fn answer(&mut self, index: usize, answer: Result<Reply, Error>) -> Progress {
+        let answer = if self.accepts(index, &answer) {
+            answer
+        } else {
+            self.lost(index);
+            Err(Error::Unanswered)
+        };
         let Some(slot) = self.answers.get_mut(index) else {
             return Progress::Pending;
         };
         *slot = Some(answer);
+        // Finding my node: the listing follows the sync's answer.
+        if let (Kind::FindOwn, 0, 1) = (&self.kind, index, self.requests.len()) {
+            let request = Request::List {
+                path: self.requests[0].path().to_owned(),
+                stat: false,
+            };
+            self.requests.push(request.clone());
+            self.answers.push(None);
+            return Progress::Send(request);
+        }
         // A downgrade's reader whose stat the server left out: an
         // `exists` on it, after the transaction.
         if let Kind::Replace { created, reader, .. } = &self.kind {
             if index == 0 && self.requests.len() == 1 {
-                if let Some(Ok(Reply::Multi(stats))) = self.answers.first().and_then(Option::as_ref) {
-                    if stats.len() > *created && stats[*created].is_none() {
+                if let Some(Ok(Reply::Multi(results))) = self.answers.first().and_then(Option::as_ref) {
+                    if results.get(*created) == Some(&Done::Created(None)) {
                         let request = Request::Exists {
                             path: reader.clone(),
                             watch: false,
@@ -853,10 +919,10 @@ impl Exchange {
             }),
             Kind::Replace { created, steps, .. } => {
                 let (answer, failed) = match first? {
-                    Ok(Reply::Multi(stats)) => match stats.get(*created).copied().flatten() {
-                        Some(stat) => (Answer::Ok(stat.czxid), None),
+                    Ok(Reply::Multi(results)) => match results.get(*created).copied() {
+                        Some(Done::Created(Some(stat))) => (Answer::Ok(stat.czxid), None),
                         // The stat left out: the node is mine, just made.
-                        None => match self.result(1)? {
+                        _ => match self.result(1)? {
                             Ok(Reply::Stat(Some(stat))) => (Answer::Ok(stat.czxid), None),
                             Ok(_) => (Answer::NoNode, None),
                             Err(e) => (e.answer(), None),
@@ -982,6 +1048,30 @@ pub fn deadline(exchange: Option<&Exchange>, machine: &mut Contender) -> Action 
         Some(exchange) if !exchange.is_wait() => Action::GiveUp,
         _ => machine.step(contender::Input::Acquire(acquire::Input::Deadline)),
     }
+}
+
+/// True if `answer` can be the answer to `request` (see
+/// [`Exchange::accepts`]): an error always can; a transaction's success
+/// only with one result per operation, each of its operation's kind.
+pub fn answers(request: &Request, answer: &Result<Reply, Error>) -> bool {
+    match (request, answer) {
+        (Request::Multi { ops }, Ok(reply)) => match reply {
+            Reply::Multi(results) => {
+                results.len() == ops.len() && results.iter().zip(ops).all(|(done, op)| done.answers(op))
+            }
+            _ => false,
+        },
+        _ => true,
+    }
+}
+
+/// The keeper's exchange for the held node at `path` (see [`Wire::keep`]).
+pub fn keep(path: &str) -> Exchange {
+    let request = Request::GetData {
+        path: path.to_owned(),
+        watch: true,
+    };
+    Exchange::new(Kind::Keep, vec![request], false)
 }
 
 /// The request of one look at a node the wait polls (`Wait { poll:

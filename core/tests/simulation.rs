@@ -369,7 +369,9 @@ use zk_rwlock_core::node_name::{
     is_lock_directory_data, release_marker, release_record, RELEASE_MARKER_SUFFIX, REVOKE_PAYLOAD,
 };
 use zk_rwlock_core::ordering::{self, decide, is_valid_seq, leader, Decision, RECYCLE_THRESHOLD};
-use zk_rwlock_core::wire::{self, CreateMode, Error, Exchange, Progress, Reply, Request, Stat, Watch, Wire};
+use zk_rwlock_core::wire::{
+    self, CreateMode, Done, Error, Exchange, Progress, Reply, Request, Stat, Watch, Wire,
+};
 use zk_rwlock_core::{Layout, Mode, NodeName};
 
 type Check = Result<(), String>;
@@ -1855,6 +1857,16 @@ impl World {
             self.stats.downgrades += 1;
             self.stats.downgrades_checked += u64::from(ops.iter().any(|op| matches!(op, TxOp::Check { .. })));
         }
+        let results = ops
+            .iter()
+            .zip(results)
+            .map(|(op, stat)| match op {
+                TxOp::Check { .. } => Done::Check,
+                TxOp::Create { .. } => Done::Created(stat),
+                TxOp::Delete { .. } => Done::Deleted,
+                TxOp::SetData { .. } => Done::Written,
+            })
+            .collect();
         Ok(Reply::Multi(results))
     }
 
@@ -2748,6 +2760,24 @@ impl World {
             self.note_answer(c, index, &request, &answer, answered.acl);
         }
         let exchange = self.exchange_mut(c, slot);
+        // A release the older version sent without the marker's operations
+        // is answered as that version read its answer: the results of the
+        // transaction it meant (the model of its bytes, `send_request`).
+        let answer = match (answer, &exchange.requests()[index]) {
+            (Ok(Reply::Multi(results)), Request::Multi { ops }) if results.len() < ops.len() => {
+                let mut results = results.into_iter();
+                let full = ops
+                    .iter()
+                    .map(|op| match op {
+                        contender::Op::Create { path, .. } if is_marker(path) => Done::Created(None),
+                        contender::Op::Delete { path, .. } if is_marker(path) => Done::Deleted,
+                        _ => results.next().unwrap_or(Done::Unknown),
+                    })
+                    .collect();
+                Ok(Reply::Multi(full))
+            }
+            (answer, _) => answer,
+        };
         let progress = exchange.answer(index, answer.clone());
         let next = exchange.requests().len() - 1;
         // A watch the request left is kept only if the wire says whose it is.

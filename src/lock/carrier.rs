@@ -16,7 +16,7 @@ use super::wire::WatchFuture;
 use super::Inner;
 use crate::contender::{self, Action, Contender, Outcome};
 use crate::error::{is_retryable, retry_after, Error};
-use crate::wire::{self, Exchange, Progress, Reply, Request, Watch, Wire};
+use crate::wire::{self, Done, Exchange, Progress, Reply, Request, Watch, Wire};
 use crate::zk;
 
 /// A contender's requests on its lock's client: its side of the wire, the
@@ -101,11 +101,6 @@ impl Carrier {
             acl_read: None,
             last_error: None,
         }
-    }
-
-    /// The lock's client: the session the contender's node belongs to.
-    pub(super) fn client(&self) -> &zk::Client {
-        &self.client
     }
 
     /// Carries `exchange`: sends its requests at once, feeds their answers
@@ -241,19 +236,34 @@ impl Carrier {
             (outcome, self)
         }
     }
+}
 
-    /// The keeper's read-and-watch of the held node `name`: the exchange
-    /// ([`Exchange::held`] says what it found) and the watch it keeps.
-    pub(super) async fn keep(&mut self, name: &str) -> (Exchange, Option<WatchFuture>) {
-        let mut exchange = self.wire.keep(name);
-        let watch = self
-            .carry(&mut exchange)
-            .await
-            .into_iter()
-            .next()
-            .map(|(_, watch)| watch);
-        (exchange, watch)
+/// The keeper's read-and-watch of the held node at `path`
+/// ([`wire::keep`]): the exchange ([`Exchange::held`] says what it found),
+/// the watch it keeps, and the client's error.
+pub(super) async fn keep(
+    client: &zk::Client,
+    path: &str,
+) -> (Exchange, Option<WatchFuture>, Option<zk::Error>) {
+    let mut exchange = wire::keep(path);
+    let line = Line {
+        client,
+        acls: &[],
+        directory_acls: &[],
+        acl_read: None,
+    };
+    let mut watch = None;
+    let mut error = None;
+    let requests = exchange.requests().to_vec();
+    for (index, request) in requests.iter().enumerate() {
+        let answered = line.send(request).await;
+        exchange.answer(index, answered.answer());
+        if exchange.watch(index) == Some(Watch::Held) {
+            watch = answered.watch;
+        }
+        error = answered.result.err();
     }
+    (exchange, watch, error)
 }
 
 /// Sends one request that makes nothing (a look: no ACL to give) and
@@ -334,8 +344,27 @@ impl<'c> Line<'c> {
             .unwrap_or_else(|| Answered::of(result))
     }
 
-    /// Sends `request` now, as the client's call.
+    /// Sends `request` now, as the client's call. A success that does not
+    /// answer it ([`wire::answers`]: a transaction's garbled on the way) is
+    /// a lost answer, as a broken connection's.
     fn send<'r>(&self, request: &'r Request) -> Sent<'r>
+    where
+        'c: 'r,
+    {
+        let sent = self.call(request);
+        Box::pin(async move {
+            let mut answered = sent.await;
+            if !wire::answers(request, &answered.answer()) {
+                answered.result = Err(zk::Error::UnexpectedError(
+                    "an answer that does not match the transaction sent".to_owned(),
+                ));
+            }
+            answered
+        })
+    }
+
+    /// Sends `request` now, as the client's call.
+    fn call<'r>(&self, request: &'r Request) -> Sent<'r>
     where
         'c: 'r,
     {
@@ -375,12 +404,21 @@ impl<'c> Line<'c> {
                 let options = zk::CreateMode::Persistent.with_acls(zk::Acls::new(directory_acls));
                 Answered::of(client.mkdir(path, &options).await.map(|()| Reply::Done))
             }),
-            Request::List { path } => {
+            Request::List { path, stat: true } => {
                 let listed = client.get_children(path);
                 Box::pin(async move {
                     Answered::of(listed.await.map(|(children, stat)| Reply::Children {
                         children,
                         data_length: stat.data_length,
+                    }))
+                })
+            }
+            Request::List { path, stat: false } => {
+                let listed = client.list_children(path);
+                Box::pin(async move {
+                    Answered::of(listed.await.map(|children| Reply::Children {
+                        children,
+                        data_length: 0,
                     }))
                 })
             }
@@ -515,11 +553,17 @@ fn multi<'c>(client: &'c zk::Client, ops: &[contender::Op], acls: &[zk::Acl]) ->
                 results
                     .iter()
                     .map(|result| match result {
-                        zk::MultiWriteResult::Create { stat: s, .. } if !s.is_invalid() => Some(stat(s)),
-                        _ => None,
+                        zk::MultiWriteResult::Check => Done::Check,
+                        zk::MultiWriteResult::Create { stat: s, .. } => {
+                            Done::Created((!s.is_invalid()).then(|| stat(s)))
+                        }
+                        zk::MultiWriteResult::Delete => Done::Deleted,
+                        zk::MultiWriteResult::SetData { .. } => Done::Written,
+                        _ => Done::Unknown,
                     })
                     .collect(),
             ))),
+
             Err(e) => {
                 let (source, index) = multi_error(e);
                 debug!(error = %source, ?index, "a transaction was refused");

@@ -46,9 +46,11 @@ impl Node {
     async fn release(self) -> Result<(), Error> {
         match self {
             Node::Own(held) => held.release().await,
-            Node::Shared(held) => match Arc::try_unwrap(held) {
-                Ok(held) => held.release().await,
-                Err(_others) => Ok(()),
+            // Exactly one of the owner's guards gets the node, even when
+            // the last two are released at once.
+            Node::Shared(held) => match Arc::into_inner(held) {
+                Some(held) => held.release().await,
+                None => Ok(()),
             },
         }
     }
@@ -176,6 +178,11 @@ impl Guard {
     /// [`WriteGuard::transaction`]).
     pub fn transaction(&self) -> Transaction<'_> {
         Transaction::new(vec![self])
+    }
+
+    /// The server said this guard's node is gone (see [`Held::node_gone`]).
+    pub(super) fn node_gone(&self) {
+        self.held.node_gone();
     }
 
     /// The lock's client: the session of the guard's node.

@@ -141,7 +141,7 @@ impl Held {
         let node = child_path(&inner.path, machine.node().unwrap_or_default());
         let fencing_token = machine.fencing_token().unwrap_or_default();
         let flags = Arc::new(keeper::Flags::new(node, machine, holder));
-        let keeper = keeper::start(Carrier::new(&inner, ""), &flags, own_watch);
+        let keeper = keeper::start(&inner.client, &flags, own_watch);
         Held {
             inner,
             fencing_token,
@@ -211,6 +211,17 @@ impl Held {
 
     fn mark_lost(&self, why: &str, reason: LostReason) {
         self.flags.mark_lost(why, reason);
+    }
+
+    /// The server said the node is gone (a transaction's check of it): the
+    /// machine takes it as the node's deletion ([`Contender::held_event`]),
+    /// as the kept watch's notification, which may come later, would say.
+    pub(super) fn node_gone(&self) {
+        self.flags.update(
+            "its node was gone at a transaction's check",
+            LostReason::NodeDeleted,
+            |machine| machine.held_event(crate::acquire::NodeEvent::Deleted),
+        );
     }
 
     pub(super) fn is_revocation_requested(&self) -> bool {

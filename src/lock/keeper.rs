@@ -52,12 +52,11 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tracing::{debug, info, warn};
 
-use super::carrier::Carrier;
+use super::carrier;
 use super::wire::{node_event, WatchFuture};
 use crate::background::{self, AbortOnDrop};
 use crate::backoff::Backoff;
 use crate::contender::{Action, Answer, Contender, Keep};
-use crate::error::Error;
 use crate::stats::{Holder, LostReason};
 use crate::zk;
 
@@ -190,17 +189,16 @@ impl Flags {
 }
 
 /// Starts the keeper of the guard whose node and flags are `flags`, on
-/// `carrier`'s session; `first` is a watch on the node that the acquire set,
+/// `client`'s session; `first` is a watch on the node that the acquire set,
 /// taken over instead of setting another. `None`, logged, if there is no
 /// runtime to run it on.
 pub(super) fn start(
-    carrier: Carrier,
+    client: &zk::Client,
     flags: &Arc<Flags>,
     first: Option<WatchFuture>,
 ) -> Option<AbortOnDrop<()>> {
-    let session = carrier.client().session_id().0;
-    let work = keep(carrier, flags.clone(), first);
-    match background::spawn_near(session, work) {
+    let work = keep(client.clone(), flags.clone(), first);
+    match background::spawn_near(client.session_id().0, work) {
         Some(task) => Some(AbortOnDrop(task)),
         None => {
             warn!(
@@ -216,7 +214,7 @@ pub(super) fn start(
 /// the machine says ([`Keep`]). What stays resident for the guard's life is
 /// this future waiting on its watch; the request that sets the watch is
 /// boxed apart.
-async fn keep(mut carrier: Carrier, flags: Arc<Flags>, mut watch: Option<WatchFuture>) {
+async fn keep(client: zk::Client, flags: Arc<Flags>, mut watch: Option<WatchFuture>) {
     // The machine says when the first watch is set: at once if the
     // acquire handed one over, else after a bound (a short hold then
     // costs no request).
@@ -244,7 +242,7 @@ async fn keep(mut carrier: Carrier, flags: Arc<Flags>, mut watch: Option<WatchFu
                 flags.update(why, reason, |machine| machine.held_event(node_event(&event)))
             }
             (Keep::Wait, None) | (Keep::Watch, _) => {
-                let (keep, changed) = Box::pin(set_watch(&mut carrier, &flags)).await;
+                let (keep, changed) = Box::pin(set_watch(&client, &flags)).await;
                 if keep == Keep::Watch {
                     pause = Backoff::HELD_WATCH.next(pause);
                     debug!(node = %flags.node, ?pause, "watching the held node again after a pause");
@@ -259,35 +257,26 @@ async fn keep(mut carrier: Carrier, flags: Arc<Flags>, mut watch: Option<WatchFu
     }
 }
 
-/// Reads the node and sets a data watch on it ([`crate::wire::Wire::keep`]);
+/// Reads the node and sets a data watch on it ([`crate::wire::keep`]);
 /// the machine says what the answer means.
-async fn set_watch(carrier: &mut Carrier, flags: &Flags) -> (Keep, Option<WatchFuture>) {
-    let name = flags.machine().node().unwrap_or_default().to_owned();
-    carrier.last_error = None;
-    let (exchange, changed) = carrier.keep(&name).await;
+async fn set_watch(client: &zk::Client, flags: &Flags) -> (Keep, Option<WatchFuture>) {
+    let (exchange, changed, error) = carrier::keep(client, &flags.node).await;
     let answer = exchange.held();
-    let (why, reason) = match &answer {
-        Answer::Ok(_) => (
-            "its node was deleted and made again by someone else",
-            LostReason::NodeDeleted,
-        ),
-        Answer::NoNode => (
-            "its node was deleted, or the session ended",
-            LostReason::NodeDeleted,
-        ),
-        _ => (
-            "its node was deleted, or the session ended",
-            match carrier.last_error {
-                Some(Error::SessionExpired) => LostReason::SessionExpired,
-                _ => LostReason::of_session(carrier.client().state()),
-            },
-        ),
+    let why = match &answer {
+        Answer::Ok(_) => "its node was deleted and made again by someone else",
+        _ => "its node was deleted, or the session ended",
+    };
+    let reason = match (&answer, &error) {
+        (Answer::Ok(_), _) | (_, Some(zk::Error::NoNode)) => LostReason::NodeDeleted,
+        (_, Some(zk::Error::SessionExpired)) => LostReason::SessionExpired,
+        _ => LostReason::of_session(client.state()),
     };
     if !matches!(
         answer,
         Answer::Ok(_) | Answer::NoNode | Answer::Retry | Answer::SessionEnded
     ) {
-        if let Some(error) = &carrier.last_error {
+        if let Some(error) = error {
+            let error = crate::error::Error::from_zk(error, &flags.node);
             warn!(node = %flags.node, %error, "cannot watch the held node: only the session's end and the lease will be noticed");
         }
     }

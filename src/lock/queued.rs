@@ -94,15 +94,17 @@ impl SharedLock {
     }
 
     /// As [`SharedLock::enqueue`], giving up after `timeout` (`Ok(None)`,
-    /// as [`SharedLock::acquire_timeout`]).
+    /// as [`SharedLock::acquire_timeout`]), counted from its first await.
     pub fn enqueue_timeout(&self, mode: Mode, timeout: Duration) -> Queued<Option<Guard>> {
         let (places, place) = watch::channel(None);
         let lock = self.clone();
-        let patience = deadline(timeout);
         Queued {
             place,
+            // The timeout counts from the first await, as an async fn's.
             acquire: Box::pin(async move {
-                let held = lock.acquire_placed(mode, patience, Some(&places)).await?;
+                let held = lock
+                    .acquire_placed(mode, deadline(timeout), Some(&places))
+                    .await?;
                 Ok(held.map(|held| Guard::new(mode, held)))
             }),
         }

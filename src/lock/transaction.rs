@@ -247,7 +247,17 @@ impl<'g> Transaction<'g> {
                 }
                 Ok(results.split_off(nodes.len()))
             }
-            Err(zk::MultiWriteError::OperationFailed { index, source }) => Err(failed(&tx, index, source)),
+            Err(zk::MultiWriteError::OperationFailed { index, source }) => {
+                let error = failed(&tx, index, source);
+                if let Error::Lost { node } = &error {
+                    // The server's word is final: the guard says Lost now,
+                    // not only once its kept watch hears of it.
+                    for holder in self.holders.iter().filter(|h| h.node() == node) {
+                        holder.node_gone();
+                    }
+                }
+                Err(error)
+            }
             Err(zk::MultiWriteError::RequestFailed { source }) => Err(request_failed(source, nodes[0])),
         }
     }

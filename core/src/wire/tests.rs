@@ -56,7 +56,10 @@ fn a_create_is_sent_with_a_listing_and_names_the_node_from_its_sequence() {
                 mode: CreateMode::EphemeralSequential,
                 acl: Acl::Contender,
             },
-            Request::List { path: DIR.to_owned() },
+            Request::List {
+                path: DIR.to_owned(),
+                stat: true
+            },
         ]
     );
     assert!(
@@ -179,14 +182,21 @@ fn finding_my_node_syncs_before_it_lists() {
     let wire = wire();
     let machine = machine();
     let mut exchange = wire.exchange(&Action::FindOwn, &machine).expect("a find");
+    assert_eq!(exchange.requests(), [Request::Sync { path: DIR.to_owned() }]);
+    let list = Request::List {
+        path: DIR.to_owned(),
+        stat: false,
+    };
+    // The listing leaves once the sync is answered, even by a failure.
+    assert_eq!(
+        exchange.answer(0, Err(Error::Failed)),
+        Progress::Send(list.clone())
+    );
     assert_eq!(
         exchange.requests(),
-        [
-            Request::Sync { path: DIR.to_owned() },
-            Request::List { path: DIR.to_owned() }
-        ]
+        [Request::Sync { path: DIR.to_owned() }, list]
     );
-    assert_eq!(exchange.answer(0, Err(Error::Failed)), Progress::Pending);
+    assert!(exchange.retried(0) && exchange.retried(1));
     let children = vec!["x".to_owned()];
     exchange.answer(
         1,
@@ -331,7 +341,7 @@ fn a_downgrade_whose_reader_stat_is_left_out_asks_for_it() {
     let wire = wire();
     let machine = machine();
     let mut exchange = wire.exchange(&replace(false), &machine).expect("a downgrade");
-    let applied = Reply::Multi(vec![Some(stat(40)), None, None]);
+    let applied = Reply::Multi(vec![Done::Created(Some(stat(40))), Done::Deleted, Done::Deleted]);
     assert_eq!(exchange.answer(0, Ok(applied)), Progress::Complete);
     assert_eq!(
         exchange.input("h-W-"),
@@ -342,7 +352,7 @@ fn a_downgrade_whose_reader_stat_is_left_out_asks_for_it() {
         })
     );
     let mut exchange = wire.exchange(&replace(false), &machine).expect("a downgrade");
-    let left_out = Reply::Multi(vec![None, None, None]);
+    let left_out = Reply::Multi(vec![Done::Created(None), Done::Deleted, Done::Deleted]);
     assert_eq!(
         exchange.answer(0, Ok(left_out)),
         Progress::Send(Request::Exists {
@@ -643,4 +653,71 @@ fn a_polled_node_is_gone_at_the_first_look_that_finds_it_missing() {
     ] {
         assert_eq!(polled(&answer), event, "{answer:?}");
     }
+}
+
+#[test]
+fn only_the_creates_listing_asks_for_the_directorys_stat() {
+    let (wire, machine, _) = waiting();
+    let list = wire
+        .exchange(&Action::Acquire(acquire::Action::List), &machine)
+        .expect("a listing");
+    assert_eq!(
+        list.requests(),
+        [Request::List {
+            path: DIR.to_owned(),
+            stat: false
+        }]
+    );
+    assert_eq!(keep("/locks/a/x").requests(), wire.keep("x").requests());
+}
+
+#[test]
+fn a_transactions_answer_must_match_it_or_it_is_no_answer() {
+    let wire = wire();
+    let machine = machine();
+    let release = Action::Delete {
+        name: "h-W-0000000003".to_owned(),
+        record: true,
+    };
+    let ops = match &wire.exchange(&release, &machine).expect("a release").requests()[0] {
+        Request::Multi { ops } => ops.clone(),
+        other => panic!("not a transaction: {other:?}"),
+    };
+    let right: Vec<Done> = ops
+        .iter()
+        .map(|op| match op {
+            contender::Op::Check { .. } => Done::Check,
+            contender::Op::Create { .. } => Done::Created(None),
+            contender::Op::Delete { .. } => Done::Deleted,
+            contender::Op::SetData { .. } => Done::Written,
+        })
+        .collect();
+    let mut swapped = right.clone();
+    swapped.swap(0, 1);
+    for (reply, accepted) in [
+        (Reply::Multi(right.clone()), true),
+        (Reply::Multi(Vec::new()), false),
+        (Reply::Multi(right[1..].to_vec()), false),
+        (Reply::Multi(swapped), false),
+        (Reply::Done, false),
+    ] {
+        let mut exchange = wire.exchange(&release, &machine).expect("a release");
+        assert_eq!(exchange.accepts(0, &Ok(reply.clone())), accepted, "{reply:?}");
+        exchange.answer(0, Ok(reply.clone()));
+        let expected = if accepted {
+            Input::Deleted {
+                answer: Answer::Ok(()),
+                answer_lost: false,
+            }
+        } else {
+            Input::Deleted {
+                answer: Answer::Retry,
+                answer_lost: true,
+            }
+        };
+        assert_eq!(exchange.input("h-W-"), Some(expected), "{reply:?}");
+    }
+    // Other requests take any success.
+    let find = wire.exchange(&Action::FindOwn, &machine).expect("a find");
+    assert!(find.accepts(0, &Ok(Reply::Done)));
 }
