@@ -17,14 +17,22 @@
 //! - `revocation`: a revocation request reaches the holder's guard and
 //!   grants nobody until the holder releases.
 //! - `transactions`: writes committed through a guard's `transaction()`
-//!   (a multi-guard's, a leadership's, the blocking ones) are all written
-//!   while its nodes exist, none once one is gone or one op fails.
+//!   (a downgraded guard's, a multi-guard's, a leadership's, the blocking
+//!   ones) are all written while its nodes exist, none once one is gone or
+//!   one op fails; a commit that finds a node gone turns its guard `Lost`
+//!   at once; a lost, garbled or empty answer is an unknown outcome; a
+//!   multi-guard across sessions or chroots sends nothing.
+//! - `garbled_answers`: the library's own release and downgrade answered
+//!   by an empty `multi` success (its `liar` proxy, which `transactions`
+//!   uses too): a reply that does not match the transaction is not taken
+//!   as applied.
 //!
 //! Shared by the whole process: one ZooKeeper server
 //! (`zk_rwlock_fixtures::server`); tests that need a quota start their own.
 
 mod downgrade;
 mod dropped_guards;
+mod garbled_answers;
 mod release_marker;
 mod release_record;
 mod revocation;

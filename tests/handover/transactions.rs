@@ -1,8 +1,14 @@
 //! Writes that commit only while the lock is held (`transaction()` on the
-//! guards, a multi-guard, a leadership, and the blocking ones), against a
-//! real server: all of a transaction is written while the holder's nodes
-//! exist, nothing of it once one is gone or when one of its operations
-//! fails, and the error says which.
+//! guards, a downgraded one, a multi-guard, a leadership, and the blocking
+//! ones), against a real server: all of a transaction is written while the
+//! holder's nodes exist, nothing of it once one is gone or when one of its
+//! operations fails, and the error says which. A commit that finds a node
+//! gone turns its guard (and a re-entrant owner) `Lost` at once. An answer
+//! lost, garbled or empty (a `multi` answered by the `garbled_answers`
+//! module's `liar`) is an unknown outcome, never `Ok` nor "nothing
+//! written"; a commit racing the session's expiry never says "nothing
+//! written" of a write that was. Nothing is sent for a multi-guard across
+//! sessions or chroots, nor for a write into any part's lock directory.
 //!
 //! That a transaction cannot be committed after its guard's release is a
 //! compile-time property: a `compile_fail` doctest on
@@ -12,8 +18,10 @@ use zk_rwlock_fixtures as support;
 
 use std::time::Duration;
 
-use support::{client, joined, mkdir_open, server, unique_path};
-use zk_rwlock::{zk, CreateAcl, Error, HoldState, Mode, MultiLock};
+use crate::garbled_answers::liar::Liar;
+use support::proxy::{op, Proxy};
+use support::{assert_drained, client, client_on, joined, mkdir_open, server, unique_path};
+use zk_rwlock::{zk, CreateAcl, Error, HoldState, Mode, MultiLock, SharedLock};
 
 const SHORT: Duration = Duration::from_secs(10);
 
@@ -444,4 +452,299 @@ async fn a_write_into_the_lock_directory_is_refused_before_it_is_sent() {
     assert_eq!(children.len(), 1, "{children:?}");
     assert_eq!(guard.state(), HoldState::Held);
     guard.release().await.unwrap();
+}
+
+/// A guard whose keeper watches its node, on a session through a proxy
+/// that holds back the notifications of the lock directory for `delay`:
+/// returns the proxy, the lock and the guard.
+async fn watched_guard(name: &str, delay: Duration) -> (Proxy, SharedLock, zk_rwlock::WriteGuard) {
+    let proxy = Proxy::start(&server().connect_string());
+    let path = unique_path(name);
+    let holder = SharedLock::new(client_on(proxy.addr()).await, &path).unwrap();
+    let guard = holder.write().await.unwrap();
+    // The keeper sets its watch after 100 ms: wait until the server has it.
+    support::wait_watching(server(), guard.node(), holder.client().session_id().0).await;
+    proxy.delay_events_for(&path, delay);
+    (proxy, holder, guard)
+}
+
+/// A commit refused because the holder's node is gone returns
+/// `Error::Lost`, and the guard says so at once (`HoldState::Lost`,
+/// `is_held()` false), before its kept watch's notification arrives (held
+/// back here by the network).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_that_finds_the_node_gone_turns_the_guard_lost_at_once() {
+    let (stranger, dir) = data_dir("tx-lost-state").await;
+    let (_proxy, _holder, guard) = watched_guard("tx-lost-state-lock", Duration::from_secs(5)).await;
+    stranger.delete(guard.node(), None).await.unwrap();
+    let result = guard
+        .transaction()
+        .set_data(&format!("{dir}/b"), b"late", None)
+        .commit()
+        .await;
+    assert!(matches!(&result, Err(Error::Lost { .. })), "{result:?}");
+    let state = guard.state();
+    let held = guard.is_held();
+    assert_eq!(
+        (state, held),
+        (HoldState::Lost, false),
+        "a commit that found the node gone (Error::Lost) turns its guard Lost at once, \
+         yet the guard says {state:?}, is_held() = {held}"
+    );
+}
+
+/// The same with a re-entrant owner: once its commit found the node gone,
+/// the owner's next acquire is refused with `Error::Lost`, not nested on
+/// that node, before the watch's notification arrives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owner_does_not_nest_on_a_node_its_commit_found_gone() {
+    let (stranger, dir) = data_dir("tx-lost-owner").await;
+    let proxy = Proxy::start(&server().connect_string());
+    let path = unique_path("tx-lost-owner-lock");
+    let holder = SharedLock::new(client_on(proxy.addr()).await, &path).unwrap();
+    let mut owner = holder.reentrant();
+    let outer = owner.write().await.unwrap();
+    support::wait_watching(server(), outer.node(), holder.client().session_id().0).await;
+    proxy.delay_events_for(&path, Duration::from_secs(5));
+    stranger.delete(outer.node(), None).await.unwrap();
+    let result = outer
+        .transaction()
+        .set_data(&format!("{dir}/b"), b"late", None)
+        .commit()
+        .await;
+    assert!(matches!(&result, Err(Error::Lost { .. })), "{result:?}");
+    let nested = owner.try_write().await;
+    assert!(
+        matches!(nested, Err(Error::Lost { .. })),
+        "a nested acquire on a node the owner's commit found gone is refused with Error::Lost: {nested:?}"
+    );
+}
+
+/// The multi's answer lost (the connection cut right after it is
+/// forwarded) or garbled: `TransactionOutcomeUnknown`, never `Ok` nor an
+/// error that says nothing was written; the server applies it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_or_garbled_commit_answer_is_an_unknown_outcome() {
+    let proxy = Proxy::start(&server().connect_string());
+    for garble in [false, true] {
+        let (stranger, dir) = data_dir("tx-cut").await;
+        let path = unique_path("tx-cut-lock");
+        let holder = SharedLock::new(client_on(proxy.addr()).await, &path).unwrap();
+        let guard = holder.write().await.unwrap();
+        let fired = proxy.fired();
+        if garble {
+            proxy.garble_after_request(&[op::MULTI]);
+        } else {
+            proxy.cut_after_request(&[op::MULTI]);
+        }
+        let result = guard
+            .transaction()
+            .set_data(&format!("{dir}/b"), b"new", Some(0))
+            .commit()
+            .await;
+        proxy.cut_after_request(&[]);
+        proxy.garble_after_request(&[]);
+        assert_eq!(proxy.fired(), fired + 1);
+        assert!(
+            matches!(&result, Err(Error::TransactionOutcomeUnknown { .. })),
+            "garble={garble}: {result:?}"
+        );
+        let at = format!("{dir}/b");
+        if garble {
+            // The garbled answer came from the server: the multi was
+            // applied (maybe seen a moment later by another session).
+            let (stranger, at) = (&stranger, at.as_str());
+            support::eventually("the server's applied multi", SHORT, || async move {
+                read(stranger, at).await.as_deref() == Some(b"new".as_slice())
+            })
+            .await;
+        }
+        // (A cut one may or may not be applied, even later: the server
+        // drops a request whose connection closed before it was taken.)
+        // The guard survives the cut (same session): it still holds and commits.
+        tokio::time::timeout(SHORT, guard.resumed()).await.unwrap();
+        guard
+            .transaction()
+            .set_data(&at, b"again", None)
+            .commit()
+            .await
+            .unwrap();
+        guard.release().await.unwrap();
+        assert_drained(&path).await;
+    }
+}
+
+/// The user's transaction answered by an empty success (through the
+/// `garbled_answers` module's `liar`, which answers a `multi` itself): not
+/// taken for a commit (`TransactionOutcomeUnknown`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_multi_answer_is_no_commit() {
+    let (_stranger, dir) = data_dir("tx-short").await;
+    let liar = Liar::start(&server().connect_string());
+    let path = unique_path("tx-short-lock");
+    let holder = SharedLock::new(client_on(&liar.addr).await, &path).unwrap();
+    let guard = holder.write().await.unwrap();
+    liar.arm();
+    let r = guard
+        .transaction()
+        .set_data(&format!("{dir}/b"), b"x", None)
+        .commit()
+        .await;
+    assert_eq!(liar.lied(), 1);
+    assert!(
+        matches!(&r, Err(Error::TransactionOutcomeUnknown { .. })),
+        "{r:?}"
+    );
+    guard.release().await.unwrap();
+    assert_drained(&path).await;
+}
+
+/// The session expires while the commit is in flight (held back by a
+/// frozen network): whatever the commit says, an error that says "nothing
+/// written" means nothing was written, and the lock is free afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_racing_the_sessions_expiry_never_lies() {
+    let proxy = Proxy::start(&server().connect_string());
+    for round in 0..2 {
+        let (stranger, dir) = data_dir("tx-expiry").await;
+        let path = unique_path("tx-expiry-lock");
+        let victim = client_on(proxy.addr()).await;
+        let holder = SharedLock::new(victim.clone(), &path).unwrap();
+        let guard = holder.write().await.unwrap();
+        if round == 0 {
+            proxy.freeze();
+        }
+        let b = format!("{dir}/b");
+        let commit = tokio::spawn(async move {
+            let r = guard.transaction().set_data(&b, b"late", None).commit().await;
+            (r, guard.state())
+        });
+        if round == 0 {
+            proxy.thaw();
+        }
+        support::expire_behind(&proxy, &victim, &server().connect_string()).await;
+        let (result, state) = joined(Duration::from_secs(20), commit).await;
+        let written = read(&stranger, &format!("{dir}/b")).await.as_deref() == Some(b"late".as_slice());
+        eprintln!("round {round}: {result:?}, state {state:?}, written {written}");
+        match &result {
+            Ok(_) => assert!(written),
+            Err(Error::TransactionOutcomeUnknown { .. }) => {}
+            Err(e) => assert!(!written, "{e:?} but written"),
+        }
+        assert_drained(&path).await;
+    }
+}
+
+/// A multi-guard over two sessions, or over one session through two
+/// chroots, sends nothing (`TransactionAcrossSessions`), even for a
+/// transaction with no operation of the user's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_multi_guard_across_sessions_or_chroots_sends_nothing() {
+    let (stranger, dir) = data_dir("tx-across").await;
+    let (a, b) = (unique_path("tx-across-a"), unique_path("tx-across-b"));
+    let one = client().await;
+    let two = client().await;
+    let multi = MultiLock::from_locks([
+        (SharedLock::new(one.clone(), &a).unwrap(), Mode::Write),
+        (SharedLock::new(two.clone(), &b).unwrap(), Mode::Read),
+    ])
+    .unwrap();
+    let both = multi.acquire().await.unwrap();
+    for tx in [
+        both.transaction().set_data(&format!("{dir}/b"), b"x", None),
+        both.transaction(),
+    ] {
+        let r = tx.commit().await;
+        assert!(
+            matches!(&r, Err(Error::TransactionAcrossSessions { .. })),
+            "{r:?}"
+        );
+    }
+    both.release().await.unwrap();
+    // One session, two chroots: `/` and `/test`.
+    let chrooted = one.clone().chroot("/test").unwrap_or_else(|_| panic!("chroot"));
+    let b_rel = b.strip_prefix("/test").unwrap().to_owned();
+    let multi = MultiLock::from_locks([
+        (SharedLock::new(one.clone(), &a).unwrap(), Mode::Write),
+        (SharedLock::new(chrooted, &b_rel).unwrap(), Mode::Write),
+    ])
+    .unwrap();
+    let both = multi.acquire().await.unwrap();
+    let r = both
+        .transaction()
+        .set_data(&format!("{dir}/b"), b"x", None)
+        .commit()
+        .await;
+    assert!(
+        matches!(&r, Err(Error::TransactionAcrossSessions { .. })),
+        "{r:?}"
+    );
+    assert_eq!(
+        read(&stranger, &format!("{dir}/b")).await.as_deref(),
+        Some(b"old".as_slice())
+    );
+    both.release().await.unwrap();
+}
+
+/// A multi-guard's transaction may not write into any part's lock
+/// directory (the second part's too), nor the directory node itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_multi_guard_may_not_write_into_any_parts_directory() {
+    let (a, b) = (unique_path("tx-dir-a"), unique_path("tx-dir-b"));
+    let multi = MultiLock::new(client().await, &[(&a, Mode::Write), (&b, Mode::Read)]).unwrap();
+    let both = multi.acquire().await.unwrap();
+    for (tx, index) in [
+        (both.transaction().set_data(&b, b"x", None), 0),
+        (
+            both.transaction()
+                .check(&a, None)
+                .create(&format!("{b}/x-W-0000000000"), b"", CreateAcl::Open),
+            1,
+        ),
+        (both.transaction().delete(both.parts()[1].node(), None), 0),
+    ] {
+        let r = tx.commit().await;
+        assert!(
+            matches!(&r, Err(Error::TransactionInLockDirectory { index: i, .. }) if *i == index),
+            "{r:?}"
+        );
+    }
+    assert_eq!(both.state(), HoldState::Held);
+    both.release().await.unwrap();
+    assert_drained(&a).await;
+    assert_drained(&b).await;
+}
+
+/// A downgraded guard's transaction checks the node that holds the read
+/// lock now (the reader node), and commits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_downgraded_guard_commits_behind_its_new_node() {
+    let (stranger, dir) = data_dir("tx-downgrade").await;
+    let path = unique_path("tx-downgrade-lock");
+    let l = support::lock(&path).await;
+    let write = l.write().await.unwrap();
+    let writer = write.node().to_owned();
+    let read_guard = write.downgrade().await.unwrap();
+    assert_ne!(read_guard.node(), writer);
+    read_guard
+        .transaction()
+        .set_data(&format!("{dir}/b"), b"down", None)
+        .commit()
+        .await
+        .unwrap();
+    // A stranger deleting the reader node: the next commit is refused.
+    stranger.delete(read_guard.node(), None).await.unwrap();
+    let r = read_guard
+        .transaction()
+        .set_data(&format!("{dir}/b"), b"late", None)
+        .commit()
+        .await;
+    assert!(
+        matches!(&r, Err(Error::Lost { node }) if node == read_guard.node()),
+        "{r:?}"
+    );
+    assert_eq!(
+        read(&stranger, &format!("{dir}/b")).await.as_deref(),
+        Some(b"down".as_slice())
+    );
 }

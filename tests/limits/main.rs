@@ -3,8 +3,8 @@
 //! behaviour.
 //!
 //! - `zookeeper_limits`: the sequence counter at its limit (never granted,
-//!   the directory recycled), the request limit (`jute.maxbuffer`), lock
-//!   directories that hold someone's data.
+//!   the directory recycled, with a warning), the request limit
+//!   (`jute.maxbuffer`), lock directories that hold someone's data.
 //! - `server_limits`: a server at a limit of its own (`maxClientCnxns`, the
 //!   request throttler, a member without a quorum, listings over the
 //!   limit): typed errors or give-ups by the deadline, never a hang.

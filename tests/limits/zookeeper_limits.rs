@@ -8,7 +8,8 @@
 //! wrapped, negative and repeated numbers (see the first test). Such nodes
 //! must never be granted: the acquire withdraws its node and fails with
 //! `Error::SequenceExhausted`, and whoever leaves the directory empty near
-//! the limit deletes it, so that the next contender starts again from 0.
+//! the limit deletes it, so that the next contender starts again from 0,
+//! and says so in a warning.
 
 use zk_rwlock_fixtures as support;
 
@@ -45,6 +46,9 @@ const HELD: &str = "/limits/held";
 /// Test d, `zk-rwlock exec` at the limit, is the command line's
 /// (`cli/tests/exec/sequence_limit.rs`). Test e: the warning past the threshold.
 const WARNED: &str = "/limits/warned";
+/// Test e: the warning when an idle directory is recycled (a name without
+/// "recycl" in it: the log lines carry it).
+const IDLE: &str = "/limits/idle-counter";
 
 /// One server for the tests of this module, with every test's directory
 /// seeded (as a plain persistent node, the way older versions or other
@@ -65,6 +69,7 @@ fn server() -> &'static ZkCluster {
             .seed_cversion(RECYCLED, LIMIT)
             .seed_cversion(HELD, LIMIT - 1)
             .seed_cversion(WARNED, THRESHOLD - 10)
+            .seed_cversion(IDLE, THRESHOLD + 5)
             .start()
             .unwrap_or_else(|e| {
                 panic!(
@@ -552,6 +557,37 @@ async fn passing_the_threshold_warns_once() {
         line.contains("sequence") || line.contains("counter"),
         "{}",
         lines[0]
+    );
+}
+
+/// e. A holder whose release leaves an idle directory past the threshold
+/// recycles it (deletes it and makes it again, with its ACL, in one
+/// transaction) and warns that it did ("recycled the idle lock directory
+/// ..."): an operator's only sign that the counter starts from 0 again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recycling_the_idle_directory_is_logged() {
+    let _ = support::captured_logs("warn");
+    let c = client().await;
+    let before = dir_stat(&c, IDLE).await.expect("seeded directory");
+    let l = lock(IDLE).await;
+    let g = l.try_write().await.expect("try_write").expect("free");
+    assert_eq!(seq_of(g.node()), THRESHOLD + 5);
+    g.release().await.expect("release");
+    eventually("the release recycled the directory", SHORT, || {
+        let c = c.clone();
+        async move { dir_stat(&c, IDLE).await.is_some_and(|s| s.czxid != before.czxid) }
+    })
+    .await;
+    let log = support::captured_logs("warn");
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains(IDLE) && l.contains("recycl"))
+        .collect();
+    assert!(
+        !lines.is_empty(),
+        "a recycled directory (czxid {} -> new) is logged at WARN; the WARN lines about it: {:#?}",
+        before.czxid,
+        log.lines().filter(|l| l.contains(IDLE)).collect::<Vec<_>>()
     );
 }
 

@@ -1,12 +1,13 @@
 //! The acquire driver against a real server: how it reports the end of a
-//! session that a waiter learns of from its watches, and how it behaves
-//! across interruptions of the connection.
+//! session that a waiter learns of from its watches, how it behaves
+//! across interruptions of the connection, and the request a waiter lists
+//! the directory with (a plain `getChildren`).
 
 use zk_rwlock_fixtures as support;
 
 use std::time::Duration;
 
-use support::proxy::Proxy;
+use support::proxy::{op, Proxy};
 use support::{eventually, joined, server, unique_path, wait_contenders};
 use zk_rwlock::{zk, Error, SharedLock};
 
@@ -138,4 +139,50 @@ async fn a_polling_waiter_survives_cut_connections_and_is_granted() {
     assert_eq!(bob.contenders().await.unwrap().len(), 1);
     guard.release().await.unwrap();
     support::assert_drained(&path).await;
+}
+
+/// A waiter whose own node is written to (a stranger's write, as a
+/// revocation request is) lists the directory again, with a plain
+/// `getChildren` (op 8, what the proxy's `op::GET_CHILDREN` cuts after),
+/// not `getChildren2` (op 12): only the create's listing asks for the
+/// directory's stat. (So the cuts `reconnects`' storm arms on
+/// `op::GET_CHILDREN` reach the wait's listings.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiters_listing_is_a_plain_get_children() {
+    let proxy = Proxy::start(&server().connect_string());
+    let path = unique_path("driver-list-op");
+    let holder_lock = support::lock(&path).await;
+    let held = holder_lock.write().await.expect("the first writer holds");
+    let waiter_lock = SharedLock::new(support::client_on(proxy.addr()).await, &path).expect("a lock");
+    let session = waiter_lock.client().session_id().0;
+    let waiter = tokio::spawn({
+        let l = waiter_lock.clone();
+        async move { l.write().await }
+    });
+    wait_contenders(&holder_lock, 2).await;
+    let queue = holder_lock.contenders().await.expect("contenders");
+    let mine = queue[1].path.clone();
+    // The waiter watches the holder and its own node: it waits.
+    support::wait_watching(server(), held.node(), session).await;
+    support::wait_watching(server(), &mine, session).await;
+    proxy.cut_after_request(&[op::GET_CHILDREN]);
+    // A stranger's write to the waiter's node fires (and so removes) its
+    // watch on it: the waiter lists again, then watches its node again.
+    support::client()
+        .await
+        .set_data(&mine, b"not a revocation request", None)
+        .await
+        .expect("a write to the waiter's node");
+    support::wait_watching(server(), &mine, session).await;
+    proxy.cut_after_request(&[]);
+    let fired = proxy.fired();
+    held.release().await.expect("release");
+    let granted = joined(WITHIN, waiter).await.expect("the waiter is granted");
+    granted.release().await.expect("release");
+    support::assert_drained(&path).await;
+    assert_eq!(
+        fired, 1,
+        "the waiter lists again (it watches its node again) with a plain getChildren (op 8), \
+         on which the cut was armed"
+    );
 }

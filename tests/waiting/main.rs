@@ -13,7 +13,8 @@
 //! - `reconnects`: hand-offs across reconnections (a waiter whose own node
 //!   went while it was cut off, a storm of cuts during hand-offs).
 //! - `driver`: how the acquire driver reports a session's end to a waiter,
-//!   and a polling waiter across cut connections.
+//!   a polling waiter across cut connections, and a waiter's listing (a
+//!   plain `getChildren`).
 //! - `cancelled_handoffs`: acquires dropped while a hand-off is under way
 //!   (the release's events arriving, the next ones granted) leave no node
 //!   behind, and the grants never overlap.
@@ -24,11 +25,14 @@
 //!   replies pass the client's reply-order check.
 //! - `many_watches`: a holder with many watches keeps them, and its
 //!   session, across a reconnection.
-//! - `queue_place`: an acquire's place in the queue (`SharedLock::enqueue`),
-//!   told in order, at no cost in requests.
+//! - `queue_place`: an acquire's place in the queue (`SharedLock::enqueue`,
+//!   `enqueue_timeout`), told in order, at no cost in requests, never
+//!   "granted" for a waiter that failed; `enqueue_timeout` counts from its
+//!   first await.
 //! - `reentrant`: re-entrant owners (`SharedLock::reentrant`): nested
 //!   grants at once on the owner's node, the refused upgrade, the node
-//!   released with the owner's last guard.
+//!   released with the owner's last guard (also when two are released at
+//!   once), cancelled and racing acquires.
 //! - `stats`: `SharedLock::stats()` says what the acquires did.
 //! - `garbled_wire`: a contended run through a proxy that garbles the
 //!   server's replies: no grant on garbage, no overlap, no panic, no hang.

@@ -1,18 +1,25 @@
 //! Re-entrant owners (`SharedLock::reentrant`) against a real server: a
 //! nested write and a read within a write are granted at once, on the
-//! owner's one node; an upgrade is refused at once; the node goes with the
-//! owner's last guard, whichever it is; a lost node refuses the owner's
-//! acquires until its guards are gone; a nested guard does not downgrade.
+//! owner's one node, and so is a write again once only a read within it is
+//! kept, and a nested read of two reading owners past a queued writer; an
+//! upgrade is refused at once; the node goes with the owner's last guard,
+//! whichever it is, before the release of the last of two guards released
+//! at once returns; a lost node refuses the owner's acquires until its
+//! guards are gone; a nested guard does not downgrade; an owner's acquire
+//! racing its guard's drop on another task ends, on one node; a cancelled
+//! one leaves nothing.
 
 use zk_rwlock_fixtures as support;
 
 use std::time::Duration;
 
-use support::{assert_drained, children, client, eventually, lock, unique_path};
-use zk_rwlock::{reentrant::Holding, Error, Mode};
+use support::{assert_drained, children, client, eventually, joined, lock, unique_path, wait_contenders};
+use zk_rwlock::{reentrant::Holding, zk, Error, Mode};
 
 /// What "at once" allows: no hand-off, no request waited on by another.
 const AT_ONCE: Duration = Duration::from_secs(2);
+/// Upper bound for a hand-off or a task to end.
+const SHORT: Duration = Duration::from_secs(10);
 
 #[tokio::test]
 async fn a_nested_write_and_a_read_within_it_are_granted_at_once_on_the_owners_node() {
@@ -232,4 +239,188 @@ fn a_blocking_owner_nests_and_refuses_the_upgrade() {
     shared.release().unwrap();
     let again = owner.write().unwrap();
     again.release().unwrap();
+}
+
+/// A read within a write, the write released, then a write again: granted
+/// at once on the writer node (no upgrade deadlock), even with a writer
+/// queued behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owner_that_kept_only_a_read_within_its_write_writes_again_at_once() {
+    let path = unique_path("reentrant-rw");
+    let (a, b) = (lock(&path).await, lock(&path).await);
+    let mut owner = a.reentrant();
+    let outer = owner.write().await.unwrap();
+    let waiter = tokio::spawn(async move { b.write().await });
+    wait_contenders(&a, 2).await;
+    let read = owner.read().await.unwrap();
+    outer.release().await.unwrap();
+    assert_eq!(
+        owner.holding(),
+        Holding::Node {
+            mode: Mode::Write,
+            guards: 1
+        }
+    );
+    let again = tokio::time::timeout(AT_ONCE, owner.write())
+        .await
+        .expect("no deadlock")
+        .unwrap();
+    assert_eq!(again.node(), read.node());
+    assert!(!waiter.is_finished());
+    drop(read);
+    assert!(!waiter.is_finished(), "the writer node is still held by `again`");
+    again.release().await.unwrap();
+    joined(SHORT, waiter).await.unwrap().release().await.unwrap();
+    assert_drained(&path).await;
+}
+
+/// The owner's guards dropped or released on other tasks while the owner
+/// acquires: every acquire ends (nested or new), the owner never holds two
+/// nodes whose guards are alive, and nothing is left behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owners_acquire_racing_its_guards_drop_on_another_task_ends_on_one_node() {
+    let path = unique_path("reentrant-race");
+    let a = lock(&path).await;
+    let mut owner = a.reentrant();
+    for round in 0..60u64 {
+        let mode = if round % 3 == 0 { Mode::Read } else { Mode::Write };
+        let g = owner.acquire(mode).await.unwrap();
+        let node = g.node().to_owned();
+        let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(2));
+        let dropper = {
+            let barrier = barrier.clone();
+            tokio::spawn(async move {
+                barrier.wait().await;
+                if round % 2 == 0 {
+                    drop(g);
+                    Ok(())
+                } else {
+                    g.release().await
+                }
+            })
+        };
+        barrier.wait().await;
+        let next = tokio::time::timeout(SHORT, owner.acquire(mode))
+            .await
+            .unwrap_or_else(|_| panic!("round {round}: the owner's acquire hangs"))
+            .unwrap();
+        joined(SHORT, dropper).await.unwrap();
+        // The first guard is gone: `next` is the owner's only guard.
+        assert_eq!(
+            owner.holding(),
+            Holding::Node { mode, guards: 1 },
+            "round {round}"
+        );
+        if next.node() == node {
+            assert!(next.is_held());
+        }
+        next.release().await.unwrap();
+    }
+    assert_drained(&path).await;
+}
+
+/// An owner's acquire dropped while it waits (a timeout around it, a
+/// `write_timeout` that gives up) leaves nothing held and no node behind;
+/// the next acquire is a fresh one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owners_cancelled_acquire_leaves_nothing() {
+    let path = unique_path("reentrant-cancel");
+    let (a, b) = (lock(&path).await, lock(&path).await);
+    let held = b.write().await.unwrap();
+    let mut owner = a.reentrant();
+    assert!(tokio::time::timeout(Duration::from_millis(300), owner.write())
+        .await
+        .is_err());
+    assert_eq!(owner.holding(), Holding::Nothing);
+    assert!(owner
+        .write_timeout(Duration::from_millis(200))
+        .await
+        .unwrap()
+        .is_none());
+    assert!(owner.try_read().await.unwrap().is_none());
+    assert_eq!(owner.holding(), Holding::Nothing);
+    support::settles_to(a.client(), &path, &[support::child_name(held.node()).to_owned()]).await;
+    held.release().await.unwrap();
+    let g = owner.read().await.unwrap();
+    let h = owner.read().await.unwrap();
+    assert_eq!(g.node(), h.node());
+    drop((g, h));
+    assert_drained(&path).await;
+}
+
+/// Two owners on one lock, both readers, with a writer queued between
+/// their nodes: each owner's nested read is granted at once (no node
+/// behind the writer), and the writer gets the lock once both are gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_reading_owners_nest_past_a_queued_writer() {
+    let path = unique_path("reentrant-two-readers");
+    let (a, b, w) = (lock(&path).await, lock(&path).await, lock(&path).await);
+    let (mut first, mut second) = (a.reentrant(), b.reentrant());
+    let r1 = first.read().await.unwrap();
+    let r2 = second.read().await.unwrap();
+    let writer = tokio::spawn(async move { w.write().await });
+    wait_contenders(&a, 3).await;
+    let n1 = tokio::time::timeout(AT_ONCE, first.read())
+        .await
+        .unwrap()
+        .unwrap();
+    let n2 = tokio::time::timeout(AT_ONCE, second.read())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(matches!(first.write().await, Err(Error::WouldDeadlock { .. })));
+    assert_eq!(children(a.client(), &path).await.len(), 3);
+    drop((r1, n1, r2));
+    assert!(!writer.is_finished());
+    drop(n2);
+    joined(SHORT, writer).await.unwrap().release().await.unwrap();
+    assert_drained(&path).await;
+}
+
+/// Two guards of one owner released at once on two threads: both
+/// `release()` calls return `Ok(())`, and by then the node is gone: one of
+/// them is taken for the last guard's and waits for the deletion (the
+/// node never goes in the background, through `Drop`, where a lost node
+/// would report nothing).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owners_last_two_guards_released_at_once_delete_the_node_before_returning() {
+    let path = unique_path("reentrant-both");
+    let a = lock(&path).await;
+    let look = client().await;
+    let mut owner = a.reentrant();
+    let mut raced = 0;
+    let rounds = 1500;
+    for _ in 0..rounds {
+        let g1 = owner.write().await.unwrap();
+        let g2 = owner.write().await.unwrap();
+        let node = g1.node().to_owned();
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(2));
+        let spawn = |g: zk_rwlock::WriteGuard, b: std::sync::Arc<std::sync::Barrier>| {
+            tokio::spawn(async move {
+                b.wait();
+                g.release().await
+            })
+        };
+        let (t1, t2) = (spawn(g1, barrier.clone()), spawn(g2, barrier));
+        let (r1, r2) = (joined(SHORT, t1).await, joined(SHORT, t2).await);
+        assert!(r1.is_ok() && r2.is_ok(), "{r1:?} {r2:?}");
+        // Both returned: the last guard's release has completed.
+        if look.check_stat(&node).await.unwrap().is_some() {
+            raced += 1;
+            eventually_gone(&look, &node).await;
+        }
+    }
+    assert_eq!(
+        raced, 0,
+        "in {raced} of {rounds} rounds both releases returned with the node still there: \
+         one of them must be the last guard's and wait for the deletion"
+    );
+    assert_drained(&path).await;
+}
+
+async fn eventually_gone(c: &zk::Client, node: &str) {
+    support::eventually("the node goes", SHORT, || async {
+        c.check_stat(node).await.unwrap().is_none()
+    })
+    .await;
 }
