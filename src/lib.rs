@@ -59,7 +59,8 @@
 //! [`lease`] deadline) and whether it is held, suspended (connection lost,
 //! lease running) or lost ([`HoldState`]), with no future pending: it keeps
 //! a watch on its node for its whole life (from its 100th millisecond, if
-//! the lock was free at its first look), so a node deleted by anyone
+//! its acquire left none: the lock was free at its first look), so a node
+//! deleted by anyone
 //! makes it lost, and its release then says so ([`Error::Lost`]). Anyone may
 //! ask a holder to let go ([`SharedLock::revoke`], cooperative revocation):
 //! its guard learns it ([`WriteGuard::revocation_requested`]), and no one

@@ -321,9 +321,8 @@ pub fn decide<'a, S: AsRef<str>>(
             continue;
         }
         if let Some(theirs) = carried(&parts).filter(|theirs| *theirs != permits) {
-            if conflict.is_none_or(|(seq, best, _)| (parts.seq, name) > (seq, best)) {
-                conflict = Some((parts.seq, name, theirs));
-            }
+            // The nearest disagreeing predecessor is named.
+            conflict = conflict.max(Some((parts.seq, name, theirs)));
         }
         predecessors.push((parts.seq, name, inserts_before_itself(&parts)));
     }
@@ -344,9 +343,8 @@ pub fn decide<'a, S: AsRef<str>>(
     // The N nearest: the N greatest (sequence, name), then in queue order.
     let key = |p: &(i32, &'a str, bool)| (p.0, p.1);
     let split = ahead - n;
-    if split > 0 {
-        predecessors.select_nth_unstable_by_key(split, key);
-    }
+    // `ahead >= n >= 1`: the index is in range.
+    predecessors.select_nth_unstable_by_key(split, key);
     let nearest = &mut predecessors[split..];
     nearest.sort_unstable_by_key(key);
     Ok(Decision::Wait {

@@ -405,6 +405,8 @@ pub struct Exchange {
     retried: bool,
     /// An earlier attempt of a request lost its answer.
     answer_lost: bool,
+    /// The watch each request sets, if any.
+    watches: Vec<Option<Watch>>,
 }
 
 impl Wire {
@@ -500,9 +502,10 @@ impl Wire {
                 }],
                 true,
             ),
-            Action::Delete { name, record } => {
+            Action::Delete { name, .. } => {
+                // With the record, the transaction; else a plain delete.
                 let request = match action.transaction(dir) {
-                    Some(tx) if *record => Request::Multi {
+                    Some(tx) => Request::Multi {
                         ops: tx.ops().to_vec(),
                     },
                     _ => Request::Delete {
@@ -652,12 +655,29 @@ impl Wire {
 impl Exchange {
     fn new(kind: Kind, requests: Vec<Request>, retried: bool) -> Exchange {
         let answers = vec![None; requests.len()];
+        let mut watches = vec![None; requests.len()];
+        let set = match &kind {
+            Kind::SetWatches { own, marker, watched } => vec![
+                (*own, Watch::Own),
+                (*marker, Watch::Marker),
+                (Some(*watched), Watch::Watched),
+            ],
+            Kind::Rewatch => vec![(Some(0), Watch::Watched)],
+            Kind::Keep => vec![(Some(0), Watch::Held)],
+            _ => Vec::new(),
+        };
+        for (index, whose) in set {
+            if let Some(slot) = index.and_then(|index| watches.get_mut(index)) {
+                *slot = Some(whose);
+            }
+        }
         Exchange {
             kind,
             requests,
             answers,
             retried,
             answer_lost: false,
+            watches,
         }
     }
 
@@ -726,12 +746,14 @@ impl Exchange {
             };
             self.requests.push(request.clone());
             self.answers.push(None);
+            self.watches.push(None);
             return Progress::Send(request);
         }
         // A downgrade's reader whose stat the server left out: an
         // `exists` on it, after the transaction.
         if let Kind::Replace { created, reader, .. } = &self.kind {
-            if index == 0 && self.requests.len() == 1 {
+            // The transaction's answer, before any follow-up.
+            if self.requests.len() == 1 {
                 if let Some(Ok(Reply::Multi(results))) = self.answers.first().and_then(Option::as_ref) {
                     if results.get(*created) == Some(&Done::Created(None)) {
                         let request = Request::Exists {
@@ -740,6 +762,7 @@ impl Exchange {
                         };
                         self.requests.push(request.clone());
                         self.answers.push(None);
+                        self.watches.push(None);
                         return Progress::Send(request);
                     }
                 }
@@ -757,35 +780,19 @@ impl Exchange {
     /// one left must be dropped (an `exists` watch on a release marker
     /// that exists already: a stranger's, no signal).
     pub fn watch(&self, index: usize) -> Option<Watch> {
-        let answered = self.result(index)?;
-        match (&self.kind, answered) {
-            (Kind::SetWatches { own: Some(own), .. }, Ok(_)) if *own == index => Some(Watch::Own),
-            (
-                Kind::SetWatches {
-                    marker: Some(marker), ..
-                },
-                Ok(Reply::Stat(None)),
-            ) if *marker == index => Some(Watch::Marker),
-            (Kind::SetWatches { watched, .. }, Ok(_)) if *watched == index => Some(Watch::Watched),
-            (Kind::Rewatch, Ok(_)) => Some(Watch::Watched),
-            (Kind::Keep, Ok(_)) => Some(Watch::Held),
-            _ => None,
+        match (self.watch_of(index)?, self.result(index)?) {
+            // An `exists` watch is left on a missing node too: on an
+            // existing marker it is a stranger's, no signal.
+            (Watch::Marker, Ok(Reply::Stat(None))) => Some(Watch::Marker),
+            (Watch::Marker, _) | (_, Err(_)) => None,
+            (whose, Ok(_)) => Some(whose),
         }
     }
 
     /// The watch request `index` sets if its answer leaves one: a carrier
     /// drops the earlier watch of that kind when it sends the request.
     pub fn watch_of(&self, index: usize) -> Option<Watch> {
-        match &self.kind {
-            Kind::SetWatches { own: Some(own), .. } if *own == index => Some(Watch::Own),
-            Kind::SetWatches {
-                marker: Some(marker), ..
-            } if *marker == index => Some(Watch::Marker),
-            Kind::SetWatches { watched, .. } if *watched == index => Some(Watch::Watched),
-            Kind::Rewatch if index == 0 => Some(Watch::Watched),
-            Kind::Keep if index == 0 => Some(Watch::Held),
-            _ => None,
-        }
+        self.watches.get(index).copied().flatten()
     }
 
     /// True for the exchange that sets the wait's watches: the session's
@@ -806,7 +813,6 @@ impl Exchange {
         let index = match &self.kind {
             Kind::SetWatches { own, watched, .. } => own.filter(|own| failed(*own)).unwrap_or(*watched),
             Kind::FindOwn => 1,
-            Kind::Create if !failed(0) => 1,
             _ => (0..self.requests.len()).find(|i| failed(*i))?,
         };
         if !failed(index) {
@@ -814,7 +820,7 @@ impl Exchange {
         }
         let path = match &self.kind {
             Kind::Create => self.requests.get(1).map(Request::path),
-            Kind::Replace { writer, .. } if index == 0 => Some(writer.as_str()),
+            Kind::Replace { writer, .. } => Some(writer.as_str()),
             _ => self.requests.get(index).map(Request::path),
         };
         Some((index, path?))

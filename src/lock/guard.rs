@@ -240,8 +240,9 @@ macro_rules! mode_guard {
         /// `release` to learn the outcome.
         ///
         /// For its whole life the guard keeps a watch on its node (the one
-        /// the acquire set while waiting; a guard granted at its first look
-        /// sets one with a `getData` once it has held for 100 ms,
+        /// the acquire set while waiting; a guard whose acquire left none,
+        /// such as one granted at its first look, sets one with a `getData`
+        /// once it has held for 100 ms,
         /// [`contender::FIRST_WATCH_AFTER`](zk_rwlock_core::contender::FIRST_WATCH_AFTER)):
         /// whoever deletes the node, the guard knows it without being
         /// asked or awaited, and its state says `Lost` from then on.

@@ -22,12 +22,15 @@
 //!   its lease.
 //!
 //! When the acquire waited, it set that watch already, and the keeper takes
-//! it over. A guard granted at its first look (the lock was free) has
-//! none: its keeper sets it only once the hold lasts
-//! [`crate::contender::FIRST_WATCH_AFTER`] (100 ms), so that a short hold
-//! costs no request beyond the lock's own. Such a guard learns of a
-//! deletion or a revocation request within the later of that bound and
-//! the server's notification; of the session's end and its lease at once.
+//! it over. A guard whose acquire left none (granted at its first look, the
+//! lock free; or a wait whose own watch had fired, or that could not read
+//! its node) gets it only once the hold lasts
+//! [`crate::contender::FIRST_WATCH_AFTER`] (100 ms) and its `getData` is
+//! answered, so that a short hold costs no request beyond the lock's own.
+//! Such a guard learns of a deletion or a revocation request within the
+//! later of that bound (plus a round trip) and the server's notification;
+//! of the session's end and its lease at once. A revocation request written
+//! and overwritten by someone else within that window is not seen.
 //!
 //! A watch set once lasts through connection loss: on each reconnection
 //! the client sets its watches again, and the server delivers at once a

@@ -544,3 +544,25 @@ async fn cost_of_ten_thousand_held_guards_on_one_session() {
         releasing.as_secs_f64() * 1e3 / N as f64,
     );
 }
+
+/// A guard granted at its first look (no watch set yet) whose node a
+/// stranger deletes at once turns `Lost` within the documented bound: the
+/// later of 100 ms (plus a round trip) and the notification.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guard_granted_at_its_first_look_sees_its_node_deleted_within_the_bound() {
+    let path = unique_path("first-look-delete");
+    let holder = support::lock(&path).await;
+    let stranger = client().await;
+    let guard = holder.write().await.unwrap();
+    let granted = Instant::now();
+    stranger.delete(guard.node(), None).await.unwrap();
+    let seen = tokio::time::timeout(SHORT, guard.lost()).await;
+    let after = granted.elapsed();
+    assert!(seen.is_ok(), "lost() completes");
+    assert_eq!(guard.state(), HoldState::Lost);
+    assert!(
+        after < Duration::from_millis(100) + Duration::from_secs(1),
+        "Lost {after:?} after the grant"
+    );
+    assert!(matches!(guard.release().await, Err(Error::Lost { .. })));
+}

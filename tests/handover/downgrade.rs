@@ -666,3 +666,25 @@ async fn a_session_expired_mid_downgrade_fails_cleanly() {
         .await
         .unwrap();
 }
+
+/// A revocation request written to a guard granted at its first look,
+/// before its kept watch is set, then a downgrade: the request is not lost
+/// (the downgrade deletes the writer only at version 0, so it keeps the
+/// writer node, whose guard then sees the request).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revocation_written_before_the_first_watch_reaches_the_downgraded_guard() {
+    let path = unique_path("revoke-before-watch-downgrade");
+    let holder = lock(&path).await;
+    let other = lock(&path).await;
+    let guard = holder.write().await.unwrap();
+    assert!(other.revoke(guard.node()).await.unwrap());
+    let read = guard.downgrade().await.unwrap();
+    let asked = tokio::time::timeout(SHORT, read.revocation_requested()).await;
+    assert_eq!(
+        asked.ok(),
+        Some(true),
+        "the request written before the downgrade reaches the read guard"
+    );
+    read.release().await.unwrap();
+    assert_drained(&path).await;
+}

@@ -204,6 +204,7 @@ impl Contender {
             successor: successor.clone(),
             mine: mine.clone(),
             record,
+            answer_lost: false,
         };
         let revoked = self.replaces.as_ref().is_some_and(|(_, _, revoked)| *revoked);
         Action::Replace {

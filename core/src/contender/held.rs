@@ -7,7 +7,8 @@ use crate::acquire;
 use crate::node_name;
 
 /// How long a guard whose acquire left no watch on its node (a grant at
-/// the first look: the lock was free, nothing was waited on) holds before
+/// the first look, the lock free; a wait whose own watch had fired or
+/// could not be set) holds before
 /// its keeper reads the node and watches it. A hold that ends sooner costs
 /// no request beyond the lock's own (create, listing, release); one that
 /// lasts longer costs one, as every grant's did. A deletion of the node by

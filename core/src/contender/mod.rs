@@ -470,6 +470,9 @@ enum Phase {
         successor: Option<String>,
         mine: String,
         record: bool,
+        /// An earlier attempt (of this transaction, or of the one with the
+        /// record before it) lost its answer: it may have been applied.
+        answer_lost: bool,
     },
     /// A downgrade's transaction lost an answer and failed on a retry:
     /// whether the earlier attempt made `reader`, its stat tells.

@@ -127,6 +127,7 @@ impl Contender {
                     successor,
                     mine,
                     record,
+                    answer_lost: lost_before,
                 },
                 Input::Replaced {
                     answer,
@@ -136,14 +137,22 @@ impl Contender {
             ) => match answer {
                 Answer::Ok(czxid) => self.replaced(reader, seq, czxid),
                 // The record or the marker refused, the transaction whole:
-                // again without them.
+                // again without them (an earlier attempt's lost answer
+                // still counts: it may have been applied).
                 Answer::NoAuth | Answer::Failed | Answer::Exists
                     if record && matches!(failed, Some(ReplaceStep::Record | ReplaceStep::Marker)) =>
                 {
-                    self.replace(writer, reader, seq, successor, mine, false)
+                    let action = self.replace(writer, reader, seq, successor, mine, false);
+                    if let Phase::Replacing {
+                        answer_lost: lost, ..
+                    } = &mut self.phase
+                    {
+                        *lost = answer_lost || lost_before;
+                    }
+                    action
                 }
                 // An earlier attempt may have been applied: its reader tells.
-                _ if answer_lost => {
+                _ if answer_lost || lost_before => {
                     self.phase = Phase::VerifyingReplace {
                         reader: reader.clone(),
                         seq,

@@ -1717,6 +1717,33 @@ fn a_marked_writers_downgrade_writes_the_record_unless_refused() {
     );
 }
 
+/// A first attempt with the record that lost its answer (it may have been
+/// applied), a retry refused at the record, then the retry without it
+/// refused because the reader exists: the earlier lost answer still counts,
+/// and the reader's owner settles it.
+#[test]
+fn a_lost_answer_before_the_record_was_refused_is_settled_by_the_readers_stat() {
+    let w = name(Mode::Write, 3);
+    let (_, mut reader, _) = downgrading_marked(std::slice::from_ref(&w), true);
+    let without = Action::Replace {
+        writer: w.clone(),
+        reader: reader_name(3),
+        successor: None,
+        mine: reader_name(9),
+        record: false,
+        writer_version: Some(0),
+    };
+    assert_eq!(
+        reader.step(replaced(Answer::NoAuth, Some(ReplaceStep::Record), true)),
+        without
+    );
+    assert_eq!(
+        reader.step(replaced(Answer::Exists, Some(ReplaceStep::Reader), false)),
+        Action::Stat { name: reader_name(3) },
+        "not given up: the first attempt may have made the reader"
+    );
+}
+
 /// Whatever refuses a downgrade's transaction while the writer node stays
 /// (a quota, the node written meanwhile: its version moved) keeps the
 /// writer node; only its deletion or the session's end fail the downgrade.

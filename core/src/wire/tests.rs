@@ -172,6 +172,11 @@ fn the_directory_and_its_parents_are_made_with_the_directory_acl_and_retried() {
         .exchange(&Action::CreateParents, &machine)
         .expect("an exchange");
     assert!(exchange.requests().is_empty() && exchange.is_complete());
+    assert_eq!(
+        exchange.input("h-W-"),
+        Some(Input::ParentsCreated(Answer::Ok(()))),
+        "nothing to make: made"
+    );
     let mut machine = machine;
     let _ = machine.start();
     let _ = top.settle(&exchange, &mut machine);
@@ -197,6 +202,7 @@ fn finding_my_node_syncs_before_it_lists() {
         [Request::Sync { path: DIR.to_owned() }, list]
     );
     assert!(exchange.retried(0) && exchange.retried(1));
+    assert!(!exchange.retried(2), "no such request");
     let children = vec!["x".to_owned()];
     exchange.answer(
         1,
@@ -205,6 +211,7 @@ fn finding_my_node_syncs_before_it_lists() {
             data_length: 0,
         }),
     );
+    assert_eq!(exchange.listing(), Some(children.as_slice()));
     // The sync's failure is not the answer: the listing is.
     assert_eq!(
         exchange.input("h-W-"),
@@ -406,6 +413,24 @@ fn watches_are_set_own_first_then_the_marker_then_the_watched_node() {
         ]
     );
     assert!(exchange.requests().iter().all(Request::watches));
+    for quiet in [
+        Request::GetData {
+            path: DIR.to_owned(),
+            watch: false,
+        },
+        Request::Exists {
+            path: DIR.to_owned(),
+            watch: false,
+        },
+        Request::List {
+            path: DIR.to_owned(),
+            stat: false,
+        },
+        Request::Sync { path: DIR.to_owned() },
+    ] {
+        assert!(!quiet.watches(), "{quiet:?} leaves no watch");
+    }
+    assert_eq!(wire.dir(), DIR);
     assert!(
         !exchange.retried(0),
         "a watch's request is not retried: the wait lists again"
@@ -720,4 +745,75 @@ fn a_transactions_answer_must_match_it_or_it_is_no_answer() {
     // Other requests take any success.
     let find = wire.exchange(&Action::FindOwn, &machine).expect("a find");
     assert!(find.accepts(0, &Ok(Reply::Done)));
+}
+
+#[test]
+fn an_exchange_waits_for_the_answers_it_needs() {
+    let wire = wire();
+    let machine = machine();
+    let mut parents = wire.exchange(&Action::CreateParents, &machine).expect("a mkdir");
+    assert_eq!(parents.input("h-W-"), None, "not answered yet");
+    assert_eq!(parents.answered(0), None);
+    parents.answer(0, Ok(Reply::Done));
+    assert_eq!(parents.answered(0), Some(&Ok(Reply::Done)));
+    assert_eq!(parents.input("h-W-"), Some(Input::ParentsCreated(Answer::Ok(()))));
+    let mut wire = wire;
+    let mut machine = machine;
+    let mut read = wire.exchange(&Action::ReadDirAcl, &machine).expect("a read");
+    read.answer(
+        0,
+        Ok(Reply::Acl {
+            version: 2,
+            children: 0,
+        }),
+    );
+    let _ = wire.settle(&read, &mut machine);
+    let recycle = wire.exchange(&Action::Recycle, &machine).expect("a recycle");
+    assert_eq!(recycle.input("h-W-"), None, "not answered yet");
+}
+
+#[test]
+fn a_downgrades_failures_name_its_writer() {
+    let wire = wire();
+    let machine = machine();
+    let mut exchange = wire.exchange(&replace(false), &machine).expect("a downgrade");
+    let left_out = Reply::Multi(vec![Done::Created(None), Done::Deleted, Done::Deleted]);
+    exchange.answer(0, Ok(left_out));
+    exchange.answer(1, Err(Error::Failed));
+    assert_eq!(exchange.blame(), Some((1, "/locks/a/h-W-0000000001")));
+    let mut keep = wire.keep("h-W-0000000003");
+    assert_eq!((keep.watch_of(0), keep.watch_of(1)), (Some(Watch::Held), None));
+    keep.answer(0, Err(Error::NoNode));
+    assert_eq!(keep.watch(0), None);
+}
+
+#[test]
+fn a_listing_exchange_gives_its_children() {
+    let (wire, machine, _) = waiting();
+    let mut list = wire
+        .exchange(&Action::Acquire(acquire::Action::List), &machine)
+        .expect("a listing");
+    assert_eq!(list.listing(), None, "not answered yet");
+    let children = vec!["h-W-0000000003".to_owned()];
+    list.answer(
+        0,
+        Ok(Reply::Children {
+            children: children.clone(),
+            data_length: 0,
+        }),
+    );
+    assert_eq!(list.listing(), Some(children.as_slice()));
+}
+
+#[test]
+fn a_deadline_during_the_waits_request_is_the_machines_to_take() {
+    let (wire, mut machine, action) = waiting();
+    let exchange = wire.exchange(&action, &machine).expect("watches");
+    // My node's deletion was heard while the request was in flight: the
+    // machine fails the acquire rather than give up.
+    machine.event(acquire::Event::Own(acquire::NodeEvent::Deleted));
+    assert_eq!(
+        deadline(Some(&exchange), &mut machine),
+        Action::Fail(Failure::Lost)
+    );
 }
