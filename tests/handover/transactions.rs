@@ -365,6 +365,40 @@ async fn a_leader_commits_through_its_announcement() {
     leadership.resign().await.unwrap();
 }
 
+/// Leader-only writes across a change of leader: the old leader, whose
+/// node is gone, commits nothing; the new one commits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_current_leader_commits_across_a_change_of_leader() {
+    let (stranger, dir) = data_dir("tx-leaders").await;
+    let path = unique_path("tx-leaders-el");
+    let connect = server().connect_string();
+    let (first, second) = (
+        support::candidate(&connect, &path, "web01").await,
+        support::candidate(&connect, &path, "web02").await,
+    );
+    let old = first.campaign().await.unwrap();
+    let next = tokio::spawn(async move { second.campaign().await.map(|l| (l, second)) });
+    // The old leader's node goes (an operator, an expiry): the next takes over.
+    stranger.delete(old.node(), None).await.unwrap();
+    let (new, _second) = tokio::time::timeout(SHORT, next)
+        .await
+        .expect("the next candidate leads")
+        .unwrap()
+        .unwrap();
+    let at = format!("{dir}/b");
+    let refused = old.transaction().set_data(&at, b"stale", None).commit().await;
+    assert!(matches!(refused, Err(Error::Lost { .. })), "{refused:?}");
+    assert_untouched(&stranger, &dir).await;
+    new.transaction()
+        .set_data(&at, b"new", None)
+        .commit()
+        .await
+        .unwrap();
+    assert_eq!(read(&stranger, &at).await.as_deref(), Some(b"new".as_slice()));
+    new.resign().await.unwrap();
+    drop(old);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_committed_before_the_release_outlive_it() {
     let (stranger, dir) = data_dir("tx-after").await;
