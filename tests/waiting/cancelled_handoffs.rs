@@ -32,18 +32,22 @@ async fn acquires_dropped_during_a_hand_off_leave_nothing_and_overlap_nothing() 
         let holder_lock = lock(&path).await;
         let holder = holder_lock.write().await.unwrap();
         let shared = lock(&path).await;
-        let start = tokio::time::Instant::now();
-        let mut tasks = Vec::new();
+        // Every session connected before the clock starts.
+        let mut locks = Vec::new();
         for i in 0..24u64 {
-            let l = if i % 3 == 0 {
+            locks.push(if i % 3 == 0 {
                 lock(&path).await
             } else {
                 shared.clone()
-            };
+            });
+        }
+        let start = tokio::time::Instant::now();
+        let mut tasks = Vec::new();
+        for (i, l) in (0..24u64).zip(locks) {
             let holding = holding.clone();
-            // Deadlines from 30 ms to 99 ms after the start; the release
+            // Deadlines from 30 ms to 216 ms after the start; the release
             // leaves at 60 ms.
-            let until = start + Duration::from_millis(30 + i * 3 + round % 3);
+            let until = start + Duration::from_millis(30 + i * 8 + round % 3);
             tasks.push(tokio::spawn(async move {
                 let mode = if (i + round) % 4 == 0 {
                     Mode::Write
