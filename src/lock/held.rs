@@ -339,6 +339,9 @@ impl Held {
                 let mut writer = self;
                 // Nothing left to release: the transaction deleted the node.
                 writer.released = true;
+                // The write hold ends now, not when the keeper (which may
+                // not have set its watch yet) lets go of the flags.
+                drop(writer.flags.take_holder());
                 Ok(reader)
             }
             Ok(None) => {
