@@ -164,9 +164,19 @@ async fn expired_session_terminates_the_command() {
 async fn a_lost_lock_is_said_once() {
     let path = unique_path("lost-once");
     let c = client().await;
-    let exec = zk_rwlock(&["exec", "-w", "--kill-after", "1s", &path, "--", "sleep", "60"])
+    let started = scratch("lost-once").join("started");
+    let exec = zk_rwlock(&["exec", "-w", "--kill-after", "1s", &path, "--", "sh", "-c"])
+        .args([r#"touch "$0"; sleep 60"#])
+        .arg(&started)
         .spawn()
         .unwrap();
+    // Held: the command runs (a node seen in the directory may still be
+    // waiting for its listing).
+    eventually("the command runs", SHORT, || {
+        let there = started.exists();
+        async move { there }
+    })
+    .await;
     let names = wait_nodes(&c, &path, 1).await;
     let node = format!("{path}/{}", names[0]);
     c.delete(&node, None).await.unwrap();
