@@ -148,8 +148,8 @@ use std::num::NonZeroU32;
 
 use uuid::Uuid;
 
-use crate::node_name::{parse_parts, Layout, Mode, ParseNameError, Parts};
-use crate::ordering::{is_valid_seq, OrderingError};
+use crate::node_name::{parse_parts, Layout, ParseNameError, Parts};
+use crate::ordering::{inserts_before_itself, is_valid_seq, OrderingError};
 
 /// What a semaphore node's host carries between the identity and the token,
 /// before its permit count: `<identity>@permits-<N>@<token>`.
@@ -261,13 +261,6 @@ fn carried(parts: &Parts<'_>) -> Option<u32> {
         return None;
     }
     digits.parse().ok()
-}
-
-/// True if a contender may add a node with its own sequence before its
-/// deletion: a Curator read/write lock's writer (its downgrade, see
-/// [`crate::ordering`]).
-fn inserts_before_itself(parts: &Parts<'_>) -> bool {
-    parts.mode == Mode::Write && parts.layout == Layout::Curator
 }
 
 /// Decides for the semaphore contender named `me`, with `permits` permits,

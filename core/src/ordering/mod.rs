@@ -330,7 +330,7 @@ fn marks(parts: &Parts<'_>) -> bool {
 /// `_c_<uuid>-__READ__<the writer's sequence>`, a plain ephemeral node).
 /// Its deletion is then no proof that nothing precedes a writer behind it.
 #[inline]
-fn inserts_before_itself(parts: &Parts<'_>) -> bool {
+pub(crate) fn inserts_before_itself(parts: &Parts<'_>) -> bool {
     parts.mode == Mode::Write && parts.layout == Layout::Curator
 }
 
