@@ -5,6 +5,7 @@
 //! (and the deletion of any of them grants), `conflict i` (the i-th node
 //! carries another N), or `exhausted`.
 use super::*;
+use crate::node_name::Mode;
 use crate::ordering;
 
 /// Builds child names from a row like `S S3 [S] x W@7`, for N permits:
