@@ -84,6 +84,18 @@ pub enum Error {
         /// The owner's node.
         node: String,
     },
+    /// A [`Semaphore`](crate::Semaphore) was asked for with 0 permits: it
+    /// would never grant anyone.
+    #[error("a semaphore needs at least one permit; 0 were asked for")]
+    NoPermits,
+    /// A semaphore's permit ([`Permit`](crate::Permit)), taken as a
+    /// [`Guard`](crate::Guard), cannot downgrade: a permit has no read
+    /// mode. The permit was released.
+    #[error("the semaphore permit `{node}` cannot downgrade (a permit has no read mode); it was released")]
+    DowngradePermit {
+        /// The permit's node.
+        node: String,
+    },
     /// A re-entrant owner that holds a read lock asked for the write lock:
     /// it would wait for its own reader node for ever, so it is refused at
     /// once (see [`ReentrantLock`](crate::ReentrantLock)). Release the
@@ -162,6 +174,25 @@ pub enum Error {
         size: usize,
         /// The lock's limit.
         limit: usize,
+    },
+    /// A semaphore's acquire found a contender before its own node that
+    /// carries another permit count in its name: the contenders of one
+    /// semaphore directory disagree on how many may hold at once. The
+    /// acquire withdrew its node instead of waiting (holding with two
+    /// counts could let more hold than either allows).
+    #[error(
+        "semaphore `{path}` is asked for with {asked} permits, but its contender `{node}` carries {carried}: \
+         every contender of one semaphore must ask for the same number of permits, so this acquire withdrew"
+    )]
+    PermitsDisagree {
+        /// The semaphore's directory.
+        path: String,
+        /// The contender node that carries another count.
+        node: String,
+        /// The count it carries.
+        carried: u32,
+        /// The count this acquire asked for.
+        asked: u32,
     },
     /// A request of an acquire got no answer from the server through
     /// retries over broken connections for twice the session timeout,

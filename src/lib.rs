@@ -156,9 +156,9 @@ pub use election::{Election, ElectionBuilder, Leader, Leadership};
 pub use error::{is_retryable, Error};
 pub use lease::{HoldState, LossCause};
 pub use lock::{
-    validate_identity, validate_path, ContenderState, CreateAcl, Guard, LockBuilder, Place, QueueEntry,
-    Queued, ReadGuard, ReentrantLock, Revoked, SharedLock, Snapshot, Transaction, WriteGuard, GIVE_UP_SLACK,
-    REVOKE_PAYLOAD, TRY_TIMEOUT,
+    validate_identity, validate_path, ContenderState, CreateAcl, Guard, LockBuilder, Permit, Place,
+    QueueEntry, Queued, ReadGuard, ReentrantLock, Revoked, Semaphore, SemaphoreBuilder, SharedLock, Snapshot,
+    Transaction, WriteGuard, GIVE_UP_SLACK, REVOKE_PAYLOAD, TRY_TIMEOUT,
 };
 pub use metrics::describe_metrics;
 pub use multi::{MultiGuard, MultiLock};

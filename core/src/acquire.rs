@@ -99,6 +99,7 @@ use crate::lease::SessionState;
 use crate::limits;
 use crate::node_name::{self, parse_parts, Layout, Mode};
 use crate::ordering::{self, Decision, OrderingError};
+use crate::semaphore::{self, SemaphoreError};
 
 /// The answer to a request, reduced to what the rules look at.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -306,6 +307,9 @@ pub enum Input<'a> {
         /// marker is absent (the watch waits for its creation), `Ok(true)`
         /// if it exists (a stranger's: no signal).
         marker: Option<Reply<bool>>,
+        /// The `exists` watches on the other nodes of a semaphore's wait,
+        /// in the order asked: `Ok(())` if the node exists, `NoNode` if not.
+        also: Vec<Reply<()>>,
     },
     /// The answer to [`Action::Rewatch`].
     Rewatched(Reply<()>),
@@ -339,6 +343,10 @@ pub enum Failure {
     /// ([`Acquire::with_listing_limit`]): withdraw my node and fail
     /// ([`Acquire::refused_listing`] says how large it was).
     ListingTooLarge,
+    /// A semaphore's ([`Acquire::with_permits`]): a contender before mine
+    /// carries another permit count ([`Acquire::conflict`] says which):
+    /// withdraw my node and fail.
+    PermitsDisagree,
 }
 
 /// A listing too large to queue behind ([`Failure::ListingTooLarge`]).
@@ -368,6 +376,10 @@ pub enum Action {
         /// The child name of the watched node's release marker, to watch
         /// with `exists`.
         marker: Option<String>,
+        /// A semaphore's wait ([`Acquire::with_permits`]): the other nodes
+        /// it watches, each with an `exists` watch; their events are the
+        /// watched node's ([`Event::Watched`]).
+        also: Vec<String>,
     },
     /// Wait for the next event. With `poll`, the watched node cannot be
     /// watched (its ACL): check it with `exists` until it is gone.
@@ -468,6 +480,8 @@ enum Phase {
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Waiting {
     watched: String,
+    /// A semaphore's other watched nodes (see [`Action::SetWatches`]).
+    also: Vec<String>,
     deletion_grants: bool,
     release_grants: bool,
 }
@@ -516,6 +530,10 @@ pub struct Acquire {
     /// The place is followed ([`Acquire::with_place`]), and where it was last.
     follow_place: bool,
     place: Option<Place>,
+    /// A semaphore's permit count ([`Acquire::with_permits`]).
+    permits: Option<u32>,
+    /// The disagreeing predecessor, after [`Failure::PermitsDisagree`].
+    conflict: Option<(String, u32)>,
 }
 
 impl Acquire {
@@ -541,7 +559,34 @@ impl Acquire {
             refused: None,
             follow_place: false,
             place: None,
+            permits: None,
+            conflict: None,
         }
+    }
+
+    /// The acquire is a counting semaphore's with `permits` permits
+    /// (`None`, the default: a read/write lock's). Its listings are decided
+    /// by [`crate::semaphore::decide`]: granted while fewer than `permits`
+    /// contenders precede my node, else wait on the `permits` nodes right
+    /// before it, each with an `exists` watch (which needs no READ on
+    /// them, so a semaphore's wait never polls), listing again when any of
+    /// them is deleted (or taking the permit, when its deletion alone
+    /// grants it) or written to. No release marker or record: a permit's
+    /// release is a plain deletion. A predecessor carrying another count
+    /// fails the acquire with [`Failure::PermitsDisagree`]. A semaphore's
+    /// acquire is never a downgrade's ([`Acquire::replacing`] is ignored).
+    #[must_use]
+    pub fn with_permits(mut self, permits: Option<u32>) -> Acquire {
+        self.permits = permits;
+        self
+    }
+
+    /// The predecessor that carries another permit count, and its count,
+    /// after [`Failure::PermitsDisagree`].
+    pub fn conflict(&self) -> Option<(&str, u32)> {
+        self.conflict
+            .as_ref()
+            .map(|(node, permits)| (node.as_str(), *permits))
     }
 
     /// Whether the acquire follows its place in the queue ([`Acquire::place`]):
@@ -652,9 +697,15 @@ impl Acquire {
                 // Listings are retried until answered: this is the end.
                 Reply::Retry | Reply::NoAuth | Reply::Failed => self.finish(Action::Fail(Failure::Request)),
             },
-            (Phase::SettingWatches(waiting), Input::WatchesSet { own, watched, marker }) => {
-                self.watches_set(waiting, own, watched, marker)
-            }
+            (
+                Phase::SettingWatches(waiting),
+                Input::WatchesSet {
+                    own,
+                    watched,
+                    marker,
+                    also,
+                },
+            ) => self.watches_set(waiting, own, several(watched, also), marker),
             (Phase::Waiting(waiting, poll), Input::Event(event)) => self.woke(waiting, poll, event),
             (Phase::Rewatching(waiting), Input::Rewatched(reply)) => match reply {
                 Reply::Ok(()) => self.wait(waiting, false),
@@ -777,6 +828,7 @@ impl Acquire {
         }
         // Only native nodes mark: see `ordering`'s "Peers and the release record".
         let mark = self.mode == Mode::Write
+            && self.permits.is_none()
             && self.waited
             && parse_parts(&self.me).is_ok_and(|p| p.layout == Layout::Native);
         self.finish(Action::Grant { mark })
@@ -784,6 +836,9 @@ impl Acquire {
 
     /// A listing: decide, and act on the decision.
     fn decide<S: AsRef<str>>(&mut self, children: &[S]) -> Action {
+        if let Some(permits) = self.permits {
+            return self.decide_permit(children, permits);
+        }
         let mut foreign = false;
         let decided = ordering::decide_noting_foreign(&self.me, children, &mut foreign);
         self.foreign = foreign;
@@ -824,19 +879,8 @@ impl Acquire {
                 if !self.may_wait {
                     return self.finish(Action::GiveUp);
                 }
-                if !self.admitted {
-                    if let Some(limit) = self.listing_limit {
-                        let size = limits::listing_size(children);
-                        if !limits::queue_admits(size, Some(limit)) {
-                            self.refused = Some(RefusedListing {
-                                children: children.len(),
-                                size,
-                                limit,
-                            });
-                            return self.finish(Action::Fail(Failure::ListingTooLarge));
-                        }
-                    }
-                    self.admitted = true;
+                if let Some(action) = self.refuse_listing(children) {
+                    return action;
                 }
                 let own = self.own_watch != OwnWatch::Set
                     && !self.own_unreadable
@@ -846,6 +890,7 @@ impl Acquire {
                 }
                 let waiting = Waiting {
                     watched: watch.to_owned(),
+                    also: Vec::new(),
                     deletion_grants,
                     release_grants,
                 };
@@ -858,18 +903,114 @@ impl Acquire {
                     MarkerWatch::None
                 };
                 // Session changes before the watches exist do not matter.
-                self.interrupted = false;
-                self.phase = Phase::SettingWatches(waiting);
-                Action::SetWatches {
-                    own,
-                    watched: watch.to_owned(),
-                    marker,
-                }
+                self.set_watches(waiting, own, marker)
             }
             Ok(Decision::Exhausted) => self.finish(Action::Fail(Failure::Exhausted)),
             Err(OrderingError::Missing { .. }) => self.finish(Action::Fail(Failure::Lost)),
             Err(OrderingError::InvalidName(_)) => self.finish(Action::Fail(Failure::InvalidName)),
         }
+    }
+
+    /// Sets the wait's watches.
+    fn set_watches(&mut self, waiting: Waiting, own: bool, marker: Option<String>) -> Action {
+        // Session changes before the watches exist do not matter.
+        self.interrupted = false;
+        let action = Action::SetWatches {
+            own,
+            watched: waiting.watched.clone(),
+            marker,
+            also: waiting.also.clone(),
+        };
+        self.phase = Phase::SettingWatches(waiting);
+        action
+    }
+
+    /// A semaphore's listing ([`Acquire::with_permits`]): decide, and act.
+    fn decide_permit<S: AsRef<str>>(&mut self, children: &[S], permits: u32) -> Action {
+        self.foreign = children.iter().any(|c| parse_parts(c.as_ref()).is_err());
+        let decided = semaphore::decide(&self.me, children, permits);
+        let place = match &decided {
+            Ok(semaphore::Decision::Granted { ahead }) => Some((*ahead, None)),
+            Ok(semaphore::Decision::Wait { watch, ahead, .. }) => {
+                Some((*ahead, watch.last().map(|w| (*w).to_owned())))
+            }
+            _ => None,
+        };
+        if let (true, Some((ahead, waits_on))) = (self.follow_place, place) {
+            self.place = Some(Place {
+                node: self.me.clone(),
+                ahead,
+                waits_on,
+            });
+        }
+        match decided {
+            Ok(semaphore::Decision::Granted { .. }) => self.grant(false),
+            Ok(semaphore::Decision::Wait {
+                mut watch,
+                deletion_grants,
+                ..
+            }) => {
+                self.waited = true;
+                if !self.may_wait {
+                    return self.finish(Action::GiveUp);
+                }
+                if let Some(action) = self.refuse_listing(children) {
+                    return action;
+                }
+                // The immediate predecessor first: the one a place names.
+                watch.reverse();
+                let mut watch = watch.into_iter().map(str::to_owned);
+                let Some(watched) = watch.next() else {
+                    return self.finish(Action::Fail(Failure::Request));
+                };
+                let own = self.own_watch != OwnWatch::Set && !self.own_unreadable && deletion_grants;
+                if own {
+                    self.own_watch = OwnWatch::None;
+                }
+                self.marker = MarkerWatch::None;
+                let waiting = Waiting {
+                    watched,
+                    also: watch.collect(),
+                    deletion_grants,
+                    release_grants: false,
+                };
+                self.set_watches(waiting, own, None)
+            }
+            Ok(semaphore::Decision::Conflict { node, permits }) => {
+                self.conflict = Some((node.to_owned(), permits));
+                self.finish(Action::Fail(Failure::PermitsDisagree))
+            }
+            Ok(semaphore::Decision::Exhausted) => self.finish(Action::Fail(Failure::Exhausted)),
+            Err(SemaphoreError::Ordering(OrderingError::Missing { .. })) => {
+                self.finish(Action::Fail(Failure::Lost))
+            }
+            Err(SemaphoreError::PermitsDisagree { carried, .. }) => {
+                self.conflict = Some((self.me.clone(), carried));
+                self.finish(Action::Fail(Failure::PermitsDisagree))
+            }
+            Err(_) => self.finish(Action::Fail(Failure::InvalidName)),
+        }
+    }
+
+    /// The first listing that would make the acquire wait is checked
+    /// against the limit ([`Acquire::with_listing_limit`]): the failure
+    /// if it is over.
+    fn refuse_listing<S: AsRef<str>>(&mut self, children: &[S]) -> Option<Action> {
+        if !self.admitted {
+            if let Some(limit) = self.listing_limit {
+                let size = limits::listing_size(children);
+                if !limits::queue_admits(size, Some(limit)) {
+                    self.refused = Some(RefusedListing {
+                        children: children.len(),
+                        size,
+                        limit,
+                    });
+                    return Some(self.finish(Action::Fail(Failure::ListingTooLarge)));
+                }
+            }
+            self.admitted = true;
+        }
+        None
     }
 
     fn watches_set(
@@ -937,6 +1078,12 @@ impl Acquire {
                 self.gone(waiting)
             }
             // Anyone with WRITE permission can write to it: watch it again.
+            // Which of several watched nodes it was is not known: a fresh
+            // listing decides (and sets every watch again).
+            Event::Watched(NodeEvent::DataChanged) if !waiting.also.is_empty() => {
+                self.counts.wakeups += 1;
+                self.list()
+            }
             Event::Watched(NodeEvent::DataChanged) => {
                 self.counts.wakeups += 1;
                 let watched = waiting.watched.clone();
@@ -1018,6 +1165,23 @@ impl Acquire {
     pub fn own_watch_set(&self) -> bool {
         self.own_watch == OwnWatch::Set
     }
+}
+
+/// The answers to the watches of several watched nodes (a semaphore's
+/// wait), as one: a node found gone first (the wait is over), then a
+/// failure, a lost answer, a refusal, and `Ok` only if every watch is set.
+fn several(watched: Reply<()>, also: Vec<Reply<()>>) -> Reply<()> {
+    let rank = |reply: &Reply<()>| match reply {
+        Reply::NoNode => 0,
+        Reply::Failed => 1,
+        Reply::Retry => 2,
+        Reply::NoAuth => 3,
+        Reply::Ok(()) => 4,
+    };
+    std::iter::once(watched)
+        .chain(also)
+        .min_by_key(rank)
+        .unwrap_or(Reply::Ok(()))
 }
 
 #[cfg(test)]

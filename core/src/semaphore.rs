@@ -347,5 +347,58 @@ pub fn decide<'a, S: AsRef<str>>(
     })
 }
 
+/// The permit count of a directory's contenders, as the first contender in
+/// queue order that carries one shows it ([`permits_of`]); `None` if none
+/// does (a read/write lock's directory, or an empty one).
+pub fn permits_in<S: AsRef<str>>(children: &[S]) -> Option<u32> {
+    children
+        .iter()
+        .filter_map(|child| {
+            let parts = parse_parts(child.as_ref()).ok()?;
+            Some((parts.seq, carried(&parts)?))
+        })
+        .min()
+        .map(|(_, permits)| permits)
+}
+
+/// Classifies every child of a directory as [`crate::ordering::queue`]
+/// does, for a semaphore with `permits` permits, or, with `None`, with the
+/// count its contenders carry ([`permits_in`]), and as a read/write lock's
+/// if none carries one. A semaphore's contender holds if fewer than
+/// `permits` valid contenders precede it, and waits otherwise, on its
+/// immediate predecessor as shown (it watches the `permits` right before
+/// it, [`decide`]); one that cannot be ordered is
+/// [`ordering::Decision::Exhausted`](crate::ordering::Decision::Exhausted).
+/// What status tools and revocation show, not what a contender decides
+/// (a contender meeting a disagreeing count refuses instead).
+pub fn queue<S: AsRef<str>>(children: &[S], permits: Option<u32>) -> crate::ordering::Queue<'_> {
+    use crate::ordering::Decision as Lock;
+    let mut queue = crate::ordering::queue(children);
+    let Some(permits) = permits.or_else(|| permits_in(children)) else {
+        return queue;
+    };
+    let n = usize::try_from(permits).unwrap_or(usize::MAX);
+    let mut ahead = 0;
+    let mut previous = "";
+    for place in &mut queue.contenders {
+        if place.decision == Lock::Exhausted {
+            continue;
+        }
+        // Those with the same sequence are exhausted: the rest are strictly ordered.
+        place.decision = if ahead < n {
+            Lock::Granted
+        } else {
+            Lock::Wait {
+                watch: previous,
+                deletion_grants: false,
+                release_grants: false,
+            }
+        };
+        ahead += 1;
+        previous = place.name;
+    }
+    queue
+}
+
 #[cfg(test)]
 mod tests;

@@ -386,6 +386,8 @@ enum Kind {
         own: Option<usize>,
         marker: Option<usize>,
         watched: usize,
+        /// A semaphore's other watched nodes' `exists`, from this index on.
+        also: usize,
     },
     Rewatch,
     ReadRecord {
@@ -559,7 +561,12 @@ impl Wire {
                     }],
                     true,
                 ),
-                acquire::Action::SetWatches { own, watched, marker } => {
+                acquire::Action::SetWatches {
+                    own,
+                    watched,
+                    marker,
+                    also,
+                } => {
                     // Data watches (`getData`): on a missing node no watch
                     // is left behind. The marker's is an `exists` watch,
                     // which waits for its creation; it leaves before the
@@ -585,7 +592,19 @@ impl Wire {
                         watch: true,
                     });
                     let watched = requests.len() - 1;
-                    (Kind::SetWatches { own, marker, watched }, requests, false)
+                    // `exists`: a semaphore's other watched nodes need no
+                    // READ on them to be watched.
+                    requests.extend(also.iter().map(|node| Request::Exists {
+                        path: child_path(dir, node),
+                        watch: true,
+                    }));
+                    let kind = Kind::SetWatches {
+                        own,
+                        marker,
+                        watched,
+                        also: watched + 1,
+                    };
+                    (kind, requests, false)
                 }
                 acquire::Action::Rewatch { watched } => (
                     Kind::Rewatch,
@@ -657,11 +676,19 @@ impl Exchange {
         let answers = vec![None; requests.len()];
         let mut watches = vec![None; requests.len()];
         let set = match &kind {
-            Kind::SetWatches { own, marker, watched } => vec![
+            Kind::SetWatches {
+                own,
+                marker,
+                watched,
+                also,
+            } => [
                 (*own, Watch::Own),
                 (*marker, Watch::Marker),
                 (Some(*watched), Watch::Watched),
-            ],
+            ]
+            .into_iter()
+            .chain((*also..requests.len()).map(|index| (Some(index), Watch::Watched)))
+            .collect(),
             Kind::Rewatch => vec![(Some(0), Watch::Watched)],
             Kind::Keep => vec![(Some(0), Watch::Held)],
             _ => Vec::new(),
@@ -784,7 +811,9 @@ impl Exchange {
             // An `exists` watch is left on a missing node too: on an
             // existing marker it is a stranger's, no signal.
             (Watch::Marker, Ok(Reply::Stat(None))) => Some(Watch::Marker),
-            (Watch::Marker, _) | (_, Err(_)) => None,
+            // A watched node's `exists` on a node gone: the wait is over,
+            // and the watch would wait for a creation that means nothing.
+            (Watch::Marker, _) | (Watch::Watched, Ok(Reply::Stat(None))) | (_, Err(_)) => None,
             (whose, Ok(_)) => Some(whose),
         }
     }
@@ -811,7 +840,10 @@ impl Exchange {
     pub fn blame(&self) -> Option<(usize, &str)> {
         let failed = |index: usize| matches!(self.result(index), Some(Err(_)));
         let index = match &self.kind {
-            Kind::SetWatches { own, watched, .. } => own.filter(|own| failed(*own)).unwrap_or(*watched),
+            Kind::SetWatches { own, watched, .. } => own
+                .filter(|own| failed(*own))
+                .or_else(|| (*watched..self.requests.len()).find(|i| failed(*i)))
+                .unwrap_or(*watched),
             Kind::FindOwn => 1,
             _ => (0..self.requests.len()).find(|i| failed(*i))?,
         };
@@ -954,7 +986,12 @@ impl Exchange {
                 Ok(_) => WaitReply::Failed,
                 Err(e) => e.reply(),
             })),
-            Kind::SetWatches { own, marker, watched } => {
+            Kind::SetWatches {
+                own,
+                marker,
+                watched,
+                also,
+            } => {
                 let own = match own {
                     Some(own) => Some(watch_set(self.result(*own)?)),
                     None => None,
@@ -968,7 +1005,22 @@ impl Exchange {
                     None => None,
                 };
                 let watched = watch_set(self.result(*watched)?);
-                Input::Acquire(acquire::Input::WatchesSet { own, watched, marker })
+                let also = (*also..self.requests.len())
+                    .map(|index| {
+                        Some(match self.result(index)? {
+                            Ok(Reply::Stat(Some(_))) => WaitReply::Ok(()),
+                            Ok(Reply::Stat(None)) => WaitReply::NoNode,
+                            Ok(_) => WaitReply::Failed,
+                            Err(e) => e.reply(),
+                        })
+                    })
+                    .collect::<Option<Vec<_>>>()?;
+                Input::Acquire(acquire::Input::WatchesSet {
+                    own,
+                    watched,
+                    marker,
+                    also,
+                })
             }
             Kind::Rewatch => Input::Acquire(acquire::Input::Rewatched(watch_set(first?))),
             Kind::ReadRecord { watched } => Input::Acquire(acquire::Input::RecordRead(match first? {

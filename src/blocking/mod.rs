@@ -80,9 +80,11 @@ use tokio::runtime::Runtime;
 mod election;
 mod lock;
 mod multi;
+mod semaphore;
 pub use election::{Election, Leadership, Observer};
 pub use lock::{Guard, ReentrantLock, SharedLock, Transaction};
 pub use multi::{MultiGuard, MultiLock};
+pub use semaphore::{Permit, Semaphore};
 
 use crate::connect::connect_client;
 use crate::error::Error;

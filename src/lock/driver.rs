@@ -4,6 +4,7 @@
 //! documentation).
 
 use std::collections::HashSet;
+use std::num::NonZeroU32;
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -115,13 +116,6 @@ impl SharedLock {
         let inner = &self.inner;
         let client = &inner.client;
         let token = Uuid::new_v4();
-        let Some(prefix) = inner.layout.prefix(&inner.identity, token, mode) else {
-            return Err(Error::UnsupportedMode {
-                layout: inner.layout,
-                mode,
-            }
-            .into());
-        };
         // Every session state change from here on: after a reconnect, the
         // client re-registers watches in no particular order, so events of
         // our own node and of the watched node may come in either order.
@@ -142,7 +136,15 @@ impl SharedLock {
         )
         .with_release_markers(inner.release_markers)
         .with_listing_limit(inner.listing_limit)
-        .with_place(place.is_some());
+        .with_place(place.is_some())
+        .with_permits(inner.permits);
+        let Some(prefix) = machine.prefix(&inner.identity) else {
+            return Err(Error::UnsupportedMode {
+                layout: inner.layout,
+                mode,
+            }
+            .into());
+        };
         let machine = match replacing {
             Some(d) => machine.replacing(&d.writer, d.mark, d.revoked),
             None => machine,
@@ -155,7 +157,7 @@ impl SharedLock {
             node: String::new(),
             until: deadlines.look,
             own_watch: None,
-            watched: None,
+            watched: Vec::new(),
             watched_path: String::new(),
             marker: None,
             last_error: None,
@@ -354,8 +356,9 @@ struct Driver<'a> {
     until: Option<Instant>,
     /// The pending watch on our own node.
     own_watch: Option<WatchFuture>,
-    /// The pending watch on the watched node.
-    watched: Option<WatchFuture>,
+    /// The pending watches on the watched nodes (a semaphore's wait
+    /// watches several; the first request's node is `watched_path`).
+    watched: Vec<WatchFuture>,
     watched_path: String,
     /// The pending `exists` watch on the watched node's release marker.
     marker: Option<WatchFuture>,
@@ -403,14 +406,17 @@ impl Driver<'_> {
     /// the newer one replaces them. Changes of the session's state seen
     /// before the wait's watches are set do not matter.
     fn replace_watches(&mut self, exchange: &Exchange) {
+        let mut first_watched = true;
         for (index, request) in exchange.requests().iter().enumerate() {
             match exchange.watch_of(index) {
                 Some(Watch::Own) => self.own_watch = None,
                 Some(Watch::Marker) => self.marker = None,
-                Some(Watch::Watched) => {
-                    self.watched = None;
+                Some(Watch::Watched) if first_watched => {
+                    first_watched = false;
+                    self.watched.clear();
                     self.watched_path = request.path().to_owned();
                 }
+                Some(Watch::Watched) => {}
                 Some(Watch::Held) | None => {}
             }
         }
@@ -427,7 +433,7 @@ impl Driver<'_> {
                 Watch::Own => self.own_watch = Some(watch),
                 Watch::Marker => self.marker = Some(watch),
                 Watch::Watched => {
-                    self.watched = Some(watch);
+                    self.watched.push(watch);
                     let persistent = (0..exchange.requests().len()).any(|i| {
                         exchange.watch_of(i) == Some(Watch::Watched)
                             && matches!(exchange.answered(i), Some(Ok(Reply::Data { stat, .. })) if stat.ephemeral_owner == 0)
@@ -526,7 +532,7 @@ impl Driver<'_> {
             ..
         } = self;
         let client = &lock.inner.client;
-        let nothing_to_watch = !poll && watched.is_none();
+        let nothing_to_watch = !poll && watched.is_empty();
         let watched_path = &*watched_path;
         let mut polled = std::pin::pin!(async {
             if poll {
@@ -557,15 +563,16 @@ impl Driver<'_> {
             if let std::task::Poll::Ready(state) = changed.as_mut().poll(cx) {
                 got.session = Some(state);
             }
-            got.watched = if poll {
-                match polled.as_mut().poll(cx) {
-                    std::task::Poll::Ready((event, error)) => Some(Watched::Polled(event, error)),
-                    std::task::Poll::Pending => None,
-                }
-            } else if nothing_to_watch {
+            got.watched = if nothing_to_watch {
                 Some(Watched::Nothing)
             } else {
-                poll_watch(watched, cx).map(Watched::Event)
+                // A polled node's other watched nodes are watched still.
+                poll_any(watched, cx)
+                    .map(Watched::Event)
+                    .or_else(|| match polled.as_mut().poll(cx) {
+                        std::task::Poll::Ready((event, error)) => Some(Watched::Polled(event, error)),
+                        std::task::Poll::Pending => None,
+                    })
             };
             got.deadline = deadline.as_mut().poll(cx).is_ready();
             if got.is_empty() {
@@ -592,7 +599,7 @@ impl Driver<'_> {
             self.seen_state = Some(state);
         }
         if let Some(Watched::Event(event)) = got.watched {
-            self.watched = Some(fired(event));
+            self.watched.push(fired(event));
         }
     }
 
@@ -702,6 +709,15 @@ impl Driver<'_> {
                 let writer = pending.machine.replaces().unwrap_or_default();
                 lock.gone_error(&child_path(dir, writer))
             }
+            Failure::PermitsDisagree => {
+                let (node, carried) = pending.machine.conflict().unwrap_or_default();
+                Error::PermitsDisagree {
+                    path: dir.to_owned(),
+                    node: child_path(dir, node),
+                    carried,
+                    asked: lock.inner.permits.map_or(0, NonZeroU32::get),
+                }
+            }
         }
     }
 }
@@ -760,6 +776,21 @@ fn poll_watch(watch: &mut Option<WatchFuture>, cx: &mut std::task::Context<'_>) 
         }
         std::task::Poll::Pending => None,
     }
+}
+
+/// Polls several watches: the event of the first that has fired (taken
+/// out); otherwise `cx` is woken when one fires.
+fn poll_any(watches: &mut Vec<WatchFuture>, cx: &mut std::task::Context<'_>) -> Option<zk::WatchedEvent> {
+    let (index, event) =
+        watches
+            .iter_mut()
+            .enumerate()
+            .find_map(|(index, watch)| match watch.as_mut().poll(cx) {
+                std::task::Poll::Ready(event) => Some((index, event)),
+                std::task::Poll::Pending => None,
+            })?;
+    drop(watches.swap_remove(index));
+    Some(event)
 }
 
 /// A watch that has fired with `event`, as it was before its event was

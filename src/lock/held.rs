@@ -317,6 +317,9 @@ impl Held {
                 downgrading,
             )),
             Err(DowngradeRefused::Layout(layout)) => Err(Error::DowngradeUnsupported { layout }),
+            Err(DowngradeRefused::Permit) => Err(Error::DowngradePermit {
+                node: self.node().to_owned(),
+            }),
             // Not held: lost (or the lock is someone else's by now).
             Err(DowngradeRefused::NotHeld) => Err(Error::Lost {
                 node: self.node().to_owned(),

@@ -19,6 +19,7 @@
 //! the checks of paths and identities and the defaults.
 
 use std::collections::HashSet;
+use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -44,6 +45,7 @@ mod keeper;
 mod queued;
 mod reentrant;
 mod revoke;
+mod semaphore;
 mod snapshot;
 mod transaction;
 mod validate;
@@ -53,6 +55,7 @@ pub use guard::{Guard, ReadGuard, WriteGuard};
 pub use queued::{Place, Queued};
 pub use reentrant::ReentrantLock;
 pub use revoke::{Revoked, REVOKE_PAYLOAD};
+pub use semaphore::{Permit, Semaphore, SemaphoreBuilder};
 pub use snapshot::{ContenderState, QueueEntry, Snapshot};
 pub use transaction::{CreateAcl, Transaction};
 pub use validate::{validate_identity, validate_path};
@@ -140,6 +143,8 @@ struct Inner {
     release_markers: bool,
     /// See [`LockBuilder::max_listing_size`].
     listing_limit: Option<usize>,
+    /// A counting semaphore's permits ([`crate::Semaphore`]); `None` for a lock.
+    permits: Option<NonZeroU32>,
 }
 
 impl Drop for Inner {
@@ -228,6 +233,8 @@ pub struct LockBuilder {
     metrics_path_label: bool,
     /// `None`: the default, the client's `max_request_size`.
     max_listing_size: Option<Option<usize>>,
+    /// A counting semaphore's ([`crate::Semaphore`]).
+    permits: Option<NonZeroU32>,
 }
 
 impl LockBuilder {
@@ -366,6 +373,15 @@ impl LockBuilder {
         self
     }
 
+    /// Makes the lock a counting semaphore's with `permits` permits
+    /// ([`crate::Semaphore`]): its contenders are writers in the native
+    /// layout whose names carry the count.
+    pub(crate) fn permits(mut self, permits: NonZeroU32) -> LockBuilder {
+        self.permits = Some(permits);
+        self.layout = Layout::Native;
+        self
+    }
+
     /// Validates the configuration. Does no I/O.
     ///
     /// # Errors
@@ -423,9 +439,14 @@ impl LockBuilder {
             "/" => "",
             chroot => chroot,
         };
+        // A semaphore's names carry the count after the identity.
+        let named = match self.permits {
+            Some(permits) => format!("{identity}@{}{permits}", zk_rwlock_core::semaphore::PERMITS_TAG),
+            None => identity.to_string(),
+        };
         let size = limits::largest_request(&limits::LockShape {
             server_path_len: chroot.len() + self.path.len(),
-            identity: &identity,
+            identity: &named,
             layout: self.layout,
             acls_len: limits::acls_len(&acls),
             directory_acls_len: limits::acls_len(&directory_acls),
@@ -454,6 +475,7 @@ impl LockBuilder {
                 data_checked: AtomicBool::new(false),
                 release_markers: self.release_markers,
                 listing_limit: self.max_listing_size.unwrap_or(Some(limit)),
+                permits: self.permits,
             }),
         })
     }
@@ -490,6 +512,7 @@ impl SharedLock {
             release_markers: true,
             metrics_path_label: false,
             max_listing_size: None,
+            permits: None,
         }
     }
 

@@ -9,8 +9,9 @@ use crate::contender::child_path;
 use crate::error::with_retry;
 use crate::error::{is_retryable, Error};
 use crate::node_name::NodeName;
-use crate::ordering::{self, Decision};
+use crate::ordering::Decision;
 use crate::zk;
+use zk_rwlock_core::semaphore;
 
 /// Lists the lock directory and reads its contenders' stats: the work of
 /// [`SharedLock::snapshot`].
@@ -36,7 +37,8 @@ async fn describe(lock: &SharedLock, children: Option<Vec<String>>) -> Result<Sn
     let dir = &lock.inner.path;
     let exists = children.is_some();
     let children = children.unwrap_or_default();
-    let queue = ordering::queue(&children);
+    // A semaphore's directory shows who holds its permits.
+    let queue = semaphore::queue(&children, lock.inner.permits.map(std::num::NonZeroU32::get));
     let paths: Vec<String> = queue.contenders.iter().map(|p| child_path(dir, p.name)).collect();
     let stats: Vec<_> = paths.iter().map(|p| client.check_stat(p)).collect();
     let mut contenders = Vec::with_capacity(paths.len());

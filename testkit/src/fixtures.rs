@@ -223,7 +223,8 @@ pub async fn wait_watching(cluster: &ZkCluster, node: &str, session: i64) {
     .await;
 }
 
-/// The per-attempt token of a contender node name (`identity@token-M-seq`;
+/// The per-attempt token of a contender node name (`identity@token-M-seq`,
+/// the token after the last `@`, as in a semaphore's `identity@permits-N@token-W-seq`;
 /// Curator's `_c_<uuid>-`, kazoo's hex before `__`), or the whole name when
 /// it has none.
 pub fn token_of(child: &str) -> &str {
@@ -233,7 +234,7 @@ pub fn token_of(child: &str) -> &str {
     if let Some((hex, _)) = child.split_once("__").filter(|_| !child.contains('@')) {
         return hex;
     }
-    let rest = child.split_once('@').map_or(child, |(_, rest)| rest);
+    let rest = child.rsplit_once('@').map_or(child, |(_, rest)| rest);
     rest.split_once('-').map_or(rest, |(token, _)| token)
 }
 

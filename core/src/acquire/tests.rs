@@ -37,7 +37,9 @@ fn show(action: &Action, names: &[String]) -> String {
     let pos = |watched: &str| names.iter().position(|n| n == watched).unwrap();
     match action {
         Action::List => "list".into(),
-        Action::SetWatches { own, watched, marker } => {
+        Action::SetWatches {
+            own, watched, marker, ..
+        } => {
             if let Some(marker) = marker {
                 assert_eq!(*marker, crate::node_name::release_marker(watched));
             }
@@ -63,6 +65,7 @@ fn show(action: &Action, names: &[String]) -> String {
         Action::Fail(Failure::Request) => "fail request".into(),
         Action::Fail(Failure::WriterLost) => "fail writer lost".into(),
         Action::Fail(Failure::ListingTooLarge) => "fail listing too large".into(),
+        Action::Fail(Failure::PermitsDisagree) => "fail permits disagree".into(),
         Action::Replace { successor, .. } => match successor {
             Some(successor) => format!("replace check {}", pos(successor)),
             None => "replace".into(),
@@ -112,12 +115,14 @@ fn run(may_wait: bool, created: &str, steps: &[(&str, &str)]) -> Counts {
                 machine.step(Input::Listed(Reply::Ok(&listing)))
             }
             ["set", own, watched] => machine.step(Input::WatchesSet {
+                also: Vec::new(),
                 own: (*own != "-").then(|| reply(own)),
                 watched: reply(watched),
                 marker: None,
             }),
             // The marker's answer: "absent", "exists", or a reply word.
             ["set", own, watched, marker] => machine.step(Input::WatchesSet {
+                also: Vec::new(),
                 own: (*own != "-").then(|| reply(own)),
                 watched: reply(watched),
                 marker: Some(match *marker {
@@ -315,6 +320,7 @@ fn the_release_marker() {
         "watch+own 1"
     );
     machine.step(Input::WatchesSet {
+        also: Vec::new(),
         own: Some(Reply::Ok(())),
         watched: Reply::Ok(()),
         marker: None,
@@ -334,6 +340,7 @@ fn waiting_on_a_marker(marker: Reply<bool>) -> Acquire {
     machine.created(&me.unwrap(), Some(&names));
     assert!(machine.marker_watch_needed(), "asked for");
     machine.step(Input::WatchesSet {
+        also: Vec::new(),
         own: Some(Reply::Ok(())),
         watched: Reply::Ok(()),
         marker: Some(marker),
@@ -918,6 +925,7 @@ fn the_own_watch_is_kept_across_waits() {
         "watch+own+marker 1"
     );
     machine.step(Input::WatchesSet {
+        also: Vec::new(),
         own: Some(Reply::Ok(())),
         watched: Reply::Ok(()),
         marker: None,
@@ -956,6 +964,7 @@ fn done_after_an_end_and_not_before() {
     machine.created(&me.unwrap(), Some(&names));
     assert!(!machine.is_done());
     machine.step(Input::WatchesSet {
+        also: Vec::new(),
         own: Some(Reply::Ok(())),
         watched: Reply::Ok(()),
         marker: None,
@@ -1172,6 +1181,7 @@ fn a_listing_over_the_limit_refuses_the_first_wait_only() {
     assert!(matches!(at.created(&me, Some(&names)), Action::SetWatches { .. }));
     assert_eq!(
         at.step(Input::WatchesSet {
+            also: Vec::new(),
             own: Some(Reply::Ok(())),
             watched: Reply::Retry,
             marker: Some(Reply::Ok(false)),
@@ -1354,6 +1364,7 @@ fn the_place_in_the_queue_follows_each_listing_at_no_cost() {
     );
     // The watched writer goes: its deletion alone grants (no listing).
     followed.step(Input::WatchesSet {
+        also: Vec::new(),
         own: Some(Reply::Ok(())),
         watched: Reply::Ok(()),
         marker: None,

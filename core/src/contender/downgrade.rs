@@ -21,6 +21,9 @@ pub struct Downgrading {
 pub enum DowngradeRefused {
     /// A peer's layout: only the native layout downgrades.
     Layout(Layout),
+    /// A semaphore's permit ([`Contender::with_permits`]): a permit has
+    /// no read mode.
+    Permit,
     /// Not a holding writer: a reader, lost (its node deleted, its session
     /// or lease ended), or its release begun.
     NotHeld,
@@ -81,6 +84,9 @@ impl Contender {
     /// hand-over), and if it is not a holding writer (a reader, lost, or
     /// its release begun).
     pub fn begin_replace(&mut self) -> Result<Downgrading, DowngradeRefused> {
+        if self.permits.is_some() {
+            return Err(DowngradeRefused::Permit);
+        }
         if self.layout != Layout::Native {
             return Err(DowngradeRefused::Layout(self.layout));
         }

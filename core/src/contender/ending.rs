@@ -53,7 +53,9 @@ impl Failure {
             | Failure::DirectoryHoldsData
             | Failure::NoDirectory
             | Failure::ListingTooLarge => Ending::Withdraw { refusal_wins: true },
-            Failure::Exhausted | Failure::WriterLost => Ending::Withdraw { refusal_wins: false },
+            Failure::Exhausted | Failure::WriterLost | Failure::PermitsDisagree => {
+                Ending::Withdraw { refusal_wins: false }
+            }
         }
     }
 }

@@ -103,6 +103,8 @@
 //!   counter's limit ([`crate::ordering::needs_recycling`]), the directory is
 //!   recycled if it is empty, with its ACL read back.
 
+use std::num::NonZeroU32;
+
 use uuid::Uuid;
 
 pub use downgrade::{DowngradeRefused, Downgrading};
@@ -285,6 +287,9 @@ pub enum Failure {
     /// The listing that would make the acquire wait is larger than its
     /// limit ([`Contender::with_listing_limit`]): my node is withdrawn.
     ListingTooLarge,
+    /// A semaphore's: a contender before mine carries another permit
+    /// count ([`Contender::conflict`]): my node is withdrawn.
+    PermitsDisagree,
 }
 
 impl From<acquire::Failure> for Failure {
@@ -297,6 +302,7 @@ impl From<acquire::Failure> for Failure {
             acquire::Failure::Request => Failure::Request,
             acquire::Failure::WriterLost => Failure::WriterLost,
             acquire::Failure::ListingTooLarge => Failure::ListingTooLarge,
+            acquire::Failure::PermitsDisagree => Failure::PermitsDisagree,
         }
     }
 }
@@ -543,6 +549,8 @@ pub struct Contender {
     inherited_token: Option<i64>,
     /// The wait follows its place in the queue ([`Contender::with_place`]).
     follow_place: bool,
+    /// A semaphore's permit count ([`Contender::with_permits`]).
+    permits: Option<NonZeroU32>,
 }
 
 impl Contender {
@@ -586,7 +594,40 @@ impl Contender {
             downgrade: Downgrade::None,
             inherited_token: None,
             follow_place: false,
+            permits: None,
         }
+    }
+
+    /// The contender is a counting semaphore's with `permits` permits
+    /// (`None`, the default: a read/write lock's): it holds one while fewer
+    /// than `permits` contenders precede it ([`Acquire::with_permits`]),
+    /// its node is named by [`crate::semaphore::prefix`], and its release
+    /// is a plain deletion.
+    #[must_use]
+    pub fn with_permits(mut self, permits: Option<NonZeroU32>) -> Contender {
+        self.permits = permits;
+        self
+    }
+
+    /// The name of my node without its sequence, as passed to the
+    /// sequential create, for an `identity`: a semaphore's
+    /// ([`crate::semaphore::prefix`]) or the layout's
+    /// ([`Layout::prefix`]); `None` if the layout has no name for the
+    /// mode, or a semaphore is asked in another layout than the native.
+    pub fn prefix(&self, identity: &str) -> Option<String> {
+        match self.permits {
+            Some(permits) if self.layout == Layout::Native && self.mode == Mode::Write => {
+                Some(crate::semaphore::prefix(identity, self.token, permits))
+            }
+            Some(_) => None,
+            None => self.layout.prefix(identity, self.token, self.mode),
+        }
+    }
+
+    /// The predecessor that carries another permit count, and its count,
+    /// after [`Failure::PermitsDisagree`].
+    pub fn conflict(&self) -> Option<(&str, u32)> {
+        self.acquire.as_ref().and_then(Acquire::conflict)
     }
 
     /// The first action: create my node.

@@ -1,6 +1,8 @@
 //! The acquire: the create, finding my own node, the directory, and the
 //! wait until the grant.
 
+use std::num::NonZeroU32;
+
 use super::{
     container_directory, Action, Answer, Contender, Created, Failure, Input, Outcome, Phase, ReplaceStep,
     MAX_DIRECTORY_ATTEMPTS,
@@ -341,7 +343,8 @@ impl Contender {
         let mut acquire = Acquire::new(self.mode, self.may_wait)
             .with_release_markers(self.markers)
             .with_listing_limit(self.listing_limit)
-            .with_place(self.follow_place);
+            .with_place(self.follow_place)
+            .with_permits(self.permits.map(NonZeroU32::get));
         if let Some((writer, _, _)) = &self.replaces {
             acquire = acquire.replacing(writer);
         }

@@ -78,6 +78,7 @@ fn a_guard_granted_at_its_first_look_watches_its_node_only_after_a_bound() {
     assert!(FIRST_WATCH_AFTER > std::time::Duration::ZERO);
     let mut c = waiting_writer();
     c.step(Input::Acquire(Heard::WatchesSet {
+        also: Vec::new(),
         own: Some(Reply::Ok(())),
         watched: Reply::Ok(()),
         marker: None,
@@ -93,6 +94,7 @@ fn a_guard_granted_at_its_first_look_watches_its_node_only_after_a_bound() {
     );
     let mut refused = waiting_writer();
     refused.step(Input::Acquire(Heard::WatchesSet {
+        also: Vec::new(),
         own: Some(Reply::NoAuth),
         watched: Reply::Ok(()),
         marker: None,
@@ -117,6 +119,7 @@ fn waiting_writer() -> Contender {
     assert_eq!(
         c.step(created(&me, 41, Some(&[other.clone(), me.clone()]))),
         Action::Acquire(Wait::SetWatches {
+            also: Vec::new(),
             own: true,
             marker: None,
             watched: other
@@ -130,6 +133,7 @@ fn a_writer_that_waited_releases_with_the_record() {
     let mut c = waiting_writer();
     assert_eq!(
         c.step(Input::Acquire(Heard::WatchesSet {
+            also: Vec::new(),
             own: Some(Reply::Ok(())),
             watched: Reply::Ok(()),
             marker: None,
@@ -175,6 +179,7 @@ fn a_refused_record_of_any_kind_falls_back_to_a_plain_deletion() {
     ] {
         let mut c = waiting_writer();
         c.step(Input::Acquire(Heard::WatchesSet {
+            also: Vec::new(),
             own: Some(Reply::Ok(())),
             watched: Reply::NoNode,
             marker: None,
@@ -212,6 +217,7 @@ fn a_release_that_finds_its_node_missing() {
     ] {
         let mut c = waiting_writer();
         c.step(Input::Acquire(Heard::WatchesSet {
+            also: Vec::new(),
             own: Some(Reply::Ok(())),
             watched: Reply::NoNode,
             marker: None,
@@ -749,6 +755,7 @@ fn withdraw_while_deleting_extras_after_the_sessions_end() {
 fn a_holder_withdrawn_is_released() {
     let mut c = waiting_writer();
     c.step(Input::Acquire(Heard::WatchesSet {
+        also: Vec::new(),
         own: Some(Reply::Ok(())),
         watched: Reply::NoNode,
         marker: None,
@@ -775,6 +782,7 @@ fn a_holder_withdrawn_is_released() {
 fn events_after_the_grant_are_the_keepers() {
     let mut c = waiting_writer();
     c.step(Input::Acquire(Heard::WatchesSet {
+        also: Vec::new(),
         own: Some(Reply::Ok(())),
         watched: Reply::NoNode,
         marker: None,
@@ -862,6 +870,7 @@ fn a_lost_waiter_has_nothing_to_withdraw() {
     let mut c = waiting_writer();
     assert_eq!(
         c.step(Input::Acquire(Heard::WatchesSet {
+            also: Vec::new(),
             own: Some(Reply::NoNode),
             watched: Reply::Ok(()),
             marker: None,
@@ -873,6 +882,7 @@ fn a_lost_waiter_has_nothing_to_withdraw() {
     c.event(Event::SessionEnded);
     assert_eq!(
         c.step(Input::Acquire(Heard::WatchesSet {
+            also: Vec::new(),
             own: Some(Reply::Ok(())),
             watched: Reply::Ok(()),
             marker: None,
@@ -1097,6 +1107,7 @@ fn events_reach_the_wait() {
     c.event(Event::Own(NodeEvent::Deleted));
     assert_eq!(
         c.step(Input::Acquire(Heard::WatchesSet {
+            also: Vec::new(),
             own: Some(Reply::Ok(())),
             watched: Reply::Ok(()),
             marker: None,
@@ -1589,6 +1600,7 @@ fn only_a_holding_native_writer_begins_a_downgrade() {
 fn waiting_writer_granted() -> Contender {
     let mut c = waiting_writer();
     c.step(Input::Acquire(Heard::WatchesSet {
+        also: Vec::new(),
         own: Some(Reply::Ok(())),
         watched: Reply::Ok(()),
         marker: None,

@@ -389,6 +389,7 @@ fn watches_are_set_own_first_then_the_marker_then_the_watched_node() {
     let watched = "h-W-0000000002".to_owned();
     let marker = Some(node_name::release_marker(&watched));
     let action = Action::Acquire(acquire::Action::SetWatches {
+        also: Vec::new(),
         own: true,
         watched: watched.clone(),
         marker: marker.clone(),
@@ -449,6 +450,7 @@ fn watches_are_set_own_first_then_the_marker_then_the_watched_node() {
     assert_eq!(
         exchange.input("h-W-"),
         Some(Input::Acquire(WaitInput::WatchesSet {
+            also: Vec::new(),
             own: Some(WaitReply::Ok(())),
             watched: WaitReply::Ok(()),
             marker: Some(WaitReply::Ok(true)),
@@ -470,6 +472,7 @@ fn my_node_read_while_waiting_carries_a_revocation_request() {
     let (mut wire, mut machine, _) = waiting();
     let watched = "h-W-0000000002".to_owned();
     let action = Action::Acquire(acquire::Action::SetWatches {
+        also: Vec::new(),
         own: true,
         marker: Some(node_name::release_marker(&watched)),
         watched,
@@ -592,6 +595,7 @@ fn a_failure_reports_the_error_of_the_request_the_rules_name() {
     let (wire, machine, _) = waiting();
     let watched = "h-W-0000000002".to_owned();
     let action = Action::Acquire(acquire::Action::SetWatches {
+        also: Vec::new(),
         own: true,
         marker: Some(node_name::release_marker(&watched)),
         watched,
