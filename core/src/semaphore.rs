@@ -368,7 +368,9 @@ pub fn permits_in<S: AsRef<str>>(children: &[S]) -> Option<u32> {
 /// `permits` valid contenders precede it, and waits otherwise, on its
 /// immediate predecessor as shown (it watches the `permits` right before
 /// it, [`decide`]); one that cannot be ordered is
-/// [`ordering::Decision::Exhausted`](crate::ordering::Decision::Exhausted).
+/// [`ordering::Decision::Exhausted`](crate::ordering::Decision::Exhausted)
+/// (and, if it shares its sequence with another, still counts for those
+/// after it, as in [`decide`]).
 /// What status tools and revocation show, not what a contender decides
 /// (a contender meeting a disagreeing count refuses instead).
 pub fn queue<S: AsRef<str>>(children: &[S], permits: Option<u32>) -> crate::ordering::Queue<'_> {
@@ -381,10 +383,16 @@ pub fn queue<S: AsRef<str>>(children: &[S], permits: Option<u32>) -> crate::orde
     let mut ahead = 0;
     let mut previous = "";
     for place in &mut queue.contenders {
-        if place.decision == Lock::Exhausted {
+        // Those that cannot be ordered come last and count for no one;
+        // two that share a sequence hold nothing but count for those after.
+        if !is_valid_seq(place.seq) {
             continue;
         }
-        // Those with the same sequence are exhausted: the rest are strictly ordered.
+        if place.decision == Lock::Exhausted {
+            ahead += 1;
+            previous = place.name;
+            continue;
+        }
         place.decision = if ahead < n {
             Lock::Granted
         } else {

@@ -38,16 +38,25 @@ fn show(action: &Action, names: &[String]) -> String {
     match action {
         Action::List => "list".into(),
         Action::SetWatches {
-            own, watched, marker, ..
+            own,
+            watched,
+            marker,
+            also,
         } => {
             if let Some(marker) = marker {
                 assert_eq!(*marker, crate::node_name::release_marker(watched));
             }
+            let also: Vec<String> = also.iter().map(|a| pos(a).to_string()).collect();
             format!(
-                "watch{}{} {}",
+                "watch{}{} {}{}",
                 if *own { "+own" } else { "" },
                 if marker.is_some() { "+marker" } else { "" },
-                pos(watched)
+                pos(watched),
+                if also.is_empty() {
+                    String::new()
+                } else {
+                    format!(" also {}", also.join(","))
+                }
             )
         }
         Action::Wait { poll: false } => "wait".into(),
@@ -90,10 +99,15 @@ fn event(word: &str) -> Event {
 
 /// Runs one case; returns the machine's counts at the end.
 fn run(may_wait: bool, created: &str, steps: &[(&str, &str)]) -> Counts {
+    run_with(None, may_wait, created, steps)
+}
+
+/// [`run`], for a semaphore's acquire with `permits` permits.
+fn run_with(permits: Option<u32>, may_wait: bool, created: &str, steps: &[(&str, &str)]) -> Counts {
     let (first, me) = build(created);
     let me = me.expect("a row with [me]");
     let mode = me.parse::<crate::NodeName>().expect("my name parses").mode();
-    let mut machine = Acquire::new(mode, may_wait);
+    let mut machine = Acquire::new(mode, may_wait).with_permits(permits);
     let (open, rest) = steps.split_first().expect("a first action");
     assert_eq!(open.0, "created", "{created}: the first step is `created`");
     let mut names = first.clone();
@@ -114,6 +128,13 @@ fn run(may_wait: bool, created: &str, steps: &[(&str, &str)]) -> Counts {
                 names = listing.clone();
                 machine.step(Input::Listed(Reply::Ok(&listing)))
             }
+            // A semaphore's: the answers of the other watched nodes' `exists`.
+            ["set", own, watched, "also", others @ ..] => machine.step(Input::WatchesSet {
+                also: others.iter().map(|r| reply(r)).collect(),
+                own: (*own != "-").then(|| reply(own)),
+                watched: reply(watched),
+                marker: None,
+            }),
             ["set", own, watched] => machine.step(Input::WatchesSet {
                 also: Vec::new(),
                 own: (*own != "-").then(|| reply(own)),
@@ -1414,4 +1435,193 @@ fn ahead_counts_every_contender_before_mine_in_any_mode() {
         assert_eq!(crate::ordering::ahead(me, &children), ahead, "{children:?}");
     }
     assert_eq!(crate::ordering::ahead("not a contender", &["h-W-0000000001"]), 0);
+}
+
+/// A semaphore's wait, with 2 permits unless the case says 1: holds while
+/// fewer than N precede it; waits on the N right before it (the
+/// immediate predecessor first, the others `also`); no release marker or
+/// record, no mark at the grant; any deletion lists again, or grants when
+/// exactly N precede; a data change on one of several lists again.
+const PERMIT_CASES: &[(u32, &str, Steps)] = &[
+    // One ahead of two permits: held at once, released plainly.
+    (2, "W [W]", &[("created", "grant")]),
+    // Readers count too: every contender takes a permit.
+    (2, "R [W]", &[("created", "grant")]),
+    // Two ahead: both watched; either deletion grants (exactly N ahead).
+    (
+        2,
+        "W W [W]",
+        &[
+            ("created", "watch+own 1 also 0"),
+            ("set ok ok also ok", "wait"),
+            ("deleted", "grant"),
+        ],
+    ),
+    // Three ahead: the two nearest watched; a deletion lists again.
+    (
+        2,
+        "W W W [W]",
+        &[
+            ("created", "watch 2 also 1"),
+            ("set - ok also ok", "wait"),
+            ("deleted", "list"),
+            ("listed W@1 W@2 [W@3]", "watch+own 1 also 0"),
+            ("set ok ok also ok", "wait"),
+            ("deleted", "grant"),
+        ],
+    ),
+    // The farther watched node found gone while watching: the wait is over.
+    (
+        2,
+        "W W W [W]",
+        &[("created", "watch 2 also 1"), ("set - ok also nonode", "list")],
+    ),
+    (
+        2,
+        "W W [W]",
+        &[
+            ("created", "watch+own 1 also 0"),
+            ("set ok ok also nonode", "grant"),
+        ],
+    ),
+    // A data change on one of several: which one is not known, list again.
+    (
+        2,
+        "W W W [W]",
+        &[
+            ("created", "watch 2 also 1"),
+            ("set - ok also ok", "wait"),
+            ("data", "list"),
+        ],
+    ),
+    // The nearest unreadable: polled, the others watched still.
+    (
+        2,
+        "W W W [W]",
+        &[("created", "watch 2 also 1"), ("set - noauth also ok", "poll")],
+    ),
+    // A lost answer of any: list again; a failure fails.
+    (
+        2,
+        "W W W [W]",
+        &[("created", "watch 2 also 1"), ("set - ok also retry", "list")],
+    ),
+    (
+        2,
+        "W W W [W]",
+        &[
+            ("created", "watch 2 also 1"),
+            ("set - noauth also failed", "fail request"),
+        ],
+    ),
+    // A gone node wins over a lost answer: the wait is over either way.
+    (
+        2,
+        "W W [W]",
+        &[
+            ("created", "watch+own 1 also 0"),
+            ("set ok retry also nonode", "grant"),
+        ],
+    ),
+    // One permit: a mutex, one watch; a data change re-watches it.
+    (
+        1,
+        "W [W]",
+        &[
+            ("created", "watch+own 0"),
+            ("set ok ok", "wait"),
+            ("data", "rewatch"),
+            ("rewatched ok", "wait"),
+            ("deleted", "grant"),
+        ],
+    ),
+    // My node gone while waiting: lost, as for a lock.
+    (
+        2,
+        "W W [W]",
+        &[
+            ("created", "watch+own 1 also 0"),
+            ("set ok ok also ok", "wait"),
+            ("own-deleted", "fail lost"),
+        ],
+    ),
+];
+
+#[test]
+fn a_semaphores_wait_watches_its_n_predecessors_and_never_marks() {
+    for (permits, created, steps) in PERMIT_CASES {
+        run_with(Some(*permits), true, created, steps);
+    }
+}
+
+#[test]
+fn a_semaphores_try_gives_up_when_n_precede() {
+    run_with(Some(2), false, "W W [W]", &[("created", "give up")]);
+    run_with(Some(2), false, "W [W]", &[("created", "grant")]);
+}
+
+#[test]
+fn a_semaphore_refuses_a_predecessor_with_another_count() {
+    let tagged = |n: u32, seq: i32| format!("h{seq}@permits-{n}@t{seq}-W-{seq:010}");
+    let children = [tagged(3, 1), tagged(2, 2), tagged(2, 3)];
+    let mut machine = Acquire::new(Mode::Write, true).with_permits(Some(2));
+    assert_eq!(
+        machine.created(&children[2], Some(&children)),
+        Action::Fail(Failure::PermitsDisagree)
+    );
+    assert_eq!(machine.conflict(), Some((children[0].as_str(), 3)));
+    // My own name carrying another count than asked: refused too.
+    let mut mine = Acquire::new(Mode::Write, true).with_permits(Some(3));
+    assert_eq!(
+        mine.created(&children[2], Some(&children)),
+        Action::Fail(Failure::PermitsDisagree)
+    );
+    assert_eq!(mine.conflict(), Some((children[2].as_str(), 2)));
+    // The same count agrees; untagged predecessors count without a conflict.
+    let agreeing = [tagged(2, 1), "bare-W-0000000002".to_owned(), tagged(2, 3)];
+    let mut ok = Acquire::new(Mode::Write, true).with_permits(Some(2));
+    assert_eq!(
+        ok.created(&agreeing[2], Some(&agreeing)),
+        Action::SetWatches {
+            own: true,
+            watched: agreeing[1].clone(),
+            marker: None,
+            also: vec![agreeing[0].clone()],
+        }
+    );
+}
+
+#[test]
+fn a_semaphores_place_counts_every_contender_ahead_and_names_the_nearest_watched() {
+    let (children, me) = build("W R W [W]");
+    let me = me.expect("mine");
+    let mut machine = Acquire::new(Mode::Write, true)
+        .with_permits(Some(2))
+        .with_place(true);
+    let _ = machine.created(&me, Some(&children));
+    let place = machine.place().expect("placed");
+    assert_eq!(place.ahead, 3);
+    assert_eq!(place.waits_on.as_deref(), Some(children[2].as_str()));
+}
+
+#[test]
+fn the_answers_of_several_watches_read_as_one() {
+    use Reply::*;
+    type Case = (Reply<()>, &'static [Reply<()>], Reply<()>);
+    let cases: &[Case] = &[
+        (Ok(()), &[], Ok(())),
+        (Ok(()), &[Ok(()), Ok(())], Ok(())),
+        (Ok(()), &[Ok(()), NoNode], NoNode),
+        (NoAuth, &[Ok(())], NoAuth),
+        (NoAuth, &[Retry], Retry),
+        (Retry, &[Failed], Failed),
+        (Failed, &[NoNode], NoNode),
+    ];
+    for (watched, also, want) in cases {
+        assert_eq!(
+            &several(watched.clone(), also.to_vec()),
+            want,
+            "{watched:?} {also:?}"
+        );
+    }
 }

@@ -1827,6 +1827,8 @@ fn a_failed_acquire_waits_for_its_withdrawal_and_reports_whose_error_the_table_s
         // The failure says more than a refusal would.
         (Failure::Exhausted, true, Its),
         (Failure::WriterLost, true, Its),
+        // The disagreement on N is the news, withdrawn or not.
+        (Failure::PermitsDisagree, true, Its),
     ] {
         let ending = failure.ending();
         assert_eq!(matches!(ending, Ending::Withdraw { .. }), waits, "{failure:?}");
@@ -2011,4 +2013,32 @@ fn the_machine_recognises_a_revocation_request_in_the_data_it_is_fed() {
         assert_eq!(held.is_revoked(), revoked, "held, {reads:?}");
         assert!(!held.is_lost());
     }
+}
+
+#[test]
+fn a_semaphores_contender_is_named_with_its_count_and_never_downgrades() {
+    let token = Uuid::from_u128(7);
+    let permits = std::num::NonZeroU32::new(3);
+    let semaphore = |mode, layout| Contender::new(mode, true, layout, token, 1, false).with_permits(permits);
+    assert_eq!(
+        semaphore(Mode::Write, Layout::Native).prefix("web01").as_deref(),
+        Some("web01@permits-3@00000000000000000000000000000007-W-")
+    );
+    // A permit is a native writer: no other layout or mode names one.
+    assert_eq!(semaphore(Mode::Read, Layout::Native).prefix("web01"), None);
+    assert_eq!(semaphore(Mode::Write, Layout::Curator).prefix("web01"), None);
+    // A lock's contender is named by its layout.
+    let lock = Contender::new(Mode::Read, true, Layout::Native, token, 1, false);
+    assert_eq!(
+        lock.prefix("web01"),
+        Layout::Native.prefix("web01", token, Mode::Read)
+    );
+    // Held, a permit refuses to downgrade (it has no read mode).
+    let mut held = semaphore(Mode::Write, Layout::Native);
+    let name = "web01@permits-3@00000000000000000000000000000007-W-0000000001".to_owned();
+    let _ = held.start();
+    let listing = [name.clone()];
+    let _ = held.step(created(&name, 40, Some(&listing)));
+    assert!(held.is_held(), "granted at its first look");
+    assert!(matches!(held.begin_replace(), Err(DowngradeRefused::Permit)));
 }

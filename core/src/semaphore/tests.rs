@@ -292,3 +292,57 @@ fn lock_contenders_are_never_granted_past_a_semaphore_node() {
         );
     }
 }
+
+#[test]
+fn a_directorys_count_is_its_first_tagged_contenders() {
+    let (children, _) = build(3, "W S S2 x");
+    assert_eq!(permits_in(&children), Some(3), "the first tagged in queue order");
+    let (lock, _) = build(2, "W R W x");
+    assert_eq!(permits_in(&lock), None, "a lock's directory carries no count");
+    assert_eq!(permits_in::<String>(&[]), None);
+}
+
+#[test]
+fn a_semaphores_queue_shows_the_first_n_holding_and_the_rest_waiting_in_turn() {
+    use crate::ordering::Decision as Lock;
+    let (children, _) = build(2, "S S S x S");
+    let seen = queue(&children, None);
+    let decisions: Vec<_> = seen.contenders.iter().map(|p| p.decision).collect();
+    let wait_on = |i: usize| Lock::Wait {
+        watch: children[i].as_str(),
+        deletion_grants: false,
+        release_grants: false,
+    };
+    assert_eq!(
+        decisions,
+        vec![Lock::Granted, Lock::Granted, wait_on(1), wait_on(2)]
+    );
+    assert_eq!(seen.foreign, vec![children[3].as_str()]);
+    assert_eq!(seen.holders().count(), 2);
+    // Its verdict agrees with each contender's own decision.
+    for (place, name) in seen.contenders.iter().zip([0, 1, 2, 4].map(|i| &children[i])) {
+        let granted = matches!(decide(name, &children, 2), Ok(Decision::Granted { .. }));
+        assert_eq!(place.decision == Lock::Granted, granted, "{name}");
+    }
+    // A count given wins over the tags; none and no tags: the lock's rule.
+    assert_eq!(queue_of_holders(&children, Some(3)), 3);
+    let (lock, _) = build(2, "R R W R");
+    assert_eq!(queue(&lock, None), crate::ordering::queue(&lock));
+    // Two nodes sharing a sequence hold nothing but count for those after
+    // (as each decides); a node past the limit counts for no one.
+    let (spent, _) = build(2, "S@5 S@5 S@7 S@8");
+    let spent_queue = queue(&spent, None);
+    assert_eq!(spent_queue.holders().count(), 0);
+    for (place, name) in spent_queue.contenders.iter().zip(&spent) {
+        let granted = matches!(decide(name, &spent, 2), Ok(Decision::Granted { .. }));
+        assert_eq!(place.decision == Lock::Granted, granted, "{name}");
+    }
+    let (past, _) = build(1, &format!("S S@{}", crate::ordering::SEQUENCE_LIMIT));
+    let past_queue = queue(&past, None);
+    assert_eq!(past_queue.contenders[1].decision, Lock::Exhausted);
+    assert_eq!(past_queue.holders().count(), 1);
+}
+
+fn queue_of_holders(children: &[String], permits: Option<u32>) -> usize {
+    queue(children, permits).holders().count()
+}

@@ -821,3 +821,74 @@ fn a_deadline_during_the_waits_request_is_the_machines_to_take() {
         Action::Fail(Failure::Lost)
     );
 }
+
+#[test]
+fn a_semaphores_other_watched_nodes_are_watched_with_exists() {
+    let (wire, machine, _) = waiting();
+    let action = Action::Acquire(acquire::Action::SetWatches {
+        own: false,
+        watched: "h-W-0000000002".to_owned(),
+        marker: None,
+        also: vec!["h-W-0000000001".to_owned(), "h-W-0000000000".to_owned()],
+    });
+    let mut exchange = wire.exchange(&action, &machine).expect("watches");
+    assert_eq!(
+        exchange.requests(),
+        [
+            Request::GetData {
+                path: child_path(DIR, "h-W-0000000002"),
+                watch: true
+            },
+            Request::Exists {
+                path: child_path(DIR, "h-W-0000000001"),
+                watch: true
+            },
+            Request::Exists {
+                path: child_path(DIR, "h-W-0000000000"),
+                watch: true
+            },
+        ]
+    );
+    for index in 0..3 {
+        assert_eq!(exchange.watch_of(index), Some(Watch::Watched), "request {index}");
+    }
+    exchange.answer(
+        0,
+        Ok(Reply::Data {
+            data: Vec::new(),
+            stat: stat(20),
+        }),
+    );
+    exchange.answer(1, Ok(Reply::Stat(Some(stat(10)))));
+    assert_eq!(exchange.answer(2, Ok(Reply::Stat(None))), Progress::Complete);
+    assert_eq!(exchange.watch(1), Some(Watch::Watched));
+    assert_eq!(
+        exchange.watch(2),
+        None,
+        "an exists on a node gone leaves no watch to keep (it would wait for a creation)"
+    );
+    assert_eq!(
+        exchange.input("h-W-"),
+        Some(Input::Acquire(WaitInput::WatchesSet {
+            own: None,
+            watched: WaitReply::Ok(()),
+            marker: None,
+            also: vec![WaitReply::Ok(()), WaitReply::NoNode],
+        }))
+    );
+    // A failure of one of them is what an acquire that fails reports.
+    let mut failed = wire.exchange(&action, &machine).expect("watches");
+    failed.answer(
+        0,
+        Ok(Reply::Data {
+            data: Vec::new(),
+            stat: stat(20),
+        }),
+    );
+    failed.answer(1, Err(Error::NoAuth));
+    failed.answer(2, Ok(Reply::Stat(Some(stat(9)))));
+    assert_eq!(
+        failed.blame(),
+        Some((1, child_path(DIR, "h-W-0000000001").as_str()))
+    );
+}
