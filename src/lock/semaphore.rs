@@ -35,7 +35,8 @@ use crate::zk;
 ///
 /// ```no_run
 /// # async fn run() -> Result<(), zk_rwlock::Error> {
-/// let client = zk_rwlock::connect_client("127.0.0.1:2181").await?;
+/// use zk_rwlock::{connect_client, DEFAULT_CONNECT_TIMEOUT, DEFAULT_SESSION_TIMEOUT};
+/// let client = connect_client("127.0.0.1:2181", DEFAULT_SESSION_TIMEOUT, DEFAULT_CONNECT_TIMEOUT).await?;
 /// let pool = zk_rwlock::Semaphore::new(client, "/semaphores/licences", 4)?;
 /// let permit = pool.acquire().await?; // one of 4
 /// // ... work, checking permit.state() or permit.fencing_token() ...
