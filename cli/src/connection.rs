@@ -108,6 +108,18 @@ impl AclArg {
         }
         builder
     }
+
+    /// Sets both ACLs on a semaphore's builder, as [`AclArg::apply`] on a
+    /// lock's.
+    pub fn apply_semaphore(&self, mut builder: zk_rwlock::SemaphoreBuilder) -> zk_rwlock::SemaphoreBuilder {
+        if self.acl != Acl::Open {
+            builder = builder.acls(&self.acl.acls());
+        }
+        if let Some(dir_acl) = self.dir_acl {
+            builder = builder.directory_acls(&dir_acl.acls());
+        }
+        builder
+    }
 }
 
 fn read(option: &str, path: &Path) -> Result<String, Failure> {

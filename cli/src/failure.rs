@@ -63,7 +63,11 @@ impl From<zk_rwlock::Error> for Failure {
             | Error::InvalidConnectString { .. }
             | Error::ChrootMissing { .. }
             | Error::InvalidTls { .. }
-            | Error::LeaseTooShort { .. } => exit::USAGE,
+            | Error::LeaseTooShort { .. }
+            // Contenders of one semaphore that disagree on its permits,
+            // or a semaphore of none: what the command line asked for.
+            | Error::PermitsDisagree { .. }
+            | Error::NoPermits => exit::USAGE,
             Error::Unreachable { .. } | Error::SessionRefused { .. } | Error::UnresolvableHosts { .. } => {
                 exit::UNAVAILABLE
             }

@@ -287,7 +287,7 @@ async fn lead(args: Args) -> Result<u8, Failure> {
         let started = std::time::Instant::now();
         let guard = Holding::One(Guard::from(leadership.into_guard()));
         let ran = exec::run_holding(
-            election.lock(),
+            election.lock().client(),
             guard,
             &args.command,
             &args.supervision,

@@ -32,7 +32,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run a command while holding a read or write lock.
+    /// Run a command while holding a read or write lock, or one of N permits.
     Exec(exec::Args),
     /// Show the queue of one or more locks: who holds each, who waits on whom.
     Status(status::Args),

@@ -33,6 +33,10 @@ What it does:
   down, and leads until it resigns: `zk-rwlock status` keeps naming it,
   marked as asked to step down (the request is written over its
   announcement), and so do the library's `leader()` and `observe()`.
+  On a semaphore's directory (`zk-rwlock exec --permits N`, the
+  library's Semaphore) the holders are its permit holders, the first N
+  contenders: each is asked, as a lock's holder is (`exec --permits N
+  --on-revoke SIGNAL` listens).
   A request on a node that still waits is kept: its owner sees it once
   granted, when it looks for requests (`revocation_requested()` reads the
   node).
@@ -60,6 +64,7 @@ Environment:
 
 Examples:
   zk-rwlock revoke /locks/backup
+  zk-rwlock revoke /semaphores/encoders   # every permit holder
   zk-rwlock revoke /locks/backup 'web01@7f3a0c1e9b2d4f60a1b2c3d4e5f60718-W-0000000042'";
 
 /// Nothing was asked (see the help's exit codes).

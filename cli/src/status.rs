@@ -77,6 +77,20 @@ What it shows:
   JSON: \"leader\": {\"identity\", \"node\", \"term\",
   \"revocation_requested\": true|false}, present only then.
 
+A semaphore:
+  A directory whose contenders carry a permit count in their names
+  (`<identity>@permits-<N>@<token>-W-<seq>`: `zk-rwlock exec --permits
+  N`, the library's Semaphore) is shown as a semaphore: a line
+  `semaphore: <N> permits, <held> held, <free> free` under the summary;
+  the first N contenders hold a permit (MODE `permit`), the others wait,
+  each shown waiting on the one before it (it watches the N before it).
+  The IDENTITY column shows the identity without the count. Warnings
+  under the table name contenders that carry another count (they
+  withdraw) and contenders that carry none (a lock's: each counts as one
+  permit taken). A semaphore elects no leader. JSON: \"permits\": N on
+  the path's object and on each semaphore contender, present only then
+  (\"mode\" stays \"write\").
+
 Several paths:
   Each path's queue in turn, in the order given, separated by a blank line;
   each starts with its summary line naming the path. The table gets one more
@@ -91,12 +105,13 @@ JSON (--json): one object per snapshot:
   {\"path\": \"/locks/x\", \"contenders\": [{\"position\": 1, \"node\": <child name>,
    \"path\": <full path>, \"identity\": ..., \"layout\": \"native\"|\"curator\"|
    \"curator-mutex\"|\"kazoo\", \"token\": <uuid hex or null>,
-   \"mode\": \"read\"|\"write\", \"seq\": <sequence>, \"state\": \"holds\"|\"waits\",
+   \"mode\": \"read\"|\"write\", \"seq\": <sequence>, \"permits\": <N, a semaphore
+   contender only>, \"state\": \"holds\"|\"waits\",
    \"waits_on\": <child name or null>, \"fencing_token\": <czxid or null>,
    \"session\": \"0x...\" or null, \"ephemeral\": true|false|null (false: a
    persistent node that blocks the lock until deleted),
    \"created_ms\": <ms since epoch or null>, \"age_ms\": <ms or null>}, ...],
-   \"foreign\": [<child name>, ...]}
+   \"foreign\": [<child name>, ...], \"permits\": <N, a semaphore only>}
   Stat fields are null for a node deleted between listing and reading it.
   With --watch, one object per line, per change.
   Several paths: one object {\"locks\": [<the object above, per path, in the
@@ -122,6 +137,7 @@ Examples:
   zk-rwlock status /locks/backup
   zk-rwlock status --watch /locks/backup
   zk-rwlock status /locks/db /locks/rates
+  zk-rwlock status /semaphores/encoders   # a semaphore: its N, holders and queue
   zk-rwlock status --json /locks/backup | jq '.contenders[] | select(.state == \"holds\")'";
 
 /// Arguments of `status`.

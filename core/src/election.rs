@@ -68,10 +68,15 @@ pub fn announces(name: &str, data: &[u8]) -> bool {
 }
 
 /// The contender node `name` (a child name), parsed, if it is a
-/// candidate's: a writer of the native layout with a per-attempt token.
+/// candidate's: a writer of the native layout with a per-attempt token,
+/// and no semaphore's permit (a permit's node names no leader, whatever
+/// its data: [`crate::semaphore`]).
 fn candidate(name: &str) -> Option<NodeName> {
     name.parse::<NodeName>().ok().filter(|parsed| {
-        parsed.mode() == Mode::Write && parsed.token().is_some() && parsed.layout() == crate::Layout::Native
+        parsed.mode() == Mode::Write
+            && parsed.token().is_some()
+            && parsed.layout() == crate::Layout::Native
+            && crate::semaphore::permits_of(name).is_none()
     })
 }
 
@@ -271,6 +276,21 @@ mod tests {
     const W2: &str = "web02@fedcba9876543210fedcba9876543210-W-0000000002";
     const R0: &str = "web03@00000000000000000000000000000000-R-0000000000";
     const R3: &str = "web03@00000000000000000000000000000000-R-0000000003";
+
+    #[test]
+    fn a_semaphores_permit_names_no_leader() {
+        let permit = "web01@permits-2@0123456789abcdef0123456789abcdef-W-0000000001";
+        let revoke = crate::node_name::REVOKE_PAYLOAD;
+        assert_eq!(
+            naming(permit, revoke, 2),
+            Named::No,
+            "a revoked permit is no leader asked to step down"
+        );
+        let announced = announcement("web01@permits-2");
+        assert_eq!(naming(permit, &announced, 1), Named::No);
+        let head = read((permit, revoke, 3, 7, 1));
+        assert_eq!(who_leads(&[permit], Some(head)), Leads::NoOne);
+    }
 
     #[test]
     fn the_leader_is_the_head_writer() {

@@ -81,6 +81,20 @@ Several locks:
   runs, the state is the worst part's and the lease deadline the earliest
   part's; a revocation request on any part counts.
 
+A semaphore:
+  --permits N instead of --read/--write takes one of N permits of the
+  semaphore PATH (the library's Semaphore): at most N commands hold one
+  at once, served in arrival order. Everything else is as for a lock:
+  --timeout, the lease, --on-suspend, CMD's process tree, --on-revoke,
+  the environment (ZK_RWLOCK_NODE is the permit's node, and
+  ZK_RWLOCK_FENCING_TOKEN its czxid, unique and growing across the
+  holders) and the exit codes. Every contender of PATH must give the same
+  N: an exec that finds one before it with another N withdraws and exits
+  2 without running CMD. Not with --also-read/--also-write, nor a
+  --layout other than native; do not share PATH with a read/write lock.
+  `zk-rwlock status PATH` shows the semaphore, its holders and its queue;
+  `zk-rwlock revoke PATH` asks every permit holder to let go.
+
 The lease:
   No one else can be granted the lock before the lease deadline: the send
   time of the last request the server answered, plus the session timeout,
@@ -168,17 +182,20 @@ Exit codes:
        most 255 bytes) or connect string, ACLs too large for a request,
        a --follower-lag or --grace the session timeout cannot carry,
        a zero --session-timeout or --connect-timeout, an empty
-       ZK_CONNECT, a --layout without the mode asked for (CMD not
-       run); found before connecting, except what only the server
-       knows: a lock directory holding data, a missing chroot, a
-       session timeout granted shorter than asked for
+       ZK_CONNECT, a --layout without the mode asked for, --permits 0
+       or with --read/--write, --also-read, --also-write or a --layout
+       other than native (CMD not run); found before connecting,
+       except what only the server knows: a lock directory holding
+       data, a missing chroot, a session timeout granted shorter than
+       asked for, a semaphore whose contenders carry another --permits
   69   ZooKeeper unreachable (no server answered, or no host name of
        the connect string resolves) or refusing sessions (CMD not run)
   70   other lock or ZooKeeper error before CMD ran, e.g. the session
        expired while waiting, or the lock directory used up ZooKeeper's
        sequence numbers (the message says how to recover); or the release
        failed after CMD exited 0
-  75   timed out waiting for the lock (--timeout; CMD not run)
+  75   timed out waiting for the lock or permit (--timeout; CMD not
+       run)
   77   permission denied by ZooKeeper (NoAuth), or credentials rejected
        (AuthFailed)
   79   the lock was lost, or the connection to ZooKeeper was lost, while
@@ -201,14 +218,15 @@ Examples:
   zk-rwlock exec --write /locks/backup -- pg_dump -f /backups/db.sql mydb
   zk-rwlock exec --read --timeout 30s /locks/config -- ./read-config.sh
   ZK_CONNECT=zk1:2181,zk2:2181,zk3:2181 zk-rwlock exec -w /locks/deploy -- make deploy
-  zk-rwlock exec -w --on-suspend ignore /locks/etl -- ./etl.sh  # checks $ZK_RWLOCK_LEASE_FILE";
+  zk-rwlock exec -w --on-suspend ignore /locks/etl -- ./etl.sh  # checks $ZK_RWLOCK_LEASE_FILE
+  zk-rwlock exec --permits 4 /semaphores/encoders -- ./encode.sh in.mov  # at most 4 at once";
 
 /// Arguments of `exec`.
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = AFTER_HELP,
     after_long_help = AFTER_LONG_HELP,
-    group(ArgGroup::new("mode").required(true).args(["read", "write"])),
+    group(ArgGroup::new("mode").required(true).args(["read", "write", "permits"])),
 )]
 pub struct Args {
     /// Take the lock for reading (shared with other readers).
@@ -218,6 +236,12 @@ pub struct Args {
     /// Take the lock for writing (exclusive).
     #[arg(short, long)]
     pub(super) write: bool,
+
+    /// Take one of N permits of the semaphore PATH instead of a lock: at
+    /// most N commands run at once (N from 1; every contender of PATH must
+    /// give the same N)
+    #[arg(long, value_name = "N", value_parser = parse_permits, conflicts_with_all = ["also_read", "also_write"])]
+    pub(super) permits: Option<u32>,
 
     /// Give up if the lock is not granted within DUR (e.g. 500ms, 30s,
     /// 1m30s; a plain number is seconds; 0 = only if free now). The first
@@ -486,6 +510,18 @@ fn on_suspend_name(on_suspend: OnSuspend) -> &'static str {
     }
 }
 
+/// `--permits`' value: a whole number from 1.
+pub(crate) fn parse_permits(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<u32>() {
+        Ok(0) => Err("a semaphore needs at least one permit: give N from 1".to_owned()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!(
+            "`{s}` is not a number of permits: give a whole number from 1 to {}",
+            u32::MAX
+        )),
+    }
+}
+
 /// What to do with a revocation request: the signal to send CMD, if any.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OnRevoke(pub(super) Option<libc::c_int>);
@@ -638,6 +674,33 @@ mod tests {
             Session::Asked(Duration::from_secs(10)),
         )
         .is_some_and(|m| m.ends_with(&format!("allows is {largest}")))
+    }
+
+    #[test]
+    fn permits_instead_of_a_mode() {
+        let cli = Cli::try_parse_from(["x", "--permits", "3", "/s", "--", "true"]).unwrap();
+        assert_eq!(cli.args.permits, Some(3));
+        assert!(!cli.args.read && !cli.args.write);
+        assert_eq!(parse_permits("1"), Ok(1));
+        assert_eq!(
+            parse_permits("0"),
+            Err("a semaphore needs at least one permit: give N from 1".to_owned())
+        );
+        assert!(parse_permits("-1")
+            .unwrap_err()
+            .contains("is not a number of permits"));
+        assert!(parse_permits("two")
+            .unwrap_err()
+            .contains("is not a number of permits"));
+        for bad in [
+            &["x", "--permits", "0", "/s", "--", "true"][..],
+            &["x", "--permits", "2", "--read", "/s", "--", "true"],
+            &["x", "--permits", "2", "-w", "/s", "--", "true"],
+            &["x", "--permits", "2", "--also-read", "/t", "/s", "--", "true"],
+            &["x", "--permits", "2", "--also-write", "/t", "/s", "--", "true"],
+        ] {
+            assert!(Cli::try_parse_from(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! What `exec` holds: one lock, or several taken all or nothing
-//! (`--also-read`, `--also-write`), behind one face. With several, the
+//! What `exec` holds: one lock (or a semaphore's permit, as a write guard),
+//! or several locks taken all or nothing (`--also-read`, `--also-write`),
+//! behind one face. With several, the
 //! state is the worst part's, the lease deadline the earliest part's, and a
 //! revocation request on any part counts.
 
@@ -7,7 +8,8 @@ use zk_rwlock::{Guard, HoldState, MultiGuard};
 
 /// The lock or locks `exec` holds.
 pub enum Holding {
-    /// One lock (PATH).
+    /// One lock (PATH), or one permit of the semaphore PATH
+    /// (`Guard::from(permit)`).
     One(Guard),
     /// Several: `first` is PATH, the one `--read`/`--write` names.
     Many { guard: MultiGuard, first: String },

@@ -5,7 +5,7 @@
 use std::ffi::OsString;
 use std::time::Duration;
 
-use zk_rwlock::SharedLock;
+use zk_rwlock::zk;
 use zk_rwlock_cli::{exit, failure};
 
 use super::args::Supervision;
@@ -43,18 +43,18 @@ pub(crate) enum End {
     ReleaseFailed,
 }
 
-/// Runs CMD while `guard` holds `lock`, supervised as `exec` does (see its
-/// help: the lease, the keeper process, signals, revocation), then
-/// releases the lock. Shared by `exec` and `lead`.
+/// Runs CMD while `guard` holds its lock (or permit), taken through
+/// `client`'s session, supervised as `exec` does (see its help: the lease,
+/// the keeper process, signals, revocation), then releases it. Shared by
+/// `exec` (a lock, several, or a semaphore's permit) and `lead`.
 pub(crate) async fn run_holding(
-    lock: &SharedLock,
+    client: &zk::Client,
     guard: Holding,
     command: &[OsString],
     args: &Supervision,
     signals: &mut Signals,
 ) -> Ran {
     let ran = |code: u8, end: End| Ran { code, end };
-    let client = lock.client();
     let session_timeout = session_timeout_of(client);
     let schedule = args.schedule();
     let span = schedule.span(session_timeout).unwrap_or_default();
@@ -105,7 +105,7 @@ pub(crate) async fn run_holding(
         }
     };
     let period = lease_file::check_period(session_timeout);
-    let outcome = supervise(keeper, lock, &guard, (policy, args.on_revoke), period, signals).await;
+    let outcome = supervise(keeper, client, &guard, (policy, args.on_revoke), period, signals).await;
 
     let released = release_saying_how_long(guard, client).await;
     let given_up = client.session_given_up();
@@ -123,7 +123,7 @@ pub(crate) async fn run_holding(
 /// The session timeout the lease of `client`'s session runs on: the
 /// smallest the server told this session (see [`zk_rwlock::lease`]), or the
 /// negotiated one.
-pub(crate) fn session_timeout_of(client: &zk_rwlock::zk::Client) -> Duration {
+pub(crate) fn session_timeout_of(client: &zk::Client) -> Duration {
     client
         .session_lease()
         .map_or_else(|| client.session_timeout(), |lease| lease.timeout)
@@ -137,17 +137,14 @@ const RELEASE_QUIET: Duration = Duration::from_secs(1);
 /// client gives the session up (the client says when:
 /// `Client::session_gives_up_at`, the vendored client's patch 16): `exec`
 /// says so rather than sit silent for that long.
-async fn release_saying_how_long(
-    guard: Holding,
-    client: &zk_rwlock::zk::Client,
-) -> Result<(), zk_rwlock::Error> {
+async fn release_saying_how_long(guard: Holding, client: &zk::Client) -> Result<(), zk_rwlock::Error> {
     let release = guard.release();
     tokio::pin!(release);
     tokio::select! {
         released = &mut release => return released,
         () = tokio::time::sleep(RELEASE_QUIET) => {}
     }
-    if client.state() != zk_rwlock::zk::SessionState::SyncConnected {
+    if client.state() != zk::SessionState::SyncConnected {
         // `None` unless the client is reconnecting the session.
         if let Some(gives_up) = client.session_gives_up_at() {
             let left = gives_up.saturating_duration_since(std::time::Instant::now());

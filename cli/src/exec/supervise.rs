@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use tokio::time::{Instant, MissedTickBehavior};
-use zk_rwlock::{lease, HoldState, LossCause, SharedLock};
+use zk_rwlock::{lease, zk, HoldState, LossCause};
 use zk_rwlock_cli::{exit, failure};
 
 use super::args::OnRevoke;
@@ -51,7 +51,7 @@ const KILL_WAIT: Duration = Duration::from_secs(5);
 /// cannot act.
 pub(super) async fn supervise(
     mut keeper: Keeper,
-    lock: &SharedLock,
+    client: &zk::Client,
     guard: &Holding,
     (policy, on_revoke): (Policy, OnRevoke),
     period: Duration,
@@ -110,7 +110,7 @@ pub(super) async fn supervise(
         };
         let stopping = at.stopping;
         if state != seen {
-            let why = (state == HoldState::Lost).then(|| loss_reason(lock, guard));
+            let why = (state == HoldState::Lost).then(|| loss_reason(client, guard));
             say(&messages::state_changed(
                 state,
                 &at,
@@ -224,7 +224,7 @@ pub(super) async fn supervise(
     let code = code.unwrap_or(exit::SOFTWARE);
     // Lost, but the command's exit won the race to be noticed.
     if lost.is_none() && termed.is_none() && guard.state() == HoldState::Lost {
-        let why = loss_reason(lock, guard);
+        let why = loss_reason(client, guard);
         say(&messages::lost_while_running(&why));
         lost = Some(why);
     }
@@ -289,8 +289,7 @@ async fn sleep_until(at: Option<Instant>) {
 /// Says how the lock was lost ([`lease::loss_cause`]): the session's end is
 /// the stronger news (a server expired it, or the client gave it up when no
 /// server answered), then the lease running out, else the node was deleted.
-fn loss_reason(lock: &SharedLock, guard: &Holding) -> String {
-    let client = lock.client();
+fn loss_reason(client: &zk::Client, guard: &Holding) -> String {
     let ended = zk_rwlock::Error::from_session_state(client.state());
     let now = std::time::Instant::now();
     match lease::loss_cause(ended.is_some(), now, guard.lease_deadline()) {

@@ -8,7 +8,7 @@ use serde::Serialize;
 use zk_rwlock::{ContenderState, Layout, Mode};
 use zk_rwlock_cli::{exit, Failure};
 
-use super::snapshot::{Leader, Snapshot};
+use super::snapshot::{permit_tag, Leader, Snapshot};
 use super::table::{age, table};
 
 /// How snapshots are printed.
@@ -103,6 +103,10 @@ pub(super) struct JsonStatus<'a> {
     path: &'a str,
     contenders: Vec<JsonContender>,
     foreign: &'a [String],
+    /// Only for a semaphore's directory: the permit count its contenders
+    /// carry (the first N contenders hold).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    permits: Option<u32>,
     /// Only when the directory is used for an election and someone leads.
     #[serde(skip_serializing_if = "Option::is_none")]
     leader: Option<&'a Leader>,
@@ -119,6 +123,9 @@ pub(super) struct JsonContender {
     token: Option<String>,
     mode: &'static str,
     seq: i32,
+    /// Only for a semaphore's contender: the permit count its name carries.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    permits: Option<u32>,
     state: &'static str,
     waits_on: Option<String>,
     fencing_token: Option<i64>,
@@ -141,7 +148,10 @@ pub(super) fn json(snapshot: &Snapshot, now: SystemTime) -> JsonStatus<'_> {
             position: i + 1,
             node: c.name.to_string(),
             path: c.path.clone(),
-            identity: c.name.identity().to_owned(),
+            // A semaphore contender's without its permit count (`permits`).
+            identity: permit_tag(&c.name)
+                .map_or_else(|| c.name.identity(), |(identity, _)| identity)
+                .to_owned(),
             layout: c.name.layout().name(),
             token: c.name.token().map(|t| t.simple().to_string()),
             mode: match c.name.mode() {
@@ -149,6 +159,7 @@ pub(super) fn json(snapshot: &Snapshot, now: SystemTime) -> JsonStatus<'_> {
                 Mode::Write => "write",
             },
             seq: c.name.seq(),
+            permits: permit_tag(&c.name).map(|(_, permits)| permits),
             state: match c.state {
                 ContenderState::Holds => "holds",
                 ContenderState::WaitsOn(_) => "waits",
@@ -173,6 +184,7 @@ pub(super) fn json(snapshot: &Snapshot, now: SystemTime) -> JsonStatus<'_> {
         path: &snapshot.path,
         contenders,
         foreign: &snapshot.foreign,
+        permits: snapshot.permits(),
         leader: snapshot.leader.as_ref(),
     }
 }

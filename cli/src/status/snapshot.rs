@@ -5,10 +5,11 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use serde::Serialize;
-use zk_rwlock::{zk, QueueEntry, SharedLock};
+use zk_rwlock::{zk, NodeName, QueueEntry, SharedLock};
 use zk_rwlock_cli::failure::{self, Failure};
 use zk_rwlock_core::backoff::Backoff;
 use zk_rwlock_core::election::{self, Leads};
+use zk_rwlock_core::semaphore;
 
 /// What `status` shows: the lock directory at one moment.
 pub(super) struct Snapshot {
@@ -25,6 +26,34 @@ pub(super) struct Snapshot {
     pub(super) leader: Option<Leader>,
     /// With --watch: a data watch on the holding head writer's node.
     pub(super) head_watch: Option<zk::OneshotWatcher>,
+}
+
+impl Snapshot {
+    /// The permits of a semaphore's directory: the count its contenders
+    /// carry in their names (`@permits-N@`, the first in queue order that
+    /// carries one: [`semaphore::permits_in`]); `None` for a lock's. The
+    /// library's snapshot classified the queue by the same rule (the first
+    /// N hold).
+    pub(super) fn permits(&self) -> Option<u32> {
+        permits_of_queue(&self.contenders)
+    }
+}
+
+/// [`Snapshot::permits`] of a queue.
+fn permits_of_queue(contenders: &[QueueEntry]) -> Option<u32> {
+    let names: Vec<&str> = contenders.iter().map(|c| child_name(&c.path)).collect();
+    semaphore::permits_in(&names)
+}
+
+/// A semaphore contender's identity (as given to `--identity`) and the
+/// permit count its name carries (`<identity>@permits-<N>@<token>-W-<seq>`);
+/// `None` for any other contender.
+pub(super) fn permit_tag(name: &NodeName) -> Option<(&str, u32)> {
+    let permits = semaphore::permits_of(&name.to_string())?;
+    let identity = name
+        .identity()
+        .strip_suffix(&format!("@{}{permits}", semaphore::PERMITS_TAG))?;
+    Some((identity, permits))
 }
 
 /// An election's leader as `status` shows it.
@@ -46,7 +75,10 @@ pub(super) struct Leader {
 /// announcement, a release).
 pub(super) async fn describe(lock: &SharedLock, watch: bool) -> Result<Snapshot, Failure> {
     sync(lock).await?;
+    // Classified as a semaphore's when its contenders carry a permit
+    // count (`zk_rwlock_core::semaphore::queue`), else as a lock's.
     let s = lock.snapshot().await.map_err(Failure::from)?;
+    // A semaphore elects no one (`election::who_leads`: a permit is no candidate).
     let (leader, head_watch) = leader(lock, &s.contenders, &s.foreign, watch).await;
     Ok(Snapshot {
         path: lock.path().to_owned(),

@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 use zk_rwlock::{ContenderState, Layout, QueueEntry};
 use zk_rwlock_core::ordering;
 
-use super::snapshot::Snapshot;
+use super::snapshot::{permit_tag, Snapshot};
 
 /// The human-readable form.
 pub(super) fn table(snapshot: &Snapshot, now: SystemTime, layout: Option<Layout>) -> String {
@@ -31,6 +31,9 @@ pub(super) fn table(snapshot: &Snapshot, now: SystemTime, layout: Option<Layout>
             if n == 1 { "" } else { "s" },
             n - holding
         ));
+        if let Some(permits) = snapshot.permits() {
+            out.push_str(&semaphore_line(permits, holding));
+        }
         if let Some(leader) = &snapshot.leader {
             let term = leader.term.map_or_else(|| "-".to_owned(), |t| t.to_string());
             let asked = if leader.revocation_requested {
@@ -52,7 +55,10 @@ pub(super) fn table(snapshot: &Snapshot, now: SystemTime, layout: Option<Layout>
                 (i + 1).to_string(),
                 c.name.to_string(),
                 identity_cell(&c.name),
-                c.name.mode().to_string(),
+                match permit_tag(&c.name) {
+                    Some(_) => "permit".to_owned(),
+                    None => c.name.mode().to_string(),
+                },
                 {
                     let mut state = match &c.state {
                         ContenderState::Holds => "holds".to_owned(),
@@ -100,6 +106,9 @@ pub(super) fn table(snapshot: &Snapshot, now: SystemTime, layout: Option<Layout>
         for c in snapshot.contenders.iter().filter(|c| c.is_persistent()) {
             out.push_str(&permanent_warning(&c.path));
         }
+        if snapshot.permits().is_some() {
+            out.push_str(&semaphore_warnings(&snapshot.contenders));
+        }
         out.push_str(&layout_warnings(&snapshot.contenders, layout));
         out.push_str(&kazoo_lock_warnings(&snapshot.contenders));
     }
@@ -112,11 +121,69 @@ pub(super) fn table(snapshot: &Snapshot, now: SystemTime, layout: Option<Layout>
     out
 }
 
-/// The IDENTITY cell: a native contender's identity; for a peer's, which
-/// library wrote it (its name carries no identity).
+/// The line under the summary of a semaphore's directory: its permits,
+/// how many are held (`holding`: the contenders shown holding), how many
+/// are free.
+pub(super) fn semaphore_line(permits: u32, holding: usize) -> String {
+    let held = u32::try_from(holding).unwrap_or(u32::MAX);
+    format!(
+        "semaphore: {permits} permit{}, {held} held, {} free\n",
+        if permits == 1 { "" } else { "s" },
+        permits.saturating_sub(held)
+    )
+}
+
+/// Warnings under the table of a semaphore's directory: contenders that
+/// carry another permit count than the semaphore's (each withdraws when it
+/// finds one before it with another count; those already holding stay
+/// until they release), and contenders that carry none (a lock's, or a peer
+/// library's), each counted as one permit taken.
+pub(super) fn semaphore_warnings(contenders: &[QueueEntry]) -> String {
+    let names: Vec<String> = contenders.iter().map(|c| c.name.to_string()).collect();
+    let Some(permits) = zk_rwlock_core::semaphore::permits_in(&names) else {
+        return String::new();
+    };
+    let mut out = String::new();
+    let others: Vec<String> = contenders
+        .iter()
+        .filter_map(|c| {
+            permit_tag(&c.name)
+                .filter(|(_, n)| *n != permits)
+                .map(|(_, n)| format!("{} ({n})", c.name))
+        })
+        .collect();
+    if !others.is_empty() {
+        out.push_str(&format!(
+            "WARNING: the contenders of this semaphore disagree on its permits ({permits} first): {}; \
+             a contender that finds one before it with another count withdraws: give every client of \
+             this path the same --permits\n",
+            others.join(", ")
+        ));
+    }
+    let untagged: Vec<String> = contenders
+        .iter()
+        .filter(|c| permit_tag(&c.name).is_none())
+        .map(|c| c.name.to_string())
+        .collect();
+    if !untagged.is_empty() {
+        out.push_str(&format!(
+            "WARNING: {} carr{} no permit count (a lock's contender, not a permit): the semaphore counts \
+             each as one permit taken; do not share a directory between a lock and a semaphore\n",
+            untagged.join(", "),
+            if untagged.len() == 1 { "ies" } else { "y" }
+        ));
+    }
+    out
+}
+
+/// The IDENTITY cell: a native contender's identity (a semaphore
+/// contender's without its permit count); for a peer's, which library
+/// wrote it (its name carries no identity).
 pub(super) fn identity_cell(name: &zk_rwlock::NodeName) -> String {
     match name.layout() {
-        Layout::Native => name.identity().to_owned(),
+        Layout::Native => permit_tag(name)
+            .map_or_else(|| name.identity(), |(identity, _)| identity)
+            .to_owned(),
         layout => format!("({})", layout.library()),
     }
 }

@@ -249,3 +249,105 @@ fn a_leader_asked_to_step_down_is_still_named() {
     let json = serde_json::to_string(&json(&s, SystemTime::now())).unwrap();
     assert!(json.contains(r#""revocation_requested":true}"#), "{json}");
 }
+
+/// A semaphore's directory: its permits under the summary, MODE `permit`,
+/// the identity without the count, `permits` in JSON (the lock's fields
+/// unchanged), and warnings for contenders that carry another count or
+/// none.
+#[test]
+fn a_semaphore_shows_its_permits_holders_and_queue() {
+    let token = "0123456789abcdef0123456789abcdef";
+    let names = [
+        format!("web01@permits-2@{token}-W-0000000001"),
+        format!("web02@permits-2@{token}-W-0000000002"),
+        format!("web03@permits-2@{token}-W-0000000003"),
+    ];
+    let states = [
+        ContenderState::Holds,
+        ContenderState::Holds,
+        ContenderState::WaitsOn(names[1].clone()),
+    ];
+    let contenders: Vec<QueueEntry> = names
+        .iter()
+        .zip(states)
+        .map(|(name, state)| QueueEntry::new("/s", name.parse().unwrap(), state))
+        .collect();
+    let mut s = Snapshot {
+        path: "/s".to_owned(),
+        exists: true,
+        contenders,
+        foreign: Vec::new(),
+        also_in: None,
+        leader: None,
+        head_watch: None,
+    };
+    assert_eq!(s.permits(), Some(2));
+    let t = table(&s, SystemTime::now(), None);
+    let lines: Vec<&str> = t.lines().collect();
+    assert_eq!(lines[0], "/s: 3 contenders, 2 holding, 1 waiting", "{t}");
+    assert_eq!(lines[1], "semaphore: 2 permits, 2 held, 0 free", "{t}");
+    let row = |i: usize| lines[3 + i].split_whitespace().collect::<Vec<_>>();
+    assert_eq!(
+        row(0)[1..5],
+        [names[0].as_str(), "web01", "permit", "holds"],
+        "{t}"
+    );
+    assert_eq!(
+        row(1)[1..5],
+        [names[1].as_str(), "web02", "permit", "holds"],
+        "{t}"
+    );
+    assert_eq!(
+        row(2)[1..6],
+        [names[2].as_str(), "web03", "permit", "waits", "on"],
+        "{t}"
+    );
+    assert_eq!(lines.len(), 6, "no warning: {t}");
+
+    let j = serde_json::to_value(json(&s, SystemTime::now())).unwrap();
+    assert_eq!(j["permits"], 2);
+    assert_eq!(j["contenders"][0]["identity"], "web01");
+    assert_eq!(j["contenders"][0]["permits"], 2);
+    assert_eq!(j["contenders"][0]["mode"], "write");
+    assert_eq!(j["contenders"][0]["node"], names[0].as_str());
+    assert_eq!(j["contenders"][2]["state"], "waits");
+
+    // A contender with another count, and a lock's writer: warned about.
+    let other = format!("web04@permits-3@{token}-W-0000000004");
+    let writer = format!("web05@{token}-W-0000000005");
+    for name in [&other, &writer] {
+        s.contenders.push(QueueEntry::new(
+            "/s",
+            name.parse().unwrap(),
+            ContenderState::WaitsOn(names[2].clone()),
+        ));
+    }
+    let t = table(&s, SystemTime::now(), None);
+    assert!(
+        t.contains(&format!(
+            "WARNING: the contenders of this semaphore disagree on its permits (2 first): {other} (3);"
+        )),
+        "{t}"
+    );
+    assert!(
+        t.contains(&format!(
+            "WARNING: {writer} carries no permit count (a lock's contender, not a permit)"
+        )),
+        "{t}"
+    );
+    let j = serde_json::to_value(json(&s, SystemTime::now())).unwrap();
+    assert_eq!(j["contenders"][4]["identity"], "web05");
+    assert!(j["contenders"][4].get("permits").is_none(), "{j}");
+
+    // A lock's directory: no `permits` anywhere.
+    let lock = Snapshot {
+        contenders: queue(&["a-R-0000000001", "b-W-0000000002"]),
+        ..s
+    };
+    assert_eq!(lock.permits(), None);
+    let j = serde_json::to_value(json(&lock, SystemTime::now())).unwrap();
+    assert!(j.get("permits").is_none(), "{j}");
+    assert!(j["contenders"][0].get("permits").is_none(), "{j}");
+    assert!(!table(&lock, SystemTime::now(), None).contains("semaphore"));
+    assert_eq!(semaphore_line(1, 0), "semaphore: 1 permit, 0 held, 1 free\n");
+}

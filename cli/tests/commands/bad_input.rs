@@ -591,7 +591,7 @@ async fn bad_arguments_are_reported_clearly() {
         (
             vec!["exec", &path, "--", "true"],
             2,
-            "<--read|--write>".to_owned(),
+            "<--read|--write|--permits <N>>".to_owned(),
         ),
         (
             vec!["exec", "--read", "--write", &path, "--", "true"],
@@ -807,7 +807,7 @@ fn clap_usage_errors_are_one_line() {
         (
             args(&["exec", "/locks/x", "--", "true"]),
             &[],
-            "the following required arguments were not provided: <--read|--write>",
+            "the following required arguments were not provided: <--read|--write|--permits <N>>",
         ),
         (
             args(&["lead", "--on-suspend", "x", "/locks/x", "--", "true"]),

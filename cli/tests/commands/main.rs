@@ -9,6 +9,8 @@
 //!   contenders.
 //! * `revoke`: `revoke` end to end, with `exec --on-revoke` and
 //!   `lead --on-revoke`.
+//! * `semaphores`: `status` and `revoke` on a semaphore's directory held
+//!   by `exec --permits N`.
 //! * `bad_input`: usage errors before connecting, connect strings, hosts
 //!   that do not resolve, one clear message per failure.
 //! * `client_logs`: the ZooKeeper client's own log lines only on request.
@@ -31,5 +33,6 @@ mod docs;
 mod peer_contenders;
 mod revoke;
 mod secured;
+mod semaphores;
 mod status;
 mod status_several_paths;

@@ -14,6 +14,8 @@
 //!   next writer's grant (background jobs, daemons, exec stopped or killed).
 //! * `sequence_limit`: ZooKeeper's sequence counter at its limit.
 //! * `layouts`: `--layout`, nodes named as Curator's and kazoo's.
+//! * `permits`: `--permits N`, a semaphore's permit instead of a lock:
+//!   at most N commands at once, the lock's supervision, what is refused.
 //! * `stop_schedule`: `--follower-lag` and `--grace` too large for the
 //!   session refused; CMD runs on a healthy connection at the largest
 //!   values allowed, under `exec` and `lead`.
@@ -25,6 +27,7 @@ mod layouts;
 mod lost_lock;
 mod outages;
 mod partition;
+mod permits;
 mod process_tree;
 mod sequence_limit;
 mod stop_schedule;
