@@ -818,6 +818,24 @@ impl Exchange {
         }
     }
 
+    /// True if the watch request `index` leaves, once no longer needed, is
+    /// left to fire rather than removed (a removal is a request): the
+    /// watches of a semaphore's wait on several predecessors. Each is on a
+    /// node ahead in the queue, which is deleted in its turn, and at most N
+    /// waiters watch any node ([`crate::semaphore`]'s "No herd"), so what
+    /// is left is bounded and goes by itself. A watch on a node found gone
+    /// is not kept at all ([`Exchange::watch`]), and every other watch is
+    /// removed when dropped: a lock's may wait on a node for a long time, a
+    /// marker's on one never created.
+    pub fn lingers(&self, index: usize) -> bool {
+        match self.kind {
+            Kind::SetWatches { watched, also, .. } => {
+                also < self.requests.len() && (watched..self.requests.len()).contains(&index)
+            }
+            _ => false,
+        }
+    }
+
     /// The watch request `index` sets if its answer leaves one: a carrier
     /// drops the earlier watch of that kind when it sends the request.
     pub fn watch_of(&self, index: usize) -> Option<Watch> {

@@ -41,7 +41,7 @@ pub(super) struct Carrier {
 struct Answered {
     result: Result<Reply, zk::Error>,
     refused_at: Option<usize>,
-    watch: Option<WatchFuture>,
+    watch: Option<zk::OneshotWatcher>,
     acl: Option<Vec<zk::Acl>>,
 }
 
@@ -65,6 +65,16 @@ impl Answered {
                 error: Box::new(wire_error(e)),
             }),
         }
+    }
+}
+
+/// A watch's event to come; dropped unfired, the client asks the server to
+/// remove the watch, unless it `lingers` ([`Exchange::lingers`]).
+fn pending(watch: zk::OneshotWatcher, lingers: bool) -> WatchFuture {
+    if lingers {
+        Box::pin(watch.detached())
+    } else {
+        Box::pin(watch.changed())
     }
 }
 
@@ -160,7 +170,7 @@ impl Carrier {
             let progress = exchange.answer(index, answered.answer());
             errors.push(answered.result.err());
             if let (Some(watch), Some(kind)) = (answered.watch, exchange.watch(index)) {
-                watches.push((kind, watch));
+                watches.push((kind, pending(watch, exchange.lingers(index))));
             }
             // A watch not kept is dropped here: the client asks the
             // server to remove it.
@@ -259,7 +269,9 @@ pub(super) async fn keep(
         let answered = line.send(request).await;
         exchange.answer(index, answered.answer());
         if exchange.watch(index) == Some(Watch::Held) {
-            watch = answered.watch;
+            watch = answered
+                .watch
+                .map(|watch| pending(watch, exchange.lingers(index)));
         }
         error = answered.result.err();
     }
@@ -437,7 +449,7 @@ impl<'c> Line<'c> {
                 Box::pin(async move {
                     match read.await {
                         Ok((data, s, watcher)) => Answered {
-                            watch: Some(Box::pin(watcher.changed())),
+                            watch: Some(watcher),
                             ..Answered::of(Ok(Reply::Data { data, stat: stat(&s) }))
                         },
                         Err(e) => Answered::of(Err(e)),
@@ -455,7 +467,7 @@ impl<'c> Line<'c> {
                 Box::pin(async move {
                     match checked.await {
                         Ok((s, watcher)) => Answered {
-                            watch: Some(Box::pin(watcher.changed())),
+                            watch: Some(watcher),
                             ..Answered::of(Ok(Reply::Stat(s.as_ref().map(stat))))
                         },
                         Err(e) => Answered::of(Err(e)),

@@ -876,6 +876,19 @@ fn a_semaphores_other_watched_nodes_are_watched_with_exists() {
             also: vec![WaitReply::Ok(()), WaitReply::NoNode],
         }))
     );
+    // Left to fire once not needed: their nodes go in their turn.
+    assert!((0..3).all(|index| exchange.lingers(index)));
+    // A lock's watches are removed when dropped.
+    let (lock_wire, lock_machine, _) = waiting();
+    let lock_watches = Action::Acquire(acquire::Action::SetWatches {
+        own: true,
+        watched: "h-W-0000000002".to_owned(),
+        marker: Some(node_name::release_marker("h-W-0000000002")),
+        also: Vec::new(),
+    });
+    let lock_exchange = lock_wire.exchange(&lock_watches, &lock_machine).expect("watches");
+    assert!((0..3).all(|index| !lock_exchange.lingers(index)));
+    assert!(!keep("/locks/a/h-W-0000000003").lingers(0));
     // A failure of one of them is what an acquire that fails reports.
     let mut failed = wire.exchange(&action, &machine).expect("watches");
     failed.answer(
