@@ -10,7 +10,8 @@ run's end), with the per-file ratios in brackets so that the spread is visible. 
 that run.sh got from bench/floor-impl.sh (entity_floor) are zk-rwlock-bench rows without peers. Ratios are taken within one file (one run), then the median is reported.
 Rows measured through run.sh's delay proxy (LATENCY_US, the row's "latency_us") are rows of their
 own, named with the round trip they add: latency_us 500 is "contended_write @1ms". A file may hold
-several latency passes of one run (scripts/bench-compare.sh joins them).
+several latency passes of one run (scripts/bench-compare.sh joins them). After the table, for the
+semaphore rows (rows with "permits"): the most holders each implementation saw at once, run by run.
 Standard library only.
 """
 import json
@@ -116,6 +117,24 @@ def main(paths):
                 rx = med([per_grant(r, "zk_rx", 200) for r in rows])
                 print(f"  {label}: server CPU {fmt(srv, 3)} ms per grant, {fmt(per_req, 0)} us per request, "
                       f"{fmt(rx, 2)} requests per grant")
+    semaphore_holders(runs, keys)
+
+
+def semaphore_holders(runs, keys):
+    """The most permit holders seen at once, per semaphore row and implementation, run by run."""
+    for (w, c, lat) in keys:
+        got = {i: [run.get((w, c, lat, i)) for run in runs] for i in IMPLS}
+        permits = {r["permits"] for i in IMPLS for r in got[i] if r and r.get("permits") is not None}
+        if not permits:
+            continue
+        cells = []
+        for i in IMPLS:
+            seen = [str(r["max_holders"]) for r in got[i] if r and r.get("max_holders") is not None]
+            if seen:
+                cells.append(f"{NAMES[i]} {', '.join(seen)}")
+        n = "/".join(str(p) for p in sorted(permits))
+        print()
+        print(f"{w}{at(lat)} ({c} clients, {n} permits): most holders at once: {'; '.join(cells)}")
 
 
 if __name__ == "__main__":

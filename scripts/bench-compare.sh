@@ -2,7 +2,8 @@
 # zk-rwlock against Apache Curator 5.4.0 and kazoo 2.11 on one throwaway local
 # ZooKeeper, every workload interleaved (bench/peers/README.md has the contract;
 # entity_locks with its floor, entity_floor, as a fourth implementation in the
-# same rotation, bench/floor-impl.sh), then the same with a network's latency: a second
+# same rotation, bench/floor-impl.sh; semaphore: 16 clients on one counting semaphore of
+# 4 permits against Curator's InterProcessSemaphoreV2 and kazoo's Semaphore), then the same with a network's latency: a second
 # pass of run.sh on a fresh server with LATENCY_US=500 (every implementation reaches the
 # server through bench/peers/delay-proxy, a 1 ms round trip), the contended rows,
 # mixed_90r10w, herd_release and entity_locks only, no safety pass; its rows are rows of
@@ -19,8 +20,8 @@
 #   RUNS=3 ./scripts/bench-compare.sh     # three runs; medians and per-run ratios
 #   LATENCY=0 ./scripts/bench-compare.sh  # the loopback pass only
 #
-# On the 2-core machine each run's loopback pass takes about 4-5 minutes (a minute of it the
-# server warm-up) and its latency pass about 5 more (the warm-up a minute, then some 35 s
+# On the 2-core machine each run's loopback pass takes about 5 minutes (a minute of it the
+# server warm-up, some 40 s the semaphore rows) and its latency pass about 5 more (the warm-up a minute, then some 35 s
 # per row: 7 rows with the default client counts); the floor, scale, memory and lifecycle
 # parts after the runs about 4 minutes in all.
 # LATENCY=500 is the latency pass's one-way latency in microseconds (0 skips the pass);

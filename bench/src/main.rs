@@ -9,13 +9,15 @@
 //! threads). One JSON object is printed as the last line of stdout.
 //!
 //! Wake-ups are the library's own counts
-//! ([`SharedLock::stats`](zk_rwlock::SharedLock::stats)), summed over
-//! every lock of the run.
+//! ([`SharedLock::stats`](zk_rwlock::SharedLock::stats), and
+//! [`Semaphore::stats`](zk_rwlock::Semaphore::stats) for `semaphore`),
+//! summed over every lock of the run.
 
 mod entities;
 mod floors;
 mod memory;
 mod output;
+mod semaphore;
 mod sessions;
 mod stats;
 mod tally;
@@ -32,6 +34,7 @@ use crate::entities::entities;
 use crate::floors::{floor_cycle, floor_handoff};
 use crate::memory::{memory_handles, memory_waiters};
 use crate::output::Outcome;
+use crate::semaphore::semaphore_loop;
 use crate::sessions::remove_dirs;
 use crate::tally::{Errors, Holders, WakeCounters};
 use crate::workloads::{contended, herd, uncontended};
@@ -66,6 +69,13 @@ default to the values of peers/run.sh):
   contended_mutex     the same (write lock)
   mixed_90r10w        C clients (default 16, G=4000), each op a read with
                       p=0.9 (per-client PRNG seeded seed*1000+i), else write
+  semaphore           C clients (default 16, G=2000) loop on one counting
+                      semaphore of --permits N (default 4): acquire, hold
+                      --hold-ms, release; the G-th grant stops the run, as
+                      in contended_write. violations = grants that made the
+                      holders (counted right after acquire, right before
+                      release) more than N; max_holders = the most at once.
+                      --warmup cycles use a semaphore of the same N.
   herd_release        client 0 holds the write lock; C waiters (default 64)
                       ask for the write lock one after another, each started
                       once the previous one's node is visible; after 300 ms
@@ -102,7 +112,8 @@ default to the values of peers/run.sh):
 
 Every client is its own ZooKeeper session (timeout 4 s), opened before the
 clock starts. --warmup N: N uncounted write acquire/release cycles (floors:
-N uncounted cycles) by client 0 on PATH-warmup before measuring. Latency is
+N uncounted cycles; semaphore: permit cycles) by client 0 on PATH-warmup
+before measuring. Latency is
 measured with a monotonic clock right before acquire to right after it
 returns; percentiles come from an HDR histogram (3 significant digits:
 within 0.1% of nearest-rank, sorted[ceil(q*n)-1]).
@@ -119,11 +130,12 @@ Output: one JSON object, the last line of stdout:
   listing the lock directory again, instead of a direct hand-off),
   window_cpu_s (this process's user+sys CPU, all threads, from the clock's
   start to the run's end), max_rss_kb, first_error, version; entity_*:
-  entities, sessions (1), entity_violations; memory_*: rss_base_kb, rss_kb,
-  bytes_each.
+  entities, sessions (1), entity_violations; semaphore: permits,
+  max_holders; memory_*: rss_base_kb, rss_kb, bytes_each.
   violations: a process-wide (readers, writers) count is updated right after
   each acquire and right before each release; a writer granted while anyone
-  holds, or a reader granted while a writer holds, is a violation.
+  holds, or a reader granted while a writer holds, is a violation
+  (semaphore: a grant that makes more than N holders).
 
 Exit codes:
   0    measured (the JSON line is printed)
@@ -173,8 +185,8 @@ struct Args {
 
     /// Clients (sessions); for herd_release the number of waiters; entity_*
     /// workers on one session; memory_* handles or waiters [default: 1,
-    /// contended 8, mixed 16, herd 64, entity 64, memory_handles 10000,
-    /// memory_waiters 1000]
+    /// contended 8, mixed 16, semaphore 16, herd 64, entity 64,
+    /// memory_handles 10000, memory_waiters 1000]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=100_000))]
     clients: Option<u64>,
 
@@ -200,14 +212,18 @@ struct Args {
     #[arg(long, value_name = "N", default_value_t = 42)]
     seed: u64,
 
-    /// Hold each grant this long in contended_*, mixed_* and entity_*
-    /// (milliseconds)
+    /// Hold each grant this long in contended_*, mixed_*, semaphore and
+    /// entity_* (milliseconds)
     #[arg(long, value_name = "MS", default_value_t = 0.0)]
     hold_ms: f64,
 
     /// entity_*: how many lock paths (PATH/e<k>) the workers pick from
     #[arg(long, value_name = "E", default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
     entities: u64,
+
+    /// semaphore: how many may hold at once
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    permits: u32,
 
     /// The `impl` field of the output (peers/run.sh keys rows on it; its
     /// error rows for this implementation use the IMPLS name `rust`)
@@ -242,6 +258,8 @@ pub enum Workload {
     ContendedMutex,
     #[value(name = "mixed_90r10w")]
     Mixed90r10w,
+    #[value(name = "semaphore")]
+    Semaphore,
     #[value(name = "herd_release")]
     HerdRelease,
     #[value(name = "floor_cycle")]
@@ -272,7 +290,7 @@ impl Workload {
     fn default_clients(self) -> usize {
         match self {
             Workload::ContendedWrite | Workload::ContendedMutex => 8,
-            Workload::Mixed90r10w => 16,
+            Workload::Mixed90r10w | Workload::Semaphore => 16,
             Workload::HerdRelease | Workload::EntityLocks | Workload::EntityFloor => 64,
             Workload::MemoryHandles => 10_000,
             Workload::MemoryWaiters => 1000,
@@ -387,6 +405,8 @@ pub(crate) struct Bench {
     pub(crate) hold: Duration,
     pub(crate) hold_ms: f64,
     pub(crate) entities: usize,
+    /// `semaphore`: its permits (`--permits`).
+    pub(crate) permits: u32,
     pub(crate) impl_name: String,
     pub(crate) threads: usize,
     pub(crate) holders: Holders,
@@ -455,6 +475,7 @@ impl Bench {
             hold: Duration::from_secs_f64(args.hold_ms / 1000.0),
             hold_ms: args.hold_ms,
             entities: usize::try_from(args.entities).unwrap_or(usize::MAX),
+            permits: args.permits,
             impl_name: args.impl_name,
             threads: usize::try_from(args.threads).unwrap_or(1),
             holders: Holders::default(),
@@ -475,6 +496,7 @@ async fn measure(b: Arc<Bench>) -> Result<Outcome, Failure> {
         Workload::UncontendedRead => uncontended(&b, Mode::Read).await,
         Workload::ContendedWrite | Workload::ContendedMutex => contended(&b, Some(Mode::Write)).await,
         Workload::Mixed90r10w => contended(&b, None).await,
+        Workload::Semaphore => semaphore_loop(&b).await,
         Workload::HerdRelease => herd(&b).await,
         Workload::FloorCycle => floor_cycle(&b, true).await,
         Workload::FloorCreateDelete => floor_cycle(&b, false).await,

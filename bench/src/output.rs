@@ -37,6 +37,8 @@ pub(crate) enum Extra {
     Herd(HerdFields),
     /// `entity_*`.
     Entity(EntityFields),
+    /// `semaphore`.
+    Semaphore(SemaphoreFields),
     /// `memory_*`.
     Memory(MemoryFields),
 }
@@ -73,6 +75,16 @@ pub(crate) struct HerdFields {
     pub(crate) all_granted: bool,
     pub(crate) acquire_timeouts: u64,
     pub(crate) enqueue_secs: Option<f64>,
+}
+
+/// The semaphore loop's fields: its loop's, then how many permits and the
+/// most holders seen at once (never more than `permits` unless violated).
+#[derive(Serialize)]
+pub(crate) struct SemaphoreFields {
+    #[serde(flatten)]
+    pub(crate) lp: LoopFields,
+    pub(crate) permits: u32,
+    pub(crate) max_holders: u64,
 }
 
 /// The entity workloads' fields.

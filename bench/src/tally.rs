@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use serde::Serialize;
-use zk_rwlock::{Mode, SharedLock};
+use zk_rwlock::{Mode, Semaphore, SharedLock, Stats};
 
 /// The process-wide (readers, writers) count of the peers' safety check.
 #[derive(Default)]
@@ -17,6 +17,9 @@ struct HolderState {
     readers: i64,
     writers: i64,
     violations: u64,
+    /// `semaphore`: permits held now, and the most held at once.
+    permits: i64,
+    max_permits: i64,
 }
 
 impl Holders {
@@ -48,6 +51,28 @@ impl Holders {
         }
     }
 
+    /// `semaphore`: right after an acquire of one of `limit` permits
+    /// returned; more than `limit` holders at once is a violation.
+    pub(crate) fn permit_acquired(&self, limit: u32) {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        s.permits += 1;
+        s.max_permits = s.max_permits.max(s.permits);
+        if s.permits > i64::from(limit) {
+            s.violations += 1;
+        }
+    }
+
+    /// `semaphore`: right before a permit's release.
+    pub(crate) fn permit_releasing(&self) {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).permits -= 1;
+    }
+
+    /// `semaphore`: the most permit holders seen at once.
+    pub(crate) fn max_permit_holders(&self) -> u64 {
+        let s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        u64::try_from(s.max_permits).unwrap_or(0)
+    }
+
     pub(crate) fn violations(&self) -> u64 {
         self.state.lock().unwrap_or_else(|p| p.into_inner()).violations
     }
@@ -74,12 +99,28 @@ impl Errors {
     }
 }
 
-/// Wake-ups of waiting acquires, from the stats of every lock of the run
-/// ([`SharedLock::stats`]), counted from the last reset.
+/// Wake-ups of waiting acquires, from the stats of every lock or semaphore
+/// of the run ([`SharedLock::stats`], [`Semaphore::stats`]), counted from
+/// the last reset.
 #[derive(Default)]
 pub(crate) struct WakeCounters {
-    locks: Mutex<Vec<SharedLock>>,
+    locks: Mutex<Vec<Counted>>,
     base: Mutex<Option<Wakes>>,
+}
+
+/// What [`WakeCounters`] sums.
+enum Counted {
+    Lock(SharedLock),
+    Semaphore(Semaphore),
+}
+
+impl Counted {
+    fn stats(&self) -> Stats {
+        match self {
+            Counted::Lock(lock) => lock.stats(),
+            Counted::Semaphore(semaphore) => semaphore.stats(),
+        }
+    }
 }
 
 impl WakeCounters {
@@ -89,12 +130,20 @@ impl WakeCounters {
         self.locks
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .push(lock.clone());
+            .push(Counted::Lock(lock.clone()));
+    }
+
+    /// As [`WakeCounters::track`], for a semaphore.
+    pub(crate) fn track_semaphore(&self, semaphore: &Semaphore) {
+        self.locks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(Counted::Semaphore(semaphore.clone()));
     }
 
     fn total(&self) -> Wakes {
         let locks = self.locks.lock().unwrap_or_else(|p| p.into_inner());
-        locks.iter().map(SharedLock::stats).fold(
+        locks.iter().map(Counted::stats).fold(
             Wakes {
                 wakeups: 0,
                 spurious: 0,
@@ -140,4 +189,24 @@ pub(crate) struct Wakes {
     pub(crate) spurious: u64,
     #[serde(rename = "relisted_wakeups")]
     pub(crate) relisted: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn permit_holders_past_the_limit_are_violations() {
+        let holders = Holders::default();
+        holders.permit_acquired(2);
+        holders.permit_acquired(2);
+        assert_eq!(holders.violations(), 0);
+        holders.permit_acquired(2);
+        assert_eq!(holders.violations(), 1, "a third holder of two permits");
+        holders.permit_releasing();
+        holders.permit_releasing();
+        holders.permit_acquired(2);
+        assert_eq!(holders.violations(), 1);
+        assert_eq!(holders.max_permit_holders(), 3);
+    }
 }

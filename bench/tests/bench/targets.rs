@@ -3,7 +3,8 @@
 //! per grant taken from `window_cpu_s` (not `proc_cpu_s`), the floor's own
 //! rows left without targets, and the exit status; rows measured with
 //! network latency (`latency_us`) as rows of their own, with their own
-//! targets, in the targets and in `bench/report.py`'s table.
+//! targets, in the targets and in `bench/report.py`'s table; the semaphore
+//! row's own throughput target (2x Curator) and its holders line.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -177,6 +178,64 @@ fn latency_rows_are_rows_of_their_own() {
     );
     assert!(
         out.contains("| contended_write @1ms | 8 | 625 | 250 | - | 2.50 (2.50) |"),
+        "{out}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A semaphore row (16 clients, 4 permits).
+fn semaphore(impl_name: &str, per_s: f64, zk_rx: u64, max_holders: u64) -> String {
+    format!(
+        r#"{{"impl":"{impl_name}","workload":"semaphore","clients":16,"grants":2000,"grants_per_s":{per_s},"p50_ms":5,"p99_ms":20,"violations":0,"window_cpu_s":0.4,"zk_rx":{zk_rx},"permits":4,"max_holders":{max_holders}}}"#
+    )
+}
+
+#[test]
+fn semaphore_target_is_twice_curator() {
+    let dir = std::env::temp_dir().join(format!("zk-rwlock-semaphore-targets-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    // Run 1: 2.5x Curator with fewer requests per grant; run 2: 1.8x (which
+    // the other loops' 1.5x would pass) with more.
+    let rows = |per_s: f64, zk_rx: u64| {
+        [
+            semaphore("rust", per_s, zk_rx, 3),
+            semaphore("curator", 400.0, 20000, 2),
+        ]
+        .join("\n")
+            + "\n"
+    };
+    let met = write(&dir, "met.jsonl", &rows(1000.0, 18000));
+    let missed = write(&dir, "missed.jsonl", &rows(720.0, 22000));
+    let bench = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let output = Command::new("python3")
+        .arg(bench.join("targets.py"))
+        .args([&met, &missed])
+        .output()
+        .expect("run python3 bench/targets.py (install python3)");
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "misses exit 1:\n{out}");
+    let t = |target| cells(&out, target);
+    assert_eq!(
+        t("semaphore(16) grants/s / Curator >= 2.0"),
+        ["ok", "MISS"],
+        "{out}"
+    );
+    assert_eq!(
+        t("semaphore(16) requests/grant / Curator <= 1"),
+        ["ok", "MISS"],
+        "{out}"
+    );
+    assert_eq!(t("semaphore(16) violations == 0"), ["ok", "ok"], "{out}");
+
+    let output = Command::new("python3")
+        .arg(bench.join("report.py"))
+        .args([&met, &missed])
+        .output()
+        .expect("run python3 bench/report.py");
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{out}");
+    assert!(
+        out.contains("semaphore (16 clients, 4 permits): most holders at once: zk-rwlock 3, 3; Curator 2, 2"),
         "{out}"
     );
     std::fs::remove_dir_all(&dir).ok();

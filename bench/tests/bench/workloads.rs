@@ -196,6 +196,35 @@ fn contended_workloads() {
 }
 
 #[test]
+fn semaphore_workload() {
+    all(vec![
+        (
+            "semaphore",
+            Box::new(|| {
+                let row = contended("semaphore", &[]);
+                assert_eq!(row["permits"], 4, "the default: {row}");
+                let max = u(&row, "max_holders");
+                assert!((1..=4).contains(&max), "{row}");
+            }),
+        ),
+        (
+            "semaphore of 2 permits holding 1 ms",
+            Box::new(|| {
+                // 4 clients on 2 permits, each grant held 1 ms: never more
+                // than 2 at once (violations 0, checked by `bench`), and
+                // 50 grants take at least 25 ms.
+                let row = contended("semaphore", &["--permits", "2", "--hold-ms", "1"]);
+                assert_eq!(row["permits"], 2, "{row}");
+                assert_eq!(f(&row, "hold_ms"), 1.0, "{row}");
+                let max = u(&row, "max_holders");
+                assert!((1..=2).contains(&max), "{row}");
+                assert!(f(&row, "secs") >= 0.025, "{row}");
+            }),
+        ),
+    ]);
+}
+
+#[test]
 fn herd_release_hands_off_in_queue_order() {
     let row = bench("herd_release", &["--clients", "8"]);
     assert_eq!(row["clients"], 8, "{row}");
@@ -405,6 +434,8 @@ fn defaults_and_usage() {
         "floor_handoff",
         "spurious_wakeups",
         "fifo_order",
+        "max_holders",
+        "--permits",
         "--connect",
     ] {
         assert!(help.contains(word), "--help does not mention {word}:\n{help}");
