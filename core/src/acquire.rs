@@ -307,8 +307,8 @@ pub enum Input<'a> {
         /// marker is absent (the watch waits for its creation), `Ok(true)`
         /// if it exists (a stranger's: no signal).
         marker: Option<Reply<bool>>,
-        /// The `exists` watches on the other nodes of a semaphore's wait,
-        /// in the order asked: `Ok(())` if the node exists, `NoNode` if not.
+        /// The data watches on the other nodes of a semaphore's wait, in
+        /// the order asked.
         also: Vec<Reply<()>>,
     },
     /// The answer to [`Action::Rewatch`].
@@ -377,9 +377,17 @@ pub enum Action {
         /// with `exists`.
         marker: Option<String>,
         /// A semaphore's wait ([`Acquire::with_permits`]): the other nodes
-        /// it watches, each with an `exists` watch; their events are the
-        /// watched node's ([`Event::Watched`]).
+        /// it watches; their events are the watched node's
+        /// ([`Event::Watched`]).
         also: Vec<String>,
+        /// A semaphore's wait: the watches are left to fire once not
+        /// needed (their nodes are ahead in the queue and go in their
+        /// turn), not removed.
+        lingers: bool,
+        /// A semaphore's wait: the nodes of `watched` and `also` whose
+        /// watch is set from an earlier wait and has not fired: not asked
+        /// again, their pending watches kept (answered as set).
+        kept: Vec<String>,
     },
     /// Wait for the next event. With `poll`, the watched node cannot be
     /// watched (its ACL): check it with `exists` until it is gone.
@@ -482,6 +490,10 @@ struct Waiting {
     watched: String,
     /// A semaphore's other watched nodes (see [`Action::SetWatches`]).
     also: Vec<String>,
+    /// The watched nodes this identity may not read (`NoAuth`): the server
+    /// sends a watcher no event of a node it may not read, so they are
+    /// polled ([`Acquire::polled`]).
+    unreadable: Vec<String>,
     deletion_grants: bool,
     release_grants: bool,
 }
@@ -534,6 +546,10 @@ pub struct Acquire {
     permits: Option<u32>,
     /// The disagreeing predecessor, after [`Failure::PermitsDisagree`].
     conflict: Option<(String, u32)>,
+    /// A semaphore's watched nodes whose watch is set and has not fired
+    /// (as far as the machine knows: an event of unknown origin clears
+    /// them all).
+    live: Vec<String>,
 }
 
 impl Acquire {
@@ -561,6 +577,7 @@ impl Acquire {
             place: None,
             permits: None,
             conflict: None,
+            live: Vec::new(),
         }
     }
 
@@ -568,11 +585,12 @@ impl Acquire {
     /// (`None`, the default: a read/write lock's). Its listings are decided
     /// by [`crate::semaphore::decide`]: granted while fewer than `permits`
     /// contenders precede my node, else wait on the `permits` nodes right
-    /// before it, each with an `exists` watch (which needs no READ on
-    /// them, so a semaphore's wait never polls), listing again when any of
-    /// them is deleted (or taking the permit, when its deletion alone
-    /// grants it) or written to. No release marker or record: a permit's
-    /// release is a plain deletion. A predecessor carrying another count
+    /// before it, each with a data watch left to fire once not needed
+    /// (`SetWatches { lingers }`) and polled if this identity may not read
+    /// it ([`Acquire::polled`]), listing again when any of them is deleted
+    /// (or taking the permit, when its deletion alone grants it) or written
+    /// to. No release marker or record: a permit's release is a plain
+    /// deletion. A predecessor carrying another count
     /// fails the acquire with [`Failure::PermitsDisagree`]. A semaphore's
     /// acquire is never a downgrade's ([`Acquire::replacing`] is ignored).
     #[must_use]
@@ -698,19 +716,40 @@ impl Acquire {
                 Reply::Retry | Reply::NoAuth | Reply::Failed => self.finish(Action::Fail(Failure::Request)),
             },
             (
-                Phase::SettingWatches(waiting),
+                Phase::SettingWatches(mut waiting),
                 Input::WatchesSet {
                     own,
                     watched,
                     marker,
                     also,
                 },
-            ) => self.watches_set(waiting, own, several(watched, also), marker),
+            ) => {
+                let nodes = std::iter::once(&waiting.watched).chain(&waiting.also);
+                let replies: Vec<_> = nodes.zip(std::iter::once(&watched).chain(&also)).collect();
+                waiting.unreadable = replies
+                    .iter()
+                    .filter(|(_, reply)| **reply == Reply::NoAuth)
+                    .map(|(node, _)| (*node).clone())
+                    .collect();
+                if self.permits.is_some() {
+                    // What is watched now (a lost answer's watch may be set
+                    // too: it is asked again, at worst one watch twice).
+                    self.live = replies
+                        .iter()
+                        .filter(|(_, reply)| **reply == Reply::Ok(()))
+                        .map(|(node, _)| (*node).clone())
+                        .collect();
+                }
+                self.watches_set(waiting, own, several(watched, also), marker)
+            }
             (Phase::Waiting(waiting, poll), Input::Event(event)) => self.woke(waiting, poll, event),
-            (Phase::Rewatching(waiting), Input::Rewatched(reply)) => match reply {
+            (Phase::Rewatching(mut waiting), Input::Rewatched(reply)) => match reply {
                 Reply::Ok(()) => self.wait(waiting, false),
                 Reply::NoNode => self.gone(waiting),
-                Reply::NoAuth => self.wait(waiting, true),
+                Reply::NoAuth => {
+                    waiting.unreadable = vec![waiting.watched.clone()];
+                    self.wait(waiting, true)
+                }
                 Reply::Retry => {
                     self.counts.retries += 1;
                     self.list()
@@ -891,6 +930,7 @@ impl Acquire {
                 let waiting = Waiting {
                     watched: watch.to_owned(),
                     also: Vec::new(),
+                    unreadable: Vec::new(),
                     deletion_grants,
                     release_grants,
                 };
@@ -915,11 +955,17 @@ impl Acquire {
     fn set_watches(&mut self, waiting: Waiting, own: bool, marker: Option<String>) -> Action {
         // Session changes before the watches exist do not matter.
         self.interrupted = false;
+        // A semaphore's watches still set on nodes it watches now are kept;
+        // the rest (on nodes gone, or out of the new window) are let go.
+        let window = std::iter::once(&waiting.watched).chain(&waiting.also);
+        self.live = window.filter(|node| self.live.contains(node)).cloned().collect();
         let action = Action::SetWatches {
             own,
             watched: waiting.watched.clone(),
             marker,
             also: waiting.also.clone(),
+            lingers: self.permits.is_some(),
+            kept: self.live.clone(),
         };
         self.phase = Phase::SettingWatches(waiting);
         action
@@ -971,6 +1017,7 @@ impl Acquire {
                 let waiting = Waiting {
                     watched,
                     also: watch.collect(),
+                    unreadable: Vec::new(),
                     deletion_grants,
                     release_grants: false,
                 };
@@ -1078,10 +1125,11 @@ impl Acquire {
                 self.gone(waiting)
             }
             // Anyone with WRITE permission can write to it: watch it again.
-            // Which of several watched nodes it was is not known: a fresh
-            // listing decides (and sets every watch again).
-            Event::Watched(NodeEvent::DataChanged) if !waiting.also.is_empty() => {
+            // A semaphore's: which of its watched nodes it was is not
+            // known: a fresh listing decides (and sets every watch again).
+            Event::Watched(NodeEvent::DataChanged) if self.permits.is_some() => {
                 self.counts.wakeups += 1;
+                self.live.clear();
                 self.list()
             }
             Event::Watched(NodeEvent::DataChanged) => {
@@ -1096,6 +1144,8 @@ impl Acquire {
             }
             Event::Watched(NodeEvent::Other) => {
                 self.counts.wakeups += 1;
+                // Whose watch fired is not known: all are set again.
+                self.live.clear();
                 self.list()
             }
             Event::Watched(NodeEvent::Failed) => self.finish(Action::Fail(Failure::Request)),
@@ -1158,6 +1208,17 @@ impl Acquire {
     /// it checks gone, and a fresh listing decides again.
     pub fn list_again(&mut self) -> Action {
         self.list()
+    }
+
+    /// The nodes a wait that polls (`Wait { poll: true }`) looks at, each
+    /// until it is gone (the first found gone is the watched node's
+    /// deletion, [`Event::Watched`]): those of its watched nodes it may not
+    /// read. Empty unless it polls.
+    pub fn polled(&self) -> &[String] {
+        match &self.phase {
+            Phase::Waiting(waiting, true) => &waiting.unreadable,
+            _ => &[],
+        }
     }
 
     /// True if the own node's watch is set and has not fired (the driver

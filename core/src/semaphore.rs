@@ -36,9 +36,10 @@
 //! (sequences grow), so it still has at most N − 1 between, however long it
 //! takes to act on a notification: it is one of the N contenders right after
 //! P. The deletion of P thus notifies at most N contenders, whatever the
-//! queue's length. (The one exception to "added at the tail" is a Curator
-//! read/write lock's writer, whose downgrade adds a node with its own
-//! sequence: each such node may push one more watcher into reach.) This bounds stale watches too (ZooKeeper keeps a watch
+//! queue's length. (The exception to "added at the tail" is a read/write
+//! lock's writer, Curator's or this library's, whose downgrade adds a reader
+//! node with the writer's sequence: each such node may push one more
+//! watcher into reach.) This bounds stale watches too (ZooKeeper keeps a watch
 //! until it fires): a contender re-decides only when one of its watched
 //! nodes went, and its new N immediate predecessors still include every
 //! node it watched before that is still there (only its predecessors left),
@@ -56,8 +57,10 @@
 //!
 //! **Hand-off.** A waiter with exactly N ahead watches all its predecessors:
 //! the deletion of any of them grants it without a new listing
-//! (`deletion_grants`), unless one of them is a Curator read/write lock's
-//! writer, which may add a node with its own sequence before its deletion.
+//! (`deletion_grants`), if all of them are this semaphore's permits (they
+//! carry its count). Any other node may be a read/write lock's writer, whose
+//! downgrade deletes it while a reader with its sequence takes its place:
+//! a deletion that leaves N ahead.
 //!
 //! # Node names: a writer with its permit count
 //!
@@ -149,7 +152,7 @@ use std::num::NonZeroU32;
 use uuid::Uuid;
 
 use crate::node_name::{parse_parts, Layout, ParseNameError, Parts};
-use crate::ordering::{inserts_before_itself, is_valid_seq, OrderingError};
+use crate::ordering::{is_valid_seq, OrderingError};
 
 /// What a semaphore node's host carries between the identity and the token,
 /// before its permit count: `<identity>@permits-<N>@<token>`.
@@ -173,9 +176,10 @@ pub enum Decision<'a> {
         /// How many contenders precede it (N or more).
         ahead: usize,
         /// True when the deletion of any node of `watch` alone grants the
-        /// permit: exactly N precede, all watched, and none of them may add
-        /// a node before itself (a Curator read/write lock's writer may).
-        /// The driver may then take the permit without listing again.
+        /// permit: exactly N precede, all watched, and all are permits of
+        /// this semaphore (a lock's writer may add a node before itself as
+        /// it goes). The driver may then take the permit without listing
+        /// again.
         deletion_grants: bool,
     },
     /// A predecessor carries another permit count in its name: the
@@ -294,8 +298,8 @@ pub fn decide<'a, S: AsRef<str>>(
     }
     let mut found = false;
     let mut shared = false;
-    // Predecessors as (sequence, name, may insert before itself); the
-    // nearest one that carries another permit count.
+    // Predecessors as (sequence, name, carries a count); the nearest one
+    // that carries another permit count.
     let mut predecessors: Vec<(i32, &'a str, bool)> = Vec::new();
     let mut conflict: Option<(i32, &'a str, u32)> = None;
     for child in children {
@@ -317,7 +321,8 @@ pub fn decide<'a, S: AsRef<str>>(
             // The nearest disagreeing predecessor is named.
             conflict = conflict.max(Some((parts.seq, name, theirs)));
         }
-        predecessors.push((parts.seq, name, inserts_before_itself(&parts)));
+        // Only a permit's deletion leaves one fewer ahead for sure.
+        predecessors.push((parts.seq, name, carried(&parts).is_some()));
     }
     if !found {
         return Err(OrderingError::Missing { me: me.to_owned() }.into());
@@ -343,22 +348,23 @@ pub fn decide<'a, S: AsRef<str>>(
     Ok(Decision::Wait {
         watch: nearest.iter().map(|p| p.1).collect(),
         ahead,
-        deletion_grants: ahead == n && !nearest.iter().any(|p| p.2),
+        deletion_grants: ahead == n && nearest.iter().all(|p| p.2),
     })
 }
 
-/// The permit count of a directory's contenders, as the first contender in
-/// queue order that carries one shows it ([`permits_of`]); `None` if none
-/// does (a read/write lock's directory, or an empty one).
+/// The permit count of a directory, as its head (the first contender in
+/// queue order) carries it ([`permits_of`]); `None` if the head carries
+/// none (a read/write lock's directory, whatever strangers queue behind
+/// its head) or there is no contender.
 pub fn permits_in<S: AsRef<str>>(children: &[S]) -> Option<u32> {
-    children
+    let head = children
         .iter()
         .filter_map(|child| {
             let parts = parse_parts(child.as_ref()).ok()?;
-            Some((parts.seq, carried(&parts)?))
+            is_valid_seq(parts.seq).then_some((parts.seq, child.as_ref()))
         })
-        .min()
-        .map(|(_, permits)| permits)
+        .min()?;
+    permits_of(head.1)
 }
 
 /// Classifies every child of a directory as [`crate::ordering::queue`]

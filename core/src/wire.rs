@@ -385,9 +385,13 @@ enum Kind {
     SetWatches {
         own: Option<usize>,
         marker: Option<usize>,
-        watched: usize,
-        /// A semaphore's other watched nodes' `exists`, from this index on.
-        also: usize,
+        /// The request of each watched node, the nearest first (`None`: a
+        /// semaphore's node still watched, not asked again).
+        nodes: Vec<Option<usize>>,
+        /// A semaphore's: its watches linger ([`Exchange::lingers`]).
+        lingers: bool,
+        /// The full paths of the nodes still watched ([`Exchange::kept`]).
+        kept: Vec<String>,
     },
     Rewatch,
     ReadRecord {
@@ -566,6 +570,8 @@ impl Wire {
                     watched,
                     marker,
                     also,
+                    lingers,
+                    kept,
                 } => {
                     // Data watches (`getData`): on a missing node no watch
                     // is left behind. The marker's is an `exists` watch,
@@ -587,22 +593,29 @@ impl Wire {
                         });
                         requests.len() - 1
                     });
-                    requests.push(Request::GetData {
-                        path: child_path(dir, watched),
-                        watch: true,
-                    });
-                    let watched = requests.len() - 1;
-                    // `exists`: a semaphore's other watched nodes need no
-                    // READ on them to be watched.
-                    requests.extend(also.iter().map(|node| Request::Exists {
-                        path: child_path(dir, node),
-                        watch: true,
-                    }));
+                    // Data watches: an `exists` watch on a node this
+                    // identity may not read is set, but its events never
+                    // come (the server sends none without READ); `getData`
+                    // says NoAuth, and the node is polled.
+                    // A semaphore's nodes still watched are not asked again.
+                    let nodes = std::iter::once(watched)
+                        .chain(also)
+                        .map(|node| {
+                            (!kept.contains(node)).then(|| {
+                                requests.push(Request::GetData {
+                                    path: child_path(dir, node),
+                                    watch: true,
+                                });
+                                requests.len() - 1
+                            })
+                        })
+                        .collect();
                     let kind = Kind::SetWatches {
                         own,
                         marker,
-                        watched,
-                        also: watched + 1,
+                        nodes,
+                        lingers: *lingers,
+                        kept: kept.iter().map(|node| child_path(dir, node)).collect(),
                     };
                     (kind, requests, false)
                 }
@@ -677,18 +690,11 @@ impl Exchange {
         let mut watches = vec![None; requests.len()];
         let set = match &kind {
             Kind::SetWatches {
-                own,
-                marker,
-                watched,
-                also,
-            } => [
-                (*own, Watch::Own),
-                (*marker, Watch::Marker),
-                (Some(*watched), Watch::Watched),
-            ]
-            .into_iter()
-            .chain((*also..requests.len()).map(|index| (Some(index), Watch::Watched)))
-            .collect(),
+                own, marker, nodes, ..
+            } => [(*own, Watch::Own), (*marker, Watch::Marker)]
+                .into_iter()
+                .chain(nodes.iter().map(|index| (*index, Watch::Watched)))
+                .collect(),
             Kind::Rewatch => vec![(Some(0), Watch::Watched)],
             Kind::Keep => vec![(Some(0), Watch::Held)],
             _ => Vec::new(),
@@ -811,9 +817,7 @@ impl Exchange {
             // An `exists` watch is left on a missing node too: on an
             // existing marker it is a stranger's, no signal.
             (Watch::Marker, Ok(Reply::Stat(None))) => Some(Watch::Marker),
-            // A watched node's `exists` on a node gone: the wait is over,
-            // and the watch would wait for a creation that means nothing.
-            (Watch::Marker, _) | (Watch::Watched, Ok(Reply::Stat(None))) | (_, Err(_)) => None,
+            (Watch::Marker, _) | (_, Err(_)) => None,
             (whose, Ok(_)) => Some(whose),
         }
     }
@@ -828,11 +832,20 @@ impl Exchange {
     /// removed when dropped: a lock's may wait on a node for a long time, a
     /// marker's on one never created.
     pub fn lingers(&self, index: usize) -> bool {
-        match self.kind {
-            Kind::SetWatches { watched, also, .. } => {
-                also < self.requests.len() && (watched..self.requests.len()).contains(&index)
-            }
+        match &self.kind {
+            Kind::SetWatches { nodes, lingers, .. } => *lingers && nodes.contains(&Some(index)),
             _ => false,
+        }
+    }
+
+    /// The full paths of the watched nodes whose watches, set before, this
+    /// exchange keeps (a semaphore's wait asks only for the nodes new to
+    /// it): a carrier keeps their pending watches and drops the others of
+    /// the watched node's kind when it sends the exchange.
+    pub fn kept(&self) -> &[String] {
+        match &self.kind {
+            Kind::SetWatches { kept, .. } => kept,
+            _ => &[],
         }
     }
 
@@ -858,10 +871,9 @@ impl Exchange {
     pub fn blame(&self) -> Option<(usize, &str)> {
         let failed = |index: usize| matches!(self.result(index), Some(Err(_)));
         let index = match &self.kind {
-            Kind::SetWatches { own, watched, .. } => own
+            Kind::SetWatches { own, nodes, .. } => own
                 .filter(|own| failed(*own))
-                .or_else(|| (*watched..self.requests.len()).find(|i| failed(*i)))
-                .unwrap_or(*watched),
+                .or_else(|| nodes.iter().flatten().copied().find(|i| failed(*i)))?,
             Kind::FindOwn => 1,
             _ => (0..self.requests.len()).find(|i| failed(*i))?,
         };
@@ -1005,10 +1017,7 @@ impl Exchange {
                 Err(e) => e.reply(),
             })),
             Kind::SetWatches {
-                own,
-                marker,
-                watched,
-                also,
+                own, marker, nodes, ..
             } => {
                 let own = match own {
                     Some(own) => Some(watch_set(self.result(*own)?)),
@@ -1022,17 +1031,14 @@ impl Exchange {
                     }),
                     None => None,
                 };
-                let watched = watch_set(self.result(*watched)?);
-                let also = (*also..self.requests.len())
-                    .map(|index| {
-                        Some(match self.result(index)? {
-                            Ok(Reply::Stat(Some(_))) => WaitReply::Ok(()),
-                            Ok(Reply::Stat(None)) => WaitReply::NoNode,
-                            Ok(_) => WaitReply::Failed,
-                            Err(e) => e.reply(),
-                        })
-                    })
-                    .collect::<Option<Vec<_>>>()?;
+                // A node still watched is set.
+                let set = |index: &Option<usize>| match index {
+                    Some(index) => Some(watch_set(self.result(*index)?)),
+                    None => Some(WaitReply::Ok(())),
+                };
+                let mut set = nodes.iter().map(set).collect::<Option<Vec<_>>>()?.into_iter();
+                let watched = set.next()?;
+                let also = set.collect();
                 Input::Acquire(acquire::Input::WatchesSet {
                     own,
                     watched,

@@ -81,8 +81,9 @@ fn pending(watch: zk::OneshotWatcher, lingers: bool) -> WatchFuture {
 /// A request on its way: it left when it was made.
 type Sent<'c> = Pin<Box<dyn Future<Output = Answered> + Send + 'c>>;
 
-/// The watches an exchange left and keeps, each with whose it is.
-pub(super) type Watches = Vec<(Watch, WatchFuture)>;
+/// The watches an exchange left and keeps, each with whose it is and the
+/// path of its node.
+pub(super) type Watches = Vec<(Watch, String, WatchFuture)>;
 
 impl Clone for Carrier {
     /// The same requests, with no error seen yet.
@@ -170,7 +171,12 @@ impl Carrier {
             let progress = exchange.answer(index, answered.answer());
             errors.push(answered.result.err());
             if let (Some(watch), Some(kind)) = (answered.watch, exchange.watch(index)) {
-                watches.push((kind, pending(watch, exchange.lingers(index))));
+                let path = exchange
+                    .requests()
+                    .get(index)
+                    .map(Request::path)
+                    .unwrap_or_default();
+                watches.push((kind, path.to_owned(), pending(watch, exchange.lingers(index))));
             }
             // A watch not kept is dropped here: the client asks the
             // server to remove it.

@@ -159,6 +159,7 @@ impl SharedLock {
             own_watch: None,
             watched: Vec::new(),
             watched_path: String::new(),
+            polled: Vec::new(),
             marker: None,
             last_error: None,
             ended: None,
@@ -213,8 +214,14 @@ impl SharedLock {
                     wire::deadline(None, &mut pending.machine)
                 }
                 contender::Action::Acquire(acquire::Action::Wait { poll }) => {
-                    if poll {
-                        self.warn_unreadable(&driver.watched_path);
+                    driver.polled = pending
+                        .machine
+                        .polled()
+                        .iter()
+                        .map(|n| child_path(&inner.path, n))
+                        .collect();
+                    if let Some(first) = driver.polled.first() {
+                        self.warn_unreadable(first);
                     }
                     debug!(node = %driver.node, watch = %driver.watched_path, polling = poll, "waiting");
                     let input = driver.wait(poll).await;
@@ -356,10 +363,12 @@ struct Driver<'a> {
     until: Option<Instant>,
     /// The pending watch on our own node.
     own_watch: Option<WatchFuture>,
-    /// The pending watches on the watched nodes (a semaphore's wait
-    /// watches several; the first request's node is `watched_path`).
-    watched: Vec<WatchFuture>,
+    /// The pending watches on the watched nodes, with their paths (a
+    /// semaphore's wait watches several; the nearest is `watched_path`).
+    watched: Vec<(String, WatchFuture)>,
     watched_path: String,
+    /// The watched nodes a wait polls (those it may not read), full paths.
+    polled: Vec<String>,
     /// The pending `exists` watch on the watched node's release marker.
     marker: Option<WatchFuture>,
     /// The error behind the last failed request, for `Failure::Request`.
@@ -392,8 +401,8 @@ impl Got {
 
 /// What the watched node's source gave.
 enum Watched {
-    /// Its watch fired.
-    Event(zk::WatchedEvent),
+    /// The watch on the node at this path fired.
+    Event(String, zk::WatchedEvent),
     /// Polling it ended: gone, the session's end, or failed for good (the
     /// client's error).
     Polled(NodeEvent, Option<zk::Error>),
@@ -413,12 +422,15 @@ impl Driver<'_> {
                 Some(Watch::Marker) => self.marker = None,
                 Some(Watch::Watched) if first_watched => {
                     first_watched = false;
-                    self.watched.clear();
                     self.watched_path = request.path().to_owned();
                 }
-                Some(Watch::Watched) => {}
-                Some(Watch::Held) | None => {}
+                Some(Watch::Watched) | Some(Watch::Held) | None => {}
             }
+        }
+        // The watched nodes' watches go, but those the exchange keeps.
+        if exchange.forgets_session_changes() || !first_watched {
+            let kept = exchange.kept();
+            self.watched.retain(|(path, _)| kept.contains(path));
         }
         if exchange.forgets_session_changes() {
             self.seen_state = None;
@@ -426,22 +438,23 @@ impl Driver<'_> {
         }
     }
 
-    /// Keeps the watches `exchange` left ([`Exchange::watch`]).
+    /// Keeps the watches `exchange` left ([`Exchange::watch`]), and warns
+    /// of each watched node that is not ephemeral.
     fn keep(&mut self, watches: Watches, exchange: &Exchange) {
-        for (kind, watch) in watches {
+        for (index, request) in exchange.requests().iter().enumerate() {
+            let stat = match exchange.answered(index) {
+                Some(Ok(Reply::Data { stat, .. } | Reply::Stat(Some(stat)))) => stat,
+                _ => continue,
+            };
+            if exchange.watch_of(index) == Some(Watch::Watched) && stat.ephemeral_owner == 0 {
+                self.lock.warn_persistent(request.path());
+            }
+        }
+        for (kind, path, watch) in watches {
             match kind {
                 Watch::Own => self.own_watch = Some(watch),
                 Watch::Marker => self.marker = Some(watch),
-                Watch::Watched => {
-                    self.watched.push(watch);
-                    let persistent = (0..exchange.requests().len()).any(|i| {
-                        exchange.watch_of(i) == Some(Watch::Watched)
-                            && matches!(exchange.answered(i), Some(Ok(Reply::Data { stat, .. })) if stat.ephemeral_owner == 0)
-                    });
-                    if persistent {
-                        self.lock.warn_persistent(&self.watched_path);
-                    }
-                }
+                Watch::Watched => self.watched.push((path, watch)),
                 Watch::Held => {}
             }
         }
@@ -468,10 +481,11 @@ impl Driver<'_> {
         let mut polled_error = None;
         let watched = match &mut got.watched {
             None => None,
-            Some(Watched::Event(event)) => Some((node_event(event), event.session_state)),
+            Some(Watched::Event(_, event)) => Some((node_event(event), event.session_state)),
             Some(Watched::Nothing) => Some((NodeEvent::Other, client.state())),
             Some(Watched::Polled(event, error)) => {
-                polled_error = error.take().map(|e| Error::from_zk(e, &self.watched_path));
+                let path = self.polled.first().unwrap_or(&self.watched_path);
+                polled_error = error.take().map(|e| Error::from_zk(e, path));
                 Some((*event, client.state()))
             }
         };
@@ -525,7 +539,7 @@ impl Driver<'_> {
             states,
             own_watch,
             watched,
-            watched_path,
+            polled,
             marker,
             until,
             seen_state,
@@ -533,10 +547,10 @@ impl Driver<'_> {
         } = self;
         let client = &lock.inner.client;
         let nothing_to_watch = !poll && watched.is_empty();
-        let watched_path = &*watched_path;
+        let polled = &*polled;
         let mut polled = std::pin::pin!(async {
             if poll {
-                poll_until_gone(client, watched_path).await
+                poll_until_one_gone(client, polled).await
             } else {
                 std::future::pending().await
             }
@@ -567,12 +581,10 @@ impl Driver<'_> {
                 Some(Watched::Nothing)
             } else {
                 // A polled node's other watched nodes are watched still.
-                poll_any(watched, cx)
-                    .map(Watched::Event)
-                    .or_else(|| match polled.as_mut().poll(cx) {
-                        std::task::Poll::Ready((event, error)) => Some(Watched::Polled(event, error)),
-                        std::task::Poll::Pending => None,
-                    })
+                poll_any(watched, cx).or_else(|| match polled.as_mut().poll(cx) {
+                    std::task::Poll::Ready((event, error)) => Some(Watched::Polled(event, error)),
+                    std::task::Poll::Pending => None,
+                })
             };
             got.deadline = deadline.as_mut().poll(cx).is_ready();
             if got.is_empty() {
@@ -598,8 +610,8 @@ impl Driver<'_> {
         if let Some(state) = got.session {
             self.seen_state = Some(state);
         }
-        if let Some(Watched::Event(event)) = got.watched {
-            self.watched.push(fired(event));
+        if let Some(Watched::Event(path, event)) = got.watched {
+            self.watched.push((path, fired(event)));
         }
     }
 
@@ -732,6 +744,26 @@ fn unexpected(what: &str) -> Error {
     Error::ZooKeeper(zk::Error::UnexpectedError(what.to_owned()))
 }
 
+/// Polls the nodes at `paths` ([`poll_until_gone`]) until one of them is
+/// gone, the session ended, or polling one failed; with no path, never.
+async fn poll_until_one_gone(client: &zk::Client, paths: &[String]) -> (NodeEvent, Option<zk::Error>) {
+    use std::future::Future;
+    let mut polls: Vec<_> = paths
+        .iter()
+        .map(|path| Box::pin(poll_until_gone(client, path)))
+        .collect();
+    std::future::poll_fn(|cx| {
+        polls
+            .iter_mut()
+            .find_map(|poll| match poll.as_mut().poll(cx) {
+                std::task::Poll::Ready(ended) => Some(ended),
+                std::task::Poll::Pending => None,
+            })
+            .map_or(std::task::Poll::Pending, std::task::Poll::Ready)
+    })
+    .await
+}
+
 /// Looks at the node at `path` ([`wire::poll`]) until a look says it is
 /// gone, the session ended, or polling failed ([`wire::polled`]), pausing
 /// between looks as [`Backoff::poll`] says, which also says when lost
@@ -778,19 +810,19 @@ fn poll_watch(watch: &mut Option<WatchFuture>, cx: &mut std::task::Context<'_>) 
     }
 }
 
-/// Polls several watches: the event of the first that has fired (taken
-/// out); otherwise `cx` is woken when one fires.
-fn poll_any(watches: &mut Vec<WatchFuture>, cx: &mut std::task::Context<'_>) -> Option<zk::WatchedEvent> {
+/// Polls several watches: the first that has fired, with its node's path
+/// (taken out); otherwise `cx` is woken when one fires.
+fn poll_any(watches: &mut Vec<(String, WatchFuture)>, cx: &mut std::task::Context<'_>) -> Option<Watched> {
     let (index, event) =
         watches
             .iter_mut()
             .enumerate()
-            .find_map(|(index, watch)| match watch.as_mut().poll(cx) {
+            .find_map(|(index, (_, watch))| match watch.as_mut().poll(cx) {
                 std::task::Poll::Ready(event) => Some((index, event)),
                 std::task::Poll::Pending => None,
             })?;
-    drop(watches.swap_remove(index));
-    Some(event)
+    let (path, _) = watches.swap_remove(index);
+    Some(Watched::Event(path, event))
 }
 
 /// A watch that has fired with `event`, as it was before its event was

@@ -234,7 +234,11 @@ impl Permit {
     }
 
     /// The fencing token: the czxid of the permit's node, unique and
-    /// growing across the holders of the directory.
+    /// growing in queue order. Up to N hold at once, so a newer token does
+    /// not mean an older holder lost its permit: a store must not reject a
+    /// write for carrying a token older than the newest it saw (as a
+    /// lock's fencing does). Use it to tell holders apart, and fence each
+    /// holder's own writes.
     pub fn fencing_token(&self) -> i64 {
         self.0.fencing_token()
     }

@@ -4,6 +4,9 @@
 //! wakes the waiter (the wake-up a single watch would miss); a release
 //! wakes at most N waiters (each waiter watches only the N right before
 //! it); contenders that disagree on N are refused; status, revocation,
-//! timeouts, the blocking API and the errors for bad input.
+//! timeouts, the blocking API and the errors for bad input
+//! (`permits`); strangers, unreadable predecessors and faults
+//! (`strangers_and_faults`).
 
 mod permits;
+mod strangers_and_faults;

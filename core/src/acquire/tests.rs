@@ -42,20 +42,34 @@ fn show(action: &Action, names: &[String]) -> String {
             watched,
             marker,
             also,
+            lingers,
+            kept,
         } => {
             if let Some(marker) = marker {
                 assert_eq!(*marker, crate::node_name::release_marker(watched));
             }
-            let also: Vec<String> = also.iter().map(|a| pos(a).to_string()).collect();
+            let list = |nodes: &[String]| {
+                nodes
+                    .iter()
+                    .map(|a| pos(a).to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            };
             format!(
-                "watch{}{} {}{}",
+                "{}watch{}{} {}{}{}",
+                if *lingers { "x" } else { "" },
                 if *own { "+own" } else { "" },
                 if marker.is_some() { "+marker" } else { "" },
                 pos(watched),
                 if also.is_empty() {
                     String::new()
                 } else {
-                    format!(" also {}", also.join(","))
+                    format!(" also {}", list(also))
+                },
+                if kept.is_empty() {
+                    String::new()
+                } else {
+                    format!(" kept {}", list(kept))
                 }
             )
         }
@@ -104,6 +118,11 @@ fn run(may_wait: bool, created: &str, steps: &[(&str, &str)]) -> Counts {
 
 /// [`run`], for a semaphore's acquire with `permits` permits.
 fn run_with(permits: Option<u32>, may_wait: bool, created: &str, steps: &[(&str, &str)]) -> Counts {
+    // A semaphore's contenders carry its count.
+    let build = |row: &str| match permits {
+        Some(n) => crate::ordering::tests::build_named(row, |_, seq| format!("h{seq}@permits-{n}@t{seq}")),
+        None => build(row),
+    };
     let (first, me) = build(created);
     let me = me.expect("a row with [me]");
     let mode = me.parse::<crate::NodeName>().expect("my name parses").mode();
@@ -1452,7 +1471,7 @@ const PERMIT_CASES: &[(u32, &str, Steps)] = &[
         2,
         "W W [W]",
         &[
-            ("created", "watch+own 1 also 0"),
+            ("created", "xwatch+own 1 also 0"),
             ("set ok ok also ok", "wait"),
             ("deleted", "grant"),
         ],
@@ -1462,10 +1481,12 @@ const PERMIT_CASES: &[(u32, &str, Steps)] = &[
         2,
         "W W W [W]",
         &[
-            ("created", "watch 2 also 1"),
+            ("created", "xwatch 2 also 1"),
             ("set - ok also ok", "wait"),
+            // The nearest went: the next farther one is new to the wait,
+            // the other is still watched (kept, not asked again).
             ("deleted", "list"),
-            ("listed W@1 W@2 [W@3]", "watch+own 1 also 0"),
+            ("listed W@0 W@1 [W@3]", "xwatch+own 1 also 0 kept 1"),
             ("set ok ok also ok", "wait"),
             ("deleted", "grant"),
         ],
@@ -1474,13 +1495,13 @@ const PERMIT_CASES: &[(u32, &str, Steps)] = &[
     (
         2,
         "W W W [W]",
-        &[("created", "watch 2 also 1"), ("set - ok also nonode", "list")],
+        &[("created", "xwatch 2 also 1"), ("set - ok also nonode", "list")],
     ),
     (
         2,
         "W W [W]",
         &[
-            ("created", "watch+own 1 also 0"),
+            ("created", "xwatch+own 1 also 0"),
             ("set ok ok also nonode", "grant"),
         ],
     ),
@@ -1489,7 +1510,7 @@ const PERMIT_CASES: &[(u32, &str, Steps)] = &[
         2,
         "W W W [W]",
         &[
-            ("created", "watch 2 also 1"),
+            ("created", "xwatch 2 also 1"),
             ("set - ok also ok", "wait"),
             ("data", "list"),
         ],
@@ -1498,19 +1519,19 @@ const PERMIT_CASES: &[(u32, &str, Steps)] = &[
     (
         2,
         "W W W [W]",
-        &[("created", "watch 2 also 1"), ("set - noauth also ok", "poll")],
+        &[("created", "xwatch 2 also 1"), ("set - noauth also ok", "poll")],
     ),
     // A lost answer of any: list again; a failure fails.
     (
         2,
         "W W W [W]",
-        &[("created", "watch 2 also 1"), ("set - ok also retry", "list")],
+        &[("created", "xwatch 2 also 1"), ("set - ok also retry", "list")],
     ),
     (
         2,
         "W W W [W]",
         &[
-            ("created", "watch 2 also 1"),
+            ("created", "xwatch 2 also 1"),
             ("set - noauth also failed", "fail request"),
         ],
     ),
@@ -1519,19 +1540,21 @@ const PERMIT_CASES: &[(u32, &str, Steps)] = &[
         2,
         "W W [W]",
         &[
-            ("created", "watch+own 1 also 0"),
+            ("created", "xwatch+own 1 also 0"),
             ("set ok retry also nonode", "grant"),
         ],
     ),
-    // One permit: a mutex, one watch; a data change re-watches it.
+    // One permit: a mutex, one watch; a data change lists again.
     (
         1,
         "W [W]",
         &[
-            ("created", "watch+own 0"),
+            ("created", "xwatch+own 0"),
             ("set ok ok", "wait"),
-            ("data", "rewatch"),
-            ("rewatched ok", "wait"),
+            ("data", "list"),
+            // My own node's watch is still set.
+            ("listed W@0 [W@1]", "xwatch 0"),
+            ("set ok ok", "wait"),
             ("deleted", "grant"),
         ],
     ),
@@ -1540,7 +1563,7 @@ const PERMIT_CASES: &[(u32, &str, Steps)] = &[
         2,
         "W W [W]",
         &[
-            ("created", "watch+own 1 also 0"),
+            ("created", "xwatch+own 1 also 0"),
             ("set ok ok also ok", "wait"),
             ("own-deleted", "fail lost"),
         ],
@@ -1583,7 +1606,11 @@ fn a_semaphore_refuses_a_predecessor_with_another_count() {
     assert_eq!(
         ok.created(&agreeing[2], Some(&agreeing)),
         Action::SetWatches {
-            own: true,
+            kept: Vec::new(),
+            lingers: true,
+            // The nearest is no permit: its deletion alone grants nothing,
+            // so my own node is not watched yet.
+            own: false,
             watched: agreeing[1].clone(),
             marker: None,
             also: vec![agreeing[0].clone()],
@@ -1624,4 +1651,42 @@ fn the_answers_of_several_watches_read_as_one() {
             "{watched:?} {also:?}"
         );
     }
+}
+
+#[test]
+fn a_semaphores_wait_polls_every_watched_node_it_may_not_read() {
+    let (children, me) =
+        crate::ordering::tests::build_named("W W W [W]", |_, seq| format!("h{seq}@permits-3@t{seq}"));
+    let me = me.expect("mine");
+    let mut machine = Acquire::new(Mode::Write, true).with_permits(Some(3));
+    let set = machine.created(&me, Some(&children));
+    assert!(matches!(&set, Action::SetWatches { also, lingers: true, .. } if also.len() == 2));
+    assert!(machine.polled().is_empty(), "not polling yet");
+    let polls = machine.step(Input::WatchesSet {
+        own: Some(Reply::Ok(())),
+        watched: Reply::NoAuth,
+        marker: None,
+        also: vec![Reply::Ok(()), Reply::NoAuth],
+    });
+    assert_eq!(polls, Action::Wait { poll: true });
+    // The nearest and the farthest, each polled until it is gone; the one
+    // between is watched.
+    assert_eq!(machine.polled(), [children[2].clone(), children[0].clone()]);
+    // The first found gone is the deletion: exactly 3 ahead, a permit each.
+    assert_eq!(
+        machine.step(Input::Event(Event::Watched(NodeEvent::Deleted))),
+        Action::Grant { mark: false }
+    );
+    assert!(machine.polled().is_empty());
+    // A lock's wait polls its one watched node, as ever.
+    let (lock, mine) = build("W [W]");
+    let mut waiter = Acquire::new(Mode::Write, true);
+    let _ = waiter.created(&mine.expect("mine"), Some(&lock));
+    let _ = waiter.step(Input::WatchesSet {
+        own: Some(Reply::Ok(())),
+        watched: Reply::NoAuth,
+        marker: None,
+        also: Vec::new(),
+    });
+    assert_eq!(waiter.polled(), [lock[0].clone()]);
 }

@@ -754,6 +754,11 @@ impl Contender {
         self
     }
 
+    /// The nodes a wait that polls looks at ([`Acquire::polled`]).
+    pub fn polled(&self) -> &[String] {
+        self.acquire.as_ref().map_or(&[], Acquire::polled)
+    }
+
     /// The acquire's place in the queue, as of its last listing (see
     /// [`Contender::with_place`]).
     pub fn place(&self) -> Option<&acquire::Place> {

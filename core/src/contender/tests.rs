@@ -119,6 +119,8 @@ fn waiting_writer() -> Contender {
     assert_eq!(
         c.step(created(&me, 41, Some(&[other.clone(), me.clone()]))),
         Action::Acquire(Wait::SetWatches {
+            kept: Vec::new(),
+            lingers: false,
             also: Vec::new(),
             own: true,
             marker: None,

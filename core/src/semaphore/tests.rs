@@ -91,16 +91,19 @@ const TABLE: &[(u32, &str, &str)] = &[
     // Every contender counts as one permit taken, in any layout and mode,
     // tagged or not; `me` may be untagged.
     (2, "R [S]", "granted 1"),
-    (2, "W kR [S]", "wait! 2: 0 1"),
+    // Only permits hand over by their deletion alone.
+    (2, "W kR [S]", "wait 2: 0 1"),
     (3, "m cR kW R [S]", "wait 4: 1 2 3"),
     (2, "S S [W]", "wait! 2: 0 1"),
     (2, "kW [R]", "granted 1"),
-    // A Curator writer may add a node with its own sequence before its
-    // deletion: its deletion alone grants nothing.
+    // A lock's writer (Curator's, or this library's downgrading) may add a
+    // node with its own sequence before its deletion: its deletion alone
+    // grants nothing, nor does any node's that is not a permit.
     (2, "cW [S]", "granted 1"),
     (2, "cW S [S]", "wait 2: 0 1"),
     (2, "S cW [S]", "wait 2: 0 1"),
-    (2, "cR S [S]", "wait! 2: 0 1"),
+    (2, "cR S [S]", "wait 2: 0 1"),
+    (2, "W S [S]", "wait 2: 0 1"),
     (1, "cW [S]", "wait 1: 0"),
     // A predecessor with another N: never granted (the nearest is named);
     // later nodes with another N are theirs to refuse.
@@ -294,9 +297,15 @@ fn lock_contenders_are_never_granted_past_a_semaphore_node() {
 }
 
 #[test]
-fn a_directorys_count_is_its_first_tagged_contenders() {
-    let (children, _) = build(3, "W S S2 x");
-    assert_eq!(permits_in(&children), Some(3), "the first tagged in queue order");
+fn a_directorys_count_is_its_heads() {
+    let (children, _) = build(3, "x S S2 W");
+    assert_eq!(permits_in(&children), Some(3), "the head's");
+    let (stranger, _) = build(3, "W S S2 x");
+    assert_eq!(
+        permits_in(&stranger),
+        None,
+        "a lock's directory, whatever strangers queue behind its head"
+    );
     let (lock, _) = build(2, "W R W x");
     assert_eq!(permits_in(&lock), None, "a lock's directory carries no count");
     assert_eq!(permits_in::<String>(&[]), None);

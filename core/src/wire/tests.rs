@@ -389,6 +389,8 @@ fn watches_are_set_own_first_then_the_marker_then_the_watched_node() {
     let watched = "h-W-0000000002".to_owned();
     let marker = Some(node_name::release_marker(&watched));
     let action = Action::Acquire(acquire::Action::SetWatches {
+        kept: Vec::new(),
+        lingers: false,
         also: Vec::new(),
         own: true,
         watched: watched.clone(),
@@ -472,6 +474,8 @@ fn my_node_read_while_waiting_carries_a_revocation_request() {
     let (mut wire, mut machine, _) = waiting();
     let watched = "h-W-0000000002".to_owned();
     let action = Action::Acquire(acquire::Action::SetWatches {
+        kept: Vec::new(),
+        lingers: false,
         also: Vec::new(),
         own: true,
         marker: Some(node_name::release_marker(&watched)),
@@ -595,6 +599,8 @@ fn a_failure_reports_the_error_of_the_request_the_rules_name() {
     let (wire, machine, _) = waiting();
     let watched = "h-W-0000000002".to_owned();
     let action = Action::Acquire(acquire::Action::SetWatches {
+        kept: Vec::new(),
+        lingers: false,
         also: Vec::new(),
         own: true,
         marker: Some(node_name::release_marker(&watched)),
@@ -823,57 +829,53 @@ fn a_deadline_during_the_waits_request_is_the_machines_to_take() {
 }
 
 #[test]
-fn a_semaphores_other_watched_nodes_are_watched_with_exists() {
+fn a_semaphores_watched_nodes_are_all_watched_with_data_watches() {
     let (wire, machine, _) = waiting();
     let action = Action::Acquire(acquire::Action::SetWatches {
+        kept: Vec::new(),
+        lingers: true,
         own: false,
         watched: "h-W-0000000002".to_owned(),
         marker: None,
         also: vec!["h-W-0000000001".to_owned(), "h-W-0000000000".to_owned()],
     });
     let mut exchange = wire.exchange(&action, &machine).expect("watches");
+    // Data watches: an `exists` on a node this identity may not read would
+    // be set, but its events would never come.
+    let data_watch = |name: &str| Request::GetData {
+        path: child_path(DIR, name),
+        watch: true,
+    };
     assert_eq!(
         exchange.requests(),
         [
-            Request::GetData {
-                path: child_path(DIR, "h-W-0000000002"),
-                watch: true
-            },
-            Request::Exists {
-                path: child_path(DIR, "h-W-0000000001"),
-                watch: true
-            },
-            Request::Exists {
-                path: child_path(DIR, "h-W-0000000000"),
-                watch: true
-            },
+            data_watch("h-W-0000000002"),
+            data_watch("h-W-0000000001"),
+            data_watch("h-W-0000000000"),
         ]
     );
     for index in 0..3 {
         assert_eq!(exchange.watch_of(index), Some(Watch::Watched), "request {index}");
     }
-    exchange.answer(
-        0,
+    let data = || {
         Ok(Reply::Data {
             data: Vec::new(),
             stat: stat(20),
-        }),
-    );
-    exchange.answer(1, Ok(Reply::Stat(Some(stat(10)))));
-    assert_eq!(exchange.answer(2, Ok(Reply::Stat(None))), Progress::Complete);
-    assert_eq!(exchange.watch(1), Some(Watch::Watched));
-    assert_eq!(
-        exchange.watch(2),
-        None,
-        "an exists on a node gone leaves no watch to keep (it would wait for a creation)"
-    );
+        })
+    };
+    exchange.answer(0, data());
+    exchange.answer(1, Err(Error::NoAuth));
+    assert_eq!(exchange.answer(2, Err(Error::NoNode)), Progress::Complete);
+    assert_eq!(exchange.watch(0), Some(Watch::Watched));
+    assert_eq!(exchange.watch(1), None, "a refused read leaves no watch");
+    assert_eq!(exchange.watch(2), None, "no watch is left on a missing node");
     assert_eq!(
         exchange.input("h-W-"),
         Some(Input::Acquire(WaitInput::WatchesSet {
             own: None,
             watched: WaitReply::Ok(()),
             marker: None,
-            also: vec![WaitReply::Ok(()), WaitReply::NoNode],
+            also: vec![WaitReply::NoAuth, WaitReply::NoNode],
         }))
     );
     // Left to fire once not needed: their nodes go in their turn.
@@ -881,6 +883,8 @@ fn a_semaphores_other_watched_nodes_are_watched_with_exists() {
     // A lock's watches are removed when dropped.
     let (lock_wire, lock_machine, _) = waiting();
     let lock_watches = Action::Acquire(acquire::Action::SetWatches {
+        kept: Vec::new(),
+        lingers: false,
         own: true,
         watched: "h-W-0000000002".to_owned(),
         marker: Some(node_name::release_marker("h-W-0000000002")),
@@ -891,17 +895,72 @@ fn a_semaphores_other_watched_nodes_are_watched_with_exists() {
     assert!(!keep("/locks/a/h-W-0000000003").lingers(0));
     // A failure of one of them is what an acquire that fails reports.
     let mut failed = wire.exchange(&action, &machine).expect("watches");
-    failed.answer(
-        0,
-        Ok(Reply::Data {
-            data: Vec::new(),
-            stat: stat(20),
-        }),
-    );
-    failed.answer(1, Err(Error::NoAuth));
-    failed.answer(2, Ok(Reply::Stat(Some(stat(9)))));
+    failed.answer(0, data());
+    failed.answer(1, Err(Error::Unanswered));
+    failed.answer(2, data());
     assert_eq!(
         failed.blame(),
         Some((1, child_path(DIR, "h-W-0000000001").as_str()))
+    );
+}
+
+#[test]
+fn a_semaphores_wait_asks_only_for_the_nodes_new_to_it() {
+    let (wire, machine, _) = waiting();
+    let action = Action::Acquire(acquire::Action::SetWatches {
+        own: false,
+        watched: "h-W-0000000002".to_owned(),
+        marker: None,
+        also: vec!["h-W-0000000001".to_owned(), "h-W-0000000000".to_owned()],
+        lingers: true,
+        kept: vec!["h-W-0000000002".to_owned(), "h-W-0000000000".to_owned()],
+    });
+    let mut exchange = wire.exchange(&action, &machine).expect("watches");
+    assert_eq!(
+        exchange.requests(),
+        [Request::GetData {
+            path: child_path(DIR, "h-W-0000000001"),
+            watch: true
+        }]
+    );
+    assert_eq!(
+        exchange.kept(),
+        [
+            child_path(DIR, "h-W-0000000002"),
+            child_path(DIR, "h-W-0000000000")
+        ]
+    );
+    assert!(exchange.lingers(0));
+    exchange.answer(0, Err(Error::NoNode));
+    assert_eq!(
+        exchange.input("h-W-"),
+        Some(Input::Acquire(WaitInput::WatchesSet {
+            own: None,
+            watched: WaitReply::Ok(()),
+            marker: None,
+            also: vec![WaitReply::NoNode, WaitReply::Ok(())],
+        })),
+        "the kept ones are set"
+    );
+    // Nothing new to watch: nothing is sent, and the wait goes on.
+    let all_kept = Action::Acquire(acquire::Action::SetWatches {
+        own: false,
+        watched: "h-W-0000000002".to_owned(),
+        marker: None,
+        also: Vec::new(),
+        lingers: true,
+        kept: vec!["h-W-0000000002".to_owned()],
+    });
+    let quiet = wire.exchange(&all_kept, &machine).expect("watches");
+    assert!(quiet.requests().is_empty());
+    assert!(quiet.forgets_session_changes());
+    assert_eq!(
+        quiet.input("h-W-"),
+        Some(Input::Acquire(WaitInput::WatchesSet {
+            own: None,
+            watched: WaitReply::Ok(()),
+            marker: None,
+            also: Vec::new(),
+        }))
     );
 }
