@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The long runs, beyond the lengths the test command (scripts/test.sh) gives them: the soak
-# (readers and writers under faults on one server), the nemesis (partitions inside a 5-member
+# (readers and writers under faults on one server) and the semaphore soak (3N holders of N
+# permits under the same faults, for SOAK_SECS too), the nemesis (partitions inside a 5-member
 # ensemble), churn (acquires and releases for a measured time, memory and descriptors checked)
 # and, with SCALE=1, the sized scale tests. Each prints its own summary; the script prints the
 # time of each and fails on the first that fails. CI (.ci/run) runs it with the lengths below.
 #
-#   scripts/long-runs.sh                          # 5 minutes each of soak, nemesis and churn
+#   scripts/long-runs.sh                          # 5 minutes each of the soaks, nemesis and churn
 #   LONG_SECS=3600 scripts/long-runs.sh           # an hour each
 #   SOAK_SECS=600 NEMESIS_SECS=600 CHURN_SECS=0 scripts/long-runs.sh   # 0 skips a run
 #   SCALE=1 SCALE_CONTENDERS=20000 scripts/long-runs.sh                # the scale tests too
@@ -32,6 +33,8 @@ run() {
 if (( soak > 0 )); then
   run "soak, ${soak}s" env ZK_RWLOCK_SOAK_SECS="$soak" \
     cargo test --locked -p zk-rwlock-demo --test demo soak_readers_and_writers_under_faults -- --nocapture
+  run "semaphore soak, ${soak}s" env ZK_RWLOCK_SOAK_SECS="$soak" \
+    cargo test --locked -p zk-rwlock-demo --test demo soak_semaphore_holders_under_faults -- --nocapture
 fi
 if (( nemesis > 0 )); then
   run "nemesis, ${nemesis}s" env ZK_RWLOCK_NEMESIS_SECS="$nemesis" \

@@ -1,6 +1,9 @@
 //! `zk-rwlock-demo`: many worker processes share one lock; the parent draws
 //! their timeline live and checks from their reports that no writer ever
-//! overlapped anyone and that writer fencing tokens only grew.
+//! overlapped anyone and that writer fencing tokens only grew. With
+//! `--permits N` they share a semaphore of N permits instead, and the
+//! parent checks that no more than N held at once, that every worker was
+//! granted, and that nothing was left in the directory.
 //!
 //! Each worker is this binary run again as `zk-rwlock-demo worker` (a hidden
 //! subcommand), with its own ZooKeeper session. It reports events as JSON lines on stdout (see
@@ -83,6 +86,20 @@ pub struct Args {
     /// Number of writer processes.
     #[arg(long, value_name = "M", default_value_t = 3)]
     pub writers: usize,
+    /// Share a semaphore of N permits (zk_rwlock::Semaphore) instead of the
+    /// read/write lock: every worker takes one permit at a time. The verdict
+    /// then checks that at most N held at once, that every worker that asked
+    /// was granted, and that the directory is empty afterwards.
+    #[arg(
+        long,
+        value_name = "N",
+        conflicts_with_all = ["readers", "writers"],
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    pub permits: Option<u32>,
+    /// With --permits: the number of worker processes [default: 3N].
+    #[arg(long, value_name = "M", requires = "permits")]
+    pub contenders: Option<usize>,
     /// How long the workers contend, e.g. 10s, 1500ms, 2m.
     #[arg(long, value_name = "DUR", default_value = "10s", value_parser = parse_duration)]
     pub duration: Duration,
@@ -153,8 +170,17 @@ pub struct WorkerArgs {
     #[arg(long, value_name = "P")]
     pub path: String,
     /// Read or write.
-    #[arg(long, value_enum)]
-    pub mode: WorkerMode,
+    #[arg(
+        long,
+        value_enum,
+        required_unless_present = "permits",
+        conflicts_with = "permits"
+    )]
+    pub mode: Option<WorkerMode>,
+    /// Take one of this many permits of a semaphore on the path
+    /// (`zk_rwlock::Semaphore`) instead of the read/write lock.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub permits: Option<u32>,
     /// How long to contend after `go`.
     #[arg(long, value_name = "DUR", value_parser = parse_duration)]
     pub duration: Duration,
@@ -185,6 +211,10 @@ pub struct Config {
     pub readers: usize,
     /// Writer processes.
     pub writers: usize,
+    /// A semaphore of this many permits instead of the lock (`--permits`).
+    pub permits: Option<u32>,
+    /// Processes that take permits (`--contenders`; 0 without `--permits`).
+    pub contenders: usize,
     /// Run length.
     pub duration: Duration,
     /// An existing ZooKeeper to use.
@@ -214,15 +244,29 @@ pub struct Config {
 impl Config {
     /// Checks the arguments; the error says what to change.
     pub fn new(args: Args) -> Result<Config, String> {
-        let workers = args.readers.saturating_add(args.writers);
+        let (readers, writers, contenders) = match args.permits {
+            Some(n) => (0, 0, args.contenders.unwrap_or((n as usize).saturating_mul(3))),
+            None => (args.readers, args.writers, 0),
+        };
+        let workers = readers.saturating_add(writers).saturating_add(contenders);
         if workers == 0 {
-            return Err("--readers and --writers are both 0: the demo needs at least one worker".into());
+            return Err(if args.permits.is_some() {
+                "--contenders 0: the demo needs at least one worker".into()
+            } else {
+                "--readers and --writers are both 0: the demo needs at least one worker".into()
+            });
         }
         if workers > MAX_WORKERS {
-            return Err(format!(
-                "--readers {} and --writers {} make {workers} worker processes; at most {MAX_WORKERS} are allowed",
-                args.readers, args.writers
-            ));
+            return Err(if args.permits.is_some() {
+                format!(
+                    "--contenders {workers} (3 × --permits unless given) is too many worker processes; at most {MAX_WORKERS} are allowed"
+                )
+            } else {
+                format!(
+                    "--readers {} and --writers {} make {workers} worker processes; at most {MAX_WORKERS} are allowed",
+                    args.readers, args.writers
+                )
+            });
         }
         if args.duration.is_zero() {
             return Err("--duration must be longer than 0, e.g. --duration 10s".into());
@@ -284,8 +328,10 @@ impl Config {
             worker::SplitMix64::new(event::now_us() ^ u64::from(std::process::id())).next_u64() % 1_000_000
         });
         Ok(Config {
-            readers: args.readers,
-            writers: args.writers,
+            readers,
+            writers,
+            permits: args.permits,
+            contenders,
             duration: args.duration,
             connect: args.connect,
             members: args.ensemble.unwrap_or(1),
@@ -351,6 +397,14 @@ mod tests {
         let c = config("--duration 10s --svg a.svg --duration 3s --svg b.svg").unwrap();
         assert_eq!(c.duration, Duration::from_secs(3));
         assert_eq!(c.svg, Some(PathBuf::from("b.svg")));
+        // A semaphore: 3N contenders unless told, and no readers or writers.
+        let c = config("--permits 3").unwrap();
+        assert_eq!(
+            (c.permits, c.contenders, c.readers, c.writers),
+            (Some(3), 9, 0, 0)
+        );
+        let c = config("--permits 2 --contenders 5 --partition --duration 8s").unwrap();
+        assert_eq!((c.permits, c.contenders, c.partition), (Some(2), 5, true));
     }
 
     #[test]
@@ -374,6 +428,12 @@ mod tests {
             ("--path relative", "not a lock path"),
             ("--path /a/", "not a lock path"),
             ("--duration 5x", "invalid duration `5x`"),
+            ("--permits 0", "--permits"),
+            ("--permits 2 --writers 1", "cannot be used with"),
+            ("--permits 2 --readers 1", "cannot be used with"),
+            ("--contenders 4", "--permits"),
+            ("--permits 2 --contenders 0", "--contenders 0"),
+            ("--permits 30", "at most 64"),
             (
                 "--duration 10s --svg a.svg --duration 0s --svg b.svg",
                 "longer than 0",

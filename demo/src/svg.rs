@@ -70,7 +70,7 @@ pub fn render(p: &Picture) -> String {
     let x = |t: u64| LEFT + ((t as f64 - p.t0 as f64) / span * plot_w).clamp(0.0, plot_w);
     let rel = |t: u64| t as i64 - p.t0 as i64;
     let rows = model.workers.len() as f64;
-    let has_readers = model.workers.iter().any(|w| w.mode == Mode::Read);
+    let has_readers = model.has_band();
     // Room above the rows for one label per marker.
     let top = TOP + 13.0 * p.markers.len().saturating_sub(1) as f64;
     let band_top = top + rows * ROW + 8.0;
@@ -167,6 +167,7 @@ pub fn render(p: &Picture) -> String {
             (x1 - x0).max(0.6),
             escape(&model.workers[h.worker].label),
             match h.mode {
+                _ if model.counts_permits() => "permit",
                 Mode::Write => "write",
                 Mode::Read => "read",
             },
@@ -218,15 +219,15 @@ pub fn render(p: &Picture) -> String {
         );
     }
 
-    // Readers holding at once: a step line.
+    // Readers (or permit holders) holding at once: a step line.
     if has_readers {
         let mut points: Vec<(u64, i32)> = Vec::new();
-        for h in model.holds.iter().filter(|h| h.mode == Mode::Read) {
+        for h in model.holds.iter().filter(|h| model.in_band(h)) {
             points.push((h.start, 1));
             points.push((h.end, -1));
         }
         points.sort_unstable();
-        let max = model.max_concurrent_readers().max(1) as f64;
+        let max = model.max_in_band().max(1) as f64;
         let base = band_top + BAND;
         let y = |n: i32| base - n as f64 / max * (BAND - 6.0);
         let mut path = format!("M{LEFT:.2},{base:.1}");
@@ -247,9 +248,14 @@ pub fn render(p: &Picture) -> String {
         );
         let _ = writeln!(
             s,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="end" font-size="10">readers</text>"#,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="end" font-size="10">{}</text>"#,
             LEFT - 8.0,
-            band_top + BAND / 2.0
+            band_top + BAND / 2.0,
+            if model.counts_permits() {
+                "holders"
+            } else {
+                "readers"
+            }
         );
         let _ = writeln!(
             s,
@@ -262,7 +268,7 @@ pub fn render(p: &Picture) -> String {
             r##"<text x="{:.1}" y="{:.1}" font-size="10" fill="#616161">max {}</text>"##,
             LEFT + 4.0,
             band_top + 11.0,
-            model.max_concurrent_readers()
+            model.max_in_band()
         );
     }
 
@@ -318,8 +324,12 @@ pub fn render(p: &Picture) -> String {
     // Legend.
     // Where the next legend entry goes; entries wrap to a new line.
     let mut at = (LEFT, legend_y);
-    legend_item(&mut s, &mut at, Swatch::Bar(WRITE_FILL, 14.0), "write hold");
-    legend_item(&mut s, &mut at, Swatch::Bar(READ_FILL, 14.0), "read hold");
+    if model.counts_permits() {
+        legend_item(&mut s, &mut at, Swatch::Bar(WRITE_FILL, 14.0), "permit hold");
+    } else {
+        legend_item(&mut s, &mut at, Swatch::Bar(WRITE_FILL, 14.0), "write hold");
+        legend_item(&mut s, &mut at, Swatch::Bar(READ_FILL, 14.0), "read hold");
+    }
     legend_item(&mut s, &mut at, Swatch::Bar(WAIT_FILL, 3.0), "waiting");
     if !model.offline.is_empty() {
         legend_item(&mut s, &mut at, Swatch::Bar(OFFLINE_FILL, 14.0), "disconnected");

@@ -234,13 +234,15 @@ pub fn render(f: &Frame) -> Vec<String> {
     let elapsed = f.now.unwrap_or(f.t0 + f.span_us).saturating_sub(f.t0) as i64;
     let grants = |mode: Mode| model.holds.iter().filter(|h| h.mode == mode).count();
     let mut head = format!(
-        "{:>width$}{} / {}   grants {} (write {}, read {})",
+        "{:>width$}{} / {}   grants {} ({})",
         "",
         secs(elapsed),
         secs(f.span_us as i64),
         model.holds.len(),
-        grants(Mode::Write),
-        grants(Mode::Read),
+        match model.permits {
+            Some(n) => format!("{n} permits"),
+            None => format!("write {}, read {}", grants(Mode::Write), grants(Mode::Read)),
+        },
         width = label_w
     );
     if f.now.is_some() {
@@ -322,10 +324,10 @@ pub fn render(f: &Frame) -> Vec<String> {
         lines.push(line.render(width - 1, f.color));
     }
 
-    // How many readers held at once, per cell.
-    if model.workers.iter().any(|w| w.mode == Mode::Read) {
+    // How many readers (or permit holders) held at once, per cell.
+    if model.has_band() {
         let mut points: Vec<(u64, i32)> = Vec::new();
-        for h in model.holds.iter().filter(|h| h.mode == Mode::Read) {
+        for h in model.holds.iter().filter(|h| model.in_band(h)) {
             points.push((h.start, 1));
             points.push((h.end, -1));
         }
@@ -347,7 +349,8 @@ pub fn render(f: &Frame) -> Vec<String> {
             prev = t;
         }
         let mut line = Styled::default();
-        line.text(Style::Dim, &format!("{:<label_w$}", "R#"));
+        let band = if model.counts_permits() { "P#" } else { "R#" };
+        line.text(Style::Dim, &format!("{band:<label_w$}"));
         for (k, m) in most.iter().enumerate() {
             let c = match m {
                 _ if k >= limit => ' ',
@@ -427,8 +430,12 @@ pub fn render(f: &Frame) -> Vec<String> {
         legend.push(style, c);
         legend.text(Style::Plain, &text);
     };
-    item(Style::Write, WRITE, "write hold");
-    item(Style::Read, READ, "read hold");
+    if model.counts_permits() {
+        item(Style::Write, WRITE, "permit hold");
+    } else {
+        item(Style::Write, WRITE, "write hold");
+        item(Style::Read, READ, "read hold");
+    }
     item(Style::Wait, WAIT, "waiting");
     if !model.offline.is_empty() {
         item(Style::Offline, OFFLINE, "disconnected");
@@ -458,8 +465,12 @@ pub fn render(f: &Frame) -> Vec<String> {
     for legend in legends {
         item(Style::Kill, KILL, legend);
     }
-    if model.workers.iter().any(|w| w.mode == Mode::Read) {
-        let text = "R# readers at once";
+    if model.has_band() {
+        let text = if model.counts_permits() {
+            "P# holders at once"
+        } else {
+            "R# readers at once"
+        };
         if legend.len() + text.len() >= width {
             legend_lines.push(std::mem::take(&mut legend));
             legend.text(Style::Plain, &" ".repeat(label_w));

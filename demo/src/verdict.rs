@@ -158,6 +158,10 @@ pub struct Model {
     pub suspensions: Vec<Suspension>,
     /// Writes to the fenced store.
     pub writes: Vec<StoreWrite>,
+    /// The workers take one of this many permits of a semaphore instead of
+    /// the read/write lock (`--permits`): their holds count in the band
+    /// of holders at once, and [`check_permits`] judges them.
+    pub permits: Option<u32>,
 }
 
 impl Model {
@@ -355,8 +359,35 @@ impl Model {
 
     /// The largest number of readers holding at once.
     pub fn max_concurrent_readers(&self) -> usize {
+        self.max_concurrent(|h| h.mode == Mode::Read)
+    }
+
+    /// Whether the holds drawn in the band of holders at once are all of
+    /// them (`--permits`), not only the readers'.
+    pub fn counts_permits(&self) -> bool {
+        self.permits.is_some()
+    }
+
+    /// Whether there is a band of holders at once to draw: readers, or permits.
+    pub fn has_band(&self) -> bool {
+        self.counts_permits() || self.workers.iter().any(|w| w.mode == Mode::Read)
+    }
+
+    /// Whether `h` counts in the band: a reader's hold, or any hold of a permit.
+    pub fn in_band(&self, h: &Hold) -> bool {
+        self.counts_permits() || h.mode == Mode::Read
+    }
+
+    /// The largest number of holds in the band at once, by the holders' own
+    /// intervals.
+    pub fn max_in_band(&self) -> usize {
+        self.max_concurrent(|h| self.in_band(h))
+    }
+
+    /// The largest number of the holds that satisfy `counted` at once.
+    fn max_concurrent(&self, counted: impl Fn(&Hold) -> bool) -> usize {
         let mut points: Vec<(u64, i32)> = Vec::new();
-        for h in self.holds.iter().filter(|h| h.mode == Mode::Read) {
+        for h in self.holds.iter().filter(|h| counted(h)) {
             points.push((h.start, 1));
             points.push((h.end, -1));
         }
@@ -409,6 +440,27 @@ pub enum Violation {
         /// The later write grant, with a token that is not larger.
         after: Hold,
     },
+    /// More workers held permits than there are (`--permits`) when a hold began.
+    TooMany {
+        /// When the last of them was granted.
+        at: u64,
+        /// The permits.
+        permits: u32,
+        /// The holds, the new one last.
+        holds: Vec<Hold>,
+    },
+    /// A worker asked and was never granted during the run (`--permits`).
+    NotGranted {
+        /// The worker.
+        worker: usize,
+        /// When it first asked.
+        asked: u64,
+    },
+    /// Contender nodes left in the directory after the run (`--permits`).
+    LeftBehind {
+        /// Their names.
+        nodes: Vec<String>,
+    },
 }
 
 /// Checks the holds: (a) no write hold overlaps any hold of another worker,
@@ -443,6 +495,53 @@ pub fn check(holds: &[Hold]) -> Vec<Violation> {
                 before: (**pair[0]).clone(),
                 after: (**pair[1]).clone(),
             });
+        }
+    }
+    violations
+}
+
+/// Checks the holds of a semaphore of `permits` (`--permits`): (a) when a
+/// hold began, at most `permits` workers held, the new holder among them,
+/// not counting an earlier holder that ended lost and reported then a
+/// lease deadline at or before that moment (as [`check`] allows an
+/// overlap); (b) every worker that asked was granted at least once. The
+/// count only grows when a hold begins, so these are all the moments that
+/// matter. (That no node is left in the directory is the report's to check:
+/// [`Violation::LeftBehind`].)
+pub fn check_permits(model: &Model, permits: u32) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    let mut by_start: Vec<&Hold> = model.holds.iter().collect();
+    by_start.sort_by_key(|h| (h.start, h.worker));
+    let mut active: Vec<&Hold> = Vec::new();
+    for b in &by_start {
+        let at = b.start;
+        active.retain(|a| a.end > at);
+        let holding: Vec<&Hold> = active
+            .iter()
+            .copied()
+            .filter(|a| a.lost_lease.is_none_or(|lease| lease > at))
+            .chain(std::iter::once(*b))
+            .collect();
+        if holding.len() > permits as usize {
+            violations.push(Violation::TooMany {
+                at,
+                permits,
+                holds: holding.into_iter().cloned().collect(),
+            });
+        }
+        active.push(b);
+    }
+    for (w, _) in model.workers.iter().enumerate() {
+        let asked = model
+            .waits
+            .iter()
+            .filter(|x| x.worker == w)
+            .map(|x| x.start)
+            .min();
+        if let Some(asked) = asked {
+            if !model.holds.iter().any(|h| h.worker == w) {
+                violations.push(Violation::NotGranted { worker: w, asked });
+            }
         }
     }
     violations
@@ -765,6 +864,61 @@ mod tests {
                 end: 15,
                 closed: true
             }]
+        );
+    }
+
+    #[test]
+    fn permits_allow_n_holders_at_once_and_no_more() {
+        // Four permit holders (all four workers hold exclusive guards).
+        let mut e = Vec::new();
+        hold(&mut e, 0, 0, 10, 100, 1);
+        hold(&mut e, 1, 0, 20, 110, 2);
+        hold(&mut e, 2, 0, 30, 120, 3);
+        hold(&mut e, 3, 0, 100, 200, 4); // touches the first: three at once
+        let model = Model::build(&workers(), &e, 1_000);
+        assert_eq!(check_permits(&model, 3), Vec::new());
+        // Two permits: the third hold is one too many, at 30 and at 100.
+        let v = check_permits(&model, 2);
+        assert_eq!(v.len(), 2, "{v:?}");
+        match &v[0] {
+            Violation::TooMany { at, permits, holds } => {
+                assert_eq!((*at, *permits), (30, 2));
+                let who: Vec<usize> = holds.iter().map(|h| h.worker).collect();
+                assert_eq!(who, vec![0, 1, 2]);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        assert!(matches!(&v[1], Violation::TooMany { at: 100, .. }));
+        // A holder lost at its lease deadline (50) does not count after it.
+        let mut e = vec![
+            ev(0, 0, Kind::Want),
+            grant(0, 10, 1),
+            ev(0, 70, Kind::Lost { lease_us: 50 }),
+        ];
+        hold(&mut e, 1, 0, 20, 110, 2);
+        hold(&mut e, 2, 0, 60, 120, 3);
+        let model = Model::build(&workers(), &e, 1_000);
+        assert_eq!(check_permits(&model, 2), Vec::new());
+        // ... but it does before it.
+        e.retain(|x| x.worker != 2);
+        hold(&mut e, 2, 0, 40, 120, 3);
+        let model = Model::build(&workers(), &e, 1_000);
+        assert!(matches!(
+            check_permits(&model, 2)[..],
+            [Violation::TooMany { at: 40, .. }]
+        ));
+    }
+
+    #[test]
+    fn permits_must_be_granted_to_everyone_who_asked() {
+        let mut e = Vec::new();
+        hold(&mut e, 0, 0, 10, 100, 1);
+        e.push(ev(1, 5, Kind::Want));
+        e.push(ev(1, 900, Kind::Cancel));
+        let model = Model::build(&workers(), &e, 1_000);
+        assert_eq!(
+            check_permits(&model, 1),
+            vec![Violation::NotGranted { worker: 1, asked: 5 }]
         );
     }
 

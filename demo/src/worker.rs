@@ -14,6 +14,11 @@
 //! lease deadline passes (`lost`), and at the end of the work writes `end`
 //! and releases. After a loss it goes on with its session if the session
 //! survived, or with a new one.
+//!
+//! With `--permits N` instead of `--mode` the worker takes one of the N
+//! permits of a semaphore (`zk_rwlock::Semaphore`) on the path, held as a
+//! guard is (the permit's [`Guard`]), and writes nothing to the store:
+//! holders that hold together write with tokens in any order.
 
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
@@ -23,18 +28,21 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::time::Instant;
-use zk_rwlock::{zk, HoldState, Mode, SharedLock};
+use zk_rwlock::{zk, Guard, HoldState, Mode, Semaphore, SharedLock};
 use zk_rwlock_testkit::fenced_store::{FencedStore, Outcome};
 // The demo's seeded generator is the test kit's (also used by the parent).
 pub use zk_rwlock_testkit::SplitMix64;
 
 use super::event::{instant_us, now_us, Kind, Line};
-use super::WorkerArgs;
+use super::{WorkerArgs, WorkerMode};
 
 /// How long a reader holds the lock: uniformly from this range (ms).
 pub const READ_HOLD_MS: (u64, u64) = (20, 200);
 /// How long a writer holds the lock (ms).
 pub const WRITE_HOLD_MS: (u64, u64) = (20, 120);
+/// How long a worker holds a permit (`--permits`) (ms): about as long as it
+/// thinks, so that 3N workers keep N permits busy and a queue waiting.
+pub const PERMIT_HOLD_MS: (u64, u64) = (50, 300);
 /// Pause between a release and the next request (ms).
 pub const THINK_MS: (u64, u64) = (50, 500);
 /// Session timeout the workers ask for (the server may grant less).
@@ -103,10 +111,28 @@ async fn closed(stdin: &watch::Receiver<Stdin>) {
     let _ = stdin.wait_for(|s| *s == Stdin::Closed).await;
 }
 
+/// What the worker takes: the read/write lock in its mode, or a permit.
+enum Lock {
+    /// `--mode`.
+    Shared(SharedLock, Mode),
+    /// `--permits`.
+    Permits(Semaphore),
+}
+
+impl Lock {
+    /// Waits for the lock or a permit, as a guard.
+    async fn acquire(&self) -> Result<Guard, zk_rwlock::Error> {
+        match self {
+            Lock::Shared(lock, mode) => lock.acquire(*mode).await,
+            Lock::Permits(semaphore) => semaphore.acquire().await.map(Guard::from),
+        }
+    }
+}
+
 /// One ZooKeeper session of the worker and its lock.
 struct Session {
     client: zk::Client,
-    lock: SharedLock,
+    lock: Lock,
     /// Reports the session's state changes.
     states: tokio::task::JoinHandle<()>,
 }
@@ -121,13 +147,31 @@ impl Session {
         let client = zk_rwlock::connect_client_with(&args.connect, &options)
             .await
             .map_err(|e| format!("cannot connect to ZooKeeper at {}: {e}", args.connect))?;
-        let lock = args
-            .acl
-            .apply(SharedLock::builder(client.clone(), &args.path))
-            .identity(&format!("demo-{}", args.label))
-            .follower_lag(args.follower_lag)
-            .build()
-            .map_err(|e| e.to_string())?;
+        let identity = format!("demo-{}", args.label);
+        let lock = match (args.permits, args.mode) {
+            (Some(permits), _) => {
+                let mut builder = Semaphore::builder(client.clone(), &args.path, permits)
+                    .identity(&identity)
+                    .follower_lag(args.follower_lag);
+                // The ACLs as `AclArg::apply` sets them on a lock's builder.
+                if args.acl.acl != zk_rwlock_cli::connection::Acl::Open {
+                    builder = builder.acls(&args.acl.acl.acls());
+                }
+                if let Some(dir_acl) = args.acl.dir_acl {
+                    builder = builder.directory_acls(&dir_acl.acls());
+                }
+                Lock::Permits(builder.build().map_err(|e| e.to_string())?)
+            }
+            (None, mode) => Lock::Shared(
+                args.acl
+                    .apply(SharedLock::builder(client.clone(), &args.path))
+                    .identity(&identity)
+                    .follower_lag(args.follower_lag)
+                    .build()
+                    .map_err(|e| e.to_string())?,
+                mode.map_or(Mode::Read, Mode::from),
+            ),
+        };
         // Report session state changes (a failover shows as Disconnected, then SyncConnected).
         let mut states = client.state_watcher();
         let states = tokio::spawn(async move {
@@ -257,12 +301,12 @@ pub fn run(args: WorkerArgs) -> ExitCode {
 }
 
 async fn work(args: WorkerArgs, out: &Out) -> ExitCode {
-    let mode = args.mode.into();
     let long = Arc::new(AtomicBool::new(false));
     let mut stdin = watch_stdin(long.clone());
-    // Writers write to the store; readers only read the lock.
-    let store = match (&args.store, mode) {
-        (Some(dir), Mode::Write) => match FencedStore::open(dir) {
+    // Writers write to the store; readers only read the lock, and permit
+    // holders hold together.
+    let store = match (&args.store, args.mode) {
+        (Some(dir), Some(WorkerMode::Write)) if args.permits.is_none() => match FencedStore::open(dir) {
             Ok(store) => Some(store),
             Err(e) => {
                 out.send(Kind::Error {
@@ -291,9 +335,10 @@ async fn work(args: WorkerArgs, out: &Out) -> ExitCode {
     }
     let end = Instant::now() + args.duration;
     let mut rng = SplitMix64::new(args.seed);
-    let hold_ms = match mode {
-        Mode::Read => READ_HOLD_MS,
-        Mode::Write => WRITE_HOLD_MS,
+    let hold_ms = match (args.permits, args.mode) {
+        (Some(_), _) => PERMIT_HOLD_MS,
+        (None, Some(WorkerMode::Write)) => WRITE_HOLD_MS,
+        (None, _) => READ_HOLD_MS,
     };
     let (mut grants, mut writes) = (0u64, 0u64);
     let mut failed = None;
@@ -315,7 +360,7 @@ async fn work(args: WorkerArgs, out: &Out) -> ExitCode {
             break;
         }
         let acquired = tokio::select! {
-            acquired = session.lock.acquire(mode) => {
+            acquired = session.lock.acquire() => {
                 let t = now_us();
                 Some((t, acquired))
             }

@@ -71,6 +71,8 @@ struct State {
     workers: Vec<Worker>,
     procs: Vec<Proc>,
     events: Vec<Event>,
+    /// The permits of the semaphore the workers share (`--permits`).
+    permits: Option<u32>,
 }
 
 impl State {
@@ -121,7 +123,9 @@ impl State {
     }
 
     fn model(&self, end: u64) -> Model {
-        Model::build(&self.workers, &self.events, end)
+        let mut model = Model::build(&self.workers, &self.events, end);
+        model.permits = self.permits;
+        model
     }
 
     /// Problems of each worker, including how it ended.

@@ -8,7 +8,7 @@ use zk_rwlock_testkit::proxy::Proxy;
 
 use crate::event::{now_us, Kind};
 use crate::timeline::{ms, secs, Marker};
-use crate::verdict::{MarkKind, Model, Suspension};
+use crate::verdict::{Hold, MarkKind, Model, Suspension};
 
 /// A hold of at least this long (µs) is the long hold a worker was asked for.
 const LONG_HOLD_US: u64 = 2_000_000;
@@ -102,8 +102,13 @@ impl Partition {
             out.push(Marker {
                 t: s.lease,
                 label: format!(
-                    "{label}'s lease deadline {}: no one else could hold the lock before it",
-                    secs(s.lease as i64 - t0 as i64)
+                    "{label}'s lease deadline {}: no one else could {} before it",
+                    secs(s.lease as i64 - t0 as i64),
+                    if model.counts_permits() {
+                        "take its permit"
+                    } else {
+                        "hold the lock"
+                    }
                 ),
                 legend: "cut off / lease deadline",
             });
@@ -140,6 +145,24 @@ impl Partition {
                 {
                     let _ = write!(out, "; lost at {}", at(lost.t));
                 }
+                if let Some(permits) = model.permits {
+                    match permit_taken(model, self.victim, *t, permits) {
+                        Some(h) => {
+                            let _ = write!(
+                                out,
+                                "; its permit taken by {} at {} ({permits} others held then), {} after the lease deadline",
+                                model.workers[h.worker].label,
+                                at(h.start),
+                                ms(h.start.saturating_sub(s.lease))
+                            );
+                        }
+                        None => out.push_str("; nobody took its permit afterwards"),
+                    }
+                    if let Some(r) = self.restored {
+                        let _ = write!(out, "; connection restored at {}", at(r));
+                    }
+                    return out;
+                }
                 let next = model
                     .holds
                     .iter()
@@ -167,4 +190,20 @@ impl Partition {
         }
         out
     }
+}
+
+/// The first hold after `from` with `permits` holders besides `victim`
+/// (itself among them), by their own intervals: the one that took the
+/// victim's permit (`--permits`).
+fn permit_taken(model: &Model, victim: usize, from: u64, permits: u32) -> Option<&Hold> {
+    let others: Vec<&Hold> = model.holds.iter().filter(|h| h.worker != victim).collect();
+    let mut after: Vec<&Hold> = others.iter().copied().filter(|h| h.start > from).collect();
+    after.sort_by_key(|h| h.start);
+    after.into_iter().find(|b| {
+        let holding = others
+            .iter()
+            .filter(|a| std::ptr::eq(**a, *b) || (a.start <= b.start && b.start < a.end))
+            .count();
+        holding >= permits as usize
+    })
 }

@@ -15,7 +15,7 @@ use super::State;
 use crate::event::{Kind, Line};
 use crate::svg::{self, Picture};
 use crate::timeline::{self, ms, secs, Frame, Marker};
-use crate::verdict::{check, handoffs, HoldEnd, MarkKind, Model, Violation, WaitEnd};
+use crate::verdict::{check, check_permits, handoffs, HoldEnd, MarkKind, Model, Violation, WaitEnd};
 use crate::Config;
 use zk_rwlock_testkit::Percentiles;
 
@@ -39,7 +39,16 @@ pub(super) async fn report(cfg: &Config, setup: &Setup, ran: Ran) -> ExitCode {
         interrupted,
     );
 
-    let violations = check(&model.holds);
+    let mut violations = match cfg.permits {
+        Some(n) => check_permits(&model, n),
+        None => check(&model.holds),
+    };
+    if cfg.permits.is_some() && !interrupted {
+        let nodes = left_behind(&setup.watcher, &cfg.path).await;
+        if !nodes.is_empty() {
+            violations.push(Violation::LeftBehind { nodes });
+        }
+    }
     let failures = state.failures();
     let mut report = String::new();
     totals(&mut report, cfg, &model, t0, span_us, kill.as_ref(), &failures);
@@ -142,9 +151,11 @@ fn picture<'a>(
         span_us,
         markers,
         title: format!(
-            "zk-rwlock demo: {} writers, {} readers, {} on {}",
-            cfg.writers,
-            cfg.readers,
+            "zk-rwlock demo: {}, {} on {}",
+            match cfg.permits {
+                Some(n) => format!("{} workers, {n} permits", cfg.contenders),
+                None => format!("{} writers, {} readers", cfg.writers, cfg.readers),
+            },
             secs(cfg.duration.as_micros() as i64),
             if cfg.connect.is_some() {
                 "ZooKeeper".to_owned()
@@ -194,6 +205,27 @@ fn write_events(path: &std::path::Path, state: &State, partition: Option<&Partit
     std::fs::write(path, text)
 }
 
+/// How long the directory may take to empty once every worker has exited:
+/// the nodes of a worker killed at the end go when its session expires.
+const LEFT_WITHIN: Duration = Duration::from_secs(12);
+
+/// The contender nodes still in the directory [`LEFT_WITHIN`] after the
+/// run, or once none is left; what cannot be listed says so.
+async fn left_behind(client: &zk::Client, path: &str) -> Vec<String> {
+    let deadline = tokio::time::Instant::now() + LEFT_WITHIN;
+    loop {
+        let left = match client.list_children(path).await {
+            Ok(children) => children,
+            Err(zk::Error::NoNode) => Vec::new(),
+            Err(e) => vec![format!("(cannot list {path}: {e})")],
+        };
+        if left.is_empty() || tokio::time::Instant::now() >= deadline {
+            return left;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// Removes the lock directory (and the default parent) from a server that outlives the demo.
 async fn clean_up(client: &zk::Client, cfg: &Config) {
     let _ = tokio::time::timeout(Duration::from_secs(5), async {
@@ -234,23 +266,33 @@ fn totals(
     let count = |mode: Mode| model.holds.iter().filter(|h| h.mode == mode).count();
     let (writes, reads) = (count(Mode::Write), count(Mode::Read));
     let _ = writeln!(out);
-    let _ = writeln!(
-        out,
-        "  grants      {} hand-offs: {writes} write, {reads} read ({:.1}/s)",
-        writes + reads,
-        (writes + reads) as f64 / (span_us.min(cfg.duration.as_micros() as u64) as f64 / 1e6).max(1e-3)
-    );
+    let rate =
+        (writes + reads) as f64 / (span_us.min(cfg.duration.as_micros() as u64) as f64 / 1e6).max(1e-3);
     let wait = |mode: Option<Mode>| match wait_percentiles(model, mode) {
         Some((p50, p99, _)) => format!("p50 {}, p99 {}", ms(p50), ms(p99)),
         None => "-".to_owned(),
     };
-    let _ = writeln!(
-        out,
-        "  wait        {}   (write {}; read {})   from asking to holding",
-        wait(None),
-        wait(Some(Mode::Write)),
-        wait(Some(Mode::Read))
-    );
+    if cfg.permits.is_some() {
+        let _ = writeln!(
+            out,
+            "  grants      {} permits taken ({rate:.1}/s)",
+            writes + reads
+        );
+        let _ = writeln!(out, "  wait        {}   from asking to holding", wait(None));
+    } else {
+        let _ = writeln!(
+            out,
+            "  grants      {} hand-offs: {writes} write, {reads} read ({rate:.1}/s)",
+            writes + reads,
+        );
+        let _ = writeln!(
+            out,
+            "  wait        {}   (write {}; read {})   from asking to holding",
+            wait(None),
+            wait(Some(Mode::Write)),
+            wait(Some(Mode::Read))
+        );
+    }
     let handoff = handoffs(model);
     let p = Percentiles::of(&handoff);
     if let (Some(p50), Some(p99)) = (p.at(50.0), p.at(99.0)) {
@@ -262,11 +304,22 @@ fn totals(
             handoff.len()
         );
     }
-    let _ = writeln!(
-        out,
-        "  readers     at most {} holding at once",
-        model.max_concurrent_readers()
-    );
+    match cfg.permits {
+        Some(n) => {
+            let _ = writeln!(
+                out,
+                "  permits     at most {} of {n} held at once (by the holders' own intervals)",
+                model.max_in_band()
+            );
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "  readers     at most {} holding at once",
+                model.max_concurrent_readers()
+            );
+        }
+    }
     if !model.writes.is_empty() {
         let refused = model.writes.iter().filter(|w| !w.accepted).count();
         let _ = writeln!(
@@ -341,7 +394,12 @@ fn totals(
 
 fn verdict_summary(model: &Model, violations: &[Violation]) -> String {
     let writes = model.holds.iter().filter(|h| h.mode == Mode::Write).count();
-    if violations.is_empty() {
+    if let (Some(n), true) = (model.permits, violations.is_empty()) {
+        format!(
+            "verdict: OK — 0 violations ({} holds checked against {n} permits, every worker granted, nothing left behind)",
+            model.holds.len()
+        )
+    } else if violations.is_empty() {
         format!(
             "verdict: OK — 0 violations ({} holds checked for overlaps, {writes} writer tokens increasing)",
             model.holds.len()
@@ -375,6 +433,39 @@ fn verdict_lines(out: &mut String, model: &Model, violations: &[Violation], t0: 
                     at(b.start),
                     at(b.end),
                     ms(a.end.min(b.end) - b.start),
+                );
+            }
+            Violation::TooMany {
+                at: t,
+                permits,
+                holds,
+            } => {
+                let who: Vec<String> = holds
+                    .iter()
+                    .map(|h| format!("{} [{} – {}]", label(h.worker), at(h.start), at(h.end)))
+                    .collect();
+                let _ = writeln!(
+                    out,
+                    "  too many: {} held {permits} permits at {}: {}",
+                    holds.len(),
+                    at(*t),
+                    who.join(", ")
+                );
+            }
+            Violation::NotGranted { worker, asked } => {
+                let _ = writeln!(
+                    out,
+                    "  not granted: {} asked at {} and was never granted during the run",
+                    label(*worker),
+                    at(*asked)
+                );
+            }
+            Violation::LeftBehind { nodes } => {
+                let _ = writeln!(
+                    out,
+                    "  left behind: {} node(s) in the directory after the run: {}",
+                    nodes.len(),
+                    nodes.join(", ")
                 );
             }
             Violation::Token { before, after } => {

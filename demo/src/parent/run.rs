@@ -89,12 +89,23 @@ pub(super) async fn go(
 
 /// The first line of the output: who shares which lock, how long, where.
 fn headline(cfg: &Config, server: &str, setup: &Setup) -> String {
+    let who = match cfg.permits {
+        Some(n) => format!(
+            "{} worker{} share {n} permit{} of semaphore",
+            cfg.contenders,
+            if cfg.contenders == 1 { "" } else { "s" },
+            if n == 1 { "" } else { "s" },
+        ),
+        None => format!(
+            "{} writer{} and {} reader{} share lock",
+            cfg.writers,
+            if cfg.writers == 1 { "" } else { "s" },
+            cfg.readers,
+            if cfg.readers == 1 { "" } else { "s" },
+        ),
+    };
     format!(
-        "zk-rwlock demo: {} writer{} and {} reader{} share lock {} for {} on {}{} (seed {})\n",
-        cfg.writers,
-        if cfg.writers == 1 { "" } else { "s" },
-        cfg.readers,
-        if cfg.readers == 1 { "" } else { "s" },
+        "zk-rwlock demo: {who} {} for {} on {}{} (seed {})\n",
         cfg.path,
         secs(cfg.duration.as_micros() as i64),
         server,

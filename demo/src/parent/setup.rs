@@ -70,6 +70,7 @@ pub(super) async fn start(cfg: &Config, connect: &str) -> Result<Setup, ExitCode
         workers: workers.clone(),
         procs: (0..n).map(|_| Proc::default()).collect(),
         events: Vec::new(),
+        permits: cfg.permits,
     };
     // The fenced store the writers write to, for this run only.
     let store = StoreDir(std::env::temp_dir().join(format!("zk-rwlock-demo-store-{}", std::process::id())));
@@ -105,8 +106,14 @@ pub(super) async fn start(cfg: &Config, connect: &str) -> Result<Setup, ExitCode
     })
 }
 
-/// The workers of `cfg`: the writers `W1`, ..., then the readers `R1`, ...
+/// The workers of `cfg`: the writers `W1`, ..., then the readers `R1`, ...;
+/// with --permits the contenders `P1`, ..., each holding a permit as a
+/// writer holds the lock (its guard is a write guard).
 fn workers(cfg: &Config) -> Vec<Worker> {
+    let permits = (1..=cfg.contenders).map(|i| Worker {
+        label: format!("P{i}"),
+        mode: Mode::Write,
+    });
     (1..=cfg.writers)
         .map(|i| Worker {
             label: format!("W{i}"),
@@ -116,6 +123,7 @@ fn workers(cfg: &Config) -> Vec<Worker> {
             label: format!("R{i}"),
             mode: Mode::Read,
         }))
+        .chain(permits)
         .collect()
 }
 
@@ -269,15 +277,18 @@ fn spawn_worker(
         None => cmd.env_remove(zk_rwlock_cli::connection::AUTH_ENV),
     };
     cmd.arg("worker")
-        .args(["--connect", connect, "--path", &cfg.path])
-        .args([
+        .args(["--connect", connect, "--path", &cfg.path]);
+    match cfg.permits {
+        Some(n) => cmd.args(["--permits", &n.to_string()]),
+        None => cmd.args([
             "--mode",
             match worker.mode {
                 Mode::Read => "read",
                 Mode::Write => "write",
             },
-        ])
-        .args(["--duration", &format!("{}", cfg.duration.as_secs_f64())])
+        ]),
+    };
+    cmd.args(["--duration", &format!("{}", cfg.duration.as_secs_f64())])
         .args(["--seed", &seed.to_string(), "--label", &worker.label])
         .arg("--store")
         .arg(store)

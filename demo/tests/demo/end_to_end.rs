@@ -82,6 +82,47 @@ fn small_demo_passes_its_verdict_and_draws_an_svg() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `--permits`: the workers share a semaphore; the verdict counts them.
+#[test]
+fn a_semaphore_demo_counts_its_holders() {
+    let (output, took) = demo(&[
+        "--permits",
+        "2",
+        "--contenders",
+        "5",
+        "--duration",
+        "3s",
+        "--seed",
+        "7",
+    ]);
+    let (stdout, stderr) = text(&output);
+    assert!(
+        output.status.success(),
+        "demo failed ({:?}) after {took:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        output.status
+    );
+    assert!(
+        stdout.contains("5 workers share 2 permits of semaphore"),
+        "{stdout}"
+    );
+    for row in ["P1 ", "P5 ", "P# "] {
+        assert!(
+            stdout.lines().any(|l| l.starts_with(row)),
+            "no row {row:?}:\n{stdout}"
+        );
+    }
+    assert!(
+        stdout.contains("permits     at most 2 of 2 held at once"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("verdict: OK — 0 violations (")
+            && stdout.contains("checked against 2 permits, every worker granted, nothing left behind)"),
+        "no OK verdict:\n{stdout}\n{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
 #[test]
 fn kill_leader_without_an_ensemble_is_a_clear_error() {
     let (output, _) = demo(&["--kill-leader", "--duration", "1s"]);
@@ -103,6 +144,8 @@ fn bad_arguments_are_clear_errors() {
             "cannot be combined",
         ),
         (&["--ensemble", "4"][..], "3, 5 or 7"),
+        (&["--permits", "2", "--writers", "1"][..], "cannot be used with"),
+        (&["--contenders", "4"][..], "--permits"),
     ] {
         let (output, _) = demo(args);
         let (_, stderr) = text(&output);

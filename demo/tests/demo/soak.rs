@@ -43,7 +43,9 @@
 //!
 //! Beside it runs the nemesis (`soak/nemesis.rs`): this fleet, store and
 //! checker on a 5-member ensemble partitioned from the inside, one run at a
-//! time.
+//! time; and the semaphore soak ([`soak_semaphore_holders_under_faults`]):
+//! these faults on 3N workers that take one of N permits each, the checker
+//! counting holders instead of pairing them.
 
 use zk_rwlock_testkit as support;
 
@@ -59,7 +61,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use checker::{check, holding_at, rel, stalls, Log, Mode, EXIT_WITHIN};
+use checker::{check_by, check_waits, holding_at, rel, stalls, Log, Mode, EXIT_WITHIN};
 use serde_json::Value;
 use support::proxy::Proxy;
 use zk_rwlock::zk;
@@ -74,6 +76,8 @@ const SEED_ENV: &str = "ZK_RWLOCK_SOAK_SEED";
 /// this directory (they are always kept, in a temporary directory, when the
 /// soak fails).
 const KEEP_ENV: &str = "ZK_RWLOCK_SOAK_KEEP";
+/// The same for the semaphore soak.
+const SEMAPHORE_KEEP_ENV: &str = "ZK_RWLOCK_SEMAPHORE_KEEP";
 const DEFAULT_SECS: u64 = 30;
 /// Worker processes kept alive during the run.
 const WORKERS: usize = 8;
@@ -81,6 +85,24 @@ const WORKERS: usize = 8;
 const WRITERS: usize = 3;
 /// Ensemble members (each worker has a proxy to each).
 const MEMBERS: usize = 3;
+/// Permits of the semaphore soak ([`soak_semaphore_holders_under_faults`]).
+const PERMITS: usize = 3;
+/// Its worker processes: three contenders a permit.
+const CONTENDERS: usize = 3 * PERMITS;
+/// Its default length (s): `ZK_RWLOCK_SOAK_SECS` sets both soaks'.
+const SEMAPHORE_DEFAULT_SECS: u64 = 20;
+/// How many requests of others made after a semaphore contender asked
+/// may be granted before it is, while it is connected: three times the
+/// contenders (the semaphore grants in the order the nodes were made; in
+/// 4,000 requests of 120 s and 300 s runs 8 at most, at the start, where all
+/// ask at once). A waiter left behind is passed over this often in seconds.
+const MAX_PASSED_OVER: usize = 3 * CONTENDERS;
+/// How long a semaphore contender may wait for its permit at all: when
+/// faults keep every permit taken nobody is passed over (a killed holder's
+/// node keeps its permit until its session expires, later with each
+/// election in between: nobody held for 7.8 s in a 300 s run, the longest
+/// wait was 8.4 s).
+const MAX_WAIT: Duration = Duration::from_secs(30);
 /// Pause between two faults (ms), drawn uniformly: part of the workload.
 const FAULT_GAP_MS: (u64, u64) = (300, 2500);
 /// How long a restarted or killed member stays down (ms).
@@ -163,6 +185,44 @@ fn signal(w: &Worker, signal: rustix::process::Signal) -> bool {
 
 // ---------------------------------------------------------------- workers
 
+/// Who the fleet's workers are.
+#[derive(Debug, Clone, Copy)]
+struct Shape {
+    /// Worker processes kept alive.
+    workers: usize,
+    /// Of which writers (the rest read, or take permits).
+    writers: usize,
+    /// Every worker takes one of this many permits of a semaphore
+    /// (`worker --permits`) instead of the read/write lock.
+    permits: Option<usize>,
+}
+
+impl Shape {
+    /// The soak's and the nemesis's: readers and writers.
+    const LOCK: Shape = Shape {
+        workers: WORKERS,
+        writers: WRITERS,
+        permits: None,
+    };
+
+    /// The mode of a new worker, with `writers` writers alive.
+    fn mode(&self, writers: usize) -> Mode {
+        if self.permits.is_some() {
+            Mode::Permit
+        } else if writers < self.writers {
+            Mode::Write
+        } else {
+            Mode::Read
+        }
+    }
+
+    /// What the checker holds the holds to.
+    fn rule(&self) -> checker::Rule {
+        self.permits
+            .map_or(checker::Rule::ReadWrite, checker::Rule::Permits)
+    }
+}
+
 /// One worker process and what the test knows about it.
 struct Worker {
     id: usize,
@@ -213,7 +273,7 @@ impl Worker {
             };
             match (e["ev"].as_str(), self.mode) {
                 (Some("state" | "session" | "suspended" | "resumed"), _) => continue,
-                (Some("grant"), Mode::Read) => return e["token"].as_i64(),
+                (Some("grant"), Mode::Read | Mode::Permit) => return e["token"].as_i64(),
                 (Some("write"), Mode::Write) if e["what"] != "end" => return e["token"].as_i64(),
                 _ => return None,
             }
@@ -236,6 +296,7 @@ struct Fleet {
     worker_secs: u64,
     /// The workers' `--follower-lag` (none if zero).
     follower_lag: Duration,
+    shape: Shape,
     rng: Rng,
     workers: Vec<Worker>,
     /// Set at the end of the run: no more `go`, no more replacements.
@@ -251,9 +312,12 @@ impl Fleet {
         let proxies: Vec<Proxy> = self.members.iter().map(|m| Proxy::start(m)).collect();
         let connect = proxies.iter().map(Proxy::addr).collect::<Vec<_>>().join(",");
         let mut command = Command::new(BIN);
+        command.args(["worker", "--connect", &connect, "--path", &self.path]);
+        match (mode, self.shape.permits) {
+            (Mode::Permit, Some(n)) => command.args(["--permits", &n.to_string()]),
+            _ => command.args(["--mode", mode.arg()]),
+        };
         command
-            .args(["worker", "--connect", &connect, "--path", &self.path])
-            .args(["--mode", mode.arg()])
             .args(["--duration", &format!("{}s", self.worker_secs)])
             .args(["--seed", &seed.to_string()])
             .args(["--label", &label])
@@ -358,20 +422,18 @@ impl Fleet {
         self.workers.iter().filter(|w| w.exit.is_none())
     }
 
-    /// Starts replacements until [`WORKERS`] are alive, [`WRITERS`] of them writers.
+    /// Starts replacements until the shape's workers are alive, its writers among them.
     fn top_up(&mut self) {
         if self.stopping {
             return;
         }
         let mut alive = self.alive().count();
         let mut writers = self.alive().filter(|w| w.mode == Mode::Write).count();
-        while alive < WORKERS {
-            let mode = if writers < WRITERS {
+        while alive < self.shape.workers {
+            let mode = self.shape.mode(writers);
+            if mode == Mode::Write {
                 writers += 1;
-                Mode::Write
-            } else {
-                Mode::Read
-            };
+            }
             self.spawn(mode, true);
             alive += 1;
         }
@@ -518,6 +580,9 @@ struct Faults {
     t0: u64,
     /// During a split: the members each worker's proxies were frozen to.
     split_frozen: std::collections::HashMap<usize, Vec<usize>>,
+    /// A kill -9 takes a worker that holds, if one does within
+    /// [`WRITER_WITHIN`] (otherwise any worker).
+    kill_holders: bool,
 }
 
 impl Faults {
@@ -587,6 +652,9 @@ impl Faults {
                 format!("cut every worker's connections to member {m}: {cut} live")
             }
             FaultKind::WorkerKill => {
+                if self.kill_holders {
+                    self.await_holder(fleet_ref);
+                }
                 let mut fleet = lock(fleet);
                 let alive = |f: &Fleet, started: bool| -> Vec<usize> {
                     (0..f.workers.len())
@@ -598,10 +666,20 @@ impl Faults {
                 if candidates.is_empty() {
                     candidates = alive(&fleet, false);
                 }
+                let holding: Vec<usize> = candidates
+                    .iter()
+                    .copied()
+                    .filter(|&i| fleet.workers[i].working().is_some())
+                    .collect();
+                if self.kill_holders && !holding.is_empty() {
+                    candidates = holding;
+                }
                 if candidates.is_empty() {
                     "kill -9 worker: none alive".to_owned()
                 } else {
                     let i = candidates[self.rng.index(candidates.len())];
+                    // Taken before the kill: a holder still held then.
+                    victim = Some((i, now_us()));
                     fleet.kill(i);
                     let (id, mode) = (fleet.workers[i].id, fleet.workers[i].mode);
                     let before = fleet.workers.len();
@@ -619,9 +697,14 @@ impl Faults {
             }
             FaultKind::Pause => {
                 // A holder; a writer for the first few seconds (its late
-                // write meets the store's fencing), then anyone.
-                let (writers_only, deadline) =
-                    (Instant::now() + WRITER_WITHIN, Instant::now() + HOLDER_WITHIN);
+                // write meets the store's fencing), then anyone (at once
+                // in a fleet without writers).
+                let writers_for = if lock(fleet).shape.writers == 0 {
+                    Duration::ZERO
+                } else {
+                    WRITER_WITHIN
+                };
+                let (writers_only, deadline) = (Instant::now() + writers_for, Instant::now() + HOLDER_WITHIN);
                 loop {
                     let fleet = lock(fleet);
                     let holders: Vec<(usize, i64)> = fleet
@@ -774,6 +857,23 @@ impl Faults {
     /// When the next heal is due.
     fn next_heal(&self) -> Option<Instant> {
         self.heals.iter().map(|h| h.at).min()
+    }
+
+    /// Waits until some started worker that no fault has taken holds, by
+    /// its events, at most [`WRITER_WITHIN`]; heals what is due meanwhile.
+    fn await_holder(&mut self, fleet: &Mutex<Fleet>) {
+        let deadline = Instant::now() + WRITER_WITHIN;
+        while Instant::now() < deadline {
+            let held = lock(fleet)
+                .workers
+                .iter()
+                .any(|w| w.started() && !self.busy.contains(&w.id) && w.working().is_some());
+            if held {
+                return;
+            }
+            self.heal(fleet);
+            thread::sleep(Duration::from_millis(2));
+        }
     }
 }
 
@@ -969,6 +1069,14 @@ struct Plan {
     summary: fn(&checker::Verdict, &[Fault], &[String], f64) -> String,
     /// The workers' follower lag, from the started ensemble (zero: none).
     follower_lag: fn(&ZkCluster) -> Duration,
+    /// Who the workers are.
+    shape: Shape,
+    /// Every request must be granted within this, before others were
+    /// granted that many times after it asked, unless the end of the run or
+    /// a kill ends it first ([`checker::check_waits`]).
+    max_wait: Option<(Duration, usize)>,
+    /// A kill -9 takes a worker that holds ([`Faults::kill_holders`]).
+    kill_holders: bool,
 }
 
 /// What a run found.
@@ -989,6 +1097,8 @@ struct Outcome {
     cut_live: usize,
     paused_holders: usize,
     partitioned_holders: usize,
+    /// Kill -9s of a worker that held.
+    killed_holders: usize,
 }
 
 impl Outcome {
@@ -1039,9 +1149,12 @@ fn soak_readers_and_writers_under_faults() {
         pick: pick_kind,
         summary: soak_summary,
         follower_lag: |_| Duration::ZERO,
+        shape: Shape::LOCK,
+        max_wait: None,
+        kill_holders: false,
     };
     let out = run(&plan, began);
-    let (verdict, left, path) = (&out.verdict, &out.left, &out.path);
+    let verdict = &out.verdict;
     assert!(
         verdict.holds.iter().any(|h| h.mode == Mode::Write),
         "no writer was ever granted"
@@ -1050,7 +1163,14 @@ fn soak_readers_and_writers_under_faults() {
         verdict.holds.iter().any(|h| h.mode == Mode::Read),
         "no reader was ever granted"
     );
-    // It did what it claims.
+    passed(&out, seed);
+}
+
+/// The soak's and the semaphore soak's common end: it did what it claims
+/// (a fault of each kind, cuts of live connections, a pause and a partition
+/// of a holder, a loss), the checker found nothing, nothing is left behind.
+fn passed(out: &Outcome, seed: u64) {
+    let (verdict, left, path) = (&out.verdict, &out.left, &out.path);
     for k in KINDS {
         assert!(
             out.count(k) > 0,
@@ -1081,6 +1201,86 @@ fn soak_readers_and_writers_under_faults() {
         "{} orphan node(s) in {path}: {left:?}",
         left.len()
     );
+}
+
+/// The semaphore soak's first summary line.
+fn semaphore_summary(verdict: &checker::Verdict, faults: &[Fault], left: &[String], run_secs: f64) -> String {
+    let count = |k: FaultKind| faults.iter().filter(|f| f.kind == k).count();
+    format!(
+        "grants={} holders max={} of {PERMITS} permits ({} by the holders' own intervals, those past their lease deadline included) longest wait={:.2}s most passed over={} faults={} (restarts {}, leader kills {}, cuts {}, kill -9 {}, pauses {}, partitions {}) violations={} orphans={} duration={run_secs:.1}s",
+        verdict.holds.len(),
+        verdict.most_holding.0,
+        verdict.most_holding.1,
+        verdict.waits.first().map_or(0.0, |w| w.0 as f64 / 1e6),
+        verdict.most_passed_over,
+        faults.len(),
+        count(FaultKind::Restart),
+        count(FaultKind::LeaderKill),
+        count(FaultKind::Cut),
+        count(FaultKind::WorkerKill),
+        count(FaultKind::Pause),
+        count(FaultKind::Partition),
+        verdict.violations.len(),
+        left.len(),
+    )
+}
+
+/// The soak's faults on a semaphore: [`CONTENDERS`] workers (3N) take one
+/// of [`PERMITS`] (N) permits each, again and again
+/// (`zk-rwlock-demo worker --permits N`), while the soak's fault loop cuts
+/// their connections, restarts members and kills the leader, pauses and
+/// partitions holders past their session's expiry, and kill -9s holders
+/// (replacing them). The checker counts: when a hold began, no more than N
+/// workers held by their own intervals, not counting a holder past its
+/// lease deadline (as the soak allows an overlap); every request was
+/// granted before [`MAX_PASSED_OVER`] requests made after it were (while it
+/// was connected), and within [`MAX_WAIT`], unless a kill or the end of the
+/// run ended it (none failed); and nothing is left in the directory.
+#[test]
+fn soak_semaphore_holders_under_faults() {
+    let _serial = serial();
+    TAG.with(|t| t.set("semaphore"));
+    let began = Instant::now();
+    let secs = env_u64(SECS_ENV).unwrap_or(SEMAPHORE_DEFAULT_SECS).max(1);
+    let seed = env_u64(SEED_ENV).unwrap_or_else(|| now_us() ^ u64::from(std::process::id()));
+    say!(
+        "seed={seed} ({SEED_ENV}) run={secs}s ({SECS_ENV}) contenders={CONTENDERS} permits={PERMITS} members={MEMBERS}"
+    );
+    let plan = Plan {
+        tag: "semaphore",
+        members: MEMBERS,
+        partitionable: false,
+        secs,
+        seed,
+        keep_env: SEMAPHORE_KEEP_ENV,
+        keep_until_passed: false,
+        first: KINDS.to_vec(),
+        pick: pick_kind,
+        summary: semaphore_summary,
+        follower_lag: |_| Duration::ZERO,
+        shape: Shape {
+            workers: CONTENDERS,
+            writers: 0,
+            permits: Some(PERMITS),
+        },
+        max_wait: Some((MAX_WAIT, MAX_PASSED_OVER)),
+        kill_holders: true,
+    };
+    let out = run(&plan, began);
+    let verdict = &out.verdict;
+    assert!(
+        verdict.violations.is_empty(),
+        "{} violation(s), seed {seed}:\n{}",
+        verdict.violations.len(),
+        verdict.violations.join("\n")
+    );
+    assert!(
+        verdict.most_holding.0 == PERMITS,
+        "at most {} held at once: the {PERMITS} permits were never all taken, seed {seed}",
+        verdict.most_holding.0
+    );
+    assert!(out.killed_holders > 0, "no kill -9 hit a holder, seed {seed}");
+    passed(&out, seed);
 }
 
 /// Starts the ensemble and the fleet, runs the faults of `plan`, stops,
@@ -1123,6 +1323,7 @@ fn run(plan: &Plan, began: Instant) -> Outcome {
         store: store.0.clone(),
         worker_secs: secs + 120,
         follower_lag,
+        shape: plan.shape,
         rng: Rng(rng.next_u64()),
         workers: Vec::new(),
         stopping: false,
@@ -1136,8 +1337,8 @@ fn run(plan: &Plan, began: Instant) -> Outcome {
     };
     {
         let mut f = lock(&fleet);
-        for i in 0..WORKERS {
-            f.spawn(if i < WRITERS { Mode::Write } else { Mode::Read }, false);
+        for i in 0..plan.shape.workers {
+            f.spawn(plan.shape.mode(i), false);
         }
     }
     let supervisor = {
@@ -1160,7 +1361,8 @@ fn run(plan: &Plan, began: Instant) -> Outcome {
         let (all_go, problems) = {
             let f = lock(&fleet);
             (
-                f.workers.len() >= WORKERS && f.workers[..WORKERS].iter().all(|w| w.go_us.is_some()),
+                f.workers.len() >= plan.shape.workers
+                    && f.workers[..plan.shape.workers].iter().all(|w| w.go_us.is_some()),
                 f.problems.clone(),
             )
         };
@@ -1170,7 +1372,7 @@ fn run(plan: &Plan, began: Instant) -> Outcome {
         }
         if Instant::now() >= ready_deadline {
             let f = lock(&fleet);
-            let late: Vec<String> = f.workers[..WORKERS]
+            let late: Vec<String> = f.workers[..plan.shape.workers]
                 .iter()
                 .filter(|w| w.go_us.is_none())
                 .map(|w| {
@@ -1205,6 +1407,7 @@ fn run(plan: &Plan, began: Instant) -> Outcome {
         busy: HashSet::new(),
         t0,
         split_frozen: std::collections::HashMap::new(),
+        kill_holders: plan.kill_holders,
     };
     let mut next = Instant::now() + ms(&mut rng, FAULT_GAP_MS);
     let mut first_round_done = None;
@@ -1317,9 +1520,15 @@ fn run(plan: &Plan, began: Instant) -> Outcome {
     // Checks 1 to 4.
     let store_log: Vec<String> = match std::fs::read_to_string(store.0.join("log")) {
         Ok(text) => text.lines().map(str::to_owned).collect(),
+        // No writer, no store.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && plan.shape.writers == 0 => Vec::new(),
         Err(e) => panic!("cannot read the fenced store's log in {}: {e}", store.0.display()),
     };
-    let mut verdict = check(&logs, &store_log, t0);
+    let mut verdict = check_by(plan.shape.rule(), &logs, &store_log, t0);
+    if let Some(within) = plan.max_wait {
+        let slow = check_waits(&mut verdict, stop_us, within, t0);
+        verdict.violations.extend(slow);
+    }
     verdict.violations.extend(fleet_problems);
     let faults = faults.done;
 
@@ -1332,19 +1541,27 @@ fn run(plan: &Plan, began: Instant) -> Outcome {
             .count()
     };
     let (paused_holders, partitioned_holders) = (hit(FaultKind::Pause), hit(FaultKind::Partition));
+    let killed_holders = hit(FaultKind::WorkerKill);
     let cut_live: usize = faults.iter().map(|f| f.cut).sum();
     say!("{}", (plan.summary)(&verdict, &faults, &left, run_secs));
+    let store = if plan.shape.writers == 0 {
+        String::new()
+    } else {
+        format!(
+            "; store: {} accepted, {} refused as stale; writes after the writer's lease deadline: {} accepted (no newer token written yet), {} refused",
+            verdict.store_accepted,
+            verdict.store_rejected,
+            verdict.late_writes.0,
+            verdict.late_writes.1,
+        )
+    };
     say!(
-        "cuts closed {cut_live} live connections; pauses of a holder {paused_holders}, partitions of a holder {partitioned_holders}; lost {} (suspended {}, resumed {}, new sessions {}); overlaps explained by the lease {}; store: {} accepted, {} refused as stale; writes after the writer's lease deadline: {} accepted (no newer token written yet), {} refused",
+        "cuts closed {cut_live} live connections; pauses of a holder {paused_holders}, partitions of a holder {partitioned_holders}, kill -9 of a holder {killed_holders}; lost {} (suspended {}, resumed {}, new sessions {}); overlaps explained by the lease {}{store}",
         verdict.lost,
         verdict.suspended,
         verdict.resumed,
         verdict.sessions,
         verdict.explained.len(),
-        verdict.store_accepted,
-        verdict.store_rejected,
-        verdict.late_writes.0,
-        verdict.late_writes.1,
     );
     // The overlaps, by the holder whose lease had run out.
     let mut by_lease: Vec<(usize, u64)> = verdict.explained.iter().map(|x| (x.earlier, x.lease)).collect();
@@ -1460,5 +1677,6 @@ fn run(plan: &Plan, began: Instant) -> Outcome {
         cut_live,
         paused_holders,
         partitioned_holders,
+        killed_holders,
     }
 }

@@ -16,6 +16,13 @@
 //!    and writes the workers and the store disagree about;
 //! 4. requests without an answer, events out of order, and workers that
 //!    exited non-zero without saying why.
+//!
+//! For a semaphore of N permits ([`Rule::Permits`], workers in
+//! [`Mode::Permit`]) check 1 counts instead: when a hold began, at most N
+//! workers held, not counting those past their lease deadline (proven as
+//! in check 1). [`check_waits`] is the semaphore soak's liveness check:
+//! every request granted, in about the order asked and within a bound,
+//! unless the run ended or a kill ended it first.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -30,6 +37,8 @@ pub const EXIT_WITHIN: std::time::Duration = std::time::Duration::from_secs(30);
 pub enum Mode {
     Read,
     Write,
+    /// One of a semaphore's permits (`worker --permits N`).
+    Permit,
 }
 
 impl Mode {
@@ -37,6 +46,7 @@ impl Mode {
         match self {
             Mode::Read => "read",
             Mode::Write => "write",
+            Mode::Permit => "permit",
         }
     }
 
@@ -44,8 +54,18 @@ impl Mode {
         match self {
             Mode::Read => 'R',
             Mode::Write => 'W',
+            Mode::Permit => 'P',
         }
     }
+}
+
+/// What the holds must respect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    /// A read/write lock: a writer holds alone.
+    ReadWrite,
+    /// A semaphore: at most this many hold at once.
+    Permits(usize),
 }
 
 /// `t` relative to `t0`, e.g. `+12.345s`.
@@ -144,6 +164,19 @@ pub struct Verdict {
     pub unknown_events: BTreeMap<String, usize>,
     /// (wait in µs, worker, want time): the longest waits for a grant.
     pub waits: Vec<(u64, usize, u64)>,
+    /// Times a worker was disconnected from ZooKeeper: (worker, from the
+    /// `Disconnected` state, to the next `SyncConnected` or new session, or
+    /// the end of its stream).
+    pub offline: Vec<(usize, u64, u64)>,
+    /// Requests that ended without a grant: (worker, want time, end time,
+    /// `cancel`, `error` or `kill -9`).
+    pub ungranted: Vec<(usize, u64, u64, &'static str)>,
+    /// The most requests made after one and granted before it while it was
+    /// connected ([`check_waits`]).
+    pub most_passed_over: usize,
+    /// The most workers that held at once when a hold began, not counting
+    /// those past their lease deadline, and counting them ([`Rule::Permits`]).
+    pub most_holding: (usize, usize),
 }
 
 /// Where a worker is in its request cycle.
@@ -156,11 +189,19 @@ enum At {
 
 /// Checks the workers' logs and the store's log (its lines, in order).
 pub fn check(logs: &[Log], store_log: &[String], t0: u64) -> Verdict {
+    check_by(Rule::ReadWrite, logs, store_log, t0)
+}
+
+/// [`check`], with the holds judged by `rule`.
+pub fn check_by(rule: Rule, logs: &[Log], store_log: &[String], t0: u64) -> Verdict {
     let mut v = Verdict::default();
     for log in logs {
         check_worker(log, t0, &mut v);
     }
-    check_exclusion(logs, t0, &mut v);
+    match rule {
+        Rule::ReadWrite => check_exclusion(logs, t0, &mut v),
+        Rule::Permits(n) => check_permits(logs, n, t0, &mut v),
+    }
     check_tokens(&mut v, t0);
     check_store(logs, store_log, t0, &mut v);
     v.waits.sort_unstable_by(|a, b| b.cmp(a));
@@ -173,6 +214,7 @@ fn check_worker(log: &Log, t0: u64, v: &mut Verdict) {
     let mut grants = 0u64;
     let mut done: Option<u64> = None;
     let mut errors = 0;
+    let mut offline: Option<u64> = None;
     let problem = |v: &mut Verdict, msg: String| v.violations.push(format!("{who}: {msg}"));
     for (n, line) in log.lines.iter().enumerate() {
         let Ok(e) = serde_json::from_str::<Value>(line) else {
@@ -189,7 +231,12 @@ fn check_worker(log: &Log, t0: u64, v: &mut Verdict) {
         let lease = e["lease_us"].as_u64();
         match ev {
             "ready" => {}
-            "session" => v.sessions += 1,
+            "session" => {
+                v.sessions += 1;
+                if let Some(from) = offline.take() {
+                    v.offline.push((log.id, from, t));
+                }
+            }
             "want" => {
                 v.wants += 1;
                 match at {
@@ -287,20 +334,35 @@ fn check_worker(log: &Log, t0: u64, v: &mut Verdict) {
                 }
             }
             "cancel" => match at {
-                At::Wanting(_) => {
+                At::Wanting(w) => {
                     v.cancels += 1;
+                    v.ungranted.push((log.id, w, t, "cancel"));
                     at = At::Idle;
                 }
                 _ => problem(v, format!("line {n}: cancel while not waiting: {line}")),
             },
             "state" => {
                 let state = e["state"].as_str().unwrap_or("?").to_owned();
+                match state.as_str() {
+                    "Disconnected" => {
+                        offline.get_or_insert(t);
+                    }
+                    "SyncConnected" | "ConnectedReadOnly" => {
+                        if let Some(from) = offline.take() {
+                            v.offline.push((log.id, from, t));
+                        }
+                    }
+                    _ => {}
+                }
                 *v.states.entry(state).or_default() += 1;
             }
             "error" => {
                 errors += 1;
                 let msg = e["msg"].as_str().unwrap_or("(no message)").to_owned();
                 v.errors.push((log.id, t, msg));
+                if let At::Wanting(w) = at {
+                    v.ungranted.push((log.id, w, t, "error"));
+                }
                 if let At::Holding(mut h) = std::mem::replace(&mut at, At::Failed) {
                     // The worker stops; it no longer acts as the holder.
                     h.end = t;
@@ -318,11 +380,16 @@ fn check_worker(log: &Log, t0: u64, v: &mut Verdict) {
             other => *v.unknown_events.entry(other.to_owned()).or_default() += 1,
         }
     }
+    if let Some(from) = offline {
+        v.offline.push((log.id, from, u64::MAX));
+    }
     // How the stream ended.
     match std::mem::replace(&mut at, At::Idle) {
         At::Idle | At::Failed => {}
         At::Wanting(w) => {
-            if log.killed_us.is_none() {
+            if let Some(k) = log.killed_us {
+                v.ungranted.push((log.id, w, k, "kill -9"));
+            } else {
                 problem(
                     v,
                     format!(
@@ -490,6 +557,149 @@ fn check_exclusion(logs: &[Log], t0: u64, v: &mut Verdict) {
             ));
         }
     }
+}
+
+/// Check 1 for a semaphore of `permits` ([`Rule::Permits`]): when a hold
+/// began, at most `permits` workers held, the new holder among them, not
+/// counting an earlier holder that was past its lease deadline then, proven
+/// by a deadline it reported at or after that moment (as in check 1). The
+/// count only grows when a hold begins, so these are all the moments that
+/// matter.
+fn check_permits(logs: &[Log], permits: usize, t0: u64, v: &mut Verdict) {
+    let mut holds = v.holds.clone();
+    holds.sort_by_key(|h| (h.start, h.worker));
+    let mut active: Vec<&Hold> = Vec::new();
+    let mut found = Vec::new();
+    for b in &holds {
+        let at = b.start;
+        active.retain(|a| a.end > at);
+        active.push(b);
+        let past = |a: &Hold| {
+            if std::ptr::eq(a, b) {
+                return None;
+            }
+            lease_at_most(a, at).filter(|&l| l <= at)
+        };
+        let counted: Vec<&Hold> = active.iter().copied().filter(|a| past(a).is_none()).collect();
+        v.most_holding.0 = v.most_holding.0.max(counted.len());
+        v.most_holding.1 = v.most_holding.1.max(active.len());
+        if counted.len() > permits {
+            let mut workers: Vec<usize> = counted.iter().map(|h| h.worker).collect();
+            workers.sort_unstable();
+            let holders: Vec<String> = counted.iter().map(|h| describe(h, t0)).collect();
+            found.push(format!(
+                "TOO MANY HOLDERS at {}: {} hold {permits} permits, not counting {} past their lease deadline\n    {}\n    events from 6 s before:\n{}",
+                rel(at, t0),
+                counted.len(),
+                active.len() - counted.len(),
+                holders.join("\n    "),
+                window(logs, &workers, at.saturating_sub(6_000_000), at.saturating_add(1_000_000), t0)
+            ));
+        } else if active.len() > permits {
+            for a in &active {
+                if let Some(lease) = past(a) {
+                    v.explained.push(Explained {
+                        earlier: a.worker,
+                        later: b.worker,
+                        from: at,
+                        lease,
+                    });
+                }
+            }
+        }
+    }
+    v.violations.extend(found);
+}
+
+/// The semaphore soak's liveness check: every request was granted before
+/// more than `passed_over` requests of other workers made after it were
+/// granted while it was connected (the semaphore grants in the order its
+/// nodes were made: a waiter left behind is passed over again and again; a
+/// waiter that could not make its node for a while, or learn of its turn,
+/// is passed over by those that asked meanwhile), and within `within` (when
+/// faults keep every permit taken, nobody is passed over); unless a kill -9
+/// ended it, or the end of the run (`stop`, when the workers' stdins were
+/// closed) cancelled it first. A request that failed was not granted.
+pub fn check_waits(
+    v: &mut Verdict,
+    stop: u64,
+    (within, passed_over): (std::time::Duration, usize),
+    t0: u64,
+) -> Vec<String> {
+    let bound = within.as_micros() as u64;
+    // (grant, worker, want) of every granted request, by grant time.
+    let mut grants: Vec<(u64, usize, u64)> = v
+        .waits
+        .iter()
+        .map(|&(wait, w, want)| (want + wait, w, want))
+        .collect();
+    grants.sort_unstable();
+    // Grants before `end` to others that asked after `want`.
+    let passes = |worker: usize, want: u64, end: u64| {
+        let from = grants.partition_point(|&(t, _, _)| t <= want);
+        grants[from..]
+            .iter()
+            .take_while(|&&(t, _, _)| t < end)
+            .filter(|&&(_, w, asked)| w != worker && asked > want)
+            .filter(|&&(t, _, _)| {
+                !v.offline
+                    .iter()
+                    .any(|&(o, from, to)| o == worker && from <= t && t < to)
+            })
+            .count()
+    };
+    let mut found = Vec::new();
+    let mut most = 0;
+    for &(wait, worker, want) in &v.waits {
+        if wait > bound {
+            found.push(format!(
+                "SLOW GRANT: worker {worker} asked at {} and was granted {:.2}s later, past the {within:?} bound",
+                rel(want, t0),
+                wait as f64 / 1e6
+            ));
+        }
+        let n = passes(worker, want, want + wait);
+        most = most.max(n);
+        if n > passed_over {
+            found.push(format!(
+                "PASSED OVER: worker {worker} asked at {} and was granted {:.2}s later, after {n} grants to others that asked after it (at most {passed_over})",
+                rel(want, t0),
+                wait as f64 / 1e6
+            ));
+        }
+    }
+    for &(worker, want, end, _) in &v.ungranted {
+        let n = passes(worker, want, end);
+        most = most.max(n);
+        if n > passed_over {
+            found.push(format!(
+                "PASSED OVER: worker {worker} asked at {} and was still waiting at {}, after {n} grants to others that asked after it (at most {passed_over})",
+                rel(want, t0),
+                rel(end, t0)
+            ));
+        }
+    }
+    for &(worker, want, end, how) in &v.ungranted {
+        match how {
+            "kill -9" => {}
+            "cancel" if end >= stop => {
+                if stop.saturating_sub(want) > bound {
+                    found.push(format!(
+                        "NOT GRANTED: worker {worker} asked at {} and was still waiting when the run ended at {}, past the {within:?} bound",
+                        rel(want, t0),
+                        rel(stop, t0)
+                    ));
+                }
+            }
+            _ => found.push(format!(
+                "NOT GRANTED: worker {worker} asked at {} and its request ended with {how} at {}, before the end of the run",
+                rel(want, t0),
+                rel(end, t0)
+            )),
+        }
+    }
+    v.most_passed_over = most;
+    found
 }
 
 /// Check 2: writer tokens strictly increase in grant order; no node is granted twice.
@@ -710,7 +920,11 @@ pub fn load_recorded(dir: &std::path::Path) -> Result<Recorded, String> {
         by_tag.insert(tag.to_owned(), logs.len());
         logs.push(Log {
             id: id as usize,
-            mode: if mode == "write" { Mode::Write } else { Mode::Read },
+            mode: match mode {
+                "write" => Mode::Write,
+                "permit" => Mode::Permit,
+                _ => Mode::Read,
+            },
             label: label.to_owned(),
             replacement: w["replacement"].as_bool().unwrap_or(false),
             lines: Vec::new(),
@@ -1005,6 +1219,206 @@ mod tests {
         );
     }
 
+    fn permits(n: usize, cases: Vec<Case>) -> Verdict {
+        check_by(Rule::Permits(n), &logs_of(cases), &[], 0)
+    }
+
+    #[test]
+    fn a_semaphore_allows_n_holders_and_finds_one_more() {
+        // Three hold together from 300 to 400; the fourth is granted at 450.
+        let three = || {
+            vec![
+                (0, Mode::Permit, one(10, 100, 1, 400), None, 0),
+                (1, Mode::Permit, one(20, 200, 2, 450), None, 0),
+                (2, Mode::Permit, one(30, 300, 3, 500), None, 0),
+                (3, Mode::Permit, one(40, 450, 4, 600), None, 0),
+            ]
+        };
+        let v = permits(3, three());
+        assert!(v.violations.is_empty(), "{:#?}", v.violations);
+        assert_eq!(v.most_holding, (3, 3));
+        // Tokens of holders that hold together need not grow in grant order.
+        let mut swapped = three();
+        swapped[1].2 = one(20, 200, 9, 450);
+        assert!(permits(3, swapped).violations.is_empty());
+        // One permit fewer: the three together are one too many.
+        let v = permits(2, three());
+        assert_eq!(v.violations.len(), 1, "{:#?}", v.violations);
+        assert!(
+            v.violations[0].starts_with("TOO MANY HOLDERS at +0.000s: 3 hold 2 permits"),
+            "{:#?}",
+            v.violations
+        );
+        // A fourth granted at 350, while the three hold.
+        let mut four = three();
+        four[3].2 = one(40, 350, 4, 600);
+        let v = permits(3, four);
+        assert!(says(&v, "TOO MANY HOLDERS"), "{:#?}", v.violations);
+        assert_eq!(v.most_holding, (4, 4));
+        // A hold ends at the kill, not before.
+        let killed_at = |k: u64| {
+            vec![
+                (
+                    0,
+                    Mode::Permit,
+                    cycle(10, 100, 1, "release", 0)[..2].to_vec(),
+                    Some(k),
+                    0,
+                ),
+                (1, Mode::Permit, one(20, 200, 2, 600), None, 0),
+                (2, Mode::Permit, one(30, 450, 3, 700), None, 0),
+            ]
+        };
+        let v = permits(2, killed_at(440));
+        assert!(v.violations.is_empty(), "{:#?}", v.violations);
+        assert!(says(&permits(2, killed_at(500)), "TOO MANY HOLDERS"));
+    }
+
+    #[test]
+    fn a_semaphore_holder_past_its_lease_does_not_count() {
+        // The paused holder's lease ends at 4100; two more hold from 4200,
+        // a third is granted at 4500: four by their own intervals, three
+        // counting only those whose lease ran.
+        let others = || {
+            vec![
+                (1, Mode::Permit, one(20, 4200, 2, 5000), None, 0),
+                (2, Mode::Permit, one(30, 4300, 3, 5000), None, 0),
+                (3, Mode::Permit, one(40, 4500, 4, 5000), None, 0),
+            ]
+        };
+        let mut cases = vec![(0, Mode::Permit, paused_writer(4100), None, 0)];
+        cases.extend(others());
+        let v = permits(3, cases);
+        assert!(v.violations.is_empty(), "{:#?}", v.violations);
+        assert_eq!(v.most_holding, (3, 4));
+        assert_eq!(v.explained.len(), 1);
+        assert_eq!((v.explained[0].earlier, v.explained[0].from), (0, 4500));
+        // Its lease, reported after the fourth grant, ran past it.
+        let mut cases = vec![(0, Mode::Permit, paused_writer(4600), None, 0)];
+        cases.extend(others());
+        assert!(says(&permits(3, cases), ": 4 hold 3 permits"));
+    }
+
+    #[test]
+    fn every_request_must_be_granted_in_time() {
+        let want = |t: u64| format!(r#"{{"t_us":{t},"ev":"want"}}"#);
+        let cancel = |t: u64| format!(r#"{{"t_us":{t},"ev":"cancel"}}"#);
+        let done = |n: u64, t: u64| format!(r#"{{"t_us":{t},"ev":"done","grants":{n}}}"#);
+        let stop = 10_000_000;
+        let within = (std::time::Duration::from_secs(5), 3);
+        let logs = logs_of(vec![
+            // Granted after 2 s; cancelled at the end after 1 s: fine.
+            (
+                0,
+                Mode::Permit,
+                lines(
+                    &[cycle(1_000_000, 3_000_000, 1, "release", 3_100_000)],
+                    &[&want(9_000_000), &cancel(stop + 5), &done(1, stop + 9)],
+                ),
+                None,
+                0,
+            ),
+            // Killed while waiting: fine.
+            (1, Mode::Permit, vec![want(1_000_000)], Some(2_000_000), 0),
+        ]);
+        let mut v = check_by(Rule::Permits(3), &logs, &[], 0);
+        assert!(v.violations.is_empty(), "{:#?}", v.violations);
+        assert!(check_waits(&mut v, stop, within, 0).is_empty());
+
+        let logs = logs_of(vec![
+            // Granted after 6 s.
+            (
+                0,
+                Mode::Permit,
+                lines(
+                    &[cycle(1_000_000, 7_000_000, 1, "release", 7_100_000)],
+                    &[&done(1, stop + 9)],
+                ),
+                None,
+                0,
+            ),
+            // Still waiting at the end, for 6 s.
+            (
+                1,
+                Mode::Permit,
+                lines(&[], &[&want(4_000_000), &cancel(stop + 5), &done(0, stop + 9)]),
+                None,
+                0,
+            ),
+            // Failed while waiting.
+            (
+                2,
+                Mode::Permit,
+                lines(
+                    &[],
+                    &[
+                        &want(1_000_000),
+                        r#"{"t_us":1500000,"ev":"error","msg":"acquire failed: session expired"}"#,
+                    ],
+                ),
+                None,
+                1,
+            ),
+            // Cancelled before the end of the run.
+            (
+                3,
+                Mode::Permit,
+                lines(&[], &[&want(1_000_000), &cancel(2_000_000), &done(0, stop + 9)]),
+                None,
+                0,
+            ),
+        ]);
+        let mut v = check_by(Rule::Permits(3), &logs, &[], 0);
+        let found = check_waits(&mut v, stop, within, 0);
+        assert_eq!(found.len(), 4, "{found:#?}");
+        assert!(found[0].starts_with("SLOW GRANT: worker 0 asked at +1.000s and was granted 6.00s later"));
+        assert!(found
+            .iter()
+            .any(|m| m.contains("worker 1 asked at +4.000s and was still waiting when the run ended")));
+        assert!(found
+            .iter()
+            .any(|m| m.contains("worker 2 asked at +1.000s and its request ended with error")));
+        assert!(found
+            .iter()
+            .any(|m| m.contains("worker 3 asked at +1.000s and its request ended with cancel")));
+
+        // Passed over: four grants to others that asked after worker 0, while it waits.
+        let mut cases: Vec<Case> = vec![(
+            0,
+            Mode::Permit,
+            lines(&[cycle(1_000, 9_000, 1, "release", 9_100)], &[&done(1, stop + 9)]),
+            None,
+            0,
+        )];
+        for (i, g) in [2_000u64, 3_000, 4_000, 5_000].into_iter().enumerate() {
+            cases.push((i + 1, Mode::Permit, one(g - 500, g, g as i64, g + 100), None, 0));
+        }
+        let mut v = check_by(Rule::Permits(3), &logs_of(cases.clone()), &[], 0);
+        let found = check_waits(&mut v, stop, within, 0);
+        assert_eq!(found.len(), 1, "{found:#?}");
+        assert!(found[0].starts_with(
+            "PASSED OVER: worker 0 asked at +0.001s and was granted 0.01s later, after 4 grants"
+        ));
+        // Not while it was disconnected.
+        let mut offline = cases.clone();
+        offline[0].2.insert(
+            1,
+            r#"{"t_us":2500,"ev":"state","state":"Disconnected"}"#.to_owned(),
+        );
+        offline[0].2.insert(
+            2,
+            r#"{"t_us":3500,"ev":"state","state":"SyncConnected"}"#.to_owned(),
+        );
+        let mut v = check_by(Rule::Permits(3), &logs_of(offline), &[], 0);
+        assert_eq!(v.offline, vec![(0, 2500, 3500)]);
+        assert!(check_waits(&mut v, stop, within, 0).is_empty());
+        // Three are fine; so are grants to requests made before it.
+        cases.truncate(4);
+        cases.push((4, Mode::Permit, one(500, 5_000, 5_000, 5_100), None, 0));
+        let mut v = check_by(Rule::Permits(3), &logs_of(cases), &[], 0);
+        assert!(check_waits(&mut v, stop, within, 0).is_empty());
+    }
+
     fn write(t: u64, token: i64, n: u64, what: &str, accepted: bool, lease: u64) -> String {
         format!(
             r#"{{"t_us":{t},"ev":"write","token":{token},"n":{n},"what":"{what}","accepted":{accepted},"lease_us":{lease}}}"#
@@ -1099,7 +1513,7 @@ mod tests {
     /// The checker on the events of a real soak run, kept in
     /// `tests/demo/soak/recorded/` (re-record with `ZK_RWLOCK_SOAK_KEEP=dir
     /// ZK_RWLOCK_SOAK_SECS=1 cargo test -p zk-rwlock-demo --test demo --
-    /// --nocapture soak_`, then copy `workers.jsonl`, `events.jsonl` and
+    /// --nocapture soak_readers`, then copy `workers.jsonl`, `events.jsonl` and
     /// `store.log` of `dir`; `faults.txt` is there for the reader): clean as
     /// recorded, and each break is found.
     #[test]

@@ -647,6 +647,9 @@ fn nemesis_partitions_inside_the_ensemble() {
         pick,
         summary,
         follower_lag: |zk| env_u64(LAG_ENV).map_or_else(|| zk.follower_lag(), Duration::from_millis),
+        shape: super::Shape::LOCK,
+        max_wait: None,
+        kill_holders: false,
     };
     let mut out = run(&plan, began);
     // Kept (not dropped on a failed check's panic) unless every check passes.
