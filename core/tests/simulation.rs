@@ -58,11 +58,18 @@
 //! - One-shot watches per session: a data watch (`getData` on an existing
 //!   node; none on a missing one), fired by deletion (`NodeDeleted`) and
 //!   `setData` (`NodeDataChanged`); an `exists` watch, set whether the node
-//!   exists or not, fired by its creation too (`NodeCreated`). The client
-//!   keeps a watch once its reply is delivered and the wire names whose it
-//!   is ([`wire::Exchange::watch`]), until its event comes; one the wire
-//!   does not keep, or whose answer no exchange awaits any more, it drops
-//!   at once and asks the server to remove (`removeWatches`).
+//!   exists or not, fired by its creation too (`NodeCreated`); on a node
+//!   that exists it is a data watch (fired by deletion and `setData`,
+//!   registered again at the node's mzxid after a reconnection, as the
+//!   client does). The client keeps a watch once its reply is delivered
+//!   and the wire names whose it is ([`wire::Exchange::watch`]), until its
+//!   event comes; one the wire does not keep, or whose answer no exchange
+//!   awaits any more, it drops at once and asks the server to remove
+//!   (`removeWatches`). A wait may keep several watched nodes' watches at
+//!   once (a semaphore's); each fires on its own. A watch that lingers
+//!   ([`wire::Exchange::lingers`]: a semaphore's) is not removed when
+//!   dropped: the client keeps it detached (registered again after a
+//!   reconnection, its event ignored) until it fires.
 //! - Release markers: the release's transaction creates and deletes
 //!   `<node>.released` before it deletes the node, so the `exists` watches
 //!   on the marker fire (`NodeCreated`) before the node's deletion fires,
@@ -88,7 +95,9 @@
 //!   revocation request); write garbage, nothing, or the name of a node
 //!   that is gone and that nobody waits on into the lock directory's data;
 //!   delete any contender node; delete one that no other contender waits on
-//!   and make a node of its own under its name (so carrying its token). In
+//!   (a semaphore's wait waits on every node it keeps a watch on, also
+//!   while it lists again) and make a node of its own under its name (so
+//!   carrying its token). In
 //!   half the schedules the locks do not know yet that the directory's data
 //!   is theirs, and in a quarter of those a stranger wrote other data there
 //!   first. (Writing the name of a live node, or of one that someone waits
@@ -134,7 +143,11 @@
 //! [`acquire::Arrived::in_order`], routed by whose the watch is (my node's,
 //! the marker's, the watched node's, the held node's). Events that arrive
 //! while a request is in flight are fed with `Contender::event` before the
-//! answer.
+//! answer, but a watched node's (`Arrived` takes none while a request is
+//! in flight): as the library's driver leaves them in its watch futures
+//! until the wait, the carrier keeps them and feeds the first at the next
+//! `Wait`, and drops them with the watches when it sends new ones (or the
+//! wait ends).
 //!
 //! Every machine follows its place in the queue
 //! (`Contender::with_place(true)`); the carrier keeps the children of the
@@ -200,6 +213,34 @@
 //! it is not needed (`marker_watch_needed`), as the library's driver does,
 //! and at once when the wire does not keep it (the marker exists when
 //! watched: a stranger's) or its answer comes after its acquire ended.
+//! A semaphore's `SetWatches` also sends a data watch on each of the
+//! other watched nodes (`also`) it does not keep, after the watched
+//! node's: the watched node's event may then come before the exchange is
+//! complete. The watches it keeps ([`wire::Exchange::kept`]: set by an
+//! earlier `SetWatches` of the wait and not fired, as the machine knows)
+//! are not asked again: the carrier keeps them, and the events of theirs
+//! that it holds for the wait, as the driver does; it drops the others
+//! (detached: they linger).
+//!
+//! # A semaphore's schedules
+//!
+//! `semaphore_schedules_hold_n_permits_with_no_missed_wakeup_and_no_herd`
+//! runs schedules (`semaphore_schedule`, seeds of their own) whose
+//! contenders are all a counting semaphore's (`Contender::with_permits`):
+//! N permits (1 to 4), 3N or 3N + 1 contenders (at least 3), every one a
+//! native writer named by `Contender::prefix` (`<identity>@permits-<N>@<token>-W-`),
+//! acquiring, holding and releasing again and again under the lock's
+//! faults (lost connections, expiries, deadlines and `try` acquires,
+//! strangers' writes, deletions and replacements, nodes that deny their
+//! own lock READ, the directory missing, removed, recycled, its counter
+//! near its limit, a listing limit, holders' transactions), never
+//! downgrading. A stranger also makes nodes of its own in the directory
+//! (`Move::ForeignNode`): a bare writer (one permit taken), a semaphore's
+//! node carrying another permit count (every contender behind it fails
+//! with `PermitsDisagree`), a name that is no contender's (ignored). As
+//! the library's driver, the carrier drops the watches on the watched
+//! nodes when a wait is over (only in these worlds: see
+//! `World::drop_wait_watches`); they linger.
 //!
 //! # What is checked
 //!
@@ -278,12 +319,38 @@
 //! directory has children).
 //!
 //! After the random part of a schedule, faults, deadlines and new acquires
-//! stop, the stranger deletes the nodes it made, disconnected sessions
-//! reconnect and holders release: within a bounded number of steps
-//! everything must come to rest with every acquire finished (no waiter
-//! left without something to wake it), and no node of a live session left
-//! in the directory, and no watch of a live session on a release marker on
+//! stop, the stranger deletes the nodes it made and disconnected sessions
+//! reconnect. Everything first comes to rest with the holders holding on
+//! (`World::check_at_rest`): then no wake-up is owed: every acquire under
+//! way waits, and one whose node is live waits on exactly the nodes the
+//! directory now says it waits on (`ordering::decide`'s node; a
+//! semaphore's N immediate predecessors, and it is not owed a permit),
+//! with each watch kept by the client and set on the server. Then holders
+//! release: within a bounded number of steps everything must come to rest
+//! with every acquire finished (every waiter granted, none left without
+//! something to wake it), no node of a live session left in the
+//! directory, and no watch of a live session on a node that does not
+//! exist (a release marker, a semaphore's watched node found gone) left on
 //! the server.
+//!
+//! A semaphore's, instead of the lock's exclusion, after every step: never
+//! more than N holders (holders as above: told of their grant, not lost,
+//! their node live); no herd (`World::check_herd`): a contender whose node
+//! is live keeps watches for its wait on at most N other live nodes, each
+//! one of the N contenders right before its node (so a deletion wakes at
+//! most N waits), and each deletion of a node counts the contenders the
+//! server notifies whose client keeps that watch for the wait of a live
+//! node: at most N. (Lingering watches, of waits that are over, are not
+//! counted: their clients ignore the event, and the server may notify
+//! more than N sessions of a deletion; `Stats::over_n_notified` counts
+//! those deletions.) At every grant, the directory at the message that led to it gives a
+//! permit, by the rule written again here (`permit_holds`: fewer than N
+//! valid contender nodes before it, none carrying another count, its
+//! sequence valid and its own), never with the mark; a holder's
+//! transaction commits only while the directory gives it a permit and
+//! fewer than N others hold; `PermitsDisagree` only when a contender
+//! before the acquire's node carried another count, the one its machine
+//! names (`Contender::conflict`).
 //!
 //! # Mutations
 //!
@@ -325,6 +392,34 @@
 //!   and the transaction, a writer behind it; the scheduler favours that
 //!   race for this mutation, `World::race`: about one schedule in 430):
 //!   587
+//! - (s) a semaphore's waiter watches its immediate predecessor only (its
+//!   `SetWatches` loses `also`), on a semaphore's schedules: 2 (at rest it
+//!   waits on one node where the directory says N; without that check,
+//!   at rest it is owed a permit)
+//! - (t) a semaphore's waiter watches the N contenders nearest the head,
+//!   on a semaphore's schedules: 2 (the herd: it watches a node that is
+//!   not one of the N right before it)
+//!
+//! One-line mutations of the semaphore's rules in the core, applied by
+//! hand to a copy of it, each failed
+//! `semaphore_schedules_hold_n_permits_with_no_missed_wakeup_and_no_herd`
+//! with every `PROPTEST_RNG_SEED` tried (1 to 3, 1,000 schedules each),
+//! the check that failed first in brackets:
+//!
+//! - `ahead <= n` for `ahead < n` in `semaphore::decide`: a grant with N
+//!   before it (the grant's check, `permit_holds`; with it off, more than
+//!   N hold);
+//! - `also: Vec::new()` in `Acquire::decide_permit` (the immediate
+//!   predecessor watched alone): at rest a wait on the wrong nodes; with
+//!   that check off, at rest a waiter owed a permit (a missed wake-up);
+//! - the N nodes nearest the head watched (`predecessors[..n]` for the N
+//!   nearest in `semaphore::decide`): the herd (`World::check_herd`);
+//! - a data change on one of several watched nodes watches the watched
+//!   node again (`Rewatch`) instead of listing; the machine's kept watches
+//!   not cleared at a data change (`live`); the other watched nodes' data
+//!   watches sent without a watch: at rest a watch not set on the server;
+//! - the other watched nodes' answers ignored by `several` (a node found
+//!   gone taken for a watch set): at rest a waiter owed a permit.
 //!
 //! (q) and (r) are the wrapped forms of two one-line mutations of
 //! `core/src/acquire.rs`, also checked by hand: applied to a copy of the
@@ -382,6 +477,25 @@
 //!   was gone at the read of its data (a stranger deleted its node, then the
 //!   server removed the empty container): its node is gone, so it is
 //!   `Lost`. `the_directory_gone_before_its_data_is_read` replays it.
+//! - The carrier fed a watched node's event that came while an exchange
+//!   was under way to `Contender::event`, which (rightly: `Arrived` takes
+//!   none while a request is in flight) drops it, where the library's
+//!   driver leaves it in its watch future until the wait. No lock's wait
+//!   saw it (its watched node's request is the last of its `SetWatches`),
+//!   but a semaphore's `SetWatches` sends the other watched nodes' after
+//!   it: the data change came between, and the wait then waited with that
+//!   node's watch gone (a missed wake-up, at rest). The carrier now keeps
+//!   such events for the wait;
+//!   `scenario_a_data_change_before_a_permits_watches_are_all_set_is_kept_for_the_wait`
+//!   replays it.
+//! - A semaphore's watches linger once the wait is over (they are not
+//!   removed): a node that holds a permit for long is watched by every
+//!   session that waited on it meanwhile and moved on (granted, released,
+//!   queued again behind), so its deletion notifies more than N sessions
+//!   (`Stats::over_n_notified`: some 250 deletions in 6,000 schedules;
+//!   `scenario_a_long_held_permit_is_watched_by_every_wait_on_it` replays
+//!   it); only N of them still wait on it (the others' clients ignore the
+//!   event), so at most N list again.
 //! - Recycling deletes the directory at the version read with its ACL, so
 //!   if the server removes the empty container between that read and the
 //!   recycle, and another contender makes it again (with the lock's ACL, at
@@ -390,6 +504,7 @@
 //!   replays it; the check is that the ACL given is the one read.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::num::NonZeroU32;
 use std::sync::Mutex;
 
 use proptest::prelude::*;
@@ -407,6 +522,7 @@ use zk_rwlock_core::node_name::{
     is_lock_directory_data, release_marker, release_record, RELEASE_MARKER_SUFFIX, REVOKE_PAYLOAD,
 };
 use zk_rwlock_core::ordering::{self, decide, is_valid_seq, leader, Decision, RECYCLE_THRESHOLD};
+use zk_rwlock_core::semaphore::{self, permits_of};
 use zk_rwlock_core::transaction::{self, Guarded, Refusal};
 use zk_rwlock_core::wire::{
     self, CreateMode, Done, Error, Exchange, Progress, Reply, Request, Stat, Watch, Wire,
@@ -482,6 +598,12 @@ enum Mutation {
     /// (r) A downgrade's transaction does not check the reader queued
     /// right after the writer node.
     DowngradeUnchecked,
+    /// (s) A semaphore's waiter watches its immediate predecessor only
+    /// (its `SetWatches` loses `also`).
+    PermitWatchesOne,
+    /// (t) A semaphore's waiter watches the N contenders nearest the head
+    /// instead of its N immediate predecessors.
+    PermitWatchesHead,
 }
 
 /// The real machine, or the real machine with one rule broken. Every
@@ -507,6 +629,8 @@ struct Machine {
     /// The release record's transaction was refused (for
     /// `RefusedRecordOrphan`).
     refused: bool,
+    /// The children of the last listing answered (for `PermitWatchesHead`).
+    listing: Vec<String>,
 }
 
 impl Machine {
@@ -520,6 +644,7 @@ impl Machine {
             action: None,
             misread: Vec::new(),
             refused: false,
+            listing: Vec::new(),
         }
     }
 
@@ -647,6 +772,9 @@ impl Machine {
         if let Some(misread) = misread {
             self.misread.push((index, misread));
         }
+        if let (Request::List { .. }, Ok(Reply::Children { children, .. })) = (request, answer) {
+            self.listing = children.clone();
+        }
         if let (Some(Action::Delete { record: true, .. }), Err(e)) = (&self.action, answer) {
             self.refused = matches!(
                 e.answer::<()>(),
@@ -720,9 +848,26 @@ impl Machine {
         }
     }
 
-    fn mutate(&mut self, action: Action) -> Action {
+    fn mutate(&mut self, mut action: Action) -> Action {
         if let Action::Delete { record, .. } = &action {
             self.record = *record;
+        }
+        if let Action::Acquire(acquire::Action::SetWatches { watched, also, .. }) = &mut action {
+            match self.mutation {
+                Mutation::PermitWatchesOne => also.clear(),
+                Mutation::PermitWatchesHead if !also.is_empty() => {
+                    // The N valid predecessors nearest the head, the
+                    // nearest of them in `watched`.
+                    let me = self.inner.node().unwrap_or_default();
+                    let mut heads = predecessors(me, &self.listing);
+                    heads.truncate(also.len() + 1);
+                    if let Some((_, nearest)) = heads.pop() {
+                        *watched = nearest;
+                        *also = heads.into_iter().map(|(_, name)| name).collect();
+                    }
+                }
+                _ => {}
+            }
         }
         let action = match (self.mutation, action) {
             (Mutation::WriterGrantedAtWait, Action::Acquire(acquire::Action::SetWatches { .. }))
@@ -805,6 +950,45 @@ fn is_tx(ops: &[contender::Op]) -> bool {
 /// A version a request names matches: ZooKeeper takes -1 as any.
 fn version_matches(named: Option<i32>, version: i32) -> bool {
     named.is_none_or(|v| v == -1 || v == version)
+}
+
+/// The contender nodes before `me` among `children`, as a semaphore
+/// counts them, written here apart from `core::semaphore`: the names that
+/// parse, with a valid sequence smaller than `me`'s, as (sequence, name), in
+/// queue order. Empty if `me` does not parse.
+fn predecessors(me: &str, children: &[String]) -> Vec<(i32, String)> {
+    let Ok(mine) = me.parse::<NodeName>() else {
+        return Vec::new();
+    };
+    let mut before: Vec<(i32, String)> = children
+        .iter()
+        .filter_map(|name| Some((name.parse::<NodeName>().ok()?.seq(), name.clone())))
+        .filter(|(seq, _)| is_valid_seq(*seq) && *seq < mine.seq())
+        .collect();
+    before.sort();
+    before
+}
+
+/// The semaphore's rule, written here apart from `core::semaphore`: `me`
+/// holds one of `permits` permits over `children` when it is there, its
+/// sequence is valid and nobody else's, no contender before it carries
+/// another permit count, and fewer than `permits` contenders precede it.
+fn permit_holds(me: &str, children: &[String], permits: u32) -> bool {
+    let Ok(mine) = me.parse::<NodeName>() else {
+        return false;
+    };
+    let shared = children
+        .iter()
+        .filter(|name| *name != me)
+        .any(|name| name.parse::<NodeName>().is_ok_and(|n| n.seq() == mine.seq()));
+    let before = predecessors(me, children);
+    children.iter().any(|name| name == me)
+        && is_valid_seq(mine.seq())
+        && !shared
+        && before
+            .iter()
+            .all(|(_, name)| permits_of(name).is_none_or(|theirs| theirs == permits))
+        && before.len() < permits as usize
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -959,6 +1143,12 @@ struct Kept {
     /// A data watch's: the node's mzxid when it was set; `None` for an
     /// `exists` watch on an absent node.
     mzxid: Option<u64>,
+    /// Once dropped, it is left to fire rather than removed
+    /// ([`wire::Exchange::lingers`]: a semaphore's wait).
+    lingers: bool,
+    /// Dropped and left to fire: the client still has it (it registers it
+    /// again after a reconnection) and ignores its event.
+    detached: bool,
 }
 
 struct Session {
@@ -1093,11 +1283,19 @@ struct Acq {
     taken: Option<(String, u64)>,
     /// The last action was the wait's `Wait`.
     waiting: bool,
-    /// The node the wait is concerned with since its last `SetWatches`.
-    watching: Option<String>,
+    /// The nodes the wait is concerned with since its last `SetWatches`:
+    /// the watched node, and a semaphore's other watched nodes (`also`).
+    watching: BTreeSet<String>,
     /// The release marker's watch the carrier keeps (set on an absent
     /// marker, not fired, not dropped).
     marker_watch: Option<String>,
+    /// Events of the watched nodes' watches that fired while an exchange
+    /// was under way, by node: as the library's driver, which takes none
+    /// of them before the wait (they stay in its watch futures), the
+    /// carrier keeps them for the next `Wait`, and drops them with the
+    /// watches when it sends new ones (but those of the nodes the exchange
+    /// keeps, [`wire::Exchange::kept`]).
+    fired: VecDeque<(String, Event)>,
     waited: bool,
     last: &'static str,
     mark: bool,
@@ -1212,6 +1410,17 @@ stats! {
     txs_refused: "Holders' transactions the server refused (the holder's node gone or unreadable).",
     txs_forged: "Holders' transactions whose check a stranger's node of the holder's name passed.",
     txs_answered: "Holders' transactions whose answer the holder read (committed or refused).",
+    permit_grants: "Grants of a semaphore's permit.",
+    permit_handoffs: "Of those, grants by a hand-off (a watched node's deletion, no new listing).",
+    several_watched: "Waits that watched more than one node (a semaphore's, with `also`).",
+    also_gone: "Semaphore waits whose `exists` found one of the other watched nodes gone.",
+    watchers_at_deletion: "Deletions of a node that a contender kept a watch on (semaphore worlds).",
+    herd_full: "Of those, deletions that N contenders watched (the herd bound reached).",
+    permits_disagree: "Acquires failed with PermitsDisagree (a stranger's node with another N before).",
+    foreign_nodes: "Strangers' nodes made in the directory (a bare writer, another N, a foreign name).",
+    waiters_at_rest: "Waiters checked at rest (the drain, before holders release).",
+    lingered_events: "Events of watches a semaphore's wait left to fire once dropped (ignored).",
+    over_n_notified: "Deletions whose watchers on the server, lingering watches included, exceeded N.",
 }
 
 // ---- the world -------------------------------------------------------------
@@ -1284,6 +1493,10 @@ struct World {
     commits: Vec<(u64, usize, String)>,
     /// The holders' transactions applied: by request id, committed or not.
     tx_applied: BTreeMap<u64, bool>,
+    /// The contenders are a counting semaphore's with this many permits
+    /// (`Contender::with_permits`), all native writers; `None`: a
+    /// read/write lock's.
+    permits: Option<NonZeroU32>,
 }
 
 /// The layout contender `c` writes in a mixed world: every layout in turn
@@ -1340,6 +1553,7 @@ impl World {
             data: BTreeMap::new(),
             commits: Vec::new(),
             tx_applied: BTreeMap::new(),
+            permits: None,
         };
         for c in 0..contenders {
             let session = world.new_session(c);
@@ -1499,6 +1713,9 @@ impl World {
 
     /// Deletes a live node in the current transaction.
     fn remove_node(&mut self, name: &str, by: By) {
+        if let Some(permits) = self.permits {
+            self.count_watchers(name, permits.get());
+        }
         let zxid = self.zxid;
         if let Some(czxid) = self.live.remove(name) {
             let node = self.nodes.get_mut(&czxid).expect("a live node is known");
@@ -1509,6 +1726,48 @@ impl World {
             dir.cversion = dir.cversion.saturating_add(1);
         }
         self.fire(name, WatchedKind::Deleted);
+    }
+
+    /// The herd a deletion of `name` wakes (a semaphore's): the contenders
+    /// whose node is live and whose client keeps a watch on `name` for its
+    /// wait that the server holds; at most `permits` of them.
+    fn count_watchers(&mut self, name: &str, permits: u32) {
+        let Some(servers) = self.watches.get(name) else {
+            return;
+        };
+        let watchers: Vec<usize> = servers
+            .iter()
+            .map(|&s| self.sessions[s].contender)
+            .filter(|&c| {
+                let k = &self.contenders[c];
+                let live = k
+                    .acq
+                    .as_ref()
+                    .and_then(|a| a.machine.inner.czxid())
+                    .is_some_and(|z| self.alive(z as u64));
+                live && servers.contains(&k.session)
+                    && self.sessions[k.session]
+                        .registry
+                        .iter()
+                        .any(|kept| kept.name == name && kept.whose == Watch::Watched && !kept.detached)
+            })
+            .collect();
+        // Lingering watches too (of waits over): their clients list
+        // nothing, but the server notifies them.
+        let owner = self.node(name).and_then(|node| node.owner);
+        let notified = servers.iter().filter(|s| Some(**s) != owner).count();
+        self.stats.over_n_notified += u64::from(notified > permits as usize);
+        if watchers.is_empty() {
+            return;
+        }
+        self.stats.watchers_at_deletion += 1;
+        self.stats.herd_full += u64::from(watchers.len() == permits as usize);
+        if watchers.len() > permits as usize && self.broken.is_none() {
+            self.broken = Some(format!(
+                "the deletion of {name} notifies {} waiters, with {permits} permits: {watchers:?}",
+                watchers.len()
+            ));
+        }
     }
 
     /// Writes `data` to the live node `name` in the current transaction.
@@ -1662,11 +1921,17 @@ impl World {
                         }),
                     };
                     // Set whether the node exists or not (then it waits
-                    // for its creation).
+                    // for its creation). On a node that exists it is a data
+                    // watch: the client registers it again at that mzxid.
+                    let mzxid = self.node(name).map(|node| node.mzxid);
                     if *watch {
                         self.watches.entry(name.to_owned()).or_default().insert(s);
                     }
-                    Answered::of(Ok(Reply::Stat(stat)))
+                    Answered {
+                        answer: Ok(Reply::Stat(stat)),
+                        mzxid,
+                        acl: None,
+                    }
                 }
                 None => self.refuse(s, request),
             },
@@ -2259,6 +2524,35 @@ impl World {
         self.markers.insert(marker);
     }
 
+    /// A stranger makes a node of its own in a semaphore's directory (see
+    /// `Move::ForeignNode`), persistent: a sequential create for a
+    /// contender's name, a plain one for a foreign name.
+    fn foreign_node(&mut self, kind: u8) {
+        let Some(seq) = self.dir.as_ref().map(|dir| dir.cversion) else {
+            return;
+        };
+        let other = self.permits.map_or(1, NonZeroU32::get) % 4 + 1;
+        let (name, seq) = match kind {
+            0 => (format!("stranger-W-{seq:010}"), seq),
+            1 => {
+                let token = Uuid::from_u128(u128::from(self.zxid));
+                let permits = NonZeroU32::new(other).expect("not 0");
+                (
+                    format!("{}{seq:010}", semaphore::prefix("stranger", token, permits)),
+                    seq,
+                )
+            }
+            _ => (format!("config-{}.json", self.zxid), -1),
+        };
+        if self.live(&name) {
+            return;
+        }
+        self.stats.foreign += 1;
+        self.stats.foreign_nodes += 1;
+        note!(self, "stranger makes {name}");
+        self.add_node(name, None, seq);
+    }
+
     /// A stranger deletes a marker it made.
     fn foreign_unmarker(&mut self, marker: &str) {
         self.stats.foreign += 1;
@@ -2279,11 +2573,23 @@ impl World {
         candidates
     }
 
-    /// The nodes some contender waits on.
+    /// The nodes some contender waits on. A semaphore's wait keeps its
+    /// watches while it lists again (`wire::Exchange::kept`), and their
+    /// events reach it: it waits on every node its client keeps a watch on
+    /// for it.
     fn watched_nodes(&self) -> BTreeSet<&String> {
+        let kept = self
+            .contenders
+            .iter()
+            .filter(|_| self.permits.is_some())
+            .flat_map(|k| &self.sessions[k.session].registry)
+            .filter(|kept| kept.whose == Watch::Watched && !kept.detached)
+            .map(|kept| &kept.name);
         self.contenders
             .iter()
-            .filter_map(|c| c.acq.as_ref().and_then(|a| a.watching.as_ref()))
+            .filter_map(|c| c.acq.as_ref())
+            .flat_map(|a| &a.watching)
+            .chain(kept)
             .collect()
     }
 
@@ -2366,15 +2672,15 @@ impl World {
         // Unique per contender and acquire; the identity keeps traces readable.
         let token = Uuid::from_u128(((c as u128) << 64) | u128::from(contender.acquires));
         let identity = format!("c{c}");
-        let prefix = layout
-            .prefix(&identity, token, mode)
-            .expect("a mode the layout has");
-        let wire = Wire::new(DIR, &prefix, node_data(layout, &identity));
         let session = session_id(contender.session);
         let inner = contender::Contender::new(mode, may_wait, layout, token, session, check_data)
             .with_release_markers(markers)
             .with_listing_limit(self.listing_limit)
-            .with_place(true);
+            .with_place(true)
+            .with_permits(self.permits);
+        // A semaphore's name carries its permit count (`semaphore::prefix`).
+        let prefix = inner.prefix(&identity).expect("a mode the layout has");
+        let wire = Wire::new(DIR, &prefix, node_data(layout, &identity));
         let mark = contender.writer.as_ref().is_some_and(|w| w.mark);
         let revoked = contender
             .writer
@@ -2402,8 +2708,9 @@ impl World {
             create_exists: false,
             taken: None,
             waiting: false,
-            watching: None,
+            watching: BTreeSet::new(),
             marker_watch: None,
+            fired: VecDeque::new(),
             waited: false,
             last: "created",
             mark: false,
@@ -2485,8 +2792,10 @@ impl World {
         self.contenders[c].state = CState::Withdrawing;
         let acq = self.acq(c);
         acq.waiting = false;
-        acq.watching = None;
+        acq.watching.clear();
         acq.exchange = None;
+        self.drop_wait_watches(c);
+        let acq = self.acq(c);
         let action = acq.machine.withdraw();
         self.act(c, action)
     }
@@ -2545,6 +2854,11 @@ impl World {
                 };
                 // A one-shot watch.
                 let kept = registry.remove(at);
+                if kept.detached {
+                    note!(self, "c{c} ignores {kind:?} of {name}: its watch lingered");
+                    self.stats.lingered_events += 1;
+                    return Ok(());
+                }
                 self.on_watch(c, &name, kept.whose, kind, state)
             }
             Msg::State(state) => {
@@ -2595,6 +2909,7 @@ impl World {
             }
         }
         let state = self.contenders[c].state;
+        let semaphore = self.permits.is_some();
         let Some(acq) = self.contenders[c].acq.as_mut() else {
             return Ok(());
         };
@@ -2615,9 +2930,25 @@ impl World {
                     },
                 )
             }
-            (Watch::Watched, CState::Acquiring) if acq.watching.as_deref() == Some(name) => {
-                note!(self, "c{c} <- watched {event:?} ({name})");
+            // A semaphore's: any watch its wait keeps, kept watches included
+            // (`wire::Exchange::kept`), also while it lists again.
+            (Watch::Watched, CState::Acquiring) if acq.watching.contains(name) || semaphore => {
                 let watched = Some(event);
+                if !acq.waiting {
+                    // Kept for the wait, as the driver does (`Acq::fired`).
+                    let arrived = Arrived {
+                        watched,
+                        ..Arrived::default()
+                    };
+                    for (_, input) in arrived.in_order() {
+                        if let Some(acquire::Input::Event(event)) = input {
+                            acq.fired.push_back((name.to_owned(), event));
+                        }
+                    }
+                    note!(self, "c{c} keeps watched {event:?} ({name}) for its wait");
+                    return Ok(());
+                }
+                note!(self, "c{c} <- watched {event:?} ({name})");
                 self.on_arrived(
                     c,
                     Arrived {
@@ -2780,7 +3111,13 @@ impl World {
             return self.act(c, action);
         }
         if exchange.is_complete() {
-            // Nothing to send (the wire decided so): settled at once.
+            // Nothing to send (the wire decided so): settled at once. (A
+            // semaphore's wait that keeps all its watches still lets go of
+            // the others.)
+            if self.permits.is_some() {
+                self.replace_watches(c, &exchange);
+            }
+            let acq = self.acq(c);
             let action = acq.machine.settle(&mut acq.wire, &exchange);
             return self.act(c, action);
         }
@@ -2796,25 +3133,77 @@ impl World {
     /// As the library's driver, drops the wait's kept watches of the kinds
     /// `exchange` sets as it is sent ([`wire::Exchange::watch_of`]): the
     /// newer one replaces them (the client asks the server to remove one it
-    /// keeps no other watch on the node for).
+    /// keeps no other watch on the node for, but one that lingers:
+    /// `World::drop_watches`).
     fn replace_watches(&mut self, c: usize, exchange: &Exchange) {
+        // A semaphore's wait keeps the watches still set on the nodes it
+        // watches again.
+        let kept: Vec<String> = exchange
+            .kept()
+            .iter()
+            .filter_map(|path| child_of(path).map(str::to_owned))
+            .collect();
+        let mut kinds: Vec<Watch> = Vec::new();
+        let set = (0..exchange.requests().len())
+            .filter_map(|index| exchange.watch_of(index))
+            .filter(|whose| matches!(whose, Watch::Own | Watch::Marker | Watch::Watched))
+            // The wait's watches are set again, even if all are kept.
+            .chain(exchange.forgets_session_changes().then_some(Watch::Watched));
+        for whose in set {
+            if !kinds.contains(&whose) {
+                kinds.push(whose);
+            }
+        }
+        for whose in kinds {
+            match whose {
+                Watch::Marker => self.acq(c).marker_watch = None,
+                Watch::Watched => self.acq(c).fired.retain(|(name, _)| kept.contains(name)),
+                _ => {}
+            }
+            self.drop_watches(c, whose, &kept);
+        }
+    }
+
+    /// The client drops the watches of contender `c`'s current session
+    /// that are `whose` (not already dropped): it asks the server to remove
+    /// each one it keeps no other watch on the node for, but those that
+    /// linger ([`wire::Exchange::lingers`]), which it keeps detached: left
+    /// to fire, their events ignored.
+    fn drop_watches(&mut self, c: usize, whose: Watch, keep: &[String]) {
         let s = self.contenders[c].session;
-        for index in 0..exchange.requests().len() {
-            let Some(whose @ (Watch::Own | Watch::Marker | Watch::Watched)) = exchange.watch_of(index) else {
-                continue;
-            };
-            if whose == Watch::Marker {
-                self.acq(c).marker_watch = None;
+        let registry = &mut self.sessions[s].registry;
+        let dropping = |k: &Kept| k.whose == whose && !k.detached && !keep.contains(&k.name);
+        let (dropped, kept): (Vec<Kept>, Vec<Kept>) =
+            registry.drain(..).partition(|k| dropping(k) && !k.lingers);
+        *registry = kept;
+        for kept in registry.iter_mut() {
+            kept.detached |= dropping(kept);
+        }
+        for Kept { name, .. } in dropped {
+            note!(self, "c{c} drops its {whose:?} watch on {name}");
+            if !self.sessions[s].registry.iter().any(|k| k.name == name) {
+                self.send(c, Op::Unwatch { name }, Owner::Unwatch);
             }
-            let registry = &mut self.sessions[s].registry;
-            let (dropped, kept): (Vec<Kept>, Vec<Kept>) = registry.drain(..).partition(|k| k.whose == whose);
-            *registry = kept;
-            for Kept { name, .. } in dropped {
-                note!(self, "c{c} drops its {whose:?} watch on {name}");
-                if !self.sessions[s].registry.iter().any(|k| k.name == name) {
-                    self.send(c, Op::Unwatch { name }, Owner::Unwatch);
-                }
-            }
+        }
+    }
+
+    /// The wait is over (a grant, a failure, a withdrawal): as the
+    /// library's driver drops its watch futures, the client drops the
+    /// watches on the watched nodes and asks the server to remove them.
+    /// Modelled in a semaphore's worlds only, where the herd's bound counts
+    /// the watches kept: a lock's wait leaves its one watch to fire once
+    /// and be ignored, which no check of the lock tells apart, and its
+    /// schedules keep the draws the mutation counts above were taken with.
+    fn drop_wait_watches(&mut self, c: usize) {
+        if let Some(acq) = self.contenders[c].acq.as_mut() {
+            acq.fired.clear();
+        }
+        if self.permits.is_some() {
+            note!(
+                self,
+                "c{c}'s wait is over: it drops its watches on the watched nodes"
+            );
+            self.drop_watches(c, Watch::Watched, &[]);
         }
     }
 
@@ -2900,6 +3289,7 @@ impl World {
         let next = exchange.requests().len() - 1;
         // A watch the request left is kept only if the wire says whose it is.
         let whose = (request.watches() && answer.is_ok()).then(|| exchange.watch(index));
+        let lingers = exchange.lingers(index);
         match whose {
             Some(Some(whose)) => {
                 let name = child_of(request.path()).unwrap_or_default().to_owned();
@@ -2913,6 +3303,8 @@ impl World {
                     name,
                     whose,
                     mzxid: answered.mzxid,
+                    lingers,
+                    detached: false,
                 });
             }
             Some(None) => self.unwatch(c, &request),
@@ -2947,7 +3339,7 @@ impl World {
         let session = session_id(self.contenders[c].session);
         let acq = self.acq(c);
         let mine = acq.machine.inner.node().map(|name| child_path(DIR, name));
-        let (mut own_unreadable, mut found) = (false, None);
+        let (mut own_unreadable, mut found, mut also_gone) = (false, None, false);
         match (&acq.machine.action, request, answer) {
             (_, Request::Create { .. }, Err(Error::NodeExists)) => acq.create_exists = true,
             (_, Request::GetData { path, .. }, Err(Error::NoAuth)) => {
@@ -2965,6 +3357,11 @@ impl World {
                 // with the release marker's name.
                 acq.refused = true;
             }
+            (
+                Some(Action::Acquire(acquire::Action::SetWatches { also, .. })),
+                Request::Exists { path, .. } | Request::GetData { path, .. },
+                Ok(Reply::Stat(None)) | Err(Error::NoNode),
+            ) if also.iter().any(|node| child_of(path) == Some(node.as_str())) => also_gone = true,
             (_, Request::GetAcl { .. }, Ok(_)) => acq.acl = acl,
             (_, Request::List { .. }, Ok(Reply::Children { children, .. })) => {
                 acq.listing = Some(children.clone());
@@ -2973,6 +3370,7 @@ impl World {
         }
         acq.machine.read(index, request, answer);
         self.stats.own_unreadable += u64::from(own_unreadable);
+        self.stats.also_gone += u64::from(also_gone);
         match found {
             Some(true) => self.stats.found_own += 1,
             Some(false) => self.stats.others_token += 1,
@@ -3123,7 +3521,15 @@ impl World {
             _ => {}
         }
         if let Action::Acquire(acquire::Action::Wait { .. }) = action {
-            return Ok(());
+            // A watched node's event kept while the exchange was under way
+            // ends the wait at once.
+            return match self.acq(c).fired.pop_front() {
+                Some((name, event)) => {
+                    note!(self, "c{c} <- watched {event:?} ({name}), kept for the wait");
+                    self.on_event(c, event)
+                }
+                None => Ok(()),
+            };
         }
         let acq = self.acq(c);
         let Some(exchange) = acq.wire.exchange(&action, &acq.machine.inner) else {
@@ -3145,15 +3551,27 @@ impl World {
             _ => acq.last,
         };
         match action {
-            acquire::Action::List => acq.watching = None,
-            acquire::Action::SetWatches { watched, marker, .. } => {
+            acquire::Action::List => acq.watching.clear(),
+            acquire::Action::SetWatches {
+                watched,
+                marker,
+                also,
+                ..
+            } => {
                 if let Some(marker) = marker {
                     if *marker != release_marker(watched) {
                         return self.fail(format!("c{c} watches {marker} for {watched}"));
                     }
                 }
                 acq.waited = true;
-                acq.watching = Some(watched.clone());
+                acq.watching = std::iter::once(watched).chain(also).cloned().collect();
+                let (several, permits) = (also.len() + 1, self.permits.map_or(1, NonZeroU32::get));
+                self.stats.several_watched += u64::from(several > 1);
+                if several > permits as usize {
+                    return self.fail(format!(
+                        "c{c} watches {several} nodes, with {permits} permits: {watched} and {also:?}"
+                    ));
+                }
             }
             acquire::Action::Wait { poll } => {
                 if *poll {
@@ -3162,7 +3580,7 @@ impl World {
                 acq.waiting = true;
             }
             acquire::Action::Rewatch { watched } | acquire::Action::ReadRecord { watched }
-                if acq.watching.as_ref() != Some(watched) =>
+                if !acq.watching.contains(watched) =>
             {
                 let what = format!(
                     "c{c} watches {watched} again, or reads its record, not {:?}",
@@ -3419,7 +3837,17 @@ impl World {
                 .iter()
                 .filter(|(d, m, _)| *d != c && (*m == Mode::Write || mode == Some(Mode::Write)))
                 .collect();
-            if decided != Ok(Decision::Granted) || !holds || !conflicting.is_empty() {
+            // A semaphore's: the directory grants it a permit, and fewer
+            // than N others hold one.
+            let (granted, conflicting) = match self.permits {
+                Some(permits) => {
+                    let full = conflicting.len() >= permits.get() as usize;
+                    let granted = permit_holds(name, &children, permits.get());
+                    (granted, if full { conflicting } else { Vec::new() })
+                }
+                None => (decided == Ok(Decision::Granted), conflicting),
+            };
+            if !granted || !holds || !conflicting.is_empty() {
                 self.broken = Some(format!(
                     "c{c}'s transaction commits at {zxid} checking {name}: the directory decides {decided:?}, \
                      c{c} holds {holds}, conflicting holders {conflicting:?}; children {children:?}"
@@ -3453,15 +3881,26 @@ impl World {
                 "c{c} granted on a message of zxid {basis}, when its node {me} was gone (deleted at {deleted:?})"
             ));
         }
-        match decide(&me, &children) {
-            Ok(Decision::Granted) => {}
-            other => {
+        match (self.permits, decide(&me, &children)) {
+            (Some(permits), _) => {
+                let before = predecessors(&me, &children);
+                if !permit_holds(&me, &children, permits.get()) {
+                    return self.fail(format!(
+                        "c{c} granted {me} on a message of zxid {basis}, with {} contenders before it \
+                         and {permits} permits: {children:?}",
+                        before.len()
+                    ));
+                }
+            }
+            (None, Ok(Decision::Granted)) => {}
+            (None, other) => {
                 return self.fail(format!(
                     "c{c} granted {me} on a message of zxid {basis}, when the directory {children:?} said {other:?}"
                 ))
             }
         }
-        if mark != (mode == Mode::Write && waited && native) {
+        // A semaphore's release is a plain deletion.
+        if mark != (self.permits.is_none() && mode == Mode::Write && waited && native) {
             return self.fail(format!(
                 "c{c} ({mode}, waited: {waited}) granted with mark {mark}"
             ));
@@ -3492,18 +3931,23 @@ impl World {
             }
         }
         // A reader woken by the deletion of a writer node a downgrade replaced.
-        let by_downgrade = self.contenders[c]
-            .acq
-            .as_ref()
-            .and_then(|a| a.watching.as_deref())
-            .and_then(|w| self.nodes.values().rev().find(|n| n.name == w))
-            .is_some_and(|n| matches!(n.deleted_by, Some(By::Downgrade { .. })));
+        let by_downgrade = self.contenders[c].acq.as_ref().is_some_and(|a| {
+            a.watching.iter().any(|w| {
+                self.nodes
+                    .values()
+                    .rev()
+                    .find(|n| n.name == *w)
+                    .is_some_and(|n| matches!(n.deleted_by, Some(By::Downgrade { .. })))
+            })
+        });
         self.stats.downgrade_handoffs += u64::from(by_downgrade && mode == Mode::Read);
         self.contenders[c].state = CState::Holding;
         let acq = self.acq(c);
         acq.granted = true;
         acq.mark = mark;
-        acq.watching = None;
+        acq.watching.clear();
+        self.drop_wait_watches(c);
+        let acq = self.acq(c);
         // Odd contenders are candidates of an election: a granted writer
         // announces itself on its node.
         if mode == Mode::Write && native && c % 2 == 1 {
@@ -3531,6 +3975,10 @@ impl World {
         self.keep(c, keep);
         self.stats.grants += 1;
         self.stats.peer_grants += u64::from(!native);
+        if self.permits.is_some() {
+            self.stats.permit_grants += 1;
+            self.stats.permit_handoffs += u64::from(counts.handoff);
+        }
         self.stats.handoffs += u64::from(counts.handoff);
         self.stats.marker_grants += u64::from(counts.marked);
         match last {
@@ -3626,6 +4074,25 @@ impl World {
                         "c{c} failed with ListingTooLarge: the listing at {basis} is {size} bytes, \
                          limit {:?}, refused {refused:?}",
                         self.listing_limit
+                    ));
+                }
+            }
+            Failure::PermitsDisagree => {
+                self.stats.permits_disagree += 1;
+                // A contender before mine, at the message that failed it,
+                // carries another permit count, and the machine names it.
+                let permits = self.permits.map_or(0, NonZeroU32::get);
+                let me = acq.machine.inner.node().unwrap_or_default();
+                let before = predecessors(me, &self.children_at(basis));
+                let named = acq.machine.inner.conflict();
+                let justified = named.is_some_and(|(node, theirs)| {
+                    theirs != permits
+                        && permits_of(node) == Some(theirs)
+                        && before.iter().any(|(_, name)| name == node)
+                });
+                if !justified {
+                    return self.fail(format!(
+                        "c{c} failed with PermitsDisagree naming {named:?}, the contenders before it {before:?}"
                     ));
                 }
             }
@@ -3773,8 +4240,15 @@ impl World {
             return self.fail(what.clone());
         }
         let holders = self.holders();
-        if holders.len() > 1 && holders.iter().any(|(_, m, _)| *m == Mode::Write) {
-            return self.fail(format!("a writer holds together with others: {holders:?}"));
+        match self.permits {
+            Some(permits) if holders.len() > permits.get() as usize => {
+                return self.fail(format!("more than {permits} hold a permit: {holders:?}"));
+            }
+            Some(permits) => self.check_herd(permits.get())?,
+            None if holders.len() > 1 && holders.iter().any(|(_, m, _)| *m == Mode::Write) => {
+                return self.fail(format!("a writer holds together with others: {holders:?}"));
+            }
+            None => {}
         }
         for (c, k) in self.contenders.iter().enumerate() {
             if let Some(writer) = &k.writer {
@@ -3802,6 +4276,55 @@ impl World {
                 return self.fail(format!(
                     "c{c}'s node {:?} is gone, and nothing will tell its keeper",
                     machine.node()
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// No herd (see `core::semaphore`): a contender whose node is live keeps
+    /// watches on at most `permits` other live nodes, and each of them is
+    /// one of the `permits` contenders right before its node in the queue
+    /// (counted as the semaphore counts: valid sequences), so that a
+    /// deletion notifies at most `permits` contenders. The watches counted
+    /// are those the client keeps for the wait (`Watch::Watched`), which it
+    /// drops when the wait is over; the server may still hold one whose
+    /// removal is under way.
+    fn check_herd(&self, permits: u32) -> Check {
+        let children = self.children();
+        for (c, k) in self.contenders.iter().enumerate() {
+            let Some(acq) = k.acq.as_ref() else {
+                continue;
+            };
+            let machine = &acq.machine.inner;
+            let (Some(me), Some(czxid)) = (machine.node(), machine.czxid()) else {
+                continue;
+            };
+            if !self.alive(czxid as u64) {
+                continue;
+            }
+            let watched: Vec<&String> = self.sessions[k.session]
+                .registry
+                .iter()
+                .filter(|kept| {
+                    kept.whose == Watch::Watched && !kept.detached && kept.name != me && self.live(&kept.name)
+                })
+                .map(|kept| &kept.name)
+                .collect();
+            if watched.len() > permits as usize {
+                return self.fail(format!(
+                    "c{c} ({me}) keeps watches on {} nodes, with {permits} permits: {watched:?}",
+                    watched.len()
+                ));
+            }
+            if watched.is_empty() {
+                continue;
+            }
+            let before = predecessors(me, &children);
+            let near = &before[before.len().saturating_sub(permits as usize)..];
+            if let Some(far) = watched.iter().find(|w| !near.iter().any(|(_, n)| n == **w)) {
+                return self.fail(format!(
+                    "c{c} ({me}) watches {far}, not one of the {permits} contenders right before it: {near:?}"
                 ));
             }
         }
@@ -3850,14 +4373,14 @@ impl World {
         match &k.acq {
             None => "idle".to_owned(),
             Some(acq) => format!(
-                "{:?} {:?} as {:?}, last action {}, waiting {}, watching {:?} (exists: {}), keeper {:?}, session {:?}, pending {:?}, exchange {:?}, machine {:?}",
+                "{:?} {:?} as {:?}, last action {}, waiting {}, watching {:?} (exists: {:?}), keeper {:?}, session {:?}, pending {:?}, exchange {:?}, machine {:?}",
                 k.state,
                 acq.mode,
                 acq.machine.inner.node(),
                 acq.last,
                 acq.waiting,
                 acq.watching,
-                acq.watching.as_deref().is_some_and(|w| self.live(w)),
+                acq.watching.iter().map(|w| self.live(w)).collect::<Vec<_>>(),
                 acq.keeper,
                 s.state,
                 k.pending,
@@ -3892,6 +4415,7 @@ impl World {
                 .filter(|&c| {
                     let k = &self.contenders[c];
                     k.state == CState::Holding
+                        && self.permits.is_none()
                         && self.old & (1 << c) == 0
                         && self.sessions[k.session].state != Link::Expired
                         && k.acq.as_ref().is_some_and(|a| {
@@ -3945,6 +4469,17 @@ impl World {
                 .into_iter()
                 .map(Move::ForeignReplace)
                 .collect(),
+            // A semaphore's: a bare writer twice as often as a name with
+            // another permit count or a name that is no contender's.
+            Kind::ForeignNode if self.dir.is_some() => {
+                vec![
+                    Move::ForeignNode(0),
+                    Move::ForeignNode(0),
+                    Move::ForeignNode(1),
+                    Move::ForeignNode(2),
+                ]
+            }
+            Kind::ForeignNode => Vec::new(),
             Kind::ForeignMarker => self
                 .marker_candidates()
                 .into_iter()
@@ -3977,7 +4512,7 @@ impl World {
             Move::Downgrade(c) => self.downgrade(c)?,
             Move::Observe => self.observe()?,
             Move::Start(c) => {
-                let mode = if self.rng.one_in(2) {
+                let mode = if self.rng.one_in(2) && self.permits.is_none() {
                     Mode::Read
                 } else {
                     Mode::Write
@@ -3996,6 +4531,7 @@ impl World {
             Move::ForeignReplace(name) => self.foreign_replace(&name),
             Move::ForeignMarker(name) => self.foreign_marker(&name),
             Move::ForeignUnmarker(marker) => self.foreign_unmarker(&marker),
+            Move::ForeignNode(kind) => self.foreign_node(kind),
             Move::RemoveDir => self.remove_dir(),
             Move::Commit(c) => self.commit(c)?,
         }
@@ -4029,6 +4565,7 @@ impl World {
             (Kind::ForeignDelete, rare),
             (Kind::ForeignReplace, rare),
             (Kind::ForeignMarker, u32::from(faults >= 2)),
+            (Kind::ForeignNode, if self.permits.is_some() { rare } else { 0 }),
             (Kind::RemoveDir, 2),
             (Kind::Commit, 2),
         ];
@@ -4079,21 +4616,34 @@ impl World {
         let mut rng = Rng(seed);
         let limit = 2000 + 400 * self.contenders.len();
         let mut steps = 0;
-        loop {
-            let mut moves = Vec::new();
-            for kind in [Kind::Deliver, Kind::Apply, Kind::Reconnect, Kind::Release] {
-                moves.extend(self.moves(kind));
+        // First to rest with the holders holding on: no waiter may then
+        // be owed a wake-up.
+        for (kinds, at_rest) in [
+            (&[Kind::Deliver, Kind::Apply, Kind::Reconnect][..], true),
+            (
+                &[Kind::Deliver, Kind::Apply, Kind::Reconnect, Kind::Release][..],
+                false,
+            ),
+        ] {
+            loop {
+                let mut moves = Vec::new();
+                for kind in kinds {
+                    moves.extend(self.moves(*kind));
+                }
+                if moves.is_empty() {
+                    break;
+                }
+                steps += 1;
+                if steps > limit {
+                    return self.fail(format!("no rest after {limit} steps of the drain"));
+                }
+                self.rng = Rng(rng.next_u64());
+                let m = moves[rng.index(moves.len())].clone();
+                self.perform(m)?;
             }
-            if moves.is_empty() {
-                break;
+            if at_rest {
+                self.check_at_rest()?;
             }
-            steps += 1;
-            if steps > limit {
-                return self.fail(format!("no rest after {limit} steps of the drain"));
-            }
-            self.rng = Rng(rng.next_u64());
-            let m = moves[rng.index(moves.len())].clone();
-            self.perform(m)?;
         }
         for c in 0..self.contenders.len() {
             if self.contenders[c].state != CState::Idle {
@@ -4129,14 +4679,94 @@ impl World {
                 ));
             }
         }
-        // The server keeps no watch on a release marker for a wait that is over.
+        // The server keeps no watch on a release marker for a wait that is
+        // over, nor on any node that does not exist (an `exists` on a
+        // semaphore's watched node gone leaves one, which the client drops).
         let left: Vec<(&String, &BTreeSet<usize>)> = self
             .watches
             .iter()
-            .filter(|(name, watchers)| is_marker(name) && !watchers.is_empty())
+            .filter(|(name, watchers)| !self.live(name) && !watchers.is_empty())
             .collect();
         if !left.is_empty() {
-            return self.fail(format!("release markers' watches left on the server: {left:?}"));
+            return self.fail(format!(
+                "watches on nodes that do not exist left on the server: {left:?}"
+            ));
+        }
+        Ok(())
+    }
+
+    /// The drain's first rest (everything applied and delivered, every
+    /// session connected, the holders holding on): no wake-up is owed.
+    /// Every acquire under way waits, and one whose node is live waits on
+    /// what the directory says it waits on now (a semaphore's: the N
+    /// contenders right before it, none of them able to be missing, since
+    /// the deletion of a watched node wakes the wait), with the watches set
+    /// on the server: it is not owed a grant (no missed wake-up), and
+    /// will be woken when that changes.
+    fn check_at_rest(&mut self) -> Check {
+        let children = self.children();
+        for c in 0..self.contenders.len() {
+            let k = &self.contenders[c];
+            let Some(acq) = k.acq.as_ref() else {
+                continue;
+            };
+            match k.state {
+                CState::Holding => continue,
+                CState::Acquiring if acq.waiting => {}
+                _ => return self.fail(format!("c{c} is not waiting at rest: {}", self.describe(c))),
+            }
+            let machine = &acq.machine.inner;
+            let (Some(me), Some(czxid)) = (machine.node(), machine.czxid()) else {
+                return self.fail(format!("c{c} waits at rest with no node: {}", self.describe(c)));
+            };
+            // A node deleted by a stranger: the next wake-up tells (the
+            // holders release next).
+            if !self.alive(czxid as u64) {
+                continue;
+            }
+            let expected: BTreeSet<String> = match self.permits {
+                Some(permits) => {
+                    if permit_holds(me, &children, permits.get()) {
+                        return self.fail(format!(
+                            "c{c} ({me}) waits at rest, owed a permit (a missed wake-up): {}",
+                            self.describe(c)
+                        ));
+                    }
+                    let before = predecessors(me, &children);
+                    let near = before.len().saturating_sub(permits.get() as usize);
+                    before[near..].iter().map(|(_, name)| name.clone()).collect()
+                }
+                None => match decide(me, &children) {
+                    Ok(Decision::Wait { watch, .. }) => BTreeSet::from([watch.to_owned()]),
+                    other => {
+                        return self.fail(format!(
+                        "c{c} ({me}) waits at rest, the directory deciding {other:?} (a missed wake-up): {}",
+                        self.describe(c)
+                    ))
+                    }
+                },
+            };
+            let s = k.session;
+            let unset: Vec<&String> = acq
+                .watching
+                .iter()
+                .filter(|name| {
+                    !self.watches.get(*name).is_some_and(|w| w.contains(&s))
+                        || !self.sessions[s]
+                            .registry
+                            .iter()
+                            .any(|kept| kept.name == **name && !kept.detached)
+                })
+                .collect();
+            if acq.watching != expected || !unset.is_empty() {
+                return self.fail(format!(
+                    "c{c} ({me}) waits at rest on {:?} (watches not set: {unset:?}), \
+                     where the directory says {expected:?}: {}",
+                    acq.watching,
+                    self.describe(c)
+                ));
+            }
+            self.stats.waiters_at_rest += 1;
         }
         Ok(())
     }
@@ -4173,6 +4803,7 @@ enum Kind {
     ForeignDelete,
     ForeignReplace,
     ForeignMarker,
+    ForeignNode,
     RemoveDir,
     Commit,
 }
@@ -4195,6 +4826,10 @@ enum Move {
     ForeignReplace(String),
     ForeignMarker(String),
     ForeignUnmarker(String),
+    /// A stranger's node in a semaphore's directory: 0 a bare writer, 1 a
+    /// semaphore's node with another permit count, 2 a name that is no
+    /// contender's.
+    ForeignNode(u8),
     RemoveDir,
     Commit(usize),
 }
@@ -4240,6 +4875,10 @@ struct Schedule {
     foreign_data: bool,
     drain_seed: u64,
     choices: Vec<u32>,
+    /// A counting semaphore's with this many permits, every contender a
+    /// native writer of it (`semaphore_schedule`); `None`: a read/write
+    /// lock's.
+    permits: Option<u32>,
 }
 
 fn schedule() -> impl Strategy<Value = Schedule> {
@@ -4293,14 +4932,29 @@ fn schedule() -> impl Strategy<Value = Schedule> {
                 foreign_data,
                 drain_seed,
                 choices,
+                permits: None,
             },
         )
+}
+
+/// A semaphore's schedule: N permits (1 to 4) and 3N or 3N + 1
+/// contenders (at least 3), all native writers of the semaphore; the rest
+/// as a lock's schedule draws it (its faults, the directory, the counter,
+/// its ACLs), which never downgrades.
+fn semaphore_schedule() -> impl Strategy<Value = Schedule> {
+    (schedule(), 1u32..=4, any::<bool>()).prop_map(|(schedule, permits, one_more)| Schedule {
+        mixed: false,
+        contenders: (3 * permits as usize + usize::from(one_more)).max(3),
+        permits: Some(permits),
+        ..schedule
+    })
 }
 
 impl World {
     /// The world a schedule starts from.
     fn of(schedule: &Schedule, mutation: Mutation) -> World {
         let mut world = World::new(schedule.contenders, schedule.counter, mutation);
+        world.permits = schedule.permits.and_then(NonZeroU32::new);
         world.negative_once = schedule.negative_once;
         world.mixed = schedule.mixed;
         // Header, count and stat (88 bytes) and two to four names of about
@@ -4512,6 +5166,68 @@ fn schedules_keep_every_rule() {
     }
 }
 
+/// Cases of the semaphore's simulation: `SIM_SEMAPHORE_CASES` overrides.
+const SEMAPHORE_CASES: u32 = 1000;
+
+/// A counting semaphore's schedules (`semaphore_schedule`) with the real
+/// machine: never more than N hold, no waiter is owed a wake-up at rest
+/// and all are granted once the holders release, no deletion wakes more
+/// than N, nothing is left behind. Failing schedules are shrunk and kept
+/// in `proptest-regressions/simulation_semaphore.txt`.
+#[test]
+fn semaphore_schedules_hold_n_permits_with_no_missed_wakeup_and_no_herd() {
+    let config = ProptestConfig {
+        cases: std::env::var("SIM_SEMAPHORE_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(SEMAPHORE_CASES),
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
+            "proptest-regressions/simulation_semaphore.txt",
+        ))),
+        max_shrink_iters: SHRINK_ITERS,
+        ..ProptestConfig::default()
+    };
+    let totals = Mutex::new(Stats::default());
+    let mut runner = TestRunner::new(config);
+    let result = runner.run(&semaphore_schedule(), |schedule| {
+        let stats = simulate(&schedule, Mutation::None).map_err(TestCaseError::fail)?;
+        totals.lock().unwrap().add(&stats);
+        Ok(())
+    });
+    match result {
+        Ok(()) => {}
+        Err(TestError::Fail(_, schedule)) => panic!(
+            "{}\nminimal schedule: {schedule:?}",
+            report(&schedule, Mutation::None)
+        ),
+        Err(e) => panic!("{e}"),
+    }
+    let totals = totals.into_inner().unwrap();
+    eprintln!("semaphore simulation totals: {totals:?}");
+    // The schedules reach the semaphore's paths (floors only catch a
+    // scheduler that stopped reaching them).
+    if totals.runs >= 200 {
+        for (what, n) in [
+            ("permits granted", totals.permit_grants),
+            ("permits handed off by a deletion", totals.permit_handoffs),
+            ("waits on several nodes", totals.several_watched),
+            ("other watched nodes found gone", totals.also_gone),
+            ("deletions of watched nodes", totals.watchers_at_deletion),
+            ("deletions that woke N waiters", totals.herd_full),
+            ("PermitsDisagree", totals.permits_disagree),
+            ("strangers' nodes", totals.foreign_nodes),
+            ("waiters checked at rest", totals.waiters_at_rest),
+            ("Lost", totals.lost),
+            ("SessionEnded", totals.session_ended),
+            ("gave up", totals.gave_up),
+            ("holders told of their loss", totals.held_lost),
+            ("transactions committed", totals.txs_committed),
+        ] {
+            assert!(n > 0, "no {what} in {} runs: {totals:?}", totals.runs);
+        }
+    }
+}
+
 /// Runs schedules from a fixed seed with a broken machine; returns the
 /// number of the first case that broke a check, and its report.
 fn hunt(mutation: Mutation) -> Option<(u32, String)> {
@@ -4520,7 +5236,11 @@ fn hunt(mutation: Mutation) -> Option<(u32, String)> {
         ..ProptestConfig::default()
     };
     let mut runner = TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha));
-    let strategy = schedule();
+    // A semaphore's rule is broken on a semaphore's schedules.
+    let strategy = match mutation {
+        Mutation::PermitWatchesOne | Mutation::PermitWatchesHead => semaphore_schedule().boxed(),
+        _ => schedule().boxed(),
+    };
     for case in 1..=budget(mutation) {
         let schedule = strategy.new_tree(&mut runner).expect("a schedule").current();
         if simulate(&schedule, mutation).is_err() {
@@ -4643,6 +5363,20 @@ fn mutation_ignore_held_deletion_is_caught() {
     assert_caught(Mutation::IgnoreHeldDeletion);
 }
 
+/// A semaphore's waiter that watches its immediate predecessor only is
+/// owed a wake-up when a farther one leaves.
+#[test]
+fn mutation_permit_watching_one_predecessor_misses_a_wakeup() {
+    assert_caught(Mutation::PermitWatchesOne);
+}
+
+/// A semaphore's waiter that watches the N contenders nearest the head
+/// makes a herd: every waiter behind them watches them.
+#[test]
+fn mutation_permit_watching_the_head_makes_a_herd() {
+    assert_caught(Mutation::PermitWatchesHead);
+}
+
 // ---- scenarios -------------------------------------------------------------
 
 impl World {
@@ -4680,7 +5414,7 @@ impl World {
     /// Waiting on `watched`'s node.
     fn waits_on(&self, c: usize, watched: usize) -> bool {
         let acq = self.contenders[c].acq.as_ref();
-        acq.is_some_and(|a| a.waiting && a.watching == Some(self.name(watched)))
+        acq.is_some_and(|a| a.waiting && a.watching.contains(&self.name(watched)))
     }
 
     fn last_outcome(&self, c: usize) -> Option<Outcome> {
@@ -4841,6 +5575,184 @@ fn scenario_an_expired_holder() {
             w.contenders[0].session != s0 && w.waits_on(0, 1),
             "c0 waits on c1 in a new session",
         )?;
+        w.drain(1)
+    })
+    .unwrap();
+}
+
+/// A semaphore's world of `contenders`, with `permits` permits.
+fn semaphore_scenario(
+    mutation: Mutation,
+    contenders: usize,
+    permits: u32,
+    script: impl FnOnce(&mut World) -> Check,
+) -> Check {
+    let mut world = World::new(contenders, 0, mutation);
+    world.permits = NonZeroU32::new(permits);
+    world.run(script)
+}
+
+/// Two permits: c0 and c1 hold, c2 waits on both. The farther one, c0,
+/// releases first: c2 takes the permit from that deletion (exactly two
+/// before it: a hand-off, no new listing). Watching its immediate
+/// predecessor only, it would miss that wake-up.
+fn permit_farther_release(mutation: Mutation) -> Check {
+    semaphore_scenario(mutation, 3, 2, |w| {
+        for c in 0..2 {
+            w.start(c, Mode::Write, true, false)?;
+            w.settle()?;
+        }
+        w.start(2, Mode::Write, true, false)?;
+        w.settle()?;
+        expect(w.holding(0) && w.holding(1), "c0 and c1 hold")?;
+        expect(w.waits_on(2, 1), "c2 waits on c1")?;
+        expect(w.waits_on(2, 0), "c2 waits on c0")?;
+        w.release(0)?;
+        w.settle()?;
+        expect(w.holding(2), "c2 holds once c0 released")?;
+        expect(
+            w.machine(2).counts().handoff,
+            "c2 took c0's deletion as its grant",
+        )?;
+        w.drain(1)
+    })
+}
+
+#[test]
+fn scenario_a_permit_waiter_wakes_when_its_farther_predecessor_leaves() {
+    permit_farther_release(Mutation::None).unwrap();
+    let report = permit_farther_release(Mutation::PermitWatchesOne).unwrap_err();
+    assert!(report.contains("expected: c2 waits on c0"), "{report}");
+}
+
+/// Two permits: c0 and c1 hold; c2's watches are under way (on its own
+/// node, on c1, then on c0) when a stranger writes to c1, after
+/// c1's watch was set and before c0's answer: the event comes before the
+/// exchange is complete. The carrier keeps it for the wait, as the
+/// library's driver does (the machine takes no watched node's event
+/// while a request is in flight, `Arrived`): the wait lists again and
+/// watches c1 again, so that c1's release wakes it.
+#[test]
+fn scenario_a_data_change_before_a_permits_watches_are_all_set_is_kept_for_the_wait() {
+    semaphore_scenario(Mutation::None, 3, 2, |w| {
+        for c in 0..2 {
+            w.start(c, Mode::Write, true, false)?;
+            w.settle()?;
+        }
+        w.start(2, Mode::Write, true, false)?;
+        let s2 = w.contenders[2].session;
+        for _ in 0..20 {
+            if w.contenders[2]
+                .acq
+                .as_ref()
+                .is_some_and(|a| a.last == "SetWatches")
+            {
+                break;
+            }
+            w.apply_next(s2);
+            while !w.sessions[s2].outbound.is_empty() {
+                w.deliver(s2)?;
+            }
+        }
+        let c1 = w.name(1);
+        let sent: Vec<String> = w.sessions[s2].inflight.iter().map(|(_, op)| op.shown()).collect();
+        expect(
+            sent.len() == 3 && sent[1].contains(&c1),
+            "c2 sent its own node's watch, c1's, then c0's",
+        )?;
+        w.apply_next(s2);
+        w.apply_next(s2);
+        w.foreign_data(&c1);
+        while !w.sessions[s2].outbound.is_empty() {
+            w.deliver(s2)?;
+        }
+        expect(
+            w.contenders[2].acq.as_ref().is_some_and(|a| a.fired.len() == 1),
+            "c2's carrier keeps c1's event",
+        )?;
+        w.settle()?;
+        expect(w.waits_on(2, 0) && w.waits_on(2, 1), "c2 waits on c0 and c1")?;
+        expect(
+            w.watches.get(&c1).is_some_and(|watchers| watchers.contains(&s2)),
+            "c2's watch on c1 is set again",
+        )?;
+        w.release(1)?;
+        w.settle()?;
+        expect(w.holding(2), "c2 holds once c1 released")?;
+        w.drain(1)
+    })
+    .unwrap();
+}
+
+/// Two permits: c0 holds all along. c2 waits on c0 and c1, and is granted
+/// when c1 releases; c3, behind it, then waits on c0 and c2, and is granted
+/// when c2 releases; c4 then waits on c0 and c3. Their watches on c0
+/// linger once their waits are over (`wire::Exchange::lingers`): c0's
+/// release notifies c2 (idle), c3 (holding) and c4, three sessions with
+/// two permits. Only c4 waits on c0 (the herd's bound, checked at the
+/// deletion): the other two ignore the event, and c4 takes the permit.
+#[test]
+fn scenario_a_long_held_permit_is_watched_by_every_wait_on_it() {
+    semaphore_scenario(Mutation::None, 5, 2, |w| {
+        for c in 0..4 {
+            w.start(c, Mode::Write, true, false)?;
+            w.settle()?;
+        }
+        w.release(1)?;
+        w.settle()?;
+        expect(w.holding(2) && w.waits_on(3, 0), "c2 holds, c3 waits on c0")?;
+        w.release(2)?;
+        w.settle()?;
+        expect(w.holding(3), "c3 holds")?;
+        w.start(4, Mode::Write, true, false)?;
+        w.settle()?;
+        expect(w.waits_on(4, 0) && w.waits_on(4, 3), "c4 waits on c0 and c3")?;
+        let c0 = w.name(0);
+        let owner = w.contenders[0].session;
+        let watchers: BTreeSet<usize> = w
+            .watches
+            .get(&c0)
+            .into_iter()
+            .flatten()
+            .filter(|s| **s != owner)
+            .map(|s| w.sessions[*s].contender)
+            .collect();
+        expect(
+            watchers == BTreeSet::from([2, 3, 4]),
+            "c2, c3 and c4 watch c0 on the server",
+        )?;
+        let (notified, ignored) = (w.stats.over_n_notified, w.stats.lingered_events);
+        w.release(0)?;
+        w.settle()?;
+        expect(
+            w.stats.over_n_notified == notified + 1,
+            "c0's deletion notifies more than two",
+        )?;
+        expect(w.stats.lingered_events == ignored + 2, "c2 and c3 ignore it")?;
+        expect(w.holding(4), "c4 holds")?;
+        w.drain(1)
+    })
+    .unwrap();
+}
+
+/// Two permits: c0 holds; a stranger's node that carries three permits
+/// comes next. c1, behind it, is refused (`PermitsDisagree`, naming it)
+/// and withdraws its node; c0 holds on.
+#[test]
+fn scenario_a_predecessor_with_another_permit_count_is_refused() {
+    semaphore_scenario(Mutation::None, 2, 2, |w| {
+        w.start(0, Mode::Write, true, false)?;
+        w.settle()?;
+        w.foreign_node(1);
+        w.start(1, Mode::Write, true, false)?;
+        w.settle()?;
+        expect(
+            w.last_outcome(1) == Some(Outcome::Failed(Failure::PermitsDisagree)),
+            "c1 fails with PermitsDisagree",
+        )?;
+        expect(w.holding(0), "c0 holds")?;
+        let left: Vec<&String> = w.live.keys().filter(|n| n.starts_with("c1@")).collect();
+        expect(left.is_empty(), "c1's node is withdrawn")?;
         w.drain(1)
     })
     .unwrap();
@@ -5421,7 +6333,7 @@ fn downgrade_race(mutation: Mutation) -> Check {
         w.settle_but(Some(s0))?;
         let on_writer = |w: &World| {
             let acq = w.contenders[2].acq.as_ref();
-            acq.is_some_and(|a| a.waiting && a.watching.as_ref() == Some(&writer))
+            acq.is_some_and(|a| a.waiting && a.watching.contains(&writer))
         };
         expect(on_writer(w), "c1 withdrew, c2 waits on c0's writer node")?;
         w.settle()?;
