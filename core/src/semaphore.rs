@@ -44,7 +44,10 @@
 //! nodes went, and its new N immediate predecessors still include every
 //! node it watched before that is still there (only its predecessors left),
 //! unless it now holds; either way it is still within N of each node it
-//! ever watched. Why the *immediate* predecessors: any N distinct
+//! ever watched. (A wait that ended, granted or given up, may leave its
+//! watches to fire rather than remove them, [`crate::wire::Exchange::lingers`]:
+//! a node held long then notifies those sessions too, which ignore it; at
+//! most N waiting contenders act on it.) Why the *immediate* predecessors: any N distinct
 //! predecessors would avoid a missed wake-up, but N nodes nearer the head
 //! would each be watched by every waiter behind them.
 //!

@@ -824,13 +824,20 @@ impl Exchange {
 
     /// True if the watch request `index` leaves, once no longer needed, is
     /// left to fire rather than removed (a removal is a request): the
-    /// watches of a semaphore's wait on several predecessors. Each is on a
-    /// node ahead in the queue, which is deleted in its turn, and at most N
-    /// waiters watch any node ([`crate::semaphore`]'s "No herd"), so what
-    /// is left is bounded and goes by itself. A watch on a node found gone
-    /// is not kept at all ([`Exchange::watch`]), and every other watch is
-    /// removed when dropped: a lock's may wait on a node for a long time, a
-    /// marker's on one never created.
+    /// watches of a semaphore's wait. Each is on a node ahead in the queue,
+    /// which is deleted in its turn, and goes with it. While they wait, at
+    /// most N contenders act on a node's deletion ([`crate::semaphore`]'s
+    /// "No herd"); the watches of waits that ended (granted, given up)
+    /// stay until the node goes, so a node held long may notify more
+    /// sessions than N, each a notification to ignore, not a request. A
+    /// watch on a node found gone is not kept at all ([`Exchange::watch`]),
+    /// and every other watch is removed when dropped: a lock's may wait on
+    /// a node for a long time, a marker's on one never created.
+    ///
+    /// A carrier holds a watched node's event that arrives during an
+    /// exchange until the wait takes it (the machine listens to watched
+    /// nodes only while it waits): a semaphore's exchange may be answered
+    /// for one watched node while another's event is already on its way.
     pub fn lingers(&self, index: usize) -> bool {
         match &self.kind {
             Kind::SetWatches { nodes, lingers, .. } => *lingers && nodes.contains(&Some(index)),
