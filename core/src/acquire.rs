@@ -1210,6 +1210,14 @@ impl Acquire {
         self.list()
     }
 
+    /// Which watched nodes' watches are set and have not fired, as the
+    /// carrier holds them (child names): a semaphore's wait keeps only
+    /// those of its watches across a listing (a watch whose event came,
+    /// taken or not, is asked for again if its node is still listed).
+    pub fn watches_pending(&mut self, pending: &[String]) {
+        self.live.retain(|node| pending.contains(node));
+    }
+
     /// The nodes a wait that polls (`Wait { poll: true }`) looks at, each
     /// until it is gone (the first found gone is the watched node's
     /// deletion, [`Event::Watched`]): those of its watched nodes it may not

@@ -825,7 +825,10 @@ impl Exchange {
     /// True if the watch request `index` leaves, once no longer needed, is
     /// left to fire rather than removed (a removal is a request): the
     /// watches of a semaphore's wait. Each is on a node ahead in the queue,
-    /// which is deleted in its turn, and goes with it. While they wait, at
+    /// which is deleted in its turn, and goes with it. A carrier keeps one
+    /// such watch per node and forgets the others (a client removes a
+    /// watcher from the server only if it is the session's last on the
+    /// node), so it holds at most one per node, and sends no request. While they wait, at
     /// most N contenders act on a node's deletion ([`crate::semaphore`]'s
     /// "No herd"); the watches of waits that ended (granted, given up)
     /// stay until the node goes, so a node held long may notify more

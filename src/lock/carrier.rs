@@ -68,22 +68,25 @@ impl Answered {
     }
 }
 
-/// A watch's event to come; dropped unfired, the client asks the server to
-/// remove the watch, unless it `lingers` ([`Exchange::lingers`]).
-fn pending(watch: zk::OneshotWatcher, lingers: bool) -> WatchFuture {
-    if lingers {
-        Box::pin(watch.detached())
-    } else {
-        Box::pin(watch.changed())
-    }
-}
-
 /// A request on its way: it left when it was made.
 type Sent<'c> = Pin<Box<dyn Future<Output = Answered> + Send + 'c>>;
 
-/// The watches an exchange left and keeps, each with whose it is and the
-/// path of its node.
-pub(super) type Watches = Vec<(Watch, String, WatchFuture)>;
+/// A watch an exchange left and keeps.
+pub(super) struct Kept {
+    /// Whose it is.
+    pub(super) kind: Watch,
+    /// Its node's path.
+    pub(super) path: String,
+    /// Once not needed, it is left to fire ([`Exchange::lingers`]).
+    pub(super) lingers: bool,
+    /// Its event to come; dropped unfired, the client asks the server to
+    /// remove the watch (unless another watcher of the session is on the
+    /// node: then it only forgets this one).
+    pub(super) watch: WatchFuture,
+}
+
+/// The watches an exchange left and keeps.
+pub(super) type Watches = Vec<Kept>;
 
 impl Clone for Carrier {
     /// The same requests, with no error seen yet.
@@ -176,7 +179,12 @@ impl Carrier {
                     .get(index)
                     .map(Request::path)
                     .unwrap_or_default();
-                watches.push((kind, path.to_owned(), pending(watch, exchange.lingers(index))));
+                watches.push(Kept {
+                    kind,
+                    path: path.to_owned(),
+                    lingers: exchange.lingers(index),
+                    watch: Box::pin(watch.changed()),
+                });
             }
             // A watch not kept is dropped here: the client asks the
             // server to remove it.
@@ -277,7 +285,7 @@ pub(super) async fn keep(
         if exchange.watch(index) == Some(Watch::Held) {
             watch = answered
                 .watch
-                .map(|watch| pending(watch, exchange.lingers(index)));
+                .map(|watch| -> WatchFuture { Box::pin(watch.changed()) });
         }
         error = answered.result.err();
     }

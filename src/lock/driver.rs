@@ -3,7 +3,7 @@
 //! feeds back what came of them (the run loop in that module's
 //! documentation).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::num::NonZeroU32;
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
@@ -247,6 +247,9 @@ impl SharedLock {
                         Some(watches) => {
                             driver.keep(watches, &exchange);
                             driver.pump(&mut pending.machine);
+                            // Which watched nodes' watches are set and have
+                            // not fired: the machine keeps only those.
+                            pending.machine.watches_pending(&driver.watches_pending());
                             let next = carrier.wire.settle(&exchange, &mut pending.machine);
                             if let (contender::Action::ReadDirData, Some(Ok(Reply::Data { data, .. }))) =
                                 (&request, exchange.answered(0))
@@ -363,9 +366,9 @@ struct Driver<'a> {
     until: Option<Instant>,
     /// The pending watch on our own node.
     own_watch: Option<WatchFuture>,
-    /// The pending watches on the watched nodes, with their paths (a
-    /// semaphore's wait watches several; the nearest is `watched_path`).
-    watched: Vec<(String, WatchFuture)>,
+    /// The pending watches on the watched nodes (a semaphore's wait watches
+    /// several; the nearest is `watched_path`).
+    watched: Vec<Watching>,
     watched_path: String,
     /// The watched nodes a wait polls (those it may not read), full paths.
     polled: Vec<String>,
@@ -396,6 +399,48 @@ impl Got {
             && self.session.is_none()
             && self.watched.is_none()
             && !self.deadline
+    }
+}
+
+/// The watches a lock's waits left to fire ([`Exchange::lingers`]), one
+/// per node: a watch let go on a node that has one here is dropped, and
+/// the client only forgets it (the session still has a watcher there, so
+/// no removal is sent); a fired one is swept out. So the client keeps at
+/// most one such watcher per node, and no request is sent for them.
+#[derive(Default)]
+pub(super) struct Leftovers(Mutex<HashMap<String, WatchFuture>>);
+
+impl Leftovers {
+    /// Takes a watch a wait no longer needs: kept if it lingers and its
+    /// node has none here yet; dropped otherwise.
+    fn let_go(&self, watching: Watching) {
+        if !watching.lingers {
+            return;
+        }
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        let Ok(mut kept) = self.0.lock() else {
+            return;
+        };
+        kept.retain(|_, watch| watch.as_mut().poll(&mut cx).is_pending());
+        kept.entry(watching.path).or_insert(watching.watch);
+    }
+}
+
+/// A pending watch on a watched node.
+struct Watching {
+    path: String,
+    /// Left to fire once not needed ([`Exchange::lingers`]): handed to the
+    /// lock's store of lingering watches ([`super::Leftovers`]).
+    lingers: bool,
+    watch: WatchFuture,
+}
+
+impl Drop for Driver<'_> {
+    /// The wait's watches left to fire go to the lock's store.
+    fn drop(&mut self) {
+        for watching in self.watched.drain(..) {
+            self.lock.inner.leftovers.let_go(watching);
+        }
     }
 }
 
@@ -430,7 +475,14 @@ impl Driver<'_> {
         // The watched nodes' watches go, but those the exchange keeps.
         if exchange.forgets_session_changes() || !first_watched {
             let kept = exchange.kept();
-            self.watched.retain(|(path, _)| kept.contains(path));
+            let (keep, go): (Vec<_>, Vec<_>) = self
+                .watched
+                .drain(..)
+                .partition(|watching| kept.contains(&watching.path));
+            self.watched = keep;
+            for watching in go {
+                self.lock.inner.leftovers.let_go(watching);
+            }
         }
         if exchange.forgets_session_changes() {
             self.seen_state = None;
@@ -450,14 +502,38 @@ impl Driver<'_> {
                 self.lock.warn_persistent(request.path());
             }
         }
-        for (kind, path, watch) in watches {
-            match kind {
-                Watch::Own => self.own_watch = Some(watch),
-                Watch::Marker => self.marker = Some(watch),
-                Watch::Watched => self.watched.push((path, watch)),
+        for kept in watches {
+            match kept.kind {
+                Watch::Own => self.own_watch = Some(kept.watch),
+                Watch::Marker => self.marker = Some(kept.watch),
+                Watch::Watched => self.watched.push(Watching {
+                    path: kept.path,
+                    lingers: kept.lingers,
+                    watch: kept.watch,
+                }),
                 Watch::Held => {}
             }
         }
+    }
+
+    /// The child names of the watched nodes whose watches are set and have
+    /// not fired (a fired one stays, its event put back).
+    fn watches_pending(&mut self) -> Vec<String> {
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        let mut pending = Vec::new();
+        for watching in &mut self.watched {
+            match watching.watch.as_mut().poll(&mut cx) {
+                std::task::Poll::Ready(event) => {
+                    watching.watch = fired(event);
+                    watching.lingers = false;
+                }
+                std::task::Poll::Pending => {
+                    let name = watching.path.rsplit('/').next().unwrap_or_default();
+                    pending.push(name.to_owned());
+                }
+            }
+        }
+        pending
     }
 
     /// Waits for the next event of an acquire that waits.
@@ -611,7 +687,12 @@ impl Driver<'_> {
             self.seen_state = Some(state);
         }
         if let Some(Watched::Event(path, event)) = got.watched {
-            self.watched.push((path, fired(event)));
+            // Put back as it was: a watch fired is no longer left to fire.
+            self.watched.push(Watching {
+                path,
+                lingers: false,
+                watch: fired(event),
+            });
         }
     }
 
@@ -812,17 +893,15 @@ fn poll_watch(watch: &mut Option<WatchFuture>, cx: &mut std::task::Context<'_>) 
 
 /// Polls several watches: the first that has fired, with its node's path
 /// (taken out); otherwise `cx` is woken when one fires.
-fn poll_any(watches: &mut Vec<(String, WatchFuture)>, cx: &mut std::task::Context<'_>) -> Option<Watched> {
-    let (index, event) =
-        watches
-            .iter_mut()
-            .enumerate()
-            .find_map(|(index, (_, watch))| match watch.as_mut().poll(cx) {
-                std::task::Poll::Ready(event) => Some((index, event)),
-                std::task::Poll::Pending => None,
-            })?;
-    let (path, _) = watches.swap_remove(index);
-    Some(Watched::Event(path, event))
+fn poll_any(watches: &mut Vec<Watching>, cx: &mut std::task::Context<'_>) -> Option<Watched> {
+    let (index, event) = watches.iter_mut().enumerate().find_map(|(index, watching)| {
+        match watching.watch.as_mut().poll(cx) {
+            std::task::Poll::Ready(event) => Some((index, event)),
+            std::task::Poll::Pending => None,
+        }
+    })?;
+    let watching = watches.swap_remove(index);
+    Some(Watched::Event(watching.path.clone(), event))
 }
 
 /// A watch that has fired with `event`, as it was before its event was

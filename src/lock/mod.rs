@@ -145,6 +145,8 @@ struct Inner {
     listing_limit: Option<usize>,
     /// A counting semaphore's permits ([`crate::Semaphore`]); `None` for a lock.
     permits: Option<NonZeroU32>,
+    /// The watches its waits left to fire, one per node.
+    leftovers: driver::Leftovers,
 }
 
 impl Drop for Inner {
@@ -476,6 +478,7 @@ impl LockBuilder {
                 release_markers: self.release_markers,
                 listing_limit: self.max_listing_size.unwrap_or(Some(limit)),
                 permits: self.permits,
+                leftovers: driver::Leftovers::default(),
             }),
         })
     }

@@ -10,3 +10,4 @@
 
 mod permits;
 mod strangers_and_faults;
+mod watch_reuse;

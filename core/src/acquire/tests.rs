@@ -1690,3 +1690,59 @@ fn a_semaphores_wait_polls_every_watched_node_it_may_not_read() {
     });
     assert_eq!(waiter.polled(), [lock[0].clone()]);
 }
+
+#[test]
+fn a_semaphores_wait_keeps_only_the_watches_its_carrier_holds_unfired() {
+    let host = |_: usize, seq: i32| format!("h{seq}@permits-2@t{seq}");
+    let (children, me) = crate::ordering::tests::build_named("W W W [W]", host);
+    let me = me.expect("mine");
+    let mut machine = Acquire::new(Mode::Write, true).with_permits(Some(2));
+    let _ = machine.created(&me, Some(&children));
+    let set = |also: Vec<Reply<()>>| Input::WatchesSet {
+        own: None,
+        watched: Reply::Ok(()),
+        marker: None,
+        also,
+    };
+    assert_eq!(
+        machine.step(set(vec![Reply::Ok(())])),
+        Action::Wait { poll: false }
+    );
+    // My own node written to: a listing, the same window.
+    assert_eq!(
+        machine.step(Input::Event(Event::Own(NodeEvent::DataChanged))),
+        Action::List
+    );
+    // The carrier holds the nearest's watch unfired, not the farther's
+    // (its event came and was taken, or came and waits): that one is
+    // asked again, whatever its node now is.
+    machine.watches_pending(&[children[2].clone()]);
+    let again = machine.step(Input::Listed(Reply::Ok(&children)));
+    let Action::SetWatches { kept, .. } = again else {
+        panic!("watches again, got {again:?}");
+    };
+    assert_eq!(kept, [children[2].clone()]);
+    // Nothing held: everything is asked again.
+    let _ = machine.step(set(vec![Reply::Ok(())]));
+    let _ = machine.step(Input::Event(Event::Own(NodeEvent::DataChanged)));
+    machine.watches_pending(&[]);
+    let Action::SetWatches { kept, .. } = machine.step(Input::Listed(Reply::Ok(&children))) else {
+        panic!("watches again");
+    };
+    assert!(kept.is_empty());
+}
+
+#[test]
+fn a_semaphores_wake_up_by_a_data_change_counts_once() {
+    let counts = run_with(
+        Some(2),
+        true,
+        "W W W [W]",
+        &[
+            ("created", "xwatch 2 also 1"),
+            ("set - ok also ok", "wait"),
+            ("data", "list"),
+        ],
+    );
+    assert_eq!(counts.wakeups, 1);
+}

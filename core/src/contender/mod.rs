@@ -754,6 +754,14 @@ impl Contender {
         self
     }
 
+    /// Which watched nodes' watches the carrier holds set and unfired
+    /// ([`Acquire::watches_pending`]).
+    pub fn watches_pending(&mut self, pending: &[String]) {
+        if let Some(acquire) = self.acquire.as_mut() {
+            acquire.watches_pending(pending);
+        }
+    }
+
     /// The nodes a wait that polls looks at ([`Acquire::polled`]).
     pub fn polled(&self) -> &[String] {
         self.acquire.as_ref().map_or(&[], Acquire::polled)

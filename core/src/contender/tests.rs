@@ -2044,3 +2044,40 @@ fn a_semaphores_contender_is_named_with_its_count_and_never_downgrades() {
     assert!(held.is_held(), "granted at its first look");
     assert!(matches!(held.begin_replace(), Err(DowngradeRefused::Permit)));
 }
+
+#[test]
+fn a_semaphores_waiter_polls_what_it_may_not_read_and_keeps_what_its_carrier_holds() {
+    let permits = std::num::NonZeroU32::new(2);
+    let mut c = contender(Mode::Write).with_permits(permits);
+    assert_eq!(c.start(), Action::Create);
+    let tagged = |seq: i32| format!("o{seq}@permits-2@t{seq}-W-{seq:010}");
+    let me = format!("{}0000000003", c.prefix("h").unwrap_or_default());
+    let listing = vec![tagged(0), tagged(1), tagged(2), me.clone()];
+    let watch = c.step(created(&me, 40, Some(&listing)));
+    assert!(
+        matches!(&watch, Action::Acquire(Wait::SetWatches { also, .. }) if also.len() == 1),
+        "{watch:?}"
+    );
+    assert!(c.polled().is_empty());
+    // The nearest refuses READ: polled; the farther one is watched.
+    let polls = c.step(Input::Acquire(Heard::WatchesSet {
+        own: None,
+        watched: Reply::NoAuth,
+        marker: None,
+        also: vec![Reply::Ok(())],
+    }));
+    assert_eq!(polls, Action::Acquire(Wait::Wait { poll: true }));
+    assert_eq!(c.polled(), [tagged(2)]);
+    // My node written to: listed again; the farther one's watch is held
+    // unfired by the carrier, so it is kept.
+    let relist = c.step(Input::Acquire(Heard::Event(crate::acquire::Event::Own(
+        NodeEvent::DataChanged,
+    ))));
+    assert_eq!(relist, Action::Acquire(Wait::List));
+    c.watches_pending(&[tagged(1)]);
+    let again = c.step(Input::Acquire(Heard::Listed(Reply::Ok(listing.clone().leak()))));
+    let Action::Acquire(Wait::SetWatches { kept, .. }) = again else {
+        panic!("watches again, got {again:?}");
+    };
+    assert_eq!(kept, [tagged(1)]);
+}

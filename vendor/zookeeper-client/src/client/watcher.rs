@@ -72,28 +72,6 @@ impl OneshotWatcher {
     pub async fn remove(self) -> Result<(), Error> {
         self.receiver.remove().await
     }
-
-    /// [`OneshotWatcher::changed`], for a watch left to fire: dropping the
-    /// returned future before the event asks the server for nothing (where
-    /// dropping this watcher asks it to remove the watch). The watch stays
-    /// registered, on the server and in the client (set again after a
-    /// reconnection), until its event comes; nobody receives it then. For a
-    /// watch that fires for sure and soon, whose removal would cost a
-    /// request. Never completes if the session drops the watch unfired.
-    pub fn detached(self) -> impl std::future::Future<Output = WatchedEvent> + Send + 'static {
-        let OneshotWatcher { chroot, receiver } = self;
-        let receiver = receiver.detach();
-        async move {
-            let Some(Ok(mut event)) = (match receiver {
-                Some(receiver) => Some(receiver.await),
-                None => None,
-            }) else {
-                return std::future::pending().await;
-            };
-            event.drain_root_path(chroot.root());
-            event
-        }
-    }
 }
 
 /// Watcher for persistent and recursive watch.

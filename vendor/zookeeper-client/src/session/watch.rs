@@ -125,15 +125,6 @@ impl OneshotReceiver {
     pub async fn remove(self) -> Result<(), Error> {
         self.watcher.remove().await
     }
-
-    /// The event's receiver, the watcher left registered: dropped before
-    /// it fires, no removal is asked for (the watch fires later into the
-    /// void). `None` if the event was taken already.
-    pub fn detach(self) -> Option<oneshot::Receiver<WatchedEvent>> {
-        let OneshotReceiver { watcher, receiver } = self;
-        watcher.discard();
-        receiver
-    }
 }
 
 #[derive(Debug)]
