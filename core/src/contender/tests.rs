@@ -2080,4 +2080,20 @@ fn a_semaphores_waiter_polls_what_it_may_not_read_and_keeps_what_its_carrier_hol
         panic!("watches again, got {again:?}");
     };
     assert_eq!(kept, [tagged(1)]);
+    // Once its carrier no longer holds it (its event came), it is asked again.
+    let _ = c.step(Input::Acquire(Heard::WatchesSet {
+        own: None,
+        watched: Reply::Ok(()),
+        marker: None,
+        also: vec![Reply::Ok(())],
+    }));
+    let _ = c.step(Input::Acquire(Heard::Event(crate::acquire::Event::Own(
+        NodeEvent::DataChanged,
+    ))));
+    c.watches_pending(&[]);
+    let fresh = c.step(Input::Acquire(Heard::Listed(Reply::Ok(listing.leak()))));
+    let Action::Acquire(Wait::SetWatches { kept, .. }) = fresh else {
+        panic!("watches again, got {fresh:?}");
+    };
+    assert!(kept.is_empty(), "{kept:?}");
 }
