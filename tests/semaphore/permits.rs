@@ -2,6 +2,8 @@
 
 use zk_rwlock_fixtures as support;
 
+use crate::semaphore;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,10 +12,6 @@ use support::{assert_drained, child_name, client, server, unique_path, wait_node
 use zk_rwlock::{ContenderState, Error, Guard, Permit, Semaphore};
 
 const WITHIN: Duration = Duration::from_secs(20);
-
-async fn semaphore(path: &str, permits: u32) -> Semaphore {
-    Semaphore::new(client().await, path, permits).unwrap()
-}
 
 async fn granted(task: tokio::task::JoinHandle<Permit>) -> Permit {
     tokio::time::timeout(WITHIN, task)

@@ -13,6 +13,8 @@
 
 use zk_rwlock_fixtures as support;
 
+use crate::{queue, semaphore, spawn_acquire};
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,25 +24,9 @@ use support::{
     assert_drained, child_name, client, client_on, eventually, joined, server, unique_path, wait_nodes,
     wait_watching,
 };
-use zk_rwlock::{zk, ContenderState, HoldState, Permit, Semaphore, SharedLock};
+use zk_rwlock::{zk, ContenderState, HoldState, Semaphore, SharedLock};
 
 const WITHIN: Duration = Duration::from_secs(30);
-
-async fn semaphore(path: &str, permits: u32) -> Semaphore {
-    Semaphore::new(client().await, path, permits).unwrap()
-}
-
-fn spawn_acquire(sem: &Semaphore) -> tokio::task::JoinHandle<Permit> {
-    let sem = sem.clone();
-    tokio::spawn(async move { sem.acquire().await.expect("granted") })
-}
-
-/// The children of `path` in queue order, as full paths.
-async fn queue(c: &zk::Client, path: &str, n: usize) -> Vec<String> {
-    let mut names = wait_nodes(c, path, n).await;
-    names.sort_by_key(|n| support::seq_of(n));
-    names.into_iter().map(|n| format!("{path}/{n}")).collect()
-}
 
 /// Predecessors this identity may not read: the server sends a watcher no
 /// event of a node it may not read (an `exists` watch would be set, and
@@ -48,7 +34,7 @@ async fn queue(c: &zk::Client, path: &str, n: usize) -> Vec<String> {
 /// leaving first grants it, the nearer one still there.
 #[tokio::test]
 async fn a_waiter_polls_every_predecessor_it_may_not_read_and_is_granted_by_any() {
-    let path = unique_path("adv-unreadable");
+    let path = unique_path("sem-unreadable");
     support::mkdir_open(&client().await, &path).await;
     let connect = |user: &'static str| async move {
         zk::Client::connector()
@@ -90,7 +76,7 @@ async fn a_waiter_polls_every_predecessor_it_may_not_read_and_is_granted_by_any(
 /// `revoke_holders()` asks only the lock's holder.
 #[tokio::test]
 async fn a_locks_waiting_writer_stays_waiting_beside_a_strangers_permit_node() {
-    let path = unique_path("adv-lock-status");
+    let path = unique_path("sem-lock-status");
     let lock = SharedLock::new(client().await, &path).unwrap();
     let first = lock.write().await.unwrap();
     let other = SharedLock::new(client().await, &path).unwrap();
@@ -137,7 +123,7 @@ async fn a_locks_waiting_writer_stays_waiting_beside_a_strangers_permit_node() {
 #[tokio::test]
 async fn a_wake_up_that_grants_nothing_costs_the_waiter_a_few_requests_not_n() {
     const N: usize = 16;
-    let path = unique_path("adv-rewatch-cost");
+    let path = unique_path("sem-rewatch-cost");
     let holders = semaphore(&path, N as u32).await;
     let mut held = Vec::new();
     for _ in 0..N {
@@ -178,7 +164,7 @@ async fn a_wake_up_that_grants_nothing_costs_the_waiter_a_few_requests_not_n() {
 /// a permit's deletion hands one over), and lists again instead.
 #[tokio::test]
 async fn a_lock_writers_downgrade_before_a_waiting_permit_grants_it_nothing() {
-    let path = unique_path("adv-downgrade");
+    let path = unique_path("sem-downgrade");
     let writer_lock = SharedLock::new(client().await, &path).unwrap();
     let writer = writer_lock.write().await.unwrap();
     let reader_lock = SharedLock::new(client().await, &path).unwrap();
@@ -235,7 +221,7 @@ async fn a_persistent_predecessor_among_the_watched_ones_is_reported() {
     let reported = |persistent_first: bool| {
         let c = c.clone();
         async move {
-            let path = unique_path("adv-persistent");
+            let path = unique_path("sem-persistent");
             support::mkdir_open(&c, &path).await;
             let by_hand = || async {
                 c.create(
@@ -300,7 +286,7 @@ async fn a_persistent_predecessor_among_the_watched_ones_is_reported() {
 #[tokio::test]
 async fn a_farther_holder_released_while_the_waiter_is_cut_off_still_grants_it() {
     let direct = server().connect_string();
-    let path = unique_path("adv-reconnect");
+    let path = unique_path("sem-reconnect");
     let holders = semaphore(&path, 2).await;
     let farther = holders.acquire().await.unwrap();
     let nearer = holders.acquire().await.unwrap();
@@ -331,7 +317,7 @@ async fn a_farther_holder_released_while_the_waiter_is_cut_off_still_grants_it()
 #[tokio::test]
 async fn a_holders_expired_session_frees_its_permit_and_the_holder_knows() {
     let direct = server().connect_string();
-    let path = unique_path("adv-expiry");
+    let path = unique_path("sem-expiry");
     let proxy = Proxy::start(&direct);
     let victim = client_on(proxy.addr()).await;
     let holder = Semaphore::new(victim.clone(), &path, 1).unwrap();
@@ -363,7 +349,7 @@ async fn a_holders_expired_session_frees_its_permit_and_the_holder_knows() {
 #[tokio::test]
 async fn a_cut_after_the_create_leaves_no_orphan_node_holding_a_permit() {
     let direct = server().connect_string();
-    let path = unique_path("adv-cut-create");
+    let path = unique_path("sem-cut-create");
     let holders = semaphore(&path, 1).await;
     let held = holders.acquire().await.unwrap();
     let proxy = Proxy::start(&direct);
@@ -389,7 +375,7 @@ async fn a_cut_after_the_create_leaves_no_orphan_node_holding_a_permit() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn racing_try_and_timed_acquires_never_exceed_the_permits() {
     const PERMITS: usize = 2;
-    let path = unique_path("adv-try-race");
+    let path = unique_path("sem-try-race");
     let holding = Arc::new(AtomicUsize::new(0));
     let most = Arc::new(AtomicUsize::new(0));
     let granted = Arc::new(AtomicUsize::new(0));
@@ -450,7 +436,7 @@ async fn racing_try_and_timed_acquires_never_exceed_the_permits() {
 /// again and watches both again.
 #[tokio::test]
 async fn stray_writes_on_watched_holders_grant_nothing() {
-    let path = unique_path("adv-stray");
+    let path = unique_path("sem-stray");
     let holders = semaphore(&path, 2).await;
     let farther = holders.acquire().await.unwrap();
     let nearer = holders.acquire().await.unwrap();
@@ -479,7 +465,7 @@ async fn stray_writes_on_watched_holders_grant_nothing() {
 /// no watch of the waiter's session is left on any path of the directory.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_watch_is_left_on_predecessors_gone_when_watched() {
-    let path = unique_path("adv-gone-watch");
+    let path = unique_path("sem-gone-watch");
     let holders = semaphore(&path, 2).await;
     let waiter = semaphore(&path, 2).await;
     for round in 0..60 {

@@ -13,6 +13,8 @@
 
 use zk_rwlock_fixtures as support;
 
+use crate::{queue, semaphore, spawn_acquire};
+
 use std::time::Duration;
 
 use support::proxy::{op, Proxy};
@@ -20,7 +22,7 @@ use support::{
     assert_drained, child_name, client, client_on, eventually, joined, server, unique_path, wait_nodes,
     wait_watching,
 };
-use zk_rwlock::{zk, Permit, Semaphore, SharedLock};
+use zk_rwlock::{zk, Semaphore, SharedLock};
 
 const WITHIN: Duration = Duration::from_secs(30);
 
@@ -28,22 +30,6 @@ const WITHIN: Duration = Duration::from_secs(30);
 async fn serial() -> tokio::sync::MutexGuard<'static, ()> {
     static ONE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
     ONE.lock().await
-}
-
-async fn semaphore(path: &str, permits: u32) -> Semaphore {
-    Semaphore::new(client().await, path, permits).unwrap()
-}
-
-fn spawn_acquire(sem: &Semaphore) -> tokio::task::JoinHandle<Permit> {
-    let sem = sem.clone();
-    tokio::spawn(async move { sem.acquire().await.expect("granted") })
-}
-
-/// The children of `path` in queue order, as full paths, once there are `n`.
-async fn queue(c: &zk::Client, path: &str, n: usize) -> Vec<String> {
-    let mut names = wait_nodes(c, path, n).await;
-    names.sort_by_key(|n| support::seq_of(n));
-    names.into_iter().map(|n| format!("{path}/{n}")).collect()
 }
 
 /// Kept: N = 4, the waiter five behind the head (four holders and a waiter
