@@ -5,103 +5,157 @@
 
 One column per file (run), one line per target, each cell the measured ratio and
 "ok" or "MISS". Ratios are taken within one run: zk-rwlock ("rust") against Curator,
-or against the better of Curator and kazoo for herd_release. Exit status 1 if any
-target is missed in any run. Standard library only.
+against the better of Curator and kazoo for herd_release on loopback, or against its floor (a
+zk-rwlock-bench row of the same run doing the same work without the lock logic,
+bench/floor-impl.sh). Exit status 1 if any target is missed in any run. Standard library only.
 
-The targets (docs/benchmarks.md):
-  uncontended_{write,read,mutex}           grants/s >= 1.25 x Curator
-  contended_{write,mutex}, mixed_90r10w    grants/s >= 1.5 x Curator
-  semaphore                                grants/s >= 2.0 x Curator's InterProcessSemaphoreV2
-                                           (16 clients, 4 permits), with fewer requests per grant
-                                           (the every-row target below) and 0 violations (never
-                                           more than 4 holders at once)
-  entity_locks                             grants/s >= 1.5 x Curator and >= 0.85 x its floor
-                                           (the entity_floor row of the same run), p99 <= 0.5 x
-                                           Curator's
-  herd_release                             total and hand-off p50 <= 0.5 x the better peer
-  (the *_hold1ms safety rows have no throughput target)
-  contended_write(8) @1ms                  grants/s >= 2.0 x Curator and acquire p50 <= 0.55 x
-                                           Curator's (through run.sh's delay proxy, LATENCY_US=500)
-  every row                                violations 0, ZooKeeper requests per grant <= Curator's,
-                                           client CPU per grant <= 0.25 x Curator's
-The others' rows are the loopback rows (latency_us absent or 0). A row measured through the
-delay proxy (latency_us > 0, named by its round trip: "@1ms" for 500) is a row of its own,
-compared with Curator's row at the same latency; it has the LATENCY_TARGETS that name its
-latency and the every-row targets, no others. The contended rows' p50 is the acquire latency
-(call -> grant, latency_kind "acquire": for 8 clients mostly the wait in the queue); they carry no
-hand-off figure of their own, unlike herd_release, whose p50 is the hand-off.
+A row is a (workload, clients, latency_us, ensemble): the loopback rows (one server, latency_us
+absent or 0, ensemble absent or 1), the rows measured through run.sh's delay proxy (latency_us > 0,
+named by their round trip: "@1ms" for 500) and the rows measured on an ensemble (ensemble > 1,
+"ens3" for 3) are rows of their own, each compared with Curator's row of the same latency and
+ensemble, never with another pass's. The targets:
+
+  every row (loopback, latency, ensemble, and the *_hold1ms safety rows)
+                                           violations 0; ZooKeeper requests per grant (zk_rx /
+                                           grants) <= 1.01 x Curator's; client CPU per grant
+                                           (window_cpu_s / grants) <= 0.2 x Curator's
+  loopback
+    uncontended_{write,read,mutex}         grants/s >= 1.5 x Curator
+    contended_write(8), contended_write(32),
+    contended_mutex, mixed_90r10w          grants/s >= 2.0 x Curator
+    contended_write(2)                     grants/s >= 0.9 x its floor (contended_floor, 2 clients)
+    entity_locks                           grants/s >= 2.5 x Curator and >= 0.8 x its floor
+                                           (entity_floor, same workers); p99 <= 0.5 x Curator's
+    semaphore                              grants/s >= 2.0 x Curator's InterProcessSemaphoreV2
+                                           (16 clients, 4 permits; violations 0 = never more than
+                                           4 holders at once)
+    herd_release                           total and hand-off p50 <= 0.5 x the better peer
+    (other client counts of contended_write and the *_hold1ms rows: the every-row targets only)
+  at a 1 ms round trip (latency_us 500)
+    contended_write(8)                     grants/s >= 2.0 x Curator
+    herd_release                           hand-off p50 <= 0.5 x Curator's
+    (the other latency rows: the every-row targets only)
+  on an ensemble (ensemble > 1)
+    contended_write (any clients),
+    contended_mutex, mixed_90r10w          grants/s >= 2.0 x Curator on the same ensemble
+    (the other ensemble rows: the every-row targets only)
+  the floors (entity_floor, contended_floor) have no targets of their own.
+
+A target that cannot be checked is a MISS that says why, in its name: "(no Curator row)",
+"(no peer row)", "(no floor row)", "(no zk-rwlock row)" (Curator or kazoo measured the row, zk-rwlock
+did not), "(no row)" (a row a target names, e.g. contended_write(8), is absent from a pass that ran
+its workload), or "(no <figure> in ... row)" (a failed run: e.g. an error row without grants).
+The contended rows' p50 is the acquire latency (call -> grant, latency_kind "acquire"); herd_release's
+p50 is the hand-off (previous holder's release call -> this grant, latency_kind "handoff").
 Client CPU is window_cpu_s: the process's CPU, all threads, from the clock's start to the run's
 end (a JVM's start-up and the connections' set-up are not in it).
 """
 import sys
 
-from report import at, load
+from report import FLOORS, at, load
 
+LOCKS = ("rust", "curator", "kazoo")
+CURATOR = "curator"
 PEERS = ("curator", "kazoo")
-# grants/s / Curator's of the loopback rows, where not the default (1.25 uncontended, 1.5 others).
-THROUGHPUT = {"semaphore": 2.0}
-# Rows of zk-rwlock-bench that are floors, not locks: no targets of their own.
-FLOORS = {"entity_locks": "entity_floor"}
-# The targets of rows measured with network latency: (latency_us, workload, clients) ->
-# (field, its name, ">=" or "<=", bound) for zk-rwlock's field / Curator's in the same run.
-LATENCY_TARGETS = {
-    (500, "contended_write", 8): (
-        ("grants_per_s", "grants/s", ">=", 2.0),
-        ("p50_ms", "acquire p50", "<=", 0.55),
-    ),
-}
+LOOPBACK, ENSEMBLE = "loopback", "ensemble"
+GRANTS = ("grants_per_s", "grants/s", ">=")
+# (pass: LOOPBACK, ENSEMBLE or a latency_us; workload; clients, None = any; (field, its name, ">="
+# or "<="); bound; against: CURATOR, PEERS (the better one) or a floor workload of impl "rust").
+TARGETS = (
+    (LOOPBACK, "uncontended_write", None, GRANTS, 1.5, CURATOR),
+    (LOOPBACK, "uncontended_read", None, GRANTS, 1.5, CURATOR),
+    (LOOPBACK, "uncontended_mutex", None, GRANTS, 1.5, CURATOR),
+    (LOOPBACK, "contended_write", 2, GRANTS, 0.9, FLOORS["contended_write"]),
+    (LOOPBACK, "contended_write", 8, GRANTS, 2.0, CURATOR),
+    (LOOPBACK, "contended_write", 32, GRANTS, 2.0, CURATOR),
+    (LOOPBACK, "contended_mutex", None, GRANTS, 2.0, CURATOR),
+    (LOOPBACK, "mixed_90r10w", None, GRANTS, 2.0, CURATOR),
+    (LOOPBACK, "entity_locks", None, GRANTS, 2.5, CURATOR),
+    (LOOPBACK, "entity_locks", None, GRANTS, 0.8, FLOORS["entity_locks"]),
+    (LOOPBACK, "entity_locks", None, ("p99_ms", "p99", "<="), 0.5, CURATOR),
+    (LOOPBACK, "semaphore", None, GRANTS, 2.0, CURATOR),
+    (LOOPBACK, "herd_release", None, ("secs", "total", "<="), 0.5, PEERS),
+    (LOOPBACK, "herd_release", None, ("p50_ms", "hand-off p50", "<="), 0.5, PEERS),
+    (500, "contended_write", 8, GRANTS, 2.0, CURATOR),
+    (500, "herd_release", None, ("p50_ms", "hand-off p50", "<="), 0.5, CURATOR),
+    (ENSEMBLE, "contended_write", None, GRANTS, 2.0, CURATOR),
+    (ENSEMBLE, "contended_mutex", None, GRANTS, 2.0, CURATOR),
+    (ENSEMBLE, "mixed_90r10w", None, GRANTS, 2.0, CURATOR),
+)
+# Every row's, after violations == 0: (field per grant, its name, op, bound) against Curator's.
+EVERY_ROW = (
+    ("zk_rx", "requests/grant", "<=", 1.01),
+    ("window_cpu_s", "CPU/grant", "<=", 0.2),
+)
 
 
-def per_grant(r, key):
-    if not r or not r.get("grants") or r.get(key) is None:
+def pass_of(lat, ens):
+    return ENSEMBLE if ens > 1 else lat if lat else LOOPBACK
+
+
+def value(r, field, per_grant=False):
+    """A row's figure (per grant if asked), None if the row or the figure is missing."""
+    if r is None or r.get(field) is None:
         return None
-    return r[key] / r["grants"]
+    if per_grant:
+        return r[field] / r["grants"] if r.get("grants") else None
+    return r[field]
+
+
+def compare(row, r, refs, who, missing, field, name, op, bound, per_grant=False):
+    """(target, ratio, ok) of zk-rwlock's row r against refs, the rows of `who` (the best of them
+    if several); `missing` names them when none is there."""
+    target = f"{row} {name} / {who} {op} {bound}"
+    refs = [x for x in refs if x is not None]
+    if not refs:
+        return f"{target} (no {missing} row)", float("nan"), False
+    mine = value(r, field, per_grant)
+    if mine is None:
+        return f"{target} (no {name} in zk-rwlock's row)", float("nan"), False
+    theirs = [v for v in (value(x, field, per_grant) for x in refs) if v]
+    if not theirs:
+        return f"{target} (no {name} in the {missing} row)", float("nan"), False
+    best = min(theirs) if op == "<=" else max(theirs)
+    ratio = mine / best
+    return target, ratio, ratio <= bound if op == "<=" else ratio >= bound
 
 
 def checks(run):
     """Yields (target, ratio, ok) for one run."""
-    for (w, c, lat, impl), r in sorted(run.items()):
-        if impl != "rust" or w in FLOORS.values():
+    floors = set(FLOORS.values())
+    keys = {(w, c, lat, ens) for (w, c, lat, ens, impl) in run if impl in LOCKS and w not in floors}
+    # A row a target names (by its clients) is expected in every pass that ran its workload.
+    for (lat, ens) in {(lat, ens) for (_w, _c, lat, ens) in keys}:
+        ran = {w for (w, _c, l, e) in keys if (l, e) == (lat, ens)}
+        for (kind, w, c, *_rest) in TARGETS:
+            if c is not None and kind == pass_of(lat, ens) and w in ran:
+                keys.add((w, c, lat, ens))
+    for (w, c, lat, ens) in sorted(keys):
+        row = f"{w}({c}){at(lat, ens)}"
+        r = run.get((w, c, lat, ens, "rust"))
+        if r is None:
+            others = any((w, c, lat, ens, i) in run for i in LOCKS)
+            yield f"{row} ({'no zk-rwlock row' if others else 'no row'})", float("nan"), False
             continue
-        cur = run.get((w, c, lat, "curator"))
-        row = f"{w}({c}){at(lat)}"
-        if lat:
-            for field, name, op, bound in LATENCY_TARGETS.get((lat, w, c), ()):
-                target = f"{row} {name} / Curator {op} {bound}"
-                if cur and cur.get(field) and r.get(field) is not None:
-                    ratio = r[field] / cur[field]
-                    yield target, ratio, ratio >= bound if op == ">=" else ratio <= bound
-                else:
-                    yield f"{target} (no Curator row)", float("nan"), False
-        elif w == "herd_release":
-            peers = [run.get((w, c, lat, p)) for p in PEERS]
-            peers = [p for p in peers if p and p.get("secs")]
-            if peers and r.get("secs"):
-                best = min(p["secs"] for p in peers)
-                yield f"{row} total / better peer <= 0.5", r["secs"] / best, r["secs"] / best <= 0.5
-                best_p50 = min(p["p50_ms"] for p in peers)
-                yield f"{row} p50 / better peer <= 0.5", r["p50_ms"] / best_p50, r["p50_ms"] / best_p50 <= 0.5
-        elif cur and cur.get("grants_per_s") and "_hold" not in w:
-            floor = THROUGHPUT.get(w, 1.25 if w.startswith("uncontended") else 1.5)
-            ratio = r["grants_per_s"] / cur["grants_per_s"]
-            yield f"{row} grants/s / Curator >= {floor}", ratio, ratio >= floor
-        if w in FLOORS and not lat:
-            fl = run.get((FLOORS[w], c, lat, "rust"))
-            if fl and fl.get("grants_per_s"):
-                ratio = r["grants_per_s"] / fl["grants_per_s"]
-                yield f"{row} grants/s / {FLOORS[w]} >= 0.85", ratio, ratio >= 0.85
+        cur = run.get((w, c, lat, ens, CURATOR))
+        for (kind, tw, tc, (field, name, op), bound, against) in TARGETS:
+            if kind != pass_of(lat, ens) or tw != w or tc not in (None, c):
+                continue
+            if against == CURATOR:
+                yield compare(row, r, [cur], "Curator", "Curator", field, name, op, bound)
+            elif against == PEERS:
+                peers = [run.get((w, c, lat, ens, p)) for p in PEERS]
+                yield compare(row, r, peers, "better peer", "peer", field, name, op, bound)
             else:
-                yield f"{row} grants/s / {FLOORS[w]} >= 0.85 (no floor row)", float("nan"), False
-            if cur and cur.get("p99_ms") and r.get("p99_ms") is not None:
-                ratio = r["p99_ms"] / cur["p99_ms"]
-                yield f"{row} p99 / Curator <= 0.5", ratio, ratio <= 0.5
-        yield f"{row} violations == 0", r.get("violations", 0), r.get("violations", 0) == 0
-        rx, rx_cur = per_grant(r, "zk_rx"), per_grant(cur, "zk_rx")
-        if rx is not None and rx_cur:
-            yield f"{row} requests/grant / Curator <= 1", rx / rx_cur, rx <= rx_cur
-        cpu, cpu_cur = per_grant(r, "window_cpu_s"), per_grant(cur, "window_cpu_s")
-        if cpu is not None and cpu_cur:
-            yield f"{row} CPU/grant / Curator <= 0.25", cpu / cpu_cur, cpu / cpu_cur <= 0.25
+                fl = run.get((against, c, lat, ens, "rust"))
+                yield compare(row, r, [fl], against, "floor", field, name, op, bound)
+        v = r.get("violations")
+        if v is None:
+            yield f"{row} violations == 0 (no violations in zk-rwlock's row)", float("nan"), False
+        else:
+            yield f"{row} violations == 0", v, v == 0
+        for field, name, op, bound in EVERY_ROW:
+            yield compare(row, r, [cur], "Curator", "Curator", field, name, op, bound, per_grant=True)
 
 
 def main(paths):

@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # zk-rwlock against Apache Curator 5.4.0 and kazoo 2.11 on one throwaway local
 # ZooKeeper, every workload interleaved (bench/peers/README.md has the contract;
-# entity_locks with its floor, entity_floor, as a fourth implementation in the
-# same rotation, bench/floor-impl.sh; semaphore: 16 clients on one counting semaphore of
-# 4 permits against Curator's InterProcessSemaphoreV2 and kazoo's Semaphore), then the same with a network's latency: a second
-# pass of run.sh on a fresh server with LATENCY_US=500 (every implementation reaches the
-# server through bench/peers/delay-proxy, a 1 ms round trip), the contended rows,
-# mixed_90r10w, herd_release and entity_locks only, no safety pass; its rows are rows of
-# their own in the table ("contended_write @1ms"). Then, on a fresh server, ZooKeeper's own
-# floor measured with plain client calls, the herd at 64 and 1,000 waiters
+# entity_locks and contended_write with their floors, entity_floor and contended_floor, from a
+# fourth implementation in the same rotation, bench/floor-impl.sh; semaphore: 16 clients on one
+# counting semaphore of 4 permits against Curator's InterProcessSemaphoreV2 and kazoo's
+# Semaphore), then the same with a network's latency: a second pass of run.sh on a fresh server
+# with LATENCY_US=500 (every implementation reaches the server through bench/peers/delay-proxy, a
+# 1 ms round trip), the contended rows, mixed_90r10w, herd_release and entity_locks only, no safety
+# pass; its rows are rows of their own in the table ("contended_write @1ms"). Then the same on an
+# ensemble: a third pass of run.sh with ENSEMBLE=3 on a fresh ensemble of 3 members on loopback
+# (bench/peers/zk.sh start-ensemble; every client gets the whole connect string), no latency,
+# uncontended_write, the contended rows, mixed_90r10w, herd_release and entity_locks, no safety
+# pass; its rows are rows of their own too ("contended_write ens3"). Then, on a fresh server,
+# ZooKeeper's own floor measured with plain client calls, the herd at 64 and 1,000 waiters
 # (scale) and the client's memory per lock handle and per waiter; then the
 # directories entity_locks leaves behind (bench/lifecycle.sh, another fresh
 # server, about 2.5 minutes; LIFECYCLE=0 skips it). Prints the comparison
@@ -16,22 +20,31 @@
 # a target was missed in any run.
 # Installs Debian's zookeeper and Curator packages and a kazoo venv when missing.
 #
-#   ./scripts/bench-compare.sh            # one run; prints the comparison table
-#   RUNS=3 ./scripts/bench-compare.sh     # three runs; medians and per-run ratios
-#   LATENCY=0 ./scripts/bench-compare.sh  # the loopback pass only
+#   ./scripts/bench-compare.sh                        # one run; prints the comparison table
+#   RUNS=3 ./scripts/bench-compare.sh                 # three runs; medians and per-run ratios
+#   LATENCY=0 ENSEMBLE=0 ./scripts/bench-compare.sh   # the loopback pass only
 #
 # On the 2-core machine each run's loopback pass takes about 5 minutes (a minute of it the
-# server warm-up, some 40 s the semaphore rows) and its latency pass about 5 more (the warm-up a minute, then some 35 s
-# per row: 7 rows with the default client counts); the floor, scale, memory and lifecycle
-# parts after the runs about 4 minutes in all.
+# server warm-up, some 40 s the semaphore rows), its latency pass about 5 more (the warm-up a
+# minute, then some 35 s per row: 7 rows with the default client counts) and its ensemble pass
+# about 5 more (an estimate, not yet timed: the warm-up, then 8 rows with the default client
+# counts); the floor, scale, memory and lifecycle parts after the runs about 4 minutes in all.
 # LATENCY=500 is the latency pass's one-way latency in microseconds (0 skips the pass);
 # LATENCY_WORKLOADS="contended_write contended_mutex mixed_90r10w herd_release entity_locks"
+# its workloads. ENSEMBLE=3 is the ensemble pass's number of members (0 skips the pass; 1 is
+# refused: that would be the loopback pass again);
+# ENSEMBLE_WORKLOADS="uncontended_write contended_write contended_mutex mixed_90r10w herd_release entity_locks"
 # its workloads. The JSON Lines go to bench/peers/results/ (run-<stamp>-<i>.jsonl, the latency
-# pass's run-<stamp>-<i>-lat500.jsonl, and both joined, compare-<stamp>-<i>.jsonl, which the
-# report and the targets read). run.sh's other knobs pass through to both passes (e.g.
-# HERD_WAITERS=1000, CONTENDED_CLIENTS="8"); WORKLOADS to the loopback pass only.
+# pass's run-<stamp>-<i>-lat500.jsonl, the ensemble pass's run-<stamp>-<i>-ens3.jsonl, and all
+# of them joined, compare-<stamp>-<i>.jsonl, which the report and the targets read). run.sh's
+# other knobs pass through to all three passes (e.g. HERD_WAITERS=1000, CONTENDED_CLIENTS="8");
+# WORKLOADS to the loopback pass only. IMPLS and the floor implementation are the same in all
+# three.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# ENSEMBLE=1 would give rows without "ensemble", indistinguishable from the loopback pass's.
+[[ ${ENSEMBLE:-3} =~ ^(0|[2-9]|[1-9][0-9]+)$ ]] ||
+  { echo "bench-compare: ENSEMBLE must be 0 (no ensemble pass) or a number of members >= 2" >&2; exit 2; }
 bash scripts/ensure-zookeeper.sh
 cargo build --release --quiet -p zk-rwlock-bench
 target_dir=${CARGO_TARGET_DIR:-target}
@@ -40,24 +53,41 @@ bin=$target_dir/release/zk-rwlock-bench
 stamp=$(date +%Y%m%d-%H%M%S)-$$
 latency=${LATENCY:-500}
 latency_workloads=${LATENCY_WORKLOADS:-"contended_write contended_mutex mixed_90r10w herd_release entity_locks"}
+ensemble=${ENSEMBLE:-3}
+ensemble_workloads=${ENSEMBLE_WORKLOADS:-"uncontended_write contended_write contended_mutex mixed_90r10w herd_release entity_locks"}
+impls=${IMPLS:-"curator kazoo rust floor"}
 results=bench/peers/results
 files=()
 for i in $(seq 1 "${RUNS:-1}"); do
   echo "bench-compare: run $i of ${RUNS:-1}" >&2
-  # "floor" answers entity_locks with zk-rwlock-bench's entity_floor (bench/floor-impl.sh).
-  RUN_ID=$stamp-$i IMPLS=${IMPLS:-"curator kazoo rust floor"} IMPL_CMD_rust="$bin" \
-    IMPL_CMD_floor="bash $PWD/bench/floor-impl.sh $bin" LATENCY_US=0 bash bench/peers/run.sh > /dev/null
-  if [[ $latency == 0 ]]; then
-    files+=("$results/run-$stamp-$i.jsonl")
+  # "floor" answers entity_locks and contended_write with zk-rwlock-bench's floors
+  # (bench/floor-impl.sh). ENSEMBLE=1 on the loopback and latency passes: run.sh reads ENSEMBLE
+  # too, and this script's ENSEMBLE (the ensemble pass's) must not reach them.
+  RUN_ID=$stamp-$i IMPLS=$impls IMPL_CMD_rust="$bin" \
+    IMPL_CMD_floor="bash $PWD/bench/floor-impl.sh $bin" LATENCY_US=0 ENSEMBLE=1 bash bench/peers/run.sh > /dev/null
+  parts=("$results/run-$stamp-$i.jsonl")
+  if [[ $latency != 0 ]]; then
+    echo "bench-compare: run $i of ${RUNS:-1}, $latency us each way through the delay proxy" >&2
+    # The proxy is built into the bench binary's target directory.
+    RUN_ID=$stamp-$i-lat$latency IMPLS=$impls IMPL_CMD_rust="$bin" \
+      IMPL_CMD_floor="bash $PWD/bench/floor-impl.sh $bin" LATENCY_US=$latency PROXY_TARGET=$target_dir \
+      ENSEMBLE=1 WORKLOADS=$latency_workloads SAFETY_HOLD_MS=0 bash bench/peers/run.sh > /dev/null
+    parts+=("$results/run-$stamp-$i-lat$latency.jsonl")
+  fi
+  if [[ $ensemble != 0 ]]; then
+    echo "bench-compare: run $i of ${RUNS:-1}, on an ensemble of $ensemble" >&2
+    RUN_ID=$stamp-$i-ens$ensemble IMPLS=$impls IMPL_CMD_rust="$bin" \
+      IMPL_CMD_floor="bash $PWD/bench/floor-impl.sh $bin" LATENCY_US=0 ENSEMBLE=$ensemble \
+      WORKLOADS=$ensemble_workloads SAFETY_HOLD_MS=0 bash bench/peers/run.sh > /dev/null
+    parts+=("$results/run-$stamp-$i-ens$ensemble.jsonl")
+  fi
+  if (( ${#parts[@]} == 1 )); then
+    files+=("${parts[0]}")
     continue
   fi
-  echo "bench-compare: run $i of ${RUNS:-1}, $latency us each way through the delay proxy" >&2
-  # The proxy is built into the bench binary's target directory.
-  RUN_ID=$stamp-$i-lat$latency IMPLS=${IMPLS:-"curator kazoo rust floor"} IMPL_CMD_rust="$bin" \
-    IMPL_CMD_floor="bash $PWD/bench/floor-impl.sh $bin" LATENCY_US=$latency PROXY_TARGET=$target_dir \
-    WORKLOADS=$latency_workloads SAFETY_HOLD_MS=0 bash bench/peers/run.sh > /dev/null
-  # One run, one file: its rows differ by latency_us, which the report and the targets key on.
-  cat "$results/run-$stamp-$i.jsonl" "$results/run-$stamp-$i-lat$latency.jsonl" > "$results/compare-$stamp-$i.jsonl"
+  # One run, one file: its rows differ by latency_us and ensemble, which the report and the
+  # targets key on.
+  cat "${parts[@]}" > "$results/compare-$stamp-$i.jsonl"
   files+=("$results/compare-$stamp-$i.jsonl")
 done
 python3 bench/report.py "${files[@]}"
