@@ -55,5 +55,6 @@ mod queue_place;
 mod reconnects;
 mod reentrant;
 mod reply_order;
+mod set_watches;
 mod stats;
 mod stray_writes;

@@ -10,13 +10,22 @@ use std::time::{Duration, Instant};
 use const_format::formatcp;
 use derive_where::derive_where;
 use either::{Either, Left, Right};
-use futures::channel::mpsc;
+use futures::channel::{mpsc, oneshot};
 use ignore_result::Ignore;
 use thiserror::Error;
 use tracing::instrument;
 
 pub use self::watcher::{OneshotWatcher, PersistentWatcher, StateWatcher};
-use super::session::{Depot, LeaseCell, MarshalledRequest, Request, Session, SessionOperation, WatchReceiver};
+use super::session::{
+    Depot,
+    LeaseCell,
+    MarshalledRequest,
+    Request,
+    Session,
+    SessionOperation,
+    SetWatchesOperation,
+    WatchReceiver,
+};
 use crate::acl::{Acl, Acls, AuthUser};
 use crate::chroot::{Chroot, ChrootPath, OwnedChroot};
 use crate::endpoint::{self, IterableEndpoints};
@@ -42,6 +51,7 @@ use crate::proto::{
     RequestHeader,
     SetAclRequest,
     SetDataRequest,
+    SetWatchesRequest,
     SyncRequest,
 };
 pub use crate::proto::{EnsembleUpdate, Stat};
@@ -375,14 +385,23 @@ impl Client {
         self.send_marshalled_request(request)
     }
 
-    fn send_marshalled_request(&self, request: MarshalledRequest) -> StateReceiver {
-        // The server closes the connection on a packet larger than its `jute.maxbuffer`, and every
-        // request in flight fails with `ConnectionLoss`: refuse it here instead (patch 6).
+    /// The server closes the connection on a packet larger than its `jute.maxbuffer`, and every
+    /// request in flight fails with `ConnectionLoss`: such a request is refused here instead
+    /// (patch 6).
+    fn check_request_size(&self, request: &MarshalledRequest) -> Result<()> {
         let size = request.0.len().saturating_sub(4);
         let limit = self.max_request_size();
-        let (operation, receiver) = SessionOperation::new_marshalled(request).with_responser();
         if size > limit {
-            operation.responser.send(Err(Error::RequestTooLarge { size, limit }));
+            return Err(Error::RequestTooLarge { size, limit });
+        }
+        Ok(())
+    }
+
+    fn send_marshalled_request(&self, request: MarshalledRequest) -> StateReceiver {
+        let checked = self.check_request_size(&request);
+        let (operation, receiver) = SessionOperation::new_marshalled(request).with_responser();
+        if let Err(err) = checked {
+            operation.responser.send(Err(err));
             return receiver;
         }
         if let Err(err) = self.requester.unbounded_send(operation.into()) {
@@ -701,6 +720,110 @@ impl Client {
     ) -> impl Future<Output = Result<(Option<Stat>, OneshotWatcher)>> + Send + '_ {
         let result = self.check_stat_internally(path, true);
         Self::map_wait(result, |(stat, watcher)| (stat, watcher.into_oneshot(&self.chroot)))
+    }
+
+    /// Sets a data watch on each of `data` and an exists watch on each of `exist`, all in one
+    /// `SetWatches` request, relative to `relative_zxid`: what changed after that zxid fires at
+    /// once. Returns the watchers in order, one per path of `data`, then one per path of `exist`.
+    ///
+    /// This is the request the client sends after a reconnection to set its watches again. The
+    /// server sets each watch as of now, but first sends at once (before its answer) the event of
+    /// what changed after `relative_zxid`:
+    /// * a node of `data` that does not exist: [EventType::NodeDeleted];
+    /// * a node of `data` changed after `relative_zxid` (its `mzxid` is larger; a node deleted
+    ///   and created again counts): [EventType::NodeDataChanged];
+    /// * a node of `exist` that exists (whenever it was created): [EventType::NodeCreated].
+    ///
+    /// Otherwise the watch fires later, as one of [Client::get_and_watch_data] (data change,
+    /// deletion) or of [Client::check_and_watch_stat] on an absent node (creation). Pass the zxid
+    /// that what the caller knows of these nodes is as of, e.g. the `mzxid` of a [Stat] it read
+    /// (a [Client::create]'s is the node's creation). A smaller zxid only brings events of
+    /// changes the caller had seen already; a larger one misses the changes in between. Every
+    /// watcher fires once, as the other one-shot watchers do (also on the session's end).
+    ///
+    /// The watchers are registered in the client before the request is written, so none of the
+    /// events sent before the answer is lost: when this call returns, the watchers of the nodes
+    /// that changed after `relative_zxid` have their events ready. An event goes to every
+    /// watcher of this client on that node (as in the Java client): a watcher set earlier on it
+    /// may get an event for a change it had already read.
+    ///
+    /// The watchers are set again after a reconnection, as every watcher of the client.
+    ///
+    /// # Cautions
+    /// * A node this session may not read: the answer is `Ok` and the events sent at once come as
+    ///   for any node (the server sends them without a READ check), but a server that checks
+    ///   READ when a watch fires (the fix of CVE-2024-23944: ZooKeeper 3.8.4, 3.9.2, and
+    ///   backports such as Debian's 3.8.0-11+deb12u2) sends none of its later events: the watch
+    ///   is set but silent, and its watcher fires only on the session's end. Servers without
+    ///   that check send them.
+    /// * An `exist` watch on a node that exists fires at once: for a node that exists, watch it
+    ///   in `data`.
+    /// * One event goes to every watcher of the path, so a path in both `data` and `exist` gets
+    ///   the first event on both watchers.
+    ///
+    /// # Errors
+    /// * [Error::BadArguments] for an invalid path, [Error::RequestTooLarge] for more paths than
+    ///   a request may carry (see [Client::max_request_size]): nothing is sent.
+    /// * [Error::ConnectionLoss] if the connection was lost before the answer (the client may have
+    ///   set the watches again on its reconnection, relative to its own latest zxid, not
+    ///   `relative_zxid`: call again), and the session's terminal errors. The watchers are dropped
+    ///   then, which asks the server to remove the watches the client set.
+    ///
+    /// # Notable behaviors
+    /// * Empty `data` and `exist`: no request, `Ok` with no watcher.
+    /// * One request whatever the number of paths; paths are the client's (chroot added and
+    ///   removed as for the other methods).
+    /// * The request is sent when this method is called, as for the other methods; if the future
+    ///   is dropped before the session takes it, the session sends nothing.
+    ///
+    /// (zk-rwlock patch 18.)
+    pub fn set_watches(
+        &self,
+        relative_zxid: i64,
+        data: &[&str],
+        exist: &[&str],
+    ) -> impl Future<Output = Result<Vec<OneshotWatcher>>> + Send + 'static {
+        Self::resolve(self.set_watches_internally(relative_zxid, data, exist))
+    }
+
+    fn set_watches_internally(
+        &self,
+        relative_zxid: i64,
+        data: &[&str],
+        exist: &[&str],
+    ) -> Result<Either<impl Future<Output = Result<Vec<OneshotWatcher>>> + Send + 'static, Vec<OneshotWatcher>>> {
+        if data.is_empty() && exist.is_empty() {
+            return Ok(Right(Vec::new()));
+        }
+        let mut paths = Vec::with_capacity(data.len() + exist.len());
+        for path in data.iter().chain(exist.iter()) {
+            paths.push(self.validate_path(path)?.to_string());
+        }
+        let (data_paths, exist_paths) = paths.split_at(data.len());
+        let lists = [
+            data_paths.iter().map(String::as_str).collect(),
+            exist_paths.iter().map(String::as_str).collect(),
+            Vec::new(),
+        ];
+        let request = MarshalledRequest::new(OpCode::SetWatches, &SetWatchesRequest { relative_zxid, paths: &lists });
+        drop(lists);
+        self.check_request_size(&request)?;
+        let (operation, receiver) = SessionOperation::new_marshalled(request).with_responser();
+        let (sender, watchers) = oneshot::channel();
+        let operation = SetWatchesOperation { operation, paths, data: data.len(), watchers: sender };
+        if self.requester.unbounded_send(Request::SetWatches(operation)).is_err() {
+            // The session ended: nothing was registered.
+            return Err(self.state().to_error());
+        }
+        let chroot = self.chroot.clone();
+        Ok(Left(async move {
+            // On an error, `watchers` drops the registered watchers, which asks for their removal.
+            receiver.await?;
+            let watchers = watchers.await.map_err(|_| {
+                Error::UnexpectedError("BUG: set watches answered, but its watchers are gone".to_string())
+            })?;
+            Ok(watchers.into_iter().map(|receiver| OneshotWatcher::new(chroot.clone(), receiver)).collect())
+        }))
     }
 
     /// Sets data for node with given path and returns updated stat.

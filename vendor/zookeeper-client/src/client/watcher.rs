@@ -47,7 +47,7 @@ pub struct OneshotWatcher {
 }
 
 impl OneshotWatcher {
-    fn new(chroot: OwnedChroot, receiver: OneshotReceiver) -> Self {
+    pub(super) fn new(chroot: OwnedChroot, receiver: OneshotReceiver) -> Self {
         OneshotWatcher { chroot, receiver }
     }
 

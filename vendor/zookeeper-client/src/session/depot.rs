@@ -245,6 +245,15 @@ impl Depot {
         }
     }
 
+    /// A watch of `mode` on `path` is set by a request written from now on (a client's
+    /// `SetWatches`, zk-rwlock patch 18): the removals of earlier watchers of it waiting for the
+    /// replies of watching requests would remove that watch too, so they are cancelled, as a
+    /// watching request's success does ([Depot::succeed_watch]).
+    pub fn cancel_unwatch_for(&mut self, path: &str, mode: WatchMode) {
+        let path = unsafe { std::mem::transmute::<&str, &'_ str>(path) };
+        self.cancel_unwatch(path, mode);
+    }
+
     pub fn fail_watch(&mut self, path: &str, mode: WatchMode) {
         let path = unsafe { std::mem::transmute::<&str, &'_ str>(path) };
         let count = self.watching_paths.get_mut(&(path, mode)).unwrap();

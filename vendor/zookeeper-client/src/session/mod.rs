@@ -27,9 +27,11 @@ pub use self::request::{
     Operation,
     Request,
     SessionOperation,
+    SetWatchesOperation,
     StateReceiver,
 };
 pub use self::lease::{LeaseCell, SessionLease};
+use self::types::WatchMode;
 pub use self::types::{EventType, SessionId, SessionInfo, SessionState, WatchedEvent};
 use self::watch::WatchManager;
 pub use self::watch::{OneshotReceiver, PersistentReceiver, WatchReceiver};
@@ -632,6 +634,7 @@ impl Session {
                     }) => {
                         self.watch_manager.remove_watcher(id, responser, depot);
                     }
+                    Some(Request::SetWatches(operation)) => self.set_watches(operation, depot),
                 },
                 now = tick.tick() => {
                     if now >= self.last_recv + self.connector.timeout() {
@@ -645,6 +648,30 @@ impl Session {
         }
         writer.flush().await.map_err(Error::other)?;
         Err(err.unwrap_or(Error::ClientClosed))
+    }
+
+    /// Takes a client's `SetWatches` request (zk-rwlock patch 18): registers its watchers, hands
+    /// them to the caller, cancels removals that wait for watching requests on its paths (sent
+    /// after it, they would remove its watches) and queues the request. The server sends the
+    /// events of what changed since the request's relative zxid before its answer, so the
+    /// watchers must be there before the request is written: a notification that finds no watcher
+    /// is dropped (and taken for a dangling watch). The answer is matched like a reconnection's
+    /// `SetWatches`, in write order among the requests of xid −8 (patch 4).
+    fn set_watches(&mut self, operation: SetWatchesOperation, depot: &mut Depot) {
+        let SetWatchesOperation { operation, paths, data, watchers } = operation;
+        if watchers.is_canceled() {
+            // The caller is gone: nobody would get the watchers nor the answer.
+            return;
+        }
+        let receivers = self.watch_manager.add_set_watches(&paths, data);
+        if let Err(receivers) = watchers.send(receivers) {
+            // Gone in between: nothing was sent, so the watchers go without a removal request.
+            self.watch_manager.forget_watchers(receivers);
+            return;
+        }
+        // Data and exist watches are both removed as `WatchMode::Data`.
+        paths.iter().for_each(|path| depot.cancel_unwatch_for(path, WatchMode::Data));
+        depot.push_session(operation);
     }
 
     fn send_ping(&mut self, depot: &mut Depot, now: Instant) {

@@ -7,7 +7,7 @@ use futures::channel::oneshot;
 use ignore_result::Ignore;
 
 use super::types::WatchMode;
-use super::watch::{WatchReceiver, WatcherId};
+use super::watch::{OneshotReceiver, WatchReceiver, WatcherId};
 use crate::error::Error;
 use crate::proto::{self, AddWatchMode, ConnectRequest, OpCode, RequestHeader};
 use crate::record::{self, Record, StaticRecord};
@@ -129,6 +129,20 @@ pub enum Operation {
 pub enum Request {
     Session(SessionOperation),
     RemoveWatcher { id: WatcherId, responser: StateResponser },
+    SetWatches(SetWatchesOperation),
+}
+
+/// A `SetWatches` request of the client's own (`Client::set_watches`, zk-rwlock patch 18). The
+/// session registers its watchers when it takes the request, before writing it: the server sends
+/// the events of what changed since the request's relative zxid before its answer.
+pub struct SetWatchesOperation {
+    /// The marshalled `SetWatches` request (predefined xid −8), with the caller's responser.
+    pub operation: SessionOperation,
+    /// The watched server paths (chroot included): `data` data watches, then exist watches.
+    pub paths: Vec<String>,
+    pub data: usize,
+    /// Where the session hands the registered watchers, in the order of `paths`.
+    pub watchers: oneshot::Sender<Vec<OneshotReceiver>>,
 }
 
 impl From<SessionOperation> for Request {
@@ -142,6 +156,7 @@ impl Request {
         match self {
             Self::Session(operation) => operation.responser,
             Self::RemoveWatcher { responser, .. } => responser,
+            Self::SetWatches(operation) => operation.operation.responser,
         }
     }
 }

@@ -125,6 +125,14 @@ impl OneshotReceiver {
     pub async fn remove(self) -> Result<(), Error> {
         self.watcher.remove().await
     }
+
+    /// Consumes this receiver without asking the session to remove its watcher; returns the
+    /// watcher's id, for [WatchManager::forget_watchers].
+    fn forget(self) -> WatcherId {
+        let OneshotReceiver { watcher, .. } = self;
+        let (id, _, _) = watcher.into_parts();
+        id
+    }
 }
 
 #[derive(Debug)]
@@ -338,6 +346,36 @@ impl WatchManager {
         }
         assert!(watch_mode == WatchMode::PersistentRecursive);
         WatchReceiver::Persistent(self.add_persistent_watch(path, WatcherKind::PersistentRecursive))
+    }
+
+    /// Registers the watchers of a client's `SetWatches` request (zk-rwlock patch 18): a data
+    /// watcher on each of the first `data` of `paths`, an exist watcher on each of the others, in
+    /// the order of `paths`. Called when the session takes the request, before it is written, so
+    /// that the events the server sends before its answer find them.
+    pub fn add_set_watches(&mut self, paths: &[String], data: usize) -> Vec<OneshotReceiver> {
+        paths
+            .iter()
+            .enumerate()
+            .map(|(i, path)| if i < data { self.add_data_watch(path) } else { self.add_exist_watch(path) })
+            .collect()
+    }
+
+    /// Forgets watchers registered by [WatchManager::add_set_watches] whose request was never
+    /// written: the server has no watch of theirs, so no removal is asked.
+    pub fn forget_watchers(&mut self, receivers: Vec<OneshotReceiver>) {
+        for receiver in receivers {
+            let id = receiver.forget();
+            let Some(path) = self.watching_paths.remove(&id) else {
+                continue;
+            };
+            let Some(watch) = self.watches.get_mut(path) else {
+                continue;
+            };
+            watch.remove_watcher(id);
+            if watch.is_empty() {
+                self.remove_watches(path);
+            }
+        }
     }
 
     fn remove_watches(&mut self, path: &str) {
