@@ -388,6 +388,16 @@ pub enum Action {
         /// watch is set from an earlier wait and has not fired: not asked
         /// again, their pending watches kept (answered as set).
         kept: Vec<String>,
+        /// My own node's and the marker's watches go in one `SetWatches`
+        /// request relative to my node's czxid, which sets them without
+        /// reading and fires at once for what changed since: my node gone
+        /// or written to, the marker there. Only with both `own` and
+        /// `marker`, while my node is known readable
+        /// ([`Acquire::with_own_readable`]; the server sends no event of a
+        /// node it may not read, and this request says nothing of it) and
+        /// no write to it was seen (a data watch relative to the czxid
+        /// would fire again at once; `getData` reads what was written).
+        together: bool,
     },
     /// Wait for the next event. With `poll`, the watched node cannot be
     /// watched (its ACL): check it with `exists` until it is gone.
@@ -525,6 +535,10 @@ pub struct Acquire {
     /// Release markers are watched (see [`Acquire::with_release_markers`]).
     markers: bool,
     own_unreadable: bool,
+    /// My node is known readable by this session ([`Acquire::with_own_readable`]).
+    own_readable: bool,
+    /// A write to my node was seen (its watch fired with a data change).
+    own_written: bool,
     interrupted: bool,
     waited: bool,
     foreign: bool,
@@ -564,6 +578,8 @@ impl Acquire {
             marker: MarkerWatch::None,
             markers: true,
             own_unreadable: false,
+            own_readable: false,
+            own_written: false,
             interrupted: false,
             waited: false,
             foreign: false,
@@ -605,6 +621,17 @@ impl Acquire {
         self.conflict
             .as_ref()
             .map(|(node, permits)| (node.as_str(), *permits))
+    }
+
+    /// Whether this session is known to read its own nodes in this lock
+    /// (their ACL; a data watch on one of them was set before): the wait
+    /// may then set its watches on my node and the marker in one request
+    /// (`SetWatches { together }`). Off by default: the first wait asks
+    /// with `getData`, which says NoAuth where it may not read.
+    #[must_use]
+    pub fn with_own_readable(mut self, known: bool) -> Acquire {
+        self.own_readable = known;
+        self
     }
 
     /// Whether the acquire follows its place in the queue ([`Acquire::place`]):
@@ -687,7 +714,10 @@ impl Acquire {
             Event::Own(NodeEvent::Deleted) | Event::Own(NodeEvent::SessionEnded) | Event::SessionEnded => {
                 self.end(event)
             }
-            Event::Own(_) => self.own_watch = OwnWatch::Fired,
+            Event::Own(_) => {
+                self.own_watch = OwnWatch::Fired;
+                self.own_written = true;
+            }
             Event::Interrupted => self.interrupted = true,
             Event::Released => self.released(),
             // Only a wait listens to the watched node.
@@ -935,8 +965,11 @@ impl Acquire {
                     release_grants,
                 };
                 // Only a release can tell what its deletion means.
+                // A marker listed already is a stranger's (a release's
+                // lives only inside its transaction): no signal.
                 let marker = (self.markers && release_grants && !deletion_grants)
-                    .then(|| node_name::release_marker(watch));
+                    .then(|| node_name::release_marker(watch))
+                    .filter(|marker| !children.iter().any(|c| c.as_ref() == marker.as_str()));
                 self.marker = if marker.is_some() {
                     MarkerWatch::Asked
                 } else {
@@ -959,6 +992,7 @@ impl Acquire {
         // the rest (on nodes gone, or out of the new window) are let go.
         let window = std::iter::once(&waiting.watched).chain(&waiting.also);
         self.live = window.filter(|node| self.live.contains(node)).cloned().collect();
+        let together = own && marker.is_some() && self.own_readable && !self.own_written;
         let action = Action::SetWatches {
             own,
             watched: waiting.watched.clone(),
@@ -966,6 +1000,7 @@ impl Acquire {
             also: waiting.also.clone(),
             lingers: self.permits.is_some(),
             kept: self.live.clone(),
+            together,
         };
         self.phase = Phase::SettingWatches(waiting);
         action
@@ -1162,6 +1197,7 @@ impl Acquire {
                 // Someone wrote to our node; it is still ours: list again.
                 self.counts.wakeups += 1;
                 self.own_watch = OwnWatch::None;
+                self.own_written = true;
                 self.list()
             }
             Event::Interrupted => {

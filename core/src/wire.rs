@@ -141,6 +141,21 @@ pub enum Request {
         /// The node.
         path: String,
     },
+    /// Set a data watch on each of `data` and an `exists` watch on each of
+    /// `exist` in one `SetWatches` request, relative to `relative_zxid`:
+    /// answered [`Reply::WatchesSet`]. The
+    /// server first fires what changed since that zxid (a data-watched
+    /// node missing: deleted; written after it: data changed; an
+    /// exist-watched node there: created), then sets the others; it fires
+    /// nothing for a node this session may not read.
+    SetWatches {
+        /// What changed after this zxid fires at once.
+        relative_zxid: i64,
+        /// The nodes to set a data watch on.
+        data: Vec<String>,
+        /// The nodes to set an `exists` watch on.
+        exist: Vec<String>,
+    },
 }
 
 impl Request {
@@ -164,6 +179,9 @@ impl Request {
                 | contender::Op::SetData { path, .. } => path,
             }),
             Request::ReadAll { paths } => paths.first().map_or("", String::as_str),
+            Request::SetWatches { data, exist, .. } => {
+                data.first().or(exist.first()).map_or("", String::as_str)
+            }
         }
     }
 
@@ -172,7 +190,9 @@ impl Request {
     pub fn watches(&self) -> bool {
         matches!(
             self,
-            Request::GetData { watch: true, .. } | Request::Exists { watch: true, .. }
+            Request::GetData { watch: true, .. }
+                | Request::Exists { watch: true, .. }
+                | Request::SetWatches { .. }
         )
     }
 }
@@ -220,6 +240,17 @@ pub enum Reply {
     Multi(Vec<Done>),
     /// A multi-read's: each node's data, or the error reading it.
     Reads(Vec<Result<Vec<u8>, Error>>),
+    /// A [`Request::SetWatches`]'s: which of its watches (in the order of
+    /// its paths: data, then exist) had fired when its answer came, that is
+    /// at once, for what changed since its zxid (the server sends those
+    /// events before its answer). A carrier that cannot tell an event sent
+    /// before the answer from one sent just after it says fired for both:
+    /// at worst a release's marker is taken for a stranger's, and the
+    /// release record decides.
+    WatchesSet {
+        /// Fired at once, one per path.
+        fired: Vec<bool>,
+    },
     /// An ACL read: the node's data version and child count (the ACL itself
     /// is the carrier's to keep, for [`Request::Recreate`]).
     Acl {
@@ -411,8 +442,9 @@ pub struct Exchange {
     retried: bool,
     /// An earlier attempt of a request lost its answer.
     answer_lost: bool,
-    /// The watch each request sets, if any.
-    watches: Vec<Option<Watch>>,
+    /// The watches each request sets (a `SetWatches`'s in the order of its
+    /// nodes: data, then exist).
+    watches: Vec<Vec<Watch>>,
 }
 
 impl Wire {
@@ -572,6 +604,7 @@ impl Wire {
                     also,
                     lingers,
                     kept,
+                    together,
                 } => {
                     // Data watches (`getData`): on a missing node no watch
                     // is left behind. The marker's is an `exists` watch,
@@ -579,20 +612,37 @@ impl Wire {
                     // watched node's, so that a release between the two is
                     // still seen by its marker.
                     let mut requests = Vec::new();
-                    let own = own.then(|| {
-                        requests.push(Request::GetData {
-                            path: mine(),
-                            watch: true,
-                        });
-                        requests.len() - 1
-                    });
-                    let marker = marker.as_ref().map(|marker| {
-                        requests.push(Request::Exists {
-                            path: child_path(dir, marker),
-                            watch: true,
-                        });
-                        requests.len() - 1
-                    });
+                    let relative = machine.czxid().filter(|_| *together && *own);
+                    let (own, marker) = match (relative, marker) {
+                        // One request for both, relative to my node's
+                        // making: a write to it or its deletion since
+                        // fires at once.
+                        (Some(relative_zxid), Some(marker)) => {
+                            requests.push(Request::SetWatches {
+                                relative_zxid,
+                                data: vec![mine()],
+                                exist: vec![child_path(dir, marker)],
+                            });
+                            (Some(0), Some(0))
+                        }
+                        (_, marker) => {
+                            let own = own.then(|| {
+                                requests.push(Request::GetData {
+                                    path: mine(),
+                                    watch: true,
+                                });
+                                requests.len() - 1
+                            });
+                            let marker = marker.as_ref().map(|marker| {
+                                requests.push(Request::Exists {
+                                    path: child_path(dir, marker),
+                                    watch: true,
+                                });
+                                requests.len() - 1
+                            });
+                            (own, marker)
+                        }
+                    };
                     // Data watches: an `exists` watch on a node this
                     // identity may not read is set, but its events never
                     // come (the server sends none without READ); `getData`
@@ -666,9 +716,11 @@ impl Wire {
     /// Feeds what `exchange` learnt to `machine`, and returns its next
     /// action.
     pub fn settle(&mut self, exchange: &Exchange, machine: &mut Contender) -> Action {
-        if let Some(Ok(Reply::Data { data, .. })) = exchange.own_read() {
-            // The machine decides whether it is a revocation request.
+        if let Some(Ok(Reply::Data { data, stat })) = exchange.own_read() {
+            // The machine decides whether it is a revocation request, and
+            // whether the node read is the one it made.
             machine.own_data_read(data);
+            machine.own_node_read(stat.czxid);
         }
         if let (Kind::ReadDirAcl, Some(Ok(Reply::Acl { version, .. }))) = (&exchange.kind, exchange.result(0))
         {
@@ -687,7 +739,7 @@ impl Wire {
 impl Exchange {
     fn new(kind: Kind, requests: Vec<Request>, retried: bool) -> Exchange {
         let answers = vec![None; requests.len()];
-        let mut watches = vec![None; requests.len()];
+        let mut watches = vec![Vec::new(); requests.len()];
         let set = match &kind {
             Kind::SetWatches {
                 own, marker, nodes, ..
@@ -701,7 +753,7 @@ impl Exchange {
         };
         for (index, whose) in set {
             if let Some(slot) = index.and_then(|index| watches.get_mut(index)) {
-                *slot = Some(whose);
+                slot.push(whose);
             }
         }
         Exchange {
@@ -779,7 +831,7 @@ impl Exchange {
             };
             self.requests.push(request.clone());
             self.answers.push(None);
-            self.watches.push(None);
+            self.watches.push(Vec::new());
             return Progress::Send(request);
         }
         // A downgrade's reader whose stat the server left out: an
@@ -795,7 +847,7 @@ impl Exchange {
                         };
                         self.requests.push(request.clone());
                         self.answers.push(None);
-                        self.watches.push(None);
+                        self.watches.push(Vec::new());
                         return Progress::Send(request);
                     }
                 }
@@ -808,17 +860,32 @@ impl Exchange {
         }
     }
 
-    /// The watch request `index`'s answer left that the wait (or the
-    /// keeper) keeps, and whose it is; `None`: no watch was left, or the
-    /// one left must be dropped (an `exists` watch on a release marker
-    /// that exists already: a stranger's, no signal).
-    pub fn watch(&self, index: usize) -> Option<Watch> {
-        match (self.watch_of(index)?, self.result(index)?) {
+    /// The watches request `index`'s answer left that the wait (or the
+    /// keeper) keeps, and whose they are, in the order the request sets
+    /// them (a `SetWatches`'s: its data watches, then its exist watches);
+    /// empty if none was left. One left that must be dropped is `None`:
+    /// an `exists` watch on a release marker that exists already (a
+    /// stranger's, no signal).
+    pub fn watch(&self, index: usize) -> Vec<Option<Watch>> {
+        let kept = |at: usize, whose: Watch| match (whose, self.result(index)) {
             // An `exists` watch is left on a missing node too: on an
-            // existing marker it is a stranger's, no signal.
-            (Watch::Marker, Ok(Reply::Stat(None))) => Some(Watch::Marker),
-            (Watch::Marker, _) | (_, Err(_)) => None,
-            (whose, Ok(_)) => Some(whose),
+            // existing marker it is a stranger's, no signal. A
+            // `SetWatches` fires it at once on a marker there: the same.
+            (Watch::Marker, Some(Ok(Reply::Stat(None)))) => Some(Watch::Marker),
+            (Watch::Marker, Some(Ok(Reply::WatchesSet { fired }))) => {
+                (fired.get(at) == Some(&false)).then_some(Watch::Marker)
+            }
+            (Watch::Marker, _) | (_, None | Some(Err(_))) => None,
+            (whose, Some(Ok(_))) => Some(whose),
+        };
+        match self.result(index) {
+            Some(Ok(_)) => self
+                .watch_of(index)
+                .iter()
+                .enumerate()
+                .map(|(at, whose)| kept(at, *whose))
+                .collect(),
+            _ => Vec::new(),
         }
     }
 
@@ -859,10 +926,11 @@ impl Exchange {
         }
     }
 
-    /// The watch request `index` sets if its answer leaves one: a carrier
-    /// drops the earlier watch of that kind when it sends the request.
-    pub fn watch_of(&self, index: usize) -> Option<Watch> {
-        self.watches.get(index).copied().flatten()
+    /// The watches request `index` sets if its answer leaves them: a
+    /// carrier drops the earlier watch of each kind when it sends the
+    /// request.
+    pub fn watch_of(&self, index: usize) -> &[Watch] {
+        self.watches.get(index).map_or(&[], Vec::as_slice)
     }
 
     /// True for the exchange that sets the wait's watches: the session's
@@ -1036,6 +1104,14 @@ impl Exchange {
                 let marker = match marker {
                     Some(marker) => Some(match self.result(*marker)? {
                         Ok(Reply::Stat(stat)) => WaitReply::Ok(stat.is_some()),
+                        // Set by a `SetWatches`: there if it fired at once.
+                        Ok(Reply::WatchesSet { fired }) => {
+                            let at = self.watch_of(*marker).iter().position(|w| *w == Watch::Marker);
+                            match at.and_then(|at| fired.get(at)) {
+                                Some(fired) => WaitReply::Ok(*fired),
+                                None => WaitReply::Failed,
+                            }
+                        }
                         Ok(_) => WaitReply::Failed,
                         Err(e) => e.reply(),
                     }),
@@ -1153,6 +1229,9 @@ pub fn answers(request: &Request, answer: &Result<Reply, Error>) -> bool {
             }
             _ => false,
         },
+        (Request::SetWatches { data, exist, .. }, Ok(reply)) => {
+            matches!(reply, Reply::WatchesSet { fired } if fired.len() == data.len() + exist.len())
+        }
         _ => true,
     }
 }

@@ -44,6 +44,7 @@ fn show(action: &Action, names: &[String]) -> String {
             also,
             lingers,
             kept,
+            together,
         } => {
             if let Some(marker) = marker {
                 assert_eq!(*marker, crate::node_name::release_marker(watched));
@@ -59,7 +60,11 @@ fn show(action: &Action, names: &[String]) -> String {
                 "{}watch{}{} {}{}{}",
                 if *lingers { "x" } else { "" },
                 if *own { "+own" } else { "" },
-                if marker.is_some() { "+marker" } else { "" },
+                match (marker.is_some(), together) {
+                    (true, true) => "+marker together",
+                    (true, false) => "+marker",
+                    (false, _) => "",
+                },
                 pos(watched),
                 if also.is_empty() {
                     String::new()
@@ -1614,6 +1619,7 @@ fn a_semaphore_refuses_a_predecessor_with_another_count() {
             watched: agreeing[1].clone(),
             marker: None,
             also: vec![agreeing[0].clone()],
+            together: false,
         }
     );
 }
@@ -1745,4 +1751,99 @@ fn a_semaphores_wake_up_by_a_data_change_counts_once() {
         ],
     );
     assert_eq!(counts.wakeups, 1);
+}
+
+#[test]
+fn own_and_marker_watches_go_together_only_while_my_node_is_known_readable_and_unwritten() {
+    let (names, me) = build("W W [W]");
+    let me = me.unwrap();
+    // Not known readable: apart (the `getData` on my node says NoAuth
+    // where it may not read; what it teaches is the contender's to learn,
+    // `Contender::own_node_read`).
+    let mut first = Acquire::new(Mode::Write, true);
+    assert_eq!(
+        show(&first.created(&me, Some(&names)), &names),
+        "watch+own+marker 1"
+    );
+    // Known readable: together.
+    let mut known = Acquire::new(Mode::Write, true).with_own_readable(true);
+    assert_eq!(
+        show(&known.created(&me, Some(&names)), &names),
+        "watch+own+marker together 1"
+    );
+    // Only with a marker: a writer right behind the holder watches its
+    // own node alone.
+    let (behind, next) = build("W [W]");
+    let mut alone = Acquire::new(Mode::Write, true).with_own_readable(true);
+    assert_eq!(
+        show(&alone.created(&next.unwrap(), Some(&behind)), &behind),
+        "watch+own 0"
+    );
+    // Markers not trusted: never together.
+    let mut unmarked = Acquire::new(Mode::Write, true)
+        .with_own_readable(true)
+        .with_release_markers(false);
+    assert_eq!(show(&unmarked.created(&me, Some(&names)), &names), "watch+own 1");
+}
+
+#[test]
+fn a_write_to_my_node_sends_its_watch_apart_with_a_read() {
+    let (names, me) = build("W W [W]");
+    let mut machine = Acquire::new(Mode::Write, true).with_own_readable(true);
+    assert_eq!(
+        show(&machine.created(&me.unwrap(), Some(&names)), &names),
+        "watch+own+marker together 1"
+    );
+    // Fired at once: written since my node was made.
+    machine.event(Event::Own(NodeEvent::DataChanged));
+    let after = machine.step(Input::WatchesSet {
+        also: Vec::new(),
+        own: Some(Reply::Ok(())),
+        watched: Reply::Ok(()),
+        marker: Some(Reply::Ok(false)),
+    });
+    assert_eq!(show(&after, &names), "wait");
+    // The hand-off does not trust a node written to: it lists again.
+    machine.event(Event::Released);
+    assert_eq!(
+        show(&machine.step(Input::Event(event("deleted"))), &names),
+        "list",
+        "a write to my node: list again"
+    );
+    // A watch relative to its czxid would fire again at once: `getData`
+    // reads what was written and sets it.
+    assert_eq!(
+        show(&machine.step(Input::Listed(Reply::Ok(&names))), &names),
+        "watch+own+marker 1"
+    );
+    // The same for a write that comes during the wait.
+    let (names, me) = build("W W [W]");
+    let mut waiting = Acquire::new(Mode::Write, true).with_own_readable(true);
+    waiting.created(&me.unwrap(), Some(&names));
+    waiting.step(Input::WatchesSet {
+        also: Vec::new(),
+        own: Some(Reply::Ok(())),
+        watched: Reply::Ok(()),
+        marker: Some(Reply::Ok(false)),
+    });
+    assert_eq!(
+        show(
+            &waiting.step(Input::Event(Event::Own(NodeEvent::DataChanged))),
+            &names
+        ),
+        "list"
+    );
+    assert_eq!(
+        show(&waiting.step(Input::Listed(Reply::Ok(&names))), &names),
+        "watch+own+marker 1"
+    );
+}
+
+#[test]
+fn a_marker_listed_already_is_not_watched() {
+    let (mut names, me) = build("W W [W]");
+    let me = me.unwrap();
+    names.push(crate::node_name::release_marker(&names[1]));
+    let mut machine = Acquire::new(Mode::Write, true).with_own_readable(true);
+    assert_eq!(show(&machine.created(&me, Some(&names)), &names), "watch+own 1");
 }

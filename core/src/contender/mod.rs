@@ -537,6 +537,9 @@ pub struct Contender {
     data_checked: bool,
     /// The wait watches release markers.
     markers: bool,
+    /// This session is known to read its own nodes in this lock
+    /// ([`Contender::with_own_readable`]).
+    own_readable: bool,
     /// The largest listing to queue behind ([`Acquire::with_listing_limit`]).
     listing_limit: Option<usize>,
     /// A downgrade's reader: the writer node of mine it replaces, whether
@@ -589,6 +592,7 @@ impl Contender {
             answer_lost: false,
             data_checked: false,
             markers: true,
+            own_readable: false,
             listing_limit: None,
             replaces: None,
             downgrade: Downgrade::None,
@@ -736,6 +740,31 @@ impl Contender {
     pub fn with_release_markers(mut self, on: bool) -> Contender {
         self.markers = on;
         self
+    }
+
+    /// Whether this session is known to read its own nodes in this lock
+    /// ([`Acquire::with_own_readable`]; off by default). A driver keeps
+    /// what [`Contender::own_readable`] learnt for the lock's next acquire.
+    #[must_use]
+    pub fn with_own_readable(mut self, known: bool) -> Contender {
+        self.own_readable = known;
+        self
+    }
+
+    /// True once this session is known to read its own node: given
+    /// ([`Contender::with_own_readable`]) or learnt
+    /// ([`Contender::own_node_read`]).
+    pub fn own_readable(&self) -> bool {
+        self.own_readable
+    }
+
+    /// A read of my node answered, with the czxid of the node read: this
+    /// session reads its own nodes if it is the node I made (a stranger's
+    /// node made again under my name says nothing of my nodes' ACL).
+    pub fn own_node_read(&mut self, czxid: i64) {
+        if self.czxid() == Some(czxid) {
+            self.own_readable = true;
+        }
     }
 
     /// The largest listing to queue behind ([`Acquire::with_listing_limit`];

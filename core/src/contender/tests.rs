@@ -124,7 +124,8 @@ fn waiting_writer() -> Contender {
             also: Vec::new(),
             own: true,
             marker: None,
-            watched: other
+            watched: other,
+            together: false,
         })
     );
     c
@@ -2096,4 +2097,45 @@ fn a_semaphores_waiter_polls_what_it_may_not_read_and_keeps_what_its_carrier_hol
         panic!("watches again, got {fresh:?}");
     };
     assert!(kept.is_empty(), "{kept:?}");
+}
+
+#[test]
+fn what_is_known_of_reading_my_node_is_given_to_the_wait_and_learnt_from_it() {
+    let me = name(Mode::Write, 3);
+    let listing = [
+        "x-W-0000000001".to_owned(),
+        "x-W-0000000002".to_owned(),
+        me.clone(),
+    ];
+    let marker = Some(crate::node_name::release_marker(&listing[1]));
+    // Given: the wait's own and marker watches go together.
+    let mut known = contender(Mode::Write).with_own_readable(true);
+    known.start();
+    assert!(known.own_readable());
+    assert!(matches!(
+        known.step(created(&me, 41, Some(&listing))),
+        Action::Acquire(Wait::SetWatches { own: true, together: true, ref marker, .. }) if marker.is_some()
+    ));
+    // Not given: apart, and learnt once my node's data watch is set.
+    let mut learning = contender(Mode::Write);
+    learning.start();
+    assert_eq!(
+        learning.step(created(&me, 41, Some(&listing))),
+        Action::Acquire(Wait::SetWatches {
+            kept: Vec::new(),
+            lingers: false,
+            also: Vec::new(),
+            own: true,
+            marker,
+            watched: listing[1].clone(),
+            together: false,
+        })
+    );
+    assert!(!learning.own_readable());
+    // A node made again under my name by someone else teaches nothing.
+    learning.own_node_read(42);
+    assert!(!learning.own_readable());
+    // My node, read: learnt.
+    learning.own_node_read(41);
+    assert!(learning.own_readable());
 }

@@ -389,6 +389,7 @@ fn watches_are_set_own_first_then_the_marker_then_the_watched_node() {
     let watched = "h-W-0000000002".to_owned();
     let marker = Some(node_name::release_marker(&watched));
     let action = Action::Acquire(acquire::Action::SetWatches {
+        together: false,
         kept: Vec::new(),
         lingers: false,
         also: Vec::new(),
@@ -446,9 +447,13 @@ fn watches_are_set_own_first_then_the_marker_then_the_watched_node() {
     // A marker that exists already is a stranger's: its watch is dropped.
     exchange.answer(1, Ok(Reply::Stat(Some(stat(9)))));
     assert_eq!(exchange.answer(2, Ok(data(20))), Progress::Complete);
-    assert_eq!(exchange.watch(0), Some(Watch::Own));
-    assert_eq!(exchange.watch(1), None);
-    assert_eq!(exchange.watch(2), Some(Watch::Watched));
+    assert_eq!(exchange.watch(0), [Some(Watch::Own)]);
+    assert_eq!(
+        exchange.watch(1),
+        [None],
+        "a stranger's marker's watch is dropped"
+    );
+    assert_eq!(exchange.watch(2), [Some(Watch::Watched)]);
     assert_eq!(
         exchange.input("h-W-"),
         Some(Input::Acquire(WaitInput::WatchesSet {
@@ -463,10 +468,10 @@ fn watches_are_set_own_first_then_the_marker_then_the_watched_node() {
     absent.answer(2, Err(Error::NoNode));
     assert_eq!(
         absent.watch(1),
-        Some(Watch::Marker),
+        [Some(Watch::Marker)],
         "an absent marker's watch waits for its creation"
     );
-    assert_eq!(absent.watch(2), None, "no watch is left on a missing node");
+    assert!(absent.watch(2).is_empty(), "no watch is left on a missing node");
 }
 
 #[test]
@@ -474,6 +479,7 @@ fn my_node_read_while_waiting_carries_a_revocation_request() {
     let (mut wire, mut machine, _) = waiting();
     let watched = "h-W-0000000002".to_owned();
     let action = Action::Acquire(acquire::Action::SetWatches {
+        together: false,
         kept: Vec::new(),
         lingers: false,
         also: Vec::new(),
@@ -565,7 +571,7 @@ fn the_keeper_reads_the_held_node_with_a_watch() {
             stat: stat(30),
         }),
     );
-    assert_eq!(exchange.watch(0), Some(Watch::Held));
+    assert_eq!(exchange.watch(0), [Some(Watch::Held)]);
     assert_eq!(
         exchange.held(),
         Answer::Ok(HeldNode {
@@ -575,7 +581,7 @@ fn the_keeper_reads_the_held_node_with_a_watch() {
     );
     let mut gone = wire.keep("h-W-0000000003");
     gone.answer(0, Err(Error::NoNode));
-    assert_eq!(gone.watch(0), None);
+    assert!(gone.watch(0).is_empty());
     assert_eq!(gone.held(), Answer::NoNode);
 }
 
@@ -599,6 +605,7 @@ fn a_failure_reports_the_error_of_the_request_the_rules_name() {
     let (wire, machine, _) = waiting();
     let watched = "h-W-0000000002".to_owned();
     let action = Action::Acquire(acquire::Action::SetWatches {
+        together: false,
         kept: Vec::new(),
         lingers: false,
         also: Vec::new(),
@@ -607,9 +614,9 @@ fn a_failure_reports_the_error_of_the_request_the_rules_name() {
         watched,
     });
     let mut exchange = wire.exchange(&action, &machine).expect("watches");
-    assert_eq!(exchange.watch_of(0), Some(Watch::Own));
-    assert_eq!(exchange.watch_of(1), Some(Watch::Marker));
-    assert_eq!(exchange.watch_of(2), Some(Watch::Watched));
+    assert_eq!(exchange.watch_of(0), [Watch::Own]);
+    assert_eq!(exchange.watch_of(1), [Watch::Marker]);
+    assert_eq!(exchange.watch_of(2), [Watch::Watched]);
     assert!(exchange.forgets_session_changes());
     exchange.answer(1, Err(Error::Failed));
     exchange.answer(2, Err(Error::NoAuth));
@@ -792,9 +799,12 @@ fn a_downgrades_failures_name_its_writer() {
     exchange.answer(1, Err(Error::Failed));
     assert_eq!(exchange.blame(), Some((1, "/locks/a/h-W-0000000001")));
     let mut keep = wire.keep("h-W-0000000003");
-    assert_eq!((keep.watch_of(0), keep.watch_of(1)), (Some(Watch::Held), None));
+    assert_eq!(
+        (keep.watch_of(0), keep.watch_of(1)),
+        (&[Watch::Held][..], &[][..])
+    );
     keep.answer(0, Err(Error::NoNode));
-    assert_eq!(keep.watch(0), None);
+    assert!(keep.watch(0).is_empty());
 }
 
 #[test]
@@ -832,6 +842,7 @@ fn a_deadline_during_the_waits_request_is_the_machines_to_take() {
 fn a_semaphores_watched_nodes_are_all_watched_with_data_watches() {
     let (wire, machine, _) = waiting();
     let action = Action::Acquire(acquire::Action::SetWatches {
+        together: false,
         kept: Vec::new(),
         lingers: true,
         own: false,
@@ -855,7 +866,7 @@ fn a_semaphores_watched_nodes_are_all_watched_with_data_watches() {
         ]
     );
     for index in 0..3 {
-        assert_eq!(exchange.watch_of(index), Some(Watch::Watched), "request {index}");
+        assert_eq!(exchange.watch_of(index), [Watch::Watched], "request {index}");
     }
     let data = || {
         Ok(Reply::Data {
@@ -866,9 +877,9 @@ fn a_semaphores_watched_nodes_are_all_watched_with_data_watches() {
     exchange.answer(0, data());
     exchange.answer(1, Err(Error::NoAuth));
     assert_eq!(exchange.answer(2, Err(Error::NoNode)), Progress::Complete);
-    assert_eq!(exchange.watch(0), Some(Watch::Watched));
-    assert_eq!(exchange.watch(1), None, "a refused read leaves no watch");
-    assert_eq!(exchange.watch(2), None, "no watch is left on a missing node");
+    assert_eq!(exchange.watch(0), [Some(Watch::Watched)]);
+    assert!(exchange.watch(1).is_empty(), "a refused read leaves no watch");
+    assert!(exchange.watch(2).is_empty(), "no watch is left on a missing node");
     assert_eq!(
         exchange.input("h-W-"),
         Some(Input::Acquire(WaitInput::WatchesSet {
@@ -883,6 +894,7 @@ fn a_semaphores_watched_nodes_are_all_watched_with_data_watches() {
     // A lock's watches are removed when dropped.
     let (lock_wire, lock_machine, _) = waiting();
     let lock_watches = Action::Acquire(acquire::Action::SetWatches {
+        together: false,
         kept: Vec::new(),
         lingers: false,
         own: true,
@@ -909,6 +921,7 @@ fn a_semaphores_wait_asks_only_for_the_nodes_new_to_it() {
     let (wire, machine, _) = waiting();
     let action = Action::Acquire(acquire::Action::SetWatches {
         own: false,
+        together: false,
         watched: "h-W-0000000002".to_owned(),
         marker: None,
         also: vec!["h-W-0000000001".to_owned(), "h-W-0000000000".to_owned()],
@@ -945,6 +958,7 @@ fn a_semaphores_wait_asks_only_for_the_nodes_new_to_it() {
     // Nothing new to watch: nothing is sent, and the wait goes on.
     let all_kept = Action::Acquire(acquire::Action::SetWatches {
         own: false,
+        together: false,
         watched: "h-W-0000000002".to_owned(),
         marker: None,
         also: Vec::new(),
@@ -963,4 +977,153 @@ fn a_semaphores_wait_asks_only_for_the_nodes_new_to_it() {
             also: Vec::new(),
         }))
     );
+}
+
+#[test]
+fn own_and_marker_watches_together_are_one_set_watches_relative_to_my_czxid_before_the_watched_nodes() {
+    let (wire, machine, _) = waiting();
+    let watched = "h-W-0000000002".to_owned();
+    let marker = node_name::release_marker(&watched);
+    let together = |together| {
+        Action::Acquire(acquire::Action::SetWatches {
+            together,
+            kept: Vec::new(),
+            lingers: false,
+            also: Vec::new(),
+            own: true,
+            watched: watched.clone(),
+            marker: Some(marker.clone()),
+        })
+    };
+    let mut exchange = wire.exchange(&together(true), &machine).expect("watches");
+    assert_eq!(
+        exchange.requests(),
+        [
+            Request::SetWatches {
+                relative_zxid: 30,
+                data: vec!["/locks/a/h-W-0000000003".to_owned()],
+                exist: vec![child_path(DIR, &marker)],
+            },
+            Request::GetData {
+                path: child_path(DIR, &watched),
+                watch: true
+            },
+        ]
+    );
+    assert!(exchange.requests().iter().all(Request::watches));
+    assert_eq!(exchange.requests()[0].path(), "/locks/a/h-W-0000000003");
+    assert_eq!(exchange.watch_of(0), [Watch::Own, Watch::Marker]);
+    assert_eq!(exchange.watch_of(1), [Watch::Watched]);
+    assert!(exchange.forgets_session_changes());
+    // Answered with no event before: both set, both kept.
+    exchange.answer(
+        0,
+        Ok(Reply::WatchesSet {
+            fired: vec![false, false],
+        }),
+    );
+    let data = Reply::Data {
+        data: Vec::new(),
+        stat: stat(20),
+    };
+    assert_eq!(exchange.answer(1, Ok(data.clone())), Progress::Complete);
+    assert_eq!(exchange.watch(0), [Some(Watch::Own), Some(Watch::Marker)]);
+    assert_eq!(
+        exchange.input("h-W-"),
+        Some(Input::Acquire(WaitInput::WatchesSet {
+            also: Vec::new(),
+            own: Some(WaitReply::Ok(())),
+            watched: WaitReply::Ok(()),
+            marker: Some(WaitReply::Ok(false)),
+        }))
+    );
+    assert_eq!(exchange.blame(), None);
+    // The marker's watch fired before the answer: a marker there already,
+    // a stranger's (a release's lives only inside its transaction). Its
+    // watch is dropped and it counts as found; my node's fired too: its
+    // event is the wait's to take.
+    let mut there = wire.exchange(&together(true), &machine).expect("watches");
+    there.answer(
+        0,
+        Ok(Reply::WatchesSet {
+            fired: vec![true, true],
+        }),
+    );
+    there.answer(1, Ok(data));
+    assert_eq!(there.watch(0), [Some(Watch::Own), None]);
+    assert_eq!(
+        there.input("h-W-"),
+        Some(Input::Acquire(WaitInput::WatchesSet {
+            also: Vec::new(),
+            own: Some(WaitReply::Ok(())),
+            watched: WaitReply::Ok(()),
+            marker: Some(WaitReply::Ok(true)),
+        }))
+    );
+    // An answer of another shape is no answer to it.
+    assert!(!answers(&there.requests()[0], &Ok(Reply::Done)));
+    assert!(!answers(
+        &there.requests()[0],
+        &Ok(Reply::WatchesSet { fired: vec![false] })
+    ));
+    // Its answer lost: neither is set, and the wait lists again.
+    let mut lost = wire.exchange(&together(true), &machine).expect("watches");
+    lost.answer(0, Err(Error::Unanswered));
+    lost.answer(1, Err(Error::Unanswered));
+    assert!(lost.watch(0).is_empty());
+    assert_eq!(
+        lost.input("h-W-"),
+        Some(Input::Acquire(WaitInput::WatchesSet {
+            also: Vec::new(),
+            own: Some(WaitReply::Retry),
+            watched: WaitReply::Retry,
+            marker: Some(WaitReply::Retry),
+        }))
+    );
+    assert_eq!(lost.blame(), Some((0, "/locks/a/h-W-0000000003")));
+    // Not together: apart, as before.
+    let apart = wire.exchange(&together(false), &machine).expect("watches");
+    assert_eq!(apart.requests().len(), 3);
+    // My czxid not known (my node found after a lost create): apart.
+    let (finding, _) = {
+        let mut machine = self::machine();
+        let action = machine.start();
+        (machine, action)
+    };
+    let unknown = wire.exchange(&together(true), &finding).expect("watches");
+    assert_eq!(unknown.requests().len(), 3);
+    assert!(matches!(unknown.requests()[0], Request::GetData { .. }));
+}
+
+#[test]
+fn a_read_of_my_node_teaches_that_this_session_reads_its_nodes_only_if_it_is_the_node_i_made() {
+    for (czxid, learnt) in [(30, true), (31, false)] {
+        let (mut wire, mut machine, _) = waiting();
+        let watched = "h-W-0000000002".to_owned();
+        let action = Action::Acquire(acquire::Action::SetWatches {
+            together: false,
+            kept: Vec::new(),
+            lingers: false,
+            also: Vec::new(),
+            own: true,
+            marker: None,
+            watched,
+        });
+        let mut exchange = wire.exchange(&action, &machine).expect("watches");
+        assert!(!machine.own_readable());
+        let read = |czxid| {
+            Ok(Reply::Data {
+                data: Vec::new(),
+                stat: stat(czxid),
+            })
+        };
+        exchange.answer(0, read(czxid));
+        exchange.answer(1, read(20));
+        wire.settle(&exchange, &mut machine);
+        assert_eq!(
+            machine.own_readable(),
+            learnt,
+            "my node's czxid is 30, read {czxid}"
+        );
+    }
 }
