@@ -41,7 +41,8 @@ pub(super) struct Carrier {
 struct Answered {
     result: Result<Reply, zk::Error>,
     refused_at: Option<usize>,
-    watch: Option<zk::OneshotWatcher>,
+    /// The watches it left, in the order the request sets them.
+    watches: Vec<WatchFuture>,
     acl: Option<Vec<zk::Acl>>,
 }
 
@@ -50,7 +51,7 @@ impl Answered {
         Answered {
             result,
             refused_at: None,
-            watch: None,
+            watches: Vec::new(),
             acl: None,
         }
     }
@@ -173,18 +174,20 @@ impl Carrier {
             }
             let progress = exchange.answer(index, answered.answer());
             errors.push(answered.result.err());
-            if let (Some(watch), Some(kind)) = (answered.watch, exchange.watch(index)) {
-                let path = exchange
-                    .requests()
-                    .get(index)
-                    .map(Request::path)
-                    .unwrap_or_default();
-                watches.push(Kept {
-                    kind,
-                    path: path.to_owned(),
-                    lingers: exchange.lingers(index),
-                    watch: Box::pin(watch.changed()),
-                });
+            let paths = exchange
+                .requests()
+                .get(index)
+                .map(watched_paths)
+                .unwrap_or_default();
+            for ((watch, kind), path) in answered.watches.into_iter().zip(exchange.watch(index)).zip(paths) {
+                if let Some(kind) = kind {
+                    watches.push(Kept {
+                        kind,
+                        path,
+                        lingers: exchange.lingers(index),
+                        watch,
+                    });
+                }
             }
             // A watch not kept is dropped here: the client asks the
             // server to remove it.
@@ -280,12 +283,10 @@ pub(super) async fn keep(
     let mut error = None;
     let requests = exchange.requests().to_vec();
     for (index, request) in requests.iter().enumerate() {
-        let answered = line.send(request).await;
+        let mut answered = line.send(request).await;
         exchange.answer(index, answered.answer());
-        if exchange.watch(index) == Some(Watch::Held) {
-            watch = answered
-                .watch
-                .map(|watch| -> WatchFuture { Box::pin(watch.changed()) });
+        if exchange.watch(index) == [Some(Watch::Held)] {
+            watch = answered.watches.pop();
         }
         error = answered.result.err();
     }
@@ -463,7 +464,7 @@ impl<'c> Line<'c> {
                 Box::pin(async move {
                     match read.await {
                         Ok((data, s, watcher)) => Answered {
-                            watch: Some(watcher),
+                            watches: vec![Box::pin(watcher.changed())],
                             ..Answered::of(Ok(Reply::Data { data, stat: stat(&s) }))
                         },
                         Err(e) => Answered::of(Err(e)),
@@ -481,9 +482,33 @@ impl<'c> Line<'c> {
                 Box::pin(async move {
                     match checked.await {
                         Ok((s, watcher)) => Answered {
-                            watch: Some(watcher),
+                            watches: vec![Box::pin(watcher.changed())],
                             ..Answered::of(Ok(Reply::Stat(s.as_ref().map(stat))))
                         },
+                        Err(e) => Answered::of(Err(e)),
+                    }
+                })
+            }
+            Request::SetWatches {
+                relative_zxid,
+                data,
+                exist,
+            } => {
+                let data: Vec<&str> = data.iter().map(String::as_str).collect();
+                let exist: Vec<&str> = exist.iter().map(String::as_str).collect();
+                let set = client.set_watches(*relative_zxid, &data, &exist);
+                Box::pin(async move {
+                    match set.await {
+                        Ok(watchers) => {
+                            // The events sent before the answer are in
+                            // their watchers already (the session hands
+                            // them over before the answer): fired at once.
+                            let (watches, fired) = watchers.into_iter().map(fired_at_once).unzip();
+                            Answered {
+                                watches,
+                                ..Answered::of(Ok(Reply::WatchesSet { fired }))
+                            }
+                        }
                         Err(e) => Answered::of(Err(e)),
                     }
                 })
@@ -600,4 +625,22 @@ fn multi<'c>(client: &'c zk::Client, ops: &[contender::Op], acls: &[zk::Acl]) ->
             }
         }
     })
+}
+
+/// The paths of the watches `request` sets, in the order it sets them.
+fn watched_paths(request: &Request) -> Vec<String> {
+    match request {
+        Request::SetWatches { data, exist, .. } => data.iter().chain(exist).cloned().collect(),
+        other => vec![other.path().to_owned()],
+    }
+}
+
+/// A watcher's future, and whether its event has come already.
+fn fired_at_once(watcher: zk::OneshotWatcher) -> (WatchFuture, bool) {
+    let mut watch: WatchFuture = Box::pin(watcher.changed());
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match watch.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(event) => (Box::pin(std::future::ready(event)), true),
+        std::task::Poll::Pending => (watch, false),
+    }
 }

@@ -135,6 +135,7 @@ impl SharedLock {
             !inner.data_checked.load(Ordering::Relaxed),
         )
         .with_release_markers(inner.release_markers)
+        .with_own_readable(inner.own_readable.load(Ordering::Relaxed))
         .with_listing_limit(inner.listing_limit)
         .with_place(place.is_some())
         .with_permits(inner.permits);
@@ -269,6 +270,9 @@ impl SharedLock {
                             }
                             if pending.machine.data_checked() {
                                 inner.data_checked.store(true, Ordering::Relaxed);
+                            }
+                            if pending.machine.own_readable() {
+                                inner.own_readable.store(true, Ordering::Relaxed);
                             }
                             if pending.machine.saw_foreign() {
                                 if let Some(children) = exchange.listing() {
@@ -462,14 +466,16 @@ impl Driver<'_> {
     fn replace_watches(&mut self, exchange: &Exchange) {
         let mut first_watched = true;
         for (index, request) in exchange.requests().iter().enumerate() {
-            match exchange.watch_of(index) {
-                Some(Watch::Own) => self.own_watch = None,
-                Some(Watch::Marker) => self.marker = None,
-                Some(Watch::Watched) if first_watched => {
-                    first_watched = false;
-                    self.watched_path = request.path().to_owned();
+            for whose in exchange.watch_of(index) {
+                match whose {
+                    Watch::Own => self.own_watch = None,
+                    Watch::Marker => self.marker = None,
+                    Watch::Watched if first_watched => {
+                        first_watched = false;
+                        self.watched_path = request.path().to_owned();
+                    }
+                    Watch::Watched | Watch::Held => {}
                 }
-                Some(Watch::Watched) | Some(Watch::Held) | None => {}
             }
         }
         // The watched nodes' watches go, but those the exchange keeps.
@@ -498,7 +504,7 @@ impl Driver<'_> {
                 Some(Ok(Reply::Data { stat, .. } | Reply::Stat(Some(stat)))) => stat,
                 _ => continue,
             };
-            if exchange.watch_of(index) == Some(Watch::Watched) && stat.ephemeral_owner == 0 {
+            if exchange.watch_of(index) == [Watch::Watched] && stat.ephemeral_owner == 0 {
                 self.lock.warn_persistent(request.path());
             }
         }

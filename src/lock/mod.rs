@@ -139,6 +139,10 @@ struct Inner {
     /// An acquire found the directory's data to be the lock's (empty or a
     /// release record): later acquires do not read it again.
     data_checked: AtomicBool,
+    /// This session was seen to read its own node in this lock: later
+    /// waits set the watches on it and on a release marker in one request
+    /// ([`zk_rwlock_core::contender::Contender::with_own_readable`]).
+    own_readable: AtomicBool,
     /// See [`LockBuilder::release_markers`].
     release_markers: bool,
     /// See [`LockBuilder::max_listing_size`].
@@ -475,6 +479,7 @@ impl LockBuilder {
                 stats,
                 follower_lag: self.follower_lag,
                 data_checked: AtomicBool::new(false),
+                own_readable: AtomicBool::new(false),
                 release_markers: self.release_markers,
                 listing_limit: self.max_listing_size.unwrap_or(Some(limit)),
                 permits: self.permits,

@@ -13,6 +13,7 @@ use support::{
 };
 use zk_rwlock::node_name::{release_marker, RELEASE_MARKER_SUFFIX};
 use zk_rwlock::zk;
+use zk_rwlock::{SharedLock, WriteGuard};
 
 const SHORT: Duration = Duration::from_secs(10);
 
@@ -419,4 +420,136 @@ async fn build_refuses_a_lock_whose_release_would_be_too_large() {
         second_name,
         "the release transaction went through"
     );
+}
+
+/// A lock handle whose session was seen to read its own node: the third
+/// writer of a chain (on that handle) sets the watches on its node and on
+/// the second's marker in one `SetWatches` request, and sends a create, a
+/// listing, that request and the second's read in all; it is still granted
+/// by the marker's event alone, with no request after it.
+async fn third_of_a_chain_on_a_taught_handle(
+    path: &str,
+) -> (SharedLock, SharedLock, WriteGuard, Waiting, i64) {
+    let first_lock = lock(path).await;
+    let third_lock = lock(path).await;
+    // One wait behind a holder: its data watch on its node teaches the
+    // handle that this session reads its nodes.
+    let held = first_lock.write().await.unwrap();
+    let learning = {
+        let third_lock = third_lock.clone();
+        tokio::spawn(async move { third_lock.write().await })
+    };
+    wait_contenders(&first_lock, 2).await;
+    held.release().await.unwrap();
+    joined(SHORT, learning).await.unwrap().release().await.unwrap();
+    let first = first_lock.write().await.unwrap();
+    let second_lock = lock(path).await;
+    let second = tokio::spawn(async move { second_lock.write().await });
+    wait_contenders(&first_lock, 2).await;
+    let session = third_lock.client().session_id().0;
+    let before = received_on(session);
+    let third = {
+        let third_lock = third_lock.clone();
+        tokio::spawn(async move { third_lock.write().await })
+    };
+    wait_contenders(&first_lock, 3).await;
+    let queue = first_lock.contenders().await.unwrap();
+    let marker = format!("{path}/{}", release_marker(child(&queue[1].path)));
+    eventually("the third writer watches the second's marker", SHORT, || {
+        let watched = watched_markers(path).contains(&marker);
+        async move { watched }
+    })
+    .await;
+    wait_watching(server(), &queue[1].path, session).await;
+    let sent = received_on(session) - before;
+    (
+        first_lock,
+        third_lock,
+        first,
+        Waiting {
+            second,
+            third,
+            third_node: queue[2].path.clone(),
+        },
+        sent,
+    )
+}
+
+struct Waiting {
+    second: tokio::task::JoinHandle<Result<WriteGuard, zk_rwlock::Error>>,
+    third: tokio::task::JoinHandle<Result<WriteGuard, zk_rwlock::Error>>,
+    third_node: String,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handle_that_read_its_node_sets_its_own_and_the_markers_watch_in_one_request() {
+    let path = unique_path("marker-together");
+    let (_first_lock, third_lock, first, waiting, sent) = third_of_a_chain_on_a_taught_handle(&path).await;
+    assert_eq!(
+        sent, 4,
+        "create, listing, one SetWatches for my node and the marker, the second's read"
+    );
+    let third_session = third_lock.client().session_id().0;
+    first.release().await.unwrap();
+    let second = joined(SHORT, waiting.second).await.unwrap();
+    let before = received_on(third_session);
+    second.release().await.unwrap();
+    let third = joined(SHORT, waiting.third).await.unwrap();
+    assert_eq!(
+        received_on(third_session) - before,
+        0,
+        "granted by the marker's event, no request"
+    );
+    assert!(third.is_held());
+    third.release().await.unwrap();
+    assert_no_marker_watched(&path);
+}
+
+/// The watch set with the marker's is relative to my node's making: a
+/// revocation request written to my node while I wait is seen (the wait
+/// lists again and reads my node), and the guard says so at the grant.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revocation_request_on_a_waiter_whose_watches_went_together_is_seen() {
+    let path = unique_path("marker-together-revoked");
+    let (_first_lock, _third_lock, first, waiting, _) = third_of_a_chain_on_a_taught_handle(&path).await;
+    let stranger = client().await;
+    stranger
+        .set_data(&waiting.third_node, zk_rwlock::REVOKE_PAYLOAD, None)
+        .await
+        .unwrap();
+    first.release().await.unwrap();
+    joined(SHORT, waiting.second)
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+    let third = joined(SHORT, waiting.third).await.unwrap();
+    assert!(
+        third.is_revocation_requested(),
+        "the request written while it waited is on the guard"
+    );
+    third.release().await.unwrap();
+}
+
+/// A node deleted by someone else while it waits with the watches set
+/// together: the acquire fails as lost, never granted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_whose_watches_went_together_loses_a_node_deleted_under_it() {
+    let path = unique_path("marker-together-deleted");
+    let (_first_lock, _third_lock, first, waiting, _) = third_of_a_chain_on_a_taught_handle(&path).await;
+    let stranger = client().await;
+    stranger.delete(&waiting.third_node, None).await.unwrap();
+    let third = joined(SHORT, waiting.third).await;
+    assert!(
+        matches!(third, Err(zk_rwlock::Error::Lost { .. })),
+        "lost, not granted: {third:?}"
+    );
+    first.release().await.unwrap();
+    joined(SHORT, waiting.second)
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
 }
