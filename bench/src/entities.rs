@@ -22,7 +22,10 @@ enum EntityHold {
 }
 
 /// `entity_locks` (`floor` false) and `entity_floor`: one session, C workers,
-/// each grant on `PATH/e<k>`, k uniform in `b.entities`.
+/// each grant on `PATH/e<k>`, k uniform in `b.entities`. The floor's grant
+/// is what an uncontended lock grant needs at least: one create
+/// (ephemeral-sequential, in `PATH/e<k>`) pipelined with a listing of
+/// `PATH/e<k>` (as the lock sends them), then, at the release, the delete.
 pub(crate) async fn entities(b: &Arc<Bench>, floor: bool) -> Result<Outcome, Failure> {
     let clients = connect_all(b, 1).await?;
     let client = clients[0].clone();
@@ -34,7 +37,7 @@ pub(crate) async fn entities(b: &Arc<Bench>, floor: bool) -> Result<Outcome, Fai
             .await
             .map_err(|e| failure::zk_failure(e, &warmup_dir))?;
         for _ in 0..b.warmup {
-            floor_one(&client, &warmup_dir, false)
+            floor_one(&client, &warmup_dir, true)
                 .await
                 .map_err(|e| failure::zk_failure(e, &warmup_dir))?;
         }
@@ -92,10 +95,9 @@ pub(crate) async fn entities(b: &Arc<Bench>, floor: bool) -> Result<Outcome, Fai
         Some(&(at, wakes)) => (at, wakes),
         None => (start + b.max, b.wakes.get()),
     };
-    b.wakes.clear();
     drop(locks);
     drop(client);
-    close_all(clients).await;
+    close_all(b, clients).await;
     let violations = board.violations.load(Ordering::Relaxed);
     b.holders.add_violations(violations);
     let extra = Extra::Entity(EntityFields {
@@ -112,7 +114,7 @@ pub(crate) async fn entities(b: &Arc<Bench>, floor: bool) -> Result<Outcome, Fai
         grants: lat.len() as u64,
         secs: Some((end - start).as_secs_f64()),
         lat_ms: lat,
-        latency_kind: if floor { "create" } else { "acquire" },
+        latency_kind: if floor { "create_list" } else { "acquire" },
         extra: Some(extra),
         wakes: (!floor).then_some(wakes),
         cpu_s,
@@ -201,14 +203,15 @@ impl EntityWorker {
     }
 
     /// The write lock of entity `k` (or, for the floor, a node of its own
-    /// in the entity's directory); `Ok(None)` if `left` passed first.
+    /// in the entity's directory, and a listing of it); `Ok(None)` if
+    /// `left` passed first.
     async fn take(&self, k: usize, left: Duration) -> Result<Option<EntityHold>, String> {
         match self.locks.get(k) {
             Some(lock) => match acquire(lock, Mode::Write, Some(left)).await {
                 Ok(guard) => Ok(guard.map(EntityHold::Guard)),
                 Err(e) => Err(e.to_string()),
             },
-            None => floor_entity_create(&self.client, &entity_path(&self.b, k))
+            None => floor_entity_create_list(&self.client, &entity_path(&self.b, k))
                 .await
                 .map(|node| Some(EntityHold::Node(node)))
                 .map_err(|e| e.to_string()),
@@ -216,25 +219,37 @@ impl EntityWorker {
     }
 }
 
-/// The floor's create: one ephemeral-sequential node in `dir`; where `dir`
-/// is missing, it is made first as the lock makes it (a container, its
-/// parent persistent), then the create is sent again.
-async fn floor_entity_create(client: &zk::Client, dir: &str) -> Result<String, zk::Error> {
+/// The floor's grant: one ephemeral-sequential node in `dir` and a listing
+/// of `dir` (getChildren with its stat, as the lock lists), sent together
+/// (pipelined: the session's requests are answered in order, so the
+/// listing holds the new node); where `dir` is missing, it is made first as
+/// the lock makes it (a container, its parent persistent), then both are
+/// sent again. Returns the new node's path.
+async fn floor_entity_create_list(client: &zk::Client, dir: &str) -> Result<String, zk::Error> {
     let prefix = format!("{dir}/floor-W-");
     let options = node_options();
     let container = zk::CreateMode::Container.with_acls(zk::Acls::anyone_all());
     for _ in 0..10 {
-        match client.create(&prefix, &[], &options).await {
-            Ok((_, seq)) => return Ok(format!("{prefix}{:010}", seq.into_i64() as i32)),
-            Err(zk::Error::NoNode) => match client.create(dir, &[], &container).await {
-                Ok(_) | Err(zk::Error::NodeExists) => {}
-                Err(zk::Error::NoNode) => {
-                    if let Some((parent, _)) = dir.rsplit_once('/') {
-                        client.mkdir(parent, &dir_options()).await?;
+        let created = client.create(&prefix, &[], &options);
+        let listed = client.get_children(dir);
+        match created.await {
+            Ok((_, seq)) => {
+                listed.await?;
+                return Ok(format!("{prefix}{:010}", seq.into_i64() as i32));
+            }
+            Err(zk::Error::NoNode) => {
+                // The listing failed as well (no directory): make it.
+                let _ = listed.await;
+                match client.create(dir, &[], &container).await {
+                    Ok(_) | Err(zk::Error::NodeExists) => {}
+                    Err(zk::Error::NoNode) => {
+                        if let Some((parent, _)) = dir.rsplit_once('/') {
+                            client.mkdir(parent, &dir_options()).await?;
+                        }
                     }
+                    Err(e) => return Err(e),
                 }
-                Err(e) => return Err(e),
-            },
+            }
             Err(e) => return Err(e),
         }
     }

@@ -31,7 +31,7 @@ use clap::{Parser, ValueEnum};
 use zk_rwlock::Mode;
 
 use crate::entities::entities;
-use crate::floors::{floor_cycle, floor_handoff};
+use crate::floors::{contended_floor, floor_cycle, floor_handoff};
 use crate::memory::{memory_handles, memory_waiters};
 use crate::output::Outcome;
 use crate::semaphore::semaphore_loop;
@@ -86,13 +86,28 @@ default to the values of peers/run.sh):
   floor_cycle         no lock logic: C clients (default 1) at once on one
                       directory, G cycles in all of (create ephemeral-
                       sequential + list children, pipelined; then delete).
-                      grants = cycles; latency = create+list. With C=2 it is
-                      the floor for contended_write with 2 clients.
+                      grants = cycles; latency = create+list. No hand-off:
+                      the floor of contended_write is contended_floor
   floor_create_delete the same, each cycle (create ephemeral-sequential;
                       delete), sequential; latency = create
   floor_handoff       client A deletes a node that client B watches with a data
-                      watch, G rounds (default 500); latency = A's delete call
-                      -> B's notification
+                      watch, G rounds (default 500), one step after the
+                      other; latency = A's delete call -> B's notification
+  contended_floor     the floor of contended_write with 2 clients, no lock
+                      logic: 2 sessions hand a grant back and forth with
+                      ephemeral-sequential nodes in PATH. The holder
+                      releases by deleting its node; the other, which had a
+                      data watch on it, is notified and holds. At its
+                      release a party sends in one pipelined batch the
+                      create of its next node, a data watch on the other's
+                      node (named in-process, no listing) and the delete of
+                      its node; answered in order, the watch is set before
+                      the delete grants the other, so every grant comes by
+                      a notification. Per grant one create, one watch, one
+                      delete; grant to grant only that batch's commit and
+                      the notification. G grants (default 2000), --hold-ms
+                      as contended_write; latency = the holder's release
+                      (batch sent) -> the other's grant
   entity_locks        per-entity locks: ONE session shared by C workers
                       (default 64, G=4000); each grant takes the write lock of
                       PATH/e<k>, k uniform in --entities (default 1024; worker
@@ -100,9 +115,12 @@ default to the values of peers/run.sh):
                       use, inside the timed run; violations = grants while
                       another worker held the same entity
   entity_floor        its floor, no lock logic: the same session, workers and
-                      entity choice, each cycle one create (ephemeral-
-                      sequential) in PATH/e<k> (making the directory on first
-                      use) and its delete; latency = create
+                      entity choice; each grant is what an uncontended
+                      lock grant needs: one create (ephemeral-sequential)
+                      in PATH/e<k> and a listing (getChildren) of PATH/e<k>,
+                      pipelined as the lock sends them (making the
+                      directory on first use), then the delete;
+                      latency = create+list
   memory_handles      client memory: C (default 10000) idle locks (PATH/e<i>)
                       on one session; bytes_each = VmRSS growth / C
   memory_waiters      C (default 1000) write acquires through one lock of one
@@ -112,7 +130,8 @@ default to the values of peers/run.sh):
 
 Every client is its own ZooKeeper session (timeout 4 s), opened before the
 clock starts. --warmup N: N uncounted write acquire/release cycles (floors:
-N uncounted cycles; semaphore: permit cycles) by client 0 on PATH-warmup
+N uncounted cycles, contended_floor and floor_handoff: hand-offs between
+their 2 clients; semaphore: permit cycles) by client 0 on PATH-warmup
 before measuring. Latency is
 measured with a monotonic clock right before acquire to right after it
 returns; percentiles come from an HDR histogram (3 significant digits:
@@ -186,7 +205,8 @@ struct Args {
     /// Clients (sessions); for herd_release the number of waiters; entity_*
     /// workers on one session; memory_* handles or waiters [default: 1,
     /// contended 8, mixed 16, semaphore 16, herd 64, entity 64,
-    /// memory_handles 10000, memory_waiters 1000]
+    /// memory_handles 10000, memory_waiters 1000; floor_handoff and
+    /// contended_floor always 2]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=100_000))]
     clients: Option<u64>,
 
@@ -268,6 +288,8 @@ pub enum Workload {
     FloorCreateDelete,
     #[value(name = "floor_handoff")]
     FloorHandoff,
+    #[value(name = "contended_floor")]
+    ContendedFloor,
     #[value(name = "entity_locks")]
     EntityLocks,
     #[value(name = "entity_floor")]
@@ -290,6 +312,7 @@ impl Workload {
     fn default_clients(self) -> usize {
         match self {
             Workload::ContendedWrite | Workload::ContendedMutex => 8,
+            Workload::ContendedFloor => 2,
             Workload::Mixed90r10w | Workload::Semaphore => 16,
             Workload::HerdRelease | Workload::EntityLocks | Workload::EntityFloor => 64,
             Workload::MemoryHandles => 10_000,
@@ -314,6 +337,7 @@ impl Workload {
             Workload::FloorCycle
                 | Workload::FloorCreateDelete
                 | Workload::FloorHandoff
+                | Workload::ContendedFloor
                 | Workload::EntityFloor
                 | Workload::MemoryHandles
         )
@@ -440,7 +464,7 @@ impl Bench {
         let clients = args.clients.map_or(workload.default_clients(), |c| c as usize);
         let clients = match workload {
             Workload::UncontendedWrite | Workload::UncontendedRead | Workload::UncontendedMutex => 1,
-            Workload::FloorHandoff => 2,
+            Workload::FloorHandoff | Workload::ContendedFloor => 2,
             _ => clients,
         };
         let grants = match workload {
@@ -501,6 +525,7 @@ async fn measure(b: Arc<Bench>) -> Result<Outcome, Failure> {
         Workload::FloorCycle => floor_cycle(&b, true).await,
         Workload::FloorCreateDelete => floor_cycle(&b, false).await,
         Workload::FloorHandoff => floor_handoff(&b).await,
+        Workload::ContendedFloor => contended_floor(&b).await,
         Workload::EntityLocks => entities(&b, false).await,
         Workload::EntityFloor => entities(&b, true).await,
         Workload::MemoryHandles => memory_handles(&b).await,

@@ -35,7 +35,7 @@ pub(crate) async fn memory_handles(b: &Arc<Bench>) -> Result<Outcome, Failure> {
     let (secs, cpu_s) = (start.elapsed().as_secs_f64(), cpu_secs() - cpu0);
     drop(locks);
     drop(client);
-    close_all(clients).await;
+    close_all(b, clients).await;
     Ok(Outcome {
         clients: b.clients,
         grants: 0,
@@ -105,10 +105,9 @@ pub(crate) async fn memory_waiters(b: &Arc<Bench>) -> Result<Outcome, Failure> {
     }
     let (secs, cpu_s) = (released.elapsed().as_secs_f64(), cpu_secs() - cpu0);
     let wakes = b.wakes.get();
-    b.wakes.clear();
     drop(lock);
     drop(client);
-    close_all(clients).await;
+    close_all(b, clients).await;
     let extra = MemoryFields {
         enqueue_secs: num(Some(queued)),
         ..MemoryFields::new(base, rss, b.clients)

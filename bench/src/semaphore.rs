@@ -68,8 +68,7 @@ pub(crate) async fn semaphore_loop(b: &Arc<Bench>) -> Result<Outcome, Failure> {
         Some(&(at, wakes)) => (at, wakes),
         None => (start + b.max, b.wakes.get()),
     };
-    b.wakes.clear();
-    close_all(clients).await;
+    close_all(b, clients).await;
     let extra = Extra::Semaphore(SemaphoreFields {
         lp: LoopFields {
             reached_target: shared.target.get().is_some(),

@@ -36,17 +36,35 @@ async fn b_connect(servers: &str, options: &zk_rwlock::ConnectOptions) -> Result
         .map_err(Failure::from)
 }
 
-/// Closes sessions (every other clone of the clients must be gone) and
-/// waits a little for the server to confirm, so their nodes are gone.
-pub(crate) async fn close_all(clients: Vec<zk::Client>) {
+/// How long [`close_all`] waits for the server to confirm the closes.
+const CLOSE_WITHIN: Duration = Duration::from_secs(5);
+
+/// Closes sessions and waits a little for the server to confirm, so their
+/// nodes are gone. A session closes when the last clone of its client is
+/// dropped: this first lets go of the locks and semaphores `b.wakes`
+/// tracks (take the wake-up counts before), and every other clone of the
+/// clients (lock handles, tasks) must be gone already, or the wait runs
+/// into [`CLOSE_WITHIN`] (warned on stderr) and the process exits that
+/// much later.
+pub(crate) async fn close_all(b: &Bench, clients: Vec<zk::Client>) {
+    b.wakes.clear();
     let states: Vec<_> = clients.iter().map(|c| c.state_watcher()).collect();
     drop(clients);
     let ends: Vec<_> = states
         .into_iter()
-        .map(|s| tokio::spawn(connection::await_session_end(s, Duration::from_secs(5))))
+        .map(|s| tokio::spawn(connection::await_session_end(s, CLOSE_WITHIN)))
         .collect();
+    let mut open = 0;
     for end in ends {
-        let _ = end.await;
+        if !matches!(end.await, Ok(true)) {
+            open += 1;
+        }
+    }
+    if open > 0 {
+        tracing::warn!(
+            "{open} session(s) not seen closed within {CLOSE_WITHIN:?} (a clone of the client still held, \
+             or disconnected); the server removes their nodes when they expire"
+        );
     }
 }
 
@@ -71,5 +89,5 @@ pub(crate) async fn remove_dirs(b: &Bench) {
             let _ = client.delete(parent, None).await;
         }
     }
-    close_all(vec![client]).await;
+    close_all(b, vec![client]).await;
 }

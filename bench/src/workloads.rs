@@ -84,7 +84,7 @@ pub(crate) async fn uncontended(b: &Bench, mode: Mode) -> Result<Outcome, Failur
     let cpu_s = cpu_secs() - cpu0;
     let wakes = b.wakes.get();
     drop(lock);
-    close_all(clients).await;
+    close_all(b, clients).await;
     Ok(Outcome {
         clients: 1,
         grants: lat.len() as u64,
@@ -145,7 +145,7 @@ pub(crate) async fn contended(b: &Arc<Bench>, fixed: Option<Mode>) -> Result<Out
         Some(&(at, wakes)) => (at, wakes),
         None => (start + b.max, b.wakes.get()),
     };
-    close_all(clients).await;
+    close_all(b, clients).await;
     let lat: Vec<f64> = samples.iter().map(|(l, _)| *l).collect();
     let mixed = fixed.is_none().then(|| {
         let pick = |mode| -> Vec<f64> {
@@ -337,7 +337,7 @@ pub(crate) async fn herd(b: &Arc<Bench>) -> Result<Outcome, Failure> {
     let cpu_s = cpu_secs() - cpu0;
     let wakes = b.wakes.get();
     drop(holder);
-    close_all(clients).await;
+    close_all(b, clients).await;
     let n = log.order.load(Ordering::Acquire).min(waiters);
     let at = |v: &[AtomicU64], k: usize| v[k].load(Ordering::Relaxed) as f64 / 1e6;
     let lat: Vec<f64> = (1..=n)

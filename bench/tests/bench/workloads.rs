@@ -1,11 +1,13 @@
 //! `zk-rwlock-bench` against a throwaway server: every workload with small
 //! sizes, its last stdout line parsed as JSON and checked against the
 //! peers' contract (`peers/README.md`): the fields are there, no
-//! violations, the grants asked for, FIFO hand-offs in the herd, and the
-//! floor rows.
+//! violations, the grants asked for, FIFO hand-offs in the herd, the
+//! floor rows (also through `bench/floor-impl.sh`), and no session left
+//! waiting to close at the end.
 
 use zk_rwlock_testkit as support;
 
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::thread;
 
@@ -79,6 +81,12 @@ fn parse(workload: &str, output: &Output) -> Value {
     assert_eq!(row["violations"], 0, "{row}");
     assert_eq!(row["errors"], 0, "{row}");
     assert!(row.get("first_error").is_none(), "{row}");
+    // Every session was closed at once: none ran into the close wait (which
+    // made the process exit 5 s after its run).
+    assert!(
+        !stderr.contains("not seen closed"),
+        "{workload}: a session was left open:\n{stderr}"
+    );
     row
 }
 
@@ -284,7 +292,76 @@ fn floors() {
                 check_latencies(&row);
             }),
         ),
+        (
+            "contended_floor",
+            Box::new(|| {
+                let row = bench("contended_floor", &["--grants", "100", "--clients", "5"]);
+                assert_eq!(row["clients"], 2, "always 2 sessions: {row}");
+                assert_eq!(row["grants"], 100, "{row}");
+                assert_eq!(row["reached_target"], true, "{row}");
+                assert_eq!(row["latency_kind"], "handoff", "{row}");
+                assert!(row.get("wakeups").is_none(), "no lock, no wake-ups: {row}");
+                check_latencies(&row);
+            }),
+        ),
+        (
+            "contended_floor with --hold-ms",
+            Box::new(|| {
+                let row = bench("contended_floor", &["--grants", "50", "--hold-ms", "1"]);
+                assert_eq!(row["grants"], 50, "{row}");
+                assert_eq!(f(&row, "hold_ms"), 1.0, "{row}");
+                // 50 grants held 1 ms each, one at a time.
+                assert!(f(&row, "secs") >= 0.05, "{row}");
+            }),
+        ),
     ]);
+}
+
+/// Runs `bench/floor-impl.sh` as peers/run.sh runs an implementation
+/// (`--zk --workload --clients --grants --max-secs --path --warmup --seed`,
+/// then `extra`) and returns its last stdout line, parsed.
+fn floor_impl(workload: &str, clients: &str, extra: &[&str]) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("floor-impl.sh");
+    let path = unique_path(&format!("floor-impl-{workload}"));
+    let output = Command::new("bash")
+        .arg(&script)
+        .arg(BIN)
+        .args(["--zk", &server().connect_string(), "--workload", workload])
+        .args(["--clients", clients, "--grants", "40", "--max-secs", "10"])
+        .args(["--path", &path, "--warmup", "5", "--seed", "7"])
+        .args(extra)
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run floor-impl.sh");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{workload}: {output:?}");
+    serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{workload}: not JSON ({e}): {stdout}"))
+}
+
+#[test]
+fn floor_impl_rows() {
+    let row = floor_impl("contended_write", "2", &[]);
+    assert_eq!(row["impl"], "rust", "{row}");
+    assert_eq!(row["workload"], "contended_floor", "{row}");
+    assert_eq!(row["clients"], 2, "{row}");
+    assert_eq!(row["grants"], 40, "{row}");
+    assert_eq!(row["violations"], 0, "{row}");
+    assert!(row["window_cpu_s"].is_number(), "{row}");
+
+    let row = floor_impl("entity_locks", "4", &["--entities", "8"]);
+    assert_eq!(row["workload"], "entity_floor", "{row}");
+    assert_eq!(row["latency_kind"], "create_list", "{row}");
+    assert_eq!(row["grants"], 40, "{row}");
+
+    // No floor: one skipped row of the implementation "floor".
+    for (workload, clients) in [("contended_write", "8"), ("mixed_90r10w", "16")] {
+        let row = floor_impl(workload, clients, &[]);
+        assert_eq!(row["impl"], "floor", "{row}");
+        assert_eq!(row["workload"], workload, "{row}");
+        assert!(row["grants"].is_null() && row["skipped"].is_string(), "{row}");
+    }
 }
 
 /// An entity row: one session, the grants asked for, none on an entity
@@ -346,7 +423,7 @@ fn entity_workloads() {
                     &["--clients", "8", "--grants", "200", "--entities", "16"],
                 );
                 assert_eq!(row["grants"], 200, "{row}");
-                assert_eq!(row["latency_kind"], "create", "{row}");
+                assert_eq!(row["latency_kind"], "create_list", "{row}");
                 assert!(row.get("wakeups").is_none(), "no lock, no wake-ups: {row}");
             }),
         ),
@@ -432,6 +509,7 @@ fn defaults_and_usage() {
     for word in [
         "herd_release",
         "floor_handoff",
+        "contended_floor",
         "spurious_wakeups",
         "fifo_order",
         "max_holders",
