@@ -388,15 +388,17 @@ pub enum Action {
         /// watch is set from an earlier wait and has not fired: not asked
         /// again, their pending watches kept (answered as set).
         kept: Vec<String>,
-        /// My own node's and the marker's watches go in one `SetWatches`
-        /// request relative to my node's czxid, which sets them without
-        /// reading and fires at once for what changed since: my node gone
-        /// or written to, the marker there. Only with both `own` and
-        /// `marker`, while my node is known readable
-        /// ([`Acquire::with_own_readable`]; the server sends no event of a
-        /// node it may not read, and this request says nothing of it) and
-        /// no write to it was seen (a data watch relative to the czxid
-        /// would fire again at once; `getData` reads what was written).
+        /// My own node's and the marker's watches may go in one
+        /// `SetWatches` request relative to my node's czxid, which sets
+        /// them without reading and fires at once for what changed since:
+        /// my node gone or written to, the marker there. Only with both
+        /// `own` and `marker`, and while no write to my node was seen (a
+        /// data watch relative to the czxid would fire again at once;
+        /// `getData` reads what was written). `crate::wire` sends them
+        /// together only while the contender knows, on this connection,
+        /// that it reads its node (`Contender::own_readable`: the server
+        /// sends no event of a node it may not read, and this request says
+        /// nothing of it).
         together: bool,
     },
     /// Wait for the next event. With `poll`, the watched node cannot be
@@ -535,8 +537,6 @@ pub struct Acquire {
     /// Release markers are watched (see [`Acquire::with_release_markers`]).
     markers: bool,
     own_unreadable: bool,
-    /// My node is known readable by this session ([`Acquire::with_own_readable`]).
-    own_readable: bool,
     /// A write to my node was seen (its watch fired with a data change).
     own_written: bool,
     interrupted: bool,
@@ -578,7 +578,6 @@ impl Acquire {
             marker: MarkerWatch::None,
             markers: true,
             own_unreadable: false,
-            own_readable: false,
             own_written: false,
             interrupted: false,
             waited: false,
@@ -621,17 +620,6 @@ impl Acquire {
         self.conflict
             .as_ref()
             .map(|(node, permits)| (node.as_str(), *permits))
-    }
-
-    /// Whether this session is known to read its own nodes in this lock
-    /// (their ACL; a data watch on one of them was set before): the wait
-    /// may then set its watches on my node and the marker in one request
-    /// (`SetWatches { together }`). Off by default: the first wait asks
-    /// with `getData`, which says NoAuth where it may not read.
-    #[must_use]
-    pub fn with_own_readable(mut self, known: bool) -> Acquire {
-        self.own_readable = known;
-        self
     }
 
     /// Whether the acquire follows its place in the queue ([`Acquire::place`]):
@@ -992,7 +980,7 @@ impl Acquire {
         // the rest (on nodes gone, or out of the new window) are let go.
         let window = std::iter::once(&waiting.watched).chain(&waiting.also);
         self.live = window.filter(|node| self.live.contains(node)).cloned().collect();
-        let together = own && marker.is_some() && self.own_readable && !self.own_written;
+        let together = own && marker.is_some() && !self.own_written;
         let action = Action::SetWatches {
             own,
             watched: waiting.watched.clone(),

@@ -612,7 +612,11 @@ impl Wire {
                     // watched node's, so that a release between the two is
                     // still seen by its marker.
                     let mut requests = Vec::new();
-                    let relative = machine.czxid().filter(|_| *together && *own);
+                    // Only while the contender still knows, on this
+                    // connection, that it reads its node.
+                    let relative = machine
+                        .czxid()
+                        .filter(|_| *together && *own && machine.own_readable());
                     let (own, marker) = match (relative, marker) {
                         // One request for both, relative to my node's
                         // making: a write to it or its deletion since

@@ -990,10 +990,12 @@ impl Machine {
         }) = &mut action
         {
             match self.mutation {
-                Mutation::TogetherUnreadable => *together = *own && marker.is_some() && !self.own_written,
-                Mutation::TogetherWritten => {
-                    *together = *own && marker.is_some() && self.inner.own_readable();
+                // The wire's check of what the contender knows, skipped:
+                // it is told it reads its node.
+                Mutation::TogetherUnreadable if *together => {
+                    self.inner = self.inner.clone().with_own_readable(true);
                 }
+                Mutation::TogetherWritten => *together = *own && marker.is_some(),
                 Mutation::PermitWatchesOne => also.clear(),
                 Mutation::PermitWatchesHead if !also.is_empty() => {
                     // The N valid predecessors nearest the head, the
@@ -7225,13 +7227,18 @@ fn readable_learnt_from_a_strangers_node(mutation: Mutation) -> Check {
         let first = w.name(1);
         w.foreign_replace(&first);
         w.settle()?;
-        expect(w.waits_on(1, 0), "c1 waits on c0")?;
-        w.foreign_delete(&first);
-        w.settle()?;
+        // Its `getData` read the stranger's node (another czxid): its
+        // node is gone, and it learnt nothing of its ACL.
         expect(
             w.last_outcome(1) == Some(Outcome::Failed(Failure::Lost)),
             "c1 fails with Lost",
         )?;
+        expect(
+            !w.contenders[1].own_readable,
+            "c1's handle does not take its nodes for readable",
+        )?;
+        w.foreign_delete(&first);
+        w.settle()?;
         w.start(2, Mode::Write, true, false)?;
         w.settle()?;
         w.start(1, Mode::Write, true, false)?;

@@ -121,6 +121,9 @@ impl SharedLock {
         // our own node and of the watched node may come in either order.
         let states = client.state_watcher();
         let start = Instant::now();
+        // What this session learnt of reading its nodes holds for the
+        // connection it learnt it on.
+        let mut connection = client.connections();
         let deadlines = match patience {
             Patience::Until(until) => Deadlines::until(until, start + TRY_TIMEOUT),
             Patience::None => Deadlines::until(start, start + TRY_TIMEOUT),
@@ -135,7 +138,7 @@ impl SharedLock {
             !inner.data_checked.load(Ordering::Relaxed),
         )
         .with_release_markers(inner.release_markers)
-        .with_own_readable(inner.own_readable.load(Ordering::Relaxed))
+        .with_own_readable(inner.own_readable.load(Ordering::Relaxed) == connection + 1)
         .with_listing_limit(inner.listing_limit)
         .with_place(place.is_some())
         .with_permits(inner.permits);
@@ -233,6 +236,10 @@ impl SharedLock {
                     return Err(unexpected("the acquire ended without a grant").into())
                 }
                 request => {
+                    if client.connections() != connection {
+                        connection = client.connections();
+                        pending.machine.connection_changed();
+                    }
                     let carrier = &mut pending.carrier;
                     let Some(mut exchange) = carrier.wire.exchange(&request, &pending.machine) else {
                         return Err(unexpected("an action that is no request reached the carrier").into());
@@ -272,7 +279,7 @@ impl SharedLock {
                                 inner.data_checked.store(true, Ordering::Relaxed);
                             }
                             if pending.machine.own_readable() {
-                                inner.own_readable.store(true, Ordering::Relaxed);
+                                inner.own_readable.store(connection + 1, Ordering::Relaxed);
                             }
                             if pending.machine.saw_foreign() {
                                 if let Some(children) = exchange.listing() {

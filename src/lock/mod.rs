@@ -20,7 +20,7 @@
 
 use std::collections::HashSet;
 use std::num::NonZeroU32;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -139,10 +139,12 @@ struct Inner {
     /// An acquire found the directory's data to be the lock's (empty or a
     /// release record): later acquires do not read it again.
     data_checked: AtomicBool,
-    /// This session was seen to read its own node in this lock: later
-    /// waits set the watches on it and on a release marker in one request
+    /// This session was seen to read its own node in this lock, on the
+    /// connection counted this (`zk::Client::connections`) less one; 0: not
+    /// known. Later waits on that connection set the watches on it and on a
+    /// release marker in one request
     /// ([`zk_rwlock_core::contender::Contender::with_own_readable`]).
-    own_readable: AtomicBool,
+    own_readable: AtomicU64,
     /// See [`LockBuilder::release_markers`].
     release_markers: bool,
     /// See [`LockBuilder::max_listing_size`].
@@ -479,7 +481,7 @@ impl LockBuilder {
                 stats,
                 follower_lag: self.follower_lag,
                 data_checked: AtomicBool::new(false),
-                own_readable: AtomicBool::new(false),
+                own_readable: AtomicU64::new(0),
                 release_markers: self.release_markers,
                 listing_limit: self.max_listing_size.unwrap_or(Some(limit)),
                 permits: self.permits,

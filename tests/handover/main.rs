@@ -36,4 +36,5 @@ mod garbled_answers;
 mod release_marker;
 mod release_record;
 mod revocation;
+mod set_watches_review;
 mod transactions;

@@ -526,7 +526,9 @@ async fn a_revocation_request_on_a_waiter_whose_watches_went_together_is_seen() 
         .unwrap();
     let third = joined(SHORT, waiting.third).await.unwrap();
     assert!(
-        third.is_revocation_requested(),
+        tokio::time::timeout(SHORT, third.revocation_requested())
+            .await
+            .unwrap_or(false),
         "the request written while it waited is on the guard"
     );
     third.release().await.unwrap();

@@ -44,7 +44,7 @@ fn show(action: &Action, names: &[String]) -> String {
             also,
             lingers,
             kept,
-            together,
+            together: _,
         } => {
             if let Some(marker) = marker {
                 assert_eq!(*marker, crate::node_name::release_marker(watched));
@@ -60,11 +60,7 @@ fn show(action: &Action, names: &[String]) -> String {
                 "{}watch{}{} {}{}{}",
                 if *lingers { "x" } else { "" },
                 if *own { "+own" } else { "" },
-                match (marker.is_some(), together) {
-                    (true, true) => "+marker together",
-                    (true, false) => "+marker",
-                    (false, _) => "",
-                },
+                if marker.is_some() { "+marker" } else { "" },
                 pos(watched),
                 if also.is_empty() {
                     String::new()
@@ -1753,47 +1749,42 @@ fn a_semaphores_wake_up_by_a_data_change_counts_once() {
     assert_eq!(counts.wakeups, 1);
 }
 
+/// Whether the wait's own and marker watches may go together (the wire
+/// sends them so only while the contender knows it reads its node).
+fn together(action: &Action) -> Option<bool> {
+    match action {
+        Action::SetWatches { together, .. } => Some(*together),
+        _ => None,
+    }
+}
+
 #[test]
-fn own_and_marker_watches_go_together_only_while_my_node_is_known_readable_and_unwritten() {
+fn own_and_marker_watches_may_go_together_only_with_both_and_no_write_seen() {
     let (names, me) = build("W W [W]");
     let me = me.unwrap();
-    // Not known readable: apart (the `getData` on my node says NoAuth
-    // where it may not read; what it teaches is the contender's to learn,
-    // `Contender::own_node_read`).
-    let mut first = Acquire::new(Mode::Write, true);
-    assert_eq!(
-        show(&first.created(&me, Some(&names)), &names),
-        "watch+own+marker 1"
-    );
-    // Known readable: together.
-    let mut known = Acquire::new(Mode::Write, true).with_own_readable(true);
-    assert_eq!(
-        show(&known.created(&me, Some(&names)), &names),
-        "watch+own+marker together 1"
-    );
+    let mut both = Acquire::new(Mode::Write, true);
+    let action = both.created(&me, Some(&names));
+    assert_eq!(show(&action, &names), "watch+own+marker 1");
+    assert_eq!(together(&action), Some(true));
     // Only with a marker: a writer right behind the holder watches its
     // own node alone.
     let (behind, next) = build("W [W]");
-    let mut alone = Acquire::new(Mode::Write, true).with_own_readable(true);
-    assert_eq!(
-        show(&alone.created(&next.unwrap(), Some(&behind)), &behind),
-        "watch+own 0"
-    );
+    let mut alone = Acquire::new(Mode::Write, true);
+    let action = alone.created(&next.unwrap(), Some(&behind));
+    assert_eq!(show(&action, &behind), "watch+own 0");
+    assert_eq!(together(&action), Some(false));
     // Markers not trusted: never together.
-    let mut unmarked = Acquire::new(Mode::Write, true)
-        .with_own_readable(true)
-        .with_release_markers(false);
-    assert_eq!(show(&unmarked.created(&me, Some(&names)), &names), "watch+own 1");
+    let mut unmarked = Acquire::new(Mode::Write, true).with_release_markers(false);
+    let action = unmarked.created(&me, Some(&names));
+    assert_eq!(show(&action, &names), "watch+own 1");
+    assert_eq!(together(&action), Some(false));
 }
 
 #[test]
 fn a_write_to_my_node_sends_its_watch_apart_with_a_read() {
     let (names, me) = build("W W [W]");
-    let mut machine = Acquire::new(Mode::Write, true).with_own_readable(true);
-    assert_eq!(
-        show(&machine.created(&me.unwrap(), Some(&names)), &names),
-        "watch+own+marker together 1"
-    );
+    let mut machine = Acquire::new(Mode::Write, true);
+    assert_eq!(together(&machine.created(&me.unwrap(), Some(&names))), Some(true));
     // Fired at once: written since my node was made.
     machine.event(Event::Own(NodeEvent::DataChanged));
     let after = machine.step(Input::WatchesSet {
@@ -1812,13 +1803,12 @@ fn a_write_to_my_node_sends_its_watch_apart_with_a_read() {
     );
     // A watch relative to its czxid would fire again at once: `getData`
     // reads what was written and sets it.
-    assert_eq!(
-        show(&machine.step(Input::Listed(Reply::Ok(&names))), &names),
-        "watch+own+marker 1"
-    );
+    let again = machine.step(Input::Listed(Reply::Ok(&names)));
+    assert_eq!(show(&again, &names), "watch+own+marker 1");
+    assert_eq!(together(&again), Some(false));
     // The same for a write that comes during the wait.
     let (names, me) = build("W W [W]");
-    let mut waiting = Acquire::new(Mode::Write, true).with_own_readable(true);
+    let mut waiting = Acquire::new(Mode::Write, true);
     waiting.created(&me.unwrap(), Some(&names));
     waiting.step(Input::WatchesSet {
         also: Vec::new(),
@@ -1833,10 +1823,9 @@ fn a_write_to_my_node_sends_its_watch_apart_with_a_read() {
         ),
         "list"
     );
-    assert_eq!(
-        show(&waiting.step(Input::Listed(Reply::Ok(&names))), &names),
-        "watch+own+marker 1"
-    );
+    let again = waiting.step(Input::Listed(Reply::Ok(&names)));
+    assert_eq!(show(&again, &names), "watch+own+marker 1");
+    assert_eq!(together(&again), Some(false));
 }
 
 #[test]
@@ -1844,6 +1833,6 @@ fn a_marker_listed_already_is_not_watched() {
     let (mut names, me) = build("W W [W]");
     let me = me.unwrap();
     names.push(crate::node_name::release_marker(&names[1]));
-    let mut machine = Acquire::new(Mode::Write, true).with_own_readable(true);
+    let mut machine = Acquire::new(Mode::Write, true);
     assert_eq!(show(&machine.created(&me, Some(&names)), &names), "watch+own 1");
 }

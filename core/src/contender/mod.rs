@@ -742,9 +742,13 @@ impl Contender {
         self
     }
 
-    /// Whether this session is known to read its own nodes in this lock
-    /// ([`Acquire::with_own_readable`]; off by default). A driver keeps
-    /// what [`Contender::own_readable`] learnt for the lock's next acquire.
+    /// Whether this session is known to read its own nodes in this lock,
+    /// on its current connection (off by default): a wait then sets the
+    /// watches on my node and the release marker in one request
+    /// (`acquire::Action::SetWatches { together }`); the first asks with
+    /// `getData`, which says NoAuth where it may not read. A driver keeps
+    /// what [`Contender::own_readable`] learnt for the lock's next acquire
+    /// on the same connection.
     #[must_use]
     pub fn with_own_readable(mut self, known: bool) -> Contender {
         self.own_readable = known;
@@ -758,12 +762,23 @@ impl Contender {
         self.own_readable
     }
 
+    /// The session's connection changed (a reconnection): what it learnt
+    /// of reading my node may not hold on the new one (an identity bound to
+    /// the connection), so the wait asks with `getData` again.
+    pub fn connection_changed(&mut self) {
+        self.own_readable = false;
+    }
+
     /// A read of my node answered, with the czxid of the node read: this
-    /// session reads its own nodes if it is the node I made (a stranger's
-    /// node made again under my name says nothing of my nodes' ACL).
+    /// session reads its own nodes if it is the node I made. Another czxid
+    /// is a node made again under my name by someone else: mine is gone
+    /// (the wait ends `Lost`, as at its deletion; the other node is not
+    /// mine to delete), and it says nothing of my nodes' ACL.
     pub fn own_node_read(&mut self, czxid: i64) {
-        if self.czxid() == Some(czxid) {
-            self.own_readable = true;
+        match self.czxid() {
+            Some(mine) if mine == czxid => self.own_readable = true,
+            Some(_) => self.event(Event::Own(acquire::NodeEvent::Deleted)),
+            None => {}
         }
     }
 

@@ -342,7 +342,6 @@ impl Contender {
         let name = self.node().unwrap_or_default().to_owned();
         let mut acquire = Acquire::new(self.mode, self.may_wait)
             .with_release_markers(self.markers)
-            .with_own_readable(self.own_readable)
             .with_listing_limit(self.listing_limit)
             .with_place(self.follow_place)
             .with_permits(self.permits.map(NonZeroU32::get));

@@ -2108,7 +2108,7 @@ fn what_is_known_of_reading_my_node_is_given_to_the_wait_and_learnt_from_it() {
         me.clone(),
     ];
     let marker = Some(crate::node_name::release_marker(&listing[1]));
-    // Given: the wait's own and marker watches go together.
+    // Given: known (the wire sends the own and marker watches together).
     let mut known = contender(Mode::Write).with_own_readable(true);
     known.start();
     assert!(known.own_readable());
@@ -2128,14 +2128,32 @@ fn what_is_known_of_reading_my_node_is_given_to_the_wait_and_learnt_from_it() {
             own: true,
             marker,
             watched: listing[1].clone(),
-            together: false,
+            together: true,
         })
     );
-    assert!(!learning.own_readable());
-    // A node made again under my name by someone else teaches nothing.
-    learning.own_node_read(42);
+    // The wire sends them apart: not known readable.
     assert!(!learning.own_readable());
     // My node, read: learnt.
     learning.own_node_read(41);
     assert!(learning.own_readable());
+    // A node made again under my name by someone else teaches nothing, and
+    // means mine is gone: the wait ends lost, and nothing is withdrawn (the
+    // node there is not mine).
+    let mut remade = contender(Mode::Write);
+    remade.start();
+    remade.step(created(&me, 41, Some(&listing)));
+    remade.own_node_read(42);
+    assert!(!remade.own_readable());
+    assert_eq!(
+        remade.step(Input::Acquire(Heard::WatchesSet {
+            also: Vec::new(),
+            own: Some(Reply::Ok(())),
+            watched: Reply::Ok(()),
+            marker: Some(Reply::Ok(false)),
+        })),
+        Action::Fail(Failure::Lost)
+    );
+    // Once the connection changed, what was learnt on the old one goes.
+    learning.connection_changed();
+    assert!(!learning.own_readable());
 }

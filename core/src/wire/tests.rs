@@ -982,6 +982,7 @@ fn a_semaphores_wait_asks_only_for_the_nodes_new_to_it() {
 #[test]
 fn own_and_marker_watches_together_are_one_set_watches_relative_to_my_czxid_before_the_watched_nodes() {
     let (wire, machine, _) = waiting();
+    let machine = machine.with_own_readable(true);
     let watched = "h-W-0000000002".to_owned();
     let marker = node_name::release_marker(&watched);
     let together = |together| {
@@ -1084,13 +1085,22 @@ fn own_and_marker_watches_together_are_one_set_watches_relative_to_my_czxid_befo
     // Not together: apart, as before.
     let apart = wire.exchange(&together(false), &machine).expect("watches");
     assert_eq!(apart.requests().len(), 3);
+    // Together, but the contender no longer knows it reads its node (the
+    // connection changed since it learnt it): apart.
+    let mut reconnected = machine.clone();
+    reconnected.connection_changed();
+    let apart = wire.exchange(&together(true), &reconnected).expect("watches");
+    assert_eq!(apart.requests().len(), 3);
+    assert!(matches!(apart.requests()[0], Request::GetData { .. }));
     // My czxid not known (my node found after a lost create): apart.
     let (finding, _) = {
         let mut machine = self::machine();
         let action = machine.start();
         (machine, action)
     };
-    let unknown = wire.exchange(&together(true), &finding).expect("watches");
+    let unknown = wire
+        .exchange(&together(true), &finding.with_own_readable(true))
+        .expect("watches");
     assert_eq!(unknown.requests().len(), 3);
     assert!(matches!(unknown.requests()[0], Request::GetData { .. }));
 }

@@ -326,6 +326,14 @@ impl Client {
         self.lease.get()
     }
 
+    /// How many connections a server has accepted for this client's session so far (zk-rwlock
+    /// patch 18): one once connected, one more for each reconnection. What the session learnt
+    /// on one connection that may depend on it (what an identity bound to the connection, an IP
+    /// address or a SASL login, may read) holds while this count is the same.
+    pub fn connections(&self) -> u64 {
+        self.lease.connections()
+    }
+
     /// True once this client gave its session up: no server answered for its
     /// client-side expiry (7/5 of the negotiated session timeout after the last
     /// answer), so the session ended here ([SessionState::Expired]) without a

@@ -45,6 +45,10 @@ pub struct LeaseCell {
     /// 16): nanoseconds from `epoch` to the instant it gives the session up
     /// if no server accepts it by then, plus one; zero otherwise.
     gives_up_at: AtomicU64,
+    /// The connect responses that accepted a session of this client so far
+    /// (patch 18): what a session learnt on one connection, such as what an
+    /// identity bound to the connection may read, holds while this is unchanged.
+    connections: AtomicU64,
 }
 
 /// A session's lease basis, see [Client::session_lease](crate::Client::session_lease).
@@ -85,6 +89,7 @@ impl LeaseCell {
             latest_ms: AtomicU64::new(0),
             given_up: AtomicBool::new(false),
             gives_up_at: AtomicU64::new(0),
+            connections: AtomicU64::new(0),
         }
     }
 
@@ -139,10 +144,16 @@ impl LeaseCell {
         // A zero (a server configured so) is kept as 1 ms: it ends the lease at once and,
         // unlike zero (unknown), is never taken for the first timeout told.
         let ms = (timeout.as_millis().min(u64::MAX as u128) as u64).max(1);
+        self.connections.fetch_add(1, Ordering::AcqRel);
         self.latest_ms.store(ms, Ordering::Release);
         if self.smallest_ms.compare_exchange(0, ms, Ordering::AcqRel, Ordering::Acquire).is_err() {
             self.smallest_ms.fetch_min(ms, Ordering::AcqRel);
         }
+    }
+
+    /// The connect responses that accepted a session so far (patch 18).
+    pub fn connections(&self) -> u64 {
+        self.connections.load(Ordering::Acquire)
     }
 
     /// The smallest session timeout told so far, if any.
