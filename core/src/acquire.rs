@@ -398,7 +398,11 @@ pub enum Action {
         /// together only while the contender knows, on this connection,
         /// that it reads its node (`Contender::own_readable`: the server
         /// sends no event of a node it may not read, and this request says
-        /// nothing of it).
+        /// nothing of it). A request built before a disconnection is
+        /// written on the next connection, where READ may differ: the
+        /// session change that comes with it marks the wait interrupted,
+        /// and a hand-off then checks my node with `exists` before it
+        /// grants (keep that check: it is what makes this window safe).
         together: bool,
     },
     /// Wait for the next event. With `poll`, the watched node cannot be

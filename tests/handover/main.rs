@@ -37,4 +37,5 @@ mod release_marker;
 mod release_record;
 mod revocation;
 mod set_watches_review;
+mod set_watches_review2;
 mod transactions;

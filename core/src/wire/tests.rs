@@ -1061,6 +1061,30 @@ fn own_and_marker_watches_together_are_one_set_watches_relative_to_my_czxid_befo
             marker: Some(WaitReply::Ok(true)),
         }))
     );
+    // Each watch is read from its own place in the answer: my node
+    // written to since (fired), the marker not there.
+    let mut written = wire.exchange(&together(true), &machine).expect("watches");
+    written.answer(
+        0,
+        Ok(Reply::WatchesSet {
+            fired: vec![true, false],
+        }),
+    );
+    written.answer(
+        1,
+        Ok(Reply::Data {
+            data: Vec::new(),
+            stat: stat(20),
+        }),
+    );
+    assert_eq!(written.watch(0), [Some(Watch::Own), Some(Watch::Marker)]);
+    assert!(matches!(
+        written.input("h-W-"),
+        Some(Input::Acquire(WaitInput::WatchesSet {
+            marker: Some(WaitReply::Ok(false)),
+            ..
+        }))
+    ));
     // An answer of another shape is no answer to it.
     assert!(!answers(&there.requests()[0], &Ok(Reply::Done)));
     assert!(!answers(
