@@ -36,6 +36,6 @@ mod garbled_answers;
 mod release_marker;
 mod release_record;
 mod revocation;
-mod set_watches_review;
-mod set_watches_review2;
+mod together_watches_across_cuts;
+mod together_watches_own_node;
 mod transactions;

@@ -1,4 +1,4 @@
-//! Review of the wait's `SetWatches` (own node and release marker in one
+//! The wait's `SetWatches` (own node and release marker in one
 //! request, relative to my node's czxid, once the handle learnt that its
 //! session reads its own node): schedules against a real server.
 //!
@@ -152,7 +152,7 @@ async fn read_taken_away_after_the_handle_learnt_grants_a_waiter_whose_node_is_g
     fourth.release().await.unwrap();
 }
 
-/// HELD. A revocation request written to my node before the wait's
+/// A revocation request written to my node before the wait's
 /// `SetWatches` (while cut off): the watch relative to the czxid fires at
 /// once, the hand-off lists again, and the guard says revocation requested.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -212,10 +212,10 @@ async fn a_node_made_again_under_my_name_before_the_set_watches_is_not_held() {
     joined(SHORT, cut.second).await.unwrap().release().await.unwrap();
 }
 
-/// CONTROL for the finding above: the same schedule on a handle that has
+/// The same schedule as the one above on a handle that has
 /// not learnt (its wait asks with `getData`, cut after that request): the
 /// retried `getData` says NoAuth, the hand-off asks `exists`, and the third
-/// fails `Lost`; the fourth alone holds. Passes now.
+/// fails `Lost`; the fourth alone holds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn control_read_taken_away_on_an_untaught_handle_is_lost() {
     let path = unique_path("swr-read-taken-control");

@@ -1,7 +1,7 @@
-//! Second review of the wait's `SetWatches` fixes (0462ed5): knowledge of
-//! reading my own node bound to the connection (`Client::connections`),
-//! learnt only from a read of the node I made (another czxid: `Lost`).
-//! Schedules against a real server.
+//! What a wait knows of reading its own node, for its `SetWatches`: bound
+//! to the connection it learnt it on (`Client::connections`), learnt only
+//! from a read of the node it made (another czxid: `Lost`). Schedules
+//! against a real server.
 
 use zk_rwlock_fixtures as support;
 
