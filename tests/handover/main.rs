@@ -27,6 +27,12 @@
 //!   uses too): a reply that does not match the transaction is not taken
 //!   as applied.
 //!
+//! - `together_watches_across_cuts`, `together_watches_own_node`: a wait's
+//!   own-node and marker watches set in one `SetWatches` (once its handle
+//!   knows, on this connection, that it reads its node) across cut
+//!   connections, READ taken away, writes before it and nodes made again
+//!   under its name.
+//!
 //! Shared by the whole process: one ZooKeeper server
 //! (`zk_rwlock_fixtures::server`); tests that need a quota start their own.
 
@@ -39,3 +45,24 @@ mod revocation;
 mod together_watches_across_cuts;
 mod together_watches_own_node;
 mod transactions;
+
+/// Teaches `learner` that its session reads its own nodes in its lock: one
+/// wait of it right behind a holder of `holder`'s lock (its `getData` watch
+/// on its node reads the node it made). Later waits of `learner` on the
+/// same connection set their own-node and marker watches in one
+/// `SetWatches`.
+async fn teach_own_readable(holder: &zk_rwlock::SharedLock, learner: &zk_rwlock::SharedLock) {
+    let held = holder.write().await.unwrap();
+    let learning = {
+        let learner = learner.clone();
+        tokio::spawn(async move { learner.write().await })
+    };
+    zk_rwlock_fixtures::wait_contenders(holder, 2).await;
+    held.release().await.unwrap();
+    zk_rwlock_fixtures::joined(std::time::Duration::from_secs(10), learning)
+        .await
+        .unwrap()
+        .release()
+        .await
+        .unwrap();
+}

@@ -432,16 +432,7 @@ async fn third_of_a_chain_on_a_taught_handle(
 ) -> (SharedLock, SharedLock, WriteGuard, Waiting, i64) {
     let first_lock = lock(path).await;
     let third_lock = lock(path).await;
-    // One wait behind a holder: its data watch on its node teaches the
-    // handle that this session reads its nodes.
-    let held = first_lock.write().await.unwrap();
-    let learning = {
-        let third_lock = third_lock.clone();
-        tokio::spawn(async move { third_lock.write().await })
-    };
-    wait_contenders(&first_lock, 2).await;
-    held.release().await.unwrap();
-    joined(SHORT, learning).await.unwrap().release().await.unwrap();
+    crate::teach_own_readable(&first_lock, &third_lock).await;
     let first = first_lock.write().await.unwrap();
     let second_lock = lock(path).await;
     let second = tokio::spawn(async move { second_lock.write().await });

@@ -49,16 +49,7 @@ async fn taught_third_cut_after_its_set_watches(path: &str) -> Cut {
     let third_lock = SharedLock::new(client_on(proxy.addr()).await, path).expect("lock path");
     let third_session = third_lock.client().session_id().0;
     let first_lock = lock(path).await;
-    // Teach the handle: one wait right behind a holder (its own node's
-    // `getData` watch reads the node it made).
-    let held = first_lock.write().await.unwrap();
-    let learning = {
-        let third_lock = third_lock.clone();
-        tokio::spawn(async move { third_lock.write().await })
-    };
-    wait_contenders(&first_lock, 2).await;
-    held.release().await.unwrap();
-    joined(SHORT, learning).await.unwrap().release().await.unwrap();
+    crate::teach_own_readable(&first_lock, &third_lock).await;
 
     let first = first_lock.write().await.unwrap();
     let second_lock = lock(path).await;

@@ -23,18 +23,11 @@ async fn taught(path: &str) -> (Proxy, SharedLock, i64, SharedLock) {
     let third_lock = SharedLock::new(client_on(proxy.addr()).await, path).expect("lock path");
     let session = third_lock.client().session_id().0;
     let first_lock = lock(path).await;
-    let held = first_lock.write().await.unwrap();
-    let learning = {
-        let third_lock = third_lock.clone();
-        tokio::spawn(async move { third_lock.write().await })
-    };
-    wait_contenders(&first_lock, 2).await;
-    held.release().await.unwrap();
-    joined(SHORT, learning).await.unwrap().release().await.unwrap();
+    crate::teach_own_readable(&first_lock, &third_lock).await;
     (proxy, third_lock, session, first_lock)
 }
 
-/// Fix 2 on a legitimate path: the create's answer lost (cut after the
+/// A read of my node after a lost create's answer is mine: the create's answer lost (cut after the
 /// create, reconnections refused a while), my node found again by
 /// find-own (its czxid from a `Stat`), the wait after the reconnection
 /// reads my node with `getData`: the same czxid, not `Lost`; granted when
