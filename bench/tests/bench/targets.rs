@@ -1,4 +1,4 @@
-//! `bench/targets.py` on made-up `run.sh` results (issue 38's targets): the entity_locks targets
+//! `bench/targets.py` on made-up `run.sh` results: the entity_locks targets
 //! (against Curator, against its floor from the same run, p99), client CPU
 //! per grant taken from `window_cpu_s` (not `proc_cpu_s`), the floor's own
 //! rows left without targets, and the exit status; rows measured with
