@@ -185,6 +185,16 @@ impl Request {
         }
     }
 
+    /// The nodes of the watches the request sets, in the order it sets
+    /// them ([`Exchange::watch_of`]'s): a `SetWatches`'s data watches, then
+    /// its `exists` watches; any other request's node.
+    pub fn watched_paths(&self) -> Vec<&str> {
+        match self {
+            Request::SetWatches { data, exist, .. } => data.iter().chain(exist).map(String::as_str).collect(),
+            other => vec![other.path()],
+        }
+    }
+
     /// True if the request leaves a watch when it succeeds (an `exists`
     /// watch also when the node is missing).
     pub fn watches(&self) -> bool {

@@ -1086,11 +1086,8 @@ fn child_of(path: &str) -> Option<&str> {
 /// The child names of the watches `request` sets, in the order it sets
 /// them (a `SetWatches`'s: its data watches, then its `exists` watches).
 fn watched_names(request: &Request) -> Vec<String> {
-    let paths = match request {
-        Request::SetWatches { data, exist, .. } => data.iter().chain(exist).map(String::as_str).collect(),
-        other => vec![other.path()],
-    };
-    paths
+    request
+        .watched_paths()
         .into_iter()
         .map(|path| child_of(path).unwrap_or_default().to_owned())
         .collect()

@@ -177,13 +177,13 @@ impl Carrier {
             let paths = exchange
                 .requests()
                 .get(index)
-                .map(watched_paths)
+                .map(Request::watched_paths)
                 .unwrap_or_default();
             for ((watch, kind), path) in answered.watches.into_iter().zip(exchange.watch(index)).zip(paths) {
                 if let Some(kind) = kind {
                     watches.push(Kept {
                         kind,
-                        path,
+                        path: path.to_owned(),
                         lingers: exchange.lingers(index),
                         watch,
                     });
@@ -625,14 +625,6 @@ fn multi<'c>(client: &'c zk::Client, ops: &[contender::Op], acls: &[zk::Acl]) ->
             }
         }
     })
-}
-
-/// The paths of the watches `request` sets, in the order it sets them.
-fn watched_paths(request: &Request) -> Vec<String> {
-    match request {
-        Request::SetWatches { data, exist, .. } => data.iter().chain(exist).cloned().collect(),
-        other => vec![other.path().to_owned()],
-    }
 }
 
 /// A watcher's future, and whether its event has come already.

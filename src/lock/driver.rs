@@ -236,8 +236,9 @@ impl SharedLock {
                     return Err(unexpected("the acquire ended without a grant").into())
                 }
                 request => {
-                    if client.connections() != connection {
-                        connection = client.connections();
+                    let now = client.connections();
+                    if now != connection {
+                        connection = now;
                         pending.machine.connection_changed();
                     }
                     let carrier = &mut pending.carrier;

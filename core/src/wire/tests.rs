@@ -1161,3 +1161,18 @@ fn a_read_of_my_node_teaches_that_this_session_reads_its_nodes_only_if_it_is_the
         );
     }
 }
+
+#[test]
+fn a_requests_watched_paths_are_in_the_order_of_its_watches() {
+    let set = Request::SetWatches {
+        relative_zxid: 3,
+        data: vec!["/a/mine".to_owned()],
+        exist: vec!["/a/x.released".to_owned()],
+    };
+    assert_eq!(set.watched_paths(), ["/a/mine", "/a/x.released"]);
+    let read = Request::GetData {
+        path: "/a/w".to_owned(),
+        watch: true,
+    };
+    assert_eq!(read.watched_paths(), ["/a/w"]);
+}
