@@ -2,30 +2,33 @@
 //! it decided here, and how the server's answers become the machine's
 //! input. One interpreter for every carrier: the library's driver
 //! (`zk_rwlock`) and the simulation (`core/tests/simulation.rs`) both build
-//! an [`Exchange`] for each action of [`crate::contender::Contender`], send
-//! its [`Request`]s as they are, feed each answer back with
-//! [`Exchange::answer`], and step the machine with [`Wire::settle`]. A
+//! an [`Exchange`] for each action of [`crate::contender::Contender`], carry
+//! it with [`Carry`] (which requests leave when, which are sent again, which
+//! watches are kept, whose error is reported), and step the machine with
+//! [`Wire::settle`]. A
 //! carrier translates a [`Request`] into its client's call and the
 //! client's answer into a [`Reply`] or an [`Error`], one to one; it decides
 //! nothing.
 //!
 //! # Carrying an exchange
 //!
+//! [`Carry`] is the loop both carriers run: it says what to send, and
+//! when to send a request again; it feeds the answers, keeps the watches
+//! the exchange names, and says whose error a failure reports.
+//!
 //! ```text
 //! exchange = wire.exchange(&action, &machine)?     // None: an end, or the wait's Wait
-//! send every exchange.requests(), in order, at once
-//! for each answer, in the order sent:
-//!     a lost connection on a request exchange.retried(i) says is retried:
-//!         exchange.lost(i); send it again (pausing as backoff::Backoff::request says)
-//!     else match exchange.answer(i, answer) {
-//!         Progress::Pending      => go on
-//!         Progress::Send(request) => send it too (its index is the next)
-//!         Progress::Complete     => stop: the answers not awaited are dropped
-//!     }
-//!     a watch the request set stays set only if exchange.watch(i) names it
-//!     (else it is dropped, and the server asked to remove it)
-//! action = wire.settle(exchange, &mut machine)
+//! carry = Carry::new(exchange, Backoff::request(session timeout))
+//! until carry.is_complete():
+//!     send each carry.poll_send() as it is (after its pause)
+//!     carry.answered(index, answer with the watches it left, time since sent)
+//! Carried { exchange, kept, blamed } = carry.finish()
+//! action = wire.settle(&exchange, &mut machine)
 //! ```
+
+mod carry;
+
+pub use carry::{Answered, Carried, Carry, Kept, Send};
 
 use crate::acquire::{self, Record, Reply as WaitReply};
 use crate::contender::{self, child_path, Action, Answer, Contender, Created, HeldNode, Owner};

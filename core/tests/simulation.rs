@@ -156,13 +156,13 @@
 //! The simulation carries the machine through [`wire`], as the library
 //! does; it decides nothing of what goes to the server. Each acquire has
 //! its [`wire::Wire`]. For every action, [`wire::Wire::exchange`] gives the
-//! requests, sent as they are, all at once; each answer is fed with
-//! [`wire::Exchange::answer`] (a lost connection on a request
-//! [`wire::Exchange::retried`] names: [`wire::Exchange::lost`], and it is
-//! sent again; otherwise `Error::Unanswered` is its answer), a request
-//! `Progress::Send` asks for is sent too, and once the exchange is complete
-//! [`wire::Wire::settle`] feeds the machine and gives its next action. A
-//! watch an answer left is kept as [`wire::Exchange::watch`] says, and
+//! exchange, and the library's interpreter, [`wire::Carry`], carries it:
+//! the simulation sends what [`wire::Carry::poll_send`] gives, as it is
+//! (a request sent again after a lost connection, a follow-up), hands
+//! each answer to [`wire::Carry::answered`] with the watches it left, and
+//! once the exchange is complete [`wire::Wire::settle`] feeds the machine
+//! and gives its next action. A watch an answer left is kept as
+//! [`wire::Carry::answered`] says, and
 //! one of a kind an exchange sets again is dropped as it is sent
 //! ([`wire::Exchange::watch_of`]), as the library's driver does. The
 //! keeper's read and watch of the held node is [`wire::Wire::keep`], its
@@ -612,12 +612,14 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::num::NonZeroU32;
 use std::sync::Mutex;
+use std::time::Duration;
 
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{FileFailurePersistence, RngAlgorithm, TestError, TestRng, TestRunner};
 use uuid::Uuid;
 use zk_rwlock_core::acquire::{self, Arrived, Event, NodeEvent, WatchedKind};
+use zk_rwlock_core::backoff::Backoff;
 use zk_rwlock_core::contender::{
     self, child_path, node_data, Action, Failure, Input, Keep, Outcome as Ended, Replacement,
     MAX_DIRECTORY_ATTEMPTS,
@@ -632,7 +634,7 @@ use zk_rwlock_core::ordering::{self, decide, is_valid_seq, leader, Decision, REC
 use zk_rwlock_core::semaphore::{self, permits_of};
 use zk_rwlock_core::transaction::{self, Guarded, Refusal};
 use zk_rwlock_core::wire::{
-    self, CreateMode, Done, Error, Exchange, Progress, Reply, Request, Stat, Watch, Wire,
+    self, Carry, CreateMode, Done, Error, Exchange, Reply, Request, Stat, Watch, Wire,
 };
 use zk_rwlock_core::{Layout, Mode, NodeName};
 
@@ -1436,10 +1438,24 @@ enum Owner {
     Tx { serial: u64 },
 }
 
-/// An exchange under way, and which it is.
+/// An exchange under way (carried by the interpreter the library runs,
+/// `wire::Carry`), and which it is.
 struct Carried {
     serial: u64,
-    exchange: Exchange,
+    carry: Carry<(), ()>,
+}
+
+impl Carried {
+    fn new(serial: u64, exchange: Exchange) -> Carried {
+        // The model's requests are retried until answered: its connection
+        // comes back (`failing_for` stays zero).
+        let carry = Carry::new(exchange, Backoff::request(Duration::from_secs(1)));
+        Carried { serial, carry }
+    }
+
+    fn exchange(&self) -> &Exchange {
+        self.carry.exchange()
+    }
 }
 
 /// Where a contender's exchange is.
@@ -3133,7 +3149,7 @@ impl World {
         let exchange = acq.exchange.take();
         let action = match (&exchange, std::mem::take(&mut acq.waiting)) {
             (None, true) => acq.machine.deadline(None),
-            (Some(carried), false) => acq.machine.deadline(Some(&carried.exchange)),
+            (Some(carried), false) => acq.machine.deadline(Some(carried.exchange())),
             (exchange, waiting) => {
                 let under_way = exchange.is_some();
                 return self.fail(format!(
@@ -3448,7 +3464,8 @@ impl World {
     /// Sends the keeper's exchange (a downgrading writer's, or the holder's).
     fn carry_keeper(&mut self, c: usize, writer: bool, exchange: Exchange) {
         let serial = self.next_serial();
-        let requests = exchange.requests().to_vec();
+        let mut carried = Carried::new(serial, exchange);
+        let sends: Vec<wire::Send> = std::iter::from_fn(|| carried.carry.poll_send()).collect();
         let k = &mut self.contenders[c];
         let acq = if writer {
             k.writer.as_mut().or(k.acq.as_mut())
@@ -3456,10 +3473,10 @@ impl World {
             k.acq.as_mut()
         };
         if let Some(acq) = acq {
-            acq.keeping = Some((Carried { serial, exchange }, writer));
+            acq.keeping = Some((carried, writer));
         }
-        for (index, request) in requests.into_iter().enumerate() {
-            self.send_request(c, serial, index, request);
+        for send in sends {
+            self.send_request(c, serial, send.index, send.request);
         }
     }
 
@@ -3528,16 +3545,21 @@ impl World {
             return self.act(c, action);
         }
         self.replace_watches(c, &exchange);
-        let requests = exchange.requests().to_vec();
-        let whose: Vec<Vec<Watch>> = (0..requests.len())
-            .map(|index| exchange.watch_of(index).to_vec())
+        let mut carried = Carried::new(serial, exchange);
+        let sends: Vec<wire::Send> = std::iter::from_fn(|| carried.carry.poll_send()).collect();
+        let sends: Vec<(wire::Send, Vec<Watch>)> = sends
+            .into_iter()
+            .map(|send| {
+                let whose = carried.exchange().watch_of(send.index).to_vec();
+                (send, whose)
+            })
             .collect();
-        self.acq(c).exchange = Some(Carried { serial, exchange });
-        for ((index, request), whose) in requests.into_iter().enumerate().zip(whose) {
+        self.acq(c).exchange = Some(carried);
+        for (send, whose) in sends {
             // The id `send` gives it.
             let id = self.next_id;
-            self.preregister(c, id, &request, &whose);
-            self.send_request(c, serial, index, request);
+            self.preregister(c, id, &send.request, &whose);
+            self.send_request(c, serial, send.index, send.request);
         }
         Ok(())
     }
@@ -3633,14 +3655,14 @@ impl World {
         }
     }
 
-    fn exchange_mut(&mut self, c: usize, slot: Slot) -> &mut Exchange {
+    fn carry_mut(&mut self, c: usize, slot: Slot) -> &mut Carry<(), ()> {
         let k = &mut self.contenders[c];
         let carried = match slot {
             Slot::Acquire => k.acq.as_mut().and_then(|a| a.exchange.as_mut()),
             Slot::Keeper => k.acq.as_mut().and_then(|a| a.keeping.as_mut()).map(|(e, _)| e),
             Slot::WriterKeeper => k.writer.as_mut().and_then(|a| a.keeping.as_mut()).map(|(e, _)| e),
         };
-        &mut carried.expect("the exchange of its slot").exchange
+        &mut carried.expect("the exchange of its slot").carry
     }
 
     /// The answer to request `index` of the exchange `serial`, delivered:
@@ -3664,25 +3686,12 @@ impl World {
             return Ok(());
         };
         let answer = answered.answer;
-        if answer == Err(Error::Unanswered) {
-            self.stats.retries += 1;
-            let exchange = self.exchange_mut(c, slot);
-            if exchange.retried(index) {
-                // Sent again until answered; it may have been applied.
-                exchange.lost(index);
-                note!(self, "c{c} sends {} again", shown_request(&request));
-                self.send(c, Op::Wire { request, acl }, Owner::Exchange { serial, index });
-                return Ok(());
-            }
-        }
-        if slot == Slot::Acquire {
-            self.note_answer(c, index, &request, &answer, answered.acl);
-        }
-        let exchange = self.exchange_mut(c, slot);
+        self.stats.retries += u64::from(answer == Err(Error::Unanswered));
+        let carry = self.carry_mut(c, slot);
         // A release the older version sent without the marker's operations
         // is answered as that version read its answer: the results of the
         // transaction it meant (the model of its bytes, `send_request`).
-        let answer = match (answer, &exchange.requests()[index]) {
+        let fed = match (answer.clone(), &carry.exchange().requests()[index]) {
             (Ok(Reply::Multi(results)), Request::Multi { ops }) if results.len() < ops.len() => {
                 let mut results = results.into_iter();
                 let full = ops
@@ -3697,11 +3706,29 @@ impl World {
             }
             (answer, _) => answer,
         };
-        let progress = exchange.answer(index, answer.clone());
-        let next = exchange.requests().len() - 1;
+        // The client leaves the watches a request sets if it succeeded (a
+        // `SetWatches`'s were registered before it was sent).
+        let left = if fed.is_ok() || matches!(request, Request::SetWatches { .. }) {
+            watched_names(&request).len()
+        } else {
+            0
+        };
+        let mut wire = wire::Answered::of(fed);
+        wire.watches = vec![(); left];
         // A watch the request left is kept only if the wire says whose it is.
-        let kept = exchange.watch(index);
-        let lingers = exchange.lingers(index);
+        let kept = carry.answered(index, wire, Duration::ZERO);
+        let lingers = carry.exchange().lingers(index);
+        let complete = carry.is_complete();
+        let sends: Vec<wire::Send> = std::iter::from_fn(|| carry.poll_send()).collect();
+        if sends.iter().any(|send| send.again && send.index == index) {
+            // Sent again until answered; it may have been applied.
+            note!(self, "c{c} sends {} again", shown_request(&request));
+            self.send(c, Op::Wire { request, acl }, Owner::Exchange { serial, index });
+            return Ok(());
+        }
+        if slot == Slot::Acquire {
+            self.note_answer(c, index, &request, &answer, answered.acl);
+        }
         let early = self.keep_watches(c, id, &request, answer.is_ok(), &kept, answered.mzxid, lingers);
         // The events that came before the answer (a `SetWatches` fires
         // what changed since its zxid at once), handed over with their
@@ -3717,19 +3744,19 @@ impl World {
         {
             self.on_watch(c, &name, whose, kind, state, write)?;
         }
-        match progress {
-            Progress::Pending => Ok(()),
-            Progress::Send(request) => {
-                self.send_request(c, serial, next, request);
-                Ok(())
-            }
-            Progress::Complete if slot == Slot::Acquire => {
+        for send in sends {
+            self.send_request(c, serial, send.index, send.request);
+        }
+        match complete {
+            false => Ok(()),
+            true if slot == Slot::Acquire => {
                 let acq = self.acq(c);
                 let carried = acq.exchange.take().expect("the acquire's exchange");
-                let action = acq.machine.settle(&mut acq.wire, &carried.exchange);
+                let exchange = carried.carry.finish().exchange;
+                let action = acq.machine.settle(&mut acq.wire, &exchange);
                 self.act(c, action)
             }
-            Progress::Complete => self.kept(c, slot),
+            true => self.kept(c, slot),
         }
     }
 
@@ -3936,13 +3963,13 @@ impl World {
         let Some((carried, downgrading)) = acq.keeping.take() else {
             return Ok(());
         };
-        let keep = acq.machine.held_watch_set(&carried.exchange);
+        let keep = acq.machine.held_watch_set(carried.exchange());
         let (mine, lost) = (acq.machine.inner.czxid(), acq.machine.inner.is_lost());
         if downgrading || slot == Slot::WriterKeeper {
             self.keep_writer(c, keep);
             return Ok(());
         }
-        let read = carried.exchange.held();
+        let read = carried.exchange().held();
         let gone = match &read {
             contender::Answer::NoNode | contender::Answer::SessionEnded => true,
             contender::Answer::Ok(node) => Some(node.czxid) != mine,
@@ -4967,7 +4994,7 @@ impl World {
                 acq.keeper,
                 s.state,
                 k.pending,
-                acq.exchange.as_ref().map(|e| &e.exchange),
+                acq.exchange.as_ref().map(Carried::exchange),
                 acq.machine.inner,
             ),
         }

@@ -5,6 +5,7 @@
 //! sent or what an answer means: the core does, for the simulation as for
 //! the library.
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -14,9 +15,10 @@ use tracing::{debug, warn};
 
 use super::wire::WatchFuture;
 use super::Inner;
+use crate::backoff::Backoff;
 use crate::contender::{self, Action, Contender, Outcome};
-use crate::error::{is_retryable, retry_after, Error};
-use crate::wire::{self, Done, Exchange, Progress, Reply, Request, Watch, Wire};
+use crate::error::{is_retryable, Error};
+use crate::wire::{self, Done, Exchange, Reply, Request, Wire};
 use crate::zk;
 
 /// A contender's requests on its lock's client: its side of the wire, the
@@ -72,22 +74,11 @@ impl Answered {
 /// A request on its way: it left when it was made.
 type Sent<'c> = Pin<Box<dyn Future<Output = Answered> + Send + 'c>>;
 
-/// A watch an exchange left and keeps.
-pub(super) struct Kept {
-    /// Whose it is.
-    pub(super) kind: Watch,
-    /// Its node's path.
-    pub(super) path: String,
-    /// Once not needed, it is left to fire ([`Exchange::lingers`]).
-    pub(super) lingers: bool,
-    /// Its event to come; dropped unfired, the client asks the server to
-    /// remove the watch (unless another watcher of the session is on the
-    /// node: then it only forgets this one).
-    pub(super) watch: WatchFuture,
-}
+/// An exchange on its way on the client ([`wire::Carry`]).
+pub(super) type Carrying = wire::Carry<WatchFuture, zk::Error>;
 
 /// The watches an exchange left and keeps.
-pub(super) type Watches = Vec<Kept>;
+pub(super) type Watches = Vec<wire::Kept<WatchFuture>>;
 
 impl Clone for Carrier {
     /// The same requests, with no error seen yet.
@@ -118,17 +109,40 @@ impl Carrier {
         }
     }
 
-    /// Carries `exchange`: sends its requests at once, feeds their answers
-    /// in order (a lost one sent again where the exchange says, pausing as
-    /// [`crate::backoff::Backoff::request`] says, until answered or
-    /// retrying is over), and returns the watches it keeps. The error of
-    /// the request the exchange blames is kept in [`Carrier::last_error`].
-    /// `first`: the answer of its first request, sent beforehand.
-    pub(super) async fn carry(&mut self, exchange: &mut Exchange) -> Watches {
-        self.carry_from(exchange, None).await
+    /// An exchange to carry, its lost answers retried as
+    /// [`crate::backoff::Backoff::request`] says.
+    pub(super) fn carrying(&self, exchange: Exchange) -> Carrying {
+        wire::Carry::new(exchange, Backoff::request(self.client.session_timeout()))
     }
 
-    async fn carry_from(&mut self, exchange: &mut Exchange, first: Option<Answered>) -> Watches {
+    /// Carries `exchange` to its end ([`Carrier::carry_on`]); the
+    /// exchange with its answers, and the watches it keeps.
+    pub(super) async fn carry(&mut self, exchange: Exchange) -> (Exchange, Watches) {
+        let mut carrying = self.carrying(exchange);
+        self.carry_on(&mut carrying).await;
+        self.finished(carrying)
+    }
+
+    /// The exchange `carrying` carried (or cut short), and the watches it
+    /// keeps; the error of the request it blames is kept in
+    /// [`Carrier::last_error`].
+    pub(super) fn finished(&mut self, carrying: Carrying) -> (Exchange, Watches) {
+        let carried = carrying.finish();
+        if let (Some(e), Some((_, path))) = (carried.blamed, carried.exchange.blame()) {
+            self.last_error = Some(Error::from_zk(e, path));
+        }
+        (carried.exchange, carried.kept)
+    }
+
+    /// Carries `carrying` on the client ([`carry_on`]), keeping the ACL a
+    /// [`Request::GetAcl`] read.
+    pub(super) async fn carry_on(&mut self, carrying: &mut Carrying) {
+        self.carry_after(carrying, None).await;
+    }
+
+    /// [`Carrier::carry_on`], the future of the first request (`first`)
+    /// sent beforehand.
+    async fn carry_after(&mut self, carrying: &mut Carrying, first: Option<Sent<'static>>) {
         let client = self.client.clone();
         let (acls, dirs) = (self.acls.clone(), self.directory_acls.clone());
         let read = self.acl_read.clone();
@@ -138,81 +152,17 @@ impl Carrier {
             directory_acls: &dirs,
             acl_read: read.as_deref(),
         };
-        let requests = exchange.requests().to_vec();
-        let skip = usize::from(first.is_some());
-        // All leave now, in order.
-        let started = Instant::now();
-        let mut sent: std::collections::VecDeque<Sent<'_>> = requests
-            .iter()
-            .skip(skip)
-            .map(|request| line.send(request))
-            .collect();
-        let mut first = first;
-        let mut watches = Watches::new();
-        let mut errors: Vec<Option<zk::Error>> = Vec::new();
-        let mut follow: Option<Request> = None;
-        let mut index = 0;
-        loop {
-            let mut answered = match first.take() {
-                Some(answered) => answered,
-                None => match sent.pop_front() {
-                    Some(request) => request.await,
-                    None => match follow.take() {
-                        Some(request) => line.send(&request).await,
-                        None => break,
-                    },
-                },
-            };
-            if exchange.retried(index) && matches!(&answered.result, Err(e) if is_retryable(e)) {
-                exchange.lost(index);
-                if let Some(again) = exchange.requests().get(index).cloned() {
-                    answered = line.retry(&again, started, answered).await;
-                }
-            }
-            if let Some(acl) = answered.acl.take() {
-                self.acl_read = Some(acl);
-            }
-            let progress = exchange.answer(index, answered.answer());
-            errors.push(answered.result.err());
-            let paths = exchange
-                .requests()
-                .get(index)
-                .map(Request::watched_paths)
-                .unwrap_or_default();
-            for ((watch, kind), path) in answered.watches.into_iter().zip(exchange.watch(index)).zip(paths) {
-                if let Some(kind) = kind {
-                    watches.push(Kept {
-                        kind,
-                        path: path.to_owned(),
-                        lingers: exchange.lingers(index),
-                        watch,
-                    });
-                }
-            }
-            // A watch not kept is dropped here: the client asks the
-            // server to remove it.
-            index += 1;
-            match progress {
-                Progress::Pending => {}
-                Progress::Send(request) => follow = Some(request),
-                Progress::Complete => break,
-            }
+        if let Some(acl) = carry_on(&line, carrying, first).await {
+            self.acl_read = Some(acl);
         }
-        if let Some((index, path)) = exchange.blame() {
-            if let Some(Some(e)) = errors.get_mut(index).map(Option::take) {
-                self.last_error = Some(Error::from_zk(e, path));
-            }
-        }
-        watches
     }
 
     /// Performs a request action of the machine (its watches, a
     /// release's or withdrawal's, are dropped); `None` for an action that
     /// is no request (an end, the wait's `Wait`).
     async fn perform(&mut self, machine: &Contender, action: &Action) -> Option<Exchange> {
-        let mut exchange = self.wire.exchange(action, machine)?;
-        self.carry(&mut exchange).await;
-        Some(exchange)
+        let exchange = self.wire.exchange(action, machine)?;
+        Some(self.carry(exchange).await.0)
     }
 
     /// Runs a release or withdrawal to its end: performs the machine's
@@ -250,12 +200,13 @@ impl Carrier {
             let outcome = match (action, exchange) {
                 (Action::Done(outcome), _) => outcome,
                 (_, None) => Outcome::Failed,
-                (_, Some(mut exchange)) => {
-                    let first = match first {
-                        Some(first) => Some(Answered::of(first.await.map(|()| Reply::Done))),
-                        None => None,
-                    };
-                    self.carry_from(&mut exchange, first).await;
+                (_, Some(exchange)) => {
+                    let first = first.map(|first| -> Sent<'static> {
+                        Box::pin(async move { Answered::of(first.await.map(|()| Reply::Done)) })
+                    });
+                    let mut carrying = self.carrying(exchange);
+                    self.carry_after(&mut carrying, first).await;
+                    let (exchange, _) = self.finished(carrying);
                     let next = self.wire.settle(&exchange, &mut machine);
                     self.finish(&mut machine, next).await
                 }
@@ -272,25 +223,77 @@ pub(super) async fn keep(
     client: &zk::Client,
     path: &str,
 ) -> (Exchange, Option<WatchFuture>, Option<zk::Error>) {
-    let mut exchange = wire::keep(path);
     let line = Line {
         client,
         acls: &[],
         directory_acls: &[],
         acl_read: None,
     };
-    let mut watch = None;
-    let mut error = None;
-    let requests = exchange.requests().to_vec();
-    for (index, request) in requests.iter().enumerate() {
-        let mut answered = line.send(request).await;
-        exchange.answer(index, answered.answer());
-        if exchange.watch(index) == [Some(Watch::Held)] {
-            watch = answered.watches.pop();
+    let mut carrying = Carrying::new(wire::keep(path), Backoff::request(client.session_timeout()));
+    carry_on(&line, &mut carrying, None).await;
+    let carried = carrying.finish();
+    let watch = carried.kept.into_iter().map(|kept| kept.watch).next();
+    (carried.exchange, watch, carried.blamed)
+}
+
+/// Sends what `carrying` says, as it says, and hands it each answer in
+/// the order sent, until it is complete; the ACL the last
+/// [`Request::GetAcl`] read. `first`: the future of its first request,
+/// sent beforehand.
+async fn carry_on(
+    line: &Line<'_>,
+    carrying: &mut Carrying,
+    first: Option<Sent<'static>>,
+) -> Option<Vec<zk::Acl>> {
+    let started = Instant::now();
+    let requests = carrying.exchange().requests().to_vec();
+    let mut first = first;
+    let mut acl_read = None;
+    // All leave now, in order; a request sent again, or a follow-up,
+    // leaves when its turn comes.
+    let mut sent: VecDeque<(usize, Sent<'_>)> = VecDeque::new();
+    let mut later: VecDeque<wire::Send> = VecDeque::new();
+    loop {
+        while let Some(send) = carrying.poll_send() {
+            match (send.again, requests.get(send.index)) {
+                (false, Some(request)) => {
+                    let request = match (send.index, first.take()) {
+                        (0, Some(first)) => first,
+                        _ => line.send(request),
+                    };
+                    sent.push_back((send.index, request));
+                }
+                (true, _) => later.push_front(send),
+                (false, None) => later.push_back(send),
+            }
         }
-        error = answered.result.err();
+        if carrying.is_complete() {
+            // The answers not awaited are dropped, with their watches.
+            break;
+        }
+        let turn = later.front().is_some_and(|send| send.again || sent.is_empty());
+        let (index, mut answered) = match later.pop_front().filter(|_| turn) {
+            Some(send) => {
+                tokio::time::sleep(send.after).await;
+                (send.index, line.send(&send.request).await)
+            }
+            None => match sent.pop_front() {
+                Some((index, request)) => (index, request.await),
+                None => break,
+            },
+        };
+        if let Some(acl) = answered.acl.take() {
+            acl_read = Some(acl);
+        }
+        let answer = answered.answer();
+        let answered = wire::Answered {
+            answer,
+            watches: answered.watches,
+            error: answered.result.err(),
+        };
+        carrying.answered(index, answered, started.elapsed());
     }
-    (exchange, watch, error)
+    acl_read
 }
 
 /// Sends one request that makes nothing (a look: no ACL to give) and
@@ -351,47 +354,8 @@ struct Line<'c> {
 }
 
 impl<'c> Line<'c> {
-    /// Sends `request`, whose first attempt went at `started` and lost its
-    /// answer (`first`), again until it is answered or retrying is over
-    /// ([`retry_after`]); its last answer.
-    async fn retry(&self, request: &Request, started: Instant, first: Answered) -> Answered {
-        let last = std::sync::Mutex::new(None);
-        let result = retry_after(self.client, started, first.result, || async {
-            let answered = self.send(request).await;
-            let result = answered.result.clone();
-            if let Ok(mut last) = last.lock() {
-                *last = Some(answered);
-            }
-            result
-        })
-        .await;
-        last.into_inner()
-            .ok()
-            .flatten()
-            .unwrap_or_else(|| Answered::of(result))
-    }
-
-    /// Sends `request` now, as the client's call. A success that does not
-    /// answer it ([`wire::answers`]: a transaction's garbled on the way) is
-    /// a lost answer, as a broken connection's.
-    fn send<'r>(&self, request: &'r Request) -> Sent<'r>
-    where
-        'c: 'r,
-    {
-        let sent = self.call(request);
-        Box::pin(async move {
-            let mut answered = sent.await;
-            if !wire::answers(request, &answered.answer()) {
-                answered.result = Err(zk::Error::UnexpectedError(
-                    "an answer that does not match the transaction sent".to_owned(),
-                ));
-            }
-            answered
-        })
-    }
-
     /// Sends `request` now, as the client's call.
-    fn call<'r>(&self, request: &'r Request) -> Sent<'r>
+    fn send<'r>(&self, request: &'r Request) -> Sent<'r>
     where
         'c: 'r,
     {

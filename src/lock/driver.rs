@@ -242,18 +242,20 @@ impl SharedLock {
                         pending.machine.connection_changed();
                     }
                     let carrier = &mut pending.carrier;
-                    let Some(mut exchange) = carrier.wire.exchange(&request, &pending.machine) else {
+                    let Some(exchange) = carrier.wire.exchange(&request, &pending.machine) else {
                         return Err(unexpected("an action that is no request reached the carrier").into());
                     };
                     carrier.last_error = None;
                     driver.last_error = None;
                     driver.replace_watches(&exchange);
-                    match before(driver.until, carrier.carry(&mut exchange)).await {
+                    let mut carrying = carrier.carrying(exchange);
+                    match before(driver.until, carrier.carry_on(&mut carrying)).await {
                         None => {
                             debug!("the deadline passed during {request:?}");
-                            wire::deadline(Some(&exchange), &mut pending.machine)
+                            wire::deadline(Some(carrying.exchange()), &mut pending.machine)
                         }
-                        Some(watches) => {
+                        Some(()) => {
+                            let (exchange, watches) = carrier.finished(carrying);
                             driver.keep(watches, &exchange);
                             driver.pump(&mut pending.machine);
                             // Which watched nodes' watches are set and have
