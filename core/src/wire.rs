@@ -950,6 +950,27 @@ impl Exchange {
         self.watches.get(index).map_or(&[], Vec::as_slice)
     }
 
+    /// The kinds of watch whose earlier watches a carrier drops when it
+    /// sends this exchange: the newer ones replace them. The wait's
+    /// exchange replaces the watched nodes' even if it asks for none of
+    /// them again (but those it [keeps](Exchange::kept)).
+    pub fn replaces(&self) -> Vec<Watch> {
+        let mut kinds = Vec::new();
+        let set = self
+            .watches
+            .iter()
+            .flatten()
+            .copied()
+            .filter(|whose| *whose != Watch::Held)
+            .chain(self.forgets_session_changes().then_some(Watch::Watched));
+        for whose in set {
+            if !kinds.contains(&whose) {
+                kinds.push(whose);
+            }
+        }
+        kinds
+    }
+
     /// True for the exchange that sets the wait's watches: the session's
     /// state changes seen before it are forgotten when it is sent (the
     /// listing after them decides).

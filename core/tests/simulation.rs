@@ -3577,17 +3577,7 @@ impl World {
             .iter()
             .filter_map(|path| child_of(path).map(str::to_owned))
             .collect();
-        let mut kinds: Vec<Watch> = Vec::new();
-        let set = (0..exchange.requests().len())
-            .flat_map(|index| exchange.watch_of(index).to_vec())
-            .filter(|whose| matches!(whose, Watch::Own | Watch::Marker | Watch::Watched))
-            // The wait's watches are set again, even if all are kept.
-            .chain(exchange.forgets_session_changes().then_some(Watch::Watched));
-        for whose in set {
-            if !kinds.contains(&whose) {
-                kinds.push(whose);
-            }
-        }
+        let kinds = exchange.replaces();
         for whose in kinds {
             match whose {
                 Watch::Marker => self.acq(c).marker_watch = None,

@@ -474,22 +474,20 @@ impl Driver<'_> {
     /// the newer one replaces them. Changes of the session's state seen
     /// before the wait's watches are set do not matter.
     fn replace_watches(&mut self, exchange: &Exchange) {
-        let mut first_watched = true;
-        for (index, request) in exchange.requests().iter().enumerate() {
-            for whose in exchange.watch_of(index) {
-                match whose {
-                    Watch::Own => self.own_watch = None,
-                    Watch::Marker => self.marker = None,
-                    Watch::Watched if first_watched => {
-                        first_watched = false;
-                        self.watched_path = request.path().to_owned();
-                    }
-                    Watch::Watched | Watch::Held => {}
-                }
-            }
+        let replaced = exchange.replaces();
+        if replaced.contains(&Watch::Own) {
+            self.own_watch = None;
+        }
+        if replaced.contains(&Watch::Marker) {
+            self.marker = None;
+        }
+        if let Some(index) =
+            (0..exchange.requests().len()).find(|i| exchange.watch_of(*i).contains(&Watch::Watched))
+        {
+            self.watched_path = exchange.requests()[index].path().to_owned();
         }
         // The watched nodes' watches go, but those the exchange keeps.
-        if exchange.forgets_session_changes() || !first_watched {
+        if replaced.contains(&Watch::Watched) {
             let kept = exchange.kept();
             let (keep, go): (Vec<_>, Vec<_>) = self
                 .watched

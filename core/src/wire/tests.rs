@@ -1176,3 +1176,42 @@ fn a_requests_watched_paths_are_in_the_order_of_its_watches() {
     };
     assert_eq!(read.watched_paths(), ["/a/w"]);
 }
+
+#[test]
+fn an_exchange_replaces_the_earlier_watches_of_the_kinds_it_sets() {
+    let (wire, machine, _) = waiting();
+    let watched = "h-W-0000000002".to_owned();
+    let set = |own, marker: Option<String>, kept: Vec<String>| {
+        Action::Acquire(acquire::Action::SetWatches {
+            together: false,
+            kept,
+            lingers: false,
+            also: Vec::new(),
+            own,
+            watched: watched.clone(),
+            marker,
+        })
+    };
+    let marker = Some(node_name::release_marker(&watched));
+    // (action, the kinds replaced when it is sent)
+    let table = [
+        (
+            set(true, marker.clone(), Vec::new()),
+            vec![Watch::Own, Watch::Marker, Watch::Watched],
+        ),
+        (
+            set(false, marker, Vec::new()),
+            vec![Watch::Marker, Watch::Watched],
+        ),
+        (set(false, None, Vec::new()), vec![Watch::Watched]),
+        // Every watched node kept: nothing is asked, the others still go.
+        (set(false, None, vec![watched.clone()]), vec![Watch::Watched]),
+        (Action::ReadDirData, Vec::new()),
+    ];
+    for (action, replaced) in table {
+        let exchange = wire.exchange(&action, &machine).expect("an exchange");
+        assert_eq!(exchange.replaces(), replaced, "{action:?}");
+    }
+    // The keeper's watch replaces none of the wait's.
+    assert_eq!(wire.keep("h-W-0000000003").replaces(), []);
+}
