@@ -164,7 +164,7 @@
 //! and gives its next action. A watch an answer left is kept as
 //! [`wire::Carry::answered`] says, and
 //! one of a kind an exchange sets again is dropped as it is sent
-//! ([`wire::Exchange::watch_of`]), as the library's driver does. The
+//! ([`wire::Exchange::replaces`]), as the library's driver does. The
 //! keeper's read and watch of the held node is [`wire::Wire::keep`], its
 //! answer [`wire::Exchange::held`]; a deadline is [`wire::deadline`].
 //! Events are taken as the core takes them: a watch's kind and the
