@@ -1227,6 +1227,90 @@ impl Exchange {
             _ => None,
         }
     }
+
+    /// What this carried exchange tells the lock's user, in its logs
+    /// ([`Notice`]), with `machine` settled on it.
+    pub fn notices(&self, machine: &Contender) -> Vec<Notice> {
+        let mut notices = Vec::new();
+        if let (Kind::Create | Kind::FindOwn | Kind::Stat, Some(seq)) = (&self.kind, machine.seq()) {
+            if seq >= crate::ordering::RECYCLE_THRESHOLD {
+                notices.push(Notice::CounterNearLimit { seq });
+            }
+        }
+        match (&self.kind, self.result(0), machine.node()) {
+            (Kind::Stat, _, Some(name)) => notices.push(Notice::FoundOwn {
+                name: name.to_owned(),
+            }),
+            (Kind::ReadDirData, Some(Ok(Reply::Data { data, .. })), _)
+                if !node_name::is_lock_directory_data(data) =>
+            {
+                notices.push(Notice::DirectoryData { bytes: data.len() });
+            }
+            (Kind::Recycle, Some(Ok(_)), _) => notices.push(Notice::Recycled),
+            _ => {}
+        }
+        if let (true, Some(children)) = (machine.saw_foreign(), self.listing()) {
+            let names: Vec<String> = children
+                .iter()
+                .filter(|child| !node_name::is_contender_name(child))
+                .cloned()
+                .collect();
+            if !names.is_empty() {
+                notices.push(Notice::Foreign { names });
+            }
+        }
+        for (index, request) in self.requests.iter().enumerate() {
+            if let (Some(Ok(Reply::Data { stat, .. } | Reply::Stat(Some(stat)))), [Watch::Watched]) =
+                (self.result(index), self.watch_of(index))
+            {
+                if stat.ephemeral_owner == 0 {
+                    notices.push(Notice::Persistent {
+                        path: request.path().to_owned(),
+                    });
+                }
+            }
+        }
+        notices
+    }
+}
+
+/// What an exchange tells the lock's user ([`Exchange::notices`]): each
+/// is logged, none changes what is sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Notice {
+    /// My node's sequence number is past
+    /// [`crate::ordering::RECYCLE_THRESHOLD`]: the directory is recycled
+    /// as soon as it is idle.
+    CounterNearLimit {
+        /// The sequence number.
+        seq: i32,
+    },
+    /// My node was found after the answer to its create was lost.
+    FoundOwn {
+        /// Its child name.
+        name: String,
+    },
+    /// The lock directory holds data that is not a release record: it is
+    /// not used as a lock.
+    DirectoryData {
+        /// How many bytes.
+        bytes: usize,
+    },
+    /// The idle directory was deleted and made again: its sequence counter
+    /// starts from 0.
+    Recycled,
+    /// Children of the directory that are not contender nodes in any known
+    /// layout, ignored.
+    Foreign {
+        /// Their names.
+        names: Vec<String>,
+    },
+    /// A watched contender node is not ephemeral: it blocks the lock until
+    /// someone deletes it.
+    Persistent {
+        /// Its path.
+        path: String,
+    },
 }
 
 /// A request answered with nothing to say.

@@ -11,7 +11,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use tokio::time::Instant;
-use tracing::{debug, warn};
+use tracing::debug;
 
 use super::wire::WatchFuture;
 use super::Inner;
@@ -175,10 +175,10 @@ impl Carrier {
             let Some(exchange) = self.perform(machine, &action).await else {
                 return Outcome::Failed;
             };
-            if let (Action::Recycle, Some(Ok(_))) = (&action, exchange.answered(0)) {
-                warn!(lock = %self.wire.dir(), "recycled the idle lock directory: its sequence counter was near its limit and starts from 0 again");
-            }
             action = self.wire.settle(&exchange, machine);
+            for notice in exchange.notices(machine) {
+                super::driver::log_notice(self.wire.dir(), notice, |_| true);
+            }
         }
     }
 

@@ -23,10 +23,10 @@ use crate::backoff::Backoff;
 use crate::connect::missing_chroot;
 use crate::contender::{self, child_path, Blame, Contender, Deadlines, Downgrading, Ending, Failure};
 use crate::error::{is_retryable, Error};
-use crate::node_name::{self, Mode};
+use crate::node_name::Mode;
 use crate::ordering;
 use crate::stats::End;
-use crate::wire::{self, Exchange, Reply, Watch};
+use crate::wire::{self, Exchange, Notice, Watch};
 use crate::zk;
 
 /// Where an acquire publishes its place in the queue.
@@ -187,11 +187,8 @@ impl SharedLock {
                 driver.marker = None;
             }
             if driver.node.is_empty() {
-                if let (Some(name), Some(seq)) = (pending.machine.node(), pending.machine.seq()) {
+                if let Some(name) = pending.machine.node() {
                     driver.node = child_path(&inner.path, name);
-                    if seq >= ordering::RECYCLE_THRESHOLD {
-                        warn_threshold(&inner.path, seq);
-                    }
                 }
             }
             action = match action {
@@ -256,38 +253,20 @@ impl SharedLock {
                         }
                         Some(()) => {
                             let (exchange, watches) = carrier.finished(carrying);
-                            driver.keep(watches, &exchange);
+                            driver.keep(watches);
                             driver.pump(&mut pending.machine);
                             // Which watched nodes' watches are set and have
                             // not fired: the machine keeps only those.
                             pending.machine.watches_pending(&driver.watches_pending());
                             let next = carrier.wire.settle(&exchange, &mut pending.machine);
-                            if let (contender::Action::ReadDirData, Some(Ok(Reply::Data { data, .. }))) =
-                                (&request, exchange.answered(0))
-                            {
-                                if !node_name::is_lock_directory_data(data) {
-                                    warn!(
-                                        lock = %inner.path,
-                                        bytes = data.len(),
-                                        "the lock directory holds data that is not a release record: not using it as a lock"
-                                    );
-                                }
-                            }
-                            if let (contender::Action::Stat { .. }, Some(name)) =
-                                (&request, pending.machine.node())
-                            {
-                                debug!(node = %name, "found own node after connection loss during create");
+                            for notice in exchange.notices(&pending.machine) {
+                                self.notice(notice);
                             }
                             if pending.machine.data_checked() {
                                 inner.data_checked.store(true, Ordering::Relaxed);
                             }
                             if pending.machine.own_readable() {
                                 inner.own_readable.store(connection + 1, Ordering::Relaxed);
-                            }
-                            if pending.machine.saw_foreign() {
-                                if let Some(children) = exchange.listing() {
-                                    self.warn_foreign(children);
-                                }
                             }
                             next
                         }
@@ -332,19 +311,9 @@ impl SharedLock {
             .is_ok_and(|mut warned| warned.get_or_insert_with(Box::default).insert(key.to_owned()))
     }
 
-    /// Logs each child that is not a contender, once per name.
-    fn warn_foreign(&self, children: &[String]) {
-        for child in children {
-            if !crate::node_name::is_contender_name(child) && self.first_time(child) {
-                warn!(
-                    lock = %self.inner.path,
-                    child = %child,
-                    "ignoring a child that is not a contender node in any known layout (native \
-                     `<host>-<R|W>-<seq>`, Curator `_c_<uuid>-__READ__|__WRIT__|lock-<seq>`, \
-                     kazoo `<hex>__rlock__|__lock__<seq>`)"
-                );
-            }
-        }
+    /// Logs what an exchange told ([`Notice`]), a name once per lock.
+    fn notice(&self, notice: Notice) {
+        log_notice(&self.inner.path, notice, |name| self.first_time(name));
     }
 
     /// Logs, once per lock, that a watched contender cannot be read by this
@@ -358,14 +327,6 @@ impl SharedLock {
                 "cannot read the contender node to wait on (its ACL): polling it instead of watching; \
                  give every contender READ on contender nodes (e.g. world:anyone:r) for prompt hand-offs"
             );
-        }
-    }
-
-    /// Logs, once per node, that a watched contender is not ephemeral: it
-    /// stays, and blocks the lock, until someone deletes it.
-    fn warn_persistent(&self, path: &str) {
-        if self.first_time(path) {
-            warn!(node = %path, "a contender node in the queue is not ephemeral: it blocks the lock until someone deletes it");
         }
     }
 }
@@ -504,18 +465,8 @@ impl Driver<'_> {
         }
     }
 
-    /// Keeps the watches `exchange` left ([`Exchange::watch`]), and warns
-    /// of each watched node that is not ephemeral.
-    fn keep(&mut self, watches: Watches, exchange: &Exchange) {
-        for (index, request) in exchange.requests().iter().enumerate() {
-            let stat = match exchange.answered(index) {
-                Some(Ok(Reply::Data { stat, .. } | Reply::Stat(Some(stat)))) => stat,
-                _ => continue,
-            };
-            if exchange.watch_of(index) == [Watch::Watched] && stat.ephemeral_owner == 0 {
-                self.lock.warn_persistent(request.path());
-            }
-        }
+    /// Keeps the watches an exchange left ([`Exchange::watch`]).
+    fn keep(&mut self, watches: Watches) {
         for kept in watches {
             match kept.kind {
                 Watch::Own => self.own_watch = Some(kept.watch),
@@ -952,19 +903,52 @@ pub(super) fn deadline(timeout: Duration) -> Patience {
         .map_or(Patience::Forever, Patience::Until)
 }
 
-/// Logs, once per directory in this process, that its sequence counter has
-/// passed [`ordering::RECYCLE_THRESHOLD`].
-pub(super) fn warn_threshold(dir: &str, seq: i32) {
-    static WARNED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
-    let Ok(mut warned) = WARNED.lock() else {
-        return;
-    };
-    if warned.get_or_insert_with(HashSet::new).insert(dir.to_owned()) {
-        warn!(
+/// Logs what an exchange in the directory `dir` told ([`Notice`]): the
+/// names `first_time` says are new (each child or node is logged once per
+/// lock), and the counter near its limit once per directory in this
+/// process.
+pub(super) fn log_notice(dir: &str, notice: Notice, first_time: impl Fn(&str) -> bool) {
+    match notice {
+        Notice::CounterNearLimit { seq } => {
+            static WARNED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+            let Ok(mut warned) = WARNED.lock() else {
+                return;
+            };
+            if warned.get_or_insert_with(HashSet::new).insert(dir.to_owned()) {
+                warn!(
+                    lock = %dir,
+                    seq,
+                    limit = ordering::SEQUENCE_LIMIT,
+                    "the lock directory's sequence counter is near its limit: the directory is deleted and recreated as soon as it is idle"
+                );
+            }
+        }
+        Notice::FoundOwn { name } => {
+            debug!(node = %name, "found own node after connection loss during create")
+        }
+        Notice::DirectoryData { bytes } => warn!(
             lock = %dir,
-            seq,
-            limit = ordering::SEQUENCE_LIMIT,
-            "the lock directory's sequence counter is near its limit: the directory is deleted and recreated as soon as it is idle"
-        );
+            bytes,
+            "the lock directory holds data that is not a release record: not using it as a lock"
+        ),
+        Notice::Recycled => {
+            warn!(lock = %dir, "recycled the idle lock directory: its sequence counter was near its limit and starts from 0 again")
+        }
+        Notice::Foreign { names } => {
+            for child in names.iter().filter(|name| first_time(name)) {
+                warn!(
+                    lock = %dir,
+                    child = %child,
+                    "ignoring a child that is not a contender node in any known layout (native \
+                     `<host>-<R|W>-<seq>`, Curator `_c_<uuid>-__READ__|__WRIT__|lock-<seq>`, \
+                     kazoo `<hex>__rlock__|__lock__<seq>`)"
+                );
+            }
+        }
+        Notice::Persistent { path } => {
+            if first_time(&path) {
+                warn!(node = %path, "a contender node in the queue is not ephemeral: it blocks the lock until someone deletes it");
+            }
+        }
     }
 }

@@ -1215,3 +1215,137 @@ fn an_exchange_replaces_the_earlier_watches_of_the_kinds_it_sets() {
     // The keeper's watch replaces none of the wait's.
     assert_eq!(wire.keep("h-W-0000000003").replaces(), []);
 }
+
+/// A machine whose node `h-W-<seq>` was created, with `children` listed.
+fn created(seq: i32, children: &[&str]) -> (Wire, Contender, Exchange) {
+    let mut wire = wire();
+    let mut machine = machine();
+    let action = machine.start();
+    let mut exchange = wire.exchange(&action, &machine).expect("a create");
+    exchange.answer(
+        0,
+        Ok(Reply::Created {
+            czxid: 30,
+            seq: i64::from(seq),
+        }),
+    );
+    let mut children: Vec<String> = children.iter().map(|c| (*c).to_owned()).collect();
+    children.push(format!("h-W-{seq:010}"));
+    exchange.answer(
+        1,
+        Ok(Reply::Children {
+            children,
+            data_length: 0,
+        }),
+    );
+    let _ = wire.settle(&exchange, &mut machine);
+    (wire, machine, exchange)
+}
+
+#[test]
+fn what_an_exchange_tells_the_user_is_noticed_from_its_answers() {
+    // A create: its counter near the limit; children that are no contenders.
+    let (_, machine, create) = created(3, &[]);
+    assert_eq!(create.notices(&machine), []);
+    let high = crate::ordering::RECYCLE_THRESHOLD;
+    let (_, machine, create) = created(high, &[]);
+    assert_eq!(create.notices(&machine), [Notice::CounterNearLimit { seq: high }]);
+    let (wire, machine, create) = created(3, &["junk", "h-W-0000000001"]);
+    assert_eq!(
+        create.notices(&machine),
+        [Notice::Foreign {
+            names: vec!["junk".to_owned()]
+        }]
+    );
+    // The directory's data.
+    for (data, noticed) in [(b"junk".to_vec(), true), (Vec::new(), false)] {
+        let mut read = wire.exchange(&Action::ReadDirData, &machine).expect("a read");
+        read.answer(
+            0,
+            Ok(Reply::Data {
+                data: data.clone(),
+                stat: stat(1),
+            }),
+        );
+        let expected = if noticed {
+            vec![Notice::DirectoryData { bytes: data.len() }]
+        } else {
+            Vec::new()
+        };
+        assert_eq!(read.notices(&machine), expected, "{data:?}");
+    }
+    // My node found after a lost answer.
+    let found = wire
+        .exchange(
+            &Action::Stat {
+                name: "h-W-0000000003".to_owned(),
+            },
+            &machine,
+        )
+        .expect("a stat");
+    assert_eq!(
+        found.notices(&machine),
+        [Notice::FoundOwn {
+            name: "h-W-0000000003".to_owned()
+        }]
+    );
+    // A watched node that is not ephemeral; an ephemeral one is not noticed.
+    let (wire, machine, _) = waiting();
+    let watched = "h-W-0000000002".to_owned();
+    let action = Action::Acquire(acquire::Action::SetWatches {
+        together: false,
+        kept: Vec::new(),
+        lingers: false,
+        also: Vec::new(),
+        own: false,
+        watched: watched.clone(),
+        marker: None,
+    });
+    for (owner, noticed) in [(0, true), (7, false)] {
+        let mut watches = wire.exchange(&action, &machine).expect("watches");
+        let last = watches.requests().len() - 1;
+        watches.answer(
+            last,
+            Ok(Reply::Data {
+                data: Vec::new(),
+                stat: Stat {
+                    czxid: 20,
+                    ephemeral_owner: owner,
+                },
+            }),
+        );
+        let expected = if noticed {
+            vec![Notice::Persistent {
+                path: child_path(DIR, &watched),
+            }]
+        } else {
+            Vec::new()
+        };
+        assert_eq!(watches.notices(&machine), expected, "owner {owner}");
+    }
+}
+
+#[test]
+fn a_recycled_directory_is_noticed_once_recreated() {
+    let mut wire = wire();
+    let mut machine = machine();
+    let mut read = wire.exchange(&Action::ReadDirAcl, &machine).expect("a read");
+    read.answer(
+        0,
+        Ok(Reply::Acl {
+            version: 4,
+            children: 0,
+        }),
+    );
+    let _ = wire.settle(&read, &mut machine);
+    for (answer, noticed) in [(Ok(Reply::Done), true), (Err(Error::BadVersion), false)] {
+        let mut recycle = wire.exchange(&Action::Recycle, &machine).expect("a recycle");
+        recycle.answer(0, answer.clone());
+        let expected = if noticed {
+            vec![Notice::Recycled]
+        } else {
+            Vec::new()
+        };
+        assert_eq!(recycle.notices(&machine), expected, "{answer:?}");
+    }
+}
