@@ -28,7 +28,7 @@
 
 mod carry;
 
-pub use carry::{Answered, Carried, Carry, Kept, Send};
+pub use carry::{Answered, Carried, Carry, Fault, Kept, Send};
 
 use crate::acquire::{self, Record, Reply as WaitReply};
 use crate::contender::{self, child_path, Action, Answer, Contender, Created, HeldNode, Owner};

@@ -3705,9 +3705,11 @@ impl World {
         };
         let mut wire = wire::Answered::of(fed);
         wire.watches = vec![(); left];
-        // A watch the request left is kept only if the wire says whose it is.
+        // A watch the request left is kept only if the wire says whose it
+        // is, and left to fire once not needed as it says.
+        let before = carry.kept().len();
         let kept = carry.answered(index, wire, Duration::ZERO);
-        let lingers = carry.exchange().lingers(index);
+        let lingers = carry.kept()[before..].iter().any(|kept| kept.lingers);
         let complete = carry.is_complete();
         let sends: Vec<wire::Send> = std::iter::from_fn(|| carry.poll_send()).collect();
         if sends.iter().any(|send| send.again && send.index == index) {
@@ -5291,6 +5293,30 @@ impl World {
             return self.fail(format!(
                 "watches on nodes that do not exist left on the server: {left:?}"
             ));
+        }
+        // Every acquire is over: no client keeps a watch of a wait on its
+        // own node or a marker (each is dropped when an exchange replaces
+        // it, or when the wait ends), nor a wait's watch on a watched node
+        // that is not left to fire (a semaphore's; a lock's is left to
+        // fire once, unmodelled: `drop_wait_watches`).
+        let kept: Vec<(usize, &Kept)> = self
+            .sessions
+            .iter()
+            .enumerate()
+            .filter(|(_, session)| session.state != Link::Expired)
+            .flat_map(|(s, session)| session.registry.iter().map(move |k| (s, k)))
+            .filter(|(_, k)| match k.whose {
+                Watch::Own | Watch::Marker => true,
+                Watch::Watched => self.permits.is_some() && !k.detached,
+                Watch::Held => false,
+            })
+            .collect();
+        if !kept.is_empty() {
+            let shown: Vec<String> = kept
+                .iter()
+                .map(|(s, k)| format!("session {s}: {:?} watch on {}", k.whose, k.name))
+                .collect();
+            return self.fail(format!("a wait's watches kept after every wait ended: {shown:?}"));
         }
         Ok(())
     }

@@ -128,8 +128,8 @@ impl Carrier {
     /// [`Carrier::last_error`].
     pub(super) fn finished(&mut self, carrying: Carrying) -> (Exchange, Watches) {
         let carried = carrying.finish();
-        if let (Some(e), Some((_, path))) = (carried.blamed, carried.exchange.blame()) {
-            self.last_error = Some(Error::from_zk(e, path));
+        if let (Some(fault), Some((_, path))) = (carried.blamed, carried.exchange.blame()) {
+            self.last_error = Some(Error::from_zk(client_error(fault), path));
         }
         (carried.exchange, carried.kept)
     }
@@ -233,7 +233,7 @@ pub(super) async fn keep(
     carry_on(&line, &mut carrying, None).await;
     let carried = carrying.finish();
     let watch = carried.kept.into_iter().map(|kept| kept.watch).next();
-    (carried.exchange, watch, carried.blamed)
+    (carried.exchange, watch, carried.blamed.map(client_error))
 }
 
 /// Sends what `carrying` says, as it says, and hands it each answer in
@@ -245,7 +245,10 @@ async fn carry_on(
     carrying: &mut Carrying,
     first: Option<Sent<'static>>,
 ) -> Option<Vec<zk::Acl>> {
-    let started = Instant::now();
+    // Retrying is bounded from when the requests leave (a request sent
+    // beforehand: from its answer).
+    let mut started = Instant::now();
+    let pre_sent = first.is_some();
     let requests = carrying.exchange().requests().to_vec();
     let mut first = first;
     let mut acl_read = None;
@@ -272,13 +275,21 @@ async fn carry_on(
             break;
         }
         let turn = later.front().is_some_and(|send| send.again || sent.is_empty());
-        let (index, mut answered) = match later.pop_front().filter(|_| turn) {
+        let (index, mut answered) = match if turn { later.pop_front() } else { None } {
             Some(send) => {
-                tokio::time::sleep(send.after).await;
+                if !send.after.is_zero() {
+                    tokio::time::sleep(send.after).await;
+                }
                 (send.index, line.send(&send.request).await)
             }
             None => match sent.pop_front() {
-                Some((index, request)) => (index, request.await),
+                Some((index, request)) => {
+                    let answered = request.await;
+                    if index == 0 && pre_sent {
+                        started = Instant::now();
+                    }
+                    (index, answered)
+                }
                 None => break,
             },
         };
@@ -310,6 +321,17 @@ pub(super) async fn look(
     };
     let answered = line.send(request).await;
     (answered.answer(), answered.result.err())
+}
+
+/// The client's error behind a failed answer ([`wire::Fault`]): a garbled
+/// answer is one the client could not read.
+fn client_error(fault: wire::Fault<zk::Error>) -> zk::Error {
+    match fault {
+        wire::Fault::Carrier(e) => e,
+        wire::Fault::Garbled => {
+            zk::Error::UnexpectedError("an answer that does not match the request sent".to_owned())
+        }
+    }
 }
 
 /// The core's view of a client's error.

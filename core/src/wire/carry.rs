@@ -86,16 +86,27 @@ pub struct Kept<W> {
     pub watch: W,
 }
 
-/// A carried exchange: its answers, the watches it keeps, and the error
-/// of the request it blames ([`Exchange::blame`]).
+/// What failed an answer: the carrier's error, or an answer that does not
+/// answer its request (a transaction's garbled on the way,
+/// [`Exchange::accepts`]), taken as lost.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Fault<E> {
+    /// The carrier's error behind a failed answer.
+    Carrier(E),
+    /// An answer that does not answer its request.
+    Garbled,
+}
+
+/// A carried exchange: its answers, the watches it keeps, and what failed
+/// the request it blames ([`Exchange::blame`]).
 #[derive(Debug)]
 pub struct Carried<W, E> {
     /// The exchange, with every answer fed.
     pub exchange: Exchange,
     /// The watches kept, in the order their answers came.
     pub kept: Vec<Kept<W>>,
-    /// The carrier's error behind the blamed request's failure.
-    pub blamed: Option<E>,
+    /// What failed the blamed request.
+    pub blamed: Option<Fault<E>>,
 }
 
 /// One exchange on its way (the module's documentation).
@@ -106,8 +117,8 @@ pub struct Carry<W, E> {
     outbox: VecDeque<Send>,
     /// Per request: the pause before its next attempt.
     pauses: Vec<Duration>,
-    /// Per request: the carrier's error behind its failed answer.
-    errors: Vec<Option<E>>,
+    /// Per request: what failed its answer.
+    errors: Vec<Option<Fault<E>>>,
     kept: Vec<Kept<W>>,
     complete: bool,
 }
@@ -152,6 +163,11 @@ impl<W, E> Carry<W, E> {
         self.complete
     }
 
+    /// The watches kept so far, in the order their answers came.
+    pub fn kept(&self) -> &[Kept<W>] {
+        &self.kept
+    }
+
     /// The exchange, with the answers fed so far.
     pub fn exchange(&self) -> &Exchange {
         &self.exchange
@@ -177,10 +193,12 @@ impl<W, E> Carry<W, E> {
         if self.complete {
             return Vec::new();
         }
-        let lost = answer == Err(Error::Unanswered) || !self.exchange.accepts(index, &answer);
+        let garbled = !self.exchange.accepts(index, &answer);
+        let lost = answer == Err(Error::Unanswered) || garbled;
         if lost && self.exchange.retried(index) {
+            // It may have been applied, whether or not it is sent again.
+            self.exchange.lost(index);
             if let Some(again) = self.again(index, failing_for) {
-                self.exchange.lost(index);
                 self.outbox.push_front(again);
                 return watches.iter().map(|_| None).collect();
             }
@@ -188,7 +206,11 @@ impl<W, E> Carry<W, E> {
         if self.errors.len() <= index {
             self.errors.resize_with(index + 1, || None);
         }
-        self.errors[index] = error.filter(|_| answer.is_err());
+        self.errors[index] = match (garbled, answer.is_err(), error) {
+            (true, _, _) => Some(Fault::Garbled),
+            (false, true, Some(error)) => Some(Fault::Carrier(error)),
+            _ => None,
+        };
         let progress = self.exchange.answer(index, answer);
         let paths: Vec<String> = self
             .exchange

@@ -126,7 +126,7 @@ fn once_retrying_is_over_the_lost_answer_is_fed_and_its_error_reported() {
             answer_lost: true
         })
     );
-    assert_eq!(carried.blamed, Some("still cut"));
+    assert_eq!(carried.blamed, Some(Fault::Carrier("still cut")));
 }
 
 #[test]
@@ -279,7 +279,10 @@ fn the_error_reported_is_the_blamed_requests_and_answers_after_the_end_are_dropp
         error: Some("late"),
     };
     assert!(carry.answered(1, late, ms(2)).is_empty());
-    assert_eq!(carry.finish().blamed, Some("no auth on the directory"));
+    assert_eq!(
+        carry.finish().blamed,
+        Some(Fault::Carrier("no auth on the directory"))
+    );
     // A success's error is nobody's.
     let mut deleting = carrying(&release());
     sent(&mut deleting);
@@ -290,4 +293,41 @@ fn the_error_reported_is_the_blamed_requests_and_answers_after_the_end_are_dropp
     };
     deleting.answered(0, ok, ms(1));
     assert_eq!(deleting.finish().blamed, None);
+}
+
+#[test]
+fn a_first_lost_answer_past_the_give_up_still_counts_as_lost() {
+    let mut carry = carrying(&release());
+    sent(&mut carry);
+    carry.answered(0, Answered::of(Err(Error::Unanswered)), SECOND * 3);
+    assert_eq!(sent(&mut carry), [], "retrying is over");
+    // The deletion may have been applied: the machine checks.
+    assert_eq!(
+        carry.finish().exchange.input("h-W-"),
+        Some(Input::Deleted {
+            answer: Answer::Retry,
+            answer_lost: true
+        })
+    );
+}
+
+#[test]
+fn a_garbled_answer_is_reported_as_such_once_retrying_is_over() {
+    let action = Action::Delete {
+        name: "h-W-0000000003".to_owned(),
+        record: true,
+    };
+    let mut carry = carrying(&action);
+    sent(&mut carry);
+    carry.answered(0, Answered::of(Ok(Reply::Multi(Vec::new()))), SECOND * 3);
+    assert_eq!(sent(&mut carry), []);
+    let carried = carry.finish();
+    assert_eq!(carried.blamed, Some(Fault::Garbled));
+    assert_eq!(
+        carried.exchange.input("h-W-"),
+        Some(Input::Deleted {
+            answer: Answer::Retry,
+            answer_lost: true
+        })
+    );
 }
