@@ -375,7 +375,8 @@
 //! something to wake it), no node of a live session left in the
 //! directory, and no watch of a live session on a node that does not
 //! exist (a release marker, a semaphore's watched node found gone) left on
-//! the server.
+//! the server, nor kept by a client for a wait (on its own node or a
+//! marker; a semaphore's on a watched node it did not leave to fire).
 //!
 //! A semaphore's, instead of the lock's exclusion, after every step: never
 //! more than N holders (holders as above: told of their grant, not lost,
