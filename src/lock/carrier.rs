@@ -1,9 +1,9 @@
 //! Carries the core's exchanges ([`crate::wire`]) on the ZooKeeper client:
-//! each [`Request`] as the client's call, each answer back in the core's
-//! terms, a lost answer sent again where the exchange says so, and the
-//! watches the exchange keeps handed back. Nothing here decides what is
-//! sent or what an answer means: the core does, for the simulation as for
-//! the library.
+//! sends what the core's loop (`wire::Carry`) says, each [`Request`] as the
+//! client's call after the pause it names, and hands each answer back in
+//! the core's terms with the watches it left. Nothing here decides what is
+//! sent, when, or what an answer means: the core does, for the simulation
+//! as for the library.
 
 use std::collections::VecDeque;
 use std::future::Future;
