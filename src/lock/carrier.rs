@@ -260,10 +260,9 @@ async fn carry_on(
         while let Some(send) = carrying.poll_send() {
             match (send.again, requests.get(send.index)) {
                 (false, Some(request)) => {
-                    let request = match (send.index, first.take()) {
-                        (0, Some(first)) => first,
-                        _ => line.send(request),
-                    };
+                    // The first request may have left beforehand.
+                    let ahead = if send.index == 0 { first.take() } else { None };
+                    let request = ahead.unwrap_or_else(|| line.send(request));
                     sent.push_back((send.index, request));
                 }
                 (true, _) => later.push_front(send),
