@@ -5,36 +5,23 @@ use crate::acquire::Input as WaitInput;
 use crate::contender::{Failure, Input, ReplaceStep};
 use crate::node_name::{Layout, Mode};
 
-const DIR: &str = "/locks/a";
+pub(super) const DIR: &str = "/locks/a";
 
-fn wire() -> Wire {
+pub(super) fn wire() -> Wire {
     Wire::new(DIR, "h-W-", Vec::new())
 }
 
-fn machine() -> Contender {
+pub(super) fn machine() -> Contender {
     Contender::new(Mode::Write, true, Layout::Native, Uuid::nil(), 7, false)
 }
 
 /// A machine whose node `h-W-0000000003` was created, waiting on `h-W-0000000002`.
-fn waiting() -> (Wire, Contender, Action) {
-    let mut wire = wire();
-    let mut machine = machine();
-    let action = machine.start();
-    let mut exchange = wire.exchange(&action, &machine).expect("a create");
-    exchange.answer(0, Ok(Reply::Created { czxid: 30, seq: 3 }));
-    let children = vec!["h-W-0000000002".to_owned(), "h-W-0000000003".to_owned()];
-    exchange.answer(
-        1,
-        Ok(Reply::Children {
-            children,
-            data_length: 0,
-        }),
-    );
-    let action = wire.settle(&exchange, &mut machine);
+pub(super) fn waiting() -> (Wire, Contender, Action) {
+    let (wire, machine, _, action) = created(3, &["h-W-0000000002"]);
     (wire, machine, action)
 }
 
-fn stat(czxid: i64) -> Stat {
+pub(super) fn stat(czxid: i64) -> Stat {
     Stat {
         czxid,
         ephemeral_owner: 7,
@@ -776,15 +763,7 @@ fn an_exchange_waits_for_the_answers_it_needs() {
     assert_eq!(parents.input("h-W-"), Some(Input::ParentsCreated(Answer::Ok(()))));
     let mut wire = wire;
     let mut machine = machine;
-    let mut read = wire.exchange(&Action::ReadDirAcl, &machine).expect("a read");
-    read.answer(
-        0,
-        Ok(Reply::Acl {
-            version: 2,
-            children: 0,
-        }),
-    );
-    let _ = wire.settle(&read, &mut machine);
+    acl_read(&mut wire, &mut machine, 2);
     let recycle = wire.exchange(&Action::Recycle, &machine).expect("a recycle");
     assert_eq!(recycle.input("h-W-"), None, "not answered yet");
 }
@@ -1216,8 +1195,9 @@ fn an_exchange_replaces_the_earlier_watches_of_the_kinds_it_sets() {
     assert_eq!(wire.keep("h-W-0000000003").replaces(), []);
 }
 
-/// A machine whose node `h-W-<seq>` was created, with `children` listed.
-fn created(seq: i32, children: &[&str]) -> (Wire, Contender, Exchange) {
+/// A machine whose node `h-W-<seq>` was created, with `children` listed
+/// before it: the create's exchange, and the machine's next action.
+fn created(seq: i32, children: &[&str]) -> (Wire, Contender, Exchange, Action) {
     let mut wire = wire();
     let mut machine = machine();
     let action = machine.start();
@@ -1238,19 +1218,27 @@ fn created(seq: i32, children: &[&str]) -> (Wire, Contender, Exchange) {
             data_length: 0,
         }),
     );
-    let _ = wire.settle(&exchange, &mut machine);
-    (wire, machine, exchange)
+    let action = wire.settle(&exchange, &mut machine);
+    (wire, machine, exchange, action)
+}
+
+/// The directory's ACL read (its data version `version`) and settled:
+/// the machine may recycle it.
+fn acl_read(wire: &mut Wire, machine: &mut Contender, version: i32) {
+    let mut read = wire.exchange(&Action::ReadDirAcl, machine).expect("a read");
+    read.answer(0, Ok(Reply::Acl { version, children: 0 }));
+    let _ = wire.settle(&read, machine);
 }
 
 #[test]
 fn what_an_exchange_tells_the_user_is_noticed_from_its_answers() {
     // A create: its counter near the limit; children that are no contenders.
-    let (_, machine, create) = created(3, &[]);
+    let (_, machine, create, _) = created(3, &[]);
     assert_eq!(create.notices(&machine), []);
     let high = crate::ordering::RECYCLE_THRESHOLD;
-    let (_, machine, create) = created(high, &[]);
+    let (_, machine, create, _) = created(high, &[]);
     assert_eq!(create.notices(&machine), [Notice::CounterNearLimit { seq: high }]);
-    let (wire, machine, create) = created(3, &["junk", "h-W-0000000001"]);
+    let (wire, machine, create, _) = created(3, &["junk", "h-W-0000000001"]);
     assert_eq!(
         create.notices(&machine),
         [Notice::Foreign {
@@ -1329,15 +1317,7 @@ fn what_an_exchange_tells_the_user_is_noticed_from_its_answers() {
 fn a_recycled_directory_is_noticed_once_recreated() {
     let mut wire = wire();
     let mut machine = machine();
-    let mut read = wire.exchange(&Action::ReadDirAcl, &machine).expect("a read");
-    read.answer(
-        0,
-        Ok(Reply::Acl {
-            version: 4,
-            children: 0,
-        }),
-    );
-    let _ = wire.settle(&read, &mut machine);
+    acl_read(&mut wire, &mut machine, 4);
     for (answer, noticed) in [(Ok(Reply::Done), true), (Err(Error::BadVersion), false)] {
         let mut recycle = wire.exchange(&Action::Recycle, &machine).expect("a recycle");
         recycle.answer(0, answer.clone());

@@ -1,47 +1,35 @@
 use std::time::Duration;
 
-use uuid::Uuid;
-
 use super::*;
 use crate::acquire;
-use crate::contender::{Action, Answer, Contender, Input};
-use crate::node_name::{self, Layout, Mode};
-use crate::wire::{Stat, Wire};
+use crate::contender::{Action, Answer, Input};
+use crate::node_name;
+use crate::wire::tests::{machine, stat, waiting, wire, DIR};
 
-const DIR: &str = "/locks/a";
 const SECOND: Duration = Duration::from_secs(1);
-
-fn wire() -> Wire {
-    Wire::new(DIR, "h-W-", Vec::new())
-}
-
-fn machine() -> Contender {
-    Contender::new(Mode::Write, true, Layout::Native, Uuid::nil(), 7, false)
-}
 
 fn carrying(action: &Action) -> Carry<&'static str, &'static str> {
     let exchange = wire().exchange(action, &machine()).expect("an exchange");
     Carry::new(exchange, Backoff::request(SECOND))
 }
 
-fn release() -> Action {
+/// A release of my node `h-W-0000000003`, with the release record (a
+/// transaction) or plainly.
+fn release_of(record: bool) -> Action {
     Action::Delete {
         name: "h-W-0000000003".to_owned(),
-        record: false,
+        record,
     }
+}
+
+fn release() -> Action {
+    release_of(false)
 }
 
 fn sent(carry: &mut Carry<&'static str, &'static str>) -> Vec<(usize, bool, Duration)> {
     std::iter::from_fn(|| carry.poll_send())
         .map(|send| (send.index, send.again, send.after))
         .collect()
-}
-
-fn stat(czxid: i64) -> Stat {
-    Stat {
-        czxid,
-        ephemeral_owner: 7,
-    }
 }
 
 fn ms(n: u64) -> Duration {
@@ -131,11 +119,7 @@ fn once_retrying_is_over_the_lost_answer_is_fed_and_its_error_reported() {
 
 #[test]
 fn an_answer_that_does_not_answer_the_transaction_is_a_lost_one() {
-    let action = Action::Delete {
-        name: "h-W-0000000003".to_owned(),
-        record: true,
-    };
-    let mut carry = carrying(&action);
+    let mut carry = carrying(&release_of(true));
     sent(&mut carry);
     carry.answered(0, Answered::of(Ok(Reply::Multi(Vec::new()))), ms(1));
     assert_eq!(sent(&mut carry), [(0, true, Duration::ZERO)]);
@@ -144,23 +128,7 @@ fn an_answer_that_does_not_answer_the_transaction_is_a_lost_one() {
 
 #[test]
 fn a_request_not_retried_has_its_lost_answer_fed_at_once() {
-    let (wire, machine, action) = {
-        let mut wire = wire();
-        let mut machine = machine();
-        let action = machine.start();
-        let mut exchange = wire.exchange(&action, &machine).expect("a create");
-        exchange.answer(0, Ok(Reply::Created { czxid: 30, seq: 3 }));
-        let children = vec!["h-W-0000000002".to_owned(), "h-W-0000000003".to_owned()];
-        exchange.answer(
-            1,
-            Ok(Reply::Children {
-                children,
-                data_length: 0,
-            }),
-        );
-        let action = wire.settle(&exchange, &mut machine);
-        (wire, machine, action)
-    };
+    let (wire, machine, action) = waiting();
     let exchange = wire.exchange(&action, &machine).expect("the wait's watches");
     assert!(!exchange.retried(0), "{action:?}");
     let n = exchange.requests().len();
@@ -204,19 +172,7 @@ fn the_watches_an_answer_left_are_kept_with_whose_they_are_or_dropped() {
         watched: watched.clone(),
         marker: Some(marker.clone()),
     });
-    let mut machine = machine();
-    let mut wire = wire();
-    let start = machine.start();
-    let mut create = wire.exchange(&start, &machine).expect("a create");
-    create.answer(0, Ok(Reply::Created { czxid: 30, seq: 3 }));
-    create.answer(
-        1,
-        Ok(Reply::Children {
-            children: vec![watched.clone(), "h-W-0000000003".to_owned()],
-            data_length: 0,
-        }),
-    );
-    wire.settle(&create, &mut machine);
+    let (wire, machine, _) = waiting();
     let exchange = wire.exchange(&action, &machine).expect("watches");
     let mut carry: Carry<&str, &str> = Carry::new(exchange, Backoff::request(SECOND));
     assert_eq!(sent(&mut carry).len(), 3);
@@ -313,11 +269,7 @@ fn a_first_lost_answer_past_the_give_up_still_counts_as_lost() {
 
 #[test]
 fn a_garbled_answer_is_reported_as_such_once_retrying_is_over() {
-    let action = Action::Delete {
-        name: "h-W-0000000003".to_owned(),
-        record: true,
-    };
-    let mut carry = carrying(&action);
+    let mut carry = carrying(&release_of(true));
     sent(&mut carry);
     carry.answered(0, Answered::of(Ok(Reply::Multi(Vec::new()))), SECOND * 3);
     assert_eq!(sent(&mut carry), []);
