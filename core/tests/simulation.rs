@@ -46,7 +46,12 @@
 //!   the multi-read and a transaction's `check` of it; `exists`, listings,
 //!   creates and deletions need no READ. Its waits check their own node
 //!   with `exists` at every hand-off, and its keeper cannot watch its held
-//!   node.
+//!   node. In an eighth of the schedules some locks give their nodes an
+//!   ACL that lets only their own identity READ: a wait on such a node is
+//!   refused its watch (`NoAuth`) and polls it with `exists`, each look
+//!   carried by [`wire::Poll`] as the driver carries it (a look is a step
+//!   of its own, `Kind::Look`: the model's time is its steps, so a poll
+//!   never pauses or gives up).
 //! - Sessions: connected, disconnected or expired. Each has the requests
 //!   it sent that the server has not applied yet, and one outbound queue
 //!   of replies and events delivered in order. The server applies one
@@ -132,8 +137,7 @@
 //!   (`/data/c<n>`, made with the world), that holders' transactions write
 //!   (any version); the model records every committed write with its zxid.
 //!
-//! Not modelled: ACLs that keep a contender from reading another's nodes
-//! (so never polling), several servers (`sync` is a no-op), several
+//! Not modelled: several servers (`sync` is a no-op), several
 //! acquires sharing one session, a client library that fails a request
 //! sent while disconnected at once (here it waits for the reconnection).
 //!
@@ -1410,6 +1414,9 @@ struct Node {
     revoke: bool,
     /// The contender its ACL denies READ (its own lock's, which made it).
     denied: Option<usize>,
+    /// The contender its ACL lets READ alone (its own lock's, which made
+    /// it): every other is denied.
+    private: Option<usize>,
     /// Its data: empty, a peer's identity, a candidate's announcement, a
     /// revocation request, or a stranger's.
     data: Vec<u8>,
@@ -1437,6 +1444,18 @@ enum Owner {
     Announce,
     /// A holder's transaction (`transaction::guarded`), by its serial.
     Tx { serial: u64 },
+    /// A look of the poll `index` of the wait's polls `serial`.
+    Look { serial: u64, index: usize },
+}
+
+/// The polls of a wait that may not read the nodes it waits on
+/// (`Wait { poll: true }`), carried by the interpreter the library runs
+/// (`wire::Poll`), and which wait they are.
+struct Polls {
+    serial: u64,
+    /// Each polled node's poll, and whether a look of it is under way (one
+    /// not under way is due: `Kind::Look` sends it, after its pause).
+    polls: Vec<(wire::Poll, bool)>,
 }
 
 /// An exchange under way (carried by the interpreter the library runs,
@@ -1530,6 +1549,8 @@ struct Acq {
     /// watches when it sends new ones (but those of the nodes the exchange
     /// keeps, [`wire::Exchange::kept`]).
     fired: VecDeque<(String, Event)>,
+    /// The polls of the wait (`Wait { poll: true }`), until it ends.
+    polls: Option<Polls>,
     waited: bool,
     last: &'static str,
     mark: bool,
@@ -1644,6 +1665,8 @@ stats! {
     leader_changes: "Changes of the leader an observer named.",
     stats_left_out: "Created nodes' stats a transaction's answer left out (ZOOKEEPER-4026).",
     own_unreadable: "Waits refused the watch on their own node by its ACL (NoAuth).",
+    polls: "Waits that polled the nodes they waited on (their ACL denies the waiter READ).",
+    looks: "Looks of those polls (`exists` without a watch).",
     batched: "Waits that set their own node's and the marker's watches in one SetWatches (their handle knew it may read its nodes).",
     set_watches_fired: "Events a SetWatches fired at once (its own node gone or written since its czxid, the marker there).",
     places_checked: "Places in the queue (`Contender::place`) checked as they changed.",
@@ -1684,6 +1707,10 @@ struct World {
     /// Contenders (bits) whose lock gives the nodes it makes an ACL that
     /// denies its own identity READ (every other identity may read them).
     unreadable: u32,
+    /// Contenders (bits) whose lock gives the nodes it makes an ACL that
+    /// lets only its own identity READ (as `CreateAcl::ReadOnlyOthers`
+    /// without the others' READ): the waits on them poll.
+    private: u32,
     /// Contenders (bits) that run the version before the release marker:
     /// they release with the record alone and never watch a marker.
     old: u32,
@@ -1775,6 +1802,7 @@ impl World {
             containers: true,
             restricted: 0,
             unreadable: 0,
+            private: 0,
             old: 0,
             check_data: false,
             dir_history: vec![(1, true)],
@@ -1975,6 +2003,9 @@ impl World {
         let denied = owner
             .map(|s| self.sessions[s].contender)
             .filter(|c| self.unreadable & (1 << c) != 0);
+        let private = owner
+            .map(|s| self.sessions[s].contender)
+            .filter(|c| self.private & (1 << c) != 0);
         self.live.insert(name.clone(), czxid);
         self.nodes.insert(
             czxid,
@@ -1989,6 +2020,7 @@ impl World {
                 deleted_by: None,
                 revoke: false,
                 denied,
+                private,
                 data,
             },
         );
@@ -2070,7 +2102,8 @@ impl World {
     /// Whether `node`'s ACL denies session `s` READ (`exists`, listings,
     /// creates and deletions need no READ on the node).
     fn read_denied(&self, s: usize, node: &Node) -> bool {
-        node.denied == Some(self.sessions[s].contender)
+        let c = self.sessions[s].contender;
+        node.denied == Some(c) || node.private.is_some_and(|owner| owner != c)
     }
 
     /// A child's stat, as a read or `exists` answers it.
@@ -3083,6 +3116,7 @@ impl World {
             watching: BTreeSet::new(),
             marker_watch: None,
             fired: VecDeque::new(),
+            polls: None,
             waited: false,
             last: "created",
             mark: false,
@@ -3223,6 +3257,10 @@ impl World {
                     (Owner::Tx { serial }, _) => {
                         note!(self, "c{c} <- #{id} (transaction) {}", shown(&answered.answer));
                         self.tx_answered(c, id, serial, answered.answer)
+                    }
+                    (Owner::Look { serial, index }, _) => {
+                        note!(self, "c{c} <- #{id} (look) {}", shown(&answered.answer));
+                        self.looked(c, serial, index, answered.answer)
                     }
                     _ => Ok(()),
                 }
@@ -4018,6 +4056,9 @@ impl World {
         self.check_taken(c)?;
         self.check_place(c, &action)?;
         self.drop_marker_watch(c);
+        // Whatever the machine does next, the wait it polled for is over
+        // (as the driver drops its poll's future): a new wait polls anew.
+        self.acq(c).polls = None;
         let acq = self.acq(c);
         match &action {
             Action::Grant { mark } => return self.granted(c, *mark),
@@ -4075,7 +4116,7 @@ impl World {
             Action::ReadDirAcl => acq.acl = None,
             _ => {}
         }
-        if let Action::Acquire(acquire::Action::Wait { .. }) = action {
+        if let Action::Acquire(acquire::Action::Wait { poll }) = action {
             // A watched node's event kept while the exchange was under way
             // ends the wait at once.
             return match self.acq(c).fired.pop_front() {
@@ -4083,7 +4124,12 @@ impl World {
                     note!(self, "c{c} <- watched {event:?} ({name}), kept for the wait");
                     self.on_event(c, event)
                 }
-                None => Ok(()),
+                None => {
+                    if poll {
+                        self.start_polls(c);
+                    }
+                    Ok(())
+                }
             };
         }
         let acq = self.acq(c);
@@ -4128,12 +4174,7 @@ impl World {
                     ));
                 }
             }
-            acquire::Action::Wait { poll } => {
-                if *poll {
-                    return self.fail(format!("c{c} polls, with no ACL on contender nodes in the model"));
-                }
-                acq.waiting = true;
-            }
+            acquire::Action::Wait { .. } => acq.waiting = true,
             acquire::Action::Rewatch { watched } | acquire::Action::ReadRecord { watched }
                 if !acq.watching.contains(watched) =>
             {
@@ -4295,6 +4336,82 @@ impl World {
     /// The answer to a holder's transaction (request `id`): read as the
     /// library reads it (`Guarded::answered_by`, `Guarded::failure`), it
     /// must say what the server did.
+    /// A wait that may not read the nodes it waits on polls them
+    /// (`Contender::polled`), each with the interpreter the library's
+    /// driver runs (`wire::Poll`): a look of each is due at once.
+    fn start_polls(&mut self, c: usize) {
+        let serial = self.next_serial();
+        let acq = self.acq(c);
+        let polls: Vec<(wire::Poll, bool)> = acq
+            .machine
+            .inner
+            .polled()
+            .iter()
+            .map(|name| {
+                let poll = wire::Poll::new(&child_path(DIR, name), Backoff::poll(Duration::from_secs(1)));
+                (poll, false)
+            })
+            .collect();
+        note!(self, "c{c} polls {} node(s) it may not read", polls.len());
+        self.stats.polls += 1;
+        self.acq(c).polls = Some(Polls { serial, polls });
+    }
+
+    /// Contender `c`'s due looks leave (their pauses are over: the model's
+    /// time is its steps).
+    fn look(&mut self, c: usize) {
+        let Some(Polls { serial, polls }) = self.contenders[c].acq.as_mut().and_then(|a| a.polls.as_mut())
+        else {
+            return;
+        };
+        let serial = *serial;
+        let mut due = Vec::new();
+        for (index, (poll, under_way)) in polls.iter_mut().enumerate() {
+            if !*under_way {
+                *under_way = true;
+                poll.pause();
+                due.push((index, poll.request().clone()));
+            }
+        }
+        for (index, request) in due {
+            self.stats.looks += 1;
+            self.send(c, Op::Wire { request, acl: None }, Owner::Look { serial, index });
+        }
+    }
+
+    /// The answer of a look of the wait's polls `serial`: what it found is
+    /// the interpreter's (`wire::Poll::looked`); an event for the wait ends
+    /// its polls, else the next look is due. A look of a wait that is over
+    /// is ignored.
+    fn looked(&mut self, c: usize, serial: u64, index: usize, answer: Result<Reply, Error>) -> Check {
+        let Some(acq) = self.contenders[c].acq.as_mut() else {
+            return Ok(());
+        };
+        let Some((poll, under_way)) = acq
+            .polls
+            .as_mut()
+            .filter(|polls| polls.serial == serial)
+            .and_then(|polls| polls.polls.get_mut(index))
+        else {
+            return Ok(());
+        };
+        *under_way = false;
+        // The model's time is its steps: lost answers never run out the
+        // poll's retries (its connection comes back).
+        let Some(event) = poll.looked(&answer, Duration::ZERO) else {
+            return Ok(());
+        };
+        acq.polls = None;
+        note!(self, "c{c}'s poll found {event:?}");
+        self.on_arrived(
+            c,
+            Arrived {
+                watched: Some(event),
+                ..Arrived::default()
+            },
+        )
+    }
+
     fn tx_answered(&mut self, c: usize, id: u64, serial: u64, answer: Result<Reply, Error>) -> Check {
         let Some((guarded, node)) = self.contenders[c].txs.remove(&serial) else {
             return Ok(());
@@ -5004,6 +5121,18 @@ impl World {
                 .filter(|&s| !self.sessions[s].outbound.is_empty())
                 .map(Move::Deliver)
                 .collect(),
+            // A polling wait's looks that are due.
+            Kind::Look => (0..self.contenders.len())
+                .filter(|&c| {
+                    let k = &self.contenders[c];
+                    k.state == CState::Acquiring
+                        && k.acq
+                            .as_ref()
+                            .and_then(|a| a.polls.as_ref())
+                            .is_some_and(|polls| polls.polls.iter().any(|(_, under_way)| !under_way))
+                })
+                .map(Move::Look)
+                .collect(),
             Kind::Apply => sessions
                 .filter(|&s| {
                     self.sessions[s].state == Link::Connected && !self.sessions[s].inflight.is_empty()
@@ -5110,6 +5239,7 @@ impl World {
     fn perform(&mut self, m: Move) -> Check {
         match m {
             Move::Deliver(s) => self.deliver(s)?,
+            Move::Look(c) => self.look(c),
             Move::Apply(s) => self.apply_next(s),
             Move::Release(c) => self.release(c)?,
             Move::Downgrade(c) => self.downgrade(c)?,
@@ -5155,6 +5285,7 @@ impl World {
         let table = [
             (Kind::Deliver, 30),
             (Kind::Apply, 30),
+            (Kind::Look, 6),
             (Kind::Release, 4 - 3 * race),
             (Kind::Downgrade, 2 + 6 * race),
             (Kind::Observe, 3),
@@ -5224,7 +5355,13 @@ impl World {
         for (kinds, at_rest) in [
             (&[Kind::Deliver, Kind::Apply, Kind::Reconnect][..], true),
             (
-                &[Kind::Deliver, Kind::Apply, Kind::Reconnect, Kind::Release][..],
+                &[
+                    Kind::Deliver,
+                    Kind::Apply,
+                    Kind::Reconnect,
+                    Kind::Release,
+                    Kind::Look,
+                ][..],
                 false,
             ),
         ] {
@@ -5351,6 +5488,21 @@ impl World {
             if !self.alive(czxid as u64) {
                 continue;
             }
+            // A node the wait polls (it may not read it) is looked at, not
+            // watched: gone, the next look tells (the holders release next).
+            let polled: Vec<&str> = acq.polls.as_ref().map_or(Vec::new(), |polls| {
+                polls
+                    .polls
+                    .iter()
+                    .filter_map(|(poll, _)| match poll.request() {
+                        Request::Exists { path, .. } => child_of(path),
+                        _ => None,
+                    })
+                    .collect()
+            });
+            if polled.iter().any(|name| !self.live(name)) {
+                continue;
+            }
             let expected: BTreeSet<String> = match self.permits {
                 Some(permits) => {
                     if permit_holds(me, &children, permits.get()) {
@@ -5377,6 +5529,7 @@ impl World {
             let unset: Vec<&String> = acq
                 .watching
                 .iter()
+                .filter(|name| !polled.contains(&name.as_str()))
                 .filter(|name| {
                     !self.watches.get(*name).is_some_and(|w| w.contains(&s))
                         || !self.sessions[s]
@@ -5416,6 +5569,7 @@ impl World {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Deliver,
+    Look,
     Apply,
     Release,
     Downgrade,
@@ -5438,6 +5592,7 @@ enum Kind {
 #[derive(Debug, Clone)]
 enum Move {
     Deliver(usize),
+    Look(usize),
     Apply(usize),
     Release(usize),
     Downgrade(usize),
@@ -5601,6 +5756,14 @@ impl World {
         } else {
             0
         };
+        // In an eighth, some locks' nodes let only their own identity READ:
+        // the waits on them poll.
+        let bits = schedule.drain_seed >> 50;
+        world.private = if bits.is_multiple_of(8) {
+            (bits >> 3) as u32 & 0xff
+        } else {
+            0
+        };
         world.old = u32::from(schedule.old);
         world.check_data = schedule.check_data;
         match schedule.dir {
@@ -5737,6 +5900,7 @@ fn schedules_keep_every_rule() {
             ("grants in a peer's layout", totals.peer_grants),
             ("grants after an own-node check", totals.checked_grants),
             ("waits refused their own node's watch", totals.own_unreadable),
+            ("waits that polled", totals.polls),
             ("Lost", totals.lost),
             ("SessionEnded", totals.session_ended),
             ("Exhausted", totals.exhausted),

@@ -810,28 +810,18 @@ async fn poll_until_one_gone(client: &zk::Client, paths: &[String]) -> (NodeEven
     .await
 }
 
-/// Looks at the node at `path` ([`wire::poll`]) until a look says it is
-/// gone, the session ended, or polling failed ([`wire::polled`]), pausing
-/// between looks as [`Backoff::poll`] says, which also says when lost
-/// answers end the poll. The client's error behind a failure comes with it.
+/// Polls the node at `path` as [`wire::Poll`] says (its pauses, its
+/// looks, when it is over), until a look says it is gone, the session
+/// ended, or polling failed. The client's error behind a failure comes
+/// with it.
 async fn poll_until_gone(client: &zk::Client, path: &str) -> (NodeEvent, Option<zk::Error>) {
-    let backoff = Backoff::poll(client.session_timeout());
-    let request = wire::poll(path);
-    let mut pause = Duration::ZERO;
-    let mut failing_since: Option<Instant> = None;
+    let mut poll = wire::Poll::new(path, Backoff::poll(client.session_timeout()));
+    let began = Instant::now();
     loop {
-        pause = backoff.next(pause);
-        tokio::time::sleep(pause).await;
-        let (answer, error) = look(client, &request).await;
-        match wire::polled(&answer) {
-            Some(event) => return (event, error),
-            None if answer.is_ok() => failing_since = None,
-            None => {
-                let since = *failing_since.get_or_insert_with(Instant::now);
-                if backoff.gives_up(since.elapsed()) {
-                    return (NodeEvent::Failed, error);
-                }
-            }
+        tokio::time::sleep(poll.pause()).await;
+        let (answer, error) = look(client, poll.request()).await;
+        if let Some(event) = poll.looked(&answer, began.elapsed()) {
+            return (event, error);
         }
     }
 }
