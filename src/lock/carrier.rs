@@ -177,7 +177,7 @@ impl Carrier {
             };
             action = self.wire.settle(&exchange, machine);
             for notice in exchange.notices(machine) {
-                super::driver::log_notice(self.wire.dir(), notice, |_| true);
+                super::notice::log_notice(self.wire.dir(), notice, |_| true);
             }
         }
     }

@@ -42,6 +42,7 @@ mod driver;
 mod guard;
 mod held;
 mod keeper;
+mod notice;
 mod queued;
 mod reentrant;
 mod revoke;
