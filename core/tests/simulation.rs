@@ -7112,6 +7112,40 @@ fn scenario_a_waiter_that_cannot_read_its_own_node_checks_it() {
     assert!(report.contains("when its node"), "{report}");
 }
 
+/// c0's lock gives its nodes an ACL that lets only its own identity READ:
+/// c1's wait on c0's node is refused its watch (`NoAuth`) and polls it with
+/// `exists`, carried by `wire::Poll`. While c0 holds, each look finds the
+/// node and the next is due; c0's session expires (no release marker is
+/// made, no event reaches c1), and the next look finds the node gone: c1
+/// lists again and is granted.
+#[test]
+fn scenario_a_wait_on_a_node_it_may_not_read_polls_it_until_it_is_gone() {
+    scenario(Mutation::None, 2, 0, |w| {
+        w.private = 0b01;
+        w.start(0, Mode::Write, true, false)?;
+        w.settle()?;
+        w.start(1, Mode::Write, true, false)?;
+        w.settle()?;
+        expect(w.holding(0) && w.waits_on(1, 0), "c0 holds, c1 waits on it")?;
+        expect(w.stats.polls == 1, "c1 polls c0's node")?;
+        for _ in 0..3 {
+            w.look(1);
+            w.settle()?;
+            expect(w.waits_on(1, 0), "a look finds c0's node: c1 waits on")?;
+        }
+        expect(w.stats.looks == 3, "three looks")?;
+        let s0 = w.contenders[0].session;
+        w.expire(s0);
+        w.settle()?;
+        expect(w.waits_on(1, 0), "nothing tells c1: it waits for its next look")?;
+        w.look(1);
+        w.settle()?;
+        expect(w.holding(1), "the look finds c0's node gone: c1 holds")?;
+        w.drain(1)
+    })
+    .unwrap();
+}
+
 /// The downgrade's race: c0 holds a writer node, c1 (a reader with a
 /// deadline) waits on it, and c2 (a writer) on c1. c0 downgrades: its
 /// reader's listing finds c1 right after the writer node, and its
