@@ -46,6 +46,9 @@
 use crate::node_name::{Mode, NodeName};
 use crate::ordering;
 
+mod look;
+pub use look::{Look, LookAnswer, LookRequest, Looked};
+
 /// What an announcement starts with; the candidate's identity follows.
 pub const ANNOUNCEMENT_PREFIX: &str = "leader:";
 

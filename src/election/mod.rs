@@ -116,6 +116,7 @@
 //! of election per path.
 
 mod announce;
+mod look;
 mod observer;
 pub(crate) use zk_rwlock_core::election as rules;
 
@@ -131,7 +132,7 @@ use crate::lock::{child_path, with_retry, LockBuilder, SharedLock, WriteGuard};
 use crate::zk;
 use announce::{announce_failed, is_mine, keep_announced, Announcer};
 use observer::observe;
-use rules::{AnnounceStep, Leads};
+use rules::AnnounceStep;
 
 /// A leader election on one lock directory, through one client session.
 ///
@@ -256,18 +257,6 @@ impl Leader {
             session: leader.session,
             revocation_requested: leader.revocation_requested,
         }
-    }
-}
-
-/// A read of the child `node` (its data and stat), as
-/// [`rules::who_leads`] takes it.
-fn head_read<'a>(node: &'a str, data: &'a [u8], stat: &zk::Stat) -> rules::HeadRead<'a> {
-    rules::HeadRead {
-        node,
-        data,
-        version: stat.version,
-        ephemeral_owner: stat.ephemeral_owner,
-        czxid: stat.czxid,
     }
 }
 
@@ -420,33 +409,10 @@ impl Election {
             Ok(()) | Err(zk::Error::NoNode) => {}
             Err(e) => return Err(Error::from_zk(e, dir)),
         }
-        'list: loop {
-            let children = match with_retry(client, || client.list_children(dir)).await {
-                Ok(children) => children,
-                Err(zk::Error::NoNode) => return Ok(None),
-                Err(e) => return Err(Error::from_zk(e, dir)),
-            };
-            // Read what the core asks for (its head writer, once) until it answers.
-            let mut read: Option<(&str, Vec<u8>, zk::Stat)> = None;
-            loop {
-                let head = read
-                    .as_ref()
-                    .map(|(node, data, stat)| head_read(node, data, stat));
-                match rules::who_leads(&children, head) {
-                    Leads::NoOne => return Ok(None),
-                    Leads::Leader(leader) => return Ok(Some(Leader::named(dir, leader))),
-                    Leads::Read(name) => {
-                        let path = child_path(dir, name);
-                        match with_retry(client, || client.get_data(&path)).await {
-                            Ok((data, stat)) => read = Some((name, data, stat)),
-                            // Gone between the listing and the read: list again.
-                            Err(zk::Error::NoNode) => continue 'list,
-                            Err(e) => return Err(Error::from_zk(e, &path)),
-                        }
-                    }
-                }
-            }
-        }
+        look::look(client, dir, false, true)
+            .await
+            .map(|found| found.leader)
+            .map_err(|(e, path)| Error::from_zk(e, &path))
     }
 
     /// Follows who leads: the receiver's value is the current leader

@@ -6,75 +6,11 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tracing::{debug, warn};
 
-use super::{head_read, rules, Leader};
+use super::look::look;
+use super::Leader;
 use crate::backoff::Backoff;
 use crate::error::{ends_session, is_retryable};
-use crate::lock::child_path;
 use crate::zk;
-
-/// What one look at the directory found: the leader, and the watch that
-/// says when to look again.
-struct Look {
-    leader: Option<Leader>,
-    changed: Option<zk::OneshotWatcher>,
-}
-
-/// One look: list the directory, read and watch its head (or watch the
-/// children of an empty directory, or the directory's creation).
-async fn look(client: &zk::Client, dir: &str) -> Result<Look, zk::Error> {
-    loop {
-        // A plain listing first: the children's watch is set only while
-        // the directory holds no contender.
-        let children = match client.list_children(dir).await {
-            Ok(children) if rules::watched(&children).is_some() => children,
-            Ok(_) => match client.list_and_watch_children(dir).await {
-                Ok((children, changed)) if rules::watched(&children).is_none() => {
-                    return Ok(Look {
-                        leader: None,
-                        changed: Some(changed),
-                    })
-                }
-                // A candidate came meanwhile: the head's watch will do,
-                // and dropping this one removes it.
-                Ok((children, _)) => children,
-                Err(zk::Error::NoNode) => continue,
-                Err(e) => return Err(e),
-            },
-            Err(zk::Error::NoNode) => match client.check_and_watch_stat(dir).await {
-                Ok((None, changed)) => {
-                    return Ok(Look {
-                        leader: None,
-                        changed: Some(changed),
-                    })
-                }
-                // Made meanwhile: list again.
-                Ok((Some(_), _)) => continue,
-                Err(e) => return Err(e),
-            },
-            Err(e) => return Err(e),
-        };
-        let Some(head) = rules::watched(&children) else {
-            continue;
-        };
-        let path = child_path(dir, head);
-        match client.get_and_watch_data(&path).await {
-            Ok((data, stat, changed)) => {
-                // A read of the head always answers (`rules::who_leads`):
-                // no second read.
-                let leader = rules::who_leads(&children, Some(head_read(head, &data, &stat)))
-                    .leader()
-                    .map(|leader| Leader::named(dir, leader));
-                return Ok(Look {
-                    leader,
-                    changed: Some(changed),
-                });
-            }
-            // The head left between the listing and the read.
-            Err(zk::Error::NoNode) => continue,
-            Err(e) => return Err(e),
-        }
-    }
-}
 
 /// The observer task (see "Observers" in the [module documentation](super)).
 pub(super) async fn observe(
@@ -124,7 +60,7 @@ pub(super) async fn observe(
             }
             continue;
         }
-        let changed = match look(&client, &dir).await {
+        let changed = match look(&client, &dir, true, false).await.map_err(|(e, _)| e) {
             Ok(look) => {
                 pause = Duration::ZERO;
                 publish(look.leader);
