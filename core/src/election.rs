@@ -46,7 +46,9 @@
 use crate::node_name::{Mode, NodeName};
 use crate::ordering;
 
+mod keep;
 mod look;
+pub use keep::{Ended, KeepAnnounced, Keeping, NodeRead, Wrote};
 pub use look::{Look, LookAnswer, LookRequest, Looked};
 
 /// What an announcement starts with; the candidate's identity follows.

@@ -1,13 +1,11 @@
 //! The leader's announcement on its node, kept while the node lives.
 
-use std::time::Duration;
-
 use tracing::{info, warn};
 
-use super::rules;
-use crate::backoff::Backoff;
+use super::rules::{self, Ended, Keeping, Wrote};
 use crate::error::{ends_session, is_retryable, Error};
 use crate::lock::WriteGuard;
+use crate::wire;
 use crate::zk;
 
 /// The error of a failed announcement, with the guard released (in vain if
@@ -24,55 +22,84 @@ pub(super) async fn announce_failed(guard: WriteGuard, e: zk::Error, node: &str)
     error
 }
 
-/// Keeps the leader's announcement on its node while the node lives: a
-/// data watch on it; data written by someone else that is neither the
-/// announcement nor a revocation request ([`rules::reannounces`]) is
-/// replaced by the announcement again, with a `setData` conditional on the
-/// version read, so a revocation request written meanwhile is never
-/// overwritten. Ends when the node is deleted or the session ends, or when
-/// a node of its name is not the one made at `czxid` by this session (it
-/// was deleted and made again by someone else: the leadership is lost, and
-/// that node is not to be announced).
+/// Keeps the leader's announcement on its node while the node lives, as
+/// [`rules::KeepAnnounced`] says (a data watch on the node; data someone
+/// else wrote over it that is neither the announcement nor a revocation
+/// request is written over again, at the version read), until the node is
+/// gone, the session ends, or the node of its name is not the one made at
+/// `czxid` by this session.
 pub(super) async fn keep_announced(client: zk::Client, node: String, mine: Vec<u8>, czxid: i64) {
-    let mut pause = Duration::ZERO;
+    let mut keep = rules::KeepAnnounced::new(mine, czxid, client.session_id().0);
+    let mut watcher = None;
+    let mut next = Keeping::Read;
     loop {
-        let watcher = match client.get_and_watch_data(&node).await {
-            Ok((_, stat, _)) if !is_mine(&stat, czxid, &client) => {
+        next = match next {
+            Keeping::Read => match client.get_and_watch_data(&node).await {
+                Ok((data, stat, changed)) => {
+                    watcher = Some(changed);
+                    keep.read(Ok(rules::NodeRead {
+                        data: &data,
+                        version: stat.version,
+                        czxid: stat.czxid,
+                        ephemeral_owner: stat.ephemeral_owner,
+                    }))
+                }
+                Err(e) => {
+                    let next = keep.read(Err(core_error(&e)));
+                    if next == Keeping::Stop(Ended::CannotWatch) {
+                        warn!(node = %node, error = %e, "cannot watch the leader's node: its announcement is not kept");
+                    }
+                    next
+                }
+            },
+            Keeping::Write { version } => {
+                let written = client.set_data(&node, keep.mine(), Some(version)).await;
+                let error = written.as_ref().err().map(core_error);
+                let (next, wrote) = keep.written(error.map_or(Ok(()), Err));
+                match (wrote, written) {
+                    (Wrote::Announced, _) => {
+                        info!(node = %node, "announced the leadership again after a write by someone else")
+                    }
+                    (Wrote::Failed, Err(e)) => {
+                        warn!(node = %node, error = %e, "could not announce the leadership again")
+                    }
+                    _ => {}
+                }
+                next
+            }
+            Keeping::Await => match watcher.take() {
+                Some(changed) => {
+                    let event = changed.changed().await;
+                    keep.changed(
+                        event.event_type == zk::EventType::NodeDeleted
+                            || event.event_type == zk::EventType::Session,
+                    )
+                }
+                None => Keeping::Read,
+            },
+            Keeping::Pause(pause) => {
+                tokio::time::sleep(pause).await;
+                Keeping::Read
+            }
+            Keeping::Stop(Ended::MadeAgain) => {
                 warn!(node = %node, "the leader's node was made again by someone else: its announcement is no longer kept");
                 return;
             }
-            Ok((data, stat, watcher)) => {
-                pause = Duration::ZERO;
-                if rules::reannounces(&data, &mine) {
-                    match client.set_data(&node, &mine, Some(stat.version)).await {
-                        Ok(_) => {
-                            info!(node = %node, "announced the leadership again after a write by someone else")
-                        }
-                        // Written again meanwhile: the watch says so.
-                        Err(zk::Error::BadVersion) => {}
-                        Err(zk::Error::NoNode) => return,
-                        Err(e) if ends_session(&e) => return,
-                        Err(e) => warn!(node = %node, error = %e, "could not announce the leadership again"),
-                    }
-                }
-                watcher
-            }
-            Err(zk::Error::NoNode) => return,
-            Err(e) if ends_session(&e) => return,
-            Err(e) if is_retryable(&e) => {
-                pause = Backoff::ANNOUNCEMENT.next(pause);
-                tokio::time::sleep(pause).await;
-                continue;
-            }
-            Err(e) => {
-                warn!(node = %node, error = %e, "cannot watch the leader's node: its announcement is not kept");
-                return;
-            }
+            Keeping::Stop(_) => return,
         };
-        let event = watcher.changed().await;
-        if event.event_type == zk::EventType::NodeDeleted || event.event_type == zk::EventType::Session {
-            return;
-        }
+    }
+}
+
+/// The core's view of a client's error, for [`rules::KeepAnnounced`]: a
+/// missing node, a raced write, the session's end, a lost answer, or any
+/// other.
+fn core_error(e: &zk::Error) -> wire::Error {
+    match e {
+        zk::Error::NoNode => wire::Error::NoNode,
+        zk::Error::BadVersion => wire::Error::BadVersion,
+        e if ends_session(e) => wire::Error::SessionEnded,
+        e if is_retryable(e) => wire::Error::Unanswered,
+        _ => wire::Error::Failed,
     }
 }
 
