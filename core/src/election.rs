@@ -48,8 +48,10 @@ use crate::ordering;
 
 mod keep;
 mod look;
+mod observe;
 pub use keep::{Ended, KeepAnnounced, Keeping, NodeRead, Wrote};
 pub use look::{Look, LookAnswer, LookRequest, Looked};
+pub use observe::{AfterLook, BeforeLook, Observing};
 
 /// What an announcement starts with; the candidate's identity follows.
 pub const ANNOUNCEMENT_PREFIX: &str = "leader:";

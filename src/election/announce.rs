@@ -2,10 +2,10 @@
 
 use tracing::{info, warn};
 
+use super::core_error;
 use super::rules::{self, Ended, Keeping, Wrote};
-use crate::error::{ends_session, is_retryable, Error};
+use crate::error::Error;
 use crate::lock::WriteGuard;
-use crate::wire;
 use crate::zk;
 
 /// The error of a failed announcement, with the guard released (in vain if
@@ -87,19 +87,6 @@ pub(super) async fn keep_announced(client: zk::Client, node: String, mine: Vec<u
             }
             Keeping::Stop(_) => return,
         };
-    }
-}
-
-/// The core's view of a client's error, for [`rules::KeepAnnounced`]: a
-/// missing node, a raced write, the session's end, a lost answer, or any
-/// other.
-fn core_error(e: &zk::Error) -> wire::Error {
-    match e {
-        zk::Error::NoNode => wire::Error::NoNode,
-        zk::Error::BadVersion => wire::Error::BadVersion,
-        e if ends_session(e) => wire::Error::SessionEnded,
-        e if is_retryable(e) => wire::Error::Unanswered,
-        _ => wire::Error::Failed,
     }
 }
 

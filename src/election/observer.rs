@@ -1,15 +1,14 @@
 //! The observer task: who leads, followed through watches.
 
 use std::sync::{Arc, Mutex, PoisonError, Weak};
-use std::time::Duration;
 
 use tokio::sync::watch;
 use tracing::{debug, warn};
 
 use super::look::look;
-use super::Leader;
-use crate::backoff::Backoff;
-use crate::error::{ends_session, is_retryable};
+use super::rules::{self, AfterLook, BeforeLook};
+use super::{core_error, Leader};
+use crate::lock::session_state;
 use crate::zk;
 
 /// The observer task (see "Observers" in the [module documentation](super)).
@@ -34,7 +33,7 @@ pub(super) async fn observe(
         debug!(election = %dir, why, "observer stopped");
     };
     let mut states = client.state_watcher();
-    let mut pause = Duration::ZERO;
+    let mut observing = rules::Observing::new();
     loop {
         // Stop when no one listens (checked under the slot's lock, so that
         // `observe` never subscribes to a task that is about to stop).
@@ -47,38 +46,38 @@ pub(super) async fn observe(
             }
         }
         // Consumed before the look: a change during it means a new look.
-        let state = states.state();
-        if state.is_terminated() {
-            publish(None);
-            return stop("the session ended");
-        }
-        if state != zk::SessionState::SyncConnected {
-            // Disconnected: look again once reconnected.
-            tokio::select! {
-                _ = states.changed() => {}
-                () = sender.closed() => {}
-            }
-            continue;
-        }
-        let changed = match look(&client, &dir, true, false).await.map_err(|(e, _)| e) {
-            Ok(look) => {
-                pause = Duration::ZERO;
-                publish(look.leader);
-                look.changed
-            }
-            Err(e) if ends_session(&e) => {
+        match observing.before_look(session_state(states.state())) {
+            BeforeLook::Look => {}
+            BeforeLook::Stop => {
                 publish(None);
                 return stop("the session ended");
             }
-            Err(e) => {
-                if !is_retryable(&e) {
-                    // Who leads is unknown until a look succeeds (the head
-                    // cannot be read, say): not the last leader seen.
-                    publish(None);
+            BeforeLook::AwaitState => {
+                tokio::select! {
+                    _ = states.changed() => {}
+                    () = sender.closed() => {}
+                }
+                continue;
+            }
+        }
+        let looked = look(&client, &dir, true, false).await;
+        let error = looked.as_ref().err().map(|(e, _)| e.clone());
+        let (changed, pause) = match observing.looked(looked.map_err(|(e, _)| core_error(&e))) {
+            AfterLook::Publish(found) => {
+                publish(found.leader);
+                (found.changed, None)
+            }
+            AfterLook::Retry(pause) => (None, Some(pause)),
+            AfterLook::Unknown(pause) => {
+                publish(None);
+                if let Some(e) = error {
                     warn!(election = %dir, error = %e, "cannot follow the election; trying again");
                 }
-                pause = Backoff::OBSERVER.next(pause);
-                None
+                (None, Some(pause))
+            }
+            AfterLook::Stop => {
+                publish(None);
+                return stop("the session ended");
             }
         };
         let fired = async {
@@ -90,10 +89,10 @@ pub(super) async fn observe(
             }
         };
         let retry = async {
-            if pause.is_zero() {
-                std::future::pending::<()>().await;
+            match pause {
+                Some(pause) => tokio::time::sleep(pause).await,
+                None => std::future::pending::<()>().await,
             }
-            tokio::time::sleep(pause).await;
         };
         tokio::select! {
             () = fired => {}

@@ -64,6 +64,7 @@ pub use validate::{validate_identity, validate_path};
 pub(crate) use crate::contender::child_path;
 pub(crate) use crate::error::with_retry;
 use driver::{deadline, Patience};
+pub(crate) use wire::session_state;
 
 /// How long a giving-up acquire (timed out, `try_*` that found the lock
 /// taken, or refused at the counter's limit) waits for its node's deletion

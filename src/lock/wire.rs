@@ -27,7 +27,7 @@ pub(super) fn watched_kind(kind: zk::EventType) -> WatchedKind {
 
 /// The core's copy of the client's session state, one to one (what each
 /// means is [`lease::Link::of`]).
-pub(super) fn session_state(state: zk::SessionState) -> lease::SessionState {
+pub(crate) fn session_state(state: zk::SessionState) -> lease::SessionState {
     match state {
         zk::SessionState::SyncConnected => lease::SessionState::Connected,
         zk::SessionState::ConnectedReadOnly => lease::SessionState::ConnectedReadOnly,
