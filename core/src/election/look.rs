@@ -104,11 +104,6 @@ impl Look {
     /// The answer to the last request.
     pub fn answered(&mut self, answer: LookAnswer) -> Looked {
         let next = match (&self.asked, answer) {
-            // Gone between the listing and the read, or the directory
-            // made or removed meanwhile: list again.
-            (LookRequest::Read { .. }, LookAnswer::Missing)
-            | (LookRequest::List { watch: true }, LookAnswer::Missing)
-            | (LookRequest::WatchDirectory, LookAnswer::Exists(true)) => LookRequest::List { watch: false },
             // No directory: no one leads; an observer watches for its creation.
             (LookRequest::List { watch: false }, LookAnswer::Missing) if self.watch => {
                 LookRequest::WatchDirectory
@@ -149,7 +144,10 @@ impl Look {
                 // A read of the head always answers: no second read.
                 return Looked::Over(who_leads(&self.children, Some(head)).leader());
             }
-            // An answer that does not answer the request: look again.
+            // The head gone between the listing and the read, the
+            // directory made or removed meanwhile (a missing node to the
+            // children's watch, an existing one to `exists`), or an answer
+            // that does not answer the request: list again.
             _ => LookRequest::List { watch: false },
         };
         Looked::Send(self.ask(next))
