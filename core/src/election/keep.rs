@@ -1,23 +1,4 @@
-//! Keeping a leader's announcement on its node while the node lives,
-//! sans-IO: a data watch on the node; data someone else wrote over it that
-//! is neither the announcement nor a revocation request ([`reannounces`])
-//! is replaced by the announcement again, with a `setData` conditional on
-//! the version read, so a revocation request written meanwhile is never
-//! overwritten. It ends when the node is deleted or the session ends, or
-//! when a node of its name is not the one this session made at the grant
-//! (deleted and made again by someone else: that node is not announced).
-//!
-//! ```text
-//! keep = KeepAnnounced::new(mine, czxid, session)
-//! next = Keeping::Read
-//! loop:
-//!     next = match next:
-//!         Read => keep.read(answer of getData with a watch)
-//!         Write { version } => keep.written(answer of setData(mine, version)).0
-//!         Await => keep.changed(the read's watch fired: deleted or the session's end?)
-//!         Pause(d) => sleep(d); Read
-//!         Stop(why) => end
-//! ```
+//! A leader's announcement, kept: [`KeepAnnounced`].
 
 use std::time::Duration;
 
@@ -82,7 +63,26 @@ pub struct NodeRead<'a> {
     pub ephemeral_owner: i64,
 }
 
-/// The announcement of a leader, kept (see the [module documentation](self)).
+/// Keeping a leader's announcement on its node while the node lives,
+/// sans-IO: a data watch on the node; data someone else wrote over it that
+/// is neither the announcement nor a revocation request ([`reannounces`])
+/// is replaced by the announcement again, with a `setData` conditional on
+/// the version read, so a revocation request written meanwhile is never
+/// overwritten. It ends when the node is deleted or the session ends, or
+/// when a node of its name is not the one this session made at the grant
+/// (deleted and made again by someone else: that node is not announced).
+///
+/// ```text
+/// keep = KeepAnnounced::new(mine, czxid, session)
+/// next = Keeping::Read
+/// loop:
+///     next = match next:
+///         Read => keep.read(answer of getData with a watch)
+///         Write { version } => keep.written(answer of setData(mine, version)).0
+///         Await => keep.changed(the read's watch fired: deleted or the session's end?)
+///         Pause(d) => sleep(d); Read
+///         Stop(why) => end
+/// ```
 #[derive(Debug, Clone)]
 pub struct KeepAnnounced {
     mine: Vec<u8>,

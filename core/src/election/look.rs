@@ -1,18 +1,4 @@
-//! One look at who leads an election, sans-IO: which request goes next,
-//! and who leads once the look is over ([`who_leads`] decides that). The
-//! library carries it for `Election::leader` (no watches) and for an
-//! election's observer (with watches: the watch of the look's last request
-//! says when to look again).
-//!
-//! ```text
-//! look = Look::new(watch)
-//! request = look.start()
-//! loop:
-//!     answer = send(request)          // NoNode is an answer; any other error ends the look
-//!     match look.answered(answer):
-//!         Looked::Send(next) => request = next
-//!         Looked::Over(leader) => who leads (with watch: wait on the last request's watch)
-//! ```
+//! One look at who leads: [`Look`].
 
 use super::{watched, who_leads, HeadRead, Leader};
 
@@ -74,7 +60,21 @@ pub enum Looked {
     Over(Option<Leader>),
 }
 
-/// One look at who leads (see the [module documentation](self)).
+/// One look at who leads an election, sans-IO: which request goes next,
+/// and who leads once the look is over ([`who_leads`] decides that). The
+/// library carries it for `Election::leader` (no watches) and for an
+/// election's observer (with watches: the watch of the look's last request
+/// says when to look again).
+///
+/// ```text
+/// look = Look::new(watch)
+/// request = look.start()
+/// loop:
+///     answer = send(request)          // NoNode is an answer; any other error ends the look
+///     match look.answered(answer):
+///         Looked::Send(next) => request = next
+///         Looked::Over(leader) => who leads (with watch: wait on the last request's watch)
+/// ```
 #[derive(Debug, Clone)]
 pub struct Look {
     watch: bool,

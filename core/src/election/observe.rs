@@ -1,20 +1,4 @@
-//! An election's observer, sans-IO: when it looks at who leads
-//! ([`super::Look`]), what it tells its listeners after a look, and when it
-//! stops. Its carrier waits on the look's watch, the session's state, the
-//! pause after a failed look, and the listeners leaving.
-//!
-//! ```text
-//! observing = Observing::new()
-//! loop:
-//!     match observing.before_look(session state now):
-//!         Stop => tell None; stop
-//!         AwaitState => wait for a change of the session's state
-//!         Look => match observing.looked(look's outcome):
-//!             Publish(found) => tell who leads; wait for the look's watch or a change of state
-//!             Retry(pause) => wait for the pause or a change of state
-//!             Unknown(pause) => tell None; wait for the pause or a change of state
-//!             Stop => tell None; stop
-//! ```
+//! An election's observer: [`Observing`].
 
 use std::time::Duration;
 
@@ -53,7 +37,23 @@ pub enum AfterLook<L> {
     Stop,
 }
 
-/// An election's observer (see the [module documentation](self)).
+/// An election's observer, sans-IO: when it looks at who leads
+/// ([`super::Look`]), what it tells its listeners after a look, and when it
+/// stops. Its carrier waits on the look's watch, the session's state, the
+/// pause after a failed look, and the listeners leaving.
+///
+/// ```text
+/// observing = Observing::new()
+/// loop:
+///     match observing.before_look(session state now):
+///         Stop => tell None; stop
+///         AwaitState => wait for a change of the session's state
+///         Look => match observing.looked(look's outcome):
+///             Publish(found) => tell who leads; wait for the look's watch or a change of state
+///             Retry(pause) => wait for the pause or a change of state
+///             Unknown(pause) => tell None; wait for the pause or a change of state
+///             Stop => tell None; stop
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct Observing {
     /// The pause after the last failed look (zero after one that succeeded).
