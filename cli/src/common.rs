@@ -33,7 +33,7 @@ const REPORTED: [(&str, &str); 4] = [
         "the lock directory's listing is over the limit",
     ),
     (
-        "zk_rwlock::lock::driver",
+        "zk_rwlock::lock::notice",
         "the lock directory holds data that is not a release record",
     ),
 ];
@@ -262,6 +262,7 @@ mod tests {
             let source = match target {
                 "zk_rwlock::lock::keeper" => include_str!("../../src/lock/keeper.rs"),
                 "zk_rwlock::lock::driver" => include_str!("../../src/lock/driver.rs"),
+                "zk_rwlock::lock::notice" => include_str!("../../src/lock/notice.rs"),
                 other => panic!("no source for {other}"),
             };
             assert!(source.contains(&format!("\"{start}")), "{target}: {start:?}");

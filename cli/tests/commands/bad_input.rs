@@ -517,7 +517,7 @@ async fn a_directory_holding_data_is_said_once() {
     )
     .await;
     out.expect_code(2);
-    assert!(out.stderr.contains("WARN zk_rwlock::lock::driver"), "{out:#?}");
+    assert!(out.stderr.contains("WARN zk_rwlock::lock::notice"), "{out:#?}");
     c.delete(&counter, None).await.unwrap();
 }
 
