@@ -1189,6 +1189,10 @@ impl Exchange {
             })),
             Kind::CheckOwn => Input::Acquire(acquire::Input::OwnChecked(match first? {
                 Ok(Reply::Stat(stat)) => WaitReply::Ok(stat.is_some()),
+                // A server from ZooKeeper 3.7.3, 3.8.4 and 3.9.2 on checks
+                // READ for `exists` of a node that is there (of one that is
+                // gone, not): refused, it is there.
+                Err(e) if *e.cause() == Error::NoAuth => WaitReply::Ok(true),
                 Ok(_) => WaitReply::Failed,
                 Err(e) => e.reply(),
             })),
@@ -1383,13 +1387,17 @@ pub fn poll(path: &str) -> Request {
 /// session's end, or a failure; `None` to look again after a pause
 /// ([`crate::backoff::Backoff::poll`]): the node is there, or the answer
 /// was lost (for as long as the policy retries; then the poll failed).
+///
+/// A server from ZooKeeper 3.7.3, 3.8.4 and 3.9.2 on (ZOOKEEPER-2590)
+/// checks READ for `exists` of a node that is there, and not of one that is
+/// gone: a look refused (`NoAuth`) found the node there.
 pub fn polled(answer: &Result<Reply, Error>) -> Option<acquire::NodeEvent> {
     match answer {
         Ok(Reply::Stat(None)) => Some(acquire::NodeEvent::Deleted),
         Ok(Reply::Stat(Some(_))) => None,
         Ok(_) => Some(acquire::NodeEvent::Failed),
         Err(e) => match e.cause() {
-            Error::Unanswered => None,
+            Error::Unanswered | Error::NoAuth => None,
             Error::SessionEnded => Some(acquire::NodeEvent::SessionEnded),
             _ => Some(acquire::NodeEvent::Failed),
         },

@@ -51,7 +51,12 @@
 //!   refused its watch (`NoAuth`) and polls it with `exists`, each look
 //!   carried by [`wire::Poll`] as the driver carries it (a look is a step
 //!   of its own, `Kind::Look`: the model's time is its steps, so a poll
-//!   never pauses or gives up).
+//!   never pauses or gives up). Their release markers have their ACL too:
+//!   a session that may not read one is not told of its creation (the
+//!   server checks READ as it sends an event). In half the schedules the
+//!   server is one of ZooKeeper 3.7.3, 3.8.4, 3.9.2 or later, whose `exists`
+//!   of such a node that is there answers `NoAuth` (ZOOKEEPER-2590; of one
+//!   that is gone, `None`).
 //! - Sessions: connected, disconnected or expired. Each has the requests
 //!   it sent that the server has not applied yet, and one outbound queue
 //!   of replies and events delivered in order. The server applies one
@@ -1711,6 +1716,9 @@ struct World {
     /// lets only its own identity READ (as `CreateAcl::ReadOnlyOthers`
     /// without the others' READ): the waits on them poll.
     private: u32,
+    /// The server checks READ for an `exists` of a node that is there
+    /// (ZooKeeper 3.7.3, 3.8.4 and 3.9.2 on, ZOOKEEPER-2590).
+    exists_checks_read: bool,
     /// Contenders (bits) that run the version before the release marker:
     /// they release with the record alone and never watch a marker.
     old: u32,
@@ -1803,6 +1811,7 @@ impl World {
             restricted: 0,
             unreadable: 0,
             private: 0,
+            exists_checks_read: false,
             old: 0,
             check_data: false,
             dir_history: vec![(1, true)],
@@ -1980,8 +1989,19 @@ impl World {
 
     /// The watches on `name` fire with an event of `kind`.
     fn fire(&mut self, name: &str, kind: WatchedKind) {
+        self.fire_readable(name, kind, None);
+    }
+
+    /// As [`World::fire`], for a node only the contender `private` may read
+    /// (if any): the watches of every other session fire unheard (the
+    /// server checks READ as it sends a watch's event).
+    fn fire_readable(&mut self, name: &str, kind: WatchedKind, private: Option<usize>) {
         if let Some(watchers) = self.watches.remove(name) {
             for s in watchers {
+                if private.is_some_and(|c| self.sessions[s].contender != c) {
+                    note!(self, "s{s} is not told of {kind:?} of {name}: it may not read it");
+                    continue;
+                }
                 let msg = self.watch_msg(name, kind, SessionState::Connected);
                 self.push(s, msg);
             }
@@ -2228,6 +2248,19 @@ impl World {
                 None => self.refuse(s, request),
             },
             Request::Exists { path, watch } => match child_of(path) {
+                // A server from 3.7.3, 3.8.4 and 3.9.2 on checks READ for an
+                // `exists` of a node that is there (not of one that is gone).
+                // (Of the nodes only their own identity may read: a lock
+                // whose own nodes deny it READ cannot find its node after a
+                // lost create on such a server.)
+                Some(name)
+                    if self.exists_checks_read
+                        && self.node(name).is_some_and(|node| {
+                            node.private.is_some_and(|c| c != self.sessions[s].contender)
+                        }) =>
+                {
+                    Answered::of(Err(Error::NoAuth))
+                }
                 Some(name) => {
                     // A stranger's marker has no contender's stat.
                     let stat = match self.node(name) {
@@ -2579,8 +2612,13 @@ impl World {
                     if is_marker(&name) {
                         // Made and deleted again in this transaction: its
                         // `exists` watches fire, before the node's deletion.
+                        // It has the contender nodes' ACL: a session that
+                        // may not read it is not told (the server checks
+                        // READ as it sends a watch's event).
                         self.markers.insert(name.clone());
-                        self.fire(&name, WatchedKind::Created);
+                        let creator = self.sessions[s].contender;
+                        let private = (self.private & (1 << creator) != 0).then_some(creator);
+                        self.fire_readable(&name, WatchedKind::Created, private);
                     } else {
                         let seq = reader_seq.unwrap_or_default();
                         let czxid = self.add_node_now(name, Some(s), seq, data.clone());
@@ -5764,6 +5802,7 @@ impl World {
         } else {
             0
         };
+        world.exists_checks_read = (schedule.drain_seed >> 49) & 1 == 1;
         world.old = u32::from(schedule.old);
         world.check_data = schedule.check_data;
         match schedule.dir {

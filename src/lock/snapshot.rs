@@ -46,6 +46,9 @@ async fn describe(lock: &SharedLock, children: Option<Vec<String>>) -> Result<Sn
         let stat = match stat.await {
             Ok(stat) => stat,
             Err(e) if is_retryable(&e) => None,
+            // A server from ZooKeeper 3.7.3, 3.8.4 and 3.9.2 on checks READ
+            // for `exists` of a node that is there: listed, its stat unknown.
+            Err(zk::Error::NoAuth) => None,
             Err(e) => return Err(Error::from_zk(e, path)),
         };
         let Ok(name) = place.name.parse::<NodeName>() else {
@@ -101,13 +104,17 @@ pub struct QueueEntry {
     pub name: NodeName,
     /// Holds the lock, or waits on a node.
     pub state: ContenderState,
-    /// The node's czxid, if it still existed when read.
+    /// The node's czxid, if it still existed when read (and the server let
+    /// this identity read its stat: from ZooKeeper 3.7.3, 3.8.4 and 3.9.2
+    /// on, a node's ACL must give READ for that).
     pub fencing_token: Option<i64>,
-    /// When the node was created (server clock), if it still existed when read.
+    /// When the node was created (server clock), if it still existed when
+    /// read (and its stat could be read, as for `fencing_token`).
     pub created: Option<SystemTime>,
     /// The id of the session that owns the node, if it still existed when
-    /// read: the node's `ephemeralOwner`, `0` for a node that is not
-    /// ephemeral (see [`QueueEntry::is_persistent`]).
+    /// read (and its stat could be read, as for `fencing_token`): the node's
+    /// `ephemeralOwner`, `0` for a node that is not ephemeral (see
+    /// [`QueueEntry::is_persistent`]).
     pub session: Option<i64>,
 }
 

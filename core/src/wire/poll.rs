@@ -62,12 +62,13 @@ impl Poll {
     /// began: the event that ends the poll, or `None` to look again. A lost
     /// answer ends it with [`NodeEvent::Failed`] once the answers have been
     /// lost for longer than the back-off gives up after; an answered look
-    /// starts that count again.
+    /// (the node there, or a refusal that says it is there) starts that
+    /// count again.
     pub fn looked(&mut self, answer: &Result<Reply, Error>, at: Duration) -> Option<NodeEvent> {
         if let Some(event) = polled(answer) {
             return Some(event);
         }
-        if answer.is_ok() {
+        if !matches!(answer, Err(e) if *e.cause() == Error::Unanswered) {
             self.failing_since = None;
             return None;
         }

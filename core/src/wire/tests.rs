@@ -677,7 +677,9 @@ fn a_polled_node_is_gone_at_the_first_look_that_finds_it_missing() {
         (Ok(Reply::Done), Some(NodeEvent::Failed)),
         (Err(Error::Unanswered), None),
         (Err(Error::SessionEnded), Some(NodeEvent::SessionEnded)),
-        (Err(Error::NoAuth), Some(NodeEvent::Failed)),
+        // ZooKeeper 3.7.3, 3.8.4, 3.9.2 on: `exists` of a node that is there
+        // checks READ.
+        (Err(Error::NoAuth), None),
         (Err(Error::Failed), Some(NodeEvent::Failed)),
     ] {
         assert_eq!(polled(&answer), event, "{answer:?}");
@@ -1327,5 +1329,34 @@ fn a_recycled_directory_is_noticed_once_recreated() {
             Vec::new()
         };
         assert_eq!(recycle.notices(&machine), expected, "{answer:?}");
+    }
+}
+
+#[test]
+fn a_check_of_my_own_node_refused_by_its_acl_found_it_there() {
+    // A server from ZooKeeper 3.7.3, 3.8.4 and 3.9.2 on checks READ for
+    // `exists` of a node that is there (of one that is gone, not).
+    let (wire, machine, _) = waiting();
+    for (answer, found) in [
+        (Err(Error::NoAuth), WaitReply::Ok(true)),
+        (Ok(Reply::Stat(Some(stat(3)))), WaitReply::Ok(true)),
+        (Ok(Reply::Stat(None)), WaitReply::Ok(false)),
+    ] {
+        let mut exchange = wire
+            .exchange(&Action::Acquire(acquire::Action::CheckOwn), &machine)
+            .expect("a check");
+        assert_eq!(
+            exchange.requests(),
+            [Request::Exists {
+                path: "/locks/a/h-W-0000000003".to_owned(),
+                watch: false
+            }]
+        );
+        assert_eq!(exchange.answer(0, answer.clone()), Progress::Complete);
+        assert_eq!(
+            exchange.input("h-W-"),
+            Some(Input::Acquire(WaitInput::OwnChecked(found))),
+            "{answer:?}"
+        );
     }
 }

@@ -48,7 +48,8 @@ fn a_look_that_finds_the_node_gone_or_the_session_over_ends_the_poll() {
         (Ok(Reply::Stat(None)), Some(NodeEvent::Deleted)),
         (there(), None),
         (Err(Error::SessionEnded), Some(NodeEvent::SessionEnded)),
-        (Err(Error::NoAuth), Some(NodeEvent::Failed)),
+        (Err(Error::NoAuth), None),
+        (Err(Error::Failed), Some(NodeEvent::Failed)),
         (Ok(Reply::Done), Some(NodeEvent::Failed)),
         (Err(Error::Unanswered), None),
     ] {
@@ -64,6 +65,22 @@ fn lost_answers_end_the_poll_once_lost_for_longer_than_the_back_off_retries() {
     assert_eq!(poll.looked(&lost, ms(1_000)), None);
     assert_eq!(poll.looked(&lost, ms(3_000)), None, "lost for exactly 2 s");
     assert_eq!(poll.looked(&lost, ms(3_001)), Some(NodeEvent::Failed));
+}
+
+#[test]
+fn a_look_refused_by_the_nodes_acl_found_it_there_and_starts_the_count_again() {
+    // A server from ZooKeeper 3.7.3, 3.8.4 and 3.9.2 on checks READ for
+    // `exists` of a node that is there.
+    let mut poll = poll();
+    let lost = Err(Error::Unanswered);
+    assert_eq!(poll.looked(&lost, ms(0)), None);
+    assert_eq!(poll.looked(&Err(Error::NoAuth), ms(1_900)), None);
+    assert_eq!(poll.looked(&lost, ms(2_100)), None);
+    assert_eq!(poll.looked(&lost, ms(4_100)), None, "lost for 2 s since 2.1 s");
+    assert_eq!(
+        poll.looked(&Ok(Reply::Stat(None)), ms(4_200)),
+        Some(NodeEvent::Deleted)
+    );
 }
 
 #[test]
