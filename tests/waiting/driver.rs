@@ -31,6 +31,61 @@ async fn idle_watches(client: &zk::Client, tag: &str, n: usize) -> Vec<zk::Onesh
     kept
 }
 
+/// A waiter that may not read the node it waits on polls it with `exists`
+/// (its watch is refused), and keeps waiting while the holder holds: also
+/// on a server that checks READ for `exists` of a node that is there
+/// (ZooKeeper 3.7.3, 3.8.4, 3.9.2 and later answer such a look `NoAuth`,
+/// which says the node is there). It is granted once the holder releases.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_polling_waiter_waits_while_the_holder_holds_and_is_granted_on_its_release() {
+    let direct = server().connect_string();
+    let path = unique_path("poll-holds");
+    let admin = support::client().await;
+    support::mkdir_open(&admin, &path).await;
+    let connect = |user: &'static str| {
+        let direct = direct.clone();
+        async move {
+            zk::Client::connector()
+                .with_session_timeout(Duration::from_secs(8))
+                .with_auth("digest", user.as_bytes())
+                .connect(&direct)
+                .await
+                .unwrap()
+        }
+    };
+    let bob = SharedLock::builder(connect("bob:secret").await, &path)
+        .acls(&zk::Acls::creator_all())
+        .build()
+        .unwrap();
+    let alice = SharedLock::builder(connect("alice:secret").await, &path)
+        .acls(&zk::Acls::creator_all())
+        .build()
+        .unwrap();
+    let held = bob.write().await.unwrap();
+    assert!(matches!(
+        alice.client().get_data(held.node()).await,
+        Err(zk::Error::NoAuth)
+    ));
+    let waiter = tokio::spawn({
+        let alice = alice.clone();
+        async move { alice.write().await }
+    });
+    wait_contenders(&bob, 2).await;
+    // Its looks reach the server while bob holds (a look every 200 ms at
+    // most; the session's pings are 2.7 s apart): five more requests are
+    // at least three looks.
+    let sid = alice.client().session_id().0;
+    let before = support::received_on(sid);
+    eventually("alice looks at bob's node", WITHIN, || async {
+        support::received_on(sid) >= before + 5
+    })
+    .await;
+    assert!(!waiter.is_finished(), "the waiter waits while bob holds");
+    held.release().await.unwrap();
+    let guard = joined(WITHIN, waiter).await.expect("alice is granted");
+    guard.release().await.unwrap();
+}
+
 /// A waiter whose session expires learns it from the session event that its
 /// own node's watch (or the watched node's) delivers. It must fail with
 /// `SessionExpired` (or `SessionClosed`), never with `Lost`: its node was
