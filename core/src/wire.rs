@@ -105,7 +105,9 @@ pub enum Request {
         watch: bool,
     },
     /// A node's stat, with an `exists` watch if `watch` (which waits for a
-    /// creation too): answered [`Reply::Stat`]. Needs no permission.
+    /// creation too): answered [`Reply::Stat`]. Needs no permission, but
+    /// from ZooKeeper 3.7.3, 3.8.4 and 3.9.2 on READ of a node that is there
+    /// (ZOOKEEPER-2590: `NoAuth` otherwise).
     Exists {
         /// The node.
         path: String,
@@ -1375,7 +1377,8 @@ pub fn keep(path: &str) -> Exchange {
 
 /// The request of one look at a node the wait polls (`Wait { poll:
 /// true }`: it cannot watch it, its ACL refusing this identity): an
-/// `exists`, which needs no permission.
+/// `exists`, which needs no permission of a node that is gone (of one that
+/// is there, from ZooKeeper 3.7.3, 3.8.4 and 3.9.2 on, READ: [`polled`]).
 pub fn poll(path: &str) -> Request {
     Request::Exists {
         path: path.to_owned(),
