@@ -425,7 +425,7 @@ enum Watched {
     Event(String, zk::WatchedEvent),
     /// Polling it ended: gone, the session's end, or failed for good (the
     /// client's error).
-    Polled(NodeEvent, Option<zk::Error>),
+    Polled(NodeEvent, Option<(zk::Error, String)>),
     /// There is no watch to wait on.
     Nothing,
 }
@@ -525,8 +525,7 @@ impl Driver<'_> {
             Some(Watched::Event(_, event)) => Some((node_event(event), event.session_state)),
             Some(Watched::Nothing) => Some((NodeEvent::Other, client.state())),
             Some(Watched::Polled(event, error)) => {
-                let path = self.polled.first().unwrap_or(&self.watched_path);
-                polled_error = error.take().map(|e| Error::from_zk(e, path));
+                polled_error = error.take().map(|(e, path)| Error::from_zk(e, &path));
                 Some((*event, client.state()))
             }
         };
@@ -791,8 +790,12 @@ fn unexpected(what: &str) -> Error {
 }
 
 /// Polls the nodes at `paths` ([`poll_until_gone`]) until one of them is
-/// gone, the session ended, or polling one failed; with no path, never.
-async fn poll_until_one_gone(client: &zk::Client, paths: &[String]) -> (NodeEvent, Option<zk::Error>) {
+/// gone, the session ended, or polling one failed (the client's error
+/// then comes with the path of the node it polled); with no path, never.
+async fn poll_until_one_gone(
+    client: &zk::Client,
+    paths: &[String],
+) -> (NodeEvent, Option<(zk::Error, String)>) {
     use std::future::Future;
     let mut polls: Vec<_> = paths
         .iter()
@@ -801,8 +804,9 @@ async fn poll_until_one_gone(client: &zk::Client, paths: &[String]) -> (NodeEven
     std::future::poll_fn(|cx| {
         polls
             .iter_mut()
-            .find_map(|poll| match poll.as_mut().poll(cx) {
-                std::task::Poll::Ready(ended) => Some(ended),
+            .zip(paths)
+            .find_map(|(poll, path)| match poll.as_mut().poll(cx) {
+                std::task::Poll::Ready((event, error)) => Some((event, error.map(|e| (e, path.clone())))),
                 std::task::Poll::Pending => None,
             })
             .map_or(std::task::Poll::Pending, std::task::Poll::Ready)
