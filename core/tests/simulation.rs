@@ -142,7 +142,12 @@
 //!   (`/data/c<n>`, made with the world), that holders' transactions write
 //!   (any version); the model records every committed write with its zxid.
 //!
-//! Not modelled: several servers (`sync` is a no-op), several
+//! Not modelled: time (a poll never gives up, and a look's answer lost
+//! with its connection is seen only after the wait it served was
+//! interrupted: the give-up and the count of lost looks are the unit
+//! tests' of `wire::Poll`), a lock whose own nodes deny it READ on a
+//! server whose `exists` checks READ (it cannot find its node after a lost
+//! create: `docs/security.md`), several servers (`sync` is a no-op), several
 //! acquires sharing one session, a client library that fails a request
 //! sent while disconnected at once (here it waits for the reconnection).
 //!
