@@ -2,9 +2,9 @@
 
 use tracing::{info, warn};
 
-use super::core_error;
 use super::rules::{self, Ended, Keeping, Wrote};
 use crate::error::Error;
+use crate::lock::wire_error;
 use crate::lock::WriteGuard;
 use crate::zk;
 
@@ -30,53 +30,10 @@ pub(super) async fn announce_failed(guard: WriteGuard, e: zk::Error, node: &str)
 /// `czxid` by this session.
 pub(super) async fn keep_announced(client: zk::Client, node: String, mine: Vec<u8>, czxid: i64) {
     let mut keep = rules::KeepAnnounced::new(mine, czxid, client.session_id().0);
-    let mut watcher = None;
     let mut next = Keeping::Read;
     loop {
         next = match next {
-            Keeping::Read => match client.get_and_watch_data(&node).await {
-                Ok((data, stat, changed)) => {
-                    watcher = Some(changed);
-                    keep.read(Ok(rules::NodeRead {
-                        data: &data,
-                        version: stat.version,
-                        czxid: stat.czxid,
-                        ephemeral_owner: stat.ephemeral_owner,
-                    }))
-                }
-                Err(e) => {
-                    let next = keep.read(Err(core_error(&e)));
-                    if next == Keeping::Stop(Ended::CannotWatch) {
-                        warn!(node = %node, error = %e, "cannot watch the leader's node: its announcement is not kept");
-                    }
-                    next
-                }
-            },
-            Keeping::Write { version } => {
-                let written = client.set_data(&node, keep.mine(), Some(version)).await;
-                let error = written.as_ref().err().map(core_error);
-                let (next, wrote) = keep.written(error.map_or(Ok(()), Err));
-                match (wrote, written) {
-                    (Wrote::Announced, _) => {
-                        info!(node = %node, "announced the leadership again after a write by someone else")
-                    }
-                    (Wrote::Failed, Err(e)) => {
-                        warn!(node = %node, error = %e, "could not announce the leadership again")
-                    }
-                    _ => {}
-                }
-                next
-            }
-            Keeping::Await => match watcher.take() {
-                Some(changed) => {
-                    let event = changed.changed().await;
-                    keep.changed(
-                        event.event_type == zk::EventType::NodeDeleted
-                            || event.event_type == zk::EventType::Session,
-                    )
-                }
-                None => Keeping::Read,
-            },
+            Keeping::Read => read_and_keep(&client, &node, &mut keep).await,
             Keeping::Pause(pause) => {
                 tokio::time::sleep(pause).await;
                 Keeping::Read
@@ -86,8 +43,52 @@ pub(super) async fn keep_announced(client: zk::Client, node: String, mine: Vec<u
                 return;
             }
             Keeping::Stop(_) => return,
+            // A write and a wait follow a read, whose watch they need:
+            // `read_and_keep` carries them.
+            Keeping::Write { .. } | Keeping::Await => Keeping::Read,
         };
     }
+}
+
+/// One read of the node with its watch, and what follows it as
+/// [`rules::KeepAnnounced`] says: the announcement written again, the wait
+/// for that watch. Returns what comes after: a read, a pause, or the end.
+async fn read_and_keep(client: &zk::Client, node: &str, keep: &mut rules::KeepAnnounced) -> Keeping {
+    let (data, stat, changed) = match client.get_and_watch_data(node).await {
+        Ok(read) => read,
+        Err(e) => {
+            let next = keep.read(Err(wire_error(&e)));
+            if next == Keeping::Stop(Ended::CannotWatch) {
+                warn!(node = %node, error = %e, "cannot watch the leader's node: its announcement is not kept");
+            }
+            return next;
+        }
+    };
+    let mut next = keep.read(Ok(rules::NodeRead {
+        data: &data,
+        version: stat.version,
+        czxid: stat.czxid,
+        ephemeral_owner: stat.ephemeral_owner,
+    }));
+    if let Keeping::Write { version } = next {
+        let written = client.set_data(node, keep.mine(), Some(version)).await;
+        let (after, wrote) = keep.written(written.as_ref().map(|_| ()).map_err(wire_error));
+        match (wrote, written) {
+            (Wrote::Announced, _) => {
+                info!(node = %node, "announced the leadership again after a write by someone else")
+            }
+            (Wrote::Failed | Wrote::Lost, Err(e)) => {
+                warn!(node = %node, error = %e, "could not announce the leadership again")
+            }
+            _ => {}
+        }
+        next = after;
+    }
+    if next != Keeping::Await {
+        return next;
+    }
+    let event = changed.changed().await;
+    keep.changed(event.event_type == zk::EventType::NodeDeleted || event.event_type == zk::EventType::Session)
 }
 
 /// Whether `stat` is the node this session made at `czxid` (the grant's

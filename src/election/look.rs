@@ -43,6 +43,10 @@ pub(super) async fn look(
         // (dropping it removes it).
         match look.answered(answer) {
             Looked::Send(next) => request = next,
+            Looked::Mismatched => {
+                let what = "an answer that does not answer the look's request".to_owned();
+                return Err((zk::Error::UnexpectedError(what), dir.to_owned()));
+            }
             Looked::Over(leader) => {
                 return Ok(Found {
                     leader: leader.map(|leader| Leader::named(dir, leader)),

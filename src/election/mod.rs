@@ -260,21 +260,6 @@ impl Leader {
     }
 }
 
-/// The core's view of a client's error, for the election's machines
-/// ([`rules::KeepAnnounced`], [`rules::Observing`]): a missing node, a
-/// raced write, the session's end, a lost answer, or any other.
-fn core_error(e: &zk::Error) -> crate::wire::Error {
-    use crate::error::{ends_session, is_retryable};
-    use crate::wire::Error;
-    match e {
-        zk::Error::NoNode => Error::NoNode,
-        zk::Error::BadVersion => Error::BadVersion,
-        e if ends_session(e) => Error::SessionEnded,
-        e if is_retryable(e) => Error::Unanswered,
-        _ => Error::Failed,
-    }
-}
-
 impl Election {
     /// An election on the lock directory `path`, through `client`, for the
     /// candidate `identity`. No I/O.

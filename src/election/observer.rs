@@ -7,8 +7,8 @@ use tracing::{debug, warn};
 
 use super::look::look;
 use super::rules::{self, AfterLook, BeforeLook};
-use super::{core_error, Leader};
-use crate::lock::session_state;
+use super::Leader;
+use crate::lock::{session_state, wire_error};
 use crate::zk;
 
 /// The observer task (see "Observers" in the [module documentation](super)).
@@ -62,7 +62,7 @@ pub(super) async fn observe(
         }
         let looked = look(&client, &dir, true, false).await;
         let error = looked.as_ref().err().map(|(e, _)| e.clone());
-        let (changed, pause) = match observing.looked(looked.map_err(|(e, _)| core_error(&e))) {
+        let (changed, pause) = match observing.looked(looked.map_err(|(e, _)| wire_error(&e))) {
             AfterLook::Publish(found) => {
                 publish(found.leader);
                 (found.changed, None)

@@ -17,7 +17,7 @@ use super::wire::WatchFuture;
 use super::Inner;
 use crate::backoff::Backoff;
 use crate::contender::{self, Action, Contender, Outcome};
-use crate::error::{is_retryable, Error};
+use crate::error::{ends_session, is_retryable, Error};
 use crate::wire::{self, Done, Exchange, Reply, Request, Wire};
 use crate::zk;
 
@@ -334,7 +334,7 @@ fn client_error(fault: wire::Fault<zk::Error>) -> zk::Error {
 }
 
 /// The core's view of a client's error.
-fn wire_error(e: &zk::Error) -> wire::Error {
+pub(crate) fn wire_error(e: &zk::Error) -> wire::Error {
     match e {
         zk::Error::NoNode => wire::Error::NoNode,
         zk::Error::NodeExists => wire::Error::NodeExists,
@@ -343,7 +343,7 @@ fn wire_error(e: &zk::Error) -> wire::Error {
         zk::Error::NotEmpty => wire::Error::NotEmpty,
         zk::Error::Unimplemented => wire::Error::Unimplemented,
         e if is_retryable(e) => wire::Error::Unanswered,
-        e if Error::from_zk(e.clone(), "").is_session_over() => wire::Error::SessionEnded,
+        e if ends_session(e) => wire::Error::SessionEnded,
         _ => wire::Error::Failed,
     }
 }

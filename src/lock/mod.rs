@@ -63,6 +63,7 @@ pub use validate::{validate_identity, validate_path};
 
 pub(crate) use crate::contender::child_path;
 pub(crate) use crate::error::with_retry;
+pub(crate) use carrier::wire_error;
 use driver::{deadline, Patience};
 pub(crate) use wire::session_state;
 

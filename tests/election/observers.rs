@@ -2,7 +2,10 @@
 //! server: they see every leader in grant order (also across a server
 //! restart), never name a candidate before its campaign was granted, keep
 //! one watch (on the head node) for as long as a receiver lives, and stop
-//! naming a resigned leader when they cannot read the next one's node.
+//! naming a resigned leader when they cannot read the next one's node;
+//! they follow a directory removed and made again, watch a reader at the
+//! head (naming no one), and `leader()` leaves no watch and names the node
+//! it could not read.
 
 use zk_rwlock_fixtures as support;
 
@@ -10,9 +13,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use support::proxy::Proxy;
-use support::{candidate, client_on, eventually, server, unique_path, until_term};
+use support::{candidate, client_on, eventually, server, unique_path, until_term, wait_watching};
 use tokio::time::Instant;
-use zk_rwlock::{zk, ContenderState, Election, HoldState, Leader};
+use zk_rwlock::{zk, ContenderState, Election, HoldState, Leader, SharedLock};
 
 const WITHIN: Duration = Duration::from_secs(20);
 
@@ -276,4 +279,119 @@ async fn an_observer_that_cannot_read_the_head_does_not_name_a_resigned_leader()
         next.term()
     );
     next.resign().await.unwrap();
+}
+
+/// Waits until `rx` says no one is known to lead.
+async fn until_none(rx: &mut tokio::sync::watch::Receiver<Option<Leader>>) {
+    tokio::time::timeout(WITHIN, rx.wait_for(Option::is_none))
+        .await
+        .expect("the observer says None in time")
+        .expect("the observer runs");
+}
+
+/// An observer of a missing directory watches its creation, names its
+/// first leader, and after the directory is removed again watches its
+/// creation again; `leader()` leaves no watch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_observer_follows_a_directory_removed_and_made_again() {
+    let path = unique_path("observed-dir");
+    let zk = server();
+    let connect = zk.connect_string();
+    let observer = candidate(&connect, &path, "observer").await;
+    let session = observer.client().session_id().0;
+    let mut rx = observer.observe();
+    // No directory: an `exists` watch on it (wchp lists exists watches).
+    wait_watching(zk, &path, session).await;
+    assert_eq!(observer.leader().await.unwrap(), None);
+
+    let a = candidate(&connect, &path, "a").await;
+    let leading = a.campaign().await.unwrap();
+    until_term(&mut rx, leading.term()).await;
+    wait_watching(zk, leading.node(), session).await;
+    assert!(
+        !support::watches(zk, &path, session),
+        "no watch on the directory while someone leads"
+    );
+
+    // leader() through another session leaves no watch.
+    let asker = candidate(&connect, &path, "asker").await;
+    let named = asker.leader().await.unwrap().expect("a leads");
+    assert_eq!(named.node, leading.node());
+    assert_eq!(named.term, leading.term());
+    assert!(
+        !support::watches(zk, leading.node(), asker.client().session_id().0),
+        "leader() left a data watch on the head"
+    );
+    assert!(!support::watches(zk, &path, asker.client().session_id().0));
+
+    leading.resign().await.unwrap();
+    until_none(&mut rx).await;
+    // Remove the directory while the observer watches its children.
+    let admin = client_on(&connect).await;
+    match admin.delete(&path, None).await {
+        Ok(()) | Err(zk::Error::NoNode) => {}
+        Err(e) => panic!("delete {path}: {e}"),
+    }
+    wait_watching(zk, &path, session).await;
+    assert_eq!(observer.leader().await.unwrap(), None);
+    // Made again by the next campaign: named.
+    let leading = a.campaign().await.unwrap();
+    until_term(&mut rx, leading.term()).await;
+    leading.resign().await.unwrap();
+}
+
+/// A reader of a SharedLock at the head: the observer names no one and
+/// watches the reader's node; once it leaves, the waiting candidate is named.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_at_the_head_is_watched_and_names_no_one() {
+    let path = unique_path("reader-head");
+    let zk = server();
+    let connect = zk.connect_string();
+    let reader = SharedLock::builder(client_on(&connect).await, &path)
+        .identity("reader")
+        .build()
+        .unwrap();
+    let guard = reader.read().await.unwrap();
+    let observer = candidate(&connect, &path, "observer").await;
+    let session = observer.client().session_id().0;
+    let mut rx = observer.observe();
+    wait_watching(zk, guard.node(), session).await;
+    assert!(rx.borrow().is_none());
+    let a = candidate(&connect, &path, "a").await;
+    let waiting = tokio::spawn(async move { a.campaign().await.unwrap() });
+    support::wait_contenders(observer.lock(), 2).await;
+    assert_eq!(observer.leader().await.unwrap(), None, "a reader holds");
+    assert!(rx.borrow().is_none());
+    guard.release().await.unwrap();
+    let leading = support::joined(WITHIN, waiting).await;
+    until_term(&mut rx, leading.term()).await;
+    leading.resign().await.unwrap();
+}
+
+/// `leader()`'s NoAuth names the node it could not read (the head
+/// writer's), not the directory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leaders_noauth_names_the_unreadable_node() {
+    let path = unique_path("leader-noauth");
+    let connect = server().connect_string();
+    let admin = client_on(&connect).await;
+    support::mkdir_open(&admin, &path).await;
+    let b_client = zk::Client::connector()
+        .with_session_timeout(Duration::from_secs(4))
+        .with_auth("digest", b"bob:secret".as_slice())
+        .connect(&connect)
+        .await
+        .unwrap();
+    let b = Election::builder(b_client, &path)
+        .identity("b")
+        .acls(&zk::Acls::creator_all())
+        .build()
+        .unwrap();
+    let leading = b.campaign().await.unwrap();
+    let observer = candidate(&connect, &path, "observer").await;
+    match observer.leader().await {
+        Err(zk_rwlock::Error::NoAuth { path: named }) => assert_eq!(named, leading.node()),
+        other => panic!("leader() said {other:?}"),
+    }
+    leading.resign().await.unwrap();
 }

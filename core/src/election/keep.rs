@@ -46,6 +46,10 @@ pub enum Wrote {
     Raced,
     /// Refused: the announcement stays overwritten until the next write.
     Failed,
+    /// Its answer lost: it may not have been applied, so the node is read
+    /// again after a pause (the write is conditional on the version read:
+    /// the next read finds the announcement, or a newer version).
+    Lost,
     /// The node is gone or the session ended.
     Gone,
 }
@@ -130,12 +134,17 @@ impl KeepAnnounced {
     }
 
     /// What writing the announcement again answered, and what comes next:
-    /// the read's watch, unless the node is gone.
+    /// the read's watch, unless the node is gone or the answer was lost
+    /// (then a pause and a read, as after a lost read).
     pub fn written(&mut self, answer: Result<(), Error>) -> (Keeping, Wrote) {
         match answer {
             Ok(()) => (Keeping::Await, Wrote::Announced),
             Err(Error::BadVersion) => (Keeping::Await, Wrote::Raced),
             Err(Error::NoNode | Error::SessionEnded) => (Keeping::Stop(Ended::Gone), Wrote::Gone),
+            Err(Error::Unanswered) => {
+                self.pause = Backoff::ANNOUNCEMENT.next(self.pause);
+                (Keeping::Pause(self.pause), Wrote::Lost)
+            }
             Err(_) => (Keeping::Await, Wrote::Failed),
         }
     }

@@ -58,6 +58,9 @@ pub enum Looked {
     /// head), and that watch says when to look again; every earlier watch
     /// of the look is not needed (dropped).
     Over(Option<Leader>),
+    /// The answer does not answer the request (a carrier's error): the
+    /// look ends with it.
+    Mismatched,
 }
 
 /// One look at who leads an election, sans-IO: which request goes next,
@@ -104,6 +107,11 @@ impl Look {
     /// The answer to the last request.
     pub fn answered(&mut self, answer: LookAnswer) -> Looked {
         let next = match (&self.asked, answer) {
+            // The head gone between the listing and the read, or the
+            // directory made or removed meanwhile: list again.
+            (LookRequest::Read { .. }, LookAnswer::Missing)
+            | (LookRequest::List { watch: true }, LookAnswer::Missing)
+            | (LookRequest::WatchDirectory, LookAnswer::Exists(true)) => LookRequest::List { watch: false },
             // No directory: no one leads; an observer watches for its creation.
             (LookRequest::List { watch: false }, LookAnswer::Missing) if self.watch => {
                 LookRequest::WatchDirectory
@@ -144,11 +152,9 @@ impl Look {
                 // A read of the head always answers: no second read.
                 return Looked::Over(who_leads(&self.children, Some(head)).leader());
             }
-            // The head gone between the listing and the read, the
-            // directory made or removed meanwhile (a missing node to the
-            // children's watch, an existing one to `exists`), or an answer
-            // that does not answer the request: list again.
-            _ => LookRequest::List { watch: false },
+            // An answer that does not answer the request: the carrier's
+            // error, not the server's.
+            _ => return Looked::Mismatched,
         };
         Looked::Send(self.ask(next))
     }

@@ -87,9 +87,26 @@ fn a_write_raced_or_refused_waits_for_the_watch() {
         keep().written(Err(Error::NoAuth)),
         (Keeping::Await, Wrote::Failed)
     );
+}
+
+#[test]
+fn a_write_whose_answer_was_lost_is_read_again_after_a_pause() {
+    // It may not have reached the server: nothing would fire the watch.
+    let mut keep = keep();
+    assert_eq!(keep.read(Ok(node(b"junk", 2))), Keeping::Write { version: 2 });
     assert_eq!(
-        keep().written(Err(Error::Unanswered)),
-        (Keeping::Await, Wrote::Failed)
+        keep.written(Err(Error::Unanswered)),
+        (Keeping::Pause(ms(10)), Wrote::Lost)
+    );
+    assert_eq!(keep.read(Ok(node(b"junk", 2))), Keeping::Write { version: 2 });
+    assert_eq!(
+        keep.written(Err(Error::Unanswered)),
+        (Keeping::Pause(ms(10)), Wrote::Lost)
+    );
+    // Lost again without an answered read between: the pauses grow.
+    assert_eq!(
+        keep.written(Err(Error::Unanswered)),
+        (Keeping::Pause(ms(20)), Wrote::Lost)
     );
 }
 

@@ -160,10 +160,14 @@ fn a_head_writer_not_announced_or_persistent_leads_no_one() {
 }
 
 #[test]
-fn an_answer_that_does_not_answer_the_request_starts_the_look_again() {
-    run(true, &[(LookAnswer::Exists(true), list(false))]);
+fn an_answer_that_does_not_answer_the_request_ends_the_look() {
+    run(true, &[(LookAnswer::Exists(true), Looked::Mismatched)]);
     run(
         true,
-        &[(listed(&[W1]), read(W1, true)), (listed(&[W1]), list(false))],
+        &[
+            (listed(&[W1]), read(W1, true)),
+            (listed(&[W1]), Looked::Mismatched),
+        ],
     );
+    run(false, &[(LookAnswer::Exists(false), Looked::Mismatched)]);
 }
