@@ -1341,6 +1341,8 @@ fn a_check_of_my_own_node_refused_by_its_acl_found_it_there() {
         (Err(Error::NoAuth), WaitReply::Ok(true)),
         (Ok(Reply::Stat(Some(stat(3)))), WaitReply::Ok(true)),
         (Ok(Reply::Stat(None)), WaitReply::Ok(false)),
+        (Err(Error::Unanswered), WaitReply::Retry),
+        (Err(Error::SessionEnded), WaitReply::Failed),
     ] {
         let mut exchange = wire
             .exchange(&Action::Acquire(acquire::Action::CheckOwn), &machine)
