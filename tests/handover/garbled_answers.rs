@@ -314,6 +314,10 @@ async fn an_applied_release_whose_success_is_garbled_is_our_own_deletion() {
         async move { holder.write().await }
     });
     support::wait_contenders(&first_lock, 2).await;
+    // Waiting on it (not granted by a listing that found it gone): its
+    // release writes the record, in a multi.
+    let session = holder.client().session_id().0;
+    support::wait_watching(server(), first.node(), session).await;
     first.release().await.unwrap();
     let guard = support::joined(SHORT, w).await.unwrap();
     let node = guard.node().to_owned();
