@@ -27,8 +27,10 @@
 //! ```
 
 mod carry;
+mod keeping;
 
 pub use carry::{Answered, Carried, Carry, Fault, Kept, Send};
+pub use keeping::{Keeper, Keeping, Loss, Report};
 
 use crate::acquire::{self, Record, Reply as WaitReply};
 use crate::contender::{self, child_path, Action, Answer, Contender, Created, HeldNode, Owner};
