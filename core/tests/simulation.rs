@@ -3741,8 +3741,12 @@ impl World {
         } else {
             0
         };
+        // As the library's carrier, a failed answer comes with the client's
+        // error (the keeper reports a watch refused only with one).
+        let error = fed.is_err().then_some(());
         let mut wire = wire::Answered::of(fed);
         wire.watches = vec![(); left];
+        wire.error = error;
         // A watch the request left is kept only if the wire says whose it
         // is, and left to fire once not needed as it says.
         let before = carry.kept().len();
