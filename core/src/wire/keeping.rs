@@ -101,15 +101,25 @@ pub struct Report {
     pub unwatchable: bool,
 }
 
-/// The keeper of one held node (the module's documentation).
+/// The keeper of one held node (the module's documentation). Small, as a
+/// guard's keeper keeps it for the guard's whole life: its next read is
+/// made when it is given.
 #[derive(Debug)]
 pub struct Keeping<W> {
     /// The node's full path.
     path: String,
-    next: Option<Keeper<W>>,
+    next: Option<Next<W>>,
     /// The pause before the read is sent again after a lost answer.
     pause: Duration,
     stopped: bool,
+}
+
+/// The next step, the read not made yet.
+#[derive(Debug)]
+enum Next<W> {
+    Wait(W),
+    Send { after: Duration, again: bool },
+    Stop,
 }
 
 impl<W> Keeping<W> {
@@ -122,18 +132,28 @@ impl<W> Keeping<W> {
             pause: Duration::ZERO,
             stopped: false,
         };
-        let next = match (machine.first_watch_after(), watch) {
-            (None, Some(watch)) => Keeper::Wait(watch),
-            (after, _) => keeping.send(after.unwrap_or_default(), false),
-        };
-        keeping.next = Some(next);
+        keeping.next = Some(match (machine.first_watch_after(), watch) {
+            (None, Some(watch)) => Next::Wait(watch),
+            (after, _) => Next::Send {
+                after: after.unwrap_or_default(),
+                again: false,
+            },
+        });
         keeping
     }
 
     /// What the keeper does next; `None` until the news of the last step
     /// is handed back.
     pub fn poll(&mut self) -> Option<Keeper<W>> {
-        self.next.take()
+        Some(match self.next.take()? {
+            Next::Wait(watch) => Keeper::Wait(watch),
+            Next::Send { after, again } => Keeper::Send {
+                exchange: keep(&self.path),
+                after,
+                again,
+            },
+            Next::Stop => Keeper::Stop,
+        })
     }
 
     /// True once the keeper stopped ([`Keeper::Stop`]).
@@ -205,24 +225,15 @@ impl<W> Keeping<W> {
     /// The next step after the machine said `keep`, with the watch the
     /// news left (dropped unless waited on).
     fn then(&mut self, keep: Keep, watch: Option<W>, after: Duration, again: bool) {
-        let next = match (keep, watch) {
+        self.next = Some(match (keep, watch) {
             (Keep::Stop, _) => {
                 self.stopped = true;
-                Keeper::Stop
+                Next::Stop
             }
-            (Keep::Wait, Some(watch)) => Keeper::Wait(watch),
+            (Keep::Wait, Some(watch)) => Next::Wait(watch),
             // No watch to wait on: set one.
-            (Keep::Wait, None) | (Keep::Watch, _) => self.send(after, again),
-        };
-        self.next = Some(next);
-    }
-
-    fn send(&self, after: Duration, again: bool) -> Keeper<W> {
-        Keeper::Send {
-            exchange: keep(&self.path),
-            after,
-            again,
-        }
+            (Keep::Wait, None) | (Keep::Watch, _) => Next::Send { after, again },
+        });
     }
 }
 
