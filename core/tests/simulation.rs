@@ -4570,7 +4570,7 @@ impl World {
         // (`Contender::first_watch_after`: at once here, where no clock
         // runs; the library waits `FIRST_WATCH_AFTER` first).
         acq.keeper = Some(wire::Keeping::new(
-            &child_path(DIR, &me),
+            child_path(DIR, &me).into(),
             &acq.machine.inner,
             Some(()),
         ));

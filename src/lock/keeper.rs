@@ -69,7 +69,7 @@ use crate::zk;
 /// what the keeper's answers and events mean.
 pub(super) struct Flags {
     /// Full path of the guard's node.
-    node: Box<str>,
+    node: Arc<str>,
     machine: Mutex<Contender>,
     /// The guard's place in the lock's holders (stats and metrics), until
     /// it is known lost or its release begins.
@@ -86,7 +86,7 @@ impl Flags {
             info!(node = %node, "revocation requested");
         }
         Flags {
-            node: node.into_boxed_str(),
+            node: node.into(),
             machine: Mutex::new(machine),
             holder: Mutex::new(Some(holder)),
             notify: Notify::new(),
@@ -241,7 +241,7 @@ pub(super) fn start(
 /// stays resident for the guard's life is this future waiting on its
 /// watch; the request that sets the watch is boxed apart.
 async fn keep(client: zk::Client, flags: Arc<Flags>, watch: Option<WatchFuture>) {
-    let mut keeping = Keeping::new(&flags.node, &flags.machine(), watch);
+    let mut keeping = Keeping::new(flags.node.clone(), &flags.machine(), watch);
     while let Some(next) = keeping.poll() {
         match next {
             Keeper::Stop => return,

@@ -32,6 +32,7 @@
 //! }
 //! ```
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::{keep, Carried, Exchange};
@@ -106,8 +107,9 @@ pub struct Report {
 /// made when it is given.
 #[derive(Debug)]
 pub struct Keeping<W> {
-    /// The node's full path.
-    path: String,
+    /// The node's full path (shared with the carrier's copy: a guard's
+    /// keeper keeps it for the guard's life).
+    path: Arc<str>,
     next: Option<Next<W>>,
     /// The pause before the read is sent again after a lost answer.
     pause: Duration,
@@ -125,9 +127,9 @@ enum Next<W> {
 impl<W> Keeping<W> {
     /// The keeper of the node at `path` that `machine` holds; `watch` is
     /// the watch the acquire set on it, handed over at the grant, if any.
-    pub fn new(path: &str, machine: &Contender, watch: Option<W>) -> Keeping<W> {
+    pub fn new(path: Arc<str>, machine: &Contender, watch: Option<W>) -> Keeping<W> {
         let mut keeping = Keeping {
-            path: path.to_owned(),
+            path,
             next: None,
             pause: Duration::ZERO,
             stopped: false,

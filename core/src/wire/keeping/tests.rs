@@ -97,7 +97,7 @@ fn data(czxid: i64, payload: &[u8]) -> Result<Reply, Error> {
 /// A keeper of a node granted at once, its first read sent.
 fn reading() -> (Keeping<&'static str>, Contender) {
     let machine = granted_at_once();
-    let mut keeping = Keeping::new(PATH, &machine, None);
+    let mut keeping = Keeping::new(PATH.into(), &machine, None);
     assert!(next(&mut keeping).is_some());
     (keeping, machine)
 }
@@ -106,7 +106,7 @@ fn reading() -> (Keeping<&'static str>, Contender) {
 fn a_guard_granted_at_its_first_look_reads_its_node_only_after_the_bound() {
     let machine = granted_at_once();
     for handed in [None, Some("a watch that fired")] {
-        let mut keeping = Keeping::new(PATH, &machine, handed);
+        let mut keeping = Keeping::new(PATH.into(), &machine, handed);
         assert_eq!(next(&mut keeping), Some(Next::Send(FIRST_WATCH_AFTER, false)));
         assert_eq!(
             next(&mut keeping),
@@ -120,10 +120,10 @@ fn a_guard_granted_at_its_first_look_reads_its_node_only_after_the_bound() {
 #[test]
 fn a_guard_whose_wait_set_its_watch_waits_on_it_and_sets_one_at_once_if_none_was_handed() {
     let machine = granted_after_a_wait();
-    let mut keeping = Keeping::new(PATH, &machine, Some("the wait's watch"));
+    let mut keeping = Keeping::new(PATH.into(), &machine, Some("the wait's watch"));
     assert_eq!(next(&mut keeping), Some(Next::Wait("the wait's watch")));
     assert_eq!(next(&mut keeping), None);
-    let mut keeping = Keeping::new(PATH, &machine, None);
+    let mut keeping = Keeping::new(PATH.into(), &machine, None);
     assert_eq!(next(&mut keeping), Some(Next::Send(Duration::ZERO, false)));
 }
 
@@ -275,7 +275,7 @@ fn what_the_watchs_event_stops_and_reports() {
     ];
     for (kind, state, lost, stops) in table {
         let mut machine = granted_after_a_wait();
-        let mut keeping = Keeping::new(PATH, &machine, Some("the wait's watch"));
+        let mut keeping = Keeping::new(PATH.into(), &machine, Some("the wait's watch"));
         assert!(next(&mut keeping).is_some());
         let report = keeping.fired(&mut machine, kind, state);
         let row = format!("{kind:?} {state:?}");
@@ -307,7 +307,7 @@ fn news_of_a_lock_lost_before_or_of_the_releases_own_deletion_reports_no_loss() 
         (WatchedKind::Session, SessionState::Expired),
     ] {
         let mut machine = granted_at_once();
-        let mut keeping = Keeping::new(PATH, &machine, None);
+        let mut keeping = Keeping::new(PATH.into(), &machine, None);
         machine.held_lost();
         assert_eq!(keeping.fired(&mut machine, kind, state), Report::default());
         assert_eq!(next(&mut keeping), Some(Next::Stop));
