@@ -27,9 +27,11 @@
 //! ```
 
 mod carry;
+mod keeping;
 mod poll;
 
 pub use carry::{Answered, Carried, Carry, Fault, Kept, Send};
+pub use keeping::{Keeper, Keeping, Loss, Report};
 pub use poll::Poll;
 
 use crate::acquire::{self, Record, Reply as WaitReply};

@@ -199,12 +199,15 @@
 //! decides on.
 //!
 //! A granted contender holds for as long as the scheduler likes. Its
-//! keeper watches its node (taking over the wait's watch on it, or setting
-//! one with a read, at once: no clock runs here, where the library waits
-//! `contender::FIRST_WATCH_AFTER` for a guard granted at its first look;
-//! and again after each data change) and feeds what it
-//! learns with `held_watch_set` and `held_event`; the session's end is
-//! `held_lost`. The release is `release()`; a deadline, a `GiveUp` or a
+//! keeper runs the core's `wire::Keeping`, the library's keeper's loop: it
+//! watches its node (taking over the wait's watch on it, or setting one
+//! with a read, at once: no clock runs here, where the library waits
+//! `contender::FIRST_WATCH_AFTER` for a guard granted at its first look,
+//! and the pauses between reads are the library's; and again after each
+//! data change), feeds what it learns to `held_watch_set` and
+//! `held_event`, and what it reports is checked (a deletion only of a node
+//! that is gone, an unwatchable node only one whose ACL denies it READ);
+//! the session's end is `held_lost`. The release is `release()`; a deadline, a `GiveUp` or a
 //! failure is `withdraw()`. A contender may start again (in a new session
 //! if its session expired; once one of its acquires found the directory's
 //! data to be the lock's, the next ones do not check). In half the
@@ -636,7 +639,7 @@ use uuid::Uuid;
 use zk_rwlock_core::acquire::{self, Arrived, Event, NodeEvent, WatchedKind};
 use zk_rwlock_core::backoff::Backoff;
 use zk_rwlock_core::contender::{
-    self, child_path, node_data, Action, Failure, Input, Keep, Outcome as Ended, Replacement,
+    self, child_path, node_data, Action, Failure, Input, Outcome as Ended, Replacement,
     MAX_DIRECTORY_ATTEMPTS,
 };
 use zk_rwlock_core::election::{announcement, announces};
@@ -974,15 +977,19 @@ impl Machine {
         self.mutate(action)
     }
 
-    fn held_watch_set(&mut self, exchange: &Exchange) -> Keep {
-        self.inner.held_watch_set(exchange.held())
-    }
-
-    fn held_event(&mut self, event: NodeEvent) -> Keep {
-        if self.mutation == Mutation::IgnoreHeldDeletion && event == NodeEvent::Deleted {
-            return Keep::Wait;
+    /// The held node's watch fired: the keeper feeds it to the machine
+    /// (`wire::Keeping::fired`), but for the mutation that ignores the
+    /// node's deletion (the keeper waits on, as if nothing came).
+    fn held_fired(
+        &mut self,
+        keeping: &mut wire::Keeping<()>,
+        kind: WatchedKind,
+        state: SessionState,
+    ) -> Option<wire::Report> {
+        if self.mutation == Mutation::IgnoreHeldDeletion && NodeEvent::of(kind, state) == NodeEvent::Deleted {
+            return None;
         }
-        self.inner.held_event(event)
+        Some(keeping.fired(&mut self.inner, kind, state))
     }
 
     fn drops(&self, event: Event) -> bool {
@@ -1564,8 +1571,8 @@ struct Acq {
     waited: bool,
     last: &'static str,
     mark: bool,
-    /// What the keeper does.
-    keeper: Option<Keep>,
+    /// The keeper's loop, the core's (`wire::Keeping`), from the grant on.
+    keeper: Option<wire::Keeping<()>>,
     /// The server refused the release record.
     refused: bool,
     /// The release began in a live session.
@@ -3383,11 +3390,17 @@ impl World {
         write: Option<u64>,
     ) -> Check {
         let event = NodeEvent::of(kind, state);
+        let event_state = state;
         if let Some(writer) = self.contenders[c].writer.as_mut() {
             if whose == Watch::Held && writer.machine.inner.node() == Some(name) {
                 note!(self, "c{c}'s downgrading writer's keeper <- {event:?} ({name})");
-                let keep = writer.machine.held_event(event);
-                self.keep_writer(c, keep);
+                let czxid = writer.machine.inner.czxid();
+                let report = match writer.keeper.as_mut() {
+                    Some(keeping) => writer.machine.held_fired(keeping, kind, state),
+                    None => None,
+                };
+                self.check_keeper_report(c, czxid, report)?;
+                self.keep_writer(c);
                 return Ok(());
             }
         }
@@ -3400,7 +3413,7 @@ impl World {
         match (whose, state) {
             (Watch::Held, CState::Holding | CState::Releasing) if mine => {
                 note!(self, "c{c}'s keeper <- {event:?} ({name})");
-                self.keeper_event(c, event)
+                self.keeper_event(c, kind, event_state)
             }
             (Watch::Own, CState::Acquiring) if mine => {
                 note!(self, "c{c} <- own {event:?} ({name})");
@@ -3499,11 +3512,15 @@ impl World {
     }
 
     /// The held node's watch fired: the keeper tells the machine.
-    fn keeper_event(&mut self, c: usize, event: NodeEvent) -> Check {
+    fn keeper_event(&mut self, c: usize, kind: WatchedKind, state: SessionState) -> Check {
         let holding = self.contenders[c].state == CState::Holding;
-        let machine = &mut self.acq(c).machine;
-        let keep = machine.held_event(event);
-        let lost = machine.inner.is_lost();
+        let event = NodeEvent::of(kind, state);
+        let acq = self.acq(c);
+        let report = match acq.keeper.as_mut() {
+            Some(keeping) => acq.machine.held_fired(keeping, kind, state),
+            None => None,
+        };
+        let (czxid, lost) = (acq.machine.inner.czxid(), acq.machine.inner.is_lost());
         if holding && matches!(event, NodeEvent::Deleted | NodeEvent::SessionEnded) {
             self.stats.held_lost += 1;
             if !lost {
@@ -3512,33 +3529,53 @@ impl World {
                 ));
             }
         }
-        self.keep(c, keep);
+        self.check_keeper_report(c, czxid, report)?;
+        self.keep(c);
         Ok(())
     }
 
-    /// What the keeper does next: with `Keep::Watch`, the wire's read and
-    /// watch of the held node (`Wire::keep`).
-    fn keep(&mut self, c: usize, keep: Keep) {
-        let acq = self.acq(c);
-        acq.keeper = Some(keep);
-        if keep == Keep::Watch {
-            let name = acq.machine.inner.node().expect("a held node").to_owned();
-            let exchange = acq.wire.keep(&name);
+    /// What the keeper reports is so: its node (made at `czxid`) deleted
+    /// only if it is gone; its node unwatchable only if the node's ACL
+    /// denies it READ.
+    fn check_keeper_report(&mut self, c: usize, czxid: Option<i64>, report: Option<wire::Report>) -> Check {
+        let Some(report) = report else {
+            return Ok(());
+        };
+        let node = czxid.and_then(|z| self.nodes.get(&(z as u64)));
+        let deleted = matches!(report.lost, Some(wire::Loss::Deleted | wire::Loss::MadeAgain));
+        if deleted && czxid.is_some_and(|z| self.alive(z as u64)) {
+            return self.fail(format!(
+                "c{c}'s keeper reported its node lost by a deletion ({report:?}), and it is there"
+            ));
+        }
+        if report.unwatchable && node.is_none_or(|n| n.denied != Some(c)) {
+            return self.fail(format!(
+                "c{c}'s keeper reported its node unwatchable, and its ACL does not deny it READ"
+            ));
+        }
+        Ok(())
+    }
+
+    /// What the keeper does next (`wire::Keeping::poll`): it waits on the
+    /// watch the carrier keeps, or sends its read and watch of the held
+    /// node, at once (no clock runs here: its pause is the library's), or
+    /// it stopped.
+    fn keep(&mut self, c: usize) {
+        let next = self.acq(c).keeper.as_mut().and_then(wire::Keeping::poll);
+        if let Some(wire::Keeper::Send { exchange, .. }) = next {
             self.carry_keeper(c, false, exchange);
         }
     }
 
     /// As [`World::keep`], for a writer whose downgrade is under way (or
     /// was: it may be the holder again).
-    fn keep_writer(&mut self, c: usize, keep: Keep) {
+    fn keep_writer(&mut self, c: usize) {
         let k = &mut self.contenders[c];
         let Some(acq) = k.writer.as_mut().or(k.acq.as_mut()) else {
             return;
         };
-        acq.keeper = Some(keep);
-        if keep == Keep::Watch {
-            let name = acq.machine.inner.node().expect("a held node").to_owned();
-            let exchange = acq.wire.keep(&name);
+        let next = acq.keeper.as_mut().and_then(wire::Keeping::poll);
+        if let Some(wire::Keeper::Send { exchange, .. }) = next {
             self.carry_keeper(c, true, exchange);
         }
     }
@@ -3785,8 +3822,12 @@ impl World {
         } else {
             0
         };
+        // As the library's carrier, a failed answer comes with the client's
+        // error (the keeper reports a watch refused only with one).
+        let error = fed.is_err().then_some(());
         let mut wire = wire::Answered::of(fed);
         wire.watches = vec![(); left];
+        wire.error = error;
         // A watch the request left is kept only if the wire says whose it
         // is, and left to fire once not needed as it says.
         let before = carry.kept().len();
@@ -4022,10 +4063,15 @@ impl World {
         }
     }
 
-    /// The keeper's exchange is answered: what reading the held node found
-    /// goes to the machine (`Contender::held_watch_set`).
+    /// The keeper's exchange is answered: the keeper feeds what reading the
+    /// held node found to the machine (`wire::Keeping::answered`).
     fn kept(&mut self, c: usize, slot: Slot) -> Check {
         let holding = self.contenders[c].state == CState::Holding;
+        let state = match self.sessions[self.contenders[c].session].state {
+            Link::Connected => SessionState::Connected,
+            Link::Disconnected => SessionState::Disconnected,
+            Link::Expired => SessionState::Expired,
+        };
         let k = &mut self.contenders[c];
         let acq = match slot {
             Slot::WriterKeeper => k.writer.as_mut(),
@@ -4037,13 +4083,18 @@ impl World {
         let Some((carried, downgrading)) = acq.keeping.take() else {
             return Ok(());
         };
-        let keep = acq.machine.held_watch_set(carried.exchange());
+        let carried = carried.carry.finish();
+        let read = carried.exchange.held();
+        let report = acq
+            .keeper
+            .as_mut()
+            .map(|keeping| keeping.answered(&mut acq.machine.inner, carried, None, state));
         let (mine, lost) = (acq.machine.inner.czxid(), acq.machine.inner.is_lost());
+        self.check_keeper_report(c, mine, report)?;
         if downgrading || slot == Slot::WriterKeeper {
-            self.keep_writer(c, keep);
+            self.keep_writer(c);
             return Ok(());
         }
-        let read = carried.exchange().held();
         let gone = match &read {
             contender::Answer::NoNode | contender::Answer::SessionEnded => true,
             contender::Answer::Ok(node) => Some(node.czxid) != mine,
@@ -4057,7 +4108,7 @@ impl World {
                 ));
             }
         }
-        self.keep(c, keep);
+        self.keep(c);
         Ok(())
     }
 
@@ -4674,20 +4725,22 @@ impl World {
         let acq = self.acq(c);
         acq.waiting = false;
         let counts = acq.machine.inner.counts();
-        // The keeper takes over the wait's watch on my node, or sets one
+        // The keeper takes over the wait's watch on my node, the carrier's
+        // (the registry's, whose it is now), or sets one
         // (`Contender::first_watch_after`: at once here, where no clock
         // runs; the library waits `FIRST_WATCH_AFTER` first).
-        let keep = match acq.machine.inner.first_watch_after() {
-            None => Keep::Wait,
-            Some(_) => Keep::Watch,
-        };
+        acq.keeper = Some(wire::Keeping::new(
+            child_path(DIR, &me).into(),
+            &acq.machine.inner,
+            Some(()),
+        ));
         let s = self.contenders[c].session;
         for kept in &mut self.sessions[s].registry {
             if kept.name == me && kept.whose == Watch::Own {
                 kept.whose = Watch::Held;
             }
         }
-        self.keep(c, keep);
+        self.keep(c);
         self.stats.grants += 1;
         self.stats.peer_grants += u64::from(!native);
         if self.permits.is_some() {
@@ -5079,7 +5132,7 @@ impl World {
             // not watch it, and only the session's end (and the lease)
             // will tell, as the library documents.
             || k.acq.as_ref().is_some_and(|a| {
-                a.keeper == Some(Keep::Stop)
+                a.keeper.as_ref().is_some_and(wire::Keeping::is_stopped)
                     && a.machine
                         .inner
                         .czxid()

@@ -129,7 +129,7 @@ impl Carrier {
     pub(super) fn finished(&mut self, carrying: Carrying) -> (Exchange, Watches) {
         let carried = carrying.finish();
         if let (Some(fault), Some((_, path))) = (carried.blamed, carried.exchange.blame()) {
-            self.last_error = Some(Error::from_zk(client_error(fault), path));
+            self.last_error = Some(Error::from_zk(client_error(&fault), path));
         }
         (carried.exchange, carried.kept)
     }
@@ -216,24 +216,19 @@ impl Carrier {
     }
 }
 
-/// The keeper's read-and-watch of the held node at `path`
-/// ([`wire::keep`]): the exchange ([`Exchange::held`] says what it found),
-/// the watch it keeps, and the client's error.
-pub(super) async fn keep(
-    client: &zk::Client,
-    path: &str,
-) -> (Exchange, Option<WatchFuture>, Option<zk::Error>) {
+/// Carries the keeper's read-and-watch of the held node (`exchange`, as
+/// [`wire::Keeping`] gives it): the exchange with its answer, the watch it
+/// keeps, and the client's error behind a failure.
+pub(super) async fn keep(client: &zk::Client, exchange: Exchange) -> wire::Carried<WatchFuture, zk::Error> {
     let line = Line {
         client,
         acls: &[],
         directory_acls: &[],
         acl_read: None,
     };
-    let mut carrying = Carrying::new(wire::keep(path), Backoff::request(client.session_timeout()));
+    let mut carrying = Carrying::new(exchange, Backoff::request(client.session_timeout()));
     carry_on(&line, &mut carrying, None).await;
-    let carried = carrying.finish();
-    let watch = carried.kept.into_iter().map(|kept| kept.watch).next();
-    (carried.exchange, watch, carried.blamed.map(client_error))
+    carrying.finish()
 }
 
 /// Sends what `carrying` says, as it says, and hands it each answer in
@@ -324,9 +319,9 @@ pub(super) async fn look(
 
 /// The client's error behind a failed answer ([`wire::Fault`]): a garbled
 /// answer is one the client could not read.
-fn client_error(fault: wire::Fault<zk::Error>) -> zk::Error {
+pub(super) fn client_error(fault: &wire::Fault<zk::Error>) -> zk::Error {
     match fault {
-        wire::Fault::Carrier(e) => e,
+        wire::Fault::Carrier(e) => e.clone(),
         wire::Fault::Garbled => {
             zk::Error::UnexpectedError("an answer that does not match the request sent".to_owned())
         }

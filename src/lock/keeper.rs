@@ -4,8 +4,10 @@
 //! held node (an operator, another identity inside the directory's trust
 //! boundary), the guard says `Lost` from then on, and its release says the
 //! lock was lost. So each guard gets a small task at the grant, its keeper,
-//! which keeps one data watch (`getData`) on the node and feeds what it
-//! learns to the contender's machine ([`Contender::held_watch_set`],
+//! which keeps one data watch (`getData`) on the node. It carries the
+//! core's [`Keeping`], which says what to do next (wait on the watch, read
+//! and watch the node after a pause, stop) and what is reported, and feeds
+//! what it learns to the contender's machine ([`Contender::held_watch_set`],
 //! [`Contender::held_event`]), which decides what it means (see
 //! [`crate::contender`]'s rules):
 //!
@@ -50,17 +52,16 @@
 //! where its drop would wait for that runtime's own work.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
 
 use tokio::sync::Notify;
 use tracing::{debug, info, warn};
 
 use super::carrier;
-use super::wire::{node_event, WatchFuture};
+use super::wire::{session_ended, session_state, watched_kind, WatchFuture};
 use crate::background::{self, AbortOnDrop};
-use crate::backoff::Backoff;
-use crate::contender::{Action, Answer, Contender, Keep};
+use crate::contender::{Action, Contender};
 use crate::stats::{Holder, LostReason};
+use crate::wire::{Keeper, Keeping, Loss, Report};
 use crate::zk;
 
 /// What a guard shares with its keeper and with the futures that wait on
@@ -68,7 +69,7 @@ use crate::zk;
 /// what the keeper's answers and events mean.
 pub(super) struct Flags {
     /// Full path of the guard's node.
-    node: Box<str>,
+    node: Arc<str>,
     machine: Mutex<Contender>,
     /// The guard's place in the lock's holders (stats and metrics), until
     /// it is known lost or its release begins.
@@ -85,7 +86,7 @@ impl Flags {
             info!(node = %node, "revocation requested");
         }
         Flags {
-            node: node.into_boxed_str(),
+            node: node.into(),
             machine: Mutex::new(machine),
             holder: Mutex::new(Some(holder)),
             notify: Notify::new(),
@@ -144,17 +145,39 @@ impl Flags {
         let result = feed(&mut machine);
         let after = (machine.is_lost(), machine.is_revoked());
         drop(machine);
-        if after.0 && !before.0 {
+        self.learnt(
+            (after.0 && !before.0).then_some((why, reason)),
+            after.1 && !before.1,
+        );
+        result
+    }
+
+    /// Feeds the keeper's news to the machine through `feed` (the core's
+    /// [`Keeping`]); logs the loss it reports and a revocation request
+    /// newly seen, and wakes the guard's waiters.
+    fn learn(&self, feed: impl FnOnce(&mut Contender) -> Report) -> Report {
+        let mut machine = self.machine();
+        let before = machine.is_revoked();
+        let report = feed(&mut machine);
+        let revoked = machine.is_revoked() && !before;
+        drop(machine);
+        self.learnt(report.lost.map(lost_as), revoked);
+        report
+    }
+
+    /// Logs what became known: the lock `lost` (why, and the reason
+    /// counted), a revocation request; wakes the guard's waiters.
+    fn learnt(&self, lost: Option<(&str, LostReason)>, revoked: bool) {
+        if let Some((why, reason)) = lost {
             warn!(node = %self.node, why, "lock lost");
             if let Some(holder) = self.take_holder() {
                 holder.lost(reason);
             }
         }
-        if after.1 && !before.1 {
+        if revoked {
             info!(node = %self.node, "revocation requested");
         }
         self.notify.notify_waiters();
-        result
     }
 
     /// The guard's downgrade ended as `how` ([`Contender::end_replace`]): the
@@ -213,76 +236,55 @@ pub(super) fn start(
     }
 }
 
-/// The keeper's loop (see the [module documentation](self)): performs what
-/// the machine says ([`Keep`]). What stays resident for the guard's life is
-/// this future waiting on its watch; the request that sets the watch is
-/// boxed apart.
-async fn keep(client: zk::Client, flags: Arc<Flags>, mut watch: Option<WatchFuture>) {
-    // The machine says when the first watch is set: at once if the
-    // acquire handed one over, else after a bound (a short hold then
-    // costs no request).
-    let first = flags.machine().first_watch_after();
-    let mut next = match (first, &watch) {
-        (None, Some(_)) => Keep::Wait,
-        (Some(after), _) => {
-            watch = None;
-            tokio::time::sleep(after).await;
-            Keep::Watch
-        }
-        (None, None) => Keep::Watch,
-    };
-    let mut pause = Duration::ZERO;
-    loop {
-        next = match (next, watch.take()) {
-            (Keep::Stop, _) => return,
-            (Keep::Wait, Some(changed)) => {
-                let event = changed.await;
-                let (why, reason) = if event.event_type == zk::EventType::NodeDeleted {
-                    ("its node was deleted", LostReason::NodeDeleted)
-                } else {
-                    ("the session ended", LostReason::of_session(event.session_state))
-                };
-                flags.update(why, reason, |machine| machine.held_event(node_event(&event)))
+/// The keeper's loop (see the [module documentation](self)): does what
+/// the core's [`Keeping`] says, and hands it back what happened. What
+/// stays resident for the guard's life is this future waiting on its
+/// watch; the request that sets the watch is boxed apart.
+async fn keep(client: zk::Client, flags: Arc<Flags>, watch: Option<WatchFuture>) {
+    let mut keeping = Keeping::new(flags.node.clone(), &flags.machine(), watch);
+    while let Some(next) = keeping.poll() {
+        match next {
+            Keeper::Stop => return,
+            Keeper::Wait(watch) => {
+                let event = watch.await;
+                let (kind, state) = (watched_kind(event.event_type), session_state(event.session_state));
+                flags.learn(|machine| keeping.fired(machine, kind, state));
             }
-            (Keep::Wait, None) | (Keep::Watch, _) => {
-                let (keep, changed) = Box::pin(set_watch(&client, &flags)).await;
-                if keep == Keep::Watch {
-                    pause = Backoff::HELD_WATCH.next(pause);
-                    debug!(node = %flags.node, ?pause, "watching the held node again after a pause");
-                    tokio::time::sleep(pause).await;
-                } else {
-                    pause = Duration::ZERO;
+            Keeper::Send {
+                exchange,
+                after,
+                again,
+            } => {
+                if again {
+                    debug!(node = %flags.node, pause = ?after, "watching the held node again after a pause");
                 }
-                watch = changed;
-                keep
+                if !after.is_zero() {
+                    tokio::time::sleep(after).await;
+                }
+                let carried = Box::pin(carrier::keep(&client, exchange)).await;
+                let error = carried.blamed.as_ref().map(carrier::client_error);
+                let ended = error.as_ref().and_then(session_ended);
+                let state = session_state(client.state());
+                let report = flags.learn(|machine| keeping.answered(machine, carried, ended, state));
+                if let (true, Some(error)) = (report.unwatchable, error) {
+                    let error = crate::error::Error::from_zk(error, &flags.node);
+                    warn!(node = %flags.node, %error, "cannot watch the held node: only the session's end and the lease will be noticed");
+                }
             }
-        };
+        }
     }
 }
 
-/// Reads the node and sets a data watch on it ([`crate::wire::keep`]);
-/// the machine says what the answer means.
-async fn set_watch(client: &zk::Client, flags: &Flags) -> (Keep, Option<WatchFuture>) {
-    let (exchange, changed, error) = carrier::keep(client, &flags.node).await;
-    let answer = exchange.held();
-    let why = match &answer {
-        Answer::Ok(_) => "its node was deleted and made again by someone else",
-        _ => "its node was deleted, or the session ended",
-    };
-    let reason = match (&answer, &error) {
-        (Answer::Ok(_), _) | (_, Some(zk::Error::NoNode)) => LostReason::NodeDeleted,
-        (_, Some(zk::Error::SessionExpired)) => LostReason::SessionExpired,
-        _ => LostReason::of_session(client.state()),
-    };
-    if !matches!(
-        answer,
-        Answer::Ok(_) | Answer::NoNode | Answer::Retry | Answer::SessionEnded
-    ) {
-        if let Some(error) = error {
-            let error = crate::error::Error::from_zk(error, &flags.node);
-            warn!(node = %flags.node, %error, "cannot watch the held node: only the session's end and the lease will be noticed");
-        }
+/// What the library logs and counts for a loss the keeper reports, one to
+/// one.
+fn lost_as(loss: Loss) -> (&'static str, LostReason) {
+    match loss {
+        Loss::Deleted => ("its node was deleted", LostReason::NodeDeleted),
+        Loss::MadeAgain => (
+            "its node was deleted and made again by someone else",
+            LostReason::NodeDeleted,
+        ),
+        Loss::SessionExpired => ("the session ended", LostReason::SessionExpired),
+        Loss::SessionClosed => ("the session ended", LostReason::SessionClosed),
     }
-    let keep = flags.update(why, reason, |machine| machine.held_watch_set(answer));
-    (keep, changed.filter(|_| keep == Keep::Wait))
 }

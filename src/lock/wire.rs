@@ -1,5 +1,5 @@
-//! The client's vocabulary in the core's terms: watch events and session
-//! states translated one to one (what each means is the core's:
+//! The client's vocabulary in the core's terms: watch events, session
+//! states and the errors that name a session's end translated one to one (what each means is the core's:
 //! [`NodeEvent::of`], [`lease::Link::of`]), and the type of a pending watch.
 
 use crate::acquire::{NodeEvent, WatchedKind};
@@ -35,5 +35,17 @@ pub(crate) fn session_state(state: zk::SessionState) -> lease::SessionState {
         zk::SessionState::Expired => lease::SessionState::Expired,
         zk::SessionState::Closed => lease::SessionState::Closed,
         zk::SessionState::AuthFailed => lease::SessionState::AuthFailed,
+    }
+}
+
+/// The session's end a client's error names, in the core's terms (what it
+/// means is the core's: [`crate::wire::Keeping::answered`]); `None` for an
+/// error that names none.
+pub(super) fn session_ended(error: &zk::Error) -> Option<lease::SessionState> {
+    match error {
+        zk::Error::SessionExpired => Some(lease::SessionState::Expired),
+        zk::Error::ClientClosed => Some(lease::SessionState::Closed),
+        zk::Error::AuthFailed => Some(lease::SessionState::AuthFailed),
+        _ => None,
     }
 }

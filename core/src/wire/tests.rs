@@ -1199,7 +1199,7 @@ fn an_exchange_replaces_the_earlier_watches_of_the_kinds_it_sets() {
 
 /// A machine whose node `h-W-<seq>` was created, with `children` listed
 /// before it: the create's exchange, and the machine's next action.
-fn created(seq: i32, children: &[&str]) -> (Wire, Contender, Exchange, Action) {
+pub(super) fn created(seq: i32, children: &[&str]) -> (Wire, Contender, Exchange, Action) {
     let mut wire = wire();
     let mut machine = machine();
     let action = machine.start();
