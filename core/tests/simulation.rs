@@ -1684,6 +1684,8 @@ stats! {
     own_unreadable: "Waits refused the watch on their own node by its ACL (NoAuth).",
     polls: "Waits that polled the nodes they waited on (their ACL denies the waiter READ).",
     looks: "Looks of those polls (`exists` without a watch).",
+    looks_refused: "Looks a server that checks READ for `exists` answered NoAuth (the node there).",
+    polls_gone: "Polls ended by a look that found the node gone.",
     batched: "Waits that set their own node's and the marker's watches in one SetWatches (their handle knew it may read its nodes).",
     set_watches_fired: "Events a SetWatches fired at once (its own node gone or written since its czxid, the marker there).",
     places_checked: "Places in the queue (`Contender::place`) checked as they changed.",
@@ -4490,6 +4492,7 @@ impl World {
             return Ok(());
         };
         *under_way = false;
+        self.stats.looks_refused += u64::from(answer == Err(Error::NoAuth));
         // The model's time is its steps: lost answers never run out the
         // poll's retries (its connection comes back).
         let Some(event) = poll.looked(&answer, Duration::ZERO) else {
@@ -4497,6 +4500,7 @@ impl World {
         };
         acq.polls = None;
         note!(self, "c{c}'s poll found {event:?}");
+        self.stats.polls_gone += u64::from(event == NodeEvent::Deleted);
         self.on_arrived(
             c,
             Arrived {
@@ -5998,6 +6002,14 @@ fn schedules_keep_every_rule() {
             ("grants after an own-node check", totals.checked_grants),
             ("waits refused their own node's watch", totals.own_unreadable),
             ("waits that polled", totals.polls),
+            (
+                "polls ended by a look that found the node gone",
+                totals.polls_gone,
+            ),
+            (
+                "looks answered NoAuth by a server that checks READ",
+                totals.looks_refused,
+            ),
             ("Lost", totals.lost),
             ("SessionEnded", totals.session_ended),
             ("Exhausted", totals.exhausted),
@@ -6120,6 +6132,11 @@ fn semaphore_schedules_hold_n_permits_with_no_missed_wakeup_and_no_herd() {
             ("PermitsDisagree", totals.permits_disagree),
             ("strangers' nodes", totals.foreign_nodes),
             ("waiters checked at rest", totals.waiters_at_rest),
+            ("waits that polled", totals.polls),
+            (
+                "polls ended by a look that found the node gone",
+                totals.polls_gone,
+            ),
             ("Lost", totals.lost),
             ("SessionEnded", totals.session_ended),
             ("gave up", totals.gave_up),
