@@ -87,6 +87,16 @@ struct State {
     delay_events: Option<(String, std::time::Duration)>,
     /// Random bytes of random server-to-client frames are changed.
     garble: Option<Garble>,
+    /// `exists` of a path containing this text that finds the node is
+    /// answered `NoAuth` ([`Proxy::refuse_exists_of`]).
+    refuse_exists: Option<String>,
+    /// The xids of the `exists` requests whose answer is to be refused,
+    /// per connection.
+    refusing: Vec<(usize, i32)>,
+    /// How many answers were refused so far.
+    refused_exists: usize,
+    /// How many connections were made (each one's id).
+    connections: usize,
 }
 
 /// Which bytes [`Proxy::garble_replies`] changes.
@@ -347,6 +357,21 @@ impl Proxy {
             .map_or_else(Vec::new, |g| g.log.clone())
     }
 
+    /// Answers `exists` of every path that contains `path_part`, when it
+    /// finds the node there, with `NoAuth` instead (an empty reply with
+    /// that error), on every connection from now on; `exists` of a node
+    /// that is gone passes as it is. So a server from ZooKeeper 3.7.3,
+    /// 3.8.4 and 3.9.2 on answers an identity that may not READ the node
+    /// (ZOOKEEPER-2590): the test kit's 3.8.0 does not check READ there.
+    pub fn refuse_exists_of(&self, path_part: &str) {
+        self.state.lock().unwrap().refuse_exists = Some(path_part.to_owned());
+    }
+
+    /// How many `exists` answers [`Proxy::refuse_exists_of`] refused.
+    pub fn refused_exists(&self) -> usize {
+        self.state.lock().unwrap().refused_exists
+    }
+
     /// How many armed cuts (and garbled replies) have fired.
     pub fn fired(&self) -> usize {
         self.fired.load(Ordering::SeqCst)
@@ -399,9 +424,9 @@ fn spawn_pumps(
         });
         // Forget connections that are over.
         st.conns.retain(|c| !c.closed.load(Ordering::SeqCst));
-        st.conns.len()
+        st.connections += 1;
+        st.connections
     };
-    let _ = id;
     // Server to client: packet by packet (the first is the connect
     // response), unless replies are blocked; some watch notifications may
     // be held back.
@@ -428,6 +453,9 @@ fn spawn_pumps(
                 }
                 if let Some(garble) = state.lock().unwrap().garble.as_mut() {
                     garble.apply(&mut packet);
+                }
+                if !first {
+                    refuse_exists(id, &mut packet, &state);
                 }
                 let delay = if first {
                     None
@@ -473,6 +501,9 @@ fn spawn_pumps(
                 Some(i32::from_be_bytes([body[4], body[5], body[6], body[7]]))
             };
             first = false;
+            if op == Some(op::EXISTS) {
+                note_exists(id, &body, &state);
+            }
             let (cut, garble) = {
                 let mut st = state.lock().unwrap();
                 match op {
@@ -543,6 +574,50 @@ fn string_bytes(packet: &[u8]) -> Vec<usize> {
         out.extend(packet.len() - run..packet.len());
     }
     out
+}
+
+/// Notes the xid of an `exists` request (`body`: xid, type, path, watch)
+/// on connection `id` whose answer [`Proxy::refuse_exists_of`] refuses.
+fn note_exists(id: usize, body: &[u8], state: &Mutex<State>) {
+    let Some(len) = body.get(8..12) else { return };
+    let len = i32::from_be_bytes([len[0], len[1], len[2], len[3]]).max(0) as usize;
+    let Some(path) = body.get(12..12 + len) else {
+        return;
+    };
+    let path = String::from_utf8_lossy(path);
+    let mut st = state.lock().unwrap();
+    if st
+        .refuse_exists
+        .as_ref()
+        .is_some_and(|part| path.contains(part.as_str()))
+    {
+        let xid = i32::from_be_bytes([body[0], body[1], body[2], body[3]]);
+        st.refusing.push((id, xid));
+    }
+}
+
+/// Replaces `packet` (length prefix and body: xid, zxid, err, ...), the
+/// answer of an `exists` noted by [`note_exists`] on connection `id`, by
+/// an empty `NoAuth` answer if it found the node.
+fn refuse_exists(id: usize, packet: &mut Vec<u8>, state: &Mutex<State>) {
+    if packet.len() < 20 {
+        return;
+    }
+    let xid = i32::from_be_bytes([packet[4], packet[5], packet[6], packet[7]]);
+    let mut st = state.lock().unwrap();
+    let Some(at) = st.refusing.iter().position(|noted| *noted == (id, xid)) else {
+        return;
+    };
+    st.refusing.swap_remove(at);
+    let err = i32::from_be_bytes([packet[16], packet[17], packet[18], packet[19]]);
+    if err != 0 {
+        return;
+    }
+    const NO_AUTH: i32 = -102;
+    packet.truncate(20);
+    packet[0..4].copy_from_slice(&16i32.to_be_bytes());
+    packet[16..20].copy_from_slice(&NO_AUTH.to_be_bytes());
+    st.refused_exists += 1;
 }
 
 /// How long to hold back a reply body from the server, if it is a watch

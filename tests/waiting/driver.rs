@@ -86,6 +86,50 @@ async fn a_polling_waiter_waits_while_the_holder_holds_and_is_granted_on_its_rel
     guard.release().await.unwrap();
 }
 
+/// On a server that checks READ for `exists` of a node that is there
+/// (ZooKeeper 3.7.3, 3.8.4, 3.9.2 and later, ZOOKEEPER-2590: the proxy
+/// answers as such a server does), a waiter that may not read the node it
+/// waits on takes the refusal of its looks as "there": it waits while the
+/// holder holds, and is granted once the holder releases.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_polling_waiter_whose_looks_are_refused_while_the_node_is_there_waits_and_is_granted() {
+    let direct = server().connect_string();
+    let path = unique_path("poll-refused");
+    let admin = support::client().await;
+    support::mkdir_open(&admin, &path).await;
+    let proxy = Proxy::start(&direct);
+    let connect = |user: &'static str, to: String| async move {
+        zk::Client::connector()
+            .with_session_timeout(Duration::from_secs(8))
+            .with_auth("digest", user.as_bytes())
+            .connect(&to)
+            .await
+            .unwrap()
+    };
+    let bob = SharedLock::builder(connect("bob:secret", direct.clone()).await, &path)
+        .acls(&zk::Acls::creator_all())
+        .build()
+        .unwrap();
+    let alice = SharedLock::builder(connect("alice:secret", proxy.addr().to_owned()).await, &path)
+        .acls(&zk::Acls::creator_all())
+        .build()
+        .unwrap();
+    let held = bob.write().await.unwrap();
+    proxy.refuse_exists_of(held.node());
+    let waiter = tokio::spawn({
+        let alice = alice.clone();
+        async move { alice.write().await }
+    });
+    eventually("alice's looks at bob's node are refused", WITHIN, || async {
+        proxy.refused_exists() >= 3
+    })
+    .await;
+    assert!(!waiter.is_finished(), "the waiter waits while bob holds");
+    held.release().await.unwrap();
+    let guard = joined(WITHIN, waiter).await.expect("alice is granted");
+    guard.release().await.unwrap();
+}
+
 /// A waiter whose session expires learns it from the session event that its
 /// own node's watch (or the watched node's) delivers. It must fail with
 /// `SessionExpired` (or `SessionClosed`), never with `Lost`: its node was
