@@ -52,6 +52,7 @@
 //! where its drop would wait for that runtime's own work.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 use tokio::sync::Notify;
 use tracing::{debug, info, warn};
@@ -61,7 +62,7 @@ use super::wire::{session_ended, session_state, watched_kind, WatchFuture};
 use crate::background::{self, AbortOnDrop};
 use crate::contender::{Action, Contender};
 use crate::stats::{Holder, LostReason};
-use crate::wire::{Keeper, Keeping, Loss, Report};
+use crate::wire::{Exchange, Keeper, Keeping, Loss, Report};
 use crate::zk;
 
 /// What a guard shares with its keeper and with the futures that wait on
@@ -239,39 +240,59 @@ pub(super) fn start(
 /// The keeper's loop (see the [module documentation](self)): does what
 /// the core's [`Keeping`] says, and hands it back what happened. What
 /// stays resident for the guard's life is this future waiting on its
-/// watch; the request that sets the watch is boxed apart.
+/// watch: each step is made small before anything is awaited (the
+/// exchange boxed), and the pause and the request that sets the watch are
+/// a boxed future of their own ([`send`]).
 async fn keep(client: zk::Client, flags: Arc<Flags>, watch: Option<WatchFuture>) {
     let mut keeping = Keeping::new(flags.node.clone(), &flags.machine(), watch);
-    while let Some(next) = keeping.poll() {
-        match next {
-            Keeper::Stop => return,
-            Keeper::Wait(watch) => {
+    loop {
+        let step = match keeping.poll() {
+            None | Some(Keeper::Stop) => return,
+            Some(Keeper::Wait(watch)) => Ok(watch),
+            Some(Keeper::Send {
+                exchange,
+                after,
+                again,
+            }) => Err((Box::new(exchange), after, again)),
+        };
+        match step {
+            Ok(watch) => {
                 let event = watch.await;
                 let (kind, state) = (watched_kind(event.event_type), session_state(event.session_state));
                 flags.learn(|machine| keeping.fired(machine, kind, state));
             }
-            Keeper::Send {
-                exchange,
-                after,
-                again,
-            } => {
-                if again {
-                    debug!(node = %flags.node, pause = ?after, "watching the held node again after a pause");
-                }
-                if !after.is_zero() {
-                    tokio::time::sleep(after).await;
-                }
-                let carried = Box::pin(carrier::keep(&client, exchange)).await;
-                let error = carried.blamed.as_ref().map(carrier::client_error);
-                let ended = error.as_ref().and_then(session_ended);
-                let state = session_state(client.state());
-                let report = flags.learn(|machine| keeping.answered(machine, carried, ended, state));
-                if let (true, Some(error)) = (report.unwatchable, error) {
-                    let error = crate::error::Error::from_zk(error, &flags.node);
-                    warn!(node = %flags.node, %error, "cannot watch the held node: only the session's end and the lease will be noticed");
-                }
+            Err((exchange, after, again)) => {
+                Box::pin(send(&client, &flags, &mut keeping, *exchange, after, again)).await;
             }
         }
+    }
+}
+
+/// Sends the keeper's read of the node after the pause `after` (`again`:
+/// after a lost one), and hands [`Keeping`] what came of it; warns if the
+/// node cannot be watched.
+async fn send(
+    client: &zk::Client,
+    flags: &Flags,
+    keeping: &mut Keeping<WatchFuture>,
+    exchange: Exchange,
+    after: Duration,
+    again: bool,
+) {
+    if again {
+        debug!(node = %flags.node, pause = ?after, "watching the held node again after a pause");
+    }
+    if !after.is_zero() {
+        tokio::time::sleep(after).await;
+    }
+    let carried = carrier::keep(client, exchange).await;
+    let error = carried.blamed.as_ref().map(carrier::client_error);
+    let ended = error.as_ref().and_then(session_ended);
+    let state = session_state(client.state());
+    let report = flags.learn(|machine| keeping.answered(machine, carried, ended, state));
+    if let (true, Some(error)) = (report.unwatchable, error) {
+        let error = crate::error::Error::from_zk(error, &flags.node);
+        warn!(node = %flags.node, %error, "cannot watch the held node: only the session's end and the lease will be noticed");
     }
 }
 
