@@ -4729,16 +4729,23 @@ impl World {
         let acq = self.acq(c);
         acq.waiting = false;
         let counts = acq.machine.inner.counts();
-        // The keeper takes over the wait's watch on my node, the carrier's
-        // (the registry's, whose it is now), or sets one
+        // The keeper takes over the wait's watch on my node, if the
+        // carrier keeps one (the registry's, whose it is now), as the
+        // driver hands over the one it kept; or sets one
         // (`Contender::first_watch_after`: at once here, where no clock
         // runs; the library waits `FIRST_WATCH_AFTER` first).
+        let s = self.contenders[c].session;
+        let handed = self.sessions[s]
+            .registry
+            .iter()
+            .any(|kept| kept.name == me && kept.whose == Watch::Own && !kept.detached)
+            .then_some(());
+        let acq = self.acq(c);
         acq.keeper = Some(wire::Keeping::new(
             child_path(DIR, &me).into(),
             &acq.machine.inner,
-            Some(()),
+            handed,
         ));
-        let s = self.contenders[c].session;
         for kept in &mut self.sessions[s].registry {
             if kept.name == me && kept.whose == Watch::Own {
                 kept.whose = Watch::Held;
