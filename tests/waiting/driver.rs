@@ -31,6 +31,31 @@ async fn idle_watches(client: &zk::Client, tag: &str, n: usize) -> Vec<zk::Onesh
     kept
 }
 
+/// Two locks on the directory `path` (made, open), each with nodes only
+/// its own identity may read (`creator_all`): bob's session straight to the
+/// server, alice's to `alice_at` (the server, or a proxy to it).
+async fn locks_that_cannot_read_each_other(path: &str, alice_at: &str) -> (SharedLock, SharedLock) {
+    let admin = support::client().await;
+    support::mkdir_open(&admin, path).await;
+    let connect = |user: &'static str, to: String| async move {
+        zk::Client::connector()
+            .with_session_timeout(Duration::from_secs(8))
+            .with_auth("digest", user.as_bytes())
+            .connect(&to)
+            .await
+            .unwrap()
+    };
+    let lock = |client| {
+        SharedLock::builder(client, path)
+            .acls(&zk::Acls::creator_all())
+            .build()
+            .unwrap()
+    };
+    let bob = lock(connect("bob:secret", server().connect_string()).await);
+    let alice = lock(connect("alice:secret", alice_at.to_owned()).await);
+    (bob, alice)
+}
+
 /// A waiter that may not read the node it waits on polls it with `exists`
 /// (its watch is refused), and keeps waiting while the holder holds: also
 /// on a server that checks READ for `exists` of a node that is there
@@ -38,29 +63,8 @@ async fn idle_watches(client: &zk::Client, tag: &str, n: usize) -> Vec<zk::Onesh
 /// which says the node is there). It is granted once the holder releases.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_polling_waiter_waits_while_the_holder_holds_and_is_granted_on_its_release() {
-    let direct = server().connect_string();
     let path = unique_path("poll-holds");
-    let admin = support::client().await;
-    support::mkdir_open(&admin, &path).await;
-    let connect = |user: &'static str| {
-        let direct = direct.clone();
-        async move {
-            zk::Client::connector()
-                .with_session_timeout(Duration::from_secs(8))
-                .with_auth("digest", user.as_bytes())
-                .connect(&direct)
-                .await
-                .unwrap()
-        }
-    };
-    let bob = SharedLock::builder(connect("bob:secret").await, &path)
-        .acls(&zk::Acls::creator_all())
-        .build()
-        .unwrap();
-    let alice = SharedLock::builder(connect("alice:secret").await, &path)
-        .acls(&zk::Acls::creator_all())
-        .build()
-        .unwrap();
+    let (bob, alice) = locks_that_cannot_read_each_other(&path, &server().connect_string()).await;
     let held = bob.write().await.unwrap();
     assert!(matches!(
         alice.client().get_data(held.node()).await,
@@ -93,27 +97,9 @@ async fn a_polling_waiter_waits_while_the_holder_holds_and_is_granted_on_its_rel
 /// holder holds, and is granted once the holder releases.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_polling_waiter_whose_looks_are_refused_while_the_node_is_there_waits_and_is_granted() {
-    let direct = server().connect_string();
     let path = unique_path("poll-refused");
-    let admin = support::client().await;
-    support::mkdir_open(&admin, &path).await;
-    let proxy = Proxy::start(&direct);
-    let connect = |user: &'static str, to: String| async move {
-        zk::Client::connector()
-            .with_session_timeout(Duration::from_secs(8))
-            .with_auth("digest", user.as_bytes())
-            .connect(&to)
-            .await
-            .unwrap()
-    };
-    let bob = SharedLock::builder(connect("bob:secret", direct.clone()).await, &path)
-        .acls(&zk::Acls::creator_all())
-        .build()
-        .unwrap();
-    let alice = SharedLock::builder(connect("alice:secret", proxy.addr().to_owned()).await, &path)
-        .acls(&zk::Acls::creator_all())
-        .build()
-        .unwrap();
+    let proxy = Proxy::start(&server().connect_string());
+    let (bob, alice) = locks_that_cannot_read_each_other(&path, proxy.addr()).await;
     let held = bob.write().await.unwrap();
     proxy.refuse_exists_of(held.node());
     let waiter = tokio::spawn({
@@ -189,27 +175,9 @@ async fn a_waiter_whose_session_expires_fails_with_session_expired_not_lost() {
 /// is gone, and its node is still the only one it has.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_polling_waiter_survives_cut_connections_and_is_granted() {
-    let direct = server().connect_string();
-    let path = unique_path("review-poll-cut");
-    let admin = support::client().await;
-    support::mkdir_open(&admin, &path).await;
-    let proxy = Proxy::start(&direct);
-    let connect = |user: &'static str, to: String| async move {
-        zk::Client::connector()
-            .with_session_timeout(Duration::from_secs(8))
-            .with_auth("digest", user.as_bytes())
-            .connect(&to)
-            .await
-            .unwrap()
-    };
-    let bob = SharedLock::builder(connect("bob:secret", direct.clone()).await, &path)
-        .acls(&zk::Acls::creator_all())
-        .build()
-        .unwrap();
-    let alice = SharedLock::builder(connect("alice:secret", proxy.addr().to_owned()).await, &path)
-        .acls(&zk::Acls::creator_all())
-        .build()
-        .unwrap();
+    let path = unique_path("poll-cut");
+    let proxy = Proxy::start(&server().connect_string());
+    let (bob, alice) = locks_that_cannot_read_each_other(&path, proxy.addr()).await;
     let held = bob.write().await.unwrap();
     assert!(matches!(
         alice.client().get_data(held.node()).await,
