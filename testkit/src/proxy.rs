@@ -533,6 +533,9 @@ fn spawn_pumps(
             }
             if cut {
                 let _ = to.flush();
+                // Counted before the client can see it: a test that reads
+                // the count once its request failed finds this fault in it.
+                fired.fetch_add(1, Ordering::SeqCst);
                 if garble {
                     // xid, zxid, err: a reply header for a request never sent.
                     let mut reply = 16i32.to_be_bytes().to_vec();
@@ -542,7 +545,6 @@ fn spawn_pumps(
                     let _ = from.write_all(&reply);
                     let _ = from.flush();
                 }
-                fired.fetch_add(1, Ordering::SeqCst);
                 break;
             }
         }

@@ -556,45 +556,47 @@ async fn an_owner_does_not_nest_on_a_node_its_commit_found_gone() {
 
 /// The multi's answer lost (the connection cut right after it is
 /// forwarded) or garbled: `TransactionOutcomeUnknown`, never `Ok` nor an
-/// error that says nothing was written; the server applies it.
+/// error that says nothing was written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_or_garbled_commit_answer_is_an_unknown_outcome() {
     let proxy = Proxy::start(&server().connect_string());
     for garble in [false, true] {
-        let (stranger, dir) = data_dir("tx-cut").await;
+        let (_stranger, dir) = data_dir("tx-cut").await;
         let path = unique_path("tx-cut-lock");
         let holder = SharedLock::new(client_on(proxy.addr()).await, &path).unwrap();
         let guard = holder.write().await.unwrap();
-        let fired = proxy.fired();
-        if garble {
-            proxy.garble_after_request(&[op::MULTI]);
-        } else {
-            proxy.cut_after_request(&[op::MULTI]);
+        for attempt in 1.. {
+            let fired = proxy.fired();
+            if garble {
+                proxy.garble_after_request(&[op::MULTI]);
+            } else {
+                proxy.cut_after_request(&[op::MULTI]);
+            }
+            let result = guard
+                .transaction()
+                .set_data(&format!("{dir}/b"), b"new", None)
+                .commit()
+                .await;
+            proxy.cut_after_request(&[]);
+            proxy.garble_after_request(&[]);
+            assert!(
+                matches!(&result, Err(Error::TransactionOutcomeUnknown { .. })),
+                "garble={garble}: {result:?}"
+            );
+            if proxy.fired() == fired + 1 {
+                break;
+            }
+            // The client lost the connection on its own (a loaded machine)
+            // before the multi reached the proxy: unknown all the same, and
+            // the fault is tried again once the guard is back.
+            assert!(attempt < 3, "the fault never fired: {result:?}");
+            tokio::time::timeout(SHORT, guard.resumed()).await.unwrap();
         }
-        let result = guard
-            .transaction()
-            .set_data(&format!("{dir}/b"), b"new", Some(0))
-            .commit()
-            .await;
-        proxy.cut_after_request(&[]);
-        proxy.garble_after_request(&[]);
-        assert_eq!(proxy.fired(), fired + 1);
-        assert!(
-            matches!(&result, Err(Error::TransactionOutcomeUnknown { .. })),
-            "garble={garble}: {result:?}"
-        );
         let at = format!("{dir}/b");
-        if garble {
-            // The garbled answer came from the server: the multi was
-            // applied (maybe seen a moment later by another session).
-            let (stranger, at) = (&stranger, at.as_str());
-            support::eventually("the server's applied multi", SHORT, || async move {
-                read(stranger, at).await.as_deref() == Some(b"new".as_slice())
-            })
-            .await;
-        }
-        // (A cut one may or may not be applied, even later: the server
-        // drops a request whose connection closed before it was taken.)
+        // (The multi may or may not be applied, even later: the proxy
+        // answers the garbled reply itself and closes the connection, and
+        // the server drops a request whose connection closed before it was
+        // taken.)
         // The guard survives the cut (same session): it still holds and commits.
         tokio::time::timeout(SHORT, guard.resumed()).await.unwrap();
         guard
