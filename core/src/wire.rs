@@ -26,10 +26,12 @@
 //! action = wire.settle(&exchange, &mut machine)
 //! ```
 
+mod arrivals;
 mod carry;
 mod keeping;
 mod poll;
 
+pub use arrivals::{Arrivals, Now, Taken};
 pub use carry::{Answered, Carried, Carry, Fault, Kept, Send};
 pub use keeping::{Keeper, Keeping, Loss, Report};
 pub use poll::Poll;

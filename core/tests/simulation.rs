@@ -183,15 +183,15 @@
 //! answer [`wire::Exchange::held`]; a deadline is [`wire::deadline`].
 //! Events are taken as the core takes them: a watch's kind and the
 //! session's state by [`acquire::NodeEvent::of`], the session's changes by
-//! [`acquire::Event::of_session`], what arrived by
-//! [`acquire::Arrived::in_order`], routed by whose the watch is (my node's,
-//! the marker's, the watched node's, the held node's). Events that arrive
-//! while a request is in flight are fed with `Contender::event` before the
-//! answer, but a watched node's (`Arrived` takes none while a request is
-//! in flight): as the library's driver leaves them in its watch futures
-//! until the wait, the carrier keeps them and feeds the first at the next
-//! `Wait`, and drops them with the watches when it sends new ones (or the
-//! wait ends).
+//! [`acquire::Event::of_session`], routed by whose the watch is (my node's,
+//! the marker's, the watched node's, the held node's), and what arrived
+//! for an acquire is told to and taken from [`wire::Arrivals`], the
+//! library's driver's: the first of all that arrived when the wait takes
+//! one (`Arrivals::next`, the order [`acquire::Arrived::in_order`]); while
+//! a request is in flight my node's, the marker's and the session's, fed
+//! with `Contender::event` (`Arrivals::while_carrying`), but the watched
+//! nodes', which stay for the next `Wait` and go with the watches when the
+//! carrier sends new ones (`Arrivals::replaced`) or the wait ends.
 //!
 //! Every machine follows its place in the queue
 //! (`Contender::with_place(true)`); the carrier keeps the children of the
@@ -636,7 +636,7 @@ use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{FileFailurePersistence, RngAlgorithm, TestError, TestRng, TestRunner};
 use uuid::Uuid;
-use zk_rwlock_core::acquire::{self, Arrived, Event, NodeEvent, WatchedKind};
+use zk_rwlock_core::acquire::{self, Event, NodeEvent, WatchedKind};
 use zk_rwlock_core::backoff::Backoff;
 use zk_rwlock_core::contender::{
     self, child_path, node_data, Action, Failure, Input, Outcome as Ended, Replacement,
@@ -1559,13 +1559,13 @@ struct Acq {
     /// The release marker's watch the carrier keeps (set on an absent
     /// marker, not fired, not dropped).
     marker_watch: Option<String>,
-    /// Events of the watched nodes' watches that fired while an exchange
-    /// was under way, by node: as the library's driver, which takes none
-    /// of them before the wait (they stay in its watch futures), the
-    /// carrier keeps them for the next `Wait`, and drops them with the
-    /// watches when it sends new ones (but those of the nodes the exchange
-    /// keeps, [`wire::Exchange::kept`]).
-    fired: VecDeque<(String, Event)>,
+    /// What the watches and the session gave and the machine did not take
+    /// yet: the carrier's [`wire::Arrivals`], the library's driver's. The
+    /// watched nodes' events that fire while an exchange is under way stay
+    /// there for the next `Wait`, and go with the watches when the carrier
+    /// sends new ones (but those of the nodes the exchange keeps,
+    /// [`wire::Exchange::kept`]).
+    arrivals: wire::Arrivals,
     /// The polls of the wait (`Wait { poll: true }`), until it ends.
     polls: Option<Polls>,
     waited: bool,
@@ -3167,7 +3167,7 @@ impl World {
             waiting: false,
             watching: BTreeSet::new(),
             marker_watch: None,
-            fired: VecDeque::new(),
+            arrivals: wire::Arrivals::default(),
             polls: None,
             waited: false,
             last: "created",
@@ -3369,13 +3369,11 @@ impl World {
                         return Ok(());
                     }
                 }
-                self.on_arrived(
-                    c,
-                    Arrived {
-                        session: Some(state),
-                        ..Arrived::default()
-                    },
-                )
+                if !matches!(self.contenders[c].state, CState::Acquiring | CState::Withdrawing) {
+                    return Ok(());
+                }
+                self.acq(c).arrivals.session(state);
+                self.take_arrivals(c)
             }
         }
     }
@@ -3430,41 +3428,19 @@ impl World {
                     }
                     acq.own_told = Some(write);
                 }
-                let own = Some(event);
-                self.on_arrived(
-                    c,
-                    Arrived {
-                        own,
-                        ..Arrived::default()
-                    },
-                )
+                acq.arrivals.own(kind, event_state);
+                self.take_arrivals(c)
             }
             // A semaphore's: any watch its wait keeps, kept watches included
             // (`wire::Exchange::kept`), also while it lists again.
             (Watch::Watched, CState::Acquiring) if acq.watching.contains(name) || semaphore => {
-                let watched = Some(event);
+                acq.arrivals.watched(&child_path(DIR, name), kind, event_state);
                 if !acq.waiting {
-                    // Kept for the wait, as the driver does (`Acq::fired`).
-                    let arrived = Arrived {
-                        watched,
-                        ..Arrived::default()
-                    };
-                    for (_, input) in arrived.in_order() {
-                        if let Some(acquire::Input::Event(event)) = input {
-                            acq.fired.push_back((name.to_owned(), event));
-                        }
-                    }
                     note!(self, "c{c} keeps watched {event:?} ({name}) for its wait");
                     return Ok(());
                 }
                 note!(self, "c{c} <- watched {event:?} ({name})");
-                self.on_arrived(
-                    c,
-                    Arrived {
-                        watched,
-                        ..Arrived::default()
-                    },
-                )
+                self.take_arrivals(c)
             }
             (Watch::Marker, _) if acq.marker_watch.as_deref() == Some(name) => {
                 acq.marker_watch = None;
@@ -3472,29 +3448,50 @@ impl World {
                     return Ok(());
                 }
                 note!(self, "c{c} <- marker {kind:?} ({name})");
-                let marker = Some(kind);
-                self.on_arrived(
-                    c,
-                    Arrived {
-                        marker,
-                        ..Arrived::default()
-                    },
-                )
+                acq.arrivals.marker(kind);
+                self.take_arrivals(c)
             }
             _ => Ok(()),
         }
     }
 
-    /// What arrived, taken as the core takes it (`Arrived::in_order`): an
-    /// event for the machine, or nothing (a marker's event that is no
-    /// creation).
-    fn on_arrived(&mut self, c: usize, arrived: Arrived) -> Check {
-        for (_, input) in arrived.in_order() {
-            if let Some(acquire::Input::Event(event)) = input {
+    /// What arrived, taken as the machine takes it, by the carrier's
+    /// [`wire::Arrivals`] as the driver takes it: the first of all that
+    /// arrived while the machine waits ([`wire::Arrivals::next`]); my
+    /// node's, the marker's and the session's in full otherwise
+    /// ([`wire::Arrivals::while_carrying`]), the watched nodes' left for the
+    /// wait.
+    fn take_arrivals(&mut self, c: usize) -> Check {
+        self.take_arrivals_with(c, wire::Now::quiet(self.session_state(c)))
+    }
+
+    /// [`World::take_arrivals`], with what the wait found `now` (a poll's end).
+    fn take_arrivals_with(&mut self, c: usize, now: wire::Now) -> Check {
+        let acquiring = self.contenders[c].state == CState::Acquiring;
+        let acq = self.acq(c);
+        if !acq.waiting || !acquiring {
+            for event in acq.arrivals.while_carrying() {
                 self.on_event(c, event)?;
             }
+            return Ok(());
         }
-        Ok(())
+        match acq.arrivals.next(now) {
+            Some(wire::Taken {
+                input: acquire::Input::Event(event),
+                ..
+            }) => self.on_event(c, event),
+            Some(taken) => self.fail(format!("c{c} took {taken:?} from what arrived")),
+            None => Ok(()),
+        }
+    }
+
+    /// The session's state of contender `c`, in the client's terms.
+    fn session_state(&self, c: usize) -> SessionState {
+        match self.sessions[self.contenders[c].session].state {
+            Link::Connected => SessionState::Connected,
+            Link::Disconnected => SessionState::Disconnected,
+            Link::Expired => SessionState::Expired,
+        }
     }
 
     /// An event for the machine while it acquires (or withdraws).
@@ -3698,11 +3695,11 @@ impl World {
             .iter()
             .filter_map(|path| child_of(path).map(str::to_owned))
             .collect();
+        self.acq(c).arrivals.replaced(exchange);
         let kinds = exchange.replaces();
         for whose in kinds {
             match whose {
                 Watch::Marker => self.acq(c).marker_watch = None,
-                Watch::Watched => self.acq(c).fired.retain(|(name, _)| kept.contains(name)),
                 _ => {}
             }
             self.drop_watches(c, whose, &kept);
@@ -3741,7 +3738,7 @@ impl World {
     /// schedules keep the draws the mutation counts above were taken with.
     fn drop_wait_watches(&mut self, c: usize) {
         if let Some(acq) = self.contenders[c].acq.as_mut() {
-            acq.fired.clear();
+            acq.arrivals = wire::Arrivals::default();
         }
         if self.permits.is_some() {
             note!(
@@ -4215,11 +4212,16 @@ impl World {
         if let Action::Acquire(acquire::Action::Wait { poll }) = action {
             // A watched node's event kept while the exchange was under way
             // ends the wait at once.
-            return match self.acq(c).fired.pop_front() {
-                Some((name, event)) => {
-                    note!(self, "c{c} <- watched {event:?} ({name}), kept for the wait");
+            let now = wire::Now::quiet(self.session_state(c));
+            return match self.acq(c).arrivals.next(now) {
+                Some(wire::Taken {
+                    input: acquire::Input::Event(event),
+                    ..
+                }) => {
+                    note!(self, "c{c} <- {event:?}, kept for the wait");
                     self.on_event(c, event)
                 }
+                Some(taken) => self.fail(format!("c{c} took {taken:?} from what arrived")),
                 None => {
                     if poll {
                         self.start_polls(c);
@@ -4501,13 +4503,11 @@ impl World {
         acq.polls = None;
         note!(self, "c{c}'s poll found {event:?}");
         self.stats.polls_gone += u64::from(event == NodeEvent::Deleted);
-        self.on_arrived(
-            c,
-            Arrived {
-                watched: Some(event),
-                ..Arrived::default()
-            },
-        )
+        let now = wire::Now {
+            polled: Some(event),
+            ..wire::Now::quiet(self.session_state(c))
+        };
+        self.take_arrivals_with(c, now)
     }
 
     fn tx_answered(&mut self, c: usize, id: u64, serial: u64, answer: Result<Reply, Error>) -> Check {
@@ -6609,7 +6609,10 @@ fn scenario_a_data_change_before_a_permits_watches_are_all_set_is_kept_for_the_w
             w.deliver(s2)?;
         }
         expect(
-            w.contenders[2].acq.as_ref().is_some_and(|a| a.fired.len() == 1),
+            w.contenders[2]
+                .acq
+                .as_ref()
+                .is_some_and(|a| a.arrivals.has_watched()),
             "c2's carrier keeps c1's event",
         )?;
         w.settle()?;

@@ -16,17 +16,17 @@ use uuid::Uuid;
 use super::carrier::{look, Carrier, Watches};
 use super::held::{Failed, Held, Pending};
 use super::notice::log_notice;
-use super::wire::{node_event, session_state, watched_kind, WatchFuture};
+use super::wire::{client_state, session_state, watched_kind, WatchFuture};
 use super::SharedLock;
 use super::TRY_TIMEOUT;
-use crate::acquire::{self, Arrived, Counts, Event, Input, NodeEvent, Source};
+use crate::acquire::{self, Counts, Input, NodeEvent};
 use crate::backoff::Backoff;
 use crate::connect::missing_chroot;
 use crate::contender::{self, child_path, Blame, Contender, Deadlines, Downgrading, Ending, Failure};
 use crate::error::{is_retryable, Error};
 use crate::node_name::Mode;
 use crate::stats::End;
-use crate::wire::{self, Exchange, Notice, Watch};
+use crate::wire::{self, Arrivals, Exchange, Notice, Now, Watch};
 use crate::zk;
 
 /// Where an acquire publishes its place in the queue.
@@ -166,8 +166,7 @@ impl SharedLock {
             polled: Vec::new(),
             marker: None,
             last_error: None,
-            ended: None,
-            seen_state: None,
+            arrivals: Arrivals::default(),
         };
         let mut action = pending.machine.start();
         loop {
@@ -351,30 +350,9 @@ struct Driver<'a> {
     marker: Option<WatchFuture>,
     /// The error behind the last failed request, for `Failure::Request`.
     last_error: Option<Error>,
-    /// The terminal session state seen, if any.
-    ended: Option<zk::SessionState>,
-    /// A session state change that arrived and was not taken yet.
-    seen_state: Option<zk::SessionState>,
-}
-
-/// What arrived from the sources of a wait ([`Driver::gather`]).
-#[derive(Default)]
-struct Got {
-    own: Option<zk::WatchedEvent>,
-    marker: Option<zk::WatchedEvent>,
-    session: Option<zk::SessionState>,
-    watched: Option<Watched>,
-    deadline: bool,
-}
-
-impl Got {
-    fn is_empty(&self) -> bool {
-        self.own.is_none()
-            && self.marker.is_none()
-            && self.session.is_none()
-            && self.watched.is_none()
-            && !self.deadline
-    }
+    /// What the watches and the session's state gave and the machine did
+    /// not take yet ([`wire::Arrivals`]).
+    arrivals: Arrivals,
 }
 
 /// The watches a lock's waits left to fire ([`Exchange::lingers`]), one
@@ -419,21 +397,20 @@ impl Drop for Driver<'_> {
     }
 }
 
-/// What the watched node's source gave.
-enum Watched {
-    /// The watch on the node at this path fired.
-    Event(String, zk::WatchedEvent),
-    /// Polling it ended: gone, the session's end, or failed for good (the
-    /// client's error).
-    Polled(NodeEvent, Option<(zk::Error, String)>),
-    /// There is no watch to wait on.
-    Nothing,
+/// What a wait found besides what it told [`Arrivals`] ([`Driver::gather`]):
+/// taken now or never.
+#[derive(Default)]
+struct Found {
+    /// Polling a watched node ended: the event, and the client's error
+    /// behind a failure with the path of the node it polled.
+    polled: Option<(NodeEvent, Option<(zk::Error, String)>)>,
+    deadline: bool,
 }
 
 impl Driver<'_> {
-    /// Drops the watches of the kinds `exchange` sets (when it is sent):
-    /// the newer one replaces them. Changes of the session's state seen
-    /// before the wait's watches are set do not matter.
+    /// Drops the watches of the kinds `exchange` sets (when it is sent),
+    /// and what they gave that was not taken: the newer ones replace them
+    /// ([`Arrivals::replaced`]).
     fn replace_watches(&mut self, exchange: &Exchange) {
         let replaced = exchange.replaces();
         if replaced.contains(&Watch::Own) {
@@ -460,9 +437,9 @@ impl Driver<'_> {
             }
         }
         if exchange.forgets_session_changes() {
-            self.seen_state = None;
             while state_now(&mut self.states).is_some() {}
         }
+        self.arrivals.replaced(exchange);
     }
 
     /// Keeps the watches an exchange left ([`Exchange::watch`]).
@@ -481,212 +458,125 @@ impl Driver<'_> {
         }
     }
 
-    /// The child names of the watched nodes whose watches are set and have
-    /// not fired (a fired one stays, its event put back).
-    fn watches_pending(&mut self) -> Vec<String> {
-        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-        let mut pending = Vec::new();
-        for watching in &mut self.watched {
-            match watching.watch.as_mut().poll(&mut cx) {
-                std::task::Poll::Ready(event) => {
-                    watching.watch = fired(event);
-                    watching.lingers = false;
-                }
-                std::task::Poll::Pending => {
-                    let name = watching.path.rsplit('/').next().unwrap_or_default();
-                    pending.push(name.to_owned());
-                }
-            }
-        }
-        pending
+    /// Tells [`Arrivals`] what the watches gave: each that fired is taken
+    /// out (a watched node's no longer lingers: it has fired), and `cx` is
+    /// woken when one of those still pending fires. A source whose event
+    /// was not taken yet is not asked again.
+    fn collect(&mut self, cx: &mut std::task::Context<'_>) {
+        collect(
+            &mut self.arrivals,
+            &mut self.own_watch,
+            &mut self.marker,
+            &mut self.watched,
+            cx,
+        );
     }
 
-    /// Waits for the next event of an acquire that waits.
+    /// The child names of the watched nodes whose watches are set and have
+    /// not fired (a fired one's event waits in [`Arrivals`]).
+    fn watches_pending(&mut self) -> Vec<String> {
+        self.collect(&mut std::task::Context::from_waker(std::task::Waker::noop()));
+        let name = |watching: &Watching| watching.path.rsplit('/').next().unwrap_or_default().to_owned();
+        self.watched.iter().map(name).collect()
+    }
+
+    /// Waits for the next event of an acquire that waits: the first that
+    /// the machine takes of all that arrived ([`Arrivals::next`]).
     async fn wait(&mut self, poll: bool) -> Input<'static> {
         loop {
-            if let Some(input) = self.wait_once(poll).await {
-                return input;
-            }
-        }
-    }
-
-    /// Waits until something arrives, and takes what the machine takes
-    /// first of all that arrived ([`Arrived::in_order`]); the rest stays
-    /// where it arrived, for the next look or the next request's
-    /// [`Driver::pump`]. `None` for what the machine says means nothing (a
-    /// release marker's event that is not its creation).
-    async fn wait_once(&mut self, poll: bool) -> Option<Input<'static>> {
-        let mut got = self.gather(poll).await;
-        let client = &self.lock.inner.client;
-        // A poll that ended: the node is gone, or checking it failed.
-        let mut polled_error = None;
-        let watched = match &mut got.watched {
-            None => None,
-            Some(Watched::Event(_, event)) => Some((node_event(event), event.session_state)),
-            Some(Watched::Nothing) => Some((NodeEvent::Other, client.state())),
-            Some(Watched::Polled(event, error)) => {
-                polled_error = error.take().map(|(e, path)| Error::from_zk(e, &path));
-                Some((*event, client.state()))
-            }
-        };
-        let arrived = Arrived {
-            own: got.own.as_ref().map(node_event),
-            marker: got.marker.as_ref().map(|event| watched_kind(event.event_type)),
-            session: got.session.map(session_state),
-            watched: watched.map(|(event, _)| event),
-            deadline: got.deadline,
-        };
-        let (source, input) = arrived.in_order().into_iter().next()?;
-        // The session state the event carries: a watch hears of the
-        // session's end before `client.state()` says so.
-        let state = match source {
-            Source::Own => got.own.take().map(|event| event.session_state),
-            Source::Marker => got.marker.take().map(|event| event.session_state),
-            Source::Session => got.session.take(),
-            Source::Watched => {
-                got.watched = None;
-                if polled_error.is_some() {
-                    self.last_error = polled_error;
+            let found = self.gather(poll).await;
+            let client = &self.lock.inner.client;
+            let (polled, error) = found.polled.unzip();
+            let now = Now {
+                state: session_state(client.state()),
+                polled,
+                nothing_to_watch: !poll && self.watched.is_empty(),
+                deadline: found.deadline,
+            };
+            if let Some(taken) = self.arrivals.next(now) {
+                if let Some((e, path)) = error.flatten().filter(|_| taken.polled) {
+                    self.last_error = Some(Error::from_zk(e, &path));
                 }
-                watched.map(|(_, state)| state)
+                return taken.input;
             }
-            Source::Deadline => None,
         }
-        .unwrap_or_else(|| client.state());
-        self.put_back(got);
-        if let Some(Input::Event(
-            Event::SessionEnded
-            | Event::Own(NodeEvent::SessionEnded)
-            | Event::Watched(NodeEvent::SessionEnded),
-        )) = input
-        {
-            self.ended = Some(state)
-                .filter(|state| session_state(*state).is_over())
-                .or(Some(client.state()));
-        }
-        input
     }
 
-    /// Waits until at least one source of the wait has something, and
-    /// returns all that have: my node's watch, the marker's, the session's
-    /// state, the watched node's watch (or its polling, with `poll`; or at
-    /// once if there is no watch to wait on: a fresh snapshot decides), the
-    /// deadline. What it returns is taken out of its source.
-    async fn gather(&mut self, poll: bool) -> Got {
+    /// Waits until at least one source of the wait has something (or
+    /// something waits in [`Arrivals`]): my node's watch, the marker's,
+    /// the session's state, the watched nodes' watches (or their polling,
+    /// with `poll`; or at once if there is no watch to wait on: a fresh
+    /// look decides), the deadline. What the watches and the session gave
+    /// goes to [`Arrivals`]; the rest is returned.
+    async fn gather(&mut self, poll: bool) -> Found {
         use std::future::Future;
-        let Driver {
-            lock,
-            states,
-            own_watch,
-            watched,
-            polled,
-            marker,
-            until,
-            seen_state,
-            ..
-        } = self;
-        let client = &lock.inner.client;
-        let nothing_to_watch = !poll && watched.is_empty();
-        let polled = &*polled;
+        let nothing_to_watch = !poll && self.watched.is_empty();
+        let client = self.lock.inner.client.clone();
+        let polled_paths = self.polled.clone();
+        let polling = poll && !self.arrivals.has_watched();
         let mut polled = std::pin::pin!(async {
-            if poll {
-                poll_until_one_gone(client, polled).await
+            if polling {
+                poll_until_one_gone(&client, &polled_paths).await
             } else {
                 std::future::pending().await
             }
         });
-        let mut changed = std::pin::pin!(async {
-            match seen_state.take() {
-                Some(state) => state,
-                None => states.changed().await,
-            }
-        });
-        let until = *until;
+        let until = self.until;
         let mut deadline = std::pin::pin!(async {
             match until {
                 Some(until) => tokio::time::sleep_until(until).await,
                 None => std::future::pending().await,
             }
         });
+        let Driver {
+            states,
+            own_watch,
+            marker,
+            watched,
+            arrivals,
+            ..
+        } = self;
+        let mut changed = std::pin::pin!(states.changed());
         std::future::poll_fn(|cx| {
-            let mut got = Got {
-                own: poll_watch(own_watch, cx),
-                marker: poll_watch(marker, cx),
-                ..Got::default()
-            };
-            if let std::task::Poll::Ready(state) = changed.as_mut().poll(cx) {
-                got.session = Some(state);
+            collect(arrivals, own_watch, marker, watched, cx);
+            if !arrivals.has_session() {
+                if let std::task::Poll::Ready(state) = changed.as_mut().poll(cx) {
+                    arrivals.session(session_state(state));
+                }
             }
-            got.watched = if nothing_to_watch {
-                Some(Watched::Nothing)
-            } else {
-                // A polled node's other watched nodes are watched still.
-                poll_any(watched, cx).or_else(|| match polled.as_mut().poll(cx) {
-                    std::task::Poll::Ready((event, error)) => Some(Watched::Polled(event, error)),
+            let found = Found {
+                polled: match polled.as_mut().poll(cx) {
+                    std::task::Poll::Ready(polled) => Some(polled),
                     std::task::Poll::Pending => None,
-                })
+                },
+                deadline: deadline.as_mut().poll(cx).is_ready(),
             };
-            got.deadline = deadline.as_mut().poll(cx).is_ready();
-            if got.is_empty() {
+            if arrivals.is_empty() && found.polled.is_none() && !found.deadline && !nothing_to_watch {
                 std::task::Poll::Pending
             } else {
-                std::task::Poll::Ready(got)
+                std::task::Poll::Ready(found)
             }
         })
         .await
     }
 
-    /// Puts back what arrived and was not taken, as it arrived: a fired
-    /// watch stays fired (its event is there at once), a session state
-    /// change stays seen. A poll's end not taken is dropped (the next wait
-    /// polls again), as is the deadline (looked at again).
-    fn put_back(&mut self, got: Got) {
-        if let Some(event) = got.own {
-            self.own_watch = Some(fired(event));
-        }
-        if let Some(event) = got.marker {
-            self.marker = Some(fired(event));
-        }
-        if let Some(state) = got.session {
-            self.seen_state = Some(state);
-        }
-        if let Some(Watched::Event(path, event)) = got.watched {
-            // Put back as it was: a watch fired is no longer left to fire.
-            self.watched.push(Watching {
-                path,
-                lingers: false,
-                watch: fired(event),
-            });
-        }
-    }
-
-    /// Tells the machine what arrived while a request was in flight: our own
-    /// node's watch, the release marker's, and the session's state changes,
-    /// all of it, in the order the machine takes it ([`Arrived::in_order`]).
+    /// Tells the machine what arrived while a request was in flight: my
+    /// own node's watch, the release marker's, and the session's state
+    /// changes, all of it ([`Arrivals::while_carrying`]).
     fn pump(&mut self, machine: &mut Contender) {
         loop {
-            let own = take_ready(&mut self.own_watch);
-            let marker = take_ready(&mut self.marker);
-            let session = self.seen_state.take().or_else(|| state_now(&mut self.states));
-            let arrived = Arrived {
-                own: own.as_ref().map(node_event),
-                marker: marker.as_ref().map(|event| watched_kind(event.event_type)),
-                session: session.map(session_state),
-                watched: None,
-                deadline: false,
-            };
-            if arrived.is_empty() {
+            self.collect(&mut std::task::Context::from_waker(std::task::Waker::noop()));
+            if !self.arrivals.has_session() {
+                if let Some(state) = state_now(&mut self.states) {
+                    self.arrivals.session(session_state(state));
+                }
+            }
+            let arrivals = &self.arrivals;
+            if !(arrivals.has_own() || arrivals.has_marker() || arrivals.has_session()) {
                 return;
             }
-            for state in own.map(|event| event.session_state).into_iter().chain(session) {
-                if session_state(state).is_over() {
-                    self.ended = Some(state);
-                }
-            }
-            for (_, input) in arrived.in_order() {
-                if let Some(Input::Event(event)) = input {
-                    machine.event(event);
-                }
+            for event in self.arrivals.while_carrying() {
+                machine.event(event);
             }
         }
     }
@@ -729,8 +619,9 @@ impl Driver<'_> {
         match failure {
             Failure::Lost => lock.gone_error(&self.node),
             Failure::SessionEnded => self
-                .ended
-                .and_then(Error::from_session_state)
+                .arrivals
+                .ended()
+                .and_then(|state| Error::from_session_state(client_state(state)))
                 .unwrap_or_else(|| lock.gone_error(&self.node)),
             Failure::Exhausted => Error::SequenceExhausted {
                 path: lock.inner.path.clone(),
@@ -830,11 +721,32 @@ async fn poll_until_gone(client: &zk::Client, path: &str) -> (NodeEvent, Option<
     }
 }
 
-/// The event of a watch that has fired (checked without waiting); a
-/// finished watch is taken out, as it must not be polled again.
-fn take_ready(watch: &mut Option<WatchFuture>) -> Option<zk::WatchedEvent> {
-    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-    poll_watch(watch, &mut cx)
+/// [`Driver::collect`], on the fields it takes.
+fn collect(
+    arrivals: &mut Arrivals,
+    own_watch: &mut Option<WatchFuture>,
+    marker: &mut Option<WatchFuture>,
+    watched: &mut Vec<Watching>,
+    cx: &mut std::task::Context<'_>,
+) {
+    if !arrivals.has_own() {
+        if let Some(event) = poll_watch(own_watch, cx) {
+            arrivals.own(watched_kind(event.event_type), session_state(event.session_state));
+        }
+    }
+    if !arrivals.has_marker() {
+        if let Some(event) = poll_watch(marker, cx) {
+            arrivals.marker(watched_kind(event.event_type));
+        }
+    }
+    watched.retain_mut(|watching| match watching.watch.as_mut().poll(cx) {
+        std::task::Poll::Ready(event) => {
+            let (kind, state) = (watched_kind(event.event_type), session_state(event.session_state));
+            arrivals.watched(&watching.path, kind, state);
+            false
+        }
+        std::task::Poll::Pending => true,
+    });
 }
 
 /// Polls a watch: its event if it has fired (the watch taken out, as it
@@ -848,25 +760,6 @@ fn poll_watch(watch: &mut Option<WatchFuture>, cx: &mut std::task::Context<'_>) 
         }
         std::task::Poll::Pending => None,
     }
-}
-
-/// Polls several watches: the first that has fired, with its node's path
-/// (taken out); otherwise `cx` is woken when one fires.
-fn poll_any(watches: &mut Vec<Watching>, cx: &mut std::task::Context<'_>) -> Option<Watched> {
-    let (index, event) = watches.iter_mut().enumerate().find_map(|(index, watching)| {
-        match watching.watch.as_mut().poll(cx) {
-            std::task::Poll::Ready(event) => Some((index, event)),
-            std::task::Poll::Pending => None,
-        }
-    })?;
-    let watching = watches.swap_remove(index);
-    Some(Watched::Event(watching.path.clone(), event))
-}
-
-/// A watch that has fired with `event`, as it was before its event was
-/// taken (put back: [`Driver::put_back`]).
-fn fired(event: zk::WatchedEvent) -> WatchFuture {
-    Box::pin(std::future::ready(event))
 }
 
 /// The next session state change already seen, without waiting.

@@ -1,18 +1,13 @@
 //! The client's vocabulary in the core's terms: watch events, session
 //! states and the errors that name a session's end translated one to one (what each means is the core's:
-//! [`NodeEvent::of`], [`lease::Link::of`]), and the type of a pending watch.
+//! [`NodeEvent::of`](crate::acquire::NodeEvent::of), [`lease::Link::of`]), and the type of a pending watch.
 
-use crate::acquire::{NodeEvent, WatchedKind};
+use crate::acquire::WatchedKind;
 use crate::lease;
 use crate::zk;
 
 /// A pending watch: its event, once it fires.
 pub(super) type WatchFuture = std::pin::Pin<Box<dyn std::future::Future<Output = zk::WatchedEvent> + Send>>;
-
-/// The machine's view of a watch event ([`NodeEvent::of`] decides).
-pub(super) fn node_event(event: &zk::WatchedEvent) -> NodeEvent {
-    NodeEvent::of(watched_kind(event.event_type), session_state(event.session_state))
-}
 
 /// The core's copy of a watch event's kind, one to one.
 pub(super) fn watched_kind(kind: zk::EventType) -> WatchedKind {
@@ -35,6 +30,18 @@ pub(crate) fn session_state(state: zk::SessionState) -> lease::SessionState {
         zk::SessionState::Expired => lease::SessionState::Expired,
         zk::SessionState::Closed => lease::SessionState::Closed,
         zk::SessionState::AuthFailed => lease::SessionState::AuthFailed,
+    }
+}
+
+/// The client's session state of the core's copy, one to one.
+pub(super) fn client_state(state: lease::SessionState) -> zk::SessionState {
+    match state {
+        lease::SessionState::Connected => zk::SessionState::SyncConnected,
+        lease::SessionState::ConnectedReadOnly => zk::SessionState::ConnectedReadOnly,
+        lease::SessionState::Disconnected => zk::SessionState::Disconnected,
+        lease::SessionState::Expired => zk::SessionState::Expired,
+        lease::SessionState::Closed => zk::SessionState::Closed,
+        lease::SessionState::AuthFailed => zk::SessionState::AuthFailed,
     }
 }
 
