@@ -3698,9 +3698,8 @@ impl World {
         self.acq(c).arrivals.replaced(exchange);
         let kinds = exchange.replaces();
         for whose in kinds {
-            match whose {
-                Watch::Marker => self.acq(c).marker_watch = None,
-                _ => {}
+            if whose == Watch::Marker {
+                self.acq(c).marker_watch = None;
             }
             self.drop_watches(c, whose, &kept);
         }

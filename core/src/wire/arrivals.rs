@@ -133,7 +133,8 @@ impl Arrivals {
 
     /// True if the watched node at `path` has an event here: its watch
     /// fired, and is no longer pending.
-    pub fn fired(&self, path: &str) -> bool {
+    #[cfg(test)]
+    fn fired(&self, path: &str) -> bool {
         self.watched.iter().any(|(p, _, _)| p == path)
     }
 

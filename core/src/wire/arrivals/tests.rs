@@ -252,7 +252,8 @@ fn each_source_waits_here_until_taken_and_says_so() {
     let empty = Arrivals::default();
     assert!(empty.is_empty());
     assert!(!(empty.has_own() || empty.has_marker() || empty.has_session() || empty.has_watched()));
-    let told: [(&str, fn(&mut Arrivals)); 4] = [
+    type Tell = fn(&mut Arrivals);
+    let told: [(&str, Tell); 4] = [
         ("own", |a| a.own(DataChanged, Connected)),
         ("marker", |a| a.marker(Created)),
         ("session", |a| a.session(Disconnected)),
