@@ -4305,6 +4305,7 @@ impl World {
         if acq.machine.inner.marker_watch_needed() || acq.machine.mutation == Mutation::KeepMarkerWatch {
             return;
         }
+        acq.arrivals.marker_dropped();
         let Some(name) = acq.marker_watch.take() else {
             return;
         };

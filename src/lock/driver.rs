@@ -182,8 +182,10 @@ impl SharedLock {
             }
             driver.until = pending.machine.deadline(deadlines);
             if !pending.machine.marker_watch_needed() {
-                // Dropping it removes it from the server, unless it fired.
+                // Dropping it removes it from the server, unless it fired;
+                // an event of it not taken yet goes too.
                 driver.marker = None;
+                driver.arrivals.marker_dropped();
             }
             if driver.node.is_empty() {
                 if let Some(name) = pending.machine.node() {
@@ -473,9 +475,12 @@ impl Driver<'_> {
     }
 
     /// The child names of the watched nodes whose watches are set and have
-    /// not fired (a fired one's event waits in [`Arrivals`]).
+    /// not fired (a fired one's event waits in [`Arrivals`]). My node's
+    /// watch and the marker's are left as they are: a grant that follows
+    /// hands my node's, fired or not, to the guard's keeper.
     fn watches_pending(&mut self) -> Vec<String> {
-        self.collect(&mut std::task::Context::from_waker(std::task::Waker::noop()));
+        let cx = &mut std::task::Context::from_waker(std::task::Waker::noop());
+        collect_watched(&mut self.arrivals, &mut self.watched, cx);
         let name = |watching: &Watching| watching.path.rsplit('/').next().unwrap_or_default().to_owned();
         self.watched.iter().map(name).collect()
     }
@@ -739,6 +744,11 @@ fn collect(
             arrivals.marker(watched_kind(event.event_type));
         }
     }
+    collect_watched(arrivals, watched, cx);
+}
+
+/// What the watched nodes' watches gave ([`Driver::collect`]).
+fn collect_watched(arrivals: &mut Arrivals, watched: &mut Vec<Watching>, cx: &mut std::task::Context<'_>) {
     watched.retain_mut(|watching| match watching.watch.as_mut().poll(cx) {
         std::task::Poll::Ready(event) => {
             let (kind, state) = (watched_kind(event.event_type), session_state(event.session_state));

@@ -27,7 +27,7 @@ use crate::lease::SessionState;
 /// What arrived and was not taken: at most one event of my own node's
 /// watch, of the marker's and of the session (each source gives one, and
 /// is not asked again until it is taken), and the watched nodes' events,
-/// one per node, in the order they fired. Also the session's end, once
+/// one per node, in the order they were told. Also the session's end, once
 /// an event said so: the state a failed acquire reports.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Arrivals {
@@ -87,6 +87,13 @@ impl Arrivals {
     /// The release marker's watch fired with an event of `kind`.
     pub fn marker(&mut self, kind: WatchedKind) {
         self.marker = Some(kind);
+    }
+
+    /// The marker's watch is dropped (the machine no longer needs it:
+    /// `Contender::marker_watch_needed`): its event, if one waits here,
+    /// goes with it.
+    pub fn marker_dropped(&mut self) {
+        self.marker = None;
     }
 
     /// The session's state changed to `state`.

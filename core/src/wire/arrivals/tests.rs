@@ -276,3 +276,22 @@ fn each_source_waits_here_until_taken_and_says_so() {
         assert!(arrivals.is_empty(), "{source} taken");
     }
 }
+
+#[test]
+fn a_markers_event_not_taken_goes_with_its_watch_when_the_machine_drops_it() {
+    // A wait took my node's event, which came with the marker's creation;
+    // the machine lists again and no longer needs the marker.
+    let mut arrivals = Arrivals::default();
+    arrivals.own(DataChanged, Connected);
+    arrivals.marker(Created);
+    assert_eq!(
+        event(arrivals.next(Now::quiet(Connected))),
+        Some(Event::Own(NodeEvent::DataChanged))
+    );
+    arrivals.marker_dropped();
+    assert!(
+        arrivals.while_carrying().is_empty(),
+        "no release is told of a marker the machine no longer watches"
+    );
+    assert!(arrivals.is_empty());
+}
