@@ -372,7 +372,9 @@ impl Proxy {
         self.state.lock().unwrap().refused_exists
     }
 
-    /// How many armed cuts (and garbled replies) have fired.
+    /// How many armed cuts (and garbled replies) have fired: each is
+    /// counted as the request that fires it is taken, before it is
+    /// forwarded, so before its client can see the cut.
     pub fn fired(&self) -> usize {
         self.fired.load(Ordering::SeqCst)
     }
@@ -521,6 +523,11 @@ fn spawn_pumps(
                 }
             };
             if cut {
+                // Counted before the client can see it (the other pump
+                // closes the client's connection at the next reply): a
+                // test that reads the count once its request failed finds
+                // this fault in it.
+                fired.fetch_add(1, Ordering::SeqCst);
                 // No reply may pass from here on.
                 replies_blocked.store(true, Ordering::SeqCst);
             }
@@ -533,9 +540,6 @@ fn spawn_pumps(
             }
             if cut {
                 let _ = to.flush();
-                // Counted before the client can see it: a test that reads
-                // the count once its request failed finds this fault in it.
-                fired.fetch_add(1, Ordering::SeqCst);
                 if garble {
                     // xid, zxid, err: a reply header for a request never sent.
                     let mut reply = 16i32.to_be_bytes().to_vec();
