@@ -21,6 +21,20 @@ pub(super) fn waiting() -> (Wire, Contender, Action) {
     (wire, machine, action)
 }
 
+/// A lock's wait on `h-W-0000000002` ([`waiting`]'s): its own node's
+/// watch, the watched node's and its release marker's, none left to fire.
+pub(super) fn lock_watches() -> Action {
+    Action::Acquire(acquire::Action::SetWatches {
+        together: false,
+        kept: Vec::new(),
+        lingers: false,
+        own: true,
+        watched: "h-W-0000000002".to_owned(),
+        marker: Some(node_name::release_marker("h-W-0000000002")),
+        also: Vec::new(),
+    })
+}
+
 pub(super) fn stat(czxid: i64) -> Stat {
     Stat {
         czxid,
@@ -874,16 +888,9 @@ fn a_semaphores_watched_nodes_are_all_watched_with_data_watches() {
     assert!((0..3).all(|index| exchange.lingers(index)));
     // A lock's watches are removed when dropped.
     let (lock_wire, lock_machine, _) = waiting();
-    let lock_watches = Action::Acquire(acquire::Action::SetWatches {
-        together: false,
-        kept: Vec::new(),
-        lingers: false,
-        own: true,
-        watched: "h-W-0000000002".to_owned(),
-        marker: Some(node_name::release_marker("h-W-0000000002")),
-        also: Vec::new(),
-    });
-    let lock_exchange = lock_wire.exchange(&lock_watches, &lock_machine).expect("watches");
+    let lock_exchange = lock_wire
+        .exchange(&lock_watches(), &lock_machine)
+        .expect("watches");
     assert!((0..3).all(|index| !lock_exchange.lingers(index)));
     assert!(!keep("/locks/a/h-W-0000000003").lingers(0));
     // A failure of one of them is what an acquire that fails reports.

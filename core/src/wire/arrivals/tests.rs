@@ -1,8 +1,7 @@
 use super::*;
 use crate::acquire;
 use crate::contender::{child_path, Action};
-use crate::node_name;
-use crate::wire::tests::{waiting, DIR};
+use crate::wire::tests::{lock_watches, waiting, DIR};
 
 use SessionState::{Connected, Disconnected, Expired};
 use WatchedKind::{Created, DataChanged, Deleted, Session};
@@ -209,16 +208,7 @@ fn an_exchange_drops_the_events_of_the_watches_it_sets_anew_but_those_it_keeps()
         arrivals
     };
     // The wait's watches: all of a lock's go (and the session's changes before them).
-    let lock_watches = Action::Acquire(acquire::Action::SetWatches {
-        together: false,
-        kept: Vec::new(),
-        lingers: false,
-        own: true,
-        watched: "h-W-0000000002".to_owned(),
-        marker: Some(node_name::release_marker("h-W-0000000002")),
-        also: Vec::new(),
-    });
-    let exchange = wire.exchange(&lock_watches, &machine).expect("watches");
+    let exchange = wire.exchange(&lock_watches(), &machine).expect("watches");
     let mut arrivals = filled();
     arrivals.replaced(&exchange);
     assert!(arrivals.is_empty(), "{arrivals:?}");
