@@ -401,11 +401,13 @@ impl Drop for Driver<'_> {
 
 /// What a wait found besides what it told [`Arrivals`] ([`Driver::gather`]):
 /// taken now or never.
-#[derive(Default)]
 struct Found {
     /// Polling a watched node ended: the event, and the client's error
     /// behind a failure with the path of the node it polled.
     polled: Option<(NodeEvent, Option<(zk::Error, String)>)>,
+    /// There was no watched node's watch to wait on (and no poll) when the
+    /// wait began.
+    nothing_to_watch: bool,
     deadline: bool,
 }
 
@@ -495,7 +497,7 @@ impl Driver<'_> {
             let now = Now {
                 state: session_state(client.state()),
                 polled,
-                nothing_to_watch: !poll && self.watched.is_empty(),
+                nothing_to_watch: found.nothing_to_watch,
                 deadline: found.deadline,
             };
             if let Some(taken) = self.arrivals.next(now) {
@@ -554,6 +556,7 @@ impl Driver<'_> {
                     std::task::Poll::Ready(polled) => Some(polled),
                     std::task::Poll::Pending => None,
                 },
+                nothing_to_watch,
                 deadline: deadline.as_mut().poll(cx).is_ready(),
             };
             if arrivals.is_empty() && found.polled.is_none() && !found.deadline && !nothing_to_watch {
