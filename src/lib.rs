@@ -132,6 +132,7 @@ pub mod blocking;
 mod connect;
 pub mod election;
 mod error;
+mod hub;
 pub mod limits;
 mod lock;
 pub mod metrics;

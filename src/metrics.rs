@@ -240,14 +240,14 @@ pub(crate) use imp::*;
 /// The recording, with the feature.
 #[cfg(feature = "metrics")]
 mod imp {
-    use std::sync::{Arc, Mutex, PoisonError, Weak};
+    use std::sync::{Arc, Mutex, PoisonError};
     use std::time::Duration;
 
     use ::metrics::{Key, KeyName, Label, Level, Metadata, SharedString, Unit};
 
     use super::*;
     use crate::acquire::Counts;
-    use crate::background::{self, AbortOnDrop};
+    use crate::background;
     use crate::node_name::Mode;
     use crate::zk;
     use tokio::time::Instant;
@@ -348,13 +348,14 @@ mod imp {
     }
 
     /// The guards of one lock that hold it, by mode, and whether its
-    /// session is disconnected (they are all `suspended` then); the task
-    /// that follows the session's state while there are any.
+    /// session is disconnected (they are all `suspended` then); whether the
+    /// session's hub tells it the session's state (from its first holder
+    /// on, for the lock's life: [`crate::hub`]).
     #[derive(Default)]
     struct Holders {
         count: [u64; 2],
         suspended: bool,
-        link_watch: Option<AbortOnDrop<()>>,
+        linked: bool,
     }
 
     fn index(mode: Mode) -> usize {
@@ -373,14 +374,20 @@ mod imp {
         }
 
         /// A guard of `mode` begins to hold the lock, on `client`'s
-        /// session: the first one starts following the session's state.
+        /// session: the lock's first one has the session's hub tell it the
+        /// session's state from then on.
         pub(crate) fn holder_in(&self, mode: Mode, client: &zk::Client) {
             let mut holders = self.holders();
             if holders.count == [0, 0] {
-                // Watching first, then reading the state: no change is missed.
-                let states = client.state_watcher();
-                holders.suspended = is_down(states.peek_state());
-                holders.link_watch = start_link_watch(Arc::downgrade(&self.0), states, client.session_id().0);
+                if !holders.linked {
+                    if let Some(hub) = crate::hub::of(client) {
+                        let me: Arc<dyn crate::hub::Linked> = self.0.clone();
+                        hub.link(Arc::downgrade(&me));
+                        holders.linked = true;
+                    }
+                }
+                // Linked first, then reading the state: no change is missed.
+                holders.suspended = is_down(client.state());
             }
             holders.count[index(mode)] += 1;
             self.gauge(HOLDERS, holder_labels(mode, holders.suspended), 1.0);
@@ -461,9 +468,6 @@ mod imp {
             let count = &mut holders.count[index(mode)];
             *count = count.saturating_sub(1);
             self.gauge(HOLDERS, holder_labels(mode, holders.suspended), -1.0);
-            if holders.count == [0, 0] {
-                holders.link_watch = None;
-            }
         }
 
         /// A guard changes its mode from `from` to `to` (a downgrade).
@@ -479,9 +483,16 @@ mod imp {
             self.gauge(HOLDERS, holder_labels(to, holders.suspended), 1.0);
         }
 
+        pub(crate) fn lost(&self, reason: LostReason) {
+            self.counter(LOST_TOTAL, lost_labels(reason), 1);
+        }
+    }
+
+    impl crate::hub::Linked for Shared {
         /// The lock's session is (`suspended`) or is no longer
         /// disconnected: its holders move.
-        fn link(&self, suspended: bool) {
+        fn link(&self, state: zk::SessionState) {
+            let suspended = is_down(state);
             let mut holders = self.holders();
             if holders.suspended == suspended {
                 return;
@@ -495,10 +506,6 @@ mod imp {
                 }
             }
         }
-
-        pub(crate) fn lost(&self, reason: LostReason) {
-            self.counter(LOST_TOTAL, lost_labels(reason), 1);
-        }
     }
 
     /// Whether a session in `state` makes its guards suspended (as
@@ -508,29 +515,6 @@ mod imp {
             state,
             zk::SessionState::Disconnected | zk::SessionState::ConnectedReadOnly
         )
-    }
-
-    /// Follows the session's `states` for the holders of a lock, where the
-    /// session `id` runs; ends with the session, or when aborted (no
-    /// holders left).
-    fn start_link_watch(
-        lock: Weak<Shared>,
-        mut states: zk::StateWatcher,
-        id: i64,
-    ) -> Option<AbortOnDrop<()>> {
-        let work = async move {
-            loop {
-                let state = states.changed().await;
-                // A session that ended loses its guards, which leave the
-                // gauge as they learn it (their kept watches tell them).
-                if state.is_terminated() {
-                    return;
-                }
-                let Some(lock) = lock.upgrade() else { return };
-                lock.link(is_down(state));
-            }
-        };
-        background::spawn_near(id, work).map(AbortOnDrop)
     }
 
     /// Counts the session of `client` in `zk_rwlock_sessions_expired_total`

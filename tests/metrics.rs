@@ -361,6 +361,53 @@ async fn a_suspended_guard_moves_and_an_expired_session_loses_it() {
     assert_eq!((lock.stats().holding, lock.stats().lost), (0, 1));
 }
 
+/// Every lock of a session follows its link, also one held again after
+/// its holders left: two locks on one session, each held, released and
+/// held again, move to `suspended` together while it is disconnected, and
+/// back.
+#[tokio::test]
+async fn the_locks_of_one_session_held_again_move_with_its_link() {
+    recorded();
+    let proxy = Proxy::start(&server().connect_string());
+    let client = support::client_on(proxy.addr()).await;
+    let (a, b) = (unique_path("metrics-link-a"), unique_path("metrics-link-b"));
+    let (first, second) = (labelled_on(client.clone(), &a), labelled_on(client.clone(), &b));
+    for lock in [&first, &second] {
+        lock.write()
+            .await
+            .expect("writer")
+            .release()
+            .await
+            .expect("release");
+    }
+    let held = (
+        first.write().await.expect("writer"),
+        second.read().await.expect("reader"),
+    );
+    assert_eq!(
+        (holders(&a, "write"), holders(&b, "read")),
+        ((1.0, 0.0), (1.0, 0.0))
+    );
+
+    proxy.set_blocked(true);
+    proxy.cut_all();
+    gauges_become("both locks' holders are counted suspended", || {
+        (holders(&a, "write"), holders(&b, "read")) == ((0.0, 1.0), (0.0, 1.0))
+    })
+    .await;
+    proxy.set_blocked(false);
+    gauges_become("both are counted held again", || {
+        (holders(&a, "write"), holders(&b, "read")) == ((1.0, 0.0), (1.0, 0.0))
+    })
+    .await;
+    held.0.release().await.expect("release");
+    held.1.release().await.expect("release");
+    assert_eq!(
+        (holders(&a, "write"), holders(&b, "read")),
+        ((0.0, 0.0), (0.0, 0.0))
+    );
+}
+
 /// A guard cut off past its lease deadline is lost when its state is
 /// looked at (`lease_ran_out`), and its release does not count it again. (A session of its own, not the library's connect: the
 /// expired sessions' counter is the other test's.)

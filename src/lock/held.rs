@@ -14,7 +14,6 @@ use super::carrier::Carrier;
 use super::wire::{session_state, WatchFuture};
 use super::GIVE_UP_SLACK;
 use super::{keeper, Inner};
-use crate::background::AbortOnDrop;
 use crate::contender::child_path;
 use crate::contender::{Action, Contender, DowngradeRefused, Downgrading, Failure, Outcome, Replacement};
 use crate::error::Error;
@@ -121,7 +120,7 @@ pub(super) struct Held {
     flags: Arc<keeper::Flags>,
     /// The task that keeps a watch on the node for the guard's life (see
     /// [`keeper`]); aborted when the guard is released or dropped.
-    keeper: Option<AbortOnDrop<()>>,
+    keeper: Option<keeper::Task>,
     /// When the lock was granted: the lease deadline if the session's lease
     /// is unknown (it is known once the server answered a request, so this
     /// is only a fallback that makes such a guard lost at once).

@@ -52,15 +52,15 @@
 //! where its drop would wait for that runtime's own work.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
-
 use tokio::sync::Notify;
+use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
 use super::carrier;
 use super::wire::{session_ended, session_state, watched_kind, WatchFuture};
 use crate::background::{self, AbortOnDrop};
 use crate::contender::{Action, Contender};
+use crate::hub;
 use crate::stats::{Holder, LostReason};
 use crate::wire::{Exchange, Keeper, Keeping, Loss, Report};
 use crate::zk;
@@ -215,18 +215,36 @@ impl Flags {
     }
 }
 
+/// A guard's keeper: running, or deferred to the session's hub until its
+/// first read is due. Dropping it ends the keeper (or lets it go unstarted).
+pub(super) enum Task {
+    Running { _task: AbortOnDrop<()> },
+    Deferred { _until: hub::Deferred },
+}
+
 /// Starts the keeper of the guard whose node and flags are `flags`, on
 /// `client`'s session; `first` is a watch on the node that the acquire set,
-/// taken over instead of setting another. `None`, logged, if there is no
-/// runtime to run it on.
-pub(super) fn start(
-    client: &zk::Client,
-    flags: &Arc<Flags>,
-    first: Option<WatchFuture>,
-) -> Option<AbortOnDrop<()>> {
-    let work = keep(client.clone(), flags.clone(), first);
+/// taken over instead of setting another. A keeper whose first step is a
+/// read after a pause ([`Keeping::starts_after`]) waits for it in the
+/// session's hub, not as a task of its own (see [`crate::hub`]): a short
+/// hold then costs its session's thread no wake-up. `None`, logged, if
+/// there is no runtime to run it on.
+pub(super) fn start(client: &zk::Client, flags: &Arc<Flags>, first: Option<WatchFuture>) -> Option<Task> {
+    let granted = tokio::time::Instant::now();
+    let keeping = Keeping::new(flags.node.clone(), &flags.machine(), first);
+    let late = keeping
+        .starts_after()
+        .and_then(|after| Some((after, hub::of(client)?)));
+    let work = keep(client.clone(), flags.clone(), keeping, granted);
+    if let Some((after, hub)) = late {
+        return Some(Task::Deferred {
+            _until: hub.defer(granted + after, work),
+        });
+    }
     match background::spawn_near(client.session_id().0, work) {
-        Some(task) => Some(AbortOnDrop(task)),
+        Some(task) => Some(Task::Running {
+            _task: AbortOnDrop(task),
+        }),
         None => {
             warn!(
                 node = %flags.node,
@@ -243,9 +261,11 @@ pub(super) fn start(
 /// watch: each step is made small before anything is awaited (the
 /// exchange boxed), and the pause and the request that sets the watch are
 /// a boxed future of their own ([`send`]).
-async fn keep(client: zk::Client, flags: Arc<Flags>, watch: Option<WatchFuture>) {
-    let mut keeping = Keeping::new(flags.node.clone(), &flags.machine(), watch);
+async fn keep(client: zk::Client, flags: Arc<Flags>, mut keeping: Keeping<WatchFuture>, granted: Instant) {
+    // The first step's pause counts from the grant; later ones from then.
+    let mut since = Some(granted);
     loop {
+        let from = since.take().unwrap_or_else(Instant::now);
         let step = match keeping.poll() {
             None | Some(Keeper::Stop) => return,
             Some(Keeper::Wait(watch)) => Ok(watch),
@@ -262,28 +282,36 @@ async fn keep(client: zk::Client, flags: Arc<Flags>, watch: Option<WatchFuture>)
                 flags.learn(|machine| keeping.fired(machine, kind, state));
             }
             Err((exchange, after, again)) => {
-                Box::pin(send(&client, &flags, &mut keeping, *exchange, after, again)).await;
+                Box::pin(send(
+                    &client,
+                    &flags,
+                    &mut keeping,
+                    *exchange,
+                    from + after,
+                    again,
+                ))
+                .await;
             }
         }
     }
 }
 
-/// Sends the keeper's read of the node after the pause `after` (`again`:
-/// after a lost one), and hands [`Keeping`] what came of it; warns if the
-/// node cannot be watched.
+/// Sends the keeper's read of the node at `at` (`again`: after a lost
+/// one), and hands [`Keeping`] what came of it; warns if the node cannot
+/// be watched.
 async fn send(
     client: &zk::Client,
     flags: &Flags,
     keeping: &mut Keeping<WatchFuture>,
     exchange: Exchange,
-    after: Duration,
+    at: Instant,
     again: bool,
 ) {
     if again {
-        debug!(node = %flags.node, pause = ?after, "watching the held node again after a pause");
+        debug!(node = %flags.node, at = ?at, "watching the held node again after a pause");
     }
-    if !after.is_zero() {
-        tokio::time::sleep(after).await;
+    if at > Instant::now() {
+        tokio::time::sleep_until(at).await;
     }
     let carried = carrier::keep(client, exchange).await;
     let error = carried.blamed.as_ref().map(carrier::client_error);

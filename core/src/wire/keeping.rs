@@ -158,6 +158,17 @@ impl<W> Keeping<W> {
         })
     }
 
+    /// The pause before the keeper's first step, if that step is a read
+    /// after a pause (no watch was handed over): a carrier may start the
+    /// keeper only then, counting the pause from the grant. `None` once
+    /// polled, or when it begins on a watch or at once.
+    pub fn starts_after(&self) -> Option<Duration> {
+        match self.next {
+            Some(Next::Send { after, again: false }) if !after.is_zero() => Some(after),
+            _ => None,
+        }
+    }
+
     /// True once the keeper stopped ([`Keeper::Stop`]).
     pub fn is_stopped(&self) -> bool {
         self.stopped

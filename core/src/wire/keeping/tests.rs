@@ -128,6 +128,38 @@ fn a_guard_whose_wait_set_its_watch_waits_on_it_and_sets_one_at_once_if_none_was
 }
 
 #[test]
+fn only_a_keeper_that_begins_with_a_read_after_a_pause_says_it_may_start_late() {
+    // (the machine, the watch handed over): the pause its carrier may
+    // start it after.
+    let rows: [(Contender, Option<&'static str>, Option<Duration>); 4] = [
+        (granted_at_once(), None, Some(FIRST_WATCH_AFTER)),
+        (
+            granted_at_once(),
+            Some("a watch that fired"),
+            Some(FIRST_WATCH_AFTER),
+        ),
+        (granted_after_a_wait(), Some("the wait's watch"), None),
+        (granted_after_a_wait(), None, None),
+    ];
+    for (row, (machine, handed, after)) in rows.into_iter().enumerate() {
+        let mut keeping = Keeping::new(PATH.into(), &machine, handed);
+        assert_eq!(keeping.starts_after(), after, "row {row}");
+        next(&mut keeping);
+        assert_eq!(keeping.starts_after(), None, "row {row}: once polled");
+    }
+    // A read sent again after a lost answer is no start.
+    let (mut keeping, mut machine) = reading();
+    keeping.answered(
+        &mut machine,
+        carried(Err(Error::Unanswered), false),
+        None,
+        SessionState::Disconnected,
+    );
+    assert_eq!(keeping.starts_after(), None);
+    assert_eq!(next(&mut keeping), Some(Next::Send(ms(10), true)));
+}
+
+#[test]
 fn a_read_that_finds_the_node_waits_on_its_watch_and_sees_a_revocation_request() {
     let (mut keeping, mut machine) = reading();
     let report = keeping.answered(
