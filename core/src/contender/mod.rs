@@ -108,7 +108,7 @@ use std::num::NonZeroU32;
 use uuid::Uuid;
 
 pub use downgrade::{DowngradeRefused, Downgrading};
-pub use ending::{Blame, Ending};
+pub use ending::{Blame, Ending, Reported, RequestError, Warning};
 pub use held::FIRST_WATCH_AFTER;
 pub use ops::{child_path, node_data, Op, Transaction};
 

@@ -1842,6 +1842,209 @@ fn a_failed_acquire_waits_for_its_withdrawal_and_reports_whose_error_the_table_s
     }
 }
 
+/// A writer that failed with [`Failure::ListingTooLarge`]: its listing of
+/// three writers is one byte over its limit.
+fn refused_a_listing() -> Contender {
+    let me = name(Mode::Write, 3);
+    let listing = [
+        "x-W-0000000001".to_owned(),
+        "y-W-0000000002".to_owned(),
+        me.clone(),
+    ];
+    let size = crate::limits::listing_size(&listing);
+    let mut c = contender(Mode::Write).with_listing_limit(Some(size - 1));
+    c.start();
+    assert_eq!(
+        c.step(created(&me, 41, Some(&listing))),
+        Action::Fail(Failure::ListingTooLarge)
+    );
+    c
+}
+
+/// A semaphore's contender asking for 2 permits that failed with
+/// [`Failure::PermitsDisagree`]: the contender before it carries 3.
+fn disagreed_on_permits() -> Contender {
+    let mut c = contender(Mode::Write).with_permits(NonZeroU32::new(2));
+    c.start();
+    let me = format!("{}0000000002", c.prefix("h").unwrap_or_default());
+    let listing = ["o@permits-3@t-W-0000000001".to_owned(), me.clone()];
+    assert_eq!(
+        c.step(created(&me, 41, Some(&listing))),
+        Action::Fail(Failure::PermitsDisagree)
+    );
+    c
+}
+
+#[test]
+fn a_failed_acquire_warns_of_a_directory_that_needs_its_operator() {
+    let refused = refused_a_listing();
+    let listing = refused.refused_listing();
+    assert!(listing.is_some());
+    let waiting = waiting_writer();
+    for (failure, machine, warning) in [
+        (Failure::Exhausted, &waiting, Some(Warning::CounterUsedUp)),
+        (
+            Failure::ListingTooLarge,
+            &refused,
+            Some(Warning::ListingTooLarge(listing)),
+        ),
+        // The listing not kept: warned of all the same.
+        (
+            Failure::ListingTooLarge,
+            &waiting,
+            Some(Warning::ListingTooLarge(None)),
+        ),
+        (Failure::Lost, &waiting, None),
+        (Failure::SessionEnded, &waiting, None),
+        (Failure::InvalidName, &waiting, None),
+        (Failure::Request, &waiting, None),
+        (Failure::DirectoryHoldsData, &waiting, None),
+        (Failure::NoDirectory, &waiting, None),
+        (Failure::WriterLost, &waiting, None),
+        (Failure::PermitsDisagree, &disagreed_on_permits(), None),
+    ] {
+        assert_eq!(failure.warning(machine), warning, "{failure:?}");
+    }
+}
+
+#[test]
+fn a_failed_acquire_reports_what_the_table_says() {
+    use crate::lease::SessionState::{
+        AuthFailed, Closed, Connected, ConnectedReadOnly, Disconnected, Expired,
+    };
+    use Failure as F;
+    use Reported as R;
+    use RequestError::{Answered, Unanswered};
+    let fresh = {
+        let mut c = contender(Mode::Write);
+        c.start();
+        c
+    };
+    let waiting = waiting_writer();
+    let (f, w) = (&fresh, &waiting);
+    let me = name(Mode::Write, 2);
+    let me = Some(me.as_str());
+    let writer = name(Mode::Write, 3);
+    let (_, reader, _) = downgrading(std::slice::from_ref(&writer));
+    let writer = Some(writer.as_str());
+    // A node gone, the session over: (failure, machine, the session's end an
+    // event told, the session now, reported).
+    for (failure, machine, ended, now, reported) in [
+        // My node gone: lost while the session lives, else the session's end.
+        (F::Lost, w, None, Connected, R::Lost { node: me }),
+        (F::Lost, w, None, Disconnected, R::Lost { node: me }),
+        (F::Lost, w, None, ConnectedReadOnly, R::Lost { node: me }),
+        (F::Lost, w, None, Expired, R::SessionExpired),
+        (F::Lost, w, None, Closed, R::SessionClosed),
+        (F::Lost, w, None, AuthFailed, R::AuthFailed),
+        (F::Lost, f, None, Connected, R::Lost { node: None }),
+        // What an event told does not make a lost node the session's end.
+        (F::Lost, w, Some(Expired), Connected, R::Lost { node: me }),
+        // The session's end an event told wins, then the state now, then
+        // my node gone.
+        (F::SessionEnded, w, Some(Expired), Connected, R::SessionExpired),
+        (F::SessionEnded, w, Some(Closed), Expired, R::SessionClosed),
+        (F::SessionEnded, w, Some(AuthFailed), Expired, R::AuthFailed),
+        (F::SessionEnded, w, Some(Disconnected), Expired, R::SessionExpired),
+        (F::SessionEnded, w, None, Closed, R::SessionClosed),
+        (
+            F::SessionEnded,
+            w,
+            Some(Connected),
+            Connected,
+            R::Lost { node: me },
+        ),
+        (F::SessionEnded, f, None, Disconnected, R::Lost { node: None }),
+        // A downgrade's writer gone: that node, not the reader's own.
+        (F::WriterLost, &reader, None, Connected, R::Lost { node: writer }),
+        (F::WriterLost, &reader, Some(Closed), Expired, R::SessionExpired),
+    ] {
+        assert_eq!(
+            failure.reported::<()>(machine, None, ended, now),
+            reported,
+            "{failure:?}, ended {ended:?}, now {now:?}"
+        );
+    }
+    // A request failed for good: no answer, the server's error, or none
+    // known; whatever the session.
+    for (last, reported) in [
+        (Some(Unanswered("lost")), R::NoAnswer("lost")),
+        (Some(Answered("refused")), R::RequestFailed("refused")),
+        (None, R::Unexplained),
+    ] {
+        for (ended, now) in [(None, Connected), (Some(Expired), Expired)] {
+            assert_eq!(
+                F::Request.reported(w, last, ended, now),
+                reported,
+                "{last:?}, ended {ended:?}, now {now:?}"
+            );
+        }
+    }
+    // The others name what the machine kept, whatever the last request's
+    // error and the session.
+    let refused = refused_a_listing();
+    let size = refused.refused_listing().map_or(0, |r| r.size);
+    let disagreeing = disagreed_on_permits();
+    for (failure, machine, reported) in [
+        (F::Exhausted, w, R::SequenceExhausted),
+        (F::DirectoryHoldsData, w, R::DirectoryHoldsData),
+        (F::NoDirectory, w, R::NoDirectory),
+        (F::InvalidName, w, R::InvalidName { node: me }),
+        (F::InvalidName, f, R::InvalidName { node: None }),
+        // The listing refused; zeros if it was not kept.
+        (
+            F::ListingTooLarge,
+            &refused,
+            R::ListingTooLarge {
+                contenders: 3,
+                size,
+                limit: size - 1,
+            },
+        ),
+        (
+            F::ListingTooLarge,
+            w,
+            R::ListingTooLarge {
+                contenders: 0,
+                size: 0,
+                limit: 0,
+            },
+        ),
+        // The contender that carries another count, and both counts; a
+        // lock's contender asked for none.
+        (
+            F::PermitsDisagree,
+            &disagreeing,
+            R::PermitsDisagree {
+                node: Some("o@permits-3@t-W-0000000001"),
+                carried: 3,
+                asked: 2,
+            },
+        ),
+        (
+            F::PermitsDisagree,
+            w,
+            R::PermitsDisagree {
+                node: None,
+                carried: 0,
+                asked: 0,
+            },
+        ),
+    ] {
+        for (last, ended, now) in [
+            (None, None, Connected),
+            (Some(Unanswered("lost")), Some(Expired), Expired),
+            (Some(Answered("refused")), None, Closed),
+        ] {
+            assert_eq!(
+                failure.reported(machine, last, ended, now),
+                reported,
+                "{failure:?}, ended {ended:?}, now {now:?}"
+            );
+        }
+    }
+}
+
 /// A transaction's operations, one word each: `set PATH DATA`, `create
 /// PATH`, `delete PATH [vN]`, `check PATH`, each with its step's name for a
 /// downgrade's.
