@@ -16,7 +16,7 @@ use tracing::debug;
 use super::wire::WatchFuture;
 use super::Inner;
 use crate::backoff::Backoff;
-use crate::contender::{self, Action, Contender, Outcome};
+use crate::contender::{self, Action, Contender, Outcome, RequestError};
 use crate::error::{ends_session, is_retryable, Error};
 use crate::wire::{self, Done, Exchange, Reply, Request, Wire};
 use crate::zk;
@@ -34,8 +34,9 @@ pub(super) struct Carrier {
     directory_acls: Arc<[zk::Acl]>,
     /// The ACL the last [`Request::GetAcl`] read, for [`Request::Recreate`].
     acl_read: Option<Vec<zk::Acl>>,
-    /// The error behind the last failed request the exchange blames.
-    pub(super) last_error: Option<Error>,
+    /// The client's error behind the last failed request the exchange
+    /// blames, and the path of that request.
+    pub(super) last_error: Option<(zk::Error, String)>,
 }
 
 /// What one request's answer brought: the client's answer (with a
@@ -129,9 +130,15 @@ impl Carrier {
     pub(super) fn finished(&mut self, carrying: Carrying) -> (Exchange, Watches) {
         let carried = carrying.finish();
         if let (Some(fault), Some((_, path))) = (carried.blamed, carried.exchange.blame()) {
-            self.last_error = Some(Error::from_zk(client_error(&fault), path));
+            self.last_error = Some((client_error(&fault), path.to_owned()));
         }
         (carried.exchange, carried.kept)
+    }
+
+    /// The error of the last failed request the exchange blamed
+    /// ([`Carrier::last_error`]), taken.
+    pub(super) fn take_error(&mut self) -> Option<Error> {
+        self.last_error.take().map(|(e, path)| Error::from_zk(e, &path))
     }
 
     /// Carries `carrying` on the client ([`carry_on`]), keeping the ACL a
@@ -340,6 +347,15 @@ pub(crate) fn wire_error(e: &zk::Error) -> wire::Error {
         e if is_retryable(e) => wire::Error::Unanswered,
         e if ends_session(e) => wire::Error::SessionEnded,
         _ => wire::Error::Failed,
+    }
+}
+
+/// The core's view of the error behind a failed request (whether an answer
+/// came, [`wire_error`]), carrying it with the path of the request.
+pub(super) fn request_error((e, path): (zk::Error, String)) -> RequestError<(zk::Error, String)> {
+    match wire_error(&e) {
+        wire::Error::Unanswered => RequestError::Unanswered((e, path)),
+        _ => RequestError::Answered((e, path)),
     }
 }
 

@@ -4,7 +4,6 @@
 //! documentation).
 
 use std::collections::HashMap;
-use std::num::NonZeroU32;
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -13,17 +12,19 @@ use tokio::time::Instant;
 use tracing::{debug, info_span, warn, Instrument};
 use uuid::Uuid;
 
-use super::carrier::{look, Carrier, Watches};
+use super::carrier::{look, request_error, Carrier, Watches};
 use super::held::{Failed, Held, Pending};
 use super::notice::log_notice;
-use super::wire::{client_state, session_state, watched_kind, WatchFuture};
+use super::wire::{session_state, watched_kind, WatchFuture};
 use super::SharedLock;
 use super::TRY_TIMEOUT;
 use crate::acquire::{self, Counts, Input, NodeEvent};
 use crate::backoff::Backoff;
 use crate::connect::missing_chroot;
-use crate::contender::{self, child_path, Blame, Contender, Deadlines, Downgrading, Ending, Failure};
-use crate::error::{is_retryable, Error};
+use crate::contender::{
+    self, child_path, Blame, Contender, Deadlines, Downgrading, Ending, Failure, Reported, Warning,
+};
+use crate::error::Error;
 use crate::node_name::Mode;
 use crate::stats::End;
 use crate::wire::{self, Arrivals, Exchange, Notice, Now, Watch};
@@ -296,11 +297,50 @@ impl SharedLock {
         .await
     }
 
-    /// The error for a contender node that vanished.
-    fn gone_error(&self, node: &str) -> Error {
-        Error::from_session_state(self.inner.client.state()).unwrap_or_else(|| Error::Lost {
-            node: node.to_owned(),
-        })
+    /// The error a failed acquire reports ([`Reported`]), variant for variant.
+    fn reported_error(&self, reported: Reported<'_, (zk::Error, String)>) -> Error {
+        let path = self.inner.path.clone();
+        let node = |name: Option<&str>| name.map(|name| child_path(&path, name)).unwrap_or_default();
+        match reported {
+            Reported::SessionExpired => Error::SessionExpired,
+            Reported::SessionClosed => Error::SessionClosed,
+            Reported::AuthFailed => Error::AuthFailed,
+            Reported::Lost { node: name } => Error::Lost { node: node(name) },
+            Reported::SequenceExhausted => Error::SequenceExhausted { path },
+            Reported::ListingTooLarge {
+                contenders,
+                size,
+                limit,
+            } => Error::ListingTooLarge {
+                path,
+                contenders,
+                size,
+                limit,
+            },
+            Reported::InvalidName { node: name } => unexpected(&format!(
+                "the contender node {} is not named as a contender",
+                node(name)
+            )),
+            Reported::NoAnswer((last, _)) => Error::NoAnswer {
+                path,
+                retried_for: self.inner.client.session_timeout() * 2,
+                last,
+            },
+            Reported::RequestFailed((e, at)) => Error::from_zk(e, &at),
+            Reported::Unexplained => unexpected("the acquire failed"),
+            Reported::DirectoryHoldsData => Error::DirectoryHoldsData { path },
+            Reported::NoDirectory => Error::from_zk(zk::Error::NoNode, &path),
+            Reported::PermitsDisagree {
+                node: name,
+                carried,
+                asked,
+            } => Error::PermitsDisagree {
+                node: node(name),
+                path,
+                carried,
+                asked,
+            },
+        }
     }
 
     /// True the first time this lock is asked about `key`: what is logged
@@ -350,8 +390,9 @@ struct Driver<'a> {
     polled: Vec<String>,
     /// The pending `exists` watch on the watched node's release marker.
     marker: Option<WatchFuture>,
-    /// The error behind the last failed request, for `Failure::Request`.
-    last_error: Option<Error>,
+    /// The client's error behind the last failed request, and the path of
+    /// that request, for `Failure::Request`.
+    last_error: Option<(zk::Error, String)>,
     /// What the watches and the session's state gave and the machine did
     /// not take yet ([`wire::Arrivals`]).
     arrivals: Arrivals,
@@ -502,7 +543,7 @@ impl Driver<'_> {
             };
             if let Some(taken) = self.arrivals.next(now) {
                 if let Some((e, path)) = error.flatten().filter(|_| taken.polled) {
-                    self.last_error = Some(Error::from_zk(e, &path));
+                    self.last_error = Some((e, path));
                 }
                 return taken.input;
             }
@@ -590,90 +631,47 @@ impl Driver<'_> {
     }
 
     /// The error for a failed acquire: the node withdrawn first if the
-    /// machine says so, and the withdrawal's refusal reported instead if it
-    /// wins ([`Failure::ending`], [`Ending::blame`]).
+    /// machine says so (warning first of what it says, [`Failure::warning`]),
+    /// and the withdrawal's refusal reported instead if it wins
+    /// ([`Failure::ending`], [`Ending::blame`]); else what the machine
+    /// reports ([`Failure::reported`]).
     async fn failed(&mut self, failure: Failure, pending: &mut Pending) -> Error {
-        let last_error = self
+        let last = self
             .last_error
             .take()
-            .or_else(|| pending.carrier.last_error.take());
+            .or_else(|| pending.carrier.last_error.take())
+            .map(request_error);
         let ending = failure.ending();
         let refusal = match ending {
             Ending::Report => None,
             Ending::Withdraw { .. } => {
-                match failure {
-                    Failure::Exhausted => {
-                        warn!(node = %self.node, "the lock directory's sequence counter is used up: withdrawing");
-                    }
-                    Failure::ListingTooLarge => {
-                        let refused = pending.machine.refused_listing();
-                        warn!(node = %self.node, ?refused, "the lock directory's listing is over the limit: withdrawing");
-                    }
-                    _ => {}
+                if let Some(warning) = failure.warning(&pending.machine) {
+                    log_warning(&self.node, warning);
                 }
                 pending.give_up().await.err()
             }
         };
         match (ending.blame(refusal.is_some()), refusal) {
             (Blame::Withdrawal, Some(refusal)) => refusal,
-            _ => self.failure_error(failure, pending, last_error),
+            _ => {
+                let now = session_state(self.lock.inner.client.state());
+                let reported = failure.reported(&pending.machine, last, self.arrivals.ended(), now);
+                self.lock.reported_error(reported)
+            }
         }
     }
+}
 
-    /// The error that says `failure`; `last_error` the last failed request's.
-    fn failure_error(&self, failure: Failure, pending: &Pending, last_error: Option<Error>) -> Error {
-        let lock = self.lock;
-        let dir = lock.inner.path.as_str();
-        match failure {
-            Failure::Lost => lock.gone_error(&self.node),
-            Failure::SessionEnded => self
-                .arrivals
-                .ended()
-                .and_then(|state| Error::from_session_state(client_state(state)))
-                .unwrap_or_else(|| lock.gone_error(&self.node)),
-            Failure::Exhausted => Error::SequenceExhausted {
-                path: lock.inner.path.clone(),
-            },
-            Failure::ListingTooLarge => {
-                let refused = pending.machine.refused_listing();
-                let (contenders, size, limit) = refused.map_or((0, 0, 0), |r| (r.children, r.size, r.limit));
-                Error::ListingTooLarge {
-                    path: lock.inner.path.clone(),
-                    contenders,
-                    size,
-                    limit,
-                }
-            }
-            Failure::InvalidName => Error::ZooKeeper(zk::Error::UnexpectedError(format!(
-                "the contender node {} is not named as a contender",
-                self.node
-            ))),
-            Failure::Request => match last_error {
-                // Retrying is over and the server still did not answer.
-                Some(Error::ZooKeeper(last)) if is_retryable(&last) => Error::NoAnswer {
-                    path: dir.to_owned(),
-                    retried_for: lock.inner.client.session_timeout() * 2,
-                    last,
-                },
-                Some(error) => error,
-                None => unexpected("the acquire failed"),
-            },
-            Failure::DirectoryHoldsData => Error::DirectoryHoldsData { path: dir.to_owned() },
-            Failure::NoDirectory => Error::from_zk(zk::Error::NoNode, dir),
-            // A downgrade's: its writer node is gone, the reader is withdrawn.
-            Failure::WriterLost => {
-                let writer = pending.machine.replaces().unwrap_or_default();
-                lock.gone_error(&child_path(dir, writer))
-            }
-            Failure::PermitsDisagree => {
-                let (node, carried) = pending.machine.conflict().unwrap_or_default();
-                Error::PermitsDisagree {
-                    path: dir.to_owned(),
-                    node: child_path(dir, node),
-                    carried,
-                    asked: lock.inner.permits.map_or(0, NonZeroU32::get),
-                }
-            }
+/// Logs what a failed acquire warns of ([`Warning`]) as it withdraws its
+/// node, `node` (a full path). (Under this module's target: the command
+/// line leaves these out, as it reports the failure itself.)
+fn log_warning(node: &str, warning: Warning) {
+    match warning {
+        Warning::CounterUsedUp => {
+            warn!(node = %node, "the lock directory's sequence counter is used up: withdrawing")
+        }
+        Warning::ListingTooLarge(refused) => {
+            warn!(node = %node, ?refused, "the lock directory's listing is over the limit: withdrawing")
         }
     }
 }

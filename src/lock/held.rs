@@ -81,7 +81,7 @@ impl Pending {
                 // The session is over: its ephemeral nodes are gone with it.
                 (Outcome::Deleted | Outcome::Lost | Outcome::SessionEnded, _) => Ok(()),
                 (Outcome::Failed, mut carrier) => {
-                    let e = carrier.last_error.take().unwrap_or_else(|| {
+                    let e = carrier.take_error().unwrap_or_else(|| {
                         Error::ZooKeeper(zk::Error::UnexpectedError("the withdrawal failed".to_owned()))
                     });
                     warn!(lock = %dir, error = %e, "could not delete the node of a withdrawn acquire");
@@ -293,11 +293,9 @@ impl Held {
                     }
                     Err(Error::Lost { node })
                 }
-                Outcome::SessionEnded | Outcome::Failed => {
-                    Err(carrier.last_error.take().unwrap_or_else(|| {
-                        Error::ZooKeeper(zk::Error::UnexpectedError("the release failed".to_owned()))
-                    }))
-                }
+                Outcome::SessionEnded | Outcome::Failed => Err(carrier.take_error().unwrap_or_else(|| {
+                    Error::ZooKeeper(zk::Error::UnexpectedError("the release failed".to_owned()))
+                })),
             }
         })
     }

@@ -33,18 +33,6 @@ pub(crate) fn session_state(state: zk::SessionState) -> lease::SessionState {
     }
 }
 
-/// The client's session state of the core's copy, one to one.
-pub(super) fn client_state(state: lease::SessionState) -> zk::SessionState {
-    match state {
-        lease::SessionState::Connected => zk::SessionState::SyncConnected,
-        lease::SessionState::ConnectedReadOnly => zk::SessionState::ConnectedReadOnly,
-        lease::SessionState::Disconnected => zk::SessionState::Disconnected,
-        lease::SessionState::Expired => zk::SessionState::Expired,
-        lease::SessionState::Closed => zk::SessionState::Closed,
-        lease::SessionState::AuthFailed => zk::SessionState::AuthFailed,
-    }
-}
-
 /// The session's end a client's error names, in the core's terms (what it
 /// means is the core's: [`crate::wire::Keeping::answered`]); `None` for an
 /// error that names none.
