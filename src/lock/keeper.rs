@@ -42,8 +42,10 @@
 //! disconnected waits for the reconnection): a client whose session task
 //! is gone, whose requests fail at once, does not make it spin.
 //!
-//! The keeper runs where the session runs (see [`background::spawn_near`]).
-//! It ends when the node is gone, the session ends, or the server refuses
+//! The keeper runs where the session runs (see [`background::spawn_near`]);
+//! one that begins with a read after the bound waits for it in the
+//! session's hub ([`crate::hub`]) and becomes a task only then, so that a
+//! guard released sooner costs the session's thread nothing. It ends when the node is gone, the session ends, or the server refuses
 //! the watch; the guard aborts it when it is released or dropped, after the
 //! release's deletion has fired the watch, so that removing the watch costs
 //! no request. It holds a clone of the lock's client and the flags (with
