@@ -18,9 +18,12 @@
 //! that ever had a holder ([`Hub::link`]), rather than a task per lock
 //! started at its first holder and aborted at its last.
 //!
-//! The hub runs where its session runs ([`background::spawn_near`]), and
-//! ends with the session (a terminal state), or with the runtime that
-//! runs it; the next use starts another.
+//! Only a session that runs on the library's background thread has a hub
+//! (one the library connected): the hub runs there, and ends with the
+//! session (a terminal state). A session the caller connected runs on the
+//! caller's runtimes, any of which may end first: each of its guards keeps
+//! a keeper task of its own, on the runtime current at its grant, and each
+//! lock's first holder a task that follows the link, as they need.
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
@@ -55,6 +58,8 @@ struct Queue {
     /// The hub waits for the front's instant: queuing needs no wake-up.
     armed: bool,
     links: Vec<Weak<dyn Linked>>,
+    /// How many links were left at the last pruning.
+    pruned_to: usize,
 }
 
 /// A deferred work's place: queued, started, or let go.
@@ -82,30 +87,58 @@ impl Drop for Deferred {
 /// The hubs of the sessions that have one, by session id.
 static HUBS: Mutex<Option<HashMap<i64, Arc<Hub>>>> = Mutex::new(None);
 
-/// The hub of `client`'s session, started if it has none (where the
-/// session runs); `None` if there is no runtime to run it on.
+/// The hub of `client`'s session, started if it has none; `None` for a
+/// session that does not run on the library's background thread (a session
+/// the caller connected runs on the caller's runtimes, which may end before
+/// it: its guards keep a task each, as they need), or that has ended.
 pub(crate) fn of(client: &zk::Client) -> Option<Arc<Hub>> {
     let id = client.session_id().0;
-    let mut hubs = HUBS.lock().unwrap_or_else(PoisonError::into_inner);
-    let hubs = hubs.get_or_insert_with(HashMap::new);
-    if let Some(hub) = hubs.get(&id) {
-        return Some(hub.clone());
+    if !background::runs_session(id) || client.state().is_terminated() {
+        return None;
     }
+    if let Some(hub) = registered(id) {
+        return Some(hub);
+    }
+    let background = background::handle()?;
     let hub = Arc::new(Hub {
         queue: Mutex::new(Queue::default()),
         queued: Notify::new(),
     });
     // Taken before the hub is reachable: no state change is missed.
     let states = client.state_watcher();
+    {
+        let mut hubs = hubs();
+        let hubs = hubs.get_or_insert_with(HashMap::new);
+        if let Some(first) = hubs.get(&id) {
+            return Some(first.clone());
+        }
+        hubs.insert(id, hub.clone());
+    }
     let leave = Leave {
         id,
         hub: Arc::downgrade(&hub),
     };
-    let task = background::spawn_near(id, run(Arc::downgrade(&hub), states, leave))?;
-    // Not awaited: it ends with the session or its runtime.
-    drop(task);
-    hubs.insert(id, hub.clone());
+    // Spawned outside the registry's lock, which a task dropped at once
+    // (its `Leave`) would take. Not awaited: it ends with the session.
+    drop(background.spawn(run(Arc::downgrade(&hub), states, leave)));
     Some(hub)
+}
+
+/// How many sessions have a hub: those that have had a guard and have not
+/// ended. For the churn test, which checks that it does not grow.
+#[doc(hidden)]
+pub fn session_hubs() -> usize {
+    hubs().as_ref().map_or(0, HashMap::len)
+}
+
+/// The registry, locked.
+fn hubs() -> MutexGuard<'static, Option<HashMap<i64, Arc<Hub>>>> {
+    HUBS.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The hub the session `id` has, if any.
+fn registered(id: i64) -> Option<Arc<Hub>> {
+    hubs().as_ref().and_then(|hubs| hubs.get(&id).cloned())
 }
 
 impl Hub {
@@ -115,9 +148,14 @@ impl Hub {
         let slot = Arc::new(Mutex::new(Slot::Queued(Box::pin(work))));
         let wake = {
             let mut queue = self.queue();
-            // In the order of their instants, for all who defer by the
-            // same pause: a later one is never due before the front.
-            queue.due.push_back((at, slot.clone()));
+            // In the order of their instants: from the back, where a new
+            // one nearly always goes (all defer by the same pause).
+            let place = queue
+                .due
+                .iter()
+                .rposition(|(due, _)| *due <= at)
+                .map_or(0, |i| i + 1);
+            queue.due.insert(place, (at, slot.clone()));
             !std::mem::replace(&mut queue.armed, true)
         };
         if wake {
@@ -130,7 +168,14 @@ impl Hub {
     /// as long as it lives.
     #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
     pub(crate) fn link(&self, linked: Weak<dyn Linked>) {
-        self.queue().links.push(linked);
+        let mut queue = self.queue();
+        // The locks dropped since go when the list has doubled: a session
+        // that makes a lock per request does not keep them all.
+        if queue.links.len() >= queue.pruned_to.saturating_mul(2).max(8) {
+            queue.links.retain(|l| l.strong_count() > 0);
+            queue.pruned_to = queue.links.len();
+        }
+        queue.links.push(linked);
     }
 
     fn queue(&self) -> MutexGuard<'_, Queue> {
@@ -179,6 +224,9 @@ impl Hub {
 /// each state change, and ends with the session.
 async fn run(hub: Weak<Hub>, mut states: zk::StateWatcher, leave: Leave) {
     let _leave = leave;
+    if states.peek_state().is_terminated() {
+        return;
+    }
     loop {
         let next = match hub.upgrade() {
             Some(hub) => hub.start_due(Instant::now()),
@@ -216,8 +264,7 @@ struct Leave {
 
 impl Drop for Leave {
     fn drop(&mut self) {
-        let mut hubs = HUBS.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(hubs) = hubs.as_mut() {
+        if let Some(hubs) = hubs().as_mut() {
             if hubs
                 .get(&self.id)
                 .is_some_and(|h| Weak::ptr_eq(&Arc::downgrade(h), &self.hub))

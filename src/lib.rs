@@ -155,6 +155,8 @@ pub use connect::{
 };
 pub use election::{Election, ElectionBuilder, Leader, Leadership};
 pub use error::{is_retryable, Error};
+#[doc(hidden)]
+pub use hub::session_hubs;
 pub use lease::{HoldState, LossCause};
 pub use lock::{
     validate_identity, validate_path, ContenderState, CreateAcl, Guard, LockBuilder, Permit, Place,

@@ -240,14 +240,14 @@ pub(crate) use imp::*;
 /// The recording, with the feature.
 #[cfg(feature = "metrics")]
 mod imp {
-    use std::sync::{Arc, Mutex, PoisonError};
+    use std::sync::{Arc, Mutex, PoisonError, Weak};
     use std::time::Duration;
 
     use ::metrics::{Key, KeyName, Label, Level, Metadata, SharedString, Unit};
 
     use super::*;
     use crate::acquire::Counts;
-    use crate::background;
+    use crate::background::{self, AbortOnDrop};
     use crate::node_name::Mode;
     use crate::zk;
     use tokio::time::Instant;
@@ -350,12 +350,14 @@ mod imp {
     /// The guards of one lock that hold it, by mode, and whether its
     /// session is disconnected (they are all `suspended` then); whether the
     /// session's hub tells it the session's state (from its first holder
-    /// on, for the lock's life: [`crate::hub`]).
+    /// on, for the lock's life: [`crate::hub`]), or else the task that
+    /// follows it while there are holders.
     #[derive(Default)]
     struct Holders {
         count: [u64; 2],
         suspended: bool,
         linked: bool,
+        link_watch: Option<AbortOnDrop<()>>,
     }
 
     fn index(mode: Mode) -> usize {
@@ -386,8 +388,14 @@ mod imp {
                         holders.linked = true;
                     }
                 }
-                // Linked first, then reading the state: no change is missed.
-                holders.suspended = is_down(client.state());
+                // Linked (or watching) first, then reading the state: no
+                // change is missed.
+                let states = client.state_watcher();
+                holders.suspended = is_down(states.peek_state());
+                if !holders.linked {
+                    holders.link_watch =
+                        start_link_watch(Arc::downgrade(&self.0), states, client.session_id().0);
+                }
             }
             holders.count[index(mode)] += 1;
             self.gauge(HOLDERS, holder_labels(mode, holders.suspended), 1.0);
@@ -468,6 +476,9 @@ mod imp {
             let count = &mut holders.count[index(mode)];
             *count = count.saturating_sub(1);
             self.gauge(HOLDERS, holder_labels(mode, holders.suspended), -1.0);
+            if holders.count == [0, 0] {
+                holders.link_watch = None;
+            }
         }
 
         /// A guard changes its mode from `from` to `to` (a downgrade).
@@ -515,6 +526,29 @@ mod imp {
             state,
             zk::SessionState::Disconnected | zk::SessionState::ConnectedReadOnly
         )
+    }
+
+    /// Follows the session's `states` for the holders of a lock whose
+    /// session has no hub (one the caller connected), where the session `id`
+    /// runs; ends with the session, or when aborted (no holders left).
+    fn start_link_watch(
+        lock: Weak<Shared>,
+        mut states: zk::StateWatcher,
+        id: i64,
+    ) -> Option<AbortOnDrop<()>> {
+        let work = async move {
+            loop {
+                let state = states.changed().await;
+                // A session that ended loses its guards, which leave the
+                // gauge as they learn it (their kept watches tell them).
+                if state.is_terminated() {
+                    return;
+                }
+                let Some(lock) = lock.upgrade() else { return };
+                crate::hub::Linked::link(&*lock, states.peek_state());
+            }
+        };
+        background::spawn_near(id, work).map(AbortOnDrop)
     }
 
     /// Counts the session of `client` in `zk_rwlock_sessions_expired_total`

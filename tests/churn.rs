@@ -72,6 +72,8 @@ fn runtime() -> tokio::runtime::Runtime {
 async fn registry_cycles() {
     let servers = support::server().connect_string();
     let start = zk_rwlock::registered_sessions();
+    let hubs = zk_rwlock::session_hubs();
+    let path = support::unique_path("churn-hubs");
     for _ in 0..20 {
         let client = connect_client(&servers, SESSION_TIMEOUT, CONNECT_TIMEOUT)
             .await
@@ -80,10 +82,23 @@ async fn registry_cycles() {
             zk_rwlock::registered_sessions() > start,
             "a live session is registered"
         );
-        drop(client);
+        // A grant gives the session its hub.
+        let lock = SharedLock::new(client.clone(), &path).expect("a lock");
+        lock.write()
+            .await
+            .expect("granted")
+            .release()
+            .await
+            .expect("released");
+        assert!(zk_rwlock::session_hubs() > hubs, "the session has a hub");
+        drop((lock, client));
     }
     support::eventually("the registry back to its start", SETTLE, || async {
         zk_rwlock::registered_sessions() == start
+    })
+    .await;
+    support::eventually("the sessions' hubs gone with them", SETTLE, || async {
+        zk_rwlock::session_hubs() == hubs
     })
     .await;
     // A session that fails after it connected (a missing chroot) leaves too.

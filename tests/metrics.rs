@@ -364,12 +364,25 @@ async fn a_suspended_guard_moves_and_an_expired_session_loses_it() {
 /// Every lock of a session follows its link, also one held again after
 /// its holders left: two locks on one session, each held, released and
 /// held again, move to `suspended` together while it is disconnected, and
-/// back.
+/// back. Both for a session the library connected (its hub tells the
+/// locks) and one the caller connected (each lock's holders follow it).
 #[tokio::test]
 async fn the_locks_of_one_session_held_again_move_with_its_link() {
     recorded();
-    let proxy = Proxy::start(&server().connect_string());
-    let client = support::client_on(proxy.addr()).await;
+    for library in [true, false] {
+        let proxy = Proxy::start(&server().connect_string());
+        let client = if library {
+            zk_rwlock::connect_client(proxy.addr(), Duration::from_secs(4), WITHIN)
+                .await
+                .expect("connect")
+        } else {
+            support::client_on(proxy.addr()).await
+        };
+        locks_held_again_move_with_the_link(&proxy, client).await;
+    }
+}
+
+async fn locks_held_again_move_with_the_link(proxy: &Proxy, client: zk::Client) {
     let (a, b) = (unique_path("metrics-link-a"), unique_path("metrics-link-b"));
     let (first, second) = (labelled_on(client.clone(), &a), labelled_on(client.clone(), &b));
     for lock in [&first, &second] {

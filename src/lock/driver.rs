@@ -323,7 +323,10 @@ impl SharedLock {
             )),
             Reported::NoAnswer((last, _)) => Error::NoAnswer {
                 path,
-                retried_for: self.inner.client.session_timeout() * 2,
+                // How long the requests' retries went on before giving up.
+                retried_for: Backoff::request(self.inner.client.session_timeout())
+                    .give_up_after
+                    .unwrap_or_default(),
                 last,
             },
             Reported::RequestFailed((e, at)) => Error::from_zk(e, &at),

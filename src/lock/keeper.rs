@@ -3,8 +3,9 @@
 //! A guard's state must be true when nothing awaits it: whoever deletes a
 //! held node (an operator, another identity inside the directory's trust
 //! boundary), the guard says `Lost` from then on, and its release says the
-//! lock was lost. So each guard gets a small task at the grant, its keeper,
-//! which keeps one data watch (`getData`) on the node. It carries the
+//! lock was lost. So each guard gets a small task, its keeper (at the grant,
+//! or once its first read is due: below), which keeps one data watch
+//! (`getData`) on the node. It carries the
 //! core's [`Keeping`], which says what to do next (wait on the watch, read
 //! and watch the node after a pause, stop) and what is reported, and feeds
 //! what it learns to the contender's machine ([`Contender::held_watch_set`],
@@ -228,21 +229,24 @@ pub(super) enum Task {
 /// `client`'s session; `first` is a watch on the node that the acquire set,
 /// taken over instead of setting another. A keeper whose first step is a
 /// read after a pause ([`Keeping::starts_after`]) waits for it in the
-/// session's hub, not as a task of its own (see [`crate::hub`]): a short
-/// hold then costs its session's thread no wake-up. `None`, logged, if
+/// session's hub, if the session has one, not as a task of its own (see
+/// [`crate::hub`]): a short hold then costs its session's thread no
+/// wake-up. `None`, logged, if
 /// there is no runtime to run it on.
 pub(super) fn start(client: &zk::Client, flags: &Arc<Flags>, first: Option<WatchFuture>) -> Option<Task> {
-    let granted = tokio::time::Instant::now();
     let keeping = Keeping::new(flags.node.clone(), &flags.machine(), first);
     let late = keeping
         .starts_after()
         .and_then(|after| Some((after, hub::of(client)?)));
-    let work = keep(client.clone(), flags.clone(), keeping, granted);
     if let Some((after, hub)) = late {
+        // The hub's clock, not the caller's runtime's (which may be paused).
+        let granted = Instant::from_std(std::time::Instant::now());
+        let work = keep(client.clone(), flags.clone(), keeping, Some(granted));
         return Some(Task::Deferred {
             _until: hub.defer(granted + after, work),
         });
     }
+    let work = keep(client.clone(), flags.clone(), keeping, None);
     match background::spawn_near(client.session_id().0, work) {
         Some(task) => Some(Task::Running {
             _task: AbortOnDrop(task),
@@ -263,9 +267,15 @@ pub(super) fn start(client: &zk::Client, flags: &Arc<Flags>, first: Option<Watch
 /// watch: each step is made small before anything is awaited (the
 /// exchange boxed), and the pause and the request that sets the watch are
 /// a boxed future of their own ([`send`]).
-async fn keep(client: zk::Client, flags: Arc<Flags>, mut keeping: Keeping<WatchFuture>, granted: Instant) {
-    // The first step's pause counts from the grant; later ones from then.
-    let mut since = Some(granted);
+async fn keep(
+    client: zk::Client,
+    flags: Arc<Flags>,
+    mut keeping: Keeping<WatchFuture>,
+    granted: Option<Instant>,
+) {
+    // The first step's pause counts from the grant when the hub started it
+    // late (`granted`); every other from when it is taken.
+    let mut since = granted;
     loop {
         let from = since.take().unwrap_or_else(Instant::now);
         let step = match keeping.poll() {

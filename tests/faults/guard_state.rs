@@ -566,3 +566,106 @@ async fn a_guard_granted_at_its_first_look_sees_its_node_deleted_within_the_boun
     );
     assert!(matches!(guard.release().await, Err(Error::Lost { .. })));
 }
+
+/// Polls a blocking guard's state until it says `Lost`, failing after
+/// [`LOST_WITHIN`].
+fn blocking_turns_lost(what: &str, state: impl Fn() -> HoldState) {
+    let deadline = Instant::now() + LOST_WITHIN;
+    while state() != HoldState::Lost {
+        assert!(
+            Instant::now() < deadline,
+            "{what} still says {} {LOST_WITHIN:?} after its node was deleted",
+            state()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn multi_thread_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Two blocking locks on one client the caller connected, each with a
+/// runtime of its own: dropping the first (its runtime ends) leaves the
+/// second's guards watched, one whose watch was set already and one
+/// granted just before, whose first read was not due yet.
+#[test]
+fn a_guard_on_a_callers_session_stays_watched_when_another_locks_runtime_ends() {
+    use zk_rwlock::blocking::SharedLock as BlockingLock;
+    let rt = multi_thread_runtime();
+    let (client, stranger) = rt.block_on(async { (client().await, client().await) });
+    for first_read_due in [true, false] {
+        let (pa, pb) = (unique_path("two-runtimes-a"), unique_path("two-runtimes-b"));
+        let a = BlockingLock::with_client(client.clone(), &pa).unwrap();
+        let b = BlockingLock::with_client(client.clone(), &pb).unwrap();
+        drop(a.write().unwrap());
+        let guard = b.write().unwrap();
+        if first_read_due {
+            rt.block_on(wait_watching(server(), guard.node(), client.session_id().0));
+        }
+        drop(a);
+        rt.block_on(stranger.delete(guard.node(), None)).unwrap();
+        blocking_turns_lost(&format!("the guard (first read due: {first_read_due})"), || {
+            guard.state()
+        });
+    }
+}
+
+/// A session the caller connected, used first on a current-thread runtime
+/// that then stays idle: a guard granted on the session's own runtime
+/// still learns of its node's deletion.
+#[test]
+fn a_guard_sees_its_deletion_though_an_idle_runtime_used_its_session_first() {
+    let main = multi_thread_runtime();
+    let (client, stranger) = main.block_on(async { (client().await, client().await) });
+    let side = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    side.block_on(async {
+        let lock = SharedLock::new(client.clone(), &unique_path("idle-runtime-side")).unwrap();
+        lock.write().await.unwrap().release().await.unwrap();
+    });
+    main.block_on(async {
+        let lock = SharedLock::new(client.clone(), &unique_path("idle-runtime-main")).unwrap();
+        let guard = lock.write().await.unwrap();
+        stranger.delete(guard.node(), None).await.unwrap();
+        turns_lost("the guard", || guard.state()).await;
+    });
+    drop(side);
+}
+
+/// A grant made inside a runtime that is shutting down (a blocking task of
+/// it drives the acquire; the session runs on another runtime) returns.
+#[test]
+fn a_grant_inside_a_runtime_that_is_shutting_down_returns() {
+    let main = multi_thread_runtime();
+    let client = main.block_on(client());
+    let lock = SharedLock::new(client.clone(), &unique_path("grant-in-shutdown")).unwrap();
+    let side = multi_thread_runtime();
+    let (shutting, shut) = std::sync::mpsc::channel::<()>();
+    let (granted, grant) = std::sync::mpsc::channel();
+    side.spawn_blocking(move || {
+        let handle = tokio::runtime::Handle::current();
+        shut.recv().unwrap();
+        // Until a task spawned there is cancelled at once: shutting down.
+        let deadline = Instant::now() + SHORT;
+        while handle.block_on(handle.spawn(async {})).is_ok() {
+            assert!(Instant::now() < deadline, "the runtime never began to shut down");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let node = handle.block_on(async { lock.write().await.map(|g| g.node().to_owned()) });
+        granted.send(node).unwrap();
+    });
+    let ending = std::thread::spawn(move || {
+        shutting.send(()).unwrap();
+        side.shutdown_timeout(SHORT);
+    });
+    let got = grant.recv_timeout(SHORT);
+    assert!(matches!(got, Ok(Ok(_))), "the grant: {got:?}");
+    ending.join().unwrap();
+}
