@@ -366,6 +366,45 @@ mod tests {
         assert_eq!(ended.load(Ordering::SeqCst), 1, "aborted");
     }
 
+    #[tokio::test]
+    async fn work_deferred_out_of_order_starts_in_the_order_of_its_instants() {
+        let hub = hub();
+        let t0 = Instant::now();
+        let ms = |n| t0 + Duration::from_millis(n);
+        let started = Arc::new(AtomicUsize::new(0));
+        let _late = hub.defer(ms(200), counting(&started));
+        let _early = hub.defer(ms(100), counting(&started));
+        assert_eq!(
+            hub.start_due(ms(150)),
+            Some(ms(200)),
+            "the earlier one went first"
+        );
+        settle().await;
+        assert_eq!(started.load(Ordering::SeqCst), 1);
+    }
+
+    struct Nobody;
+    impl Linked for Nobody {
+        fn link(&self, _: zk::SessionState) {}
+    }
+
+    #[test]
+    fn links_of_dropped_locks_go_as_the_list_doubles() {
+        let hub = hub();
+        let kept: Arc<dyn Linked> = Arc::new(Nobody);
+        hub.link(Arc::downgrade(&kept));
+        for _ in 0..1000 {
+            let dropped: Arc<dyn Linked> = Arc::new(Nobody);
+            hub.link(Arc::downgrade(&dropped));
+        }
+        let links = hub.queue().links.len();
+        assert!(links <= 16, "{links} links kept for 2 live locks' worth");
+        assert!(
+            hub.queue().links.iter().any(|l| l.strong_count() > 0),
+            "the live one stays"
+        );
+    }
+
     /// True if a wake-up of the hub is stored (polled once, not waited).
     fn woken(hub: &Hub) -> bool {
         let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
