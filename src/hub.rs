@@ -60,6 +60,8 @@ struct Queue {
     links: Vec<Weak<dyn Linked>>,
     /// How many links were left at the last pruning.
     pruned_to: usize,
+    /// The session ended: work is started at once, not queued.
+    closed: bool,
 }
 
 /// A deferred work's place: queued, started, or let go.
@@ -148,6 +150,15 @@ impl Hub {
         let slot = Arc::new(Mutex::new(Slot::Queued(Box::pin(work))));
         let wake = {
             let mut queue = self.queue();
+            if queue.closed {
+                drop(queue);
+                // What the work learns of the ended session is still news
+                // (a keeper's read fails, and the guard is counted lost).
+                if let Some(background) = background::handle() {
+                    start(&slot, |work| background.spawn(work));
+                }
+                return Deferred(slot);
+            }
             // In the order of their instants: from the back, where a new
             // one nearly always goes (all defer by the same pause).
             let place = queue
@@ -188,23 +199,24 @@ impl Hub {
     fn start_due(&self, now: Instant) -> Option<Instant> {
         let mut queue = self.queue();
         while let Some((at, slot)) = queue.due.front() {
-            let mut slot = lock(slot);
-            match &*slot {
-                Slot::Queued(_) if *at > now => return Some(*at),
-                Slot::Queued(_) => {
-                    if let Slot::Queued(work) = std::mem::replace(&mut *slot, Slot::Dropped) {
-                        *slot = Slot::Running {
-                            _task: AbortOnDrop(tokio::spawn(work)),
-                        };
-                    }
-                }
-                Slot::Running { .. } | Slot::Dropped => {}
+            if *at > now && matches!(*lock(slot), Slot::Queued(_)) {
+                return Some(*at);
             }
-            drop(slot);
+            start(slot, tokio::spawn);
             queue.due.pop_front();
         }
         queue.armed = false;
         None
+    }
+
+    /// The session ended: the work queued starts now (each waits out the
+    /// rest of its pause itself), and work deferred from now on at once.
+    fn close(&self) {
+        let mut queue = self.queue();
+        queue.closed = true;
+        for (_, slot) in queue.due.drain(..) {
+            start(&slot, tokio::spawn);
+        }
     }
 
     /// Tells the linked their session's `state`.
@@ -220,10 +232,29 @@ impl Hub {
     }
 }
 
+/// Starts the work in `slot` with `spawn`, if it is queued.
+fn start(slot: &Mutex<Slot>, spawn: impl FnOnce(Work) -> tokio::task::JoinHandle<()>) {
+    let mut slot = lock(slot);
+    if let Slot::Queued(work) = std::mem::replace(&mut *slot, Slot::Dropped) {
+        *slot = Slot::Running {
+            _task: AbortOnDrop(spawn(work)),
+        };
+    }
+}
+
 /// The hub's task: starts deferred work when due, tells the linked of
-/// each state change, and ends with the session.
-async fn run(hub: Weak<Hub>, mut states: zk::StateWatcher, leave: Leave) {
+/// each state change, and ends with the session, when it starts what is
+/// still queued.
+async fn run(hub: Weak<Hub>, states: zk::StateWatcher, leave: Leave) {
     let _leave = leave;
+    serve(&hub, states).await;
+    if let Some(hub) = hub.upgrade() {
+        hub.close();
+    }
+}
+
+/// [`run`] until the session ends.
+async fn serve(hub: &Weak<Hub>, mut states: zk::StateWatcher) {
     if states.peek_state().is_terminated() {
         return;
     }
@@ -383,6 +414,48 @@ mod tests {
         assert_eq!(started.load(Ordering::SeqCst), 1);
     }
 
+    #[tokio::test]
+    async fn a_closed_hub_starts_what_is_queued_and_what_comes_later_at_once() {
+        let hub = hub();
+        let started = Arc::new(AtomicUsize::new(0));
+        let later = Instant::now() + Duration::from_secs(60);
+        let _queued = hub.defer(later, counting(&started));
+        let dropped = hub.defer(later, counting(&started));
+        drop(dropped);
+        hub.close();
+        assert!(hub.queue().due.is_empty());
+        let _after = hub.defer(later, counting(&started));
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while started.load(Ordering::SeqCst) < 2 {
+            assert!(std::time::Instant::now() < deadline, "both started");
+            tokio::task::yield_now().await;
+        }
+        settle().await;
+        assert_eq!(started.load(Ordering::SeqCst), 2, "not the one let go");
+    }
+
+    /// Counts what it is told.
+    struct Told(AtomicUsize);
+    impl Linked for Told {
+        fn link(&self, _: zk::SessionState) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn the_live_linked_are_told_and_the_dropped_forgotten() {
+        let hub = hub();
+        let live = Arc::new(Told(AtomicUsize::new(0)));
+        let live_dyn: Arc<dyn Linked> = live.clone();
+        hub.link(Arc::downgrade(&live_dyn));
+        let gone: Arc<dyn Linked> = Arc::new(Told(AtomicUsize::new(0)));
+        hub.link(Arc::downgrade(&gone));
+        drop(gone);
+        hub.tell(zk::SessionState::Disconnected);
+        assert_eq!(live.0.load(Ordering::SeqCst), 1);
+        assert_eq!(hub.queue().links.len(), 1, "the dropped one forgotten");
+    }
+
     struct Nobody;
     impl Linked for Nobody {
         fn link(&self, _: zk::SessionState) {}
@@ -398,7 +471,7 @@ mod tests {
             hub.link(Arc::downgrade(&dropped));
         }
         let links = hub.queue().links.len();
-        assert!(links <= 16, "{links} links kept for 2 live locks' worth");
+        assert!(links <= 16, "{links} links kept for one live lock");
         assert!(
             hub.queue().links.iter().any(|l| l.strong_count() > 0),
             "the live one stays"

@@ -45,7 +45,7 @@
 //!
 //! The keeper runs where the session runs (see [`background::spawn_near`]);
 //! one that begins with a read after the bound waits for it in the
-//! session's hub ([`crate::hub`]) and becomes a task only then, so that a
+//! session's hub, if the session has one ([`crate::hub`]) and becomes a task only then, so that a
 //! guard released sooner costs the session's thread nothing. It ends when the node is gone, the session ends, or the server refuses
 //! the watch; the guard aborts it when it is released or dropped, after the
 //! release's deletion has fired the watch, so that removing the watch costs
@@ -267,42 +267,40 @@ pub(super) fn start(client: &zk::Client, flags: &Arc<Flags>, first: Option<Watch
 /// watch: each step is made small before anything is awaited (the
 /// exchange boxed), and the pause and the request that sets the watch are
 /// a boxed future of their own ([`send`]).
-async fn keep(
+fn keep(
     client: zk::Client,
     flags: Arc<Flags>,
     mut keeping: Keeping<WatchFuture>,
-    granted: Option<Instant>,
-) {
-    // The first step's pause counts from the grant when the hub started it
-    // late (`granted`); every other from when it is taken.
-    let mut since = granted;
-    loop {
-        let from = since.take().unwrap_or_else(Instant::now);
-        let step = match keeping.poll() {
-            None | Some(Keeper::Stop) => return,
-            Some(Keeper::Wait(watch)) => Ok(watch),
-            Some(Keeper::Send {
-                exchange,
-                after,
-                again,
-            }) => Err((Box::new(exchange), after, again)),
-        };
-        match step {
-            Ok(watch) => {
-                let event = watch.await;
-                let (kind, state) = (watched_kind(event.event_type), session_state(event.session_state));
-                flags.learn(|machine| keeping.fired(machine, kind, state));
-            }
-            Err((exchange, after, again)) => {
-                Box::pin(send(
-                    &client,
-                    &flags,
-                    &mut keeping,
-                    *exchange,
-                    from + after,
+    mut granted: Option<Instant>,
+) -> impl std::future::Future<Output = ()> + Send + 'static {
+    // A block, not an `async fn`: the arguments are used in place, not
+    // copied into the future a second time (it stays resident).
+    async move {
+        loop {
+            let step = match keeping.poll() {
+                None | Some(Keeper::Stop) => return,
+                Some(Keeper::Wait(watch)) => Ok(watch),
+                // The first read's pause counts from the grant when the hub
+                // started the keeper late (`granted`); every other from now.
+                Some(Keeper::Send {
+                    exchange,
+                    after,
                     again,
-                ))
-                .await;
+                }) => Err((
+                    Box::new(exchange),
+                    granted.take().unwrap_or_else(Instant::now) + after,
+                    again,
+                )),
+            };
+            match step {
+                Ok(watch) => {
+                    let event = watch.await;
+                    let (kind, state) = (watched_kind(event.event_type), session_state(event.session_state));
+                    flags.learn(|machine| keeping.fired(machine, kind, state));
+                }
+                Err((exchange, at, again)) => {
+                    Box::pin(send(&client, &flags, &mut keeping, *exchange, at, again)).await;
+                }
             }
         }
     }

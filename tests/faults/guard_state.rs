@@ -669,3 +669,43 @@ fn a_grant_inside_a_runtime_that_is_shutting_down_returns() {
     assert!(matches!(got, Ok(Ok(_))), "the grant: {got:?}");
     ending.join().unwrap();
 }
+
+/// A guard granted at its first look whose session ends before its first
+/// read is due is counted lost all the same (by its keeper's failed read),
+/// without anyone asking its state: on a session the library connected
+/// and on one the caller connected.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guard_whose_session_ends_before_its_first_read_is_counted_lost() {
+    let own = support::own_server(Duration::from_millis(20));
+    let direct = own.connect_string();
+    let timeout = Duration::from_millis(60);
+    for library in [true, false] {
+        let proxy = Proxy::start(&direct);
+        let victim = if library {
+            zk_rwlock::connect_client(proxy.addr(), timeout, SHORT)
+                .await
+                .expect("connect")
+        } else {
+            zk::Client::connector()
+                .with_session_timeout(timeout)
+                .connect(proxy.addr())
+                .await
+                .expect("connect")
+        };
+        let lock = SharedLock::new(victim.clone(), &unique_path("ended-before-first-read")).unwrap();
+        let guard = lock.write().await.unwrap();
+        proxy.set_blocked(true);
+        proxy.cut_all();
+        eventually(
+            &format!("the guard counted lost (library session: {library})"),
+            SHORT,
+            || {
+                let stats = lock.stats();
+                async move { (stats.holding, stats.lost) == (0, 1) }
+            },
+        )
+        .await;
+        assert!(victim.state().is_terminated(), "{:?}", victim.state());
+        drop(guard);
+    }
+}
