@@ -267,6 +267,7 @@ pub(super) fn start(client: &zk::Client, flags: &Arc<Flags>, first: Option<Watch
 /// watch: each step is made small before anything is awaited (the
 /// exchange boxed), and the pause and the request that sets the watch are
 /// a boxed future of their own ([`send`]).
+#[allow(clippy::manual_async_fn)] // On purpose: see the block's comment.
 fn keep(
     client: zk::Client,
     flags: Arc<Flags>,
