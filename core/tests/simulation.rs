@@ -338,6 +338,32 @@
 //! downgrades again). A downgrade's reader is granted only once the
 //! writer's node was deleted by its transaction.
 //!
+//! At every failure, what the library would report too
+//! (`Failure::reported`, whose variants the driver makes its errors one to
+//! one), made from what the carrier knows as the driver knows it: the
+//! error of the request the last exchange blamed (`Carried::blamed`), or
+//! of the look that ended the wait's poll, since the machine's last
+//! request, told apart as the library's carrier does (`request_error`:
+//! no answer, `Error::Unanswered`, or any other; a transaction's the
+//! failing operation's); the session's end `Arrivals::ended` recorded; the
+//! model session's state. It must say what the model did: `SessionExpired`
+//! only in an expired session, for a node gone or the session's end;
+//! never `SessionClosed` or `AuthFailed` (the model's sessions only
+//! expire); `Lost` only in a live session, naming the node gone, which the
+//! model deleted (the acquire's own, or, for `WriterLost`, the
+//! downgrade's writer node); `ListingTooLarge` with the count, size and
+//! limit of the listing refused (the directory at the message that failed
+//! the acquire); `PermitsDisagree` naming a contender before the
+//! acquire's node that carries the count named, another than the one asked
+//! (also named); `NoAnswer` only with `Error::Unanswered` after answers to
+//! the acquire's requests were lost since its last; `RequestFailed` only
+//! for a create whose name is taken (`NodeExists`); never `Unexplained`
+//! nor `InvalidName`; and the failure's own variant for the others
+//! (`SequenceExhausted`, `DirectoryHoldsData`, `NoDirectory`). (The driver
+//! reads the session's state once the withdrawal it waits for is over;
+//! here the report is made as the failure comes, one moment of that
+//! while.)
+//!
 //! At every change of a machine's place in the queue (`Contender::place`):
 //! its `node` is the machine's node; `ahead` is `ordering::ahead` of that
 //! node over the listing the machine last decided on, which contains it;
@@ -639,8 +665,8 @@ use uuid::Uuid;
 use zk_rwlock_core::acquire::{self, Event, NodeEvent, WatchedKind};
 use zk_rwlock_core::backoff::Backoff;
 use zk_rwlock_core::contender::{
-    self, child_path, node_data, Action, Failure, Input, Outcome as Ended, Replacement,
-    MAX_DIRECTORY_ATTEMPTS,
+    self, child_path, node_data, Action, Failure, Input, Outcome as Ended, Replacement, Reported,
+    RequestError, MAX_DIRECTORY_ATTEMPTS,
 };
 use zk_rwlock_core::election::{announcement, announces};
 use zk_rwlock_core::lease::SessionState;
@@ -652,7 +678,7 @@ use zk_rwlock_core::ordering::{self, decide, is_valid_seq, leader, Decision, REC
 use zk_rwlock_core::semaphore::{self, permits_of};
 use zk_rwlock_core::transaction::{self, Guarded, Refusal};
 use zk_rwlock_core::wire::{
-    self, Carry, CreateMode, Done, Error, Exchange, Reply, Request, Stat, Watch, Wire,
+    self, Carry, CreateMode, Done, Error, Exchange, Fault, Reply, Request, Stat, Watch, Wire,
 };
 use zk_rwlock_core::{Layout, Mode, NodeName};
 
@@ -1132,6 +1158,26 @@ fn version_matches(named: Option<i32>, version: i32) -> bool {
 /// counts them, written here apart from `core::semaphore`: the names that
 /// parse, with a valid sequence smaller than `me`'s, as (sequence, name), in
 /// queue order. Empty if `me` does not parse.
+/// The last failed request's error as the library's carrier classifies it
+/// (its `request_error`, from the client's error behind the fault): no
+/// answer came, or any other error (a garbled answer is the client's own).
+fn request_error(fault: Fault<Error>) -> RequestError<Error> {
+    match fault {
+        Fault::Carrier(Error::Unanswered) => RequestError::Unanswered(Error::Unanswered),
+        Fault::Carrier(e) => RequestError::Answered(e),
+        Fault::Garbled => RequestError::Answered(Error::Failed),
+    }
+}
+
+/// The error itself, a refused transaction's the failing operation's (as
+/// the library's client reports it).
+fn cause(e: &Error) -> &Error {
+    match e {
+        Error::Refused { error, .. } => cause(error),
+        other => other,
+    }
+}
+
 fn predecessors(me: &str, children: &[String]) -> Vec<(i32, String)> {
     let Ok(mine) = me.parse::<NodeName>() else {
         return Vec::new();
@@ -1479,7 +1525,7 @@ struct Polls {
 /// `wire::Carry`), and which it is.
 struct Carried {
     serial: u64,
-    carry: Carry<(), ()>,
+    carry: Carry<(), Error>,
 }
 
 impl Carried {
@@ -1595,6 +1641,14 @@ struct Acq {
     /// The last write to its node the wait was told of (its watch's
     /// data change: the node's mzxid then).
     own_told: Option<u64>,
+    /// What failed the request the last exchange blamed, and the error of
+    /// a look that ended the wait's poll, since the machine's last request
+    /// (the library's carrier's and driver's `last_error`).
+    carrier_error: Option<Fault<Error>>,
+    poll_error: Option<Error>,
+    /// Answers to the acquire's requests (its exchange's, its looks') lost
+    /// since the machine's last request.
+    unanswered: u32,
 }
 
 struct Contender {
@@ -1703,6 +1757,10 @@ stats! {
     watchers_at_deletion: "Deletions of a node that a contender kept a watch on (semaphore worlds).",
     herd_full: "Of those, deletions that N contenders watched (the herd bound reached).",
     permits_disagree: "Acquires failed with PermitsDisagree (a stranger's node with another N before).",
+    reports: "Failed acquires' reports (`Failure::reported`) checked against the model.",
+    reported_expired: "Of those, SessionExpired (a node gone or the session ended, in an expired session).",
+    reported_lost: "Of those, Lost naming the node gone (mine, or a downgrade's writer node).",
+    reported_request: "Of those, RequestFailed or NoAnswer (the last failed request's error).",
     foreign_nodes: "Strangers' nodes made in the directory (a bare writer, another N, a foreign name).",
     waiters_at_rest: "Waiters checked at rest (the drain, before holders release).",
     lingered_events: "Events of watches a semaphore's wait left to fire once dropped (ignored).",
@@ -3183,6 +3241,9 @@ impl World {
             listing: None,
             place: None,
             own_told: None,
+            carrier_error: None,
+            poll_error: None,
+            unanswered: 0,
         });
         let s = self.contenders[c].session;
         note!(
@@ -3462,11 +3523,15 @@ impl World {
     /// ([`wire::Arrivals::while_carrying`]), the watched nodes' left for the
     /// wait.
     fn take_arrivals(&mut self, c: usize) -> Check {
-        self.take_arrivals_with(c, wire::Now::quiet(self.session_state(c)))
+        self.take_arrivals_with(c, wire::Now::quiet(self.session_state(c)), None)
     }
 
     /// [`World::take_arrivals`], with what the wait found `now` (a poll's end).
-    fn take_arrivals_with(&mut self, c: usize, now: wire::Now) -> Check {
+    ///
+    /// `polled_error`: the error of the look that ended the poll
+    /// (`now.polled`), the acquire's last if the wait takes that end, as
+    /// the driver keeps it.
+    fn take_arrivals_with(&mut self, c: usize, now: wire::Now, polled_error: Option<Error>) -> Check {
         let acquiring = self.contenders[c].state == CState::Acquiring;
         let acq = self.acq(c);
         if !acq.waiting || !acquiring {
@@ -3478,8 +3543,13 @@ impl World {
         match acq.arrivals.next(now) {
             Some(wire::Taken {
                 input: acquire::Input::Event(event),
-                ..
-            }) => self.on_event(c, event),
+                polled,
+            }) => {
+                if let Some(e) = polled_error.filter(|_| polled) {
+                    acq.poll_error = Some(e);
+                }
+                self.on_event(c, event)
+            }
             Some(taken) => self.fail(format!("c{c} took {taken:?} from what arrived")),
             None => Ok(()),
         }
@@ -3642,6 +3712,10 @@ impl World {
     fn carry(&mut self, c: usize, exchange: Exchange) -> Check {
         let serial = self.next_serial();
         let acq = self.acq(c);
+        // A new request: no error of the last is the acquire's any more.
+        acq.carrier_error = None;
+        acq.poll_error = None;
+        acq.unanswered = 0;
         if let Some(answers) = acq.machine.unasked() {
             // A broken machine takes these answers without asking.
             let mut exchange = exchange;
@@ -3762,7 +3836,7 @@ impl World {
         }
     }
 
-    fn carry_mut(&mut self, c: usize, slot: Slot) -> &mut Carry<(), ()> {
+    fn carry_mut(&mut self, c: usize, slot: Slot) -> &mut Carry<(), Error> {
         let k = &mut self.contenders[c];
         let carried = match slot {
             Slot::Acquire => k.acq.as_mut().and_then(|a| a.exchange.as_mut()),
@@ -3794,6 +3868,9 @@ impl World {
         };
         let answer = answered.answer;
         self.stats.retries += u64::from(answer == Err(Error::Unanswered));
+        if slot == Slot::Acquire && answer == Err(Error::Unanswered) {
+            self.acq(c).unanswered += 1;
+        }
         let carry = self.carry_mut(c, slot);
         // A release the older version sent without the marker's operations
         // is answered as that version read its answer: the results of the
@@ -3821,8 +3898,9 @@ impl World {
             0
         };
         // As the library's carrier, a failed answer comes with the client's
-        // error (the keeper reports a watch refused only with one).
-        let error = fed.is_err().then_some(());
+        // error (the keeper reports a watch refused only with one): here
+        // the model's, a refused transaction's its failing operation's.
+        let error = fed.as_ref().err().map(|e| cause(e).clone());
         let mut wire = wire::Answered::of(fed);
         wire.watches = vec![(); left];
         wire.error = error;
@@ -3864,8 +3942,18 @@ impl World {
             false => Ok(()),
             true if slot == Slot::Acquire => {
                 let acq = self.acq(c);
-                let carried = acq.exchange.take().expect("the acquire's exchange");
-                let exchange = carried.carry.finish().exchange;
+                let carried = acq
+                    .exchange
+                    .take()
+                    .expect("the acquire's exchange")
+                    .carry
+                    .finish();
+                // The error of the request it blames is the acquire's last,
+                // as the library's carrier keeps it (`Carrier::finished`).
+                if let (Some(fault), Some(_)) = (carried.blamed, carried.exchange.blame()) {
+                    acq.carrier_error = Some(fault);
+                }
+                let exchange = carried.exchange;
                 let action = acq.machine.settle(&mut acq.wire, &exchange);
                 self.act(c, action)
             }
@@ -4172,6 +4260,7 @@ impl World {
             Action::Fail(failure) => {
                 let (failure, downgrade) = (*failure, acq.downgrade);
                 self.failed(c, failure)?;
+                self.check_reported(c, failure)?;
                 if downgrade {
                     let how = if failure == Failure::WriterLost {
                         Replacement::WriterGone
@@ -4495,6 +4584,7 @@ impl World {
         };
         *under_way = false;
         self.stats.looks_refused += u64::from(answer == Err(Error::NoAuth));
+        acq.unanswered += u32::from(answer == Err(Error::Unanswered));
         // The model's time is its steps: lost answers never run out the
         // poll's retries (its connection comes back).
         let Some(event) = poll.looked(&answer, Duration::ZERO) else {
@@ -4507,7 +4597,7 @@ impl World {
             polled: Some(event),
             ..wire::Now::quiet(self.session_state(c))
         };
-        self.take_arrivals_with(c, now)
+        self.take_arrivals_with(c, now, answer.err())
     }
 
     fn tx_answered(&mut self, c: usize, id: u64, serial: u64, answer: Result<Reply, Error>) -> Check {
@@ -4882,6 +4972,123 @@ impl World {
         let acq = self.acq(c);
         if acq.outcome.is_none() {
             acq.outcome = Some(Outcome::Failed(failure));
+        }
+        Ok(())
+    }
+
+    /// Checks what a failed acquire reports ([`Failure::reported`], made
+    /// from what the carrier knows as the driver knows it) against the
+    /// model (the module's documentation, "What is checked").
+    fn check_reported(&mut self, c: usize, failure: Failure) -> Check {
+        let session = self.contenders[c].session;
+        let basis = self.contenders[c].basis;
+        let now = self.session_state(c);
+        let expired = self.sessions[session].state == Link::Expired;
+        let acq = self.acq(c);
+        // The driver's own (a poll's) first, then the carrier's.
+        let last = (acq.poll_error.take().map(Fault::Carrier))
+            .or_else(|| acq.carrier_error.take())
+            .map(request_error);
+        let acq = self.contenders[c].acq.as_ref().expect("an acquire");
+        let machine = &acq.machine.inner;
+        let reported = failure.reported(machine, last, acq.arrivals.ended(), now);
+        let shown = format!("{reported:?}");
+        let node_of = |czxid: Option<i64>| czxid.and_then(|z| self.nodes.get(&(z as u64)));
+        let why: Option<String> = match reported {
+            Reported::SessionExpired if !expired => Some("its session lives".into()),
+            Reported::SessionExpired => (!matches!(
+                failure,
+                Failure::Lost | Failure::SessionEnded | Failure::WriterLost
+            ))
+            .then(|| "the failure is neither a node gone nor the session's end".into()),
+            Reported::SessionClosed | Reported::AuthFailed => Some("the model's sessions only expire".into()),
+            Reported::Lost { .. } if expired => Some("its session expired".into()),
+            Reported::Lost { node } => {
+                // The node lost: mine, or the writer node a downgrade replaces.
+                let gone = match failure {
+                    Failure::Lost | Failure::SessionEnded => Some(node_of(machine.czxid())),
+                    Failure::WriterLost => Some(node_of(
+                        self.contenders[c]
+                            .writer
+                            .as_ref()
+                            .and_then(|w| w.machine.inner.czxid()),
+                    )),
+                    _ => None,
+                };
+                match (gone, node) {
+                    (None, _) => Some("the failure is no node gone".into()),
+                    (_, None) => Some("it names no node".into()),
+                    (Some(Some(n)), Some(name)) if n.name == name && n.dzxid.is_some() => None,
+                    (Some(n), Some(name)) => Some(format!(
+                        "it names {name}, the node gone being {:?}",
+                        n.map(|n| (&n.name, n.dzxid))
+                    )),
+                }
+            }
+            Reported::SequenceExhausted => {
+                (failure != Failure::Exhausted).then(|| "the counter is not used up".into())
+            }
+            Reported::ListingTooLarge {
+                contenders,
+                size,
+                limit,
+            } => {
+                // The listing refused: the directory as the message that
+                // failed the acquire found it.
+                let listed = self.listed_at(basis);
+                let listed_size = zk_rwlock_core::limits::listing_size(&listed);
+                let truth = failure == Failure::ListingTooLarge
+                    && self.listing_limit == Some(limit)
+                    && size == listed_size
+                    && contenders == listed.len()
+                    && size > limit;
+                (!truth).then(|| {
+                    format!(
+                        "the listing at {basis} has {} children, {listed_size} bytes, limit {:?}",
+                        listed.len(),
+                        self.listing_limit
+                    )
+                })
+            }
+            Reported::InvalidName { .. } => Some("every node's name is a contender's".into()),
+            Reported::NoAnswer(e) => {
+                (failure != Failure::Request || e != Error::Unanswered || acq.unanswered == 0)
+                    .then(|| format!("{} answers lost since its last request", acq.unanswered))
+            }
+            // The one request the model fails for good: a create whose
+            // name is taken (at the counter's limit).
+            Reported::RequestFailed(e) => (failure != Failure::Request || e != Error::NodeExists)
+                .then(|| "the only request failed for good is a create of a name taken".into()),
+            Reported::Unexplained => Some("a request failed with no error known".into()),
+            Reported::DirectoryHoldsData => (failure != Failure::DirectoryHoldsData)
+                .then(|| "the failure is not the directory's data".into()),
+            Reported::NoDirectory => {
+                (failure != Failure::NoDirectory).then(|| "the failure is not the directory's".into())
+            }
+            Reported::PermitsDisagree { node, carried, asked } => {
+                let permits = self.permits.map_or(0, NonZeroU32::get);
+                let me = machine.node().unwrap_or_default();
+                let before = predecessors(me, &self.children_at(basis));
+                let truth = failure == Failure::PermitsDisagree
+                    && asked == permits
+                    && carried != permits
+                    && node.is_some_and(|node| {
+                        permits_of(node) == Some(carried) && before.iter().any(|(_, name)| name == node)
+                    });
+                (!truth).then(|| format!("asked {permits}, the contenders before it {before:?}"))
+            }
+        };
+        if let Some(why) = why {
+            return self.fail(format!("c{c} failed with {failure:?} and reports {shown}: {why}"));
+        }
+        self.stats.reports += 1;
+        match shown.as_str() {
+            "SessionExpired" => self.stats.reported_expired += 1,
+            s if s.starts_with("Lost") => self.stats.reported_lost += 1,
+            s if s.starts_with("RequestFailed") || s.starts_with("NoAnswer") => {
+                self.stats.reported_request += 1
+            }
+            _ => {}
         }
         Ok(())
     }
@@ -6021,6 +6228,9 @@ fn schedules_keep_every_rule() {
             ("SessionEnded", totals.session_ended),
             ("Exhausted", totals.exhausted),
             ("DirectoryHoldsData", totals.holds_data),
+            ("reports checked", totals.reports),
+            ("reports of SessionExpired", totals.reported_expired),
+            ("reports of Lost", totals.reported_lost),
             ("gave up", totals.gave_up),
             ("nodes found after a lost create", totals.found_own),
             ("holders told of their loss", totals.held_lost),
