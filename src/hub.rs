@@ -20,7 +20,8 @@
 //!
 //! Only a session that runs on the library's background thread has a hub
 //! (one the library connected): the hub runs there, and ends with the
-//! session (a terminal state). A session the caller connected runs on the
+//! session (a terminal state), starting what is still queued (the keepers'
+//! reads fail, and their guards are counted lost). A session the caller connected runs on the
 //! caller's runtimes, any of which may end first: each of its guards keeps
 //! a keeper task of its own, on the runtime current at its grant, and each
 //! lock's first holder a task that follows the link, as they need.
