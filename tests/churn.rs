@@ -101,6 +101,12 @@ async fn registry_cycles() {
         zk_rwlock::session_hubs() == hubs
     })
     .await;
+    // A session the caller connected has none: its runtimes may end first.
+    let own = support::client().await;
+    let lock = SharedLock::new(own.clone(), &path).expect("a lock");
+    let guard = lock.write().await.expect("granted");
+    assert_eq!(zk_rwlock::session_hubs(), hubs, "no hub for the caller's session");
+    guard.release().await.expect("released");
     // A session that fails after it connected (a missing chroot) leaves too.
     let e = connect_client(
         &format!("{servers}/no-such-chroot"),
