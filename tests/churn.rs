@@ -56,17 +56,7 @@ fn env_secs(name: &str, default: u64) -> Duration {
 #[test]
 fn closed_sessions_leave_the_registry() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    runtime().block_on(registry_cycles());
-}
-
-/// A runtime like `#[tokio::main]`'s, two workers (the blocking API's part
-/// of a cycle runs in `block_in_place`).
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a runtime")
+    support::multi_thread_runtime(2).block_on(registry_cycles());
 }
 
 async fn registry_cycles() {
@@ -304,7 +294,7 @@ async fn settled(started: Instant, cycles: u64, done: impl Fn(&Sample) -> bool) 
 #[test]
 fn churn_leaves_nothing_behind() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    runtime().block_on(churn());
+    support::multi_thread_runtime(2).block_on(churn());
 }
 
 async fn churn() {

@@ -93,6 +93,16 @@ pub fn rss_kb(pid: &str) -> Option<u64> {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
+/// A multi-thread runtime of `workers` threads with I/O and timers, as
+/// `#[tokio::main]` makes, for tests that drive one from a plain thread.
+pub fn multi_thread_runtime(workers: usize) -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_all()
+        .build()
+        .expect("a runtime")
+}
+
 /// Polls `f` every 20 ms on this thread until it returns `Some`, failing
 /// the test after `timeout`: [`eventually`] for code outside a runtime.
 pub fn poll<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {

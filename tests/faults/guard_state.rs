@@ -32,6 +32,13 @@ async fn turns_lost(what: &str, state: impl Fn() -> HoldState) {
     .await;
 }
 
+/// [`turns_lost`] from a plain thread, for a blocking guard.
+fn blocking_turns_lost(what: &str, state: impl Fn() -> HoldState) {
+    support::poll(&format!("{what} says Lost"), LOST_WITHIN, || {
+        (state() == HoldState::Lost).then_some(())
+    });
+}
+
 /// Waits until `client` is connected again after its connection was cut
 /// (the proxy accepted a connection after `before`).
 async fn reconnected(proxy: &Proxy, before: usize, client: &zk::Client) {
@@ -174,15 +181,7 @@ fn a_blocking_guard_whose_node_is_deleted_says_lost() {
     let node = held.node().to_owned();
     assert_eq!(held.state(), HoldState::Held);
     rt.block_on(async { client().await.delete(&node, None).await.unwrap() });
-    let deadline = Instant::now() + LOST_WITHIN;
-    while held.state() != HoldState::Lost {
-        assert!(
-            Instant::now() < deadline,
-            "the blocking guard still says {} {LOST_WITHIN:?} after its node was deleted",
-            held.state()
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    blocking_turns_lost("the blocking guard", || held.state());
     assert!(!held.is_held());
     let released = held.release();
     assert!(is_lost_error(&released, &node), "{released:?}");
@@ -333,11 +332,7 @@ async fn nothing_outlives_released_and_dropped_guards() {
 #[test]
 fn a_guard_dropped_as_its_multi_thread_runtime_ends_is_released() {
     let path = unique_path("runtime-end");
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = support::multi_thread_runtime(2);
     let (node, kept) = rt.block_on(async {
         let c = zk::Client::connector()
             .with_session_timeout(SHORT)
@@ -373,11 +368,7 @@ fn a_guard_dropped_as_its_multi_thread_runtime_ends_is_released() {
 #[test]
 fn a_runtime_shutting_down_with_a_held_guard_does_not_stall() {
     let path = unique_path("runtime-shutdown");
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = support::multi_thread_runtime(2);
     let (held, kept) = rt.block_on(async {
         let c = zk::Client::connector()
             .with_session_timeout(Duration::from_secs(4))
@@ -567,28 +558,6 @@ async fn a_guard_granted_at_its_first_look_sees_its_node_deleted_within_the_boun
     assert!(matches!(guard.release().await, Err(Error::Lost { .. })));
 }
 
-/// Polls a blocking guard's state until it says `Lost`, failing after
-/// [`LOST_WITHIN`].
-fn blocking_turns_lost(what: &str, state: impl Fn() -> HoldState) {
-    let deadline = Instant::now() + LOST_WITHIN;
-    while state() != HoldState::Lost {
-        assert!(
-            Instant::now() < deadline,
-            "{what} still says {} {LOST_WITHIN:?} after its node was deleted",
-            state()
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-fn multi_thread_runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 /// Two blocking locks on one client the caller connected, each with a
 /// runtime of its own: dropping the first (its runtime ends) leaves the
 /// second's guards watched, one whose watch was set already and one
@@ -596,7 +565,7 @@ fn multi_thread_runtime() -> tokio::runtime::Runtime {
 #[test]
 fn a_guard_on_a_callers_session_stays_watched_when_another_locks_runtime_ends() {
     use zk_rwlock::blocking::SharedLock as BlockingLock;
-    let rt = multi_thread_runtime();
+    let rt = support::multi_thread_runtime(2);
     let (client, stranger) = rt.block_on(async { (client().await, client().await) });
     for first_read_due in [true, false] {
         let (pa, pb) = (unique_path("two-runtimes-a"), unique_path("two-runtimes-b"));
@@ -620,7 +589,7 @@ fn a_guard_on_a_callers_session_stays_watched_when_another_locks_runtime_ends() 
 /// still learns of its node's deletion.
 #[test]
 fn a_guard_sees_its_deletion_though_an_idle_runtime_used_its_session_first() {
-    let main = multi_thread_runtime();
+    let main = support::multi_thread_runtime(2);
     let (client, stranger) = main.block_on(async { (client().await, client().await) });
     let side = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -643,10 +612,10 @@ fn a_guard_sees_its_deletion_though_an_idle_runtime_used_its_session_first() {
 /// it drives the acquire; the session runs on another runtime) returns.
 #[test]
 fn a_grant_inside_a_runtime_that_is_shutting_down_returns() {
-    let main = multi_thread_runtime();
+    let main = support::multi_thread_runtime(2);
     let client = main.block_on(client());
     let lock = SharedLock::new(client.clone(), &unique_path("grant-in-shutdown")).unwrap();
-    let side = multi_thread_runtime();
+    let side = support::multi_thread_runtime(2);
     let (shutting, shut) = std::sync::mpsc::channel::<()>();
     let (granted, grant) = std::sync::mpsc::channel();
     side.spawn_blocking(move || {

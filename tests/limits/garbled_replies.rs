@@ -525,17 +525,9 @@ fn run(rt: &tokio::runtime::Runtime, script: Script) -> Result<(), String> {
     outcome.map_err(|e| format!("{e} (after {took:?})"))
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 #[test]
 fn garbled_replies_never_panic_or_hang() {
-    let rt = runtime();
+    let rt = zk_rwlock_fixtures::multi_thread_runtime(2);
     let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
         // `FUZZ_CASES=5000` for a longer run.
         cases: std::env::var("FUZZ_CASES")
@@ -566,7 +558,7 @@ where
     Fut: std::future::Future<Output = T> + Send + 'static,
     T: Send + 'static,
 {
-    let rt = runtime();
+    let rt = zk_rwlock_fixtures::multi_thread_runtime(2);
     let reply = Reply {
         unasked: false,
         xid: Xid::Echo,
@@ -692,7 +684,7 @@ fn a_reply_out_of_request_order_is_refused() {
         while read_frame(&mut conn).is_some() {}
         xids
     });
-    let rt = runtime();
+    let rt = zk_rwlock_fixtures::multi_thread_runtime(2);
     let panics = panics_so_far();
     let (a, b) = rt.block_on(async move {
         let client = zk::Client::connector()

@@ -313,11 +313,7 @@ proptest! {
 /// a string may name a listening port), never panics.
 #[test]
 fn connect_strings_fail_typed_and_quickly() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = zk_rwlock_fixtures::multi_thread_runtime(2);
     let strings = prop_oneof![
         lossy(),
         any::<String>(),

@@ -536,11 +536,7 @@ fn blocking_api_in_spawn_blocking(rt: tokio::runtime::Runtime) {
 
 #[test]
 fn blocking_api_inside_spawn_blocking_on_a_multi_thread_runtime() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = support::multi_thread_runtime(2);
     blocking_api_in_spawn_blocking(rt);
 }
 
