@@ -390,9 +390,11 @@ mod imp {
                 }
                 // Linked (or watching) first, then reading the state: no
                 // change is missed.
-                let states = client.state_watcher();
-                holders.suspended = is_down(states.peek_state());
-                if !holders.linked {
+                if holders.linked {
+                    holders.suspended = is_down(client.state());
+                } else {
+                    let states = client.state_watcher();
+                    holders.suspended = is_down(states.peek_state());
                     holders.link_watch =
                         start_link_watch(Arc::downgrade(&self.0), states, client.session_id().0);
                 }
