@@ -27,7 +27,7 @@ use crate::contender::{
 use crate::error::Error;
 use crate::node_name::Mode;
 use crate::stats::End;
-use crate::wire::{self, Arrivals, Exchange, Notice, Now, Watch};
+use crate::wire::{self, Arrivals, Exchange, Next, Notice, Now, Run, Watch};
 use crate::zk;
 
 /// Where an acquire publishes its place in the queue.
@@ -124,7 +124,7 @@ impl SharedLock {
         let start = Instant::now();
         // What this session learnt of reading its nodes holds for the
         // connection it learnt it on.
-        let mut connection = client.connections();
+        let connection = client.connections();
         let deadlines = match patience {
             Patience::Until(until) => Deadlines::until(until, start + TRY_TIMEOUT),
             Patience::None => Deadlines::until(start, start + TRY_TIMEOUT),
@@ -160,65 +160,56 @@ impl SharedLock {
             lock: self,
             states,
             node: String::new(),
-            until: deadlines.look,
             own_watch: None,
             watched: Vec::new(),
             watched_path: String::new(),
             polled: Vec::new(),
             marker: None,
-            last_error: None,
-            arrivals: Arrivals::default(),
+            run: Run::new(deadlines, connection),
         };
         let mut action = pending.machine.start();
         loop {
             *counts = pending.machine.counts();
-            if let (Some(places), Some(now)) = (place, pending.machine.place()) {
-                places.send_if_modified(|last| {
-                    let changed = last.as_ref() != Some(now);
-                    if changed {
-                        *last = Some(now.clone());
-                    }
-                    changed
-                });
+            let machine = &mut pending.machine;
+            let step = driver.run.next(
+                machine,
+                &pending.carrier.wire,
+                action,
+                Instant::now(),
+                client.connections(),
+            );
+            if let (Some(places), Some(now)) = (place, step.place) {
+                places.send_replace(Some(now));
             }
-            driver.until = pending.machine.deadline(deadlines);
-            if !pending.machine.marker_watch_needed() {
-                // Dropping it removes it from the server, unless it fired;
-                // an event of it not taken yet goes too.
+            if step.drop_marker {
+                // Dropping it removes it from the server, unless it fired.
                 driver.marker = None;
-                driver.arrivals.marker_dropped();
             }
-            if driver.node.is_empty() {
-                if let Some(name) = pending.machine.node() {
-                    driver.node = child_path(&inner.path, name);
-                }
+            if let (true, Some(name)) = (driver.node.is_empty(), machine.node()) {
+                driver.node = child_path(&inner.path, name);
             }
-            action = match action {
-                contender::Action::Grant { .. } => {
+            action = match step.next {
+                Next::Grant { .. } => {
                     debug!(node = %driver.node, handoff = counts.handoff, "granted");
                     let own_watch = driver.own_watch.take();
                     let holder = inner.stats.holder(mode, client);
                     return Ok(Some(pending.grant(own_watch, holder)));
                 }
-                contender::Action::GiveUp => {
+                Next::GiveUp => {
                     debug!(node = %driver.node, "giving up");
                     return Ok(pending.give_up().await?);
                 }
-                contender::Action::Fail(failure) => {
+                Next::Fail(failure) => {
                     return Err(Failed {
                         error: driver.failed(failure, &mut pending).await,
                         failure: Some(failure),
                     })
                 }
-                contender::Action::Acquire(_)
-                    if driver.until.is_some_and(|until| until <= Instant::now()) =>
-                {
-                    // The deadline passed before the wait's next step (a request, or waiting).
-                    wire::deadline(None, &mut pending.machine)
-                }
-                contender::Action::Acquire(acquire::Action::Wait { poll }) => {
-                    driver.polled = pending
-                        .machine
+                Next::Broken(what) => return Err(unexpected(what).into()),
+                // The bound passed before the wait's next step (a request, or waiting).
+                Next::Deadline => wire::deadline(None, machine),
+                Next::Wait { poll } => {
+                    driver.polled = machine
                         .polled()
                         .iter()
                         .map(|n| child_path(&inner.path, n))
@@ -227,34 +218,26 @@ impl SharedLock {
                         self.warn_unreadable(first);
                     }
                     debug!(node = %driver.node, watch = %driver.watched_path, polling = poll, "waiting");
-                    let input = driver.wait(poll).await;
+                    let until = driver.run.until(machine);
+                    let input = driver.wait(poll, until).await;
                     debug!(node = %driver.node, input = ?input, "woke up");
                     feed(&mut pending.machine, input)
                 }
-                contender::Action::Done(_) => {
-                    return Err(unexpected("the acquire ended without a grant").into())
-                }
-                request => {
-                    let now = client.connections();
-                    if now != connection {
-                        connection = now;
-                        pending.machine.connection_changed();
-                    }
-                    let carrier = &mut pending.carrier;
-                    let Some(exchange) = carrier.wire.exchange(&request, &pending.machine) else {
-                        return Err(unexpected("an action that is no request reached the carrier").into());
-                    };
-                    carrier.last_error = None;
-                    driver.last_error = None;
+                Next::Send(exchange) => {
                     driver.replace_watches(&exchange);
+                    let until = driver.run.until(machine);
+                    let carrier = &mut pending.carrier;
                     let mut carrying = carrier.carrying(exchange);
-                    match before(driver.until, carrier.carry_on(&mut carrying)).await {
+                    match before(until, carrier.carry_on(&mut carrying)).await {
                         None => {
-                            debug!("the deadline passed during {request:?}");
+                            debug!("the deadline passed during {:?}", carrying.exchange().requests());
                             wire::deadline(Some(carrying.exchange()), &mut pending.machine)
                         }
                         Some(()) => {
                             let (exchange, watches) = carrier.finished(carrying);
+                            if let Some(blamed) = carrier.last_error.take() {
+                                driver.run.blamed(blamed);
+                            }
                             driver.keep(watches);
                             driver.pump(&mut pending.machine);
                             // Which watched nodes' watches are set and have
@@ -268,7 +251,9 @@ impl SharedLock {
                                 inner.data_checked.store(true, Ordering::Relaxed);
                             }
                             if pending.machine.own_readable() {
-                                inner.own_readable.store(connection + 1, Ordering::Relaxed);
+                                inner
+                                    .own_readable
+                                    .store(driver.run.connection() + 1, Ordering::Relaxed);
                             }
                             next
                         }
@@ -382,7 +367,6 @@ struct Driver<'a> {
     states: zk::StateWatcher,
     /// The full path of our node.
     node: String,
-    until: Option<Instant>,
     /// The pending watch on our own node.
     own_watch: Option<WatchFuture>,
     /// The pending watches on the watched nodes (a semaphore's wait watches
@@ -393,12 +377,11 @@ struct Driver<'a> {
     polled: Vec<String>,
     /// The pending `exists` watch on the watched node's release marker.
     marker: Option<WatchFuture>,
-    /// The client's error behind the last failed request, and the path of
-    /// that request, for `Failure::Request`.
-    last_error: Option<(zk::Error, String)>,
-    /// What the watches and the session's state gave and the machine did
-    /// not take yet ([`wire::Arrivals`]).
-    arrivals: Arrivals,
+    /// The loop's state besides the machine ([`Run`]): what the watches
+    /// and the session's state gave and the machine did not take yet, and
+    /// the client's errors a failure reports, each with the path of its
+    /// request.
+    run: Run<Instant, (zk::Error, String)>,
 }
 
 /// The watches a lock's waits left to fire ([`Exchange::lingers`]), one
@@ -487,7 +470,6 @@ impl Driver<'_> {
         if exchange.forgets_session_changes() {
             while state_now(&mut self.states).is_some() {}
         }
-        self.arrivals.replaced(exchange);
     }
 
     /// Keeps the watches an exchange left ([`Exchange::watch`]).
@@ -512,7 +494,7 @@ impl Driver<'_> {
     /// was not taken yet is not asked again.
     fn collect(&mut self, cx: &mut std::task::Context<'_>) {
         collect(
-            &mut self.arrivals,
+            self.run.arrivals(),
             &mut self.own_watch,
             &mut self.marker,
             &mut self.watched,
@@ -526,16 +508,16 @@ impl Driver<'_> {
     /// hands my node's, fired or not, to the guard's keeper.
     fn watches_pending(&mut self) -> Vec<String> {
         let cx = &mut std::task::Context::from_waker(std::task::Waker::noop());
-        collect_watched(&mut self.arrivals, &mut self.watched, cx);
+        collect_watched(self.run.arrivals(), &mut self.watched, cx);
         let name = |watching: &Watching| watching.path.rsplit('/').next().unwrap_or_default().to_owned();
         self.watched.iter().map(name).collect()
     }
 
-    /// Waits for the next event of an acquire that waits: the first that
-    /// the machine takes of all that arrived ([`Arrivals::next`]).
-    async fn wait(&mut self, poll: bool) -> Input<'static> {
+    /// Waits for the next event of an acquire that waits, until `until`:
+    /// the first that the machine takes of all that arrived ([`Run::arrived`]).
+    async fn wait(&mut self, poll: bool, until: Option<Instant>) -> Input<'static> {
         loop {
-            let found = self.gather(poll).await;
+            let found = self.gather(poll, until).await;
             let client = &self.lock.inner.client;
             let (polled, error) = found.polled.unzip();
             let now = Now {
@@ -544,11 +526,8 @@ impl Driver<'_> {
                 nothing_to_watch: found.nothing_to_watch,
                 deadline: found.deadline,
             };
-            if let Some(taken) = self.arrivals.next(now) {
-                if let Some((e, path)) = error.flatten().filter(|_| taken.polled) {
-                    self.last_error = Some((e, path));
-                }
-                return taken.input;
+            if let Some(input) = self.run.arrived(now, error.flatten()) {
+                return input;
             }
         }
     }
@@ -559,20 +538,19 @@ impl Driver<'_> {
     /// with `poll`; or at once if there is no watch to wait on: a fresh
     /// look decides), the deadline. What the watches and the session gave
     /// goes to [`Arrivals`]; the rest is returned.
-    async fn gather(&mut self, poll: bool) -> Found {
+    async fn gather(&mut self, poll: bool, until: Option<Instant>) -> Found {
         use std::future::Future;
-        let nothing_to_watch = !poll && self.watched.is_empty();
+        let plan = self.run.wait(poll, !self.watched.is_empty());
+        let nothing_to_watch = plan.nothing_to_watch;
         let client = self.lock.inner.client.clone();
         let polled_paths = self.polled.clone();
-        let polling = poll && !self.arrivals.has_watched();
         let mut polled = std::pin::pin!(async {
-            if polling {
+            if plan.polls {
                 poll_until_one_gone(&client, &polled_paths).await
             } else {
                 std::future::pending().await
             }
         });
-        let until = self.until;
         let mut deadline = std::pin::pin!(async {
             match until {
                 Some(until) => tokio::time::sleep_until(until).await,
@@ -584,9 +562,10 @@ impl Driver<'_> {
             own_watch,
             marker,
             watched,
-            arrivals,
+            run,
             ..
         } = self;
+        let arrivals = run.arrivals();
         let mut changed = std::pin::pin!(states.changed());
         std::future::poll_fn(|cx| {
             collect(arrivals, own_watch, marker, watched, cx);
@@ -618,16 +597,16 @@ impl Driver<'_> {
     fn pump(&mut self, machine: &mut Contender) {
         loop {
             self.collect(&mut std::task::Context::from_waker(std::task::Waker::noop()));
-            if !self.arrivals.has_session() {
+            let arrivals = self.run.arrivals();
+            if !arrivals.has_session() {
                 if let Some(state) = state_now(&mut self.states) {
-                    self.arrivals.session(session_state(state));
+                    arrivals.session(session_state(state));
                 }
             }
-            let arrivals = &self.arrivals;
             if !(arrivals.has_own() || arrivals.has_marker() || arrivals.has_session()) {
                 return;
             }
-            for event in self.arrivals.while_carrying() {
+            for event in arrivals.while_carrying() {
                 machine.event(event);
             }
         }
@@ -639,11 +618,6 @@ impl Driver<'_> {
     /// ([`Failure::ending`], [`Ending::blame`]); else what the machine
     /// reports ([`Failure::reported`]).
     async fn failed(&mut self, failure: Failure, pending: &mut Pending) -> Error {
-        let last = self
-            .last_error
-            .take()
-            .or_else(|| pending.carrier.last_error.take())
-            .map(request_error);
         let ending = failure.ending();
         let refusal = match ending {
             Ending::Report => None,
@@ -658,7 +632,7 @@ impl Driver<'_> {
             (Blame::Withdrawal, Some(refusal)) => refusal,
             _ => {
                 let now = session_state(self.lock.inner.client.state());
-                let reported = failure.reported(&pending.machine, last, self.arrivals.ended(), now);
+                let reported = self.run.reported(failure, &pending.machine, now, request_error);
                 self.lock.reported_error(reported)
             }
         }

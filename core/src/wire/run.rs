@@ -1,0 +1,245 @@
+//! The loop of one acquire, between its machine and whatever carries its
+//! requests: the library's driver and the simulation both step a [`Run`],
+//! so that neither decides how the loop goes.
+//!
+//! Sans-IO, as [`super::Carry`] and [`Arrivals`]: the carrier says what
+//! time it is and which connection its session is on, and does what
+//! [`Run::next`] says; what arrived it tells [`Run::arrivals`], and a wait
+//! takes its input from [`Run::arrived`]. What a failed acquire reports
+//! comes from [`Run::reported`], with the client's errors the run kept.
+//!
+//! ```text
+//! run = Run::new(deadlines, connection)
+//! action = machine.start()
+//! loop:
+//!     step = run.next(&mut machine, &wire, action, now, connection)
+//!     tell step.place if Some; drop the release marker's watch if step.drop_marker
+//!     action = match step.next:
+//!         Grant, GiveUp, Fail  -> the acquire's end (a failure: run.reported(..))
+//!         Deadline             -> wire::deadline(None, &mut machine)
+//!         Wait { poll }        -> plan = run.wait(poll, watched watches pending);
+//!                                 poll if plan.polls; until run.arrived(now, poll's error) is Some(input),
+//!                                 wait for a source (until run.until(&machine)) and tell run.arrivals();
+//!                                 machine.step(input)
+//!         Send(exchange)       -> drop the watches it replaces; carry it (until run.until(&machine));
+//!                                 run.blamed(error) if it blames one; feed run.arrivals().while_carrying();
+//!                                 wire.settle(&exchange, &mut machine)
+//!         Broken(what)         -> a typed error: this cannot happen
+//! ```
+
+use super::{Arrivals, Exchange, Now, Wire};
+use crate::acquire::{self, Input, Place};
+use crate::contender::{Action, Contender, Deadlines, Failure, Reported, RequestError};
+use crate::lease::SessionState;
+
+/// One acquire's loop, besides its machine and its wire: what arrived and
+/// was not taken ([`Arrivals`]), the deadlines, the connection its requests
+/// went on, the place last told, and the client's errors a failure may
+/// report (`E`, the carrier's error).
+#[derive(Debug, Clone)]
+pub struct Run<T, E> {
+    deadlines: Deadlines<T>,
+    connection: u64,
+    place: Option<Place>,
+    arrivals: Arrivals,
+    /// The error of the look that ended the wait's poll, when the wait took that end.
+    polled: Option<E>,
+    /// The error of the request the last exchange blamed ([`Exchange::blame`]).
+    blamed: Option<E>,
+}
+
+/// What the carrier does next ([`Run::next`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Step {
+    /// What to do with the action.
+    pub next: Next,
+    /// The acquire's new place in the queue, to tell (`Contender::place`,
+    /// told when it changes).
+    pub place: Option<Place>,
+    /// Drop the wait's watch on a release marker, if one is set: the
+    /// machine no longer needs it (`Contender::marker_watch_needed`). Its
+    /// event not taken yet is gone from [`Run::arrivals`] already.
+    pub drop_marker: bool,
+}
+
+/// What to do with an action of the machine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Next {
+    /// The lock is granted: hand my node, its mark and my node's watch to a guard.
+    Grant {
+        /// Release with the release record.
+        mark: bool,
+    },
+    /// Not acquired: withdraw my node.
+    GiveUp,
+    /// The acquire failed (withdrawing as [`Failure::ending`] says).
+    Fail(Failure),
+    /// The bound on the next step passed before it: the machine is told
+    /// ([`super::deadline`] with no exchange).
+    Deadline,
+    /// Wait for what arrives ([`Run::wait`], [`Run::arrived`]).
+    Wait {
+        /// The watched nodes may not be read: poll them
+        /// (`Contender::polled`) rather than wait on their watches.
+        poll: bool,
+    },
+    /// Send this exchange, dropping first the watches of the kinds it
+    /// replaces ([`Exchange::replaces`], but those it keeps,
+    /// [`Exchange::kept`]); what they gave and was not taken is gone from
+    /// [`Run::arrivals`] already.
+    Send(Exchange),
+    /// An action an acquire's loop cannot carry out: an end without a
+    /// grant, or one that sends nothing. A typed error, never a panic.
+    Broken(&'static str),
+}
+
+/// How a wait waits ([`Run::wait`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Wait {
+    /// Poll the watched nodes now: the wait polls, and no watched node's
+    /// event waits in [`Run::arrivals`] (which it would take instead).
+    pub polls: bool,
+    /// There is no watched node's watch to wait on and no poll: a fresh
+    /// look decides at once ([`Now::nothing_to_watch`]).
+    pub nothing_to_watch: bool,
+}
+
+impl<T: Copy + Ord, E> Run<T, E> {
+    /// The loop of an acquire bounded by `deadlines`, begun on the
+    /// session's connection number `connection`.
+    pub fn new(deadlines: Deadlines<T>, connection: u64) -> Run<T, E> {
+        Run {
+            deadlines,
+            connection,
+            place: None,
+            arrivals: Arrivals::default(),
+            polled: None,
+            blamed: None,
+        }
+    }
+
+    /// The instant that bounds the next request or wait of `machine`
+    /// ([`Contender::deadline`]).
+    pub fn until(&self, machine: &Contender) -> Option<T> {
+        machine.deadline(self.deadlines)
+    }
+
+    /// What arrived and was not taken: the carrier tells it what its
+    /// sources gave, and feeds the machine what it takes while a request
+    /// is in flight ([`Arrivals::while_carrying`]).
+    pub fn arrivals(&mut self) -> &mut Arrivals {
+        &mut self.arrivals
+    }
+
+    /// The connection number the acquire's requests go on.
+    pub fn connection(&self) -> u64 {
+        self.connection
+    }
+
+    /// What to do with `action`, the machine's, at `now`, on the session's
+    /// connection number `connection`:
+    /// - the place to tell, if it changed, and whether the marker's watch goes;
+    /// - the ends as they are; `Done` is broken (an acquire ends in a grant,
+    ///   a give-up or a failure);
+    /// - a step of the wait whose bound passed: `Deadline`;
+    /// - the wait's `Wait` as it is;
+    /// - any other action sends its exchange ([`Wire::exchange`]): if the
+    ///   session reconnected since the last, the machine is told first
+    ///   (`Contender::connection_changed`), and the events of the watches
+    ///   the exchange replaces go ([`Arrivals::replaced`]), as do the
+    ///   client's errors of the requests before it.
+    pub fn next(
+        &mut self,
+        machine: &mut Contender,
+        wire: &Wire,
+        action: Action,
+        now: T,
+        connection: u64,
+    ) -> Step {
+        let place = machine
+            .place()
+            .filter(|place| self.place.as_ref() != Some(*place))
+            .cloned();
+        if place.is_some() {
+            self.place.clone_from(&place);
+        }
+        let drop_marker = !machine.marker_watch_needed();
+        if drop_marker {
+            self.arrivals.marker_dropped();
+        }
+        let next = match action {
+            Action::Grant { mark } => Next::Grant { mark },
+            Action::GiveUp => Next::GiveUp,
+            Action::Fail(failure) => Next::Fail(failure),
+            Action::Done(_) => Next::Broken("the acquire ended without a grant"),
+            Action::Acquire(_) if self.until(machine).is_some_and(|until| until <= now) => Next::Deadline,
+            Action::Acquire(acquire::Action::Wait { poll }) => Next::Wait { poll },
+            request => {
+                if connection != self.connection {
+                    self.connection = connection;
+                    machine.connection_changed();
+                }
+                match wire.exchange(&request, machine) {
+                    Some(exchange) => {
+                        self.arrivals.replaced(&exchange);
+                        self.polled = None;
+                        self.blamed = None;
+                        Next::Send(exchange)
+                    }
+                    None => Next::Broken("an action that is no request reached the carrier"),
+                }
+            }
+        };
+        Step {
+            next,
+            place,
+            drop_marker,
+        }
+    }
+
+    /// How a wait that `poll`s waits, `watching` the watched nodes' watches
+    /// still set ([`Wait`]).
+    pub fn wait(&self, poll: bool, watching: bool) -> Wait {
+        Wait {
+            polls: poll && !self.arrivals.has_watched(),
+            nothing_to_watch: !poll && !watching,
+        }
+    }
+
+    /// What the wait takes of all that arrived and what it found `now`
+    /// ([`Arrivals::next`]); `None`: nothing, wait on. If it takes a poll's
+    /// end, the error of the look that ended it (`polled_error`) is what
+    /// a failure reports.
+    pub fn arrived(&mut self, now: Now, polled_error: Option<E>) -> Option<Input<'static>> {
+        let taken = self.arrivals.next(now)?;
+        if let Some(error) = polled_error.filter(|_| taken.polled) {
+            self.polled = Some(error);
+        }
+        Some(taken.input)
+    }
+
+    /// The exchange carried blamed a request that failed with `error`
+    /// ([`Exchange::blame`]): what a failure reports, if no poll's error
+    /// came after it.
+    pub fn blamed(&mut self, error: E) {
+        self.blamed = Some(error);
+    }
+
+    /// What the acquire that failed with `failure` reports
+    /// ([`Failure::reported`]), the session being in state `now`: the
+    /// client's last error (a poll's before a request's, each classified by
+    /// `classify`) and the session's end an event told are taken from here.
+    pub fn reported<'m>(
+        &mut self,
+        failure: Failure,
+        machine: &'m Contender,
+        now: SessionState,
+        classify: impl FnOnce(E) -> RequestError<E>,
+    ) -> Reported<'m, E> {
+        let last = self.polled.take().or_else(|| self.blamed.take()).map(classify);
+        failure.reported(machine, last, self.arrivals.ended(), now)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,277 @@
+use super::*;
+use crate::acquire::{Event, NodeEvent, WatchedKind};
+use crate::contender::Outcome;
+use crate::wire::tests::{lock_watches, machine, waiting, wire, DIR};
+use crate::wire::Reply;
+
+use SessionState::{Connected, Disconnected, Expired};
+
+type TestRun = Run<u32, &'static str>;
+
+fn forever() -> TestRun {
+    Run::new(Deadlines::forever(), 0)
+}
+
+/// The failure's report, the errors classified as answered.
+fn report(run: &mut TestRun, failure: Failure, machine: &Contender) -> Reported<'static, &'static str> {
+    match run.reported(failure, machine, Connected, RequestError::Answered) {
+        Reported::RequestFailed(e) => Reported::RequestFailed(e),
+        Reported::Unexplained => Reported::Unexplained,
+        Reported::SessionExpired => Reported::SessionExpired,
+        other => panic!("not a report of this test: {other:?}"),
+    }
+}
+
+#[test]
+fn the_ends_go_as_they_are_and_an_end_without_a_grant_is_broken() {
+    for (action, next) in [
+        (Action::Grant { mark: true }, Next::Grant { mark: true }),
+        (Action::GiveUp, Next::GiveUp),
+        (Action::Fail(Failure::Lost), Next::Fail(Failure::Lost)),
+        (
+            Action::Done(Outcome::Deleted),
+            Next::Broken("the acquire ended without a grant"),
+        ),
+        (
+            Action::Acquire(acquire::Action::Wait { poll: true }),
+            Next::Wait { poll: true },
+        ),
+    ] {
+        let (wire, mut machine, _) = waiting();
+        let step = forever().next(&mut machine, &wire, action.clone(), 0, 0);
+        assert_eq!(step.next, next, "{action:?}");
+    }
+}
+
+#[test]
+fn a_request_action_sends_its_exchange_as_the_wire_builds_it() {
+    let (wire, mut machine, _) = waiting();
+    let step = forever().next(&mut machine, &wire, lock_watches(), 0, 0);
+    assert_eq!(
+        step.next,
+        Next::Send(wire.exchange(&lock_watches(), &machine).expect("watches"))
+    );
+}
+
+#[test]
+fn a_step_of_the_wait_past_its_bound_meets_the_deadline_and_a_request_of_its_own_is_sent() {
+    // Waits until 10; the look's answers are due by 20.
+    let deadlines = Deadlines::until(10, 20);
+    let (waiting_wire, mut waiting_machine, _) = waiting();
+    let wait = Action::Acquire(acquire::Action::Wait { poll: false });
+    for (action, now, deadline) in [
+        (lock_watches(), 9, false),
+        (lock_watches(), 10, true),
+        (wait.clone(), 10, true),
+        (wait, 11, true),
+    ] {
+        let mut run: TestRun = Run::new(deadlines, 0);
+        let next = run
+            .next(&mut waiting_machine, &waiting_wire, action.clone(), now, 0)
+            .next;
+        assert_eq!(next == Next::Deadline, deadline, "{action:?} at {now}: {next:?}");
+    }
+    // The create belongs to the look, bounded by the later instant, and is
+    // no step of the wait: it is sent, its carrier bounds it.
+    let mut fresh = machine();
+    let mut run: TestRun = Run::new(deadlines, 0);
+    assert_eq!(run.until(&fresh), Some(20), "the look's bound");
+    let create = fresh.start();
+    assert!(matches!(
+        run.next(&mut fresh, &wire(), create, 30, 0).next,
+        Next::Send(_)
+    ));
+    assert_eq!(run.until(&waiting_machine), Some(10), "the wait's bound");
+    let mut forever = forever();
+    assert_eq!(forever.until(&waiting_machine), None);
+    let next = forever
+        .next(&mut waiting_machine, &waiting_wire, lock_watches(), u32::MAX, 0)
+        .next;
+    assert!(matches!(next, Next::Send(_)), "no bound, no deadline");
+}
+
+#[test]
+fn a_reconnection_is_told_to_the_machine_before_its_next_request_once() {
+    let (wire, machine, _) = waiting();
+    let mut machine = machine.with_own_readable(true);
+    let mut run = forever();
+    let wait = Action::Acquire(acquire::Action::Wait { poll: false });
+    let _ = run.next(&mut machine, &wire, wait, 0, 1);
+    assert!(
+        machine.own_readable(),
+        "a wait sends nothing: nothing to tell yet"
+    );
+    assert_eq!(run.connection(), 0);
+    let _ = run.next(&mut machine, &wire, lock_watches(), 0, 1);
+    assert!(
+        !machine.own_readable(),
+        "what it learnt may not hold on the new connection"
+    );
+    assert_eq!(run.connection(), 1);
+    let mut machine = machine.with_own_readable(true);
+    let _ = run.next(&mut machine, &wire, lock_watches(), 0, 1);
+    assert!(machine.own_readable(), "the same connection: told once");
+}
+
+#[test]
+fn the_place_is_told_when_it_changes_and_not_again() {
+    let mut wire = wire();
+    let mut machine = machine().with_place(true);
+    let mut run = forever();
+    let create = machine.start();
+    let step = run.next(&mut machine, &wire, create, 0, 0);
+    assert_eq!(step.place, None, "no listing yet, no place");
+    let Next::Send(mut exchange) = step.next else {
+        panic!("a create: {:?}", step.next);
+    };
+    exchange.answer(0, Ok(Reply::Created { czxid: 30, seq: 3 }));
+    exchange.answer(
+        1,
+        Ok(Reply::Children {
+            children: vec!["h-W-0000000002".to_owned(), "h-W-0000000003".to_owned()],
+            data_length: 0,
+        }),
+    );
+    let action = wire.settle(&exchange, &mut machine);
+    let placed = machine.place().cloned();
+    assert_eq!(placed.as_ref().map(|p| p.ahead), Some(1));
+    let step = run.next(&mut machine, &wire, action.clone(), 0, 0);
+    assert_eq!(step.place, placed, "the listing placed it");
+    assert_eq!(
+        run.next(&mut machine, &wire, action, 0, 0).place,
+        None,
+        "told once"
+    );
+}
+
+#[test]
+fn the_markers_watch_goes_once_the_machine_no_longer_needs_it_with_its_event() {
+    // Waiting on a writer of this library's own naming, with another
+    // before it: that writer's deletion does not grant, its release does.
+    let native = |seq| format!("h@{}-W-{seq:010}", uuid::Uuid::nil());
+    let (wire, mut machine, _, watches) = crate::wire::tests::created(3, &[&native(1), &native(2)]);
+    let Action::Acquire(acquire::Action::SetWatches { marker: Some(_), .. }) = &watches else {
+        panic!("a wait with the marker's watch: {watches:?}");
+    };
+    let mut run = forever();
+    let step = run.next(&mut machine, &wire, watches, 0, 0);
+    assert!(!step.drop_marker, "asked for");
+    let Next::Send(mut exchange) = step.next else {
+        panic!("watches: {:?}", step.next);
+    };
+    let data = Reply::Data {
+        data: Vec::new(),
+        stat: crate::wire::tests::stat(30),
+    };
+    exchange.answer(0, Ok(data.clone()));
+    exchange.answer(1, Ok(Reply::Stat(None)));
+    exchange.answer(2, Ok(data));
+    let mut wire = wire;
+    let wait = wire.settle(&exchange, &mut machine);
+    run.arrivals().marker(WatchedKind::Created);
+    let step = run.next(&mut machine, &wire, wait, 0, 0);
+    assert!(!step.drop_marker, "the wait needs it: {:?}", step.next);
+    assert!(run.arrivals().has_marker(), "its creation waits to be taken");
+    // My node is deleted: the wait is over, and with it the marker's use.
+    let over = machine.step(crate::contender::Input::Acquire(acquire::Input::Event(
+        Event::Own(NodeEvent::Deleted),
+    )));
+    let step = run.next(&mut machine, &wire, over, 0, 0);
+    assert!(step.drop_marker, "{:?}", step.next);
+    assert!(!run.arrivals().has_marker(), "its event goes with it");
+}
+
+#[test]
+fn an_exchange_sent_takes_away_what_the_watches_it_replaces_gave() {
+    let (wire, mut machine, _) = waiting();
+    let mut run = forever();
+    run.arrivals().own(WatchedKind::DataChanged, Connected);
+    run.arrivals().marker(WatchedKind::Created);
+    run.arrivals()
+        .watched(&format!("{DIR}/h-W-0000000002"), WatchedKind::Deleted, Connected);
+    let _ = run.next(&mut machine, &wire, lock_watches(), 0, 0);
+    assert!(run.arrivals().is_empty(), "all three watches are set anew");
+}
+
+#[test]
+fn a_wait_polls_unless_a_watched_event_waits_and_looks_again_with_nothing_to_watch() {
+    let mut run = forever();
+    for (poll, watching, polls, nothing_to_watch) in [
+        (false, true, false, false),
+        (false, false, false, true),
+        (true, false, true, false),
+        (true, true, true, false),
+    ] {
+        assert_eq!(
+            run.wait(poll, watching),
+            Wait {
+                polls,
+                nothing_to_watch
+            },
+            "poll {poll}, watching {watching}"
+        );
+    }
+    run.arrivals()
+        .watched(&format!("{DIR}/h-W-0000000002"), WatchedKind::Deleted, Connected);
+    assert!(
+        !run.wait(true, false).polls,
+        "the event waiting here ends the wait"
+    );
+}
+
+#[test]
+fn a_failure_reports_the_polls_error_it_took_before_the_exchanges_and_none_from_before_a_request() {
+    let (wire, mut machine, _) = waiting();
+    let mut run = forever();
+    assert_eq!(
+        report(&mut run, Failure::Request, &machine),
+        Reported::Unexplained
+    );
+    run.blamed("the exchange's");
+    assert_eq!(
+        report(&mut run, Failure::Request, &machine),
+        Reported::RequestFailed("the exchange's")
+    );
+    run.blamed("the exchange's");
+    let polled = Now {
+        polled: Some(NodeEvent::Other),
+        ..Now::quiet(Connected)
+    };
+    assert!(run.arrived(polled, Some("the poll's")).is_some());
+    assert_eq!(
+        report(&mut run, Failure::Request, &machine),
+        Reported::RequestFailed("the poll's"),
+        "the poll came last"
+    );
+    // A poll's end not taken (a watched node's event went first) leaves
+    // no error.
+    let mut run = forever();
+    run.arrivals()
+        .watched(&format!("{DIR}/h-W-0000000002"), WatchedKind::Deleted, Connected);
+    assert!(run.arrived(polled, Some("a poll not taken")).is_some());
+    assert_eq!(
+        report(&mut run, Failure::Request, &machine),
+        Reported::Unexplained
+    );
+    // A new request forgets the errors before it.
+    run.blamed("the exchange's");
+    assert!(run.arrived(polled, Some("the poll's")).is_some());
+    let _ = run.next(&mut machine, &wire, lock_watches(), 0, 0);
+    assert_eq!(
+        report(&mut run, Failure::Request, &machine),
+        Reported::Unexplained
+    );
+}
+
+#[test]
+fn a_failure_reports_the_sessions_end_an_event_told() {
+    let (_, machine, _) = waiting();
+    let mut run = forever();
+    run.arrivals().session(Expired);
+    let _ = run.arrived(Now::quiet(Disconnected), None);
+    assert_eq!(
+        report(&mut run, Failure::SessionEnded, &machine),
+        Reported::SessionExpired,
+        "though the session's state says connected now"
+    );
+}
