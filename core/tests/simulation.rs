@@ -161,16 +161,22 @@
 //! token, mode)` followed by the sequence, holding `contender::node_data`.
 //! As the library's driver keeps it per `SharedLock`, the handle keeps
 //! what its machines learnt of their own nodes' ACL
-//! (`Contender::own_readable`, after every action) and tells its next
-//! acquires (`Contender::with_own_readable`), until its session expires
-//! (a new session is a new handle): its first wait watches its node with
+//! (`Contender::own_readable`, after every action), with the connection
+//! it learnt it on, and tells its next acquires on that connection
+//! (`Contender::with_own_readable`), until its session expires (a new
+//! session is a new handle; a reconnection is a new connection, and an
+//! acquire under way is told of it before its next request,
+//! `wire::Run::next`): its first wait watches its node with
 //! `getData`, later ones may set that watch and the marker's in one
 //! `SetWatches` (`together`).
 //!
 //! The simulation carries the machine through [`wire`], as the library
 //! does; it decides nothing of what goes to the server. Each acquire has
-//! its [`wire::Wire`]. For every action, [`wire::Wire::exchange`] gives the
-//! exchange, and the library's interpreter, [`wire::Carry`], carries it:
+//! its [`wire::Wire`] and its [`wire::Run`], the loop the library's driver
+//! steps: for every action, [`wire::Run::next`] says what to do (tell the
+//! place, drop the marker's watch, wait, send the exchange
+//! [`wire::Wire::exchange`] gives), and the library's interpreter,
+//! [`wire::Carry`], carries the exchange:
 //! the simulation sends what [`wire::Carry::poll_send`] gives, as it is
 //! (a request sent again after a lost connection, a follow-up), hands
 //! each answer to [`wire::Carry::answered`] with the watches it left, and
@@ -1461,6 +1467,9 @@ struct Session {
     /// Events of watches registered for a request not answered yet
     /// (`Kept::awaiting`), held for its answer.
     early: Vec<Early>,
+    /// How many times the client connected again (the client's
+    /// `connections()`, which the driver reads before each request).
+    connection: u64,
 }
 
 /// An event that came for a watch whose request was not answered yet (a
@@ -1633,13 +1642,17 @@ struct Acq {
     /// The release marker's watch the carrier keeps (set on an absent
     /// marker, not fired, not dropped).
     marker_watch: Option<String>,
-    /// What the watches and the session gave and the machine did not take
-    /// yet: the carrier's [`wire::Arrivals`], the library's driver's. The
-    /// watched nodes' events that fire while an exchange is under way stay
-    /// there for the next `Wait`, and go with the watches when the carrier
-    /// sends new ones (but those of the nodes the exchange keeps,
-    /// [`wire::Exchange::kept`]).
-    arrivals: wire::Arrivals,
+    /// The acquire's loop ([`wire::Run`], the library's driver's): what
+    /// the watches and the session gave and the machine did not take yet
+    /// ([`wire::Arrivals`]; the watched nodes' events that fire while an
+    /// exchange is under way stay there for the next `Wait`, and go with
+    /// the watches when the carrier sends new ones, but those of the nodes
+    /// the exchange keeps, [`wire::Exchange::kept`]), the place last told,
+    /// the connection its requests went on, and what failed the request
+    /// the last exchange blamed or the look that ended the wait's poll,
+    /// since the machine's last request. The model's deadline is an event
+    /// of its own ([`World::deadline`]): the run's deadlines are none.
+    run: wire::Run<u64, Fault<Error>>,
     /// The polls of the wait (`Wait { poll: true }`), until it ends.
     polls: Option<Polls>,
     waited: bool,
@@ -1664,16 +1677,9 @@ struct Acq {
     /// The children of the last listing answered to the acquire's exchange
     /// (what the machine decides on).
     listing: Option<Vec<String>>,
-    /// The machine's place in the queue, as last checked.
-    place: Option<acquire::Place>,
     /// The last write to its node the wait was told of (its watch's
     /// data change: the node's mzxid then).
     own_told: Option<u64>,
-    /// What failed the request the last exchange blamed, and the error of
-    /// a look that ended the wait's poll, since the machine's last request
-    /// (the library's carrier's and driver's `last_error`).
-    carrier_error: Option<Fault<Error>>,
-    poll_error: Option<Error>,
     /// Answers to the acquire's requests (its exchange's, its looks') lost
     /// since the machine's last request.
     unanswered: u32,
@@ -1693,10 +1699,12 @@ struct Contender {
     /// An acquire of this lock found the directory's data to be the lock's.
     data_checked: bool,
     /// An acquire of this lock handle in this session was seen to read its
-    /// own node (`Contender::own_readable`): the next ones are told
-    /// (`Contender::with_own_readable`), as the library's driver keeps it
-    /// per `SharedLock` (its session and lock path).
-    own_readable: bool,
+    /// own node (`Contender::own_readable`), on this connection of the
+    /// session (`Session::connection`): the next ones on the same
+    /// connection are told (`Contender::with_own_readable`), as the
+    /// library's driver keeps it per `SharedLock` (its session and lock
+    /// path).
+    own_readable: Option<u64>,
     /// The holding writer whose downgrade is under way (its reader is `acq`).
     writer: Option<Acq>,
     /// Its transactions sent and not answered: by serial, the transaction
@@ -1952,7 +1960,7 @@ impl World {
                 acquires: 0,
                 outcomes: Vec::new(),
                 data_checked: false,
-                own_readable: false,
+                own_readable: None,
                 writer: None,
                 txs: BTreeMap::new(),
             });
@@ -1970,6 +1978,7 @@ impl World {
             registry: Vec::new(),
             last_zxid: 0,
             early: Vec::new(),
+            connection: 0,
         });
         self.sessions.len() - 1
     }
@@ -2883,6 +2892,7 @@ impl World {
 
     fn reconnect(&mut self, s: usize, order: Order) {
         self.sessions[s].state = Link::Connected;
+        self.sessions[s].connection += 1;
         self.push(s, Msg::State(SessionState::Connected));
         let mut fired = Vec::new();
         for kept in self.sessions[s].registry.clone() {
@@ -3191,9 +3201,10 @@ impl World {
             self.contenders[c].pending.clear();
             self.contenders[c].txs.clear();
             // A new session is a new handle: it learns again.
-            self.contenders[c].own_readable = false;
+            self.contenders[c].own_readable = None;
         }
         let (zxid, removals, mutation) = (self.zxid, self.dir_removals, self.mutation);
+        let connection = self.sessions[self.contenders[c].session].connection;
         // A downgrade's reader, while the writer waits in `writer`.
         let replacing = self.contenders[c]
             .writer
@@ -3217,7 +3228,7 @@ impl World {
         let session = session_id(contender.session);
         let inner = contender::Contender::new(mode, may_wait, layout, token, session, check_data)
             .with_release_markers(markers)
-            .with_own_readable(contender.own_readable)
+            .with_own_readable(contender.own_readable == Some(self.sessions[contender.session].connection))
             .with_listing_limit(self.listing_limit)
             .with_place(true)
             .with_permits(self.permits);
@@ -3253,7 +3264,7 @@ impl World {
             waiting: false,
             watching: BTreeSet::new(),
             marker_watch: None,
-            arrivals: wire::Arrivals::default(),
+            run: wire::Run::new(contender::Deadlines::forever(), connection),
             polls: None,
             waited: false,
             last: "created",
@@ -3267,10 +3278,7 @@ impl World {
             replace_reader: None,
             granted: false,
             listing: None,
-            place: None,
             own_told: None,
-            carrier_error: None,
-            poll_error: None,
             unanswered: 0,
         });
         let s = self.contenders[c].session;
@@ -3461,7 +3469,7 @@ impl World {
                 if !matches!(self.contenders[c].state, CState::Acquiring | CState::Withdrawing) {
                     return Ok(());
                 }
-                self.acq(c).arrivals.session(state);
+                self.acq(c).run.arrivals_mut().session(state);
                 self.take_arrivals(c)
             }
         }
@@ -3517,13 +3525,15 @@ impl World {
                     }
                     acq.own_told = Some(write);
                 }
-                acq.arrivals.own(kind, event_state);
+                acq.run.arrivals_mut().own(kind, event_state);
                 self.take_arrivals(c)
             }
             // A semaphore's: any watch its wait keeps, kept watches included
             // (`wire::Exchange::kept`), also while it lists again.
             (Watch::Watched, CState::Acquiring) if acq.watching.contains(name) || semaphore => {
-                acq.arrivals.watched(&child_path(DIR, name), kind, event_state);
+                acq.run
+                    .arrivals_mut()
+                    .watched(&child_path(DIR, name), kind, event_state);
                 if !acq.waiting {
                     note!(self, "c{c} keeps watched {event:?} ({name}) for its wait");
                     return Ok(());
@@ -3537,7 +3547,7 @@ impl World {
                     return Ok(());
                 }
                 note!(self, "c{c} <- marker {kind:?} ({name})");
-                acq.arrivals.marker(kind);
+                acq.run.arrivals_mut().marker(kind);
                 self.take_arrivals(c)
             }
             _ => Ok(()),
@@ -3563,22 +3573,14 @@ impl World {
         let acquiring = self.contenders[c].state == CState::Acquiring;
         let acq = self.acq(c);
         if !acq.waiting || !acquiring {
-            for event in acq.arrivals.while_carrying() {
+            for event in acq.run.arrivals_mut().while_carrying() {
                 self.on_event(c, event)?;
             }
             return Ok(());
         }
-        match acq.arrivals.next(now) {
-            Some(wire::Taken {
-                input: acquire::Input::Event(event),
-                polled,
-            }) => {
-                if let Some(e) = polled_error.filter(|_| polled) {
-                    acq.poll_error = Some(e);
-                }
-                self.on_event(c, event)
-            }
-            Some(taken) => self.fail(format!("c{c} took {taken:?} from what arrived")),
+        match acq.run.arrived(now, polled_error.map(Fault::Carrier)) {
+            Some(acquire::Input::Event(event)) => self.on_event(c, event),
+            Some(input) => self.fail(format!("c{c} took {input:?} from what arrived")),
             None => Ok(()),
         }
     }
@@ -3740,9 +3742,8 @@ impl World {
     fn carry(&mut self, c: usize, exchange: Exchange) -> Check {
         let serial = self.next_serial();
         let acq = self.acq(c);
-        // A new request: no error of the last is the acquire's any more.
-        acq.carrier_error = None;
-        acq.poll_error = None;
+        // A new request: no answer of the last was lost for it (the run
+        // forgot their errors as it sent it).
         acq.unanswered = 0;
         if let Some(answers) = acq.machine.unasked() {
             // A broken machine takes these answers without asking.
@@ -3797,7 +3798,6 @@ impl World {
             .iter()
             .filter_map(|path| child_of(path).map(str::to_owned))
             .collect();
-        self.acq(c).arrivals.replaced(exchange);
         let kinds = exchange.replaces();
         for whose in kinds {
             if whose == Watch::Marker {
@@ -3839,7 +3839,7 @@ impl World {
     /// schedules keep the draws the mutation counts above were taken with.
     fn drop_wait_watches(&mut self, c: usize) {
         if let Some(acq) = self.contenders[c].acq.as_mut() {
-            acq.arrivals = wire::Arrivals::default();
+            *acq.run.arrivals_mut() = wire::Arrivals::default();
         }
         if self.permits.is_some() {
             note!(
@@ -3979,7 +3979,7 @@ impl World {
                 // The error of the request it blames is the acquire's last,
                 // as the library's carrier keeps it (`Carrier::finished`).
                 if let (Some(fault), Some(_)) = (carried.blamed, carried.exchange.blame()) {
-                    acq.carrier_error = Some(fault);
+                    acq.run.blamed(fault);
                 }
                 let exchange = carried.exchange;
                 let action = acq.machine.settle(&mut acq.wire, &exchange);
@@ -4258,12 +4258,21 @@ impl World {
     fn act(&mut self, c: usize, action: Action) -> Check {
         note!(self, "c{c} -> {action:?}");
         // What the machine learnt, the handle keeps for its next acquires
-        // (the driver, after every exchange).
-        let learnt = self.machine(c).own_readable();
-        self.contenders[c].own_readable |= learnt;
+        // on the same connection (the driver, after every exchange).
+        let acq = self.acq(c);
+        if acq.machine.inner.own_readable() {
+            let on = acq.run.connection();
+            self.contenders[c].own_readable = Some(on);
+        }
         self.check_taken(c)?;
-        self.check_place(c, &action)?;
-        self.drop_marker_watch(c);
+        // The loop's next step, as the driver takes it (`wire::Run::next`).
+        let connection = self.sessions[self.contenders[c].session].connection;
+        let acq = self.acq(c);
+        let step = acq
+            .run
+            .next(&mut acq.machine.inner, &acq.wire, action.clone(), 0, connection);
+        self.check_place(c, step.place, &action)?;
+        self.drop_marker_watch(c, step.drop_marker);
         // Whatever the machine does next, the wait it polled for is over
         // (as the driver drops its poll's future): a new wait polls anew.
         self.acq(c).polls = None;
@@ -4326,29 +4335,38 @@ impl World {
             _ => {}
         }
         if let Action::Acquire(acquire::Action::Wait { poll }) = action {
-            // A watched node's event kept while the exchange was under way
-            // ends the wait at once.
-            let now = wire::Now::quiet(self.session_state(c));
-            return match self.acq(c).arrivals.next(now) {
-                Some(wire::Taken {
-                    input: acquire::Input::Event(event),
-                    ..
-                }) => {
+            // How it waits (`wire::Run::wait`): on the watches of the nodes
+            // it watches that the client holds and that did not fire, or
+            // polling. A watched node's event kept while the exchange was
+            // under way ends the wait at once; with nothing to watch, a
+            // fresh look does.
+            let s = self.contenders[c].session;
+            let acq = self.contenders[c].acq.as_ref().expect("an acquire");
+            let watching = self.sessions[s]
+                .registry
+                .iter()
+                .any(|k| k.whose == Watch::Watched && !k.detached && acq.watching.contains(&k.name));
+            let plan = acq.run.wait(poll, watching);
+            let now = wire::Now {
+                nothing_to_watch: plan.nothing_to_watch,
+                ..wire::Now::quiet(self.session_state(c))
+            };
+            return match self.acq(c).run.arrived(now, None) {
+                Some(acquire::Input::Event(event)) => {
                     note!(self, "c{c} <- {event:?}, kept for the wait");
                     self.on_event(c, event)
                 }
-                Some(taken) => self.fail(format!("c{c} took {taken:?} from what arrived")),
+                Some(input) => self.fail(format!("c{c} took {input:?} from what arrived")),
                 None => {
-                    if poll {
+                    if plan.polls {
                         self.start_polls(c);
                     }
                     Ok(())
                 }
             };
         }
-        let acq = self.acq(c);
-        let Some(exchange) = acq.wire.exchange(&action, &acq.machine.inner) else {
-            return self.fail(format!("c{c}: {action:?} sends nothing"));
+        let wire::Next::Send(exchange) = step.next else {
+            return self.fail(format!("c{c}: {action:?} sends nothing: {:?}", step.next));
         };
         self.carry(c, exchange)
     }
@@ -4416,13 +4434,12 @@ impl World {
 
     /// A release marker's watch the machine no longer needs is dropped, and
     /// the client asks the server to remove it.
-    fn drop_marker_watch(&mut self, c: usize) {
+    fn drop_marker_watch(&mut self, c: usize, drop: bool) {
         let s = self.contenders[c].session;
         let acq = self.acq(c);
-        if acq.machine.inner.marker_watch_needed() || acq.machine.mutation == Mutation::KeepMarkerWatch {
+        if !drop || acq.machine.mutation == Mutation::KeepMarkerWatch {
             return;
         }
-        acq.arrivals.marker_dropped();
         let Some(name) = acq.marker_watch.take() else {
             return;
         };
@@ -4437,19 +4454,15 @@ impl World {
     /// before it in the listing the machine last decided on (the last one
     /// answered to it); `waits_on` is `None` exactly at a grant, and
     /// otherwise a node of that listing that precedes it.
-    fn check_place(&mut self, c: usize, action: &Action) -> Check {
+    fn check_place(&mut self, c: usize, told: Option<acquire::Place>, action: &Action) -> Check {
         let acq = self.contenders[c].acq.as_ref().expect("an acquire");
-        let place = acq.machine.inner.place().cloned();
         let granted = matches!(action, Action::Grant { .. });
-        if place == acq.place {
+        let Some(place) = told else {
             // A grant always places (but a downgrade's reader, never placed).
             if granted && !acq.downgrade {
+                let place = acq.machine.inner.place();
                 return self.fail(format!("c{c} is granted, its place unchanged: {place:?}"));
             }
-            return Ok(());
-        }
-        let Some(place) = place else {
-            self.acq(c).place = None;
             return Ok(());
         };
         if acq.machine.inner.node() != Some(place.node.as_str()) {
@@ -4482,7 +4495,6 @@ impl World {
             }
         }
         self.stats.places_checked += 1;
-        self.acq(c).place = Some(place);
         Ok(())
     }
 
@@ -5012,14 +5024,17 @@ impl World {
         let basis = self.contenders[c].basis;
         let now = self.session_state(c);
         let expired = self.sessions[session].state == Link::Expired;
-        let acq = self.acq(c);
-        // The driver's own (a poll's) first, then the carrier's.
-        let last = (acq.poll_error.take().map(Fault::Carrier))
-            .or_else(|| acq.carrier_error.take())
-            .map(request_error);
-        let acq = self.contenders[c].acq.as_ref().expect("an acquire");
-        let machine = &acq.machine.inner;
-        let reported = failure.reported(machine, last, acq.arrivals.ended(), now);
+        // Out of the world while its report is checked against it.
+        let mut acq = self.contenders[c].acq.take().expect("an acquire");
+        let Acq {
+            run,
+            machine,
+            unanswered,
+            ..
+        } = &mut acq;
+        let (machine, unanswered) = (&machine.inner, *unanswered);
+        // The poll's error first, then the carrier's (`wire::Run::reported`).
+        let reported = run.reported(failure, machine, now, request_error);
         let shown = format!("{reported:?}");
         let node_of = |czxid: Option<i64>| czxid.and_then(|z| self.nodes.get(&(z as u64)));
         let why: Option<String> = match reported {
@@ -5080,8 +5095,8 @@ impl World {
             }
             Reported::InvalidName { .. } => Some("every node's name is a contender's".into()),
             Reported::NoAnswer(e) => {
-                (failure != Failure::Request || e != Error::Unanswered || acq.unanswered == 0)
-                    .then(|| format!("{} answers lost since its last request", acq.unanswered))
+                (failure != Failure::Request || e != Error::Unanswered || unanswered == 0)
+                    .then(|| format!("{unanswered} answers lost since its last request"))
             }
             // The one request the model fails for good: a create whose
             // name is taken (at the counter's limit).
@@ -5106,6 +5121,7 @@ impl World {
                 (!truth).then(|| format!("asked {permits}, the contenders before it {before:?}"))
             }
         };
+        self.contenders[c].acq = Some(acq);
         if let Some(why) = why {
             return self.fail(format!("c{c} failed with {failure:?} and reports {shown}: {why}"));
         }
@@ -6850,7 +6866,7 @@ fn scenario_a_data_change_before_a_permits_watches_are_all_set_is_kept_for_the_w
             w.contenders[2]
                 .acq
                 .as_ref()
-                .is_some_and(|a| a.arrivals.has_watched()),
+                .is_some_and(|a| a.run.arrivals().has_watched()),
             "c2's carrier keeps c1's event",
         )?;
         w.settle()?;
@@ -7612,7 +7628,7 @@ fn learnt_and_queued(w: &mut World) -> Check {
     w.deadline(2)?;
     w.settle()?;
     expect(
-        w.contenders[2].own_readable,
+        w.contenders[2].own_readable.is_some(),
         "c2's handle knows it may read its nodes",
     )?;
     w.start(1, Mode::Write, true, true)?;
@@ -7758,7 +7774,7 @@ fn unreadable_first_wait(mutation: Mutation) -> Check {
             "c2 fails with Lost",
         )?;
         expect(
-            !w.contenders[2].own_readable,
+            w.contenders[2].own_readable.is_none(),
             "c2's handle does not take its nodes for readable",
         )?;
         w.drain(1)
@@ -7835,7 +7851,7 @@ fn readable_learnt_from_a_strangers_node(mutation: Mutation) -> Check {
             "c1 fails with Lost",
         )?;
         expect(
-            !w.contenders[1].own_readable,
+            w.contenders[1].own_readable.is_none(),
             "c1's handle does not take its nodes for readable",
         )?;
         w.foreign_delete(&first);

@@ -494,7 +494,7 @@ impl Driver<'_> {
     /// was not taken yet is not asked again.
     fn collect(&mut self, cx: &mut std::task::Context<'_>) {
         collect(
-            self.run.arrivals(),
+            self.run.arrivals_mut(),
             &mut self.own_watch,
             &mut self.marker,
             &mut self.watched,
@@ -508,7 +508,7 @@ impl Driver<'_> {
     /// hands my node's, fired or not, to the guard's keeper.
     fn watches_pending(&mut self) -> Vec<String> {
         let cx = &mut std::task::Context::from_waker(std::task::Waker::noop());
-        collect_watched(self.run.arrivals(), &mut self.watched, cx);
+        collect_watched(self.run.arrivals_mut(), &mut self.watched, cx);
         let name = |watching: &Watching| watching.path.rsplit('/').next().unwrap_or_default().to_owned();
         self.watched.iter().map(name).collect()
     }
@@ -565,7 +565,7 @@ impl Driver<'_> {
             run,
             ..
         } = self;
-        let arrivals = run.arrivals();
+        let arrivals = run.arrivals_mut();
         let mut changed = std::pin::pin!(states.changed());
         std::future::poll_fn(|cx| {
             collect(arrivals, own_watch, marker, watched, cx);
@@ -597,7 +597,7 @@ impl Driver<'_> {
     fn pump(&mut self, machine: &mut Contender) {
         loop {
             self.collect(&mut std::task::Context::from_waker(std::task::Waker::noop()));
-            let arrivals = self.run.arrivals();
+            let arrivals = self.run.arrivals_mut();
             if !arrivals.has_session() {
                 if let Some(state) = state_now(&mut self.states) {
                     arrivals.session(session_state(state));

@@ -4,7 +4,7 @@
 //!
 //! Sans-IO, as [`super::Carry`] and [`Arrivals`]: the carrier says what
 //! time it is and which connection its session is on, and does what
-//! [`Run::next`] says; what arrived it tells [`Run::arrivals`], and a wait
+//! [`Run::next`] says; what arrived it tells [`Run::arrivals_mut`], and a wait
 //! takes its input from [`Run::arrived`]. What a failed acquire reports
 //! comes from [`Run::reported`], with the client's errors the run kept.
 //!
@@ -19,10 +19,10 @@
 //!         Deadline             -> wire::deadline(None, &mut machine)
 //!         Wait { poll }        -> plan = run.wait(poll, watched watches pending);
 //!                                 poll if plan.polls; until run.arrived(now, poll's error) is Some(input),
-//!                                 wait for a source (until run.until(&machine)) and tell run.arrivals();
+//!                                 wait for a source (until run.until(&machine)) and tell run.arrivals_mut();
 //!                                 machine.step(input)
 //!         Send(exchange)       -> drop the watches it replaces; carry it (until run.until(&machine));
-//!                                 run.blamed(error) if it blames one; feed run.arrivals().while_carrying();
+//!                                 run.blamed(error) if it blames one; feed run.arrivals_mut().while_carrying();
 //!                                 wire.settle(&exchange, &mut machine)
 //!         Broken(what)         -> a typed error: this cannot happen
 //! ```
@@ -124,10 +124,15 @@ impl<T: Copy + Ord, E> Run<T, E> {
         machine.deadline(self.deadlines)
     }
 
-    /// What arrived and was not taken: the carrier tells it what its
-    /// sources gave, and feeds the machine what it takes while a request
-    /// is in flight ([`Arrivals::while_carrying`]).
-    pub fn arrivals(&mut self) -> &mut Arrivals {
+    /// What arrived and was not taken.
+    pub fn arrivals(&self) -> &Arrivals {
+        &self.arrivals
+    }
+
+    /// What arrived and was not taken, to change: the carrier tells it
+    /// what its sources gave, and feeds the machine what it takes while a
+    /// request is in flight ([`Arrivals::while_carrying`]).
+    pub fn arrivals_mut(&mut self) -> &mut Arrivals {
         &mut self.arrivals
     }
 
@@ -227,15 +232,15 @@ impl<T: Copy + Ord, E> Run<T, E> {
 
     /// What the acquire that failed with `failure` reports
     /// ([`Failure::reported`]), the session being in state `now`: the
-    /// client's last error (a poll's before a request's, each classified by
+    /// client's last error (a poll's before a request's, classified by
     /// `classify`) and the session's end an event told are taken from here.
-    pub fn reported<'m>(
+    pub fn reported<'m, F>(
         &mut self,
         failure: Failure,
         machine: &'m Contender,
         now: SessionState,
-        classify: impl FnOnce(E) -> RequestError<E>,
-    ) -> Reported<'m, E> {
+        classify: impl FnOnce(E) -> RequestError<F>,
+    ) -> Reported<'m, F> {
         let last = self.polled.take().or_else(|| self.blamed.take()).map(classify);
         failure.reported(machine, last, self.arrivals.ended(), now)
     }

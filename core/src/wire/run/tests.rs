@@ -168,7 +168,7 @@ fn the_markers_watch_goes_once_the_machine_no_longer_needs_it_with_its_event() {
     exchange.answer(2, Ok(data));
     let mut wire = wire;
     let wait = wire.settle(&exchange, &mut machine);
-    run.arrivals().marker(WatchedKind::Created);
+    run.arrivals_mut().marker(WatchedKind::Created);
     let step = run.next(&mut machine, &wire, wait, 0, 0);
     assert!(!step.drop_marker, "the wait needs it: {:?}", step.next);
     assert!(run.arrivals().has_marker(), "its creation waits to be taken");
@@ -185,9 +185,9 @@ fn the_markers_watch_goes_once_the_machine_no_longer_needs_it_with_its_event() {
 fn an_exchange_sent_takes_away_what_the_watches_it_replaces_gave() {
     let (wire, mut machine, _) = waiting();
     let mut run = forever();
-    run.arrivals().own(WatchedKind::DataChanged, Connected);
-    run.arrivals().marker(WatchedKind::Created);
-    run.arrivals()
+    run.arrivals_mut().own(WatchedKind::DataChanged, Connected);
+    run.arrivals_mut().marker(WatchedKind::Created);
+    run.arrivals_mut()
         .watched(&format!("{DIR}/h-W-0000000002"), WatchedKind::Deleted, Connected);
     let _ = run.next(&mut machine, &wire, lock_watches(), 0, 0);
     assert!(run.arrivals().is_empty(), "all three watches are set anew");
@@ -211,7 +211,7 @@ fn a_wait_polls_unless_a_watched_event_waits_and_looks_again_with_nothing_to_wat
             "poll {poll}, watching {watching}"
         );
     }
-    run.arrivals()
+    run.arrivals_mut()
         .watched(&format!("{DIR}/h-W-0000000002"), WatchedKind::Deleted, Connected);
     assert!(
         !run.wait(true, false).polls,
@@ -246,7 +246,7 @@ fn a_failure_reports_the_polls_error_it_took_before_the_exchanges_and_none_from_
     // A poll's end not taken (a watched node's event went first) leaves
     // no error.
     let mut run = forever();
-    run.arrivals()
+    run.arrivals_mut()
         .watched(&format!("{DIR}/h-W-0000000002"), WatchedKind::Deleted, Connected);
     assert!(run.arrived(polled, Some("a poll not taken")).is_some());
     assert_eq!(
@@ -267,7 +267,7 @@ fn a_failure_reports_the_polls_error_it_took_before_the_exchanges_and_none_from_
 fn a_failure_reports_the_sessions_end_an_event_told() {
     let (_, machine, _) = waiting();
     let mut run = forever();
-    run.arrivals().session(Expired);
+    run.arrivals_mut().session(Expired);
     let _ = run.arrived(Now::quiet(Disconnected), None);
     assert_eq!(
         report(&mut run, Failure::SessionEnded, &machine),
