@@ -354,6 +354,9 @@ pub enum Failure {
 pub struct RefusedListing {
     /// The children listed.
     pub children: usize,
+    /// The contender nodes among them (named as contenders, in any layout;
+    /// the rest are strangers' nodes).
+    pub contenders: usize,
     /// Its size ([`crate::limits::listing_size`]).
     pub size: usize,
     /// The limit it exceeds.
@@ -1076,6 +1079,10 @@ impl Acquire {
                 if !limits::queue_admits(size, Some(limit)) {
                     self.refused = Some(RefusedListing {
                         children: children.len(),
+                        contenders: children
+                            .iter()
+                            .filter(|c| parse_parts(c.as_ref()).is_ok())
+                            .count(),
                         size,
                         limit,
                     });

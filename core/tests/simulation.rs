@@ -5083,7 +5083,7 @@ impl World {
                 let truth = failure == Failure::ListingTooLarge
                     && self.listing_limit == Some(limit)
                     && size == listed_size
-                    && contenders == listed.len()
+                    && contenders == listed.iter().filter(|c| c.parse::<NodeName>().is_ok()).count()
                     && size > limit;
                 (!truth).then(|| {
                     format!(

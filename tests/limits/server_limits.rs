@@ -272,11 +272,12 @@ async fn an_acquire_through_a_read_only_member_is_never_granted() {
     guard.release().await.expect("release");
 }
 
-/// A lock whose listing limit lets 10 contenders queue: the eleventh
+/// A lock whose listing limit lets 10 contenders queue (beside a
+/// stranger's node, which counts in the listing's size): the eleventh
 /// acquire that finds the lock taken withdraws its node and fails with
-/// `ListingTooLarge` at once, naming `jute.maxbuffer`; those queued still
-/// wait and are granted in turn; once the queue is short again an acquire
-/// queues.
+/// `ListingTooLarge` at once, naming `jute.maxbuffer` and counting the
+/// contenders, not the stranger's node; those queued still wait and are
+/// granted in turn; once the queue is short again an acquire queues.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_acquire_behind_a_listing_over_the_limit_withdraws_with_a_typed_error() {
     let cluster = start(ZkCluster::builder());
@@ -285,15 +286,23 @@ async fn an_acquire_behind_a_listing_over_the_limit_withdraws_with_a_typed_error
     let client = connect_client(&connect, Duration::from_secs(10), Duration::from_secs(10))
         .await
         .expect("a session");
-    // Names of this identity are 48 bytes: 10 of them and the reply's
-    // header and stat.
-    let limit = zk_rwlock::limits::listing_size(&vec!["x".repeat(48); 10]);
+    // Names of this identity are 48 bytes: 10 of them, the stranger's
+    // node, and the reply's header and stat.
+    const STRANGER: &str = "notes";
+    let mut listing = vec!["x".repeat(48); 10];
+    listing.push(STRANGER.to_owned());
+    let limit = zk_rwlock::limits::listing_size(&listing);
     let lock = SharedLock::builder(client.clone(), PATH)
         .identity("vm")
         .max_listing_size(Some(limit))
         .build()
         .expect("a lock");
     let holder = lock.write().await.expect("the first writer holds");
+    let persistent = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
+    client
+        .create(&format!("{PATH}/{STRANGER}"), b"", &persistent)
+        .await
+        .expect("the stranger's node");
     // Each waiter releases as soon as it is granted: the next in line
     // (by sequence, not by spawning order) waits on it.
     let waiters: Vec<_> = (0..9)
@@ -308,9 +317,9 @@ async fn an_acquire_behind_a_listing_over_the_limit_withdraws_with_a_typed_error
             })
         })
         .collect();
-    support::eventually("10 contenders", SHORT, || {
+    support::eventually("10 contenders and the stranger's node", SHORT, || {
         let client = client.clone();
-        async move { client.list_children(PATH).await.map_or(0, |c| c.len()) == 10 }
+        async move { client.list_children(PATH).await.map_or(0, |c| c.len()) == 11 }
     })
     .await;
 
@@ -336,7 +345,7 @@ async fn an_acquire_behind_a_listing_over_the_limit_withdraws_with_a_typed_error
     }
     assert!(took < Duration::from_secs(5), "refused after {took:?}");
     let children = client.list_children(PATH).await.expect("listing");
-    assert_eq!(children.len(), 10, "the refused node withdrawn: {children:?}");
+    assert_eq!(children.len(), 11, "the refused node withdrawn: {children:?}");
 
     // The queue drains in order; then an acquire queues again.
     holder.release().await.expect("release");

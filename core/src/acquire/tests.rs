@@ -1200,20 +1200,24 @@ fn a_downgrades_reader_decides_once() {
 fn a_listing_over_the_limit_refuses_the_first_wait_only() {
     let (names, me) = build("W W [W]");
     let me = me.unwrap();
-    let size = crate::limits::listing_size(&names);
+    // A stranger's node counts in the listing's size, not as a contender.
+    let with_stranger: Vec<String> = names.iter().cloned().chain(["notes".to_owned()]).collect();
+    let size = crate::limits::listing_size(&with_stranger);
     let mut over = Acquire::new(Mode::Write, true).with_listing_limit(Some(size - 1));
     assert_eq!(
-        over.created(&me, Some(&names)),
+        over.created(&me, Some(&with_stranger)),
         Action::Fail(Failure::ListingTooLarge)
     );
     assert_eq!(
         over.refused_listing(),
         Some(RefusedListing {
-            children: 3,
+            children: 4,
+            contenders: 3,
             size,
             limit: size - 1
         })
     );
+    let size = crate::limits::listing_size(&names);
     assert_eq!(Acquire::new(Mode::Write, true).refused_listing(), None);
 
     // At the limit: it waits, and a larger listing later (the watched

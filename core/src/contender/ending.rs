@@ -195,7 +195,8 @@ impl Failure {
             Failure::Exhausted => Reported::SequenceExhausted,
             Failure::ListingTooLarge => {
                 let refused = machine.refused_listing();
-                let (contenders, size, limit) = refused.map_or((0, 0, 0), |r| (r.children, r.size, r.limit));
+                let (contenders, size, limit) =
+                    refused.map_or((0, 0, 0), |r| (r.contenders, r.size, r.limit));
                 Reported::ListingTooLarge {
                     contenders,
                     size,

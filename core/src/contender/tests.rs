@@ -1843,11 +1843,12 @@ fn a_failed_acquire_waits_for_its_withdrawal_and_reports_whose_error_the_table_s
 }
 
 /// A writer that failed with [`Failure::ListingTooLarge`]: its listing of
-/// three writers is one byte over its limit.
+/// three writers and a stranger's node is one byte over its limit.
 fn refused_a_listing() -> Contender {
     let me = name(Mode::Write, 3);
     let listing = [
         "x-W-0000000001".to_owned(),
+        "notes".to_owned(),
         "y-W-0000000002".to_owned(),
         me.clone(),
     ];
