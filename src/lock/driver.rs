@@ -224,6 +224,16 @@ impl SharedLock {
                     feed(&mut pending.machine, input)
                 }
                 Next::Send(exchange) => {
+                    let exchange = if exchange.forgets_session_changes() {
+                        // The session's changes seen until now go; the
+                        // connection is read after, so that a reconnection
+                        // among them is the run's to see.
+                        while state_now(&mut driver.states).is_some() {}
+                        let (wire, now) = (&pending.carrier.wire, client.connections());
+                        driver.run.forgot_session_changes(machine, wire, exchange, now)
+                    } else {
+                        exchange
+                    };
                     driver.replace_watches(&exchange);
                     let until = driver.run.until(machine);
                     let carrier = &mut pending.carrier;
@@ -466,9 +476,6 @@ impl Driver<'_> {
             for watching in go {
                 self.lock.inner.leftovers.let_go(watching);
             }
-        }
-        if exchange.forgets_session_changes() {
-            while state_now(&mut self.states).is_some() {}
         }
     }
 

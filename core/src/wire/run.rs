@@ -21,7 +21,9 @@
 //!                                 poll if plan.polls; until run.arrived(now, poll's error) is Some(input),
 //!                                 wait for a source (until run.until(&machine)) and tell run.arrivals_mut();
 //!                                 machine.step(input)
-//!         Send(exchange)       -> drop the watches it replaces; carry it (until run.until(&machine));
+//!         Send(exchange)       -> if it forgets the session's changes: mark them seen, then
+//!                                 exchange = run.forgot_session_changes(.., connection now);
+//!                                 drop the watches it replaces; carry it (until run.until(&machine));
 //!                                 run.blamed(error) if it blames one; feed run.arrivals_mut().while_carrying();
 //!                                 wire.settle(&exchange, &mut machine)
 //!         Broken(what)         -> a typed error: this cannot happen
@@ -46,6 +48,9 @@ pub struct Run<T, E> {
     polled: Option<E>,
     /// The error of the request the last exchange blamed ([`Exchange::blame`]).
     blamed: Option<E>,
+    /// The action of the exchange `next` gave that forgets the session's
+    /// changes, until it leaves ([`Run::forgot_session_changes`]).
+    forgetting: Option<Action>,
 }
 
 /// What the carrier does next ([`Run::next`]).
@@ -115,6 +120,7 @@ impl<T: Copy + Ord, E> Run<T, E> {
             arrivals: Arrivals::default(),
             polled: None,
             blamed: None,
+            forgetting: None,
         }
     }
 
@@ -180,15 +186,13 @@ impl<T: Copy + Ord, E> Run<T, E> {
             Action::Acquire(_) if self.until(machine).is_some_and(|until| until <= now) => Next::Deadline,
             Action::Acquire(acquire::Action::Wait { poll }) => Next::Wait { poll },
             request => {
-                if connection != self.connection {
-                    self.connection = connection;
-                    machine.connection_changed();
-                }
+                self.reconnected(machine, connection);
                 match wire.exchange(&request, machine) {
                     Some(exchange) => {
                         self.arrivals.replaced(&exchange);
                         self.polled = None;
                         self.blamed = None;
+                        self.forgetting = exchange.forgets_session_changes().then_some(request);
                         Next::Send(exchange)
                     }
                     None => Next::Broken("an action that is no request reached the carrier"),
@@ -200,6 +204,42 @@ impl<T: Copy + Ord, E> Run<T, E> {
             place,
             drop_marker,
         }
+    }
+
+    /// The carrier forgot the session's changes seen until now, as the
+    /// exchange `next` gave asks ([`Exchange::forgets_session_changes`]),
+    /// and then read the session's connection, `connection`: the exchange
+    /// to send. If the session reconnected since `next` read it (a
+    /// reconnection whose change the carrier may just have forgotten), the
+    /// machine is told, and the exchange is built again from what it knows
+    /// now: what it learnt on the old connection (that it reads its node,
+    /// so the wait's watches may go in one `SetWatches`) is not trusted on
+    /// the new one.
+    pub fn forgot_session_changes(
+        &mut self,
+        machine: &mut Contender,
+        wire: &Wire,
+        exchange: Exchange,
+        connection: u64,
+    ) -> Exchange {
+        let Some(action) = self.forgetting.take() else {
+            return exchange;
+        };
+        if !self.reconnected(machine, connection) {
+            return exchange;
+        }
+        wire.exchange(&action, machine).unwrap_or(exchange)
+    }
+
+    /// Tells the machine of a reconnection if the session's connection is
+    /// no longer the one the acquire's requests went on; true if it was.
+    fn reconnected(&mut self, machine: &mut Contender, connection: u64) -> bool {
+        let changed = connection != self.connection;
+        if changed {
+            self.connection = connection;
+            machine.connection_changed();
+        }
+        changed
     }
 
     /// How a wait that `poll`s waits, `watching` the watched nodes' watches

@@ -275,3 +275,45 @@ fn a_failure_reports_the_sessions_end_an_event_told() {
         "though the session's state says connected now"
     );
 }
+
+#[test]
+fn a_reconnection_seen_as_the_waits_watches_leave_rebuilds_them_without_what_the_old_connection_taught() {
+    // A wait whose handle learnt, on connection 0, that it reads its node:
+    // its own node's and the marker's watches go in one `SetWatches`.
+    let native = |seq| format!("h@{}-W-{seq:010}", uuid::Uuid::nil());
+    let (wire, machine, _, watches) = crate::wire::tests::created(3, &[&native(1), &native(2)]);
+    let mut machine = machine.with_own_readable(true);
+    let together = |exchange: &Exchange| {
+        exchange
+            .requests()
+            .iter()
+            .any(|r| matches!(r, crate::wire::Request::SetWatches { .. }))
+    };
+    for (now, rebuilt) in [(0, false), (1, true)] {
+        let mut machine = machine.clone();
+        let mut run = forever();
+        let Next::Send(exchange) = run.next(&mut machine, &wire, watches.clone(), 0, 0).next else {
+            panic!("the wait's watches");
+        };
+        assert!(exchange.forgets_session_changes() && together(&exchange));
+        // The carrier forgot the session's changes, then read connection `now`.
+        let sent = run.forgot_session_changes(&mut machine, &wire, exchange, now);
+        assert_eq!(
+            !together(&sent),
+            rebuilt,
+            "connection {now}: {:?}",
+            sent.requests()
+        );
+        assert_eq!(machine.own_readable(), !rebuilt);
+        assert_eq!(run.connection(), now);
+    }
+    // Any other exchange is sent as it is, whatever the connection.
+    let mut run = forever();
+    let create = Action::Create;
+    let Next::Send(exchange) = run.next(&mut machine, &wire, create, 0, 0).next else {
+        panic!("a create");
+    };
+    let sent = run.forgot_session_changes(&mut machine, &wire, exchange.clone(), 5);
+    assert_eq!(sent, exchange);
+    assert!(machine.own_readable(), "not told: that exchange forgets nothing");
+}
