@@ -227,7 +227,10 @@ impl SharedLock {
                     let exchange = if exchange.forgets_session_changes() {
                         // The session's changes seen until now go; the
                         // connection is read after, so that a reconnection
-                        // among them is the run's to see.
+                        // among them is the run's to see (the client counts
+                        // a connection before it says `Connected`: see
+                        // `Client::connections`). One after the read leaves
+                        // its `Connected` for the wait, which it interrupts.
                         while state_now(&mut driver.states).is_some() {}
                         let (wire, now) = (&pending.carrier.wire, client.connections());
                         driver.run.forgot_session_changes(machine, wire, exchange, now)

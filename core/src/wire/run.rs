@@ -36,8 +36,10 @@ use crate::lease::SessionState;
 
 /// One acquire's loop, besides its machine and its wire: what arrived and
 /// was not taken ([`Arrivals`]), the deadlines, the connection its requests
-/// went on, the place last told, and the client's errors a failure may
-/// report (`E`, the carrier's error).
+/// went on, the place last told, the client's errors a failure may report
+/// (`E`, the carrier's error), and the action of an exchange that forgets
+/// the session's changes, to build it again if the connection changed as
+/// they were forgotten.
 #[derive(Debug, Clone)]
 pub struct Run<T, E> {
     deadlines: Deadlines<T>,
@@ -48,8 +50,8 @@ pub struct Run<T, E> {
     polled: Option<E>,
     /// The error of the request the last exchange blamed ([`Exchange::blame`]).
     blamed: Option<E>,
-    /// The action of the exchange `next` gave that forgets the session's
-    /// changes, until it leaves ([`Run::forgot_session_changes`]).
+    /// The action of the last exchange `next` gave that forgets the
+    /// session's changes, until [`Run::forgot_session_changes`] takes it.
     forgetting: Option<Action>,
 }
 
@@ -91,7 +93,10 @@ pub enum Next {
     /// Send this exchange, dropping first the watches of the kinds it
     /// replaces ([`Exchange::replaces`], but those it keeps,
     /// [`Exchange::kept`]); what they gave and was not taken is gone from
-    /// [`Run::arrivals`] already.
+    /// [`Run::arrivals`] already. One that forgets the session's changes
+    /// ([`Exchange::forgets_session_changes`]) goes through
+    /// [`Run::forgot_session_changes`] first, and the exchange that returns
+    /// is the one sent.
     Send(Exchange),
     /// An action an acquire's loop cannot carry out: an end without a
     /// grant, or one that sends nothing. A typed error, never a panic.
@@ -158,7 +163,9 @@ impl<T: Copy + Ord, E> Run<T, E> {
     ///   session reconnected since the last, the machine is told first
     ///   (`Contender::connection_changed`), and the events of the watches
     ///   the exchange replaces go ([`Arrivals::replaced`]), as do the
-    ///   client's errors of the requests before it.
+    ///   client's errors of the requests before it; the carrier passes one
+    ///   that forgets the session's changes through
+    ///   [`Run::forgot_session_changes`] before it sends it.
     pub fn next(
         &mut self,
         machine: &mut Contender,

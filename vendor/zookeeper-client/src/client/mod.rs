@@ -329,7 +329,10 @@ impl Client {
     /// How many connections a server has accepted for this client's session so far (zk-rwlock
     /// patch 18): one once connected, one more for each reconnection. What the session learnt
     /// on one connection that may depend on it (what an identity bound to the connection, an IP
-    /// address or a SASL login, may read) holds while this count is the same.
+    /// address or a SASL login, may read) holds while this count is the same. The count grows
+    /// before the session's state turns `Connected` for that connection (the lease is
+    /// negotiated before the state changes): a caller that has seen `Connected` reads the new
+    /// count, and one that reads the old count sees `Connected` after.
     pub fn connections(&self) -> u64 {
         self.lease.connections()
     }
