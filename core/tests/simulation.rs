@@ -6632,6 +6632,28 @@ fn scenario(
     world.run(script)
 }
 
+/// A stranger deletes the node of `victim`, which waits behind `next`;
+/// `first` releases and hands off to `next`, which releases too: `victim`
+/// must fail `Lost`, not be granted on `next`'s release with its node gone.
+fn a_waiter_whose_node_is_deleted_fails_lost(
+    w: &mut World,
+    victim: usize,
+    first: usize,
+    next: usize,
+) -> Check {
+    let mine = w.name(victim);
+    w.foreign_delete(&mine);
+    w.release(first)?;
+    w.settle()?;
+    expect(w.holding(next), &format!("c{next} holds"))?;
+    w.release(next)?;
+    w.settle()?;
+    expect(
+        w.last_outcome(victim) == Some(Outcome::Failed(Failure::Lost)),
+        &format!("c{victim} fails with Lost"),
+    )
+}
+
 fn expect(cond: bool, what: &str) -> Check {
     if cond {
         Ok(())
@@ -7762,17 +7784,7 @@ fn unreadable_first_wait(mutation: Mutation) -> Check {
         w.start(2, Mode::Write, true, false)?;
         w.settle()?;
         expect(w.waits_on(1, 0) && w.waits_on(2, 1), "c1 waits on c0, c2 on c1")?;
-        let mine = w.name(2);
-        w.foreign_delete(&mine);
-        w.release(0)?;
-        w.settle()?;
-        expect(w.holding(1), "c1 holds")?;
-        w.release(1)?;
-        w.settle()?;
-        expect(
-            w.last_outcome(2) == Some(Outcome::Failed(Failure::Lost)),
-            "c2 fails with Lost",
-        )?;
+        a_waiter_whose_node_is_deleted_fails_lost(w, 2, 0, 1)?;
         expect(
             w.contenders[2].own_readable.is_none(),
             "c2's handle does not take its nodes for readable",
@@ -7861,17 +7873,7 @@ fn readable_learnt_from_a_strangers_node(mutation: Mutation) -> Check {
         w.start(1, Mode::Write, true, false)?;
         w.settle()?;
         expect(w.waits_on(2, 0) && w.waits_on(1, 2), "c2 waits on c0, c1 on c2")?;
-        let mine = w.name(1);
-        w.foreign_delete(&mine);
-        w.release(0)?;
-        w.settle()?;
-        expect(w.holding(2), "c2 holds")?;
-        w.release(2)?;
-        w.settle()?;
-        expect(
-            w.last_outcome(1) == Some(Outcome::Failed(Failure::Lost)),
-            "c1 fails with Lost",
-        )?;
+        a_waiter_whose_node_is_deleted_fails_lost(w, 1, 0, 2)?;
         w.drain(1)
     })
 }
@@ -7919,16 +7921,7 @@ fn read_taken_away_while_cut_off(mutation: Mutation) -> Check {
         w.reconnect(s2, Order::Random);
         w.settle()?;
         expect(w.waits_on(2, 1), "c2 waits on c1 again")?;
-        w.foreign_delete(&mine);
-        w.release(0)?;
-        w.settle()?;
-        expect(w.holding(1), "c1 holds")?;
-        w.release(1)?;
-        w.settle()?;
-        expect(
-            w.last_outcome(2) == Some(Outcome::Failed(Failure::Lost)),
-            "c2 fails with Lost",
-        )?;
+        a_waiter_whose_node_is_deleted_fails_lost(w, 2, 0, 1)?;
         w.drain(1)
     })
 }
@@ -7978,16 +7971,7 @@ fn set_watches_built_while_cut_off(mutation: Mutation) -> Check {
         w.reconnect(s2, Order::Random);
         w.settle()?;
         expect(w.waits_on(2, 1), "c2 waits on c1")?;
-        w.foreign_delete(&mine);
-        w.release(0)?;
-        w.settle()?;
-        expect(w.holding(1), "c1 holds")?;
-        w.release(1)?;
-        w.settle()?;
-        expect(
-            w.last_outcome(2) == Some(Outcome::Failed(Failure::Lost)),
-            "c2 fails with Lost",
-        )?;
+        a_waiter_whose_node_is_deleted_fails_lost(w, 2, 0, 1)?;
         // Not drained: the model's client keeps the wait's silent own-node
         // watch after the wait ends (it drops a wait's own and marker
         // watches only when an exchange replaces them or they fire; the
