@@ -6632,6 +6632,25 @@ fn scenario(
     world.run(script)
 }
 
+/// READ on contender `c`'s node is taken from its own session (an
+/// operator's `setACL`): its reads of it say `NoAuth` from now on, and its
+/// watches on it stay silent.
+fn take_read_away(w: &mut World, c: usize) {
+    let mine = w.name(c);
+    let czxid = w.live[&mine];
+    if let Some(node) = w.nodes.get_mut(&czxid) {
+        node.denied = Some(c);
+    }
+}
+
+/// True if session `s` has a `SetWatches` request in flight.
+fn sends_set_watches(w: &World, s: usize) -> bool {
+    w.sessions[s]
+        .inflight
+        .iter()
+        .any(|(_, op)| op.shown().starts_with("SetWatches"))
+}
+
 /// A stranger deletes the node of `victim`, which waits behind `next`;
 /// `first` releases and hands off to `next`, which releases too: `victim`
 /// must fail `Lost`, not be granted on `next`'s release with its node gone.
@@ -7904,16 +7923,13 @@ fn read_taken_away_while_cut_off(mutation: Mutation) -> Check {
         w.apply_next(s2);
         w.deliver(s2)?;
         w.deliver(s2)?;
-        let sent: Vec<String> = w.sessions[s2].inflight.iter().map(|(_, op)| op.shown()).collect();
         expect(
-            sent.iter().any(|op| op.starts_with("SetWatches")),
+            sends_set_watches(w, s2),
             "c2 sets its own node's and the marker's watches in one request",
         )?;
         // Cut before the SetWatches reaches the server.
         w.disconnect(s2, Some(0));
-        let mine = w.name(2);
-        let czxid = w.live[&mine];
-        w.nodes.get_mut(&czxid).expect("c2's node").denied = Some(2);
+        take_read_away(w, 2);
         // Everything the client made up for the lost connection, taken.
         while !w.sessions[s2].outbound.is_empty() {
             w.deliver(s2)?;
@@ -7960,14 +7976,11 @@ fn set_watches_built_while_cut_off(mutation: Mutation) -> Check {
         while !w.sessions[s2].outbound.is_empty() {
             w.deliver(s2)?;
         }
-        let sent: Vec<String> = w.sessions[s2].inflight.iter().map(|(_, op)| op.shown()).collect();
         expect(
-            sent.iter().any(|op| op.starts_with("SetWatches")),
+            sends_set_watches(w, s2),
             "c2 asked for its watches in one SetWatches while cut off",
         )?;
-        let mine = w.name(2);
-        let czxid = w.live[&mine];
-        w.nodes.get_mut(&czxid).expect("c2's node").denied = Some(2);
+        take_read_away(w, 2);
         w.reconnect(s2, Order::Random);
         w.settle()?;
         expect(w.waits_on(2, 1), "c2 waits on c1")?;
