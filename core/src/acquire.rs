@@ -89,7 +89,10 @@
 //!   exist: its watch has not fired, and if the connection was interrupted
 //!   since the watches were set (a reconnect re-registers watches in any
 //!   order, so the order of their events proves nothing), or my node cannot
-//!   be watched (its ACL), one `exists` asks.
+//!   be watched (its ACL), one `exists` asks. A watch set on an older
+//!   connection counts as not set (a server that finds READ on my node
+//!   taken away re-registers no watch for it at the reconnection, and sends
+//!   no event of it): the next listing's wait sets it again.
 //! - A native writer that waited releases with the release record
 //!   (`Grant { mark }`); in a peer's layout, a writer never does (see
 //!   [`crate::ordering`], "Peers and the release record").
@@ -1261,6 +1264,18 @@ impl Acquire {
         match &self.phase {
             Phase::Waiting(waiting, true) => &waiting.unreadable,
             _ => &[],
+        }
+    }
+
+    /// The session's connection changed (a reconnection): my node's watch,
+    /// set on an older connection, counts as not set. The reconnection set
+    /// it again, but a server that finds READ on my node taken away since
+    /// (an operator's `setACL`) keeps no watch for it and sends no event of
+    /// it: only a watch set again on this connection, or an `exists` at the
+    /// hand-off, proves my node there.
+    pub fn connection_changed(&mut self) {
+        if self.own_watch == OwnWatch::Set {
+            self.own_watch = OwnWatch::None;
         }
     }
 

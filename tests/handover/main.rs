@@ -27,6 +27,9 @@
 //!   uses too): a reply that does not match the transaction is not taken
 //!   as applied.
 //!
+//! - `own_watch_across_reconnections`: a wait after a reconnection sets
+//!   its own node's watch again (READ on it may have been taken away, and
+//!   the watch the reconnection set again is then silent).
 //! - `together_watches_across_cuts`, `together_watches_own_node`: a wait's
 //!   own-node and marker watches set in one `SetWatches` (once its handle
 //!   knows, on this connection, that it reads its node) across cut
@@ -39,6 +42,7 @@
 mod downgrade;
 mod dropped_guards;
 mod garbled_answers;
+mod own_watch_across_reconnections;
 mod release_marker;
 mod release_record;
 mod revocation;

@@ -987,6 +987,52 @@ fn the_own_watch_is_kept_across_waits() {
 }
 
 #[test]
+fn an_own_watch_from_an_older_connection_is_set_again_before_a_hand_off_trusts_it() {
+    let (names, me) = build("W W [W]");
+    let mut machine = Acquire::new(Mode::Write, true);
+    let me = me.unwrap();
+    assert_eq!(
+        show(&machine.created(&me, Some(&names)), &names),
+        "watch+own+marker 1"
+    );
+    machine.step(Input::WatchesSet {
+        also: Vec::new(),
+        own: Some(Reply::Ok(())),
+        watched: Reply::Ok(()),
+        marker: None,
+    });
+    assert!(machine.own_watch_set());
+    // A reconnection: the server may have set my node's watch again
+    // silently (READ taken away), so it is asked for on this connection.
+    machine.connection_changed();
+    assert!(!machine.own_watch_set());
+    machine.step(Input::Event(Event::Watched(NodeEvent::Other)));
+    let (again, _) = build("W@1 [W@2]");
+    assert_eq!(
+        show(&machine.step(Input::Listed(Reply::Ok(&again))), &again),
+        "watch+own 0"
+    );
+    // Refused (NoAuth): the hand-off asks with `exists`.
+    machine.step(Input::WatchesSet {
+        also: Vec::new(),
+        own: Some(Reply::NoAuth),
+        watched: Reply::Ok(()),
+        marker: None,
+    });
+    assert_eq!(
+        show(
+            &machine.step(Input::Event(Event::Watched(NodeEvent::Deleted))),
+            &again
+        ),
+        "check"
+    );
+    assert_eq!(
+        show(&machine.step(Input::OwnChecked(Reply::Ok(false))), &again),
+        "list"
+    );
+}
+
+#[test]
 fn foreign_children_are_noted() {
     let (names, me) = build("x W [W]");
     let mut machine = Acquire::new(Mode::Write, true);

@@ -764,9 +764,14 @@ impl Contender {
 
     /// The session's connection changed (a reconnection): what it learnt
     /// of reading my node may not hold on the new one (an identity bound to
-    /// the connection), so the wait asks with `getData` again.
+    /// the connection), so the wait asks with `getData` again, and my
+    /// node's watch from an older connection no longer counts
+    /// ([`Acquire::connection_changed`]).
     pub fn connection_changed(&mut self) {
         self.own_readable = false;
+        if let Some(acquire) = self.acquire.as_mut() {
+            acquire.connection_changed();
+        }
     }
 
     /// A read of my node answered, with the czxid of the node read: this
