@@ -1866,11 +1866,19 @@ struct World {
     marker_spans: Vec<(String, u64, Option<u64>)>,
     watches: BTreeMap<String, BTreeSet<usize>>,
     /// The watches on a contender's own node that the server keeps silent
-    /// (session, name) and that its client could not know of: set while it
-    /// could read the node (dropped unheard as they fired, the node's ACL
-    /// having come to deny it READ), or set by a wait's `SetWatches` (which
-    /// says nothing of READ) on a connection where its handle had read it.
+    /// (session, name) and that a wait could not know of: one the server
+    /// dropped unheard as it fired (the node's ACL having come to deny its
+    /// owner READ) on a connection where the session had read the node
+    /// (READ was taken after that read), or one a wait's `SetWatches`
+    /// (which says nothing of READ) set on such a connection. A wait that
+    /// trusts a watch from an older connection could have asked again.
     silenced: BTreeSet<(usize, String)>,
+    /// The held nodes' watches the server keeps silent (session, name):
+    /// dropped unheard as they fired, or set again by a reconnection after
+    /// READ was taken (the server checks READ only as a watch fires). A
+    /// guard's keeper does not read its node again after a reconnection:
+    /// only the session's end and the lease tell it, as documented.
+    deaf: BTreeSet<(usize, String)>,
     sessions: Vec<Session>,
     contenders: Vec<Contender>,
     next_id: u64,
@@ -1952,6 +1960,7 @@ impl World {
             marker_spans: Vec::new(),
             watches: BTreeMap::new(),
             silenced: BTreeSet::new(),
+            deaf: BTreeSet::new(),
             sessions: Vec::new(),
             contenders: Vec::new(),
             next_id: 1,
@@ -2149,7 +2158,10 @@ impl World {
                 watchers.remove(&s);
             }
             if denied == Some(self.sessions[s].contender) {
-                self.silenced.insert((s, name.to_owned()));
+                self.deaf.insert((s, name.to_owned()));
+                if self.sessions[s].read_own == Some(self.sessions[s].connection) {
+                    self.silenced.insert((s, name.to_owned()));
+                }
             }
             note!(self, "s{s} is not told of {kind:?} of {name}: it may not read it");
         }
@@ -2963,7 +2975,11 @@ impl World {
         let mut fired = Vec::new();
         for kept in self.sessions[s].registry.clone() {
             match self.rearm(s, &kept) {
-                None => {}
+                // Set again after READ was taken: silent. A guard that
+                // keeps it (its own, or the wait's it takes over) is deaf.
+                None => {
+                    self.deaf.insert((s, kept.name));
+                }
                 Some(Some(kind)) => fired.push((kept.name, kind)),
                 Some(None) => {
                     self.watches.entry(kept.name).or_default().insert(s);
@@ -5476,16 +5492,18 @@ impl World {
                 .into_iter()
                 .flatten()
                 .any(|a| a.keeping.is_some())
-            // A node its own ACL keeps it from reading: the server keeps
-            // no watch of it for its session (its keeper's, or the one a
-            // reconnection set again, is silent), and only the session's
-            // end (and the lease) will tell, as the library documents.
+            // A node its own ACL keeps it from reading: its keeper could
+            // not watch it, or its watch is silent (READ taken away after
+            // it was set), and only the session's end (and the lease) will
+            // tell, as the library documents.
+            || self.deaf.contains(&(s, name.to_owned()))
             || k.acq.as_ref().is_some_and(|a| {
-                a.machine
-                    .inner
-                    .czxid()
-                    .and_then(|z| self.nodes.get(&(z as u64)))
-                    .is_some_and(|n| n.denied == Some(c))
+                a.keeper.as_ref().is_some_and(wire::Keeping::is_stopped)
+                    && a.machine
+                        .inner
+                        .czxid()
+                        .and_then(|z| self.nodes.get(&(z as u64)))
+                        .is_some_and(|n| n.denied == Some(c))
             })
     }
 
@@ -8067,17 +8085,18 @@ fn scenario_read_taken_away_while_cut_off_is_asked_with_get_data() {
     read_taken_away_while_cut_off(Mutation::None).unwrap();
 }
 
-/// A reconnection sets my node's watch again, and a server that finds READ
-/// on it taken away keeps it silent: the next wait must not trust it. c2
-/// waits on c1 (its own node's watch set with `getData`, READ allowed), its
-/// connection is cut and READ on its node taken away, and it comes back;
-/// c1 withdraws, and c2's new wait (after the record is read and the
+/// A reconnection sets my node's watch again without a READ check, and the
+/// server checks READ as a watch fires: the next wait must not trust the
+/// watch from before. c2 waits on c1 (its own node's watch set with
+/// `getData`, READ allowed); its connection is cut and it comes back, READ
+/// on its node taken away while it was away (`while_away`) or after it came
+/// back. c1 withdraws, and c2's new wait (after the record is read and the
 /// directory listed again) sets its node's watch again and learns it may
 /// not read it. A stranger deletes c2's node and c0 releases: the hand-off
-/// asks with `exists`, and c2 fails `Lost`. Trusting the watch from the
-/// old connection, it would be granted with its node gone.
-fn own_watch_from_an_older_connection(mutation: Mutation) -> Check {
-    scenario(mutation, 3, 0, |w| {
+/// asks with `exists`, and c2 fails `Lost`. Trusting the watch from the old
+/// connection, it would be granted with its node gone.
+fn own_watch_from_an_older_connection(while_away: bool) -> Check {
+    scenario(Mutation::None, 3, 0, |w| {
         w.start(0, Mode::Write, true, false)?;
         w.settle()?;
         w.start(1, Mode::Write, true, true)?;
@@ -8090,9 +8109,14 @@ fn own_watch_from_an_older_connection(mutation: Mutation) -> Check {
         )?;
         let s2 = w.contenders[2].session;
         w.disconnect(s2, Some(0));
-        take_read_away(w, 2);
+        if while_away {
+            take_read_away(w, 2);
+        }
         w.reconnect(s2, Order::Random);
         w.settle()?;
+        if !while_away {
+            take_read_away(w, 2);
+        }
         expect(w.waits_on(2, 1), "c2 waits on c1 still")?;
         w.deadline(1)?;
         w.settle()?;
@@ -8111,7 +8135,8 @@ fn own_watch_from_an_older_connection(mutation: Mutation) -> Check {
 
 #[test]
 fn scenario_an_own_watch_from_an_older_connection_is_set_again_before_a_hand_off() {
-    own_watch_from_an_older_connection(Mutation::None).unwrap();
+    own_watch_from_an_older_connection(true).unwrap();
+    own_watch_from_an_older_connection(false).unwrap();
 }
 
 /// The window `Action::SetWatches`'s `together` documents: c2's
@@ -8119,9 +8144,11 @@ fn scenario_an_own_watch_from_an_older_connection_is_set_again_before_a_hand_off
 /// builds its `SetWatches` (together, as its handle learnt on this
 /// connection) while cut off; the client writes it on the next
 /// connection, where READ on c2's node was taken away meanwhile. The
-/// reconnection's state change marks the wait interrupted, and the
-/// hand-off checks c2's node with `exists`: a stranger deletes it, c0's and
-/// c1's releases hand off, and c2 fails `Lost`.
+/// reconnection's state change marks the wait interrupted, and a request
+/// after it tells the machine of the new connection (its node's watch
+/// counts as not set): the hand-off checks c2's node with `exists`. A
+/// stranger deletes it, c0's and c1's releases hand off, and c2 fails
+/// `Lost`; a hand-off that skipped the check would grant it.
 fn set_watches_built_while_cut_off(mutation: Mutation) -> Check {
     scenario(mutation, 3, 0, |w| {
         learnt_and_queued(w)?;

@@ -27,7 +27,8 @@
 //! When the acquire waited, it set that watch already, and the keeper takes
 //! it over. A guard whose acquire left none (granted at its first look, the
 //! lock free; or a wait whose own watch had fired, or that could not read
-//! its node) gets it only once the hold lasts
+//! its node, or whose watch was set on a connection older than the grant's,
+//! which the keeper drops) gets it only once the hold lasts
 //! [`crate::contender::FIRST_WATCH_AFTER`] (100 ms) and its `getData` is
 //! answered, so that a short hold costs no request beyond the lock's own.
 //! Such a guard learns of a deletion or a revocation request within the

@@ -8,7 +8,8 @@ use crate::node_name;
 
 /// How long a guard whose acquire left no watch on its node (a grant at
 /// the first look, the lock free; a wait whose own watch had fired or
-/// could not be set) holds before
+/// could not be set, or was set on a connection older than the grant's:
+/// [`crate::acquire::Acquire::connection_changed`]) holds before
 /// its keeper reads the node and watches it. A hold that ends sooner costs
 /// no request beyond the lock's own (create, listing, release); one that
 /// lasts longer costs one, as every grant's did. A deletion of the node by
