@@ -466,37 +466,37 @@
 //! or, for (w), the wire's bytes as the carrier sends them. Each
 //! `mutation_*` test runs the same schedules (a fixed seed) and passes
 //! when a check fails within `MUTATION_BUDGET` (300) cases, `RARE_BUDGET`
-//! (3,000) for the three that need a rarer interleaving. The case that
+//! (3,000) for the four that need a rarer interleaving. The case that
 //! first failed a check:
 //!
-//! - (a) a data change on the watched node counts as its deletion: 22
-//! - (b) `CheckOwn` answered "exists" without asking: 71
-//! - (b') `Event::Interrupted` never reaches the machine: 488 (about one
+//! - (a) a data change on the watched node counts as its deletion: 2
+//! - (b) `CheckOwn` answered "exists" without asking: 66
+//! - (b') `Event::Interrupted` never reaches the machine: 265 (about one
 //!   schedule in 330 loses a connection whose reconnection delivers the
 //!   waiter's own node's deletion after the watched node's)
-//! - (c) any release record names the watched node: 13
-//! - (d) a writer is granted at its first wait: 1
-//! - (e) my own node's deletion never reaches the wait: 4
+//! - (c) any release record names the watched node: 9
+//! - (d) a writer is granted at its first wait: 2
+//! - (e) my own node's deletion never reaches the wait: 2
 //! - (f) find-own takes a node of another session carrying my token: 6
-//! - (g) a release due with the record deletes without it: 1
+//! - (g) a release due with the record deletes without it: 2
 //! - (h) the directory recycled without its ACL read (the default ACL, at
 //!   any version): 6
-//! - (i) a refused release record ends the release, the node left: 3
-//! - (j) the held node's deletion never reaches the machine: 2
-//! - (k) the watched node's deletion counts as its marker's creation: 13
-//! - (l) the marker's watch is kept after the wait on its node: 3
+//! - (i) a refused release record ends the release, the node left: 8
+//! - (j) the held node's deletion never reaches the machine: 5
+//! - (k) the watched node's deletion counts as its marker's creation: 9
+//! - (l) the marker's watch is kept after the wait on its node: 4
 //! - (m) a downgrade's reader is blind to the writers queued behind the
-//!   writer node (it replaces the node with a writer right behind it): 1
+//!   writer node (it replaces the node with a writer right behind it): 10
 //! - (n) an observer names the head writer without its announcement: 1
 //! - (o) a release marker that exists when watched counts as set, and (p)
 //!   a release record read grants with my own node gone: never (below)
 //! - (q) my own node's `NoAuth` counts as its watch set (a hand-off then
-//!   grants with no `exists`, my node gone): 36
+//!   grants with no `exists`, my node gone): 22
 //! - (r) a downgrade's transaction does not check the reader after the
 //!   writer node (seen only when that reader leaves between the listing
 //!   and the transaction, a writer behind it; the scheduler favours that
 //!   race for this mutation, `World::race`: about one schedule in 430):
-//!   541
+//!   3
 //! - (s) a semaphore's waiter watches its immediate predecessor only (its
 //!   `SetWatches` loses `also`), on a semaphore's schedules: 2 (at rest it
 //!   waits on one node where the directory says N; without that check,
@@ -505,10 +505,10 @@
 //!   on a semaphore's schedules: 2 (the herd: it watches a node that is
 //!   not one of the N right before it)
 //! - (u) my own node's and the marker's watches go in one `SetWatches`
-//!   (`together`) also while my node is not known readable: 232 (a holder
+//!   (`together`) also while my node is not known readable: 496 (a holder
 //!   whose node's ACL denies it READ took over a watch the server keeps
 //!   silent; or a hand-off grants with my node gone)
-//! - (v) they go together also after a write to my node was seen: 9 (the
+//! - (v) they go together also after a write to my node was seen: 166 (the
 //!   request fires again at once for that write: told twice; the wait then
 //!   has no watch on its node, and every hand-off lists again)
 //! - (w) the wire's `SetWatches` is relative to my czxid + 1000 (a broken
@@ -6325,8 +6325,9 @@ const MUTATION_BUDGET: u32 = 300;
 /// Cases for the mutations that only a rarer interleaving shows (about
 /// one schedule in 300 to 1,700): a lost connection whose reconnection
 /// delivers a waiter's own node's deletion after the watched node's, the
-/// downgrade's race (with `World::race`), and a revocation request written
-/// to a waiter's node between its create and its `SetWatches`.
+/// downgrade's race (with `World::race`), a revocation request written
+/// to a waiter's node between its create and its `SetWatches`, and a
+/// batched `SetWatches` on a node its own ACL keeps from its session.
 const RARE_BUDGET: u32 = 3000;
 
 /// The cases a mutation test may take.
