@@ -6812,6 +6812,19 @@ fn a_waiter_whose_node_is_deleted_fails_lost(
     )
 }
 
+/// A stranger deletes the node of `victim`, which waits; `holder`
+/// releases: `victim` must fail `Lost`, not be granted with its node gone.
+fn deleted_while_waiting_fails_lost(w: &mut World, victim: usize, holder: usize) -> Check {
+    let mine = w.name(victim);
+    w.foreign_delete(&mine);
+    w.release(holder)?;
+    w.settle()?;
+    expect(
+        w.last_outcome(victim) == Some(Outcome::Failed(Failure::Lost)),
+        &format!("c{victim} fails with Lost"),
+    )
+}
+
 fn expect(cond: bool, what: &str) -> Check {
     if cond {
         Ok(())
@@ -7650,14 +7663,7 @@ fn own_node_unreadable(mutation: Mutation) -> Check {
         w.settle()?;
         expect(w.holding(0) && w.waits_on(1, 0), "c0 holds, c1 waits on it")?;
         expect(w.stats.own_unreadable == 1, "c1 cannot watch its own node")?;
-        let mine = w.name(1);
-        w.foreign_delete(&mine);
-        w.release(0)?;
-        w.settle()?;
-        expect(
-            w.last_outcome(1) == Some(Outcome::Failed(Failure::Lost)),
-            "c1 fails with Lost",
-        )?;
+        deleted_while_waiting_fails_lost(w, 1, 0)?;
         expect(w.stats.checked_grants == 0, "no grant")?;
         w.drain(1)
     })
@@ -8122,14 +8128,7 @@ fn own_watch_from_an_older_connection(while_away: bool) -> Check {
         w.deadline(1)?;
         w.settle()?;
         expect(w.waits_on(2, 0), "c2 waits on c0 now")?;
-        let mine = w.name(2);
-        w.foreign_delete(&mine);
-        w.release(0)?;
-        w.settle()?;
-        expect(
-            w.last_outcome(2) == Some(Outcome::Failed(Failure::Lost)),
-            "c2 fails with Lost",
-        )?;
+        deleted_while_waiting_fails_lost(w, 2, 0)?;
         w.drain(2)
     })
 }

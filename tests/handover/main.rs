@@ -70,3 +70,14 @@ async fn teach_own_readable(holder: &zk_rwlock::SharedLock, learner: &zk_rwlock:
         .await
         .unwrap();
 }
+
+/// An operator's `setACL` on `node` through `stranger`: anyone may do
+/// anything to it but READ it (its owner included).
+async fn take_read_away(stranger: &zk_rwlock::zk::Client, node: &str) {
+    use zk_rwlock::zk;
+    let no_read = [zk::Acl::new(
+        zk::Permission::WRITE | zk::Permission::CREATE | zk::Permission::DELETE | zk::Permission::ADMIN,
+        zk::AuthId::anyone(),
+    )];
+    stranger.set_acl(node, &no_read, None).await.unwrap();
+}

@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use support::proxy::Proxy;
 use support::{client, client_on, joined, lock, server, unique_path, wait_contenders, wait_watching};
-use zk_rwlock::zk;
 use zk_rwlock::SharedLock;
 
 const SHORT: Duration = Duration::from_secs(10);
@@ -49,11 +48,7 @@ async fn a_wait_after_a_reconnection_does_not_trust_my_nodes_watch_from_before_i
     proxy.set_blocked(true);
     proxy.cut_all();
     let stranger = client().await;
-    let no_read = [zk::Acl::new(
-        zk::Permission::WRITE | zk::Permission::CREATE | zk::Permission::DELETE | zk::Permission::ADMIN,
-        zk::AuthId::anyone(),
-    )];
-    stranger.set_acl(&third_node, &no_read, None).await.unwrap();
+    crate::take_read_away(&stranger, &third_node).await;
     proxy.set_blocked(false);
     wait_watching(server(), &second_node, third_session).await;
 

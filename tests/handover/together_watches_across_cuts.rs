@@ -110,11 +110,7 @@ async fn read_taken_away_after_the_handle_learnt_grants_a_waiter_whose_node_is_g
     let path = unique_path("swr-read-taken");
     let cut = taught_third_cut_after_its_set_watches(&path).await;
     let stranger = client().await;
-    let no_read = [zk::Acl::new(
-        zk::Permission::WRITE | zk::Permission::CREATE | zk::Permission::DELETE | zk::Permission::ADMIN,
-        zk::AuthId::anyone(),
-    )];
-    stranger.set_acl(&cut.third_node, &no_read, None).await.unwrap();
+    crate::take_read_away(&stranger, &cut.third_node).await;
     let_back_in(&cut).await;
     assert!(
         !support::watches(server(), &cut.third_node, cut.third_session),
@@ -229,11 +225,7 @@ async fn control_read_taken_away_on_an_untaught_handle_is_lost() {
     let queue = first_lock.contenders().await.unwrap();
     let (second_node, third_node) = (queue[1].path.clone(), queue[2].path.clone());
     let stranger = client().await;
-    let no_read = [zk::Acl::new(
-        zk::Permission::WRITE | zk::Permission::CREATE | zk::Permission::DELETE | zk::Permission::ADMIN,
-        zk::AuthId::anyone(),
-    )];
-    stranger.set_acl(&third_node, &no_read, None).await.unwrap();
+    crate::take_read_away(&stranger, &third_node).await;
     proxy.set_blocked(false);
     wait_watching(server(), &second_node, third_session).await;
     stranger.delete(&third_node, None).await.unwrap();

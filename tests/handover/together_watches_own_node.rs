@@ -11,7 +11,6 @@ use support::proxy::{op, Proxy};
 use support::{
     client, client_on, eventually, joined, lock, server, unique_path, wait_contenders, wait_watching,
 };
-use zk_rwlock::zk;
 use zk_rwlock::SharedLock;
 
 const SHORT: Duration = Duration::from_secs(10);
@@ -88,11 +87,7 @@ async fn a_taught_wait_cut_while_waiting_whose_node_is_made_unreadable_and_delet
     proxy.set_blocked(true);
     proxy.cut_all();
     let stranger = client().await;
-    let no_read = [zk::Acl::new(
-        zk::Permission::WRITE | zk::Permission::CREATE | zk::Permission::DELETE | zk::Permission::ADMIN,
-        zk::AuthId::anyone(),
-    )];
-    stranger.set_acl(&third_node, &no_read, None).await.unwrap();
+    crate::take_read_away(&stranger, &third_node).await;
     stranger.delete(&third_node, None).await.unwrap();
     proxy.set_blocked(false);
     let third = joined(SHORT, third).await;

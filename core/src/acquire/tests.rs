@@ -956,8 +956,9 @@ fn counts() {
     assert!(!at_once.handoff);
 }
 
-#[test]
-fn the_own_watch_is_kept_across_waits() {
+/// A writer third in the queue, waiting on the second with its own node's
+/// watch set.
+fn waiting_with_the_own_watch_set() -> Acquire {
     let (names, me) = build("W W [W]");
     let mut machine = Acquire::new(Mode::Write, true);
     let me = me.unwrap();
@@ -972,6 +973,12 @@ fn the_own_watch_is_kept_across_waits() {
         marker: None,
     });
     assert!(machine.own_watch_set());
+    machine
+}
+
+#[test]
+fn the_own_watch_is_kept_across_waits() {
+    let mut machine = waiting_with_the_own_watch_set();
     machine.step(Input::Event(Event::Watched(NodeEvent::Other)));
     assert!(machine.own_watch_set());
     let (again, _) = build("W@1 [W@2]");
@@ -988,20 +995,7 @@ fn the_own_watch_is_kept_across_waits() {
 
 #[test]
 fn an_own_watch_from_an_older_connection_is_set_again_before_a_hand_off_trusts_it() {
-    let (names, me) = build("W W [W]");
-    let mut machine = Acquire::new(Mode::Write, true);
-    let me = me.unwrap();
-    assert_eq!(
-        show(&machine.created(&me, Some(&names)), &names),
-        "watch+own+marker 1"
-    );
-    machine.step(Input::WatchesSet {
-        also: Vec::new(),
-        own: Some(Reply::Ok(())),
-        watched: Reply::Ok(()),
-        marker: None,
-    });
-    assert!(machine.own_watch_set());
+    let mut machine = waiting_with_the_own_watch_set();
     // A reconnection: the server may have set my node's watch again
     // silently (READ taken away), so it is asked for on this connection.
     machine.connection_changed();
