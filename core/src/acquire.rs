@@ -90,9 +90,10 @@
 //!   since the watches were set (a reconnect re-registers watches in any
 //!   order, so the order of their events proves nothing), or my node cannot
 //!   be watched (its ACL), one `exists` asks. A watch set on an older
-//!   connection counts as not set (a server that finds READ on my node
-//!   taken away re-registers no watch for it at the reconnection, and sends
-//!   no event of it): the next listing's wait sets it again.
+//!   connection counts as not set (the reconnection sets it again without
+//!   a READ check, and a server that finds READ on my node taken away
+//!   sends no event of it as it fires): the next listing's wait sets it
+//!   again.
 //! - A native writer that waited releases with the release record
 //!   (`Grant { mark }`); in a peer's layout, a writer never does (see
 //!   [`crate::ordering`], "Peers and the release record").
@@ -1269,9 +1270,10 @@ impl Acquire {
 
     /// The session's connection changed (a reconnection): my node's watch,
     /// set on an older connection, counts as not set. The reconnection set
-    /// it again, but a server that finds READ on my node taken away since
-    /// (an operator's `setACL`) keeps no watch for it and sends no event of
-    /// it: only a watch set again on this connection, or an `exists` at the
+    /// it again without a READ check, and a server that finds READ on my
+    /// node taken away since (an operator's `setACL`) sends no event of it
+    /// as it fires: only a watch set again on this connection (its
+    /// `getData` says `NoAuth` if READ is gone), or an `exists` at the
     /// hand-off, proves my node there.
     pub fn connection_changed(&mut self) {
         if self.own_watch == OwnWatch::Set {

@@ -2064,6 +2064,12 @@ impl World {
         self.live.is_empty() && self.markers.is_empty()
     }
 
+    /// The last node made under `name`: the live one, or the last deleted
+    /// (nodes are kept by czxid, made in order).
+    fn last_named(&self, name: &str) -> Option<&Node> {
+        self.nodes.values().rev().find(|n| n.name == name)
+    }
+
     /// The children the directory had once the transaction `zxid` was applied.
     fn children_at(&self, zxid: u64) -> Vec<String> {
         self.nodes
@@ -2133,14 +2139,7 @@ impl World {
         // The node under `name`, live or just deleted (the latest made):
         // its ACL may deny a watcher READ, and the server checks READ as
         // it sends a watch's event.
-        let node = match self.live.get(name) {
-            Some(czxid) => self.nodes.get(czxid),
-            None => self
-                .nodes
-                .values()
-                .filter(|n| n.name == name)
-                .max_by_key(|n| n.czxid),
-        };
+        let node = self.last_named(name);
         let (denied, private) = node.map_or((None, None), |n| (n.denied, n.private));
         let silent: Vec<usize> = self
             .watches
@@ -4862,16 +4861,10 @@ impl World {
             );
             self.stats.granted_unreadable_gone += 1;
         } else if !children.contains(&me) {
-            let deleted = self.live.get(&me).map_or_else(
-                || {
-                    self.nodes
-                        .values()
-                        .rev()
-                        .find(|n| n.name == me)
-                        .and_then(|n| n.dzxid)
-                },
-                |_| None,
-            );
+            let deleted = self
+                .live
+                .get(&me)
+                .map_or_else(|| self.last_named(&me).and_then(|n| n.dzxid), |_| None);
             return self.fail(format!(
                 "c{c} granted on a message of zxid {basis}, when its node {me} was gone (deleted at {deleted:?})"
             ));
@@ -4912,7 +4905,7 @@ impl World {
             // The node under the writer's name (a stranger may have made it
             // again under that name: the transaction deletes by name).
             let name = writer.as_ref().and_then(|w| w.machine.inner.node());
-            let node = self.nodes.values().rev().find(|n| Some(n.name.as_str()) == name);
+            let node = name.and_then(|name| self.last_named(name));
             if !node.is_some_and(|n| n.deleted_by == Some(By::Downgrade { s: session })) {
                 return self.fail(format!(
                     "c{c}'s downgrade granted its reader, and its writer node was not deleted by it: {:?}",
@@ -4929,10 +4922,7 @@ impl World {
         // A reader woken by the deletion of a writer node a downgrade replaced.
         let by_downgrade = self.contenders[c].acq.as_ref().is_some_and(|a| {
             a.watching.iter().any(|w| {
-                self.nodes
-                    .values()
-                    .rev()
-                    .find(|n| n.name == *w)
+                self.last_named(w)
                     .is_some_and(|n| matches!(n.deleted_by, Some(By::Downgrade { .. })))
             })
         });
