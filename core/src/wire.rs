@@ -31,12 +31,14 @@ mod carry;
 mod keeping;
 mod poll;
 mod run;
+mod watches;
 
 pub use arrivals::{Arrivals, Now, Taken};
 pub use carry::{Answered, Carried, Carry, Fault, Kept, Send};
 pub use keeping::{Keeper, Keeping, Loss, Report};
 pub use poll::Poll;
 pub use run::{Next, Run, Step, Wait};
+pub use watches::{Fired, Lingering, Watches, Watching};
 
 use crate::acquire::{self, Record, Reply as WaitReply};
 use crate::contender::{self, child_path, Action, Answer, Contender, Created, HeldNode, Owner};

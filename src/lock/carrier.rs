@@ -79,7 +79,7 @@ type Sent<'c> = Pin<Box<dyn Future<Output = Answered> + Send + 'c>>;
 pub(super) type Carrying = wire::Carry<WatchFuture, zk::Error>;
 
 /// The watches an exchange left and keeps.
-pub(super) type Watches = Vec<wire::Kept<WatchFuture>>;
+pub(super) type Left = Vec<wire::Kept<WatchFuture>>;
 
 impl Clone for Carrier {
     /// The same requests, with no error seen yet.
@@ -118,7 +118,7 @@ impl Carrier {
 
     /// Carries `exchange` to its end ([`Carrier::carry_on`]); the
     /// exchange with its answers, and the watches it keeps.
-    pub(super) async fn carry(&mut self, exchange: Exchange) -> (Exchange, Watches) {
+    pub(super) async fn carry(&mut self, exchange: Exchange) -> (Exchange, Left) {
         let mut carrying = self.carrying(exchange);
         self.carry_on(&mut carrying).await;
         self.finished(carrying)
@@ -127,7 +127,7 @@ impl Carrier {
     /// The exchange `carrying` carried (or cut short), and the watches it
     /// keeps; the error of the request it blames is kept in
     /// [`Carrier::last_error`].
-    pub(super) fn finished(&mut self, carrying: Carrying) -> (Exchange, Watches) {
+    pub(super) fn finished(&mut self, carrying: Carrying) -> (Exchange, Left) {
         let carried = carrying.finish();
         if let (Some(fault), Some((_, path))) = (carried.blamed, carried.exchange.blame()) {
             self.last_error = Some((client_error(&fault), path.to_owned()));

@@ -3,7 +3,6 @@
 //! feeds back what came of them (the run loop in that module's
 //! documentation).
 
-use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -12,7 +11,7 @@ use tokio::time::Instant;
 use tracing::{debug, info_span, warn, Instrument};
 use uuid::Uuid;
 
-use super::carrier::{look, request_error, Carrier, Watches};
+use super::carrier::{look, request_error, Carrier};
 use super::held::{Failed, Held, Pending};
 use super::notice::log_notice;
 use super::wire::{session_state, watched_kind, WatchFuture};
@@ -27,7 +26,7 @@ use crate::contender::{
 use crate::error::Error;
 use crate::node_name::Mode;
 use crate::stats::End;
-use crate::wire::{self, Arrivals, Exchange, Next, Notice, Now, Run, Watch};
+use crate::wire::{self, Exchange, Fired, Lingering, Next, Notice, Now, Run, Watches, Watching};
 use crate::zk;
 
 /// Where an acquire publishes its place in the queue.
@@ -160,11 +159,8 @@ impl SharedLock {
             lock: self,
             states,
             node: String::new(),
-            own_watch: None,
-            watched: Vec::new(),
-            watched_path: String::new(),
+            watches: Watches::default(),
             polled: Vec::new(),
-            marker: None,
             run: Run::new(deadlines, connection),
         };
         let mut action = pending.machine.start();
@@ -183,7 +179,7 @@ impl SharedLock {
             }
             if step.drop_marker {
                 // Dropping it removes it from the server, unless it fired.
-                driver.marker = None;
+                driver.watches.drop_marker();
             }
             if let (true, Some(name)) = (driver.node.is_empty(), machine.node()) {
                 driver.node = child_path(&inner.path, name);
@@ -191,7 +187,7 @@ impl SharedLock {
             action = match step.next {
                 Next::Grant { .. } => {
                     debug!(node = %driver.node, handoff = counts.handoff, "granted");
-                    let own_watch = driver.own_watch.take();
+                    let own_watch = driver.watches.take_own();
                     let holder = inner.stats.holder(mode, client);
                     return Ok(Some(pending.grant(own_watch, holder)));
                 }
@@ -217,7 +213,7 @@ impl SharedLock {
                     if let Some(first) = driver.polled.first() {
                         self.warn_unreadable(first);
                     }
-                    debug!(node = %driver.node, watch = %driver.watched_path, polling = poll, "waiting");
+                    debug!(node = %driver.node, watching = ?driver.watches.pending_watched(), polling = poll, "waiting");
                     let until = driver.run.until(machine);
                     let input = driver.wait(poll, until).await;
                     debug!(node = %driver.node, input = ?input, "woke up");
@@ -251,11 +247,12 @@ impl SharedLock {
                             if let Some(blamed) = carrier.last_error.take() {
                                 driver.run.blamed(blamed);
                             }
-                            driver.keep(watches);
+                            driver.watches.keep(watches);
                             driver.pump(&mut pending.machine);
                             // Which watched nodes' watches are set and have
                             // not fired: the machine keeps only those.
-                            pending.machine.watches_pending(&driver.watches_pending());
+                            let pending_watched = driver.watches.pending_watched();
+                            pending.machine.watches_pending(&pending_watched);
                             let next = carrier.wire.settle(&exchange, &mut pending.machine);
                             for notice in exchange.notices(&pending.machine) {
                                 self.notice(notice);
@@ -380,16 +377,11 @@ struct Driver<'a> {
     states: zk::StateWatcher,
     /// The full path of our node.
     node: String,
-    /// The pending watch on our own node.
-    own_watch: Option<WatchFuture>,
-    /// The pending watches on the watched nodes (a semaphore's wait watches
-    /// several; the nearest is `watched_path`).
-    watched: Vec<Watching>,
-    watched_path: String,
+    /// The pending watches: my node's, the release marker's, the watched
+    /// nodes' ([`Watches`] decides which).
+    watches: Watches<WatchFuture>,
     /// The watched nodes a wait polls (those it may not read), full paths.
     polled: Vec<String>,
-    /// The pending `exists` watch on the watched node's release marker.
-    marker: Option<WatchFuture>,
     /// The loop's state besides the machine ([`Run`]): what the watches
     /// and the session's state gave and the machine did not take yet, and
     /// the client's errors a failure reports, each with the path of its
@@ -397,43 +389,23 @@ struct Driver<'a> {
     run: Run<Instant, (zk::Error, String)>,
 }
 
-/// The watches a lock's waits left to fire ([`Exchange::lingers`]), one
-/// per node: a watch let go on a node that has one here is dropped, and
-/// the client only forgets it (the session still has a watcher there, so
-/// no removal is sent); a fired one is swept out. So the client keeps at
-/// most one such watcher per node, and no request is sent for them.
+/// The watches a lock's waits left to fire ([`Lingering`]).
 #[derive(Default)]
-pub(super) struct Leftovers(Mutex<HashMap<String, WatchFuture>>);
+pub(super) struct Leftovers(Mutex<Lingering<WatchFuture>>);
 
 impl Leftovers {
-    /// Takes a watch a wait no longer needs: kept if it lingers and its
-    /// node has none here yet; dropped otherwise.
-    fn let_go(&self, watching: Watching) {
-        if !watching.lingers {
-            return;
+    /// Takes a watch a wait no longer needs ([`Lingering::let_go`]).
+    fn let_go(&self, watching: Watching<WatchFuture>) {
+        if let Ok(mut kept) = self.0.lock() {
+            kept.let_go(watching, |watch| fired(watch).is_some());
         }
-        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-        let Ok(mut kept) = self.0.lock() else {
-            return;
-        };
-        kept.retain(|_, watch| watch.as_mut().poll(&mut cx).is_pending());
-        kept.entry(watching.path).or_insert(watching.watch);
     }
-}
-
-/// A pending watch on a watched node.
-struct Watching {
-    path: String,
-    /// Left to fire once not needed ([`Exchange::lingers`]): handed to the
-    /// lock's store of lingering watches ([`super::Leftovers`]).
-    lingers: bool,
-    watch: WatchFuture,
 }
 
 impl Drop for Driver<'_> {
     /// The wait's watches left to fire go to the lock's store.
     fn drop(&mut self) {
-        for watching in self.watched.drain(..) {
+        for watching in std::mem::take(&mut self.watches).into_watched() {
             self.lock.inner.leftovers.let_go(watching);
         }
     }
@@ -453,74 +425,12 @@ struct Found {
 
 impl Driver<'_> {
     /// Drops the watches of the kinds `exchange` sets (when it is sent),
-    /// and what they gave that was not taken: the newer ones replace them
-    /// ([`Arrivals::replaced`]).
+    /// and what they gave that was not taken ([`Watches::replace`]): the
+    /// newer ones replace them.
     fn replace_watches(&mut self, exchange: &Exchange) {
-        let replaced = exchange.replaces();
-        if replaced.contains(&Watch::Own) {
-            self.own_watch = None;
+        for watching in self.watches.replace(exchange) {
+            self.lock.inner.leftovers.let_go(watching);
         }
-        if replaced.contains(&Watch::Marker) {
-            self.marker = None;
-        }
-        if let Some(index) =
-            (0..exchange.requests().len()).find(|i| exchange.watch_of(*i).contains(&Watch::Watched))
-        {
-            self.watched_path = exchange.requests()[index].path().to_owned();
-        }
-        // The watched nodes' watches go, but those the exchange keeps.
-        if replaced.contains(&Watch::Watched) {
-            let kept = exchange.kept();
-            let (keep, go): (Vec<_>, Vec<_>) = self
-                .watched
-                .drain(..)
-                .partition(|watching| kept.contains(&watching.path));
-            self.watched = keep;
-            for watching in go {
-                self.lock.inner.leftovers.let_go(watching);
-            }
-        }
-    }
-
-    /// Keeps the watches an exchange left ([`Exchange::watch`]).
-    fn keep(&mut self, watches: Watches) {
-        for kept in watches {
-            match kept.kind {
-                Watch::Own => self.own_watch = Some(kept.watch),
-                Watch::Marker => self.marker = Some(kept.watch),
-                Watch::Watched => self.watched.push(Watching {
-                    path: kept.path,
-                    lingers: kept.lingers,
-                    watch: kept.watch,
-                }),
-                Watch::Held => {}
-            }
-        }
-    }
-
-    /// Tells [`Arrivals`] what the watches gave: each that fired is taken
-    /// out (a watched node's no longer lingers: it has fired), and `cx` is
-    /// woken when one of those still pending fires. A source whose event
-    /// was not taken yet is not asked again.
-    fn collect(&mut self, cx: &mut std::task::Context<'_>) {
-        collect(
-            self.run.arrivals_mut(),
-            &mut self.own_watch,
-            &mut self.marker,
-            &mut self.watched,
-            cx,
-        );
-    }
-
-    /// The child names of the watched nodes whose watches are set and have
-    /// not fired (a fired one's event waits in [`Arrivals`]). My node's
-    /// watch and the marker's are left as they are: a grant that follows
-    /// hands my node's, fired or not, to the guard's keeper.
-    fn watches_pending(&mut self) -> Vec<String> {
-        let cx = &mut std::task::Context::from_waker(std::task::Waker::noop());
-        collect_watched(self.run.arrivals_mut(), &mut self.watched, cx);
-        let name = |watching: &Watching| watching.path.rsplit('/').next().unwrap_or_default().to_owned();
-        self.watched.iter().map(name).collect()
     }
 
     /// Waits for the next event of an acquire that waits, until `until`:
@@ -550,7 +460,7 @@ impl Driver<'_> {
     /// goes to [`Arrivals`]; the rest is returned.
     async fn gather(&mut self, poll: bool, until: Option<Instant>) -> Found {
         use std::future::Future;
-        let plan = self.run.wait(poll, !self.watched.is_empty());
+        let plan = self.run.wait(poll, self.watches.watching());
         let nothing_to_watch = plan.nothing_to_watch;
         let client = self.lock.inner.client.clone();
         let polled_paths = self.polled.clone();
@@ -568,17 +478,12 @@ impl Driver<'_> {
             }
         });
         let Driver {
-            states,
-            own_watch,
-            marker,
-            watched,
-            run,
-            ..
+            states, watches, run, ..
         } = self;
         let arrivals = run.arrivals_mut();
         let mut changed = std::pin::pin!(states.changed());
         std::future::poll_fn(|cx| {
-            collect(arrivals, own_watch, marker, watched, cx);
+            watches.collect(arrivals, |watch| poll_watch(watch, cx));
             if !arrivals.has_session() {
                 if let std::task::Poll::Ready(state) = changed.as_mut().poll(cx) {
                     arrivals.session(session_state(state));
@@ -606,8 +511,8 @@ impl Driver<'_> {
     /// changes, all of it ([`Arrivals::while_carrying`]).
     fn pump(&mut self, machine: &mut Contender) {
         loop {
-            self.collect(&mut std::task::Context::from_waker(std::task::Waker::noop()));
             let arrivals = self.run.arrivals_mut();
+            self.watches.collect(arrivals, fired);
             if !arrivals.has_session() {
                 if let Some(state) = state_now(&mut self.states) {
                     arrivals.session(session_state(state));
@@ -714,50 +619,22 @@ async fn poll_until_gone(client: &zk::Client, path: &str) -> (NodeEvent, Option<
     }
 }
 
-/// [`Driver::collect`], on the fields it takes.
-fn collect(
-    arrivals: &mut Arrivals,
-    own_watch: &mut Option<WatchFuture>,
-    marker: &mut Option<WatchFuture>,
-    watched: &mut Vec<Watching>,
-    cx: &mut std::task::Context<'_>,
-) {
-    if !arrivals.has_own() {
-        if let Some(event) = poll_watch(own_watch, cx) {
-            arrivals.own(watched_kind(event.event_type), session_state(event.session_state));
-        }
-    }
-    if !arrivals.has_marker() {
-        if let Some(event) = poll_watch(marker, cx) {
-            arrivals.marker(watched_kind(event.event_type));
-        }
-    }
-    collect_watched(arrivals, watched, cx);
-}
-
-/// What the watched nodes' watches gave ([`Driver::collect`]).
-fn collect_watched(arrivals: &mut Arrivals, watched: &mut Vec<Watching>, cx: &mut std::task::Context<'_>) {
-    watched.retain_mut(|watching| match watching.watch.as_mut().poll(cx) {
+/// What a watch gave, if it fired: `cx` is woken when it fires otherwise.
+fn poll_watch(watch: &mut WatchFuture, cx: &mut std::task::Context<'_>) -> Fired {
+    match watch.as_mut().poll(cx) {
         std::task::Poll::Ready(event) => {
-            let (kind, state) = (watched_kind(event.event_type), session_state(event.session_state));
-            arrivals.watched(&watching.path, kind, state);
-            false
-        }
-        std::task::Poll::Pending => true,
-    });
-}
-
-/// Polls a watch: its event if it has fired (the watch taken out, as it
-/// must not be polled again); otherwise `cx` is woken when it fires.
-fn poll_watch(watch: &mut Option<WatchFuture>, cx: &mut std::task::Context<'_>) -> Option<zk::WatchedEvent> {
-    let changed = watch.as_mut()?;
-    match changed.as_mut().poll(cx) {
-        std::task::Poll::Ready(event) => {
-            *watch = None;
-            Some(event)
+            Some((watched_kind(event.event_type), session_state(event.session_state)))
         }
         std::task::Poll::Pending => None,
     }
+}
+
+/// What a watch gave, if it fired, without waiting for it.
+fn fired(watch: &mut WatchFuture) -> Fired {
+    poll_watch(
+        watch,
+        &mut std::task::Context::from_waker(std::task::Waker::noop()),
+    )
 }
 
 /// The next session state change already seen, without waiting.
