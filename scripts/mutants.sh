@@ -24,7 +24,7 @@ cd "$(dirname "$0")/.."
 # "PACKAGE:FILES...:TEST_TARGETS...".
 PURE_GROUPS=(
   "zk-rwlock-core:core/src/node_name.rs core/src/ordering/mod.rs core/src/limits.rs core/src/backoff.rs:ordering_props"
-  "zk-rwlock-core:core/src/acquire.rs core/src/contender/mod.rs core/src/contender/step.rs core/src/contender/held.rs core/src/contender/release.rs core/src/contender/downgrade.rs core/src/contender/ops.rs core/src/contender/ending.rs core/src/lease.rs core/src/election.rs core/src/election/look.rs core/src/election/keep.rs core/src/election/observe.rs core/src/transaction.rs core/src/wire.rs core/src/wire/carry.rs core/src/wire/poll.rs core/src/wire/keeping.rs core/src/wire/arrivals.rs core/src/wire/run.rs:simulation"
+  "zk-rwlock-core:core/src/acquire.rs core/src/contender/mod.rs core/src/contender/step.rs core/src/contender/held.rs core/src/contender/release.rs core/src/contender/downgrade.rs core/src/contender/ops.rs core/src/contender/ending.rs core/src/lease.rs core/src/election.rs core/src/election/look.rs core/src/election/keep.rs core/src/election/observe.rs core/src/transaction.rs core/src/wire.rs core/src/wire/carry.rs core/src/wire/poll.rs core/src/wire/keeping.rs core/src/wire/arrivals.rs core/src/wire/run.rs core/src/wire/watches.rs:simulation"
   "zk-rwlock-core:core/src/semaphore.rs core/src/reentrant.rs:semaphore_props"
   "zk-rwlock:src/stats.rs:"
 )

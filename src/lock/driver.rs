@@ -179,7 +179,7 @@ impl SharedLock {
             }
             if step.drop_marker {
                 // Dropping it removes it from the server, unless it fired.
-                driver.watches.drop_marker();
+                drop(driver.watches.drop_marker());
             }
             if let (true, Some(name)) = (driver.node.is_empty(), machine.node()) {
                 driver.node = child_path(&inner.path, name);
@@ -248,7 +248,11 @@ impl SharedLock {
                                 driver.run.blamed(blamed);
                             }
                             driver.watches.keep(watches);
-                            driver.pump(&mut pending.machine);
+                            let states = &mut driver.states;
+                            let session = || state_now(states).map(session_state);
+                            driver
+                                .run
+                                .pump(&mut pending.machine, &mut driver.watches, fired, session);
                             // Which watched nodes' watches are set and have
                             // not fired: the machine keeps only those.
                             let pending_watched = driver.watches.pending_watched();
@@ -405,7 +409,7 @@ impl Leftovers {
 impl Drop for Driver<'_> {
     /// The wait's watches left to fire go to the lock's store.
     fn drop(&mut self) {
-        for watching in std::mem::take(&mut self.watches).into_watched() {
+        for watching in self.watches.drain() {
             self.lock.inner.leftovers.let_go(watching);
         }
     }
@@ -480,15 +484,16 @@ impl Driver<'_> {
         let Driver {
             states, watches, run, ..
         } = self;
-        let arrivals = run.arrivals_mut();
         let mut changed = std::pin::pin!(states.changed());
         std::future::poll_fn(|cx| {
-            watches.collect(arrivals, |watch| poll_watch(watch, cx));
-            if !arrivals.has_session() {
-                if let std::task::Poll::Ready(state) = changed.as_mut().poll(cx) {
-                    arrivals.session(session_state(state));
-                }
-            }
+            let waker = cx.waker();
+            let session = || match changed.as_mut().poll(&mut std::task::Context::from_waker(waker)) {
+                std::task::Poll::Ready(state) => Some(session_state(state)),
+                std::task::Poll::Pending => None,
+            };
+            let fired =
+                |watch: &mut WatchFuture| poll_watch(watch, &mut std::task::Context::from_waker(waker));
+            let arrived = run.gather(watches, fired, session);
             let found = Found {
                 polled: match polled.as_mut().poll(cx) {
                     std::task::Poll::Ready(polled) => Some(polled),
@@ -497,34 +502,13 @@ impl Driver<'_> {
                 nothing_to_watch,
                 deadline: deadline.as_mut().poll(cx).is_ready(),
             };
-            if arrivals.is_empty() && found.polled.is_none() && !found.deadline && !nothing_to_watch {
+            if !arrived && found.polled.is_none() && !found.deadline && !nothing_to_watch {
                 std::task::Poll::Pending
             } else {
                 std::task::Poll::Ready(found)
             }
         })
         .await
-    }
-
-    /// Tells the machine what arrived while a request was in flight: my
-    /// own node's watch, the release marker's, and the session's state
-    /// changes, all of it ([`Arrivals::while_carrying`]).
-    fn pump(&mut self, machine: &mut Contender) {
-        loop {
-            let arrivals = self.run.arrivals_mut();
-            self.watches.collect(arrivals, fired);
-            if !arrivals.has_session() {
-                if let Some(state) = state_now(&mut self.states) {
-                    arrivals.session(session_state(state));
-                }
-            }
-            if !(arrivals.has_own() || arrivals.has_marker() || arrivals.has_session()) {
-                return;
-            }
-            for event in arrivals.while_carrying() {
-                machine.event(event);
-            }
-        }
     }
 
     /// The error for a failed acquire: the node withdrawn first if the

@@ -4,8 +4,9 @@
 //!
 //! Sans-IO, as [`super::Carry`] and [`Arrivals`]: the carrier says what
 //! time it is and which connection its session is on, and does what
-//! [`Run::next`] says; what arrived it tells [`Run::arrivals_mut`], and a wait
-//! takes its input from [`Run::arrived`]. What a failed acquire reports
+//! [`Run::next`] says; it asks its watches whether they fired and its
+//! session whether it changed when [`Run::gather`] and [`Run::pump`] ask, and
+//! a wait takes its input from [`Run::arrived`]. What a failed acquire reports
 //! comes from [`Run::reported`], with the client's errors the run kept.
 //!
 //! ```text
@@ -13,23 +14,26 @@
 //! action = machine.start()
 //! loop:
 //!     step = run.next(&mut machine, &wire, action, now, connection)
-//!     tell step.place if Some; drop the release marker's watch if step.drop_marker
+//!     tell step.place if Some; watches.drop_marker() if step.drop_marker
 //!     action = match step.next:
-//!         Grant, GiveUp, Fail  -> the acquire's end (a failure: run.reported(..))
+//!         Grant, GiveUp, Fail  -> the acquire's end (a failure: run.reported(..));
+//!                                 a grant hands watches.take_own() to the guard
 //!         Deadline             -> wire::deadline(None, &mut machine)
-//!         Wait { poll }        -> plan = run.wait(poll, watched watches pending);
+//!         Wait { poll }        -> plan = run.wait(poll, watches.watching());
 //!                                 poll if plan.polls; until run.arrived(now, poll's error) is Some(input),
-//!                                 wait for a source (until run.until(&machine)) and tell run.arrivals_mut();
-//!                                 machine.step(input)
+//!                                 sleep until run.gather(&mut watches, fired, session) says something
+//!                                 arrived, a poll ended or run.until(&machine) passed; machine.step(input)
 //!         Send(exchange)       -> if it forgets the session's changes: mark them seen, then
 //!                                 exchange = run.forgot_session_changes(.., connection now);
-//!                                 drop the watches it replaces; carry it (until run.until(&machine));
-//!                                 run.blamed(error) if it blames one; feed run.arrivals_mut().while_carrying();
+//!                                 let go of watches.replace(&exchange); carry it (until run.until(&machine));
+//!                                 run.blamed(error) if it blames one; watches.keep(what it left);
+//!                                 run.pump(&mut machine, &mut watches, fired, session);
+//!                                 machine.watches_pending(&watches.pending_watched());
 //!                                 wire.settle(&exchange, &mut machine)
 //!         Broken(what)         -> a typed error: this cannot happen
 //! ```
 
-use super::{Arrivals, Exchange, Now, Wire};
+use super::{Arrivals, Exchange, Fired, Now, Watches, Wire};
 use crate::acquire::{self, Input, Place};
 use crate::contender::{Action, Contender, Deadlines, Failure, Reported, RequestError};
 use crate::lease::SessionState;
@@ -268,6 +272,52 @@ impl<T: Copy + Ord, E> Run<T, E> {
             self.polled = Some(error);
         }
         Some(taken.input)
+    }
+
+    /// Asks the sources of a wait what they gave and tells [`Arrivals`]:
+    /// the watches ([`Watches::collect`], each asked with `fired`) and the
+    /// session's state (`session`: its next change already seen, if any;
+    /// asked only while no change waits here). True if anything waits here
+    /// now: a wait then looks ([`Run::arrived`]); otherwise it sleeps until
+    /// a source has something, a poll ended or the deadline passed.
+    pub fn gather<W>(
+        &mut self,
+        watches: &mut Watches<W>,
+        fired: impl FnMut(&mut W) -> Fired,
+        session: impl FnOnce() -> Option<SessionState>,
+    ) -> bool {
+        watches.collect(&mut self.arrivals, fired);
+        if !self.arrivals.has_session() {
+            if let Some(state) = session() {
+                self.arrivals.session(state);
+            }
+        }
+        !self.arrivals.is_empty()
+    }
+
+    /// Tells the machine what arrived while a request was in flight, as
+    /// the exchange's answers are in and before they are settled: my own
+    /// node's watch, the release marker's, and the session's changes, all
+    /// of it, asked again until nothing more is there
+    /// ([`Arrivals::while_carrying`]); the watched nodes' events stay for the
+    /// wait.
+    pub fn pump<W>(
+        &mut self,
+        machine: &mut Contender,
+        watches: &mut Watches<W>,
+        mut fired: impl FnMut(&mut W) -> Fired,
+        mut session: impl FnMut() -> Option<SessionState>,
+    ) {
+        loop {
+            self.gather(watches, &mut fired, &mut session);
+            let arrivals = &self.arrivals;
+            if !(arrivals.has_own() || arrivals.has_marker() || arrivals.has_session()) {
+                return;
+            }
+            for event in self.arrivals.while_carrying() {
+                machine.event(event);
+            }
+        }
     }
 
     /// The exchange carried blamed a request that failed with `error`

@@ -17,7 +17,7 @@
 //!                 watches.collect(run.arrivals_mut(), fired); machine.watches_pending(&watches.pending_watched())
 //! each wait:      wait until watches.collect(.., fired) told run.arrivals_mut() something
 //! the grant:      the guard's keeper takes watches.take_own()
-//! the end:        for w in watches.into_watched(): lingering.let_go(w, fired)
+//! the end:        for w in watches.drain(): lingering.let_go(w, fired)
 //! ```
 
 use std::collections::BTreeMap;
@@ -31,9 +31,11 @@ use crate::lease::SessionState;
 /// while it is pending.
 pub type Fired = Option<(WatchedKind, SessionState)>;
 
-/// A watched node's pending watch.
+/// A pending watch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Watching<W> {
+    /// Whose it is.
+    pub kind: Watch,
     /// The node's full path.
     pub path: String,
     /// Left to fire once not needed ([`Exchange::lingers`]): handed to the
@@ -46,8 +48,8 @@ pub struct Watching<W> {
 /// The pending watches of one acquire (see the module's documentation).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Watches<W> {
-    own: Option<W>,
-    marker: Option<W>,
+    own: Option<Watching<W>>,
+    marker: Option<Watching<W>>,
     /// A semaphore's wait watches several nodes; a lock's wait one.
     watched: Vec<Watching<W>>,
 }
@@ -65,27 +67,28 @@ impl<W> Default for Watches<W> {
 impl<W> Watches<W> {
     /// `exchange` is sent: the watches of the kinds it sets anew go
     /// ([`Exchange::replaces`]), a watched node's unless the exchange keeps
-    /// it ([`Exchange::kept`]). Returns the watched nodes' that go, for the
-    /// lock's [`Lingering`] (those that linger are left to fire); my own
-    /// node's and the marker's are dropped here, and their servers'
+    /// it ([`Exchange::kept`]). Returns those that go (my node's, the
+    /// marker's, the watched nodes'), for the lock's [`Lingering`]: those
+    /// that linger are left to fire, the others dropped, and the server's
     /// watches with them.
-    #[must_use = "the watched nodes' watches that go: let go of them (`Lingering::let_go`)"]
+    #[must_use = "the watches that go: let go of them (`Lingering::let_go`)"]
     pub fn replace(&mut self, exchange: &Exchange) -> Vec<Watching<W>> {
         let replaced = exchange.replaces();
+        let mut go = Vec::new();
         if replaced.contains(&Watch::Own) {
-            self.own = None;
+            go.extend(self.own.take());
         }
         if replaced.contains(&Watch::Marker) {
-            self.marker = None;
+            go.extend(self.marker.take());
         }
-        if !replaced.contains(&Watch::Watched) {
-            return Vec::new();
+        if replaced.contains(&Watch::Watched) {
+            let kept = exchange.kept();
+            let (keep, watched): (Vec<_>, Vec<_>) = std::mem::take(&mut self.watched)
+                .into_iter()
+                .partition(|watching| kept.contains(&watching.path));
+            self.watched = keep;
+            go.extend(watched);
         }
-        let kept = exchange.kept();
-        let (keep, go): (Vec<_>, Vec<_>) = std::mem::take(&mut self.watched)
-            .into_iter()
-            .partition(|watching| kept.contains(&watching.path));
-        self.watched = keep;
         go
     }
 
@@ -93,23 +96,26 @@ impl<W> Watches<W> {
     /// (`Watch::Held`) is its keeper's, not the acquire's.
     pub fn keep(&mut self, kept: impl IntoIterator<Item = Kept<W>>) {
         for kept in kept {
+            let watching = Watching {
+                kind: kept.kind,
+                path: kept.path,
+                lingers: kept.lingers,
+                watch: kept.watch,
+            };
             match kept.kind {
-                Watch::Own => self.own = Some(kept.watch),
-                Watch::Marker => self.marker = Some(kept.watch),
-                Watch::Watched => self.watched.push(Watching {
-                    path: kept.path,
-                    lingers: kept.lingers,
-                    watch: kept.watch,
-                }),
+                Watch::Own => self.own = Some(watching),
+                Watch::Marker => self.marker = Some(watching),
+                Watch::Watched => self.watched.push(watching),
                 Watch::Held => {}
             }
         }
     }
 
-    /// Drops the release marker's watch (the machine no longer needs it:
-    /// [`super::Step::drop_marker`]).
-    pub fn drop_marker(&mut self) {
-        self.marker = None;
+    /// The release marker's watch goes (the machine no longer needs it:
+    /// [`super::Step::drop_marker`]): returned, to drop.
+    #[must_use = "the marker's watch: drop it"]
+    pub fn drop_marker(&mut self) -> Option<Watching<W>> {
+        self.marker.take()
     }
 
     /// Asks the watches whether they fired (`fired`), and tells `arrivals`
@@ -160,20 +166,25 @@ impl<W> Watches<W> {
 
     /// My own node's watch, for the guard's keeper at a grant.
     pub fn take_own(&mut self) -> Option<W> {
-        self.own.take()
+        self.own.take().map(|own| own.watch)
     }
 
-    /// The watched nodes' watches as the acquire ends, for the lock's
-    /// [`Lingering`]; my own node's and the marker's are dropped.
-    pub fn into_watched(self) -> Vec<Watching<W>> {
-        self.watched
+    /// Every watch left as the acquire ends, for the lock's [`Lingering`]:
+    /// my own node's (unless a grant took it), the marker's, the watched
+    /// nodes'.
+    pub fn drain(&mut self) -> Vec<Watching<W>> {
+        let (own, marker) = (self.own.take(), self.marker.take());
+        own.into_iter()
+            .chain(marker)
+            .chain(std::mem::take(&mut self.watched))
+            .collect()
     }
 }
 
 /// Asks a watch whether it fired: its event if it did (and it is taken out,
 /// as it is not asked again).
-fn ask<W>(watch: &mut Option<W>, fired: &mut impl FnMut(&mut W) -> Fired) -> Fired {
-    let event = fired(watch.as_mut()?)?;
+fn ask<W>(watch: &mut Option<Watching<W>>, fired: &mut impl FnMut(&mut W) -> Fired) -> Fired {
+    let event = fired(&mut watch.as_mut()?.watch)?;
     *watch = None;
     Some(event)
 }

@@ -1,8 +1,8 @@
 use super::*;
 use crate::acquire::{Event, NodeEvent, WatchedKind};
-use crate::contender::Outcome;
+use crate::contender::{child_path, Outcome};
 use crate::wire::tests::{lock_watches, machine, waiting, wire, DIR};
-use crate::wire::Reply;
+use crate::wire::{Kept, Reply, Watch};
 
 use SessionState::{Connected, Disconnected, Expired};
 
@@ -316,4 +316,76 @@ fn a_reconnection_seen_as_the_waits_watches_leave_rebuilds_them_without_what_the
     let sent = run.forgot_session_changes(&mut machine, &wire, exchange.clone(), 5);
     assert_eq!(sent, exchange);
     assert!(machine.own_readable(), "not told: that exchange forgets nothing");
+}
+
+/// A watch of these tests: what it gives when asked.
+type Handle = Option<(WatchedKind, SessionState)>;
+
+/// My node's watch and the watched node 2's, as a lock's wait keeps them.
+fn kept_watches(own: Handle, watched: Handle) -> Watches<Handle> {
+    let mut watches = Watches::default();
+    let kept = |kind, path: &str, watch| Kept {
+        kind,
+        path: child_path(DIR, path),
+        lingers: false,
+        watch,
+    };
+    watches.keep([
+        kept(Watch::Own, "h-W-0000000003", own),
+        kept(Watch::Watched, "h-W-0000000002", watched),
+    ]);
+    watches
+}
+
+#[test]
+fn a_wait_gathers_what_its_watches_and_the_session_gave_and_says_whether_anything_did() {
+    let mut run = forever();
+    let mut quiet = kept_watches(None, None);
+    assert!(!run.gather(&mut quiet, |w| *w, || None), "nothing: it sleeps");
+    let fired = Some((WatchedKind::Deleted, Connected));
+    let mut watches = kept_watches(fired, fired);
+    assert!(run.gather(&mut watches, |w| *w, || Some(Disconnected)));
+    let arrivals = run.arrivals();
+    assert!(arrivals.has_own() && arrivals.has_watched() && arrivals.has_session());
+    assert!(!watches.watching(), "a fired watch is out of the table");
+    // A change of the session waits here: the session is not asked again until it is taken.
+    let mut asked = false;
+    assert!(run.gather(
+        &mut quiet,
+        |w| *w,
+        || {
+            asked = true;
+            None
+        }
+    ));
+    assert!(!asked);
+}
+
+#[test]
+fn what_arrived_during_a_request_is_all_fed_but_the_watched_nodes_events_stay_for_the_wait() {
+    let (_, mut machine, _) = waiting();
+    let mut run = forever();
+    let mut watches = kept_watches(
+        Some((WatchedKind::DataChanged, Connected)),
+        Some((WatchedKind::Deleted, Connected)),
+    );
+    // Two changes of the session seen already: both are taken, one after the other.
+    let mut changes = vec![Expired, Disconnected];
+    run.pump(&mut machine, &mut watches, |w| *w, || changes.pop());
+    assert!(changes.is_empty(), "asked until nothing more is there");
+    assert_eq!(
+        run.arrivals().ended(),
+        Some(Expired),
+        "the session's end was taken"
+    );
+    let arrivals = run.arrivals();
+    assert!(!(arrivals.has_own() || arrivals.has_marker() || arrivals.has_session()));
+    assert!(
+        arrivals.has_watched(),
+        "the watched node's event stays for the wait"
+    );
+    assert_eq!(
+        run.arrived(Now::quiet(Connected), None),
+        Some(Input::Event(Event::Watched(NodeEvent::Deleted)))
+    );
 }

@@ -73,8 +73,21 @@ fn an_answer_leaves_its_watches_to_the_acquire_but_a_guards() {
     assert_eq!(watches.pending_watched(), ["h-W-0000000002", "h-W-0000000001"]);
     assert_eq!(watches.take_own().map(|h| h.name), Some("own"));
     assert_eq!(watches.take_own(), None, "taken once");
-    let names: Vec<_> = watches.into_watched().into_iter().map(|w| w.watch.name).collect();
-    assert_eq!(names, ["two", "one"], "a guard's watch is its keeper's, not here");
+    let names: Vec<_> = watches
+        .drain()
+        .into_iter()
+        .map(|w| (w.kind, w.watch.name))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            (Watch::Marker, "marker"),
+            (Watch::Watched, "two"),
+            (Watch::Watched, "one")
+        ],
+        "a guard's watch is its keeper's, not here"
+    );
+    assert_eq!(watches, Watches::default(), "drained");
 }
 
 #[test]
@@ -88,7 +101,10 @@ fn an_exchange_drops_the_watches_it_sets_anew_but_those_it_keeps() {
         .into_iter()
         .map(|w| (w.watch.name, w.lingers))
         .collect();
-    assert_eq!(gone, [("two", true), ("one", false)]);
+    assert_eq!(
+        gone,
+        [("own", false), ("marker", false), ("two", true), ("one", false)]
+    );
     assert_eq!(watches, Watches::default());
     // A semaphore's keeps the watched nodes' it does not ask for again, and my node's and the marker's.
     let exchange = wire.exchange(&semaphore_watches(), &machine).expect("watches");
@@ -126,8 +142,9 @@ fn a_fired_watch_tells_arrivals_once_and_a_waiting_source_is_not_asked_again() {
         handle.fires = Some((if handle.name == "marker" { Created } else { Deleted }, Connected));
     };
     let mut firing = all();
-    firing.own.as_mut().map(fire);
-    firing.marker.as_mut().map(fire);
+    for watching in firing.own.iter_mut().chain(firing.marker.iter_mut()) {
+        fire(&mut watching.watch);
+    }
     firing.watched.iter_mut().for_each(|w| fire(&mut w.watch));
     firing.collect(&mut arrivals, fired);
     assert_eq!(firing, Watches::default(), "a fired watch is not asked again");
@@ -137,7 +154,7 @@ fn a_fired_watch_tells_arrivals_once_and_a_waiting_source_is_not_asked_again() {
     // My node's event waits in arrivals: its next watch is not asked until it is taken.
     let mut asked = Vec::new();
     let mut again = all();
-    again.own.as_mut().map(fire);
+    again.own.iter_mut().for_each(|own| fire(&mut own.watch));
     again.watched[0].watch.fires = Some((DataChanged, Expired));
     arrivals.marker(Created);
     arrivals.own(Deleted, Connected);
@@ -161,7 +178,8 @@ fn a_fired_watch_tells_arrivals_once_and_a_waiting_source_is_not_asked_again() {
 #[test]
 fn a_dropped_marker_watch_is_gone() {
     let mut watches = all();
-    watches.drop_marker();
+    assert_eq!(watches.drop_marker().map(|w| w.watch.name), Some("marker"));
+    assert_eq!(watches.drop_marker(), None);
     let mut asked = Vec::new();
     watches.collect(&mut Arrivals::default(), |handle: &mut Handle| {
         asked.push(handle.name);
@@ -174,6 +192,7 @@ fn a_dropped_marker_watch_is_gone() {
 fn a_lock_keeps_one_lingering_watch_per_node_and_sweeps_the_fired_ones() {
     let mut lingering = Lingering::default();
     let watching = |name: &'static str, n: u32, lingers: bool| Watching {
+        kind: Watch::Watched,
         path: path(n),
         lingers,
         watch: handle(name),
