@@ -191,23 +191,29 @@
 //! (a request sent again after a lost connection, a follow-up), hands
 //! each answer to [`wire::Carry::answered`] with the watches it left, and
 //! once the exchange is complete [`wire::Wire::settle`] feeds the machine
-//! and gives its next action. A watch an answer left is kept as
-//! [`wire::Carry::answered`] says, and
-//! one of a kind an exchange sets again is dropped as it is sent
-//! ([`wire::Exchange::replaces`]), as the library's driver does. The
-//! keeper's read and watch of the held node is [`wire::Wire::keep`], its
-//! answer [`wire::Exchange::held`]; a deadline is [`wire::deadline`].
+//! and gives its next action. The watches of each acquire are held in the
+//! library's driver's table, [`wire::Watches`], with their nodes' names for
+//! handles: those an exchange's answers left are kept when it ends
+//! ([`wire::Watches::keep`]), those of a kind an exchange sets again go as
+//! it is sent ([`wire::Watches::replace`]), the marker's when the machine no
+//! longer needs it, and every one left when the wait ends; the carrier lets
+//! go of each as the library's does (`World::let_go`: one that lingers is
+//! left to fire). The keeper's read and watch of the held node is
+//! [`wire::Wire::keep`], its answer [`wire::Exchange::held`]; a deadline is
+//! [`wire::deadline`].
 //! Events are taken as the core takes them: a watch's kind and the
 //! session's state by [`acquire::NodeEvent::of`], the session's changes by
-//! [`acquire::Event::of_session`], routed by whose the watch is (my node's,
-//! the marker's, the watched node's, the held node's), and what arrived
-//! for an acquire is told to and taken from [`wire::Arrivals`], the
-//! library's driver's: the first of all that arrived when the wait takes
-//! one (`Arrivals::next`, the order [`acquire::Arrived::in_order`]); while
-//! a request is in flight my node's, the marker's and the session's, fed
-//! with `Contender::event` (`Arrivals::while_carrying`), but the watched
-//! nodes', which stay for the next `Wait` and go with the watches when the
-//! carrier sends new ones (`Arrivals::replaced`) or the wait ends.
+//! [`acquire::Event::of_session`]. A held node's watch goes to its keeper;
+//! any other watch of an acquire holds its event (`Acq::fired`, as a watch
+//! future holds it until polled) until the driver's loop asks its table for
+//! it: the wait at once, by [`wire::Run::gather`], taking the first of all
+//! that arrived (`Arrivals::next`, the order [`acquire::Arrived::in_order`]);
+//! an exchange under way as it ends, by [`wire::Run::pump`], which feeds my
+//! node's, the marker's and the session's with `Contender::event` and
+//! leaves the watched nodes' for the next `Wait`, and then the machine is
+//! told which watched nodes' watches are set and did not fire
+//! (`Contender::watches_pending`). An event of a watch the table no longer
+//! holds is not asked for.
 //!
 //! Every machine follows its place in the queue
 //! (`Contender::with_place(true)`); the carrier keeps the children of the
@@ -306,9 +312,8 @@
 //! (`Move::ForeignNode`): a bare writer (one permit taken), a semaphore's
 //! node carrying another permit count (every contender behind it fails
 //! with `PermitsDisagree`), a name that is no contender's (ignored). As
-//! the library's driver, the carrier drops the watches on the watched
-//! nodes when a wait is over (only in these worlds: see
-//! `World::drop_wait_watches`); they linger.
+//! the library's driver, the carrier lets go of the watches on the watched
+//! nodes when a wait is over (`World::drop_wait_watches`); they linger.
 //!
 //! # What is checked
 //!
@@ -469,8 +474,8 @@
 //! (3,000) for the four that need a rarer interleaving. The case that
 //! first failed a check:
 //!
-//! - (a) a data change on the watched node counts as its deletion: 2
-//! - (b) `CheckOwn` answered "exists" without asking: 66
+//! - (a) a data change on the watched node counts as its deletion: 32
+//! - (b) `CheckOwn` answered "exists" without asking: 213
 //! - (b') `Event::Interrupted` never reaches the machine: 265 (about one
 //!   schedule in 330 loses a connection whose reconnection delivers the
 //!   waiter's own node's deletion after the watched node's)
@@ -478,10 +483,10 @@
 //! - (d) a writer is granted at its first wait: 2
 //! - (e) my own node's deletion never reaches the wait: 2
 //! - (f) find-own takes a node of another session carrying my token: 6
-//! - (g) a release due with the record deletes without it: 2
+//! - (g) a release due with the record deletes without it: 3
 //! - (h) the directory recycled without its ACL read (the default ACL, at
 //!   any version): 6
-//! - (i) a refused release record ends the release, the node left: 8
+//! - (i) a refused release record ends the release, the node left: 9
 //! - (j) the held node's deletion never reaches the machine: 5
 //! - (k) the watched node's deletion counts as its marker's creation: 9
 //! - (l) the marker's watch is kept after the wait on its node: 4
@@ -496,7 +501,7 @@
 //!   writer node (seen only when that reader leaves between the listing
 //!   and the transaction, a writer behind it; the scheduler favours that
 //!   race for this mutation, `World::race`: about one schedule in 430):
-//!   3
+//!   541
 //! - (s) a semaphore's waiter watches its immediate predecessor only (its
 //!   `SetWatches` loses `also`), on a semaphore's schedules: 2 (at rest it
 //!   waits on one node where the directory says N; without that check,
@@ -508,11 +513,11 @@
 //!   (`together`) also while my node is not known readable: 496 (a holder
 //!   whose node's ACL denies it READ took over a watch the server keeps
 //!   silent; or a hand-off grants with my node gone)
-//! - (v) they go together also after a write to my node was seen: 166 (the
+//! - (v) they go together also after a write to my node was seen: 228 (the
 //!   request fires again at once for that write: told twice; the wait then
 //!   has no watch on its node, and every hand-off lists again)
 //! - (w) the wire's `SetWatches` is relative to my czxid + 1000 (a broken
-//!   wire's bytes, `World::send_request`): 1706 (a revocation request
+//!   wire's bytes, `World::send_request`): 358 (a revocation request
 //!   written between my create and the request is missed, and the guard,
 //!   taking over that watch, never learns it)
 //!
@@ -1052,7 +1057,7 @@ impl Machine {
     /// node's deletion (the keeper waits on, as if nothing came).
     fn held_fired(
         &mut self,
-        keeping: &mut wire::Keeping<()>,
+        keeping: &mut wire::Keeping<String>,
         kind: WatchedKind,
         state: SessionState,
     ) -> Option<wire::Report> {
@@ -1454,9 +1459,6 @@ struct Kept {
     /// (`Session::early`) until the answer, which hands it over with the
     /// watch, or drops both.
     awaiting: Option<u64>,
-    /// Once dropped, it is left to fire rather than removed
-    /// ([`wire::Exchange::lingers`]: a semaphore's wait).
-    lingers: bool,
     /// Dropped and left to fire: the client still has it (it registers it
     /// again after a reconnection) and ignores its event.
     detached: bool,
@@ -1575,7 +1577,7 @@ struct Polls {
 /// `wire::Carry`), and which it is.
 struct Carried {
     serial: u64,
-    carry: Carry<(), Error>,
+    carry: Carry<String, Error>,
 }
 
 impl Carried {
@@ -1652,9 +1654,14 @@ struct Acq {
     /// The nodes the wait is concerned with since its last `SetWatches`:
     /// the watched node, and a semaphore's other watched nodes (`also`).
     watching: BTreeSet<String>,
-    /// The release marker's watch the carrier keeps (set on an absent
-    /// marker, not fired, not dropped).
-    marker_watch: Option<String>,
+    /// The watches the carrier holds for the wait, by their nodes' names
+    /// ([`wire::Watches`], the library's driver's table): my node's, the
+    /// release marker's, the watched nodes'.
+    watches: wire::Watches<String>,
+    /// The events of the carrier's watches that fired and that it was not
+    /// asked for yet, by their nodes' names: as the library's watch futures
+    /// hold their events until polled (`wire::Run::gather`, `wire::Run::pump`).
+    fired: BTreeMap<String, (WatchedKind, SessionState)>,
     /// The acquire's loop ([`wire::Run`], the library's driver's): what
     /// the watches and the session gave and the machine did not take yet
     /// ([`wire::Arrivals`]; the watched nodes' events that fire while an
@@ -1672,7 +1679,7 @@ struct Acq {
     last: &'static str,
     mark: bool,
     /// The keeper's loop, the core's (`wire::Keeping`), from the grant on.
-    keeper: Option<wire::Keeping<()>>,
+    keeper: Option<wire::Keeping<String>>,
     /// The server refused the release record.
     refused: bool,
     /// The release began in a live session.
@@ -3344,7 +3351,8 @@ impl World {
             taken: None,
             waiting: false,
             watching: BTreeSet::new(),
-            marker_watch: None,
+            watches: wire::Watches::default(),
+            fired: BTreeMap::new(),
             run: wire::Run::new(contender::Deadlines::forever(), connection),
             polls: None,
             waited: false,
@@ -3422,6 +3430,19 @@ impl World {
                 ));
             }
         };
+        // The exchange cut short goes with the watches its answers left, as
+        // the library's driver drops the exchange it carried.
+        let left: Vec<wire::Watching<String>> = exchange
+            .into_iter()
+            .flat_map(|carried| carried.carry.finish().kept)
+            .map(|kept| wire::Watching {
+                kind: kept.kind,
+                path: kept.path,
+                lingers: kept.lingers,
+                watch: kept.watch,
+            })
+            .collect();
+        self.let_go(c, left);
         self.act(c, action)
     }
 
@@ -3583,7 +3604,6 @@ impl World {
             }
         }
         let state = self.contenders[c].state;
-        let semaphore = self.permits.is_some();
         let Some(acq) = self.contenders[c].acq.as_mut() else {
             return Ok(());
         };
@@ -3593,12 +3613,11 @@ impl World {
                 note!(self, "c{c}'s keeper <- {event:?} ({name})");
                 self.keeper_event(c, kind, event_state)
             }
-            (Watch::Own, CState::Acquiring) if mine => {
-                note!(self, "c{c} <- own {event:?} ({name})");
+            (Watch::Own | Watch::Marker | Watch::Watched, CState::Acquiring) => {
                 // No wake-up twice for one write: a watch the wait sets on
                 // its node after it was told of a write (`getData`) fires
                 // for the next one.
-                if let Some(write) = write {
+                if let (Watch::Own, true, Some(write)) = (whose, mine, write) {
                     if acq.own_told.is_some_and(|told| write <= told) {
                         return self.fail(format!(
                             "c{c} is told again of the write at {write} to its node {name}"
@@ -3606,29 +3625,11 @@ impl World {
                     }
                     acq.own_told = Some(write);
                 }
-                acq.run.arrivals_mut().own(kind, event_state);
-                self.take_arrivals(c)
-            }
-            // A semaphore's: any watch its wait keeps, kept watches included
-            // (`wire::Exchange::kept`), also while it lists again.
-            (Watch::Watched, CState::Acquiring) if acq.watching.contains(name) || semaphore => {
-                acq.run
-                    .arrivals_mut()
-                    .watched(&child_path(DIR, name), kind, event_state);
-                if !acq.waiting {
-                    note!(self, "c{c} keeps watched {event:?} ({name}) for its wait");
-                    return Ok(());
-                }
-                note!(self, "c{c} <- watched {event:?} ({name})");
-                self.take_arrivals(c)
-            }
-            (Watch::Marker, _) if acq.marker_watch.as_deref() == Some(name) => {
-                acq.marker_watch = None;
-                if state != CState::Acquiring {
-                    return Ok(());
-                }
-                note!(self, "c{c} <- marker {kind:?} ({name})");
-                acq.run.arrivals_mut().marker(kind);
+                // The carrier's watch holds its event until the wait's
+                // table asks for it (`wire::Watches::collect`): at once if
+                // the wait waits, else as the exchange under way ends.
+                note!(self, "c{c}'s {whose:?} watch <- {event:?} ({name})");
+                acq.fired.insert(name.to_owned(), (kind, event_state));
                 self.take_arrivals(c)
             }
             _ => Ok(()),
@@ -3636,11 +3637,11 @@ impl World {
     }
 
     /// What arrived, taken as the machine takes it, by the carrier's
-    /// [`wire::Arrivals`] as the driver takes it: the first of all that
-    /// arrived while the machine waits ([`wire::Arrivals::next`]); my
-    /// node's, the marker's and the session's in full otherwise
-    /// ([`wire::Arrivals::while_carrying`]), the watched nodes' left for the
-    /// wait.
+    /// [`wire::Run`] as the driver takes it: while the machine waits, the
+    /// first of all that arrived ([`wire::Run::gather`], then
+    /// [`wire::Run::arrived`]); while an exchange of the acquire is under
+    /// way, nothing until it ends ([`World::exchange_done`]); while it
+    /// withdraws, the session's changes at once.
     fn take_arrivals(&mut self, c: usize) -> Check {
         self.take_arrivals_with(c, wire::Now::quiet(self.session_state(c)), None)
     }
@@ -3653,13 +3654,20 @@ impl World {
     fn take_arrivals_with(&mut self, c: usize, now: wire::Now, polled_error: Option<Error>) -> Check {
         let acquiring = self.contenders[c].state == CState::Acquiring;
         let acq = self.acq(c);
-        if !acq.waiting || !acquiring {
+        if !acquiring {
             for event in acq.run.arrivals_mut().while_carrying() {
                 self.on_event(c, event)?;
             }
             return Ok(());
         }
-        match acq.run.arrived(now, polled_error.map(Fault::Carrier)) {
+        if !acq.waiting {
+            return Ok(());
+        }
+        let Acq {
+            run, watches, fired, ..
+        } = acq;
+        run.gather(watches, |name| fired.remove(name), || None);
+        match run.arrived(now, polled_error.map(Fault::Carrier)) {
             Some(acquire::Input::Event(event)) => self.on_event(c, event),
             Some(input) => self.fail(format!("c{c} took {input:?} from what arrived")),
             None => Ok(()),
@@ -3835,19 +3843,15 @@ impl World {
             let action = acq.machine.settle(&mut acq.wire, &exchange);
             return self.act(c, action);
         }
-        if exchange.is_complete() {
-            // Nothing to send (the wire decided so): settled at once. (A
-            // semaphore's wait that keeps all its watches still lets go of
-            // the others.)
-            if self.permits.is_some() {
-                self.replace_watches(c, &exchange);
-            }
-            let acq = self.acq(c);
-            let action = acq.machine.settle(&mut acq.wire, &exchange);
-            return self.act(c, action);
-        }
-        self.replace_watches(c, &exchange);
+        // As the library's driver, the watches of the kinds the exchange
+        // sets go as it is sent, but those it keeps (`wire::Watches::replace`).
+        let gone = self.acq(c).watches.replace(&exchange);
+        self.let_go(c, gone);
         let mut carried = Carried::new(serial, exchange);
+        if carried.carry.is_complete() {
+            // Nothing to send (the wire decided so): settled at once.
+            return self.exchange_done(c, carried.carry.finish());
+        }
         let sends: Vec<wire::Send> = std::iter::from_fn(|| carried.carry.poll_send()).collect();
         let sends: Vec<(wire::Send, Vec<Watch>)> = sends
             .into_iter()
@@ -3866,69 +3870,55 @@ impl World {
         Ok(())
     }
 
-    /// As the library's driver, drops the wait's kept watches of the kinds
-    /// `exchange` sets as it is sent ([`wire::Exchange::watch_of`]): the
-    /// newer one replaces them (the client asks the server to remove one it
-    /// keeps no other watch on the node for, but one that lingers:
-    /// `World::drop_watches`).
-    fn replace_watches(&mut self, c: usize, exchange: &Exchange) {
-        // A semaphore's wait keeps the watches still set on the nodes it
-        // watches again.
-        let kept: Vec<String> = exchange
-            .kept()
-            .iter()
-            .filter_map(|path| child_of(path).map(str::to_owned))
-            .collect();
-        let kinds = exchange.replaces();
-        for whose in kinds {
-            if whose == Watch::Marker {
-                self.acq(c).marker_watch = None;
-            }
-            self.drop_watches(c, whose, &kept);
-        }
-    }
-
-    /// The client drops the watches of contender `c`'s current session
-    /// that are `whose` (not already dropped): it asks the server to remove
-    /// each one it keeps no other watch on the node for, but those that
-    /// linger ([`wire::Exchange::lingers`]), which it keeps detached: left
-    /// to fire, their events ignored.
-    fn drop_watches(&mut self, c: usize, whose: Watch, keep: &[String]) {
+    /// The carrier lets go of watches its table no longer holds
+    /// ([`wire::Watches::replace`], `drop_marker`, `drain`), as the library's
+    /// driver does: one that lingers ([`wire::Exchange::lingers`]) the client
+    /// keeps, detached (left to fire, its event ignored); any other it
+    /// drops, and asks the server to remove it unless it keeps another watch
+    /// on that node. One that fired is gone already, and its event with it.
+    /// Returns how many removals were sent.
+    fn let_go(&mut self, c: usize, gone: Vec<wire::Watching<String>>) -> usize {
         let s = self.contenders[c].session;
-        let registry = &mut self.sessions[s].registry;
-        let dropping = |k: &Kept| k.whose == whose && !k.detached && !keep.contains(&k.name);
-        let (dropped, kept): (Vec<Kept>, Vec<Kept>) =
-            registry.drain(..).partition(|k| dropping(k) && !k.lingers);
-        *registry = kept;
-        for kept in registry.iter_mut() {
-            kept.detached |= dropping(kept);
-        }
-        for Kept { name, .. } in dropped {
-            note!(self, "c{c} drops its {whose:?} watch on {name}");
+        let mut removals = 0;
+        for watching in gone {
+            let name = watching.watch;
+            if let Some(acq) = self.contenders[c].acq.as_mut() {
+                acq.fired.remove(&name);
+            }
+            let registry = &mut self.sessions[s].registry;
+            let held = |k: &Kept| k.name == name && k.whose == watching.kind && !k.detached;
+            let Some(at) = registry.iter().position(held) else {
+                continue;
+            };
+            if watching.lingers {
+                registry[at].detached = true;
+                continue;
+            }
+            registry.remove(at);
+            note!(self, "c{c} drops its {:?} watch on {name}", watching.kind);
             if !self.sessions[s].registry.iter().any(|k| k.name == name) {
                 self.send(c, Op::Unwatch { name }, Owner::Unwatch);
+                removals += 1;
             }
         }
+        removals
     }
 
     /// The wait is over (a grant, a failure, a withdrawal): as the
-    /// library's driver drops its watch futures, the client drops the
-    /// watches on the watched nodes and asks the server to remove them.
-    /// Modelled in a semaphore's worlds only, where the herd's bound counts
-    /// the watches kept: a lock's wait leaves its one watch to fire once
-    /// and be ignored, which no check of the lock tells apart, and its
-    /// schedules keep the draws the mutation counts above were taken with.
+    /// library's driver drops its table of watches, the carrier lets go of
+    /// every watch left in it (a grant took my node's first), and what
+    /// arrived and was not taken goes.
     fn drop_wait_watches(&mut self, c: usize) {
-        if let Some(acq) = self.contenders[c].acq.as_mut() {
-            *acq.run.arrivals_mut() = wire::Arrivals::default();
+        let Some(acq) = self.contenders[c].acq.as_mut() else {
+            return;
+        };
+        *acq.run.arrivals_mut() = wire::Arrivals::default();
+        let gone = acq.watches.drain();
+        acq.fired.clear();
+        if !gone.is_empty() {
+            note!(self, "c{c}'s wait is over: it lets go of its watches");
         }
-        if self.permits.is_some() {
-            note!(
-                self,
-                "c{c}'s wait is over: it drops its watches on the watched nodes"
-            );
-            self.drop_watches(c, Watch::Watched, &[]);
-        }
+        self.let_go(c, gone);
     }
 
     /// Where the exchange `serial` of contender `c` is, if one awaits it.
@@ -3945,7 +3935,7 @@ impl World {
         }
     }
 
-    fn carry_mut(&mut self, c: usize, slot: Slot) -> &mut Carry<(), Error> {
+    fn carry_mut(&mut self, c: usize, slot: Slot) -> &mut Carry<String, Error> {
         let k = &mut self.contenders[c];
         let carried = match slot {
             Slot::Acquire => k.acq.as_mut().and_then(|a| a.exchange.as_mut()),
@@ -3972,7 +3962,7 @@ impl World {
             // An answer no exchange awaits any more (the acquire ended
             // meanwhile): the watches it left are dropped at once.
             let ok = answered.answer.is_ok();
-            self.keep_watches(c, id, &request, ok, &[], None, false);
+            self.keep_watches(c, id, &request, ok, &[], None);
             return Ok(());
         };
         let answer = answered.answer;
@@ -4011,13 +4001,12 @@ impl World {
         // the model's, a refused transaction's its failing operation's.
         let error = fed.as_ref().err().map(|e| cause(e).clone());
         let mut wire = wire::Answered::of(fed);
-        wire.watches = vec![(); left];
+        // The client's watches are their nodes' names here.
+        wire.watches = watched_names(&request).into_iter().take(left).collect();
         wire.error = error;
         // A watch the request left is kept only if the wire says whose it
-        // is, and left to fire once not needed as it says.
-        let before = carry.kept().len();
+        // is (and left to fire once not needed as it says: `World::let_go`).
         let kept = carry.answered(index, wire, Duration::ZERO);
-        let lingers = carry.kept()[before..].iter().any(|kept| kept.lingers);
         let complete = carry.is_complete();
         let sends: Vec<wire::Send> = std::iter::from_fn(|| carry.poll_send()).collect();
         if sends.iter().any(|send| send.again && send.index == index) {
@@ -4029,7 +4018,7 @@ impl World {
         if slot == Slot::Acquire {
             self.note_answer(c, index, &request, &answer, answered.acl);
         }
-        let early = self.keep_watches(c, id, &request, answer.is_ok(), &kept, answered.mzxid, lingers);
+        let early = self.keep_watches(c, id, &request, answer.is_ok(), &kept, answered.mzxid);
         // The events that came before the answer (a `SetWatches` fires
         // what changed since its zxid at once), handed over with their
         // watches: the driver takes them before it settles the exchange.
@@ -4057,17 +4046,44 @@ impl World {
                     .expect("the acquire's exchange")
                     .carry
                     .finish();
-                // The error of the request it blames is the acquire's last,
-                // as the library's carrier keeps it (`Carrier::finished`).
-                if let (Some(fault), Some(_)) = (carried.blamed, carried.exchange.blame()) {
-                    acq.run.blamed(fault);
-                }
-                let exchange = carried.exchange;
-                let action = acq.machine.settle(&mut acq.wire, &exchange);
-                self.act(c, action)
+                self.exchange_done(c, carried)
             }
             true => self.kept(c, slot),
         }
+    }
+
+    /// The acquire's exchange ended, as the library's driver takes it: the
+    /// error of the request it blames is the acquire's last (as the
+    /// library's carrier keeps it, `Carrier::finished`); the wait's table
+    /// keeps the watches it left ([`wire::Watches::keep`]); while acquiring,
+    /// the machine is told what arrived meanwhile ([`wire::Run::pump`]) and
+    /// which watched nodes' watches are set and did not fire; then the
+    /// exchange is settled.
+    fn exchange_done(&mut self, c: usize, carried: wire::Carried<String, Error>) -> Check {
+        let acquiring = self.contenders[c].state == CState::Acquiring;
+        let Acq {
+            run,
+            watches,
+            fired,
+            machine,
+            wire,
+            ..
+        } = self.acq(c);
+        if let (Some(fault), Some(_)) = (carried.blamed, carried.exchange.blame()) {
+            run.blamed(fault);
+        }
+        watches.keep(carried.kept);
+        if acquiring {
+            run.pump(
+                watches,
+                |name| fired.remove(name),
+                || None,
+                |event| machine.event(event),
+            );
+            machine.inner.watches_pending(&watches.pending_watched());
+        }
+        let action = machine.settle(wire, &carried.exchange);
+        self.act(c, action)
     }
 
     /// The watches request `id` left, now that its answer came: each kept
@@ -4089,7 +4105,6 @@ impl World {
         ok: bool,
         kept: &[Option<Watch>],
         mzxid: Option<u64>,
-        lingers: bool,
     ) -> Vec<Early> {
         let s = self.contenders[c].session;
         let mut early = Vec::new();
@@ -4112,10 +4127,7 @@ impl World {
                         if let Some(at) = at {
                             session.registry[at].awaiting = None;
                         }
-                        if whose == Watch::Marker {
-                            self.acq(c).marker_watch = Some(name.clone());
-                            self.stats.marker_watches += 1;
-                        }
+                        self.stats.marker_watches += u64::from(whose == Watch::Marker);
                         early.extend(held);
                     }
                     None => {
@@ -4138,9 +4150,11 @@ impl World {
                 self.unwatch(c, request);
                 continue;
             };
-            if whose == Watch::Marker {
-                self.acq(c).marker_watch = Some(name.clone());
-                self.stats.marker_watches += 1;
+            self.stats.marker_watches += u64::from(whose == Watch::Marker);
+            // A new watch on the node: an event of one before it (its
+            // registration replaced) is not its event.
+            if let Some(acq) = self.contenders[c].acq.as_mut() {
+                acq.fired.remove(&name);
             }
             let registry = &mut self.sessions[s].registry;
             registry.retain(|k| k.name != name);
@@ -4149,7 +4163,6 @@ impl World {
                 whose,
                 rearm: mzxid.map_or(Rearm::Exist, Rearm::Read),
                 awaiting: None,
-                lingers,
                 detached: false,
             });
         }
@@ -4181,6 +4194,9 @@ impl World {
             } else {
                 Rearm::Exist
             };
+            if let Some(acq) = self.contenders[c].acq.as_mut() {
+                acq.fired.remove(&name);
+            }
             let registry = &mut self.sessions[s].registry;
             registry.retain(|k| k.name != name);
             registry.push(Kept {
@@ -4188,7 +4204,6 @@ impl World {
                 whose,
                 rearm,
                 awaiting: Some(id),
-                lingers: false,
                 detached: false,
             });
         }
@@ -4353,7 +4368,7 @@ impl World {
             .run
             .next(&mut acq.machine.inner, &acq.wire, action.clone(), 0, connection);
         self.check_place(c, step.place, &action)?;
-        self.drop_marker_watch(c, step.drop_marker);
+        self.drop_marker_watch(c, step.drop_marker)?;
         // Whatever the machine does next, the wait it polled for is over
         // (as the driver drops its poll's future): a new wait polls anew.
         self.acq(c).polls = None;
@@ -4421,18 +4436,17 @@ impl World {
             // polling. A watched node's event kept while the exchange was
             // under way ends the wait at once; with nothing to watch, a
             // fresh look does.
-            let s = self.contenders[c].session;
-            let acq = self.contenders[c].acq.as_ref().expect("an acquire");
-            let watching = self.sessions[s]
-                .registry
-                .iter()
-                .any(|k| k.whose == Watch::Watched && !k.detached && acq.watching.contains(&k.name));
-            let plan = acq.run.wait(poll, watching);
+            let state = self.session_state(c);
+            let Acq {
+                run, watches, fired, ..
+            } = self.acq(c);
+            let plan = run.wait(poll, watches.watching());
             let now = wire::Now {
                 nothing_to_watch: plan.nothing_to_watch,
-                ..wire::Now::quiet(self.session_state(c))
+                ..wire::Now::quiet(state)
             };
-            return match self.acq(c).run.arrived(now, None) {
+            run.gather(watches, |name| fired.remove(name), || None);
+            return match run.arrived(now, None) {
                 Some(acquire::Input::Event(event)) => {
                     note!(self, "c{c} <- {event:?}, kept for the wait");
                     self.on_event(c, event)
@@ -4515,19 +4529,33 @@ impl World {
 
     /// A release marker's watch the machine no longer needs is dropped, and
     /// the client asks the server to remove it.
-    fn drop_marker_watch(&mut self, c: usize, drop: bool) {
-        let s = self.contenders[c].session;
-        let acq = self.acq(c);
-        if !drop || acq.machine.mutation == Mutation::KeepMarkerWatch {
-            return;
+    ///
+    /// Then no marker's watch of the wait is left with the client: one kept
+    /// until the wait ends would be set on a node the machine no longer
+    /// follows, and could wake it.
+    fn drop_marker_watch(&mut self, c: usize, drop: bool) -> Check {
+        if !drop {
+            return Ok(());
         }
-        let Some(name) = acq.marker_watch.take() else {
-            return;
-        };
-        self.sessions[s].registry.retain(|k| k.name != name);
-        self.stats.unwatches += 1;
-        note!(self, "c{c} drops its watch on {name}");
-        self.send(c, Op::Unwatch { name }, Owner::Unwatch);
+        let acq = self.acq(c);
+        if acq.machine.mutation != Mutation::KeepMarkerWatch {
+            let gone = acq.watches.drop_marker().into_iter().collect();
+            self.stats.unwatches += self.let_go(c, gone) as u64;
+        }
+        let s = self.contenders[c].session;
+        let kept = self.sessions[s]
+            .registry
+            .iter()
+            .find(|k| k.whose == Watch::Marker && !k.detached && k.awaiting.is_none());
+        match kept {
+            Some(kept) => {
+                let name = kept.name.clone();
+                self.fail(format!(
+                    "c{c} keeps the watch on the marker {name}, which its machine no longer needs"
+                ))
+            }
+            None => Ok(()),
+        }
     }
 
     /// Checks the machine's place in the queue (`Contender::place`) when it
@@ -4932,6 +4960,11 @@ impl World {
         acq.granted = true;
         acq.mark = mark;
         acq.watching.clear();
+        // The guard's keeper takes over my node's watch, if the wait's
+        // table holds one (its event, if it fired and was not asked for,
+        // with it), as the driver hands over the one it kept.
+        let handed = acq.watches.take_own();
+        let handed_event = handed.as_ref().and_then(|name| acq.fired.remove(name));
         self.drop_wait_watches(c);
         let acq = self.acq(c);
         // Odd contenders are candidates of an election: a granted writer
@@ -4945,28 +4978,29 @@ impl World {
         let acq = self.acq(c);
         acq.waiting = false;
         let counts = acq.machine.inner.counts();
-        // The keeper takes over the wait's watch on my node, if the
-        // carrier keeps one (the registry's, whose it is now), as the
-        // driver hands over the one it kept; or sets one
-        // (`Contender::first_watch_after`: at once here, where no clock
-        // runs; the library waits `FIRST_WATCH_AFTER` first).
+        // The keeper waits on the handed watch (the registry's, whose it
+        // is now), or sets one (`Contender::first_watch_after`: at once
+        // here, where no clock runs; the library waits `FIRST_WATCH_AFTER`
+        // first).
         let s = self.contenders[c].session;
-        let handed = self.sessions[s]
-            .registry
-            .iter()
-            .any(|kept| kept.name == me && kept.whose == Watch::Own && !kept.detached)
-            .then_some(());
         let acq = self.acq(c);
         acq.keeper = Some(wire::Keeping::new(
             child_path(DIR, &me).into(),
             &acq.machine.inner,
-            handed,
+            handed.clone(),
         ));
         // A watch the machine does not count as set (one from an older
         // connection): the keeper drops it, as the library's does, and
         // sets its own.
-        if acq.machine.inner.first_watch_after().is_some() {
-            self.drop_watches(c, Watch::Own, &[]);
+        let dropped = acq.machine.inner.first_watch_after().is_some();
+        if let (true, Some(name)) = (dropped, handed) {
+            let own = wire::Watching {
+                kind: Watch::Own,
+                path: child_path(DIR, &name),
+                lingers: false,
+                watch: name,
+            };
+            self.let_go(c, vec![own]);
         }
         for kept in &mut self.sessions[s].registry {
             if kept.name == me && kept.whose == Watch::Own {
@@ -4974,6 +5008,9 @@ impl World {
             }
         }
         self.keep(c);
+        if let (false, Some((kind, state))) = (dropped, handed_event) {
+            self.keeper_event(c, kind, state)?;
+        }
         self.stats.grants += 1;
         self.stats.peer_grants += u64::from(!native);
         if self.permits.is_some() {
@@ -5901,28 +5938,16 @@ impl World {
         // Every acquire is over: no client keeps a watch of a wait on its
         // own node or a marker (each is dropped when an exchange replaces
         // it, or when the wait ends), nor a wait's watch on a watched node
-        // that is not left to fire (a semaphore's; a lock's is left to
-        // fire once, unmodelled: `drop_wait_watches`).
+        // that is not left to fire (a semaphore's).
         let kept: Vec<(usize, &Kept)> = self
             .sessions
             .iter()
             .enumerate()
             .filter(|(_, session)| session.state != Link::Expired)
             .flat_map(|(s, session)| session.registry.iter().map(move |k| (s, k)))
-            .filter(|(s, k)| match k.whose {
-                // But a watch on its own node that its ACL kept from the
-                // server (READ taken away), which nothing fired: the
-                // library's driver drops its future, the model's client
-                // keeps the entry.
-                Watch::Own => {
-                    let c = self.sessions[*s].contender;
-                    !self
-                        .nodes
-                        .values()
-                        .any(|n| n.name == k.name && n.denied == Some(c))
-                }
-                Watch::Marker => true,
-                Watch::Watched => self.permits.is_some() && !k.detached,
+            .filter(|(_, k)| match k.whose {
+                Watch::Own | Watch::Marker => true,
+                Watch::Watched => !k.detached,
                 Watch::Held => false,
             })
             .collect();
@@ -7049,8 +7074,8 @@ fn scenario_a_data_change_before_a_permits_watches_are_all_set_is_kept_for_the_w
             w.contenders[2]
                 .acq
                 .as_ref()
-                .is_some_and(|a| a.run.arrivals().has_watched()),
-            "c2's carrier keeps c1's event",
+                .is_some_and(|a| a.fired.contains_key(&c1)),
+            "c2's carrier holds c1's event (its watch fired) for the wait",
         )?;
         w.settle()?;
         expect(w.waits_on(2, 0) && w.waits_on(2, 1), "c2 waits on c0 and c1")?;
@@ -7314,7 +7339,7 @@ fn scenario_a_waiter_that_gives_up_creates_no_marker() {
     let report = marker_chain(Mutation::DeletionMarks, true).unwrap_err();
     assert!(report.contains("granted"), "{report}");
     let report = marker_chain(Mutation::KeepMarkerWatch, true).unwrap_err();
-    assert!(report.contains("dropped the marker's watch"), "{report}");
+    assert!(report.contains("keeps the watch on the marker"), "{report}");
 }
 
 /// The same, the directory's ACL denying the writer WRITE: the record's

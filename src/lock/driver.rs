@@ -250,9 +250,10 @@ impl SharedLock {
                             driver.watches.keep(watches);
                             let states = &mut driver.states;
                             let session = || state_now(states).map(session_state);
+                            let machine = &mut pending.machine;
                             driver
                                 .run
-                                .pump(&mut pending.machine, &mut driver.watches, fired, session);
+                                .pump(&mut driver.watches, fired, session, |e| machine.event(e));
                             // Which watched nodes' watches are set and have
                             // not fired: the machine keeps only those.
                             let pending_watched = driver.watches.pending_watched();

@@ -27,14 +27,14 @@
 //!                                 exchange = run.forgot_session_changes(.., connection now);
 //!                                 let go of watches.replace(&exchange); carry it (until run.until(&machine));
 //!                                 run.blamed(error) if it blames one; watches.keep(what it left);
-//!                                 run.pump(&mut machine, &mut watches, fired, session);
+//!                                 run.pump(&mut watches, fired, session, |e| machine.event(e));
 //!                                 machine.watches_pending(&watches.pending_watched());
 //!                                 wire.settle(&exchange, &mut machine)
 //!         Broken(what)         -> a typed error: this cannot happen
 //! ```
 
 use super::{Arrivals, Exchange, Fired, Now, Watches, Wire};
-use crate::acquire::{self, Input, Place};
+use crate::acquire::{self, Event, Input, Place};
 use crate::contender::{Action, Contender, Deadlines, Failure, Reported, RequestError};
 use crate::lease::SessionState;
 
@@ -295,7 +295,7 @@ impl<T: Copy + Ord, E> Run<T, E> {
         !self.arrivals.is_empty()
     }
 
-    /// Tells the machine what arrived while a request was in flight, as
+    /// Tells the machine (`feed`: `Contender::event`) what arrived while a request was in flight, as
     /// the exchange's answers are in and before they are settled: my own
     /// node's watch, the release marker's, and the session's changes, all
     /// of it, asked again until nothing more is there
@@ -303,10 +303,10 @@ impl<T: Copy + Ord, E> Run<T, E> {
     /// wait.
     pub fn pump<W>(
         &mut self,
-        machine: &mut Contender,
         watches: &mut Watches<W>,
         mut fired: impl FnMut(&mut W) -> Fired,
         mut session: impl FnMut() -> Option<SessionState>,
+        mut feed: impl FnMut(Event),
     ) {
         loop {
             self.gather(watches, &mut fired, &mut session);
@@ -315,7 +315,7 @@ impl<T: Copy + Ord, E> Run<T, E> {
                 return;
             }
             for event in self.arrivals.while_carrying() {
-                machine.event(event);
+                feed(event);
             }
         }
     }

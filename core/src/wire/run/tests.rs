@@ -363,7 +363,6 @@ fn a_wait_gathers_what_its_watches_and_the_session_gave_and_says_whether_anythin
 
 #[test]
 fn what_arrived_during_a_request_is_all_fed_but_the_watched_nodes_events_stay_for_the_wait() {
-    let (_, mut machine, _) = waiting();
     let mut run = forever();
     let mut watches = kept_watches(
         Some((WatchedKind::DataChanged, Connected)),
@@ -371,7 +370,17 @@ fn what_arrived_during_a_request_is_all_fed_but_the_watched_nodes_events_stay_fo
     );
     // Two changes of the session seen already: both are taken, one after the other.
     let mut changes = vec![Expired, Disconnected];
-    run.pump(&mut machine, &mut watches, |w| *w, || changes.pop());
+    let mut fed = Vec::new();
+    run.pump(&mut watches, |w| *w, || changes.pop(), |event| fed.push(event));
+    assert_eq!(
+        fed,
+        [
+            Event::Own(NodeEvent::DataChanged),
+            Event::Interrupted,
+            Event::SessionEnded
+        ],
+        "my node's event and the first change, then the next change"
+    );
     assert!(changes.is_empty(), "asked until nothing more is there");
     assert_eq!(
         run.arrivals().ended(),
