@@ -1,6 +1,7 @@
 //! The error type of the lock API.
 
 use crate::backoff::Backoff;
+use crate::contender::{child_path, Reported};
 use crate::zk;
 
 /// What went wrong with a lock operation.
@@ -571,6 +572,63 @@ fn chroot_missing(chroot: &str, path: Option<&str>) -> String {
 }
 
 impl Error {
+    /// The error an acquire on the lock directory `path` that failed
+    /// reports ([`Reported`]), variant for variant; its requests' retries
+    /// went on for `retried_for` before they gave up.
+    pub(crate) fn reported(
+        reported: Reported<'_, (zk::Error, String)>,
+        path: &str,
+        retried_for: std::time::Duration,
+    ) -> Error {
+        let path = path.to_owned();
+        let node = |name: Option<&str>| name.map(|name| child_path(&path, name)).unwrap_or_default();
+        match reported {
+            Reported::SessionExpired => Error::SessionExpired,
+            Reported::SessionClosed => Error::SessionClosed,
+            Reported::AuthFailed => Error::AuthFailed,
+            Reported::Lost { node: name } => Error::Lost { node: node(name) },
+            Reported::SequenceExhausted => Error::SequenceExhausted { path },
+            Reported::ListingTooLarge {
+                contenders,
+                size,
+                limit,
+            } => Error::ListingTooLarge {
+                path,
+                contenders,
+                size,
+                limit,
+            },
+            Reported::InvalidName { node: name } => Error::unexpected(&format!(
+                "the contender node {} is not named as a contender",
+                node(name)
+            )),
+            Reported::NoAnswer((last, _)) => Error::NoAnswer {
+                path,
+                retried_for,
+                last,
+            },
+            Reported::RequestFailed((e, at)) => Error::from_zk(e, &at),
+            Reported::Unexplained => Error::unexpected("the acquire failed"),
+            Reported::DirectoryHoldsData => Error::DirectoryHoldsData { path },
+            Reported::NoDirectory => Error::from_zk(zk::Error::NoNode, &path),
+            Reported::PermitsDisagree {
+                node: name,
+                carried,
+                asked,
+            } => Error::PermitsDisagree {
+                node: node(name),
+                path,
+                carried,
+                asked,
+            },
+        }
+    }
+
+    /// An error for what cannot happen (a driver error), typed, not a panic.
+    pub(crate) fn unexpected(what: &str) -> Error {
+        Error::ZooKeeper(zk::Error::UnexpectedError(what.to_owned()))
+    }
+
     /// Names the lock directory `path` in an [`Error::ChrootMissing`] that
     /// does not name one yet (from connecting for that lock).
     pub(crate) fn for_lock(self, path: &str) -> Error {

@@ -15,6 +15,7 @@ use tracing::debug;
 
 use super::wire::WatchFuture;
 use super::Inner;
+use crate::acquire::NodeEvent;
 use crate::backoff::Backoff;
 use crate::contender::{self, Action, Contender, Outcome, RequestError};
 use crate::error::{ends_session, is_retryable, Error};
@@ -630,5 +631,46 @@ fn fired_at_once(watcher: zk::OneshotWatcher) -> (WatchFuture, bool) {
     match watch.as_mut().poll(&mut cx) {
         std::task::Poll::Ready(event) => (Box::pin(std::future::ready(event)), true),
         std::task::Poll::Pending => (watch, false),
+    }
+}
+
+/// Polls the nodes at `paths` ([`poll_until_gone`]) until one of them is
+/// gone, the session ended, or polling one failed (the client's error
+/// then comes with the path of the node it polled); with no path, never.
+pub(super) async fn poll_until_one_gone(
+    client: &zk::Client,
+    paths: &[String],
+) -> (NodeEvent, Option<(zk::Error, String)>) {
+    use std::future::Future;
+    let mut polls: Vec<_> = paths
+        .iter()
+        .map(|path| Box::pin(poll_until_gone(client, path)))
+        .collect();
+    std::future::poll_fn(|cx| {
+        polls
+            .iter_mut()
+            .zip(paths)
+            .find_map(|(poll, path)| match poll.as_mut().poll(cx) {
+                std::task::Poll::Ready((event, error)) => Some((event, error.map(|e| (e, path.clone())))),
+                std::task::Poll::Pending => None,
+            })
+            .map_or(std::task::Poll::Pending, std::task::Poll::Ready)
+    })
+    .await
+}
+
+/// Polls the node at `path` as [`wire::Poll`] says (its pauses, its
+/// looks, when it is over), until a look says it is gone, the session
+/// ended, or polling failed. The client's error behind a failure comes
+/// with it.
+async fn poll_until_gone(client: &zk::Client, path: &str) -> (NodeEvent, Option<zk::Error>) {
+    let mut poll = wire::Poll::new(path, Backoff::poll(client.session_timeout()));
+    let began = Instant::now();
+    loop {
+        tokio::time::sleep(poll.pause()).await;
+        let (answer, error) = look(client, poll.request()).await;
+        if let Some(event) = poll.looked(&answer, began.elapsed()) {
+            return (event, error);
+        }
     }
 }

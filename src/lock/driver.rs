@@ -11,18 +11,16 @@ use tokio::time::Instant;
 use tracing::{debug, info_span, warn, Instrument};
 use uuid::Uuid;
 
-use super::carrier::{look, request_error, Carrier};
+use super::carrier::{poll_until_one_gone, request_error, Carrier};
 use super::held::{Failed, Held, Pending};
-use super::notice::log_notice;
+use super::notice::{log_notice, log_warning};
 use super::wire::{session_state, watched_kind, WatchFuture};
 use super::SharedLock;
 use super::TRY_TIMEOUT;
 use crate::acquire::{self, Counts, Input, NodeEvent};
 use crate::backoff::Backoff;
 use crate::connect::missing_chroot;
-use crate::contender::{
-    self, child_path, Blame, Contender, Deadlines, Downgrading, Ending, Failure, Reported, Warning,
-};
+use crate::contender::{self, child_path, Blame, Contender, Deadlines, Downgrading, Ending, Failure};
 use crate::error::Error;
 use crate::node_name::Mode;
 use crate::stats::End;
@@ -201,7 +199,7 @@ impl SharedLock {
                         failure: Some(failure),
                     })
                 }
-                Next::Broken(what) => return Err(unexpected(what).into()),
+                Next::Broken(what) => return Err(Error::unexpected(what).into()),
                 // The bound passed before the wait's next step (a request, or waiting).
                 Next::Deadline => wire::deadline(None, machine),
                 Next::Wait { poll } => {
@@ -295,55 +293,6 @@ impl SharedLock {
         )
         .instrument(span)
         .await
-    }
-
-    /// The error a failed acquire reports ([`Reported`]), variant for variant.
-    fn reported_error(&self, reported: Reported<'_, (zk::Error, String)>) -> Error {
-        let path = self.inner.path.clone();
-        let node = |name: Option<&str>| name.map(|name| child_path(&path, name)).unwrap_or_default();
-        match reported {
-            Reported::SessionExpired => Error::SessionExpired,
-            Reported::SessionClosed => Error::SessionClosed,
-            Reported::AuthFailed => Error::AuthFailed,
-            Reported::Lost { node: name } => Error::Lost { node: node(name) },
-            Reported::SequenceExhausted => Error::SequenceExhausted { path },
-            Reported::ListingTooLarge {
-                contenders,
-                size,
-                limit,
-            } => Error::ListingTooLarge {
-                path,
-                contenders,
-                size,
-                limit,
-            },
-            Reported::InvalidName { node: name } => unexpected(&format!(
-                "the contender node {} is not named as a contender",
-                node(name)
-            )),
-            Reported::NoAnswer((last, _)) => Error::NoAnswer {
-                path,
-                // How long the requests' retries went on before giving up.
-                retried_for: Backoff::request(self.inner.client.session_timeout())
-                    .give_up_after
-                    .unwrap_or_default(),
-                last,
-            },
-            Reported::RequestFailed((e, at)) => Error::from_zk(e, &at),
-            Reported::Unexplained => unexpected("the acquire failed"),
-            Reported::DirectoryHoldsData => Error::DirectoryHoldsData { path },
-            Reported::NoDirectory => Error::from_zk(zk::Error::NoNode, &path),
-            Reported::PermitsDisagree {
-                node: name,
-                carried,
-                asked,
-            } => Error::PermitsDisagree {
-                node: node(name),
-                path,
-                carried,
-                asked,
-            },
-        }
     }
 
     /// True the first time this lock is asked about `key`: what is logged
@@ -533,22 +482,9 @@ impl Driver<'_> {
             _ => {
                 let now = session_state(self.lock.inner.client.state());
                 let reported = self.run.reported(failure, &pending.machine, now, request_error);
-                self.lock.reported_error(reported)
+                let retried_for = Backoff::request(self.lock.inner.client.session_timeout()).give_up_after;
+                Error::reported(reported, &self.lock.inner.path, retried_for.unwrap_or_default())
             }
-        }
-    }
-}
-
-/// Logs what a failed acquire warns of ([`Warning`]) as it withdraws its
-/// node, `node` (a full path). (Under this module's target: the command
-/// line leaves these out, as it reports the failure itself.)
-fn log_warning(node: &str, warning: Warning) {
-    match warning {
-        Warning::CounterUsedUp => {
-            warn!(node = %node, "the lock directory's sequence counter is used up: withdrawing")
-        }
-        Warning::ListingTooLarge(refused) => {
-            warn!(node = %node, ?refused, "the lock directory's listing is over the limit: withdrawing")
         }
     }
 }
@@ -556,52 +492,6 @@ fn log_warning(node: &str, warning: Warning) {
 /// Feeds an input of the wait to the contender's machine.
 fn feed(machine: &mut Contender, input: Input<'_>) -> contender::Action {
     machine.step(contender::Input::Acquire(input))
-}
-
-/// An error for what cannot happen (a driver error), typed, not a panic.
-fn unexpected(what: &str) -> Error {
-    Error::ZooKeeper(zk::Error::UnexpectedError(what.to_owned()))
-}
-
-/// Polls the nodes at `paths` ([`poll_until_gone`]) until one of them is
-/// gone, the session ended, or polling one failed (the client's error
-/// then comes with the path of the node it polled); with no path, never.
-async fn poll_until_one_gone(
-    client: &zk::Client,
-    paths: &[String],
-) -> (NodeEvent, Option<(zk::Error, String)>) {
-    use std::future::Future;
-    let mut polls: Vec<_> = paths
-        .iter()
-        .map(|path| Box::pin(poll_until_gone(client, path)))
-        .collect();
-    std::future::poll_fn(|cx| {
-        polls
-            .iter_mut()
-            .zip(paths)
-            .find_map(|(poll, path)| match poll.as_mut().poll(cx) {
-                std::task::Poll::Ready((event, error)) => Some((event, error.map(|e| (e, path.clone())))),
-                std::task::Poll::Pending => None,
-            })
-            .map_or(std::task::Poll::Pending, std::task::Poll::Ready)
-    })
-    .await
-}
-
-/// Polls the node at `path` as [`wire::Poll`] says (its pauses, its
-/// looks, when it is over), until a look says it is gone, the session
-/// ended, or polling failed. The client's error behind a failure comes
-/// with it.
-async fn poll_until_gone(client: &zk::Client, path: &str) -> (NodeEvent, Option<zk::Error>) {
-    let mut poll = wire::Poll::new(path, Backoff::poll(client.session_timeout()));
-    let began = Instant::now();
-    loop {
-        tokio::time::sleep(poll.pause()).await;
-        let (answer, error) = look(client, poll.request()).await;
-        if let Some(event) = poll.looked(&answer, began.elapsed()) {
-            return (event, error);
-        }
-    }
 }
 
 /// What a watch gave, if it fired: `cx` is woken when it fires otherwise.

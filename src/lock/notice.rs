@@ -6,6 +6,7 @@ use std::sync::Mutex;
 
 use tracing::{debug, warn};
 
+use crate::contender::Warning;
 use crate::ordering;
 use crate::wire::Notice;
 
@@ -55,6 +56,20 @@ pub(super) fn log_notice(dir: &str, notice: Notice, first_time: impl Fn(&str) ->
             if first_time(&path) {
                 warn!(node = %path, "a contender node in the queue is not ephemeral: it blocks the lock until someone deletes it");
             }
+        }
+    }
+}
+
+/// Logs what a failed acquire warns of ([`Warning`]) as it withdraws its
+/// node, `node` (a full path). (Under this module's target: the command
+/// line leaves these out, as it reports the failure itself.)
+pub(super) fn log_warning(node: &str, warning: Warning) {
+    match warning {
+        Warning::CounterUsedUp => {
+            warn!(node = %node, "the lock directory's sequence counter is used up: withdrawing")
+        }
+        Warning::ListingTooLarge(refused) => {
+            warn!(node = %node, ?refused, "the lock directory's listing is over the limit: withdrawing")
         }
     }
 }

@@ -204,6 +204,7 @@ fn a_lock_keeps_one_lingering_watch_per_node_and_sweeps_the_fired_ones() {
     lingering.let_go(watching("second", 2, true), pending);
     lingering.let_go(watching("other", 1, true), pending);
     assert_eq!(lingering.len(), 2, "one per node");
+    assert!(!lingering.is_empty());
     assert_eq!(
         lingering.0.get(&path(2)).map(|h| h.name),
         Some("first"),
