@@ -25,11 +25,11 @@ const REPORTED: [(&str, &str); 4] = [
     ("zk_rwlock::lock::keeper", "lock lost"),
     // The acquire fails with these errors, which the command line prints.
     (
-        "zk_rwlock::lock::driver",
+        "zk_rwlock::lock::notice",
         "the lock directory's sequence counter is used up",
     ),
     (
-        "zk_rwlock::lock::driver",
+        "zk_rwlock::lock::notice",
         "the lock directory's listing is over the limit",
     ),
     (
@@ -261,7 +261,6 @@ mod tests {
         for (target, start) in REPORTED {
             let source = match target {
                 "zk_rwlock::lock::keeper" => include_str!("../../src/lock/keeper.rs"),
-                "zk_rwlock::lock::driver" => include_str!("../../src/lock/driver.rs"),
                 "zk_rwlock::lock::notice" => include_str!("../../src/lock/notice.rs"),
                 other => panic!("no source for {other}"),
             };
