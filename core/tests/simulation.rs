@@ -204,17 +204,24 @@
 //! Events are taken as the core takes them: a watch's kind and the
 //! session's state by [`acquire::NodeEvent::of`], the session's changes by
 //! [`acquire::Event::of_session`]. A held node's watch goes to its keeper;
-//! any other watch of an acquire holds its event (`Acq::fired`, as a watch
-//! future holds it until polled) until the driver's loop asks its table for
-//! it: the wait at once, by [`wire::Run::gather`], taking the first of all
-//! that arrived (`Arrivals::next`, the order [`acquire::Arrived::in_order`]);
-//! an exchange under way as it ends, by [`wire::Run::pump`], which feeds my
+//! any other watch of an acquire is a handle of its carrier (`Acq::handles`,
+//! as the library's watch future): set when an answer registers it, holding
+//! its event once it fired until the driver's loop asks its table for it,
+//! and done once it gave it (asked again, a check fails: the library's
+//! future would panic); a watch of the client's that no handle holds
+//! waiting fails a check as it fires (one the carrier neither kept nor let
+//! go of). The session's changes wait in a slot that keeps the latest
+//! (`Acq::states`, as the driver's `tokio::sync::watch` of the session's
+//! state), cleared as the wait's watches are set. The loop asks: the wait
+//! at once, by [`wire::Run::gather`], taking the first of all that arrived
+//! (`Arrivals::next`, the order [`acquire::Arrived::in_order`]); an
+//! exchange under way as it ends, by [`wire::Run::pump`], which feeds my
 //! node's, the marker's and the session's with `Contender::event` and
 //! leaves the watched nodes' for the next `Wait`, and then the machine is
 //! told which watched nodes' watches are set and did not fire
-//! (`Contender::watches_pending`). An event of a watch the table no longer
-//! holds is not asked for.
-//!
+//! (`Contender::watches_pending`). A deadline cuts the exchange under way
+//! short and drops the watches its answers left, none left to linger.
+
 //! Every machine follows its place in the queue
 //! (`Contender::with_place(true)`); the carrier keeps the children of the
 //! last listing answered to the acquire's exchange, the one the machine
@@ -1501,6 +1508,36 @@ struct Early {
     write: Option<u64>,
 }
 
+/// A carrier's watch of a wait, as the library's watch future: set, fired
+/// with its event not asked for yet, or done (its event given).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Handle {
+    Pending,
+    Fired(WatchedKind, SessionState),
+    Done,
+}
+
+/// How the carrier answers its table when it asks whether a watch fired
+/// (`wire::Run::gather`, `wire::Run::pump`): its event, once; asked again
+/// after it gave it (a future polled after it completed, which panics in
+/// the library), `again` names it.
+fn ask<'a>(
+    handles: &'a mut BTreeMap<String, Handle>,
+    again: &'a mut Option<String>,
+) -> impl FnMut(&mut String) -> wire::Fired + 'a {
+    move |name: &mut String| match handles.get(name.as_str()).copied() {
+        Some(Handle::Fired(kind, state)) => {
+            handles.insert(name.clone(), Handle::Done);
+            Some((kind, state))
+        }
+        Some(Handle::Done) => {
+            again.get_or_insert_with(|| name.clone());
+            None
+        }
+        Some(Handle::Pending) | None => None,
+    }
+}
+
 /// Who deleted a node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum By {
@@ -1658,10 +1695,15 @@ struct Acq {
     /// ([`wire::Watches`], the library's driver's table): my node's, the
     /// release marker's, the watched nodes'.
     watches: wire::Watches<String>,
-    /// The events of the carrier's watches that fired and that it was not
-    /// asked for yet, by their nodes' names: as the library's watch futures
-    /// hold their events until polled (`wire::Run::gather`, `wire::Run::pump`).
-    fired: BTreeMap<String, (WatchedKind, SessionState)>,
+    /// The carrier's watches for the wait, by their nodes' names, as the
+    /// library's watch futures: each set by an answer, holding its event
+    /// once it fired until the table asks for it (`wire::Run::gather`,
+    /// `wire::Run::pump`), and never asked again after it gave it.
+    handles: BTreeMap<String, Handle>,
+    /// The session's state channel as the driver's `StateWatcher` holds it
+    /// (a `tokio::sync::watch`: the latest change not asked for yet), until
+    /// `wire::Run::gather` or `wire::Run::pump` asks.
+    states: Option<SessionState>,
     /// The acquire's loop ([`wire::Run`], the library's driver's): what
     /// the watches and the session gave and the machine did not take yet
     /// ([`wire::Arrivals`]; the watched nodes' events that fire while an
@@ -3352,7 +3394,8 @@ impl World {
             waiting: false,
             watching: BTreeSet::new(),
             watches: wire::Watches::default(),
-            fired: BTreeMap::new(),
+            handles: BTreeMap::new(),
+            states: None,
             run: wire::Run::new(contender::Deadlines::forever(), connection),
             polls: None,
             waited: false,
@@ -3431,14 +3474,15 @@ impl World {
             }
         };
         // The exchange cut short goes with the watches its answers left, as
-        // the library's driver drops the exchange it carried.
+        // the library's driver drops the exchange it carried: dropped, none
+        // left to linger.
         let left: Vec<wire::Watching<String>> = exchange
             .into_iter()
             .flat_map(|carried| carried.carry.finish().kept)
             .map(|kept| wire::Watching {
                 kind: kept.kind,
                 path: kept.path,
-                lingers: kept.lingers,
+                lingers: false,
                 watch: kept.watch,
             })
             .collect();
@@ -3571,7 +3615,11 @@ impl World {
                 if !matches!(self.contenders[c].state, CState::Acquiring | CState::Withdrawing) {
                     return Ok(());
                 }
-                self.acq(c).run.arrivals_mut().session(state);
+                if self.contenders[c].state == CState::Acquiring {
+                    self.acq(c).states = Some(state);
+                } else {
+                    self.acq(c).run.arrivals_mut().session(state);
+                }
                 self.take_arrivals(c)
             }
         }
@@ -3627,9 +3675,19 @@ impl World {
                 }
                 // The carrier's watch holds its event until the wait's
                 // table asks for it (`wire::Watches::collect`): at once if
-                // the wait waits, else as the exchange under way ends.
+                // the wait waits, else as the exchange under way ends. A
+                // watch of the client's that the carrier does not hold is a
+                // watch it neither kept nor let go of.
                 note!(self, "c{c}'s {whose:?} watch <- {event:?} ({name})");
-                acq.fired.insert(name.to_owned(), (kind, event_state));
+                match acq.handles.get_mut(name) {
+                    Some(handle @ Handle::Pending) => *handle = Handle::Fired(kind, event_state),
+                    other => {
+                        let other = format!("{other:?}");
+                        return self.fail(format!(
+                            "c{c}'s {whose:?} watch on {name} fired, and its carrier holds no such watch waiting ({other})"
+                        ));
+                    }
+                }
                 self.take_arrivals(c)
             }
             _ => Ok(()),
@@ -3664,10 +3722,21 @@ impl World {
             return Ok(());
         }
         let Acq {
-            run, watches, fired, ..
+            run,
+            watches,
+            handles,
+            states,
+            ..
         } = acq;
-        run.gather(watches, |name| fired.remove(name), || None);
-        match run.arrived(now, polled_error.map(Fault::Carrier)) {
+        let mut again = None;
+        run.gather(watches, ask(handles, &mut again), || states.take());
+        if let Some(name) = again {
+            return self.fail(format!(
+                "c{c}'s carrier asked its watch on {name} again after it gave its event"
+            ));
+        }
+        let acq = self.acq(c);
+        match acq.run.arrived(now, polled_error.map(Fault::Carrier)) {
             Some(acquire::Input::Event(event)) => self.on_event(c, event),
             Some(input) => self.fail(format!("c{c} took {input:?} from what arrived")),
             None => Ok(()),
@@ -3845,6 +3914,9 @@ impl World {
         }
         // As the library's driver, the watches of the kinds the exchange
         // sets go as it is sent, but those it keeps (`wire::Watches::replace`).
+        if exchange.forgets_session_changes() {
+            self.acq(c).states = None;
+        }
         let gone = self.acq(c).watches.replace(&exchange);
         self.let_go(c, gone);
         let mut carried = Carried::new(serial, exchange);
@@ -3870,6 +3942,22 @@ impl World {
         Ok(())
     }
 
+    /// The client registers a watch of contender `c` on `name`, `whose` it
+    /// is: a wait's is the carrier's from now on, not fired yet (one it had
+    /// on that node before is replaced: its event is not this one's).
+    fn hold(&mut self, c: usize, name: &str, whose: Watch) {
+        if let Some(acq) = self.contenders[c].acq.as_mut() {
+            match whose {
+                Watch::Own | Watch::Marker | Watch::Watched => {
+                    acq.handles.insert(name.to_owned(), Handle::Pending);
+                }
+                Watch::Held => {
+                    acq.handles.remove(name);
+                }
+            }
+        }
+    }
+
     /// The carrier lets go of watches its table no longer holds
     /// ([`wire::Watches::replace`], `drop_marker`, `drain`), as the library's
     /// driver does: one that lingers ([`wire::Exchange::lingers`]) the client
@@ -3883,7 +3971,7 @@ impl World {
         for watching in gone {
             let name = watching.watch;
             if let Some(acq) = self.contenders[c].acq.as_mut() {
-                acq.fired.remove(&name);
+                acq.handles.remove(&name);
             }
             let registry = &mut self.sessions[s].registry;
             let held = |k: &Kept| k.name == name && k.whose == watching.kind && !k.detached;
@@ -3914,7 +4002,8 @@ impl World {
         };
         *acq.run.arrivals_mut() = wire::Arrivals::default();
         let gone = acq.watches.drain();
-        acq.fired.clear();
+        acq.handles.clear();
+        acq.states = None;
         if !gone.is_empty() {
             note!(self, "c{c}'s wait is over: it lets go of its watches");
         }
@@ -4064,7 +4153,8 @@ impl World {
         let Acq {
             run,
             watches,
-            fired,
+            handles,
+            states,
             machine,
             wire,
             ..
@@ -4074,13 +4164,19 @@ impl World {
         }
         watches.keep(carried.kept);
         if acquiring {
+            let mut again = None;
             run.pump(
                 watches,
-                |name| fired.remove(name),
-                || None,
+                ask(handles, &mut again),
+                || states.take(),
                 |event| machine.event(event),
             );
             machine.inner.watches_pending(&watches.pending_watched());
+            if let Some(name) = again {
+                return self.fail(format!(
+                    "c{c}'s carrier asked its watch on {name} again after it gave its event"
+                ));
+            }
         }
         let action = machine.settle(wire, &carried.exchange);
         self.act(c, action)
@@ -4151,11 +4247,7 @@ impl World {
                 continue;
             };
             self.stats.marker_watches += u64::from(whose == Watch::Marker);
-            // A new watch on the node: an event of one before it (its
-            // registration replaced) is not its event.
-            if let Some(acq) = self.contenders[c].acq.as_mut() {
-                acq.fired.remove(&name);
-            }
+            self.hold(c, &name, whose);
             let registry = &mut self.sessions[s].registry;
             registry.retain(|k| k.name != name);
             registry.push(Kept {
@@ -4194,9 +4286,7 @@ impl World {
             } else {
                 Rearm::Exist
             };
-            if let Some(acq) = self.contenders[c].acq.as_mut() {
-                acq.fired.remove(&name);
-            }
+            self.hold(c, &name, whose);
             let registry = &mut self.sessions[s].registry;
             registry.retain(|k| k.name != name);
             registry.push(Kept {
@@ -4438,15 +4528,25 @@ impl World {
             // fresh look does.
             let state = self.session_state(c);
             let Acq {
-                run, watches, fired, ..
+                run,
+                watches,
+                handles,
+                states,
+                ..
             } = self.acq(c);
             let plan = run.wait(poll, watches.watching());
             let now = wire::Now {
                 nothing_to_watch: plan.nothing_to_watch,
                 ..wire::Now::quiet(state)
             };
-            run.gather(watches, |name| fired.remove(name), || None);
-            return match run.arrived(now, None) {
+            let mut again = None;
+            run.gather(watches, ask(handles, &mut again), || states.take());
+            if let Some(name) = again {
+                return self.fail(format!(
+                    "c{c}'s carrier asked its watch on {name} again after it gave its event"
+                ));
+            }
+            return match self.acq(c).run.arrived(now, None) {
                 Some(acquire::Input::Event(event)) => {
                     note!(self, "c{c} <- {event:?}, kept for the wait");
                     self.on_event(c, event)
@@ -4964,7 +5064,10 @@ impl World {
         // table holds one (its event, if it fired and was not asked for,
         // with it), as the driver hands over the one it kept.
         let handed = acq.watches.take_own();
-        let handed_event = handed.as_ref().and_then(|name| acq.fired.remove(name));
+        let handed_event = match handed.as_ref().and_then(|name| acq.handles.remove(name)) {
+            Some(Handle::Fired(kind, state)) => Some((kind, state)),
+            _ => None,
+        };
         self.drop_wait_watches(c);
         let acq = self.acq(c);
         // Odd contenders are candidates of an election: a granted writer
@@ -7074,7 +7177,7 @@ fn scenario_a_data_change_before_a_permits_watches_are_all_set_is_kept_for_the_w
             w.contenders[2]
                 .acq
                 .as_ref()
-                .is_some_and(|a| a.fired.contains_key(&c1)),
+                .is_some_and(|a| matches!(a.handles.get(&c1), Some(Handle::Fired(..)))),
             "c2's carrier holds c1's event (its watch fired) for the wait",
         )?;
         w.settle()?;

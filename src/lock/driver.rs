@@ -348,8 +348,12 @@ struct Driver<'a> {
 pub(super) struct Leftovers(Mutex<Lingering<WatchFuture>>);
 
 impl Leftovers {
-    /// Takes a watch a wait no longer needs ([`Lingering::let_go`]).
+    /// Takes a watch a wait no longer needs ([`Lingering::let_go`]); one
+    /// that does not linger is dropped here, without the lock.
     fn let_go(&self, watching: Watching<WatchFuture>) {
+        if !watching.lingers {
+            return;
+        }
         if let Ok(mut kept) = self.0.lock() {
             kept.let_go(watching, |watch| fired(watch).is_some());
         }

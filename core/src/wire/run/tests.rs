@@ -318,8 +318,27 @@ fn a_reconnection_seen_as_the_waits_watches_leave_rebuilds_them_without_what_the
     assert!(machine.own_readable(), "not told: that exchange forgets nothing");
 }
 
-/// A watch of these tests: what it gives when asked.
-type Handle = Option<(WatchedKind, SessionState)>;
+/// A watch of these tests, as a watch future: pending, fired (its event
+/// not asked for yet), or done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Handle {
+    Pending,
+    Fires(WatchedKind, SessionState),
+    Gave,
+}
+
+/// Asks a watch of these tests: its event, once; asked again after it gave
+/// it, a panic (a future polled after it completed).
+fn once(handle: &mut Handle) -> Fired {
+    match *handle {
+        Handle::Pending => None,
+        Handle::Fires(kind, state) => {
+            *handle = Handle::Gave;
+            Some((kind, state))
+        }
+        Handle::Gave => panic!("a watch asked again after it gave its event"),
+    }
+}
 
 /// My node's watch and the watched node 2's, as a lock's wait keeps them.
 fn kept_watches(own: Handle, watched: Handle) -> Watches<Handle> {
@@ -340,24 +359,20 @@ fn kept_watches(own: Handle, watched: Handle) -> Watches<Handle> {
 #[test]
 fn a_wait_gathers_what_its_watches_and_the_session_gave_and_says_whether_anything_did() {
     let mut run = forever();
-    let mut quiet = kept_watches(None, None);
-    assert!(!run.gather(&mut quiet, |w| *w, || None), "nothing: it sleeps");
-    let fired = Some((WatchedKind::Deleted, Connected));
+    let mut quiet = kept_watches(Handle::Pending, Handle::Pending);
+    assert!(!run.gather(&mut quiet, once, || None), "nothing: it sleeps");
+    let fired = Handle::Fires(WatchedKind::Deleted, Connected);
     let mut watches = kept_watches(fired, fired);
-    assert!(run.gather(&mut watches, |w| *w, || Some(Disconnected)));
+    assert!(run.gather(&mut watches, once, || Some(Disconnected)));
     let arrivals = run.arrivals();
     assert!(arrivals.has_own() && arrivals.has_watched() && arrivals.has_session());
     assert!(!watches.watching(), "a fired watch is out of the table");
     // A change of the session waits here: the session is not asked again until it is taken.
     let mut asked = false;
-    assert!(run.gather(
-        &mut quiet,
-        |w| *w,
-        || {
-            asked = true;
-            None
-        }
-    ));
+    assert!(run.gather(&mut quiet, once, || {
+        asked = true;
+        None
+    }));
     assert!(!asked);
 }
 
@@ -365,13 +380,13 @@ fn a_wait_gathers_what_its_watches_and_the_session_gave_and_says_whether_anythin
 fn what_arrived_during_a_request_is_all_fed_but_the_watched_nodes_events_stay_for_the_wait() {
     let mut run = forever();
     let mut watches = kept_watches(
-        Some((WatchedKind::DataChanged, Connected)),
-        Some((WatchedKind::Deleted, Connected)),
+        Handle::Fires(WatchedKind::DataChanged, Connected),
+        Handle::Fires(WatchedKind::Deleted, Connected),
     );
     // Two changes of the session seen already: both are taken, one after the other.
     let mut changes = vec![Expired, Disconnected];
     let mut fed = Vec::new();
-    run.pump(&mut watches, |w| *w, || changes.pop(), |event| fed.push(event));
+    run.pump(&mut watches, once, || changes.pop(), |event| fed.push(event));
     assert_eq!(
         fed,
         [
