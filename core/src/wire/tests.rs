@@ -35,6 +35,20 @@ pub(super) fn lock_watches() -> Action {
     })
 }
 
+/// A semaphore's wait on `h-W-0000000002` and `h-W-0000000001` that keeps
+/// its watch on the first, set before, and leaves its watches to fire.
+pub(super) fn semaphore_watches() -> Action {
+    Action::Acquire(acquire::Action::SetWatches {
+        own: false,
+        together: false,
+        watched: "h-W-0000000002".to_owned(),
+        marker: None,
+        also: vec!["h-W-0000000001".to_owned()],
+        lingers: true,
+        kept: vec!["h-W-0000000002".to_owned()],
+    })
+}
+
 pub(super) fn stat(czxid: i64) -> Stat {
     Stat {
         czxid,

@@ -1,7 +1,7 @@
 use super::*;
 use crate::acquire;
 use crate::contender::{child_path, Action};
-use crate::wire::tests::{lock_watches, waiting, DIR};
+use crate::wire::tests::{lock_watches, semaphore_watches, waiting, DIR};
 
 use SessionState::{Connected, Disconnected, Expired};
 use WatchedKind::{Created, DataChanged, Deleted, Session};
@@ -213,16 +213,7 @@ fn an_exchange_drops_the_events_of_the_watches_it_sets_anew_but_those_it_keeps()
     arrivals.replaced(&exchange);
     assert!(arrivals.is_empty(), "{arrivals:?}");
     // A semaphore's keeps the watches it does not ask for again, and their events.
-    let semaphore_watches = Action::Acquire(acquire::Action::SetWatches {
-        own: false,
-        together: false,
-        watched: "h-W-0000000002".to_owned(),
-        marker: None,
-        also: vec!["h-W-0000000001".to_owned()],
-        lingers: true,
-        kept: vec!["h-W-0000000002".to_owned()],
-    });
-    let exchange = wire.exchange(&semaphore_watches, &machine).expect("watches");
+    let exchange = wire.exchange(&semaphore_watches(), &machine).expect("watches");
     let mut arrivals = filled();
     arrivals.replaced(&exchange);
     assert!(arrivals.fired(&watched(2)) && !arrivals.fired(&watched(1)));

@@ -1,7 +1,7 @@
 use super::*;
 use crate::acquire::{self, Event, Input, NodeEvent};
 use crate::contender::{child_path, Action};
-use crate::wire::tests::{lock_watches, waiting, DIR};
+use crate::wire::tests::{lock_watches, semaphore_watches, waiting, DIR};
 use crate::wire::Now;
 
 use SessionState::{Connected, Expired};
@@ -52,18 +52,6 @@ fn all() -> Watches<Handle> {
         kept(Watch::Held, path(3), false, handle("held")),
     ]);
     watches
-}
-
-fn semaphore_watches() -> Action {
-    Action::Acquire(acquire::Action::SetWatches {
-        own: false,
-        together: false,
-        watched: "h-W-0000000002".to_owned(),
-        marker: None,
-        also: vec!["h-W-0000000001".to_owned()],
-        lingers: true,
-        kept: vec!["h-W-0000000002".to_owned()],
-    })
 }
 
 #[test]
