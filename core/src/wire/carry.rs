@@ -163,11 +163,6 @@ impl<W, E> Carry<W, E> {
         self.complete
     }
 
-    /// The watches kept so far, in the order their answers came.
-    pub fn kept(&self) -> &[Kept<W>] {
-        &self.kept
-    }
-
     /// The exchange, with the answers fed so far.
     pub fn exchange(&self) -> &Exchange {
         &self.exchange

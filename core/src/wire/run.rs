@@ -298,7 +298,7 @@ impl<T: Copy + Ord, E> Run<T, E> {
     /// Tells the machine (`feed`: `Contender::event`) what arrived while a request was in flight, as
     /// the exchange's answers are in and before they are settled: my own
     /// node's watch, the release marker's, and the session's changes, all
-    /// of it, asked again until nothing more is there
+    /// of it, asked again until a look feeds nothing more
     /// ([`Arrivals::while_carrying`]); the watched nodes' events stay for the
     /// wait.
     pub fn pump<W>(
@@ -310,11 +310,11 @@ impl<T: Copy + Ord, E> Run<T, E> {
     ) {
         loop {
             self.gather(watches, &mut fired, &mut session);
-            let arrivals = &self.arrivals;
-            if !(arrivals.has_own() || arrivals.has_marker() || arrivals.has_session()) {
+            let events = self.arrivals.while_carrying();
+            if events.is_empty() {
                 return;
             }
-            for event in self.arrivals.while_carrying() {
+            for event in events {
                 feed(event);
             }
         }
