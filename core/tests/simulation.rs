@@ -3480,10 +3480,8 @@ impl World {
             .into_iter()
             .flat_map(|carried| carried.carry.finish().kept)
             .map(|kept| wire::Watching {
-                kind: kept.kind,
-                path: kept.path,
                 lingers: false,
-                watch: kept.watch,
+                ..kept.into()
             })
             .collect();
         self.let_go(c, left);
@@ -3721,22 +3719,8 @@ impl World {
         if !acq.waiting {
             return Ok(());
         }
-        let Acq {
-            run,
-            watches,
-            handles,
-            states,
-            ..
-        } = acq;
-        let mut again = None;
-        run.gather(watches, ask(handles, &mut again), || states.take());
-        if let Some(name) = again {
-            return self.fail(format!(
-                "c{c}'s carrier asked its watch on {name} again after it gave its event"
-            ));
-        }
-        let acq = self.acq(c);
-        match acq.run.arrived(now, polled_error.map(Fault::Carrier)) {
+        self.gather(c)?;
+        match self.acq(c).run.arrived(now, polled_error.map(Fault::Carrier)) {
             Some(acquire::Input::Event(event)) => self.on_event(c, event),
             Some(input) => self.fail(format!("c{c} took {input:?} from what arrived")),
             None => Ok(()),
@@ -3940,6 +3924,32 @@ impl World {
             self.send_request(c, serial, send.index, send.request);
         }
         Ok(())
+    }
+
+    /// The wait asks its table of watches and the session's slot what they
+    /// gave ([`wire::Run::gather`]), as the driver's wait does.
+    fn gather(&mut self, c: usize) -> Check {
+        let Acq {
+            run,
+            watches,
+            handles,
+            states,
+            ..
+        } = self.acq(c);
+        let mut again = None;
+        run.gather(watches, ask(handles, &mut again), || states.take());
+        self.asked_again(c, again)
+    }
+
+    /// A check: the carrier's table asked no watch again after it gave its
+    /// event (`again`, from [`ask`]).
+    fn asked_again(&mut self, c: usize, again: Option<String>) -> Check {
+        match again {
+            Some(name) => self.fail(format!(
+                "c{c}'s carrier asked its watch on {name} again after it gave its event"
+            )),
+            None => Ok(()),
+        }
     }
 
     /// The client registers a watch of contender `c` on `name`, `whose` it
@@ -4156,7 +4166,6 @@ impl World {
             handles,
             states,
             machine,
-            wire,
             ..
         } = self.acq(c);
         if let (Some(fault), Some(_)) = (carried.blamed, carried.exchange.blame()) {
@@ -4172,12 +4181,9 @@ impl World {
                 |event| machine.event(event),
             );
             machine.inner.watches_pending(&watches.pending_watched());
-            if let Some(name) = again {
-                return self.fail(format!(
-                    "c{c}'s carrier asked its watch on {name} again after it gave its event"
-                ));
-            }
+            self.asked_again(c, again)?;
         }
+        let Acq { machine, wire, .. } = self.acq(c);
         let action = machine.settle(wire, &carried.exchange);
         self.act(c, action)
     }
@@ -4527,25 +4533,13 @@ impl World {
             // under way ends the wait at once; with nothing to watch, a
             // fresh look does.
             let state = self.session_state(c);
-            let Acq {
-                run,
-                watches,
-                handles,
-                states,
-                ..
-            } = self.acq(c);
-            let plan = run.wait(poll, watches.watching());
+            let acq = self.acq(c);
+            let plan = acq.run.wait(poll, acq.watches.watching());
             let now = wire::Now {
                 nothing_to_watch: plan.nothing_to_watch,
                 ..wire::Now::quiet(state)
             };
-            let mut again = None;
-            run.gather(watches, ask(handles, &mut again), || states.take());
-            if let Some(name) = again {
-                return self.fail(format!(
-                    "c{c}'s carrier asked its watch on {name} again after it gave its event"
-                ));
-            }
+            self.gather(c)?;
             return match self.acq(c).run.arrived(now, None) {
                 Some(acquire::Input::Event(event)) => {
                     note!(self, "c{c} <- {event:?}, kept for the wait");

@@ -14,8 +14,8 @@
 //! watches = Watches::default()
 //! each exchange:  for w in watches.replace(&exchange): lingering.let_go(w, fired)   (the rest dropped)
 //!                 carry it; watches.keep(what the answers left)
-//!                 watches.collect(run.arrivals_mut(), fired); machine.watches_pending(&watches.pending_watched())
-//! each wait:      wait until watches.collect(.., fired) told run.arrivals_mut() something
+//!                 run.pump(&mut watches, fired, ..) (it collects); machine.watches_pending(&watches.pending_watched())
+//! each wait:      sleep until run.gather(&mut watches, fired, ..) (it collects) says something arrived
 //! the grant:      the guard's keeper takes watches.take_own()
 //! the end:        for w in watches.drain(): lingering.let_go(w, fired)
 //! ```
@@ -43,6 +43,18 @@ pub struct Watching<W> {
     pub lingers: bool,
     /// The carrier's watch.
     pub watch: W,
+}
+
+impl<W> From<Kept<W>> for Watching<W> {
+    /// The watch an answer left, as the table holds it.
+    fn from(kept: Kept<W>) -> Watching<W> {
+        Watching {
+            kind: kept.kind,
+            path: kept.path,
+            lingers: kept.lingers,
+            watch: kept.watch,
+        }
+    }
 }
 
 /// The pending watches of one acquire (see the module's documentation).
@@ -96,13 +108,8 @@ impl<W> Watches<W> {
     /// (`Watch::Held`) is its keeper's, not the acquire's.
     pub fn keep(&mut self, kept: impl IntoIterator<Item = Kept<W>>) {
         for kept in kept {
-            let watching = Watching {
-                kind: kept.kind,
-                path: kept.path,
-                lingers: kept.lingers,
-                watch: kept.watch,
-            };
-            match kept.kind {
+            let watching = Watching::from(kept);
+            match watching.kind {
                 Watch::Own => self.own = Some(watching),
                 Watch::Marker => self.marker = Some(watching),
                 Watch::Watched => self.watched.push(watching),
