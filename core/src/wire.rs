@@ -37,7 +37,7 @@ pub use arrivals::{Arrivals, Now, Taken};
 pub use carry::{Answered, Carried, Carry, Fault, Kept, Send};
 pub use keeping::{Keeper, Keeping, Loss, Report};
 pub use poll::Poll;
-pub use run::{Next, Run, Step, Wait};
+pub use run::{Next, Run, Step, Stepping, Wait};
 pub use watches::{Fired, Lingering, Watches, Watching};
 
 use crate::acquire::{self, Record, Reply as WaitReply};

@@ -853,6 +853,22 @@ struct Machine {
     own_written: bool,
 }
 
+/// The run steps the machine as this one (its events dropped, its
+/// answers misread, its actions broken as the mutation says).
+impl wire::Stepping for Machine {
+    fn contender(&mut self) -> &mut contender::Contender {
+        &mut self.inner
+    }
+
+    fn event(&mut self, event: Event) {
+        Machine::event(self, event);
+    }
+
+    fn settle(&mut self, wire: &mut Wire, exchange: &Exchange) -> Action {
+        Machine::settle(self, wire, exchange)
+    }
+}
+
 impl Machine {
     fn new(inner: contender::Contender, mode: Mode, session: i64, mutation: Mutation) -> Machine {
         Machine {
@@ -1691,10 +1707,6 @@ struct Acq {
     /// The nodes the wait is concerned with since its last `SetWatches`:
     /// the watched node, and a semaphore's other watched nodes (`also`).
     watching: BTreeSet<String>,
-    /// The watches the carrier holds for the wait, by their nodes' names
-    /// ([`wire::Watches`], the library's driver's table): my node's, the
-    /// release marker's, the watched nodes'.
-    watches: wire::Watches<String>,
     /// The carrier's watches for the wait, by their nodes' names, as the
     /// library's watch futures: each set by an answer, holding its event
     /// once it fired until the table asks for it (`wire::Run::gather`,
@@ -1704,8 +1716,10 @@ struct Acq {
     /// (a `tokio::sync::watch`: the latest change not asked for yet), until
     /// `wire::Run::gather` or `wire::Run::pump` asks.
     states: Option<SessionState>,
-    /// The acquire's loop ([`wire::Run`], the library's driver's): what
-    /// the watches and the session gave and the machine did not take yet
+    /// The acquire's loop ([`wire::Run`], the library's driver's): the
+    /// watches the carrier holds for the wait, by their nodes' names (my
+    /// node's, the release marker's, the watched nodes': [`wire::Watches`]),
+    /// what they and the session gave and the machine did not take yet
     /// ([`wire::Arrivals`]; the watched nodes' events that fire while an
     /// exchange is under way stay there for the next `Wait`, and go with
     /// the watches when the carrier sends new ones, but those of the nodes
@@ -1714,7 +1728,7 @@ struct Acq {
     /// the last exchange blamed or the look that ended the wait's poll,
     /// since the machine's last request. The model's deadline is an event
     /// of its own ([`World::deadline`]): the run's deadlines are none.
-    run: wire::Run<u64, Fault<Error>>,
+    run: wire::Run<u64, Fault<Error>, String>,
     /// The polls of the wait (`Wait { poll: true }`), until it ends.
     polls: Option<Polls>,
     waited: bool,
@@ -3393,7 +3407,6 @@ impl World {
             taken: None,
             waiting: false,
             watching: BTreeSet::new(),
-            watches: wire::Watches::default(),
             handles: BTreeMap::new(),
             states: None,
             run: wire::Run::new(contender::Deadlines::forever(), connection),
@@ -3901,7 +3914,7 @@ impl World {
         if exchange.forgets_session_changes() {
             self.acq(c).states = None;
         }
-        let gone = self.acq(c).watches.replace(&exchange);
+        let gone = self.acq(c).run.watches_mut().replace(&exchange);
         self.let_go(c, gone);
         let mut carried = Carried::new(serial, exchange);
         if carried.carry.is_complete() {
@@ -3930,14 +3943,10 @@ impl World {
     /// gave ([`wire::Run::gather`]), as the driver's wait does.
     fn gather(&mut self, c: usize) -> Check {
         let Acq {
-            run,
-            watches,
-            handles,
-            states,
-            ..
+            run, handles, states, ..
         } = self.acq(c);
         let mut again = None;
-        run.gather(watches, ask(handles, &mut again), || states.take());
+        run.gather(ask(handles, &mut again), || states.take());
         self.asked_again(c, again)
     }
 
@@ -4011,7 +4020,7 @@ impl World {
             return;
         };
         *acq.run.arrivals_mut() = wire::Arrivals::default();
-        let gone = acq.watches.drain();
+        let gone = acq.run.watches_mut().drain();
         acq.handles.clear();
         acq.states = None;
         if !gone.is_empty() {
@@ -4162,29 +4171,27 @@ impl World {
         let acquiring = self.contenders[c].state == CState::Acquiring;
         let Acq {
             run,
-            watches,
             handles,
             states,
             machine,
+            wire,
             ..
         } = self.acq(c);
         if let (Some(fault), Some(_)) = (carried.blamed, carried.exchange.blame()) {
             run.blamed(fault);
         }
-        watches.keep(carried.kept);
-        if acquiring {
+        let action = if acquiring {
+            // As the library's driver (`wire::Run::exchanged`).
             let mut again = None;
-            run.pump(
-                watches,
-                ask(handles, &mut again),
-                || states.take(),
-                |event| machine.event(event),
-            );
-            machine.inner.watches_pending(&watches.pending_watched());
+            let fired = ask(handles, &mut again);
+            let exchange = &carried.exchange;
+            let action = run.exchanged(machine, wire, exchange, carried.kept, fired, || states.take());
             self.asked_again(c, again)?;
-        }
-        let Acq { machine, wire, .. } = self.acq(c);
-        let action = machine.settle(wire, &carried.exchange);
+            action
+        } else {
+            run.watches_mut().keep(carried.kept);
+            machine.settle(wire, &carried.exchange)
+        };
         self.act(c, action)
     }
 
@@ -4534,7 +4541,7 @@ impl World {
             // fresh look does.
             let state = self.session_state(c);
             let acq = self.acq(c);
-            let plan = acq.run.wait(poll, acq.watches.watching());
+            let plan = acq.run.wait(poll);
             let now = wire::Now {
                 nothing_to_watch: plan.nothing_to_watch,
                 ..wire::Now::quiet(state)
@@ -4633,7 +4640,7 @@ impl World {
         }
         let acq = self.acq(c);
         if acq.machine.mutation != Mutation::KeepMarkerWatch {
-            let gone = acq.watches.drop_marker().into_iter().collect();
+            let gone = acq.run.watches_mut().drop_marker().into_iter().collect();
             self.stats.unwatches += self.let_go(c, gone) as u64;
         }
         let s = self.contenders[c].session;
@@ -5057,7 +5064,7 @@ impl World {
         // The guard's keeper takes over my node's watch, if the wait's
         // table holds one (its event, if it fired and was not asked for,
         // with it), as the driver hands over the one it kept.
-        let handed = acq.watches.take_own();
+        let handed = acq.run.watches_mut().take_own();
         let handed_event = match handed.as_ref().and_then(|name| acq.handles.remove(name)) {
             Some(Handle::Fired(kind, state)) => Some((kind, state)),
             _ => None,

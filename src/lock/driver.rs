@@ -24,7 +24,7 @@ use crate::contender::{self, child_path, Blame, Contender, Deadlines, Downgradin
 use crate::error::Error;
 use crate::node_name::Mode;
 use crate::stats::End;
-use crate::wire::{self, Exchange, Fired, Lingering, Next, Notice, Now, Run, Watches, Watching};
+use crate::wire::{self, Exchange, Fired, Lingering, Next, Notice, Now, Run, Watching};
 use crate::zk;
 
 /// Where an acquire publishes its place in the queue.
@@ -157,7 +157,6 @@ impl SharedLock {
             lock: self,
             states,
             node: String::new(),
-            watches: Watches::default(),
             polled: Vec::new(),
             run: Run::new(deadlines, connection),
         };
@@ -177,7 +176,7 @@ impl SharedLock {
             }
             if step.drop_marker {
                 // Dropping it removes it from the server, unless it fired.
-                drop(driver.watches.drop_marker());
+                drop(driver.run.watches_mut().drop_marker());
             }
             if let (true, Some(name)) = (driver.node.is_empty(), machine.node()) {
                 driver.node = child_path(&inner.path, name);
@@ -185,7 +184,7 @@ impl SharedLock {
             action = match step.next {
                 Next::Grant { .. } => {
                     debug!(node = %driver.node, handoff = counts.handoff, "granted");
-                    let own_watch = driver.watches.take_own();
+                    let own_watch = driver.run.watches_mut().take_own();
                     let holder = inner.stats.holder(mode, client);
                     return Ok(Some(pending.grant(own_watch, holder)));
                 }
@@ -211,7 +210,7 @@ impl SharedLock {
                     if let Some(first) = driver.polled.first() {
                         self.warn_unreadable(first);
                     }
-                    debug!(node = %driver.node, watching = ?driver.watches.pending_watched(), polling = poll, "waiting");
+                    debug!(node = %driver.node, watching = ?driver.run.watches().pending_watched(), polling = poll, "waiting");
                     let until = driver.run.until(machine);
                     let input = driver.wait(poll, until).await;
                     debug!(node = %driver.node, input = ?input, "woke up");
@@ -241,22 +240,16 @@ impl SharedLock {
                             wire::deadline(Some(carrying.exchange()), &mut pending.machine)
                         }
                         Some(()) => {
-                            let (exchange, watches) = carrier.finished(carrying);
+                            let (exchange, kept) = carrier.finished(carrying);
                             if let Some(blamed) = carrier.last_error.take() {
                                 driver.run.blamed(blamed);
                             }
-                            driver.watches.keep(watches);
                             let states = &mut driver.states;
                             let session = || state_now(states).map(session_state);
-                            let machine = &mut pending.machine;
-                            driver
+                            let (machine, wire) = (&mut pending.machine, &mut carrier.wire);
+                            let next = driver
                                 .run
-                                .pump(&mut driver.watches, fired, session, |e| machine.event(e));
-                            // Which watched nodes' watches are set and have
-                            // not fired: the machine keeps only those.
-                            let pending_watched = driver.watches.pending_watched();
-                            pending.machine.watches_pending(&pending_watched);
-                            let next = carrier.wire.settle(&exchange, &mut pending.machine);
+                                .exchanged(machine, wire, &exchange, kept, fired, session);
                             for notice in exchange.notices(&pending.machine) {
                                 self.notice(notice);
                             }
@@ -331,16 +324,14 @@ struct Driver<'a> {
     states: zk::StateWatcher,
     /// The full path of our node.
     node: String,
-    /// The pending watches: my node's, the release marker's, the watched
-    /// nodes' ([`Watches`] decides which).
-    watches: Watches<WatchFuture>,
     /// The watched nodes a wait polls (those it may not read), full paths.
     polled: Vec<String>,
-    /// The loop's state besides the machine ([`Run`]): what the watches
-    /// and the session's state gave and the machine did not take yet, and
-    /// the client's errors a failure reports, each with the path of its
-    /// request.
-    run: Run<Instant, (zk::Error, String)>,
+    /// The loop's state besides the machine ([`Run`]): the pending
+    /// watches (my node's, the release marker's, the watched nodes'), what
+    /// they and the session's state gave and the machine did not take yet,
+    /// and the client's errors a failure reports, each with the path of
+    /// its request.
+    run: Run<Instant, (zk::Error, String), WatchFuture>,
 }
 
 /// The watches a lock's waits left to fire ([`Lingering`]).
@@ -363,7 +354,7 @@ impl Leftovers {
 impl Drop for Driver<'_> {
     /// The wait's watches left to fire go to the lock's store.
     fn drop(&mut self) {
-        for watching in self.watches.drain() {
+        for watching in self.run.watches_mut().drain() {
             self.lock.inner.leftovers.let_go(watching);
         }
     }
@@ -386,7 +377,7 @@ impl Driver<'_> {
     /// and what they gave that was not taken ([`Watches::replace`]): the
     /// newer ones replace them.
     fn replace_watches(&mut self, exchange: &Exchange) {
-        for watching in self.watches.replace(exchange) {
+        for watching in self.run.watches_mut().replace(exchange) {
             self.lock.inner.leftovers.let_go(watching);
         }
     }
@@ -418,7 +409,7 @@ impl Driver<'_> {
     /// goes to [`Arrivals`]; the rest is returned.
     async fn gather(&mut self, poll: bool, until: Option<Instant>) -> Found {
         use std::future::Future;
-        let plan = self.run.wait(poll, self.watches.watching());
+        let plan = self.run.wait(poll);
         let nothing_to_watch = plan.nothing_to_watch;
         let client = self.lock.inner.client.clone();
         let polled_paths = self.polled.clone();
@@ -435,9 +426,7 @@ impl Driver<'_> {
                 None => std::future::pending().await,
             }
         });
-        let Driver {
-            states, watches, run, ..
-        } = self;
+        let Driver { states, run, .. } = self;
         let mut changed = std::pin::pin!(states.changed());
         std::future::poll_fn(|cx| {
             let waker = cx.waker();
@@ -447,7 +436,7 @@ impl Driver<'_> {
             };
             let fired =
                 |watch: &mut WatchFuture| poll_watch(watch, &mut std::task::Context::from_waker(waker));
-            let arrived = run.gather(watches, fired, session);
+            let arrived = run.gather(fired, session);
             let found = Found {
                 polled: match polled.as_mut().poll(cx) {
                     std::task::Poll::Ready(polled) => Some(polled),

@@ -10,42 +10,42 @@
 //! comes from [`Run::reported`], with the client's errors the run kept.
 //!
 //! ```text
-//! run = Run::new(deadlines, connection)
+//! run = Run::new(deadlines, connection)          (it holds the acquire's watches: run.watches_mut())
 //! action = machine.start()
 //! loop:
 //!     step = run.next(&mut machine, &wire, action, now, connection)
-//!     tell step.place if Some; watches.drop_marker() if step.drop_marker
+//!     tell step.place if Some; let go of watches.drop_marker() if step.drop_marker
 //!     action = match step.next:
 //!         Grant, GiveUp, Fail  -> the acquire's end (a failure: run.reported(..));
 //!                                 a grant hands watches.take_own() to the guard
 //!         Deadline             -> wire::deadline(None, &mut machine)
-//!         Wait { poll }        -> plan = run.wait(poll, watches.watching());
-//!                                 poll if plan.polls; until run.arrived(now, poll's error) is Some(input),
-//!                                 sleep until run.gather(&mut watches, fired, session) says something
+//!         Wait { poll }        -> plan = run.wait(poll); poll if plan.polls;
+//!                                 until run.arrived(now, poll's error) is Some(input),
+//!                                 sleep until run.gather(fired, session) says something
 //!                                 arrived, a poll ended or run.until(&machine) passed; machine.step(input)
 //!         Send(exchange)       -> if it forgets the session's changes: mark them seen, then
 //!                                 exchange = run.forgot_session_changes(.., connection now);
 //!                                 let go of watches.replace(&exchange); carry it (until run.until(&machine));
-//!                                 run.blamed(error) if it blames one; watches.keep(what it left);
-//!                                 run.pump(&mut watches, fired, session, |e| machine.event(e));
-//!                                 machine.watches_pending(&watches.pending_watched());
-//!                                 wire.settle(&exchange, &mut machine)
+//!                                 run.blamed(error) if it blames one;
+//!                                 run.exchanged(&mut machine, &mut wire, &exchange, what it left, fired, session)
 //!         Broken(what)         -> a typed error: this cannot happen
 //! ```
 
-use super::{Arrivals, Exchange, Fired, Now, Watches, Wire};
+use super::{Arrivals, Exchange, Fired, Kept, Now, Watches, Wire};
 use crate::acquire::{self, Event, Input, Place};
 use crate::contender::{Action, Contender, Deadlines, Failure, Reported, RequestError};
 use crate::lease::SessionState;
 
-/// One acquire's loop, besides its machine and its wire: what arrived and
+/// One acquire's loop, besides its machine and its wire: its watches
+/// (`W`, the carrier's handle of one: [`Watches`]), what arrived and
 /// was not taken ([`Arrivals`]), the deadlines, the connection its requests
 /// went on, the place last told, the client's errors a failure may report
 /// (`E`, the carrier's error), and the action of an exchange that forgets
 /// the session's changes, to build it again if the connection changed as
 /// they were forgotten.
 #[derive(Debug, Clone)]
-pub struct Run<T, E> {
+pub struct Run<T, E, W> {
+    watches: Watches<W>,
     deadlines: Deadlines<T>,
     connection: u64,
     place: Option<Place>,
@@ -118,11 +118,12 @@ pub struct Wait {
     pub nothing_to_watch: bool,
 }
 
-impl<T: Copy + Ord, E> Run<T, E> {
+impl<T: Copy + Ord, E, W> Run<T, E, W> {
     /// The loop of an acquire bounded by `deadlines`, begun on the
     /// session's connection number `connection`.
-    pub fn new(deadlines: Deadlines<T>, connection: u64) -> Run<T, E> {
+    pub fn new(deadlines: Deadlines<T>, connection: u64) -> Run<T, E, W> {
         Run {
+            watches: Watches::default(),
             deadlines,
             connection,
             place: None,
@@ -137,6 +138,20 @@ impl<T: Copy + Ord, E> Run<T, E> {
     /// ([`Contender::deadline`]).
     pub fn until(&self, machine: &Contender) -> Option<T> {
         machine.deadline(self.deadlines)
+    }
+
+    /// The acquire's watches.
+    pub fn watches(&self) -> &Watches<W> {
+        &self.watches
+    }
+
+    /// The acquire's watches, to change: the carrier drops the marker's
+    /// when a step says so ([`Step::drop_marker`]), lets go of those an
+    /// exchange replaces as it is sent ([`Watches::replace`]), hands my
+    /// node's to a guard ([`Watches::take_own`]), and lets go of the rest
+    /// as the acquire ends ([`Watches::drain`]).
+    pub fn watches_mut(&mut self) -> &mut Watches<W> {
+        &mut self.watches
     }
 
     /// What arrived and was not taken.
@@ -253,12 +268,12 @@ impl<T: Copy + Ord, E> Run<T, E> {
         changed
     }
 
-    /// How a wait that `poll`s waits, `watching` the watched nodes' watches
-    /// still set ([`Wait`]).
-    pub fn wait(&self, poll: bool, watching: bool) -> Wait {
+    /// How a wait that `poll`s waits ([`Wait`]), with the watched nodes'
+    /// watches it still holds ([`Watches::watching`]).
+    pub fn wait(&self, poll: bool) -> Wait {
         Wait {
             polls: poll && !self.arrivals.has_watched(),
-            nothing_to_watch: !poll && !watching,
+            nothing_to_watch: !poll && !self.watches.watching(),
         }
     }
 
@@ -280,13 +295,12 @@ impl<T: Copy + Ord, E> Run<T, E> {
     /// asked only while no change waits here). True if anything waits here
     /// now: a wait then looks ([`Run::arrived`]); otherwise it sleeps until
     /// a source has something, a poll ended or the deadline passed.
-    pub fn gather<W>(
+    pub fn gather(
         &mut self,
-        watches: &mut Watches<W>,
         fired: impl FnMut(&mut W) -> Fired,
         session: impl FnOnce() -> Option<SessionState>,
     ) -> bool {
-        watches.collect(&mut self.arrivals, fired);
+        self.watches.collect(&mut self.arrivals, fired);
         if !self.arrivals.has_session() {
             if let Some(state) = session() {
                 self.arrivals.session(state);
@@ -301,15 +315,14 @@ impl<T: Copy + Ord, E> Run<T, E> {
     /// of it, asked again until a look feeds nothing more
     /// ([`Arrivals::while_carrying`]); the watched nodes' events stay for the
     /// wait.
-    pub fn pump<W>(
+    pub fn pump(
         &mut self,
-        watches: &mut Watches<W>,
         mut fired: impl FnMut(&mut W) -> Fired,
         mut session: impl FnMut() -> Option<SessionState>,
         mut feed: impl FnMut(Event),
     ) {
         loop {
-            self.gather(watches, &mut fired, &mut session);
+            self.gather(&mut fired, &mut session);
             let events = self.arrivals.while_carrying();
             if events.is_empty() {
                 return;
@@ -318,6 +331,30 @@ impl<T: Copy + Ord, E> Run<T, E> {
                 feed(event);
             }
         }
+    }
+
+    /// What comes of an exchange `machine` sent, now that every answer is
+    /// in (`exchange`, carried to its end): the watches its answers left
+    /// are kept (`kept`, [`Watches::keep`]); what arrived meanwhile is fed
+    /// to the machine ([`Run::pump`], its sources asked with `fired` and
+    /// `session`); the machine keeps only the watched nodes' watches still
+    /// set ([`Watches::pending_watched`]); and the answers are settled
+    /// ([`Stepping::settle`]): the machine's next action. (The error of the
+    /// request the exchange blamed, if any, is told first: [`Run::blamed`].)
+    pub fn exchanged(
+        &mut self,
+        machine: &mut impl Stepping,
+        wire: &mut Wire,
+        exchange: &Exchange,
+        kept: Vec<Kept<W>>,
+        fired: impl FnMut(&mut W) -> Fired,
+        session: impl FnMut() -> Option<SessionState>,
+    ) -> Action {
+        self.watches.keep(kept);
+        self.pump(fired, session, |event| machine.event(event));
+        let pending = self.watches.pending_watched();
+        machine.contender().watches_pending(&pending);
+        machine.settle(wire, exchange)
     }
 
     /// The exchange carried blamed a request that failed with `error`
@@ -340,6 +377,32 @@ impl<T: Copy + Ord, E> Run<T, E> {
     ) -> Reported<'m, F> {
         let last = self.polled.take().or_else(|| self.blamed.take()).map(classify);
         failure.reported(machine, last, self.arrivals.ended(), now)
+    }
+}
+
+/// The machine an acquire's loop steps ([`Run::exchanged`]): the
+/// contender's own, or one that stands in for it and may misread on
+/// purpose (a test's).
+pub trait Stepping {
+    /// The contender's machine.
+    fn contender(&mut self) -> &mut Contender;
+
+    /// Tells the machine what arrived while a request was in flight
+    /// (`Contender::event`).
+    fn event(&mut self, event: Event) {
+        self.contender().event(event);
+    }
+
+    /// The machine's next action, now that the answers of `exchange` are
+    /// in ([`Wire::settle`]).
+    fn settle(&mut self, wire: &mut Wire, exchange: &Exchange) -> Action {
+        wire.settle(exchange, self.contender())
+    }
+}
+
+impl Stepping for Contender {
+    fn contender(&mut self) -> &mut Contender {
+        self
     }
 }
 

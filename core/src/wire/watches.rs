@@ -11,11 +11,11 @@
 //! only asks each handle whether it fired.
 //!
 //! ```text
-//! watches = Watches::default()
+//! watches = run.watches_mut()   (a [`super::Run`] holds one acquire's)
 //! each exchange:  for w in watches.replace(&exchange): lingering.let_go(w, fired)   (the rest dropped)
-//!                 carry it; watches.keep(what the answers left)
-//!                 run.pump(&mut watches, fired, ..) (it collects); machine.watches_pending(&watches.pending_watched())
-//! each wait:      sleep until run.gather(&mut watches, fired, ..) (it collects) says something arrived
+//!                 carry it; run.exchanged(.., what the answers left, fired, ..): it keeps them,
+//!                 pumps (it collects) and tells the machine watches.pending_watched()
+//! each wait:      sleep until run.gather(fired, ..) (it collects) says something arrived
 //! the grant:      the guard's keeper takes watches.take_own()
 //! the end:        for w in watches.drain(): lingering.let_go(w, fired)
 //! ```

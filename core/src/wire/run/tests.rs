@@ -6,7 +6,7 @@ use crate::wire::{Kept, Reply, Watch};
 
 use SessionState::{Connected, Disconnected, Expired};
 
-type TestRun = Run<u32, &'static str>;
+type TestRun = Run<u32, &'static str, Handle>;
 
 fn forever() -> TestRun {
     Run::new(Deadlines::forever(), 0)
@@ -195,15 +195,18 @@ fn an_exchange_sent_takes_away_what_the_watches_it_replaces_gave() {
 
 #[test]
 fn a_wait_polls_unless_a_watched_event_waits_and_looks_again_with_nothing_to_watch() {
-    let mut run = forever();
     for (poll, watching, polls, nothing_to_watch) in [
         (false, true, false, false),
         (false, false, false, true),
         (true, false, true, false),
         (true, true, true, false),
     ] {
+        let mut run = forever();
+        if watching {
+            *run.watches_mut() = kept_watches(Handle::Pending, Handle::Pending);
+        }
         assert_eq!(
-            run.wait(poll, watching),
+            run.wait(poll),
             Wait {
                 polls,
                 nothing_to_watch
@@ -211,12 +214,10 @@ fn a_wait_polls_unless_a_watched_event_waits_and_looks_again_with_nothing_to_wat
             "poll {poll}, watching {watching}"
         );
     }
+    let mut run = forever();
     run.arrivals_mut()
         .watched(&format!("{DIR}/h-W-0000000002"), WatchedKind::Deleted, Connected);
-    assert!(
-        !run.wait(true, false).polls,
-        "the event waiting here ends the wait"
-    );
+    assert!(!run.wait(true).polls, "the event waiting here ends the wait");
 }
 
 #[test]
@@ -358,18 +359,19 @@ fn kept_watches(own: Handle, watched: Handle) -> Watches<Handle> {
 
 #[test]
 fn a_wait_gathers_what_its_watches_and_the_session_gave_and_says_whether_anything_did() {
-    let mut run = forever();
-    let mut quiet = kept_watches(Handle::Pending, Handle::Pending);
-    assert!(!run.gather(&mut quiet, once, || None), "nothing: it sleeps");
+    let mut quiet = forever();
+    *quiet.watches_mut() = kept_watches(Handle::Pending, Handle::Pending);
+    assert!(!quiet.gather(once, || None), "nothing: it sleeps");
     let fired = Handle::Fires(WatchedKind::Deleted, Connected);
-    let mut watches = kept_watches(fired, fired);
-    assert!(run.gather(&mut watches, once, || Some(Disconnected)));
+    let mut run = forever();
+    *run.watches_mut() = kept_watches(fired, fired);
+    assert!(run.gather(once, || Some(Disconnected)));
     let arrivals = run.arrivals();
     assert!(arrivals.has_own() && arrivals.has_watched() && arrivals.has_session());
-    assert!(!watches.watching(), "a fired watch is out of the table");
+    assert!(!run.watches().watching(), "a fired watch is out of the table");
     // A change of the session waits here: the session is not asked again until it is taken.
     let mut asked = false;
-    assert!(run.gather(&mut quiet, once, || {
+    assert!(run.gather(once, || {
         asked = true;
         None
     }));
@@ -379,14 +381,14 @@ fn a_wait_gathers_what_its_watches_and_the_session_gave_and_says_whether_anythin
 #[test]
 fn what_arrived_during_a_request_is_all_fed_but_the_watched_nodes_events_stay_for_the_wait() {
     let mut run = forever();
-    let mut watches = kept_watches(
+    *run.watches_mut() = kept_watches(
         Handle::Fires(WatchedKind::DataChanged, Connected),
         Handle::Fires(WatchedKind::Deleted, Connected),
     );
     // Two changes of the session seen already: both are taken, one after the other.
     let mut changes = vec![Expired, Disconnected];
     let mut fed = Vec::new();
-    run.pump(&mut watches, once, || changes.pop(), |event| fed.push(event));
+    run.pump(once, || changes.pop(), |event| fed.push(event));
     assert_eq!(
         fed,
         [
@@ -412,4 +414,87 @@ fn what_arrived_during_a_request_is_all_fed_but_the_watched_nodes_events_stay_fo
         run.arrived(Now::quiet(Connected), None),
         Some(Input::Event(Event::Watched(NodeEvent::Deleted)))
     );
+}
+
+/// A machine that notes what the run tells it, and steps as the contender.
+struct Noting {
+    inner: Contender,
+    events: Vec<Event>,
+    settled: usize,
+}
+
+impl Stepping for Noting {
+    fn contender(&mut self) -> &mut Contender {
+        &mut self.inner
+    }
+
+    fn event(&mut self, event: Event) {
+        self.events.push(event);
+        self.inner.event(event);
+    }
+
+    fn settle(&mut self, wire: &mut Wire, exchange: &Exchange) -> Action {
+        self.settled += 1;
+        wire.settle(exchange, &mut self.inner)
+    }
+}
+
+#[test]
+fn an_exchanges_end_keeps_its_watches_feeds_what_arrived_counts_the_live_watches_then_settles() {
+    let (mut wire, machine, _) = waiting();
+    let mut run = forever();
+    let mut noting = Noting {
+        inner: machine,
+        events: Vec::new(),
+        settled: 0,
+    };
+    let Next::Send(mut exchange) = run.next(&mut noting.inner, &wire, lock_watches(), 0, 0).next else {
+        panic!("the wait's watches are sent");
+    };
+    let data = |czxid| Reply::Data {
+        data: Vec::new(),
+        stat: crate::wire::tests::stat(czxid),
+    };
+    exchange.answer(0, Ok(data(30)));
+    exchange.answer(1, Ok(Reply::Stat(None)));
+    exchange.answer(2, Ok(data(20)));
+    let kept = |kind, name: &str, watch| Kept {
+        kind,
+        path: child_path(DIR, name),
+        lingers: false,
+        watch,
+    };
+    let marker = crate::node_name::release_marker("h-W-0000000002");
+    let kept = vec![
+        kept(
+            Watch::Own,
+            "h-W-0000000003",
+            Handle::Fires(WatchedKind::DataChanged, Connected),
+        ),
+        kept(Watch::Marker, &marker, Handle::Pending),
+        kept(
+            Watch::Watched,
+            "h-W-0000000002",
+            Handle::Fires(WatchedKind::Deleted, Connected),
+        ),
+    ];
+    // What the contender alone does with the same, in this order.
+    let (mut alone, mut alone_wire) = (noting.inner.clone(), wire.clone());
+    alone.event(Event::Own(NodeEvent::DataChanged));
+    alone.watches_pending(&[]);
+    let expected = alone_wire.settle(&exchange, &mut alone);
+
+    let action = run.exchanged(&mut noting, &mut wire, &exchange, kept, once, || None);
+    assert_eq!(action, expected);
+    assert_eq!(noting.settled, 1);
+    assert_eq!(
+        noting.events,
+        [Event::Own(NodeEvent::DataChanged)],
+        "my node's event is fed as the answers are in; the watched node's waits"
+    );
+    assert!(
+        run.watches().pending_watched().is_empty() && !run.watches().watching(),
+        "the watched node's watch fired: none is live"
+    );
+    assert!(run.arrivals().has_watched());
 }
