@@ -5,59 +5,28 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
-use std::time::Duration;
 
 use tokio::time::Instant;
-use tracing::{debug, info_span, warn, Instrument};
+use tracing::{debug, info_span, Instrument};
 use uuid::Uuid;
 
 use super::carrier::{poll_until_one_gone, request_error, Carrier};
 use super::held::{Failed, Held, Pending};
-use super::notice::{log_notice, log_warning};
-use super::wire::{session_state, watched_kind, WatchFuture};
-use super::SharedLock;
-use super::TRY_TIMEOUT;
+use super::notice::log_warning;
+use super::wire::{fired, poll_watch, session_state, state_now, WatchFuture};
+use super::{Patience, SharedLock, TRY_TIMEOUT};
 use crate::acquire::{self, Counts, Input, NodeEvent};
 use crate::backoff::Backoff;
 use crate::connect::missing_chroot;
-use crate::contender::{self, child_path, Blame, Contender, Deadlines, Downgrading, Ending, Failure};
+use crate::contender::{self, child_path, Blame, Contender, Downgrading, Ending, Failure};
 use crate::error::Error;
 use crate::node_name::Mode;
 use crate::stats::End;
-use crate::wire::{self, Exchange, Fired, Lingering, Next, Notice, Now, Run, Watching};
+use crate::wire::{self, Exchange, Lingering, Next, Now, Run, Watching};
 use crate::zk;
 
 /// Where an acquire publishes its place in the queue.
 pub(super) type Places = tokio::sync::watch::Sender<Option<acquire::Place>>;
-
-/// How long an acquire may wait.
-#[derive(Clone, Copy)]
-pub(super) enum Patience {
-    /// Give up at once if the lock is not free (`try_*`).
-    None,
-    /// Give up at this instant.
-    Until(Instant),
-    /// Wait as long as it takes.
-    Forever,
-}
-
-impl Held {
-    /// Downgrades a held write lock to a read lock (see
-    /// [`WriteGuard::downgrade`](crate::WriteGuard::downgrade)): makes a
-    /// reader node, and deletes this writer node in one transaction with a
-    /// check that the reader exists if only readers stand between the two;
-    /// otherwise withdraws the reader and keeps this node. Returns the
-    /// state of the read lock: a new one on the reader node, or this one.
-    /// On an error the write lock is released (this is dropped).
-    ///
-    /// The machine begins it, the reader's contender runs its acquire, and
-    /// both machines are told how it ended.
-    pub(super) async fn downgrade(self) -> Result<Held, Error> {
-        let (lock, downgrading) = self.begin_downgrade()?;
-        let reader = lock.downgrade_reader(&downgrading).await;
-        self.end_downgrade(reader)
-    }
-}
 
 impl SharedLock {
     /// The acquire loop: create, snapshot, decide, act.
@@ -103,7 +72,7 @@ impl SharedLock {
     /// The driver of a contender's acquire: performs the machine's actions
     /// and feeds back what came of them (the run loop of
     /// [`crate::contender`]).
-    async fn acquire_inner(
+    pub(super) async fn acquire_inner(
         &self,
         mode: Mode,
         patience: Patience,
@@ -122,14 +91,10 @@ impl SharedLock {
         // What this session learnt of reading its nodes holds for the
         // connection it learnt it on.
         let connection = client.connections();
-        let deadlines = match patience {
-            Patience::Until(until) => Deadlines::until(until, start + TRY_TIMEOUT),
-            Patience::None => Deadlines::until(start, start + TRY_TIMEOUT),
-            Patience::Forever => Deadlines::forever(),
-        };
+        let deadlines = patience.deadlines(start, start + TRY_TIMEOUT);
         let machine = Contender::new(
             mode,
-            !matches!(patience, Patience::None),
+            patience.may_wait(),
             inner.layout,
             token,
             client.session_id().0,
@@ -208,7 +173,7 @@ impl SharedLock {
                         .map(|n| child_path(&inner.path, n))
                         .collect();
                     if let Some(first) = driver.polled.first() {
-                        self.warn_unreadable(first);
+                        inner.warn_unreadable(first);
                     }
                     debug!(node = %driver.node, watching = ?driver.run.watches().pending_watched(), polling = poll, "waiting");
                     let until = driver.run.until(machine);
@@ -251,7 +216,7 @@ impl SharedLock {
                                 .run
                                 .exchanged(machine, wire, &exchange, kept, fired, session);
                             for notice in exchange.notices(&pending.machine) {
-                                self.notice(notice);
+                                inner.notice(notice);
                             }
                             if pending.machine.data_checked() {
                                 inner.data_checked.store(true, Ordering::Relaxed);
@@ -266,53 +231,6 @@ impl SharedLock {
                     }
                 }
             };
-        }
-    }
-
-    /// A downgrade's reader: a reader node that takes the place of my
-    /// holding writer node (`downgrading`'s) if only readers stand between
-    /// them (`Some`, granted: the writer node is deleted), or is withdrawn
-    /// again (`None`: the writer node is kept). Its requests are retried
-    /// until answered or the session is over, with no deadline of their own.
-    pub(super) async fn downgrade_reader(&self, downgrading: &Downgrading) -> Result<Option<Held>, Failed> {
-        let span = info_span!("downgrade", lock = %self.inner.path, writer = %downgrading.writer);
-        let mut counts = Counts::default();
-        self.acquire_inner(
-            Mode::Read,
-            Patience::Forever,
-            &mut counts,
-            Some(downgrading),
-            None,
-        )
-        .instrument(span)
-        .await
-    }
-
-    /// True the first time this lock is asked about `key`: what is logged
-    /// under it is logged once.
-    fn first_time(&self, key: &str) -> bool {
-        self.inner
-            .warned
-            .lock()
-            .is_ok_and(|mut warned| warned.get_or_insert_with(Box::default).insert(key.to_owned()))
-    }
-
-    /// Logs what an exchange told ([`Notice`]), a name once per lock.
-    fn notice(&self, notice: Notice) {
-        log_notice(&self.inner.path, notice, |name| self.first_time(name));
-    }
-
-    /// Logs, once per lock, that a watched contender cannot be read by this
-    /// identity: the server would not deliver its watch events, so it is
-    /// polled. (Once per lock, not per node: every acquire waits on a new
-    /// node, and the set of names warned about must not grow without end.)
-    fn warn_unreadable(&self, path: &str) {
-        if self.first_time("\0unreadable") {
-            warn!(
-                node = %path,
-                "cannot read the contender node to wait on (its ACL): polling it instead of watching; \
-                 give every contender READ on contender nodes (e.g. world:anyone:r) for prompt hand-offs"
-            );
         }
     }
 }
@@ -445,10 +363,10 @@ impl Driver<'_> {
                 nothing_to_watch,
                 deadline: deadline.as_mut().poll(cx).is_ready(),
             };
-            if !arrived && found.polled.is_none() && !found.deadline && !nothing_to_watch {
-                std::task::Poll::Pending
-            } else {
+            if plan.wakes(arrived, found.polled.is_some(), found.deadline) {
                 std::task::Poll::Ready(found)
+            } else {
+                std::task::Poll::Pending
             }
         })
         .await
@@ -487,48 +405,10 @@ fn feed(machine: &mut Contender, input: Input<'_>) -> contender::Action {
     machine.step(contender::Input::Acquire(input))
 }
 
-/// What a watch gave, if it fired: `cx` is woken when it fires otherwise.
-fn poll_watch(watch: &mut WatchFuture, cx: &mut std::task::Context<'_>) -> Fired {
-    match watch.as_mut().poll(cx) {
-        std::task::Poll::Ready(event) => {
-            Some((watched_kind(event.event_type), session_state(event.session_state)))
-        }
-        std::task::Poll::Pending => None,
-    }
-}
-
-/// What a watch gave, if it fired, without waiting for it.
-fn fired(watch: &mut WatchFuture) -> Fired {
-    poll_watch(
-        watch,
-        &mut std::task::Context::from_waker(std::task::Waker::noop()),
-    )
-}
-
-/// The next session state change already seen, without waiting.
-fn state_now(states: &mut zk::StateWatcher) -> Option<zk::SessionState> {
-    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-    match std::future::Future::poll(std::pin::pin!(states.changed()), &mut cx) {
-        std::task::Poll::Ready(state) => Some(state),
-        std::task::Poll::Pending => None,
-    }
-}
-
 /// Runs `fut` unless the deadline passes first (`None` then).
 async fn before<T>(until: Option<Instant>, fut: impl std::future::Future<Output = T>) -> Option<T> {
     match until {
         None => Some(fut.await),
         Some(until) => tokio::time::timeout_at(until, fut).await.ok(),
     }
-}
-
-/// Waiting until `timeout` from now; forever if that instant is beyond
-/// the clock's range (`Duration::MAX`); a zero timeout is `try_*`.
-pub(super) fn deadline(timeout: Duration) -> Patience {
-    if timeout.is_zero() {
-        return Patience::None;
-    }
-    Instant::now()
-        .checked_add(timeout)
-        .map_or(Patience::Forever, Patience::Until)
 }

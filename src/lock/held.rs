@@ -12,8 +12,9 @@ use tracing::{debug, info_span, warn, Instrument};
 
 use super::carrier::Carrier;
 use super::wire::{session_state, WatchFuture};
-use super::GIVE_UP_SLACK;
 use super::{keeper, Inner};
+use super::{Patience, GIVE_UP_SLACK};
+use crate::acquire::Counts;
 use crate::contender::child_path;
 use crate::contender::{Action, Contender, DowngradeRefused, Downgrading, Failure, Outcome, Replacement};
 use crate::error::Error;
@@ -300,9 +301,37 @@ impl Held {
         })
     }
 
-    /// The downgrade's first half (see [`Held::downgrade`] in the driver):
-    /// the machine begins it, or says why not.
-    pub(super) fn begin_downgrade(&self) -> Result<(super::SharedLock, Downgrading), Error> {
+    /// Downgrades a held write lock to a read lock (see
+    /// [`WriteGuard::downgrade`](crate::WriteGuard::downgrade)): makes a
+    /// reader node, and deletes this writer node in one transaction with a
+    /// check that the reader exists if only readers stand between the two;
+    /// otherwise withdraws the reader and keeps this node. Returns the
+    /// state of the read lock: a new one on the reader node, or this one.
+    /// On an error the write lock is released (this is dropped).
+    ///
+    /// The machine begins it, the reader's contender runs its acquire (a
+    /// reader that takes the writer's place, or is withdrawn again; its
+    /// requests retried until answered or the session is over, with no
+    /// deadline of their own), and both machines are told how it ended.
+    pub(super) async fn downgrade(self) -> Result<Held, Error> {
+        let (lock, downgrading) = self.begin_downgrade()?;
+        let span = info_span!("downgrade", lock = %lock.inner.path, writer = %downgrading.writer);
+        let mut counts = Counts::default();
+        let reader = lock
+            .acquire_inner(
+                Mode::Read,
+                Patience::Forever,
+                &mut counts,
+                Some(&downgrading),
+                None,
+            )
+            .instrument(span)
+            .await;
+        self.end_downgrade(reader)
+    }
+
+    /// The downgrade's first half: the machine begins it, or says why not.
+    fn begin_downgrade(&self) -> Result<(super::SharedLock, Downgrading), Error> {
         let began = self
             .flags
             .update("", LostReason::NodeDeleted, Contender::begin_replace);
@@ -326,7 +355,7 @@ impl Held {
 
     /// The downgrade's second half: what came of the reader's acquire
     /// (`reader`), told to both machines.
-    pub(super) fn end_downgrade(self, reader: Result<Option<Held>, Failed>) -> Result<Held, Error> {
+    fn end_downgrade(self, reader: Result<Option<Held>, Failed>) -> Result<Held, Error> {
         let node = self.node().to_owned();
         match reader {
             Ok(Some(mut reader)) => {

@@ -64,8 +64,17 @@ pub use validate::{validate_identity, validate_path};
 pub(crate) use crate::contender::child_path;
 pub(crate) use crate::error::with_retry;
 pub(crate) use carrier::wire_error;
-use driver::{deadline, Patience};
 pub(crate) use wire::session_state;
+
+/// How long an acquire may wait ([`crate::contender::Patience`]).
+pub(crate) type Patience = crate::contender::Patience<tokio::time::Instant>;
+
+/// Waiting until `timeout` from now ([`crate::contender::Patience::within`]).
+fn deadline(timeout: Duration) -> Patience {
+    Patience::within(timeout, |timeout| {
+        tokio::time::Instant::now().checked_add(timeout)
+    })
+}
 
 /// How long a giving-up acquire (timed out, `try_*` that found the lock
 /// taken, or refused at the counter's limit) waits for its node's deletion

@@ -6,9 +6,40 @@ use std::sync::Mutex;
 
 use tracing::{debug, warn};
 
+use super::Inner;
 use crate::contender::Warning;
 use crate::ordering;
 use crate::wire::Notice;
+
+impl Inner {
+    /// True the first time this lock is asked about `key`: what is logged
+    /// under it is logged once.
+    fn first_time(&self, key: &str) -> bool {
+        self.warned
+            .lock()
+            .is_ok_and(|mut warned| warned.get_or_insert_with(Box::default).insert(key.to_owned()))
+    }
+
+    /// Logs what an exchange told ([`Notice`], [`log_notice`]), a name once per lock.
+    pub(super) fn notice(&self, notice: Notice) {
+        log_notice(&self.path, notice, |name| self.first_time(name));
+    }
+
+    /// Logs, once per lock, that a watched contender, `path`, cannot be
+    /// read by this identity: the server would not deliver its watch
+    /// events, so it is polled. (Once per lock, not per node: every acquire
+    /// waits on a new node, and the set of names warned about must not
+    /// grow without end.)
+    pub(super) fn warn_unreadable(&self, path: &str) {
+        if self.first_time("\0unreadable") {
+            warn!(
+                node = %path,
+                "cannot read the contender node to wait on (its ACL): polling it instead of watching; \
+                 give every contender READ on contender nodes (e.g. world:anyone:r) for prompt hand-offs"
+            );
+        }
+    }
+}
 
 /// Logs what an exchange in the directory `dir` told ([`Notice`]): the
 /// names `first_time` says are new (each child or node is logged once per

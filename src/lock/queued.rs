@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::driver::{deadline, Patience};
 use super::guard::Guard;
 use super::SharedLock;
+use super::{deadline, Patience};
 use crate::error::Error;
 use crate::node_name::Mode;
 

@@ -5,10 +5,10 @@
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use super::driver::{deadline, Patience};
 use super::guard::{Guard, ReadGuard, WriteGuard};
 use super::held::Held;
 use super::SharedLock;
+use super::{deadline, Patience};
 use crate::error::Error;
 use crate::lease::HoldState;
 use crate::node_name::Mode;

@@ -5,9 +5,9 @@
 use std::num::NonZeroU32;
 use std::time::Duration;
 
-use super::driver::{deadline, Patience};
 use super::guard::Guard;
 use super::transaction::Transaction;
+use super::{deadline, Patience};
 use super::{unreachable_timeout, LockBuilder, QueueEntry, Revoked, SharedLock};
 use crate::error::Error;
 use crate::lease::HoldState;

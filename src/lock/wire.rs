@@ -1,9 +1,14 @@
 //! The client's vocabulary in the core's terms: watch events, session
 //! states and the errors that name a session's end translated one to one (what each means is the core's:
-//! [`NodeEvent::of`](crate::acquire::NodeEvent::of), [`lease::Link::of`]), and the type of a pending watch.
+//! [`NodeEvent::of`](crate::acquire::NodeEvent::of), [`lease::Link::of`]), the type of a pending watch, and
+//! what a watch or the session's state channel gave, asked without waiting.
+
+use std::future::Future;
+use std::task::{Context, Poll, Waker};
 
 use crate::acquire::WatchedKind;
 use crate::lease;
+use crate::wire::Fired;
 use crate::zk;
 
 /// A pending watch: its event, once it fires.
@@ -42,5 +47,28 @@ pub(super) fn session_ended(error: &zk::Error) -> Option<lease::SessionState> {
         zk::Error::ClientClosed => Some(lease::SessionState::Closed),
         zk::Error::AuthFailed => Some(lease::SessionState::AuthFailed),
         _ => None,
+    }
+}
+
+/// What a watch gave, if it fired, in the core's terms: `cx` is woken when
+/// it fires otherwise.
+pub(super) fn poll_watch(watch: &mut WatchFuture, cx: &mut Context<'_>) -> Fired {
+    match watch.as_mut().poll(cx) {
+        Poll::Ready(event) => Some((watched_kind(event.event_type), session_state(event.session_state))),
+        Poll::Pending => None,
+    }
+}
+
+/// What a watch gave, if it fired, without waiting for it.
+pub(super) fn fired(watch: &mut WatchFuture) -> Fired {
+    poll_watch(watch, &mut Context::from_waker(Waker::noop()))
+}
+
+/// The next session state change already seen, without waiting.
+pub(super) fn state_now(states: &mut zk::StateWatcher) -> Option<zk::SessionState> {
+    let mut cx = Context::from_waker(Waker::noop());
+    match std::pin::pin!(states.changed()).poll(&mut cx) {
+        Poll::Ready(state) => Some(state),
+        Poll::Pending => None,
     }
 }

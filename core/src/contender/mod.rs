@@ -164,6 +164,50 @@ impl<T: Copy + Ord> Deadlines<T> {
     }
 }
 
+/// How long an acquire may wait, as its caller asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Patience<T> {
+    /// Give up at once if the lock is not free (`try_*`, or a zero timeout).
+    None,
+    /// Give up at this instant.
+    Until(T),
+    /// Wait as long as it takes.
+    Forever,
+}
+
+impl<T: Copy + Ord> Patience<T> {
+    /// Waiting `timeout`, whose end `until` gives (`None`: beyond the
+    /// clock's range, as `Duration::MAX`: forever); a zero timeout is a
+    /// `try_*`, which still finds a free lock.
+    pub fn within(
+        timeout: std::time::Duration,
+        until: impl FnOnce(std::time::Duration) -> Option<T>,
+    ) -> Patience<T> {
+        if timeout.is_zero() {
+            return Patience::None;
+        }
+        until(timeout).map_or(Patience::Forever, Patience::Until)
+    }
+
+    /// The deadlines of an acquire begun at `start` whose look's answers
+    /// are due by `answers_by`: a `try_*` gives up at its start, and every
+    /// acquire but one that waits forever finishes its first look
+    /// ([`Deadlines::until`]).
+    pub fn deadlines(self, start: T, answers_by: T) -> Deadlines<T> {
+        match self {
+            Patience::None => Deadlines::until(start, answers_by),
+            Patience::Until(until) => Deadlines::until(until, answers_by),
+            Patience::Forever => Deadlines::forever(),
+        }
+    }
+
+    /// Whether the acquire may wait behind another holder at all
+    /// ([`Contender::new`]'s `may_wait`): all but a `try_*`.
+    pub fn may_wait(self) -> bool {
+        !matches!(self, Patience::None)
+    }
+}
+
 /// The answer to a request of the contender's own (not of the wait, see
 /// [`acquire::Reply`]).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -847,6 +847,39 @@ fn a_timed_acquire_finishes_its_first_look_whatever_its_timeout() {
 }
 
 #[test]
+fn the_callers_patience_sets_the_deadlines_and_whether_the_acquire_waits() {
+    // Begun at 100, answers due by 600.
+    for (patience, deadlines, may_wait) in [
+        (Patience::None, Deadlines::until(100, 600), false),
+        (Patience::Until(2_000), Deadlines::until(2_000, 600), true),
+        (Patience::Until(50), Deadlines::until(50, 600), true),
+        (Patience::Forever, Deadlines::forever(), true),
+    ] {
+        assert_eq!(patience.deadlines(100, 600), deadlines, "{patience:?}");
+        assert_eq!(patience.may_wait(), may_wait, "{patience:?}");
+    }
+    // A timeout from 100: zero is a try; one past the clock's range is forever.
+    let from_100 = |timeout: std::time::Duration| u32::try_from(timeout.as_millis()).ok()?.checked_add(100);
+    for (timeout, patience) in [
+        (0, Patience::None),
+        (1, Patience::Until(101)),
+        (5_000, Patience::Until(5_100)),
+        (u64::MAX, Patience::Forever),
+    ] {
+        let timeout = std::time::Duration::from_millis(timeout);
+        assert_eq!(Patience::within(timeout, from_100), patience, "{timeout:?}");
+    }
+    assert_eq!(
+        Patience::None.deadlines(100, 600),
+        Deadlines {
+            look: Some(600),
+            wait: Some(100)
+        },
+        "a try finishes its first look, and waits no longer"
+    );
+}
+
+#[test]
 fn try_gives_up_and_withdraws() {
     let mut c = Contender::new(Mode::Write, false, Layout::Native, token(), SESSION, false);
     c.start();

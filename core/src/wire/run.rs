@@ -118,6 +118,16 @@ pub struct Wait {
     pub nothing_to_watch: bool,
 }
 
+impl Wait {
+    /// Whether the wait wakes to look ([`Run::arrived`]): something waits
+    /// in [`Arrivals`] (`arrived`, as [`Run::gather`] says), its poll ended
+    /// (`polled`), its bound passed (`deadline`), or it has nothing to
+    /// watch (a fresh look decides at once). Else it sleeps on.
+    pub fn wakes(self, arrived: bool, polled: bool, deadline: bool) -> bool {
+        arrived || polled || deadline || self.nothing_to_watch
+    }
+}
+
 impl<T: Copy + Ord, E, W> Run<T, E, W> {
     /// The loop of an acquire bounded by `deadlines`, begun on the
     /// session's connection number `connection`.

@@ -221,6 +221,31 @@ fn a_wait_polls_unless_a_watched_event_waits_and_looks_again_with_nothing_to_wat
 }
 
 #[test]
+fn a_wait_wakes_for_anything_that_arrived_its_polls_end_its_bound_or_nothing_to_watch() {
+    let watching = Wait {
+        polls: false,
+        nothing_to_watch: false,
+    };
+    let bare = Wait {
+        polls: false,
+        nothing_to_watch: true,
+    };
+    for (wait, arrived, polled, deadline, wakes) in [
+        (watching, false, false, false, false),
+        (watching, true, false, false, true),
+        (watching, false, true, false, true),
+        (watching, false, false, true, true),
+        (bare, false, false, false, true),
+    ] {
+        assert_eq!(
+            wait.wakes(arrived, polled, deadline),
+            wakes,
+            "{wait:?}: arrived {arrived}, polled {polled}, deadline {deadline}"
+        );
+    }
+}
+
+#[test]
 fn a_failure_reports_the_polls_error_it_took_before_the_exchanges_and_none_from_before_a_request() {
     let (wire, mut machine, _) = waiting();
     let mut run = forever();
