@@ -386,6 +386,7 @@ fn kept_watches(own: Handle, watched: Handle) -> Watches<Handle> {
 fn a_wait_gathers_what_its_watches_and_the_session_gave_and_says_whether_anything_did() {
     let mut quiet = forever();
     *quiet.watches_mut() = kept_watches(Handle::Pending, Handle::Pending);
+    assert!(quiet.watches().watching(), "the run holds the table given");
     assert!(!quiet.gather(once, || None), "nothing: it sleeps");
     let fired = Handle::Fires(WatchedKind::Deleted, Connected);
     let mut run = forever();
@@ -522,4 +523,37 @@ fn an_exchanges_end_keeps_its_watches_feeds_what_arrived_counts_the_live_watches
         "the watched node's watch fired: none is live"
     );
     assert!(run.arrivals().has_watched());
+}
+
+#[test]
+fn the_contender_steps_through_an_exchanges_end_taking_what_arrived_before_the_answers() {
+    // My node deleted while the wait's watches were being set: the
+    // contender is told before it settles the answers, which then count
+    // for nothing.
+    let (mut wire, mut machine, _) = waiting();
+    let mut run = forever();
+    let Next::Send(mut exchange) = run.next(&mut machine, &wire, lock_watches(), 0, 0).next else {
+        panic!("the wait's watches are sent");
+    };
+    let data = |czxid| Reply::Data {
+        data: Vec::new(),
+        stat: crate::wire::tests::stat(czxid),
+    };
+    exchange.answer(0, Ok(data(30)));
+    exchange.answer(1, Ok(Reply::Stat(None)));
+    exchange.answer(2, Ok(data(20)));
+    let own = Kept {
+        kind: Watch::Own,
+        path: child_path(DIR, "h-W-0000000003"),
+        lingers: false,
+        watch: Handle::Fires(WatchedKind::Deleted, Connected),
+    };
+    let (mut told, mut told_wire) = (machine.clone(), wire.clone());
+    told.event(Event::Own(NodeEvent::Deleted));
+    let expected = told_wire.settle(&exchange, &mut told);
+    let not_told = wire.clone().settle(&exchange, &mut machine.clone());
+    assert_ne!(expected, not_told, "the event decides what comes next");
+
+    let action = run.exchanged(&mut machine, &mut wire, &exchange, vec![own], once, || None);
+    assert_eq!(action, expected);
 }
