@@ -557,3 +557,94 @@ fn the_contender_steps_through_an_exchanges_end_taking_what_arrived_before_the_a
     let action = run.exchanged(&mut machine, &mut wire, &exchange, vec![own], once, || None);
     assert_eq!(action, expected);
 }
+
+/// Answers every request of `exchange` as a quiet directory would: `listing`
+/// listed, each node read or found (created at 20).
+fn answer_all(exchange: &mut Exchange, listing: &[String]) {
+    let requests = exchange.requests().to_vec();
+    for (index, request) in requests.iter().enumerate() {
+        let answer = match request {
+            crate::wire::Request::Create { .. } => Reply::Created { czxid: 30, seq: 3 },
+            crate::wire::Request::List { .. } => Reply::Children {
+                children: listing.to_vec(),
+                data_length: 0,
+            },
+            crate::wire::Request::GetData { .. } => Reply::Data {
+                data: Vec::new(),
+                stat: crate::wire::tests::stat(20),
+            },
+            crate::wire::Request::Exists { .. } => Reply::Stat(Some(crate::wire::tests::stat(20))),
+            other => panic!("not a request of this test: {other:?}"),
+        };
+        exchange.answer(index, Ok(answer));
+    }
+}
+
+#[test]
+fn a_semaphores_watch_that_fired_during_an_exchange_is_set_again_by_the_watches_that_follow() {
+    // A semaphore of 2 permits: my node 3 waits on 2 and 1 (0 and 1 hold,
+    // 2 waits).
+    let permits = std::num::NonZeroU32::new(2);
+    let mut machine = Contender::new(
+        crate::node_name::Mode::Write,
+        true,
+        crate::node_name::Layout::Native,
+        uuid::Uuid::nil(),
+        7,
+        false,
+    )
+    .with_permits(permits);
+    let prefix = machine.prefix("h").expect("a semaphore's prefix");
+    let mut wire = Wire::new(DIR, &prefix, Vec::new());
+    let tagged = |seq: i32| format!("o{seq}@permits-2@t{seq}-W-{seq:010}");
+    let me = format!("{prefix}0000000003");
+    let listing = vec![tagged(0), tagged(1), tagged(2), me];
+    let mut run = forever();
+    let start = machine.start();
+    let Next::Send(mut create) = run.next(&mut machine, &wire, start, 0, 0).next else {
+        panic!("a create");
+    };
+    answer_all(&mut create, &listing);
+    let watches = run.exchanged(&mut machine, &mut wire, &create, Vec::new(), once, || None);
+    let Next::Send(mut set) = run.next(&mut machine, &wire, watches, 0, 0).next else {
+        panic!("the wait's watches are sent");
+    };
+    answer_all(&mut set, &listing);
+    let watched = |seq: i32, watch| Kept {
+        kind: Watch::Watched,
+        path: child_path(DIR, &tagged(seq)),
+        lingers: true,
+        watch,
+    };
+    // Both watches set; node 1's is to fire (a write to it) while a later
+    // exchange is under way, and is not asked before.
+    let writes_1 = Handle::Fires(WatchedKind::DataChanged, Connected);
+    let wait = run.exchanged(
+        &mut machine,
+        &mut wire,
+        &set,
+        vec![watched(2, Handle::Pending), watched(1, writes_1)],
+        |_: &mut Handle| None,
+        || None,
+    );
+    assert_eq!(wait, Action::Acquire(acquire::Action::Wait { poll: false }));
+    // My node written to: listed again; meanwhile node 1's watch fires,
+    // its event left for the wait.
+    let list = machine.step(crate::contender::Input::Acquire(Input::Event(Event::Own(
+        NodeEvent::DataChanged,
+    ))));
+    let Next::Send(mut listed) = run.next(&mut machine, &wire, list, 0, 0).next else {
+        panic!("a listing");
+    };
+    answer_all(&mut listed, &listing);
+    let again = run.exchanged(&mut machine, &mut wire, &listed, Vec::new(), once, || None);
+    assert!(run.arrivals().has_watched(), "node 1's event waits for the wait");
+    let Action::Acquire(acquire::Action::SetWatches { kept, .. }) = again else {
+        panic!("the watches set again, got {again:?}");
+    };
+    assert_eq!(
+        kept,
+        [tagged(2)],
+        "the watch that fired as the listing was under way is set again; the one still set is kept"
+    );
+}
