@@ -648,3 +648,29 @@ fn a_semaphores_watch_that_fired_during_an_exchange_is_set_again_by_the_watches_
         "the watch that fired as the listing was under way is set again; the one still set is kept"
     );
 }
+
+#[test]
+fn the_contender_settles_on_the_wire_it_is_given_which_learns_the_directorys_acl_version() {
+    // Recycling the directory sends the version its ACL read found: the
+    // wire learns it as the read is settled through the contender's own
+    // stepping.
+    let mut wire = wire();
+    let mut machine = machine();
+    let mut read = wire.exchange(&Action::ReadDirAcl, &machine).expect("a read");
+    read.answer(
+        0,
+        Ok(Reply::Acl {
+            version: 4,
+            children: 0,
+        }),
+    );
+    let _ = Stepping::settle(&mut machine, &mut wire, &read);
+    let recycle = wire.exchange(&Action::Recycle, &machine).expect("an exchange");
+    assert_eq!(
+        recycle.requests(),
+        [crate::wire::Request::Recreate {
+            path: DIR.to_owned(),
+            version: 4
+        }]
+    );
+}
