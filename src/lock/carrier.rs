@@ -257,7 +257,7 @@ async fn carry_on(
     let mut acl_read = None;
     // All leave now, in order; a request sent again, or a follow-up,
     // leaves when its turn comes.
-    let mut sent: VecDeque<(usize, Sent<'_>)> = VecDeque::new();
+    let mut sent: VecDeque<(usize, InFlight<'_>)> = VecDeque::new();
     let mut later: VecDeque<wire::Send> = VecDeque::new();
     loop {
         while let Some(send) = carrying.poll_send() {
@@ -266,7 +266,7 @@ async fn carry_on(
                     // The first request may have left beforehand.
                     let ahead = if send.index == 0 { first.take() } else { None };
                     let request = ahead.unwrap_or_else(|| line.send(request));
-                    sent.push_back((send.index, request));
+                    sent.push_back((send.index, InFlight::new(request)));
                 }
                 (true, _) => later.push_front(send),
                 (false, None) => later.push_back(send),
@@ -286,7 +286,18 @@ async fn carry_on(
             }
             None => match sent.pop_front() {
                 Some((index, request)) => {
-                    let answered = request.await;
+                    // A server answers a session's requests in the order
+                    // sent (a few refusals may overtake, never fall
+                    // behind): once the last in flight is answered, so are
+                    // the ones before it. Waiting for it first wakes this
+                    // task once for them all (a create and its listing),
+                    // not once per answer; each is still handed over in
+                    // order, and every one is answered (or fails with the
+                    // connection), so the wait ends.
+                    if let Some((_, last)) = sent.back_mut() {
+                        last.settle().await;
+                    }
+                    let answered = request.answer().await;
                     if index == 0 && pre_sent {
                         started = Instant::now();
                     }
@@ -307,6 +318,33 @@ async fn carry_on(
         carrying.answered(index, answered, started.elapsed());
     }
     acl_read
+}
+
+/// A request in flight, and its answer once it was awaited.
+struct InFlight<'r> {
+    sent: Sent<'r>,
+    answered: Option<Answered>,
+}
+
+impl<'r> InFlight<'r> {
+    fn new(sent: Sent<'r>) -> InFlight<'r> {
+        InFlight { sent, answered: None }
+    }
+
+    /// Waits for the answer, and keeps it.
+    async fn settle(&mut self) {
+        if self.answered.is_none() {
+            self.answered = Some((&mut self.sent).await);
+        }
+    }
+
+    /// The answer, awaited if it was not yet.
+    async fn answer(self) -> Answered {
+        match self.answered {
+            Some(answered) => answered,
+            None => self.sent.await,
+        }
+    }
 }
 
 /// Sends one request that makes nothing (a look: no ACL to give) and
