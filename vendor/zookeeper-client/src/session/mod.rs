@@ -165,6 +165,9 @@ impl Builder {
     }
 }
 
+/// How many requests the session takes from its channel at once, at most (zk-rwlock patch 19).
+const REQUEST_BATCH: usize = 64;
+
 pub struct Session {
     readonly: bool,
     detached: bool,
@@ -628,13 +631,18 @@ impl Session {
                         }
                         channel_halted = true;
                     }
-                    Some(Request::Session(operation)) => depot.push_session(operation),
-                    Some(Request::RemoveWatcher {
-                        id, responser
-                    }) => {
-                        self.watch_manager.remove_watcher(id, responser, depot);
-                    }
-                    Some(Request::SetWatches(operation)) => self.set_watches(operation, depot),
+                    Some(request) => {
+                        self.take_request(request, depot);
+                        // zk-rwlock patch 19: the requests queued meanwhile too (up to a
+                        // batch), so that requests sent together leave in one write.
+                        for _ in 1..REQUEST_BATCH {
+                            #[allow(deprecated)] // `try_recv` needs futures 0.3.31.
+                            let Ok(Some(request)) = requester.try_next() else {
+                                break;
+                            };
+                            self.take_request(request, depot);
+                        }
+                    },
                 },
                 now = tick.tick() => {
                     if now >= self.last_recv + self.connector.timeout() {
@@ -648,6 +656,17 @@ impl Session {
         }
         writer.flush().await.map_err(Error::other)?;
         Err(err.unwrap_or(Error::ClientClosed))
+    }
+
+    /// Takes a request from the client's channel (a closed channel is handled by the caller).
+    fn take_request(&mut self, request: Request, depot: &mut Depot) {
+        match request {
+            Request::Session(operation) => depot.push_session(operation),
+            Request::RemoveWatcher { id, responser } => {
+                self.watch_manager.remove_watcher(id, responser, depot);
+            },
+            Request::SetWatches(operation) => self.set_watches(operation, depot),
+        }
     }
 
     /// Takes a client's `SetWatches` request (zk-rwlock patch 18): registers its watchers, hands
