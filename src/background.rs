@@ -171,8 +171,18 @@ fn shutting_down(handle: &Handle) -> bool {
 /// lock's last handle can wait for it.
 #[derive(Default)]
 pub(crate) struct Tasks {
-    running: Mutex<usize>,
+    running: Mutex<Count>,
     idle: Condvar,
+}
+
+/// How many tasks run, and how many threads wait for none to run.
+#[derive(Default)]
+struct Count {
+    running: usize,
+    /// Only with a waiter is the end of the last task signalled: a
+    /// `notify_all` costs a system call even when nobody waits, and most
+    /// tasks (a guard's release) end with nobody waiting.
+    waiting: usize,
 }
 
 impl Tasks {
@@ -205,9 +215,9 @@ impl Tasks {
     }
 
     fn add(&self, n: isize) {
-        if let Ok(mut running) = self.running.lock() {
-            *running = running.saturating_add_signed(n);
-            if *running == 0 {
+        if let Ok(mut count) = self.running.lock() {
+            count.running = count.running.saturating_add_signed(n);
+            if count.running == 0 && count.waiting > 0 {
                 self.idle.notify_all();
             }
         }
@@ -215,27 +225,30 @@ impl Tasks {
 
     /// How many of these tasks are running.
     pub(crate) fn running(&self) -> usize {
-        self.running.lock().map_or(0, |running| *running)
+        self.running.lock().map_or(0, |count| count.running)
     }
 
     /// Blocks until no work is running, `timeout` has passed, or
     /// `keep_waiting` turns false (checked every few milliseconds).
     pub(crate) fn wait_idle(&self, timeout: Duration, keep_waiting: impl Fn() -> bool) {
         let until = Instant::now() + timeout;
-        let Ok(mut running) = self.running.lock() else {
+        let Ok(mut count) = self.running.lock() else {
             return;
         };
-        while *running > 0 && keep_waiting() {
+        count.waiting += 1;
+        while count.running > 0 && keep_waiting() {
             let now = Instant::now();
             if now >= until {
-                return;
+                break;
             }
             let slice = (until - now).min(Duration::from_millis(20));
-            running = match self.idle.wait_timeout(running, slice) {
+            count = match self.idle.wait_timeout(count, slice) {
                 Ok((guard, _)) => guard,
+                // Poisoned: nobody else counts on `waiting` being right.
                 Err(_) => return,
             };
         }
+        count.waiting = count.waiting.saturating_sub(1);
     }
 }
 
