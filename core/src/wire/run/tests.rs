@@ -442,6 +442,22 @@ fn what_arrived_during_a_request_is_all_fed_but_the_watched_nodes_events_stay_fo
     );
 }
 
+/// The lock's wait's watches ([`lock_watches`]) sent through `run` and
+/// answered: my node read (czxid 30), no marker yet, the watched node read.
+fn lock_watches_answered(run: &mut TestRun, machine: &mut Contender, wire: &Wire) -> Exchange {
+    let Next::Send(mut exchange) = run.next(machine, wire, lock_watches(), 0, 0).next else {
+        panic!("the wait's watches are sent");
+    };
+    let data = |czxid| Reply::Data {
+        data: Vec::new(),
+        stat: crate::wire::tests::stat(czxid),
+    };
+    exchange.answer(0, Ok(data(30)));
+    exchange.answer(1, Ok(Reply::Stat(None)));
+    exchange.answer(2, Ok(data(20)));
+    exchange
+}
+
 /// A machine that notes what the run tells it, and steps as the contender.
 struct Noting {
     inner: Contender,
@@ -474,16 +490,7 @@ fn an_exchanges_end_keeps_its_watches_feeds_what_arrived_counts_the_live_watches
         events: Vec::new(),
         settled: 0,
     };
-    let Next::Send(mut exchange) = run.next(&mut noting.inner, &wire, lock_watches(), 0, 0).next else {
-        panic!("the wait's watches are sent");
-    };
-    let data = |czxid| Reply::Data {
-        data: Vec::new(),
-        stat: crate::wire::tests::stat(czxid),
-    };
-    exchange.answer(0, Ok(data(30)));
-    exchange.answer(1, Ok(Reply::Stat(None)));
-    exchange.answer(2, Ok(data(20)));
+    let exchange = lock_watches_answered(&mut run, &mut noting.inner, &wire);
     let kept = |kind, name: &str, watch| Kept {
         kind,
         path: child_path(DIR, name),
@@ -532,16 +539,7 @@ fn the_contender_steps_through_an_exchanges_end_taking_what_arrived_before_the_a
     // for nothing.
     let (mut wire, mut machine, _) = waiting();
     let mut run = forever();
-    let Next::Send(mut exchange) = run.next(&mut machine, &wire, lock_watches(), 0, 0).next else {
-        panic!("the wait's watches are sent");
-    };
-    let data = |czxid| Reply::Data {
-        data: Vec::new(),
-        stat: crate::wire::tests::stat(czxid),
-    };
-    exchange.answer(0, Ok(data(30)));
-    exchange.answer(1, Ok(Reply::Stat(None)));
-    exchange.answer(2, Ok(data(20)));
+    let exchange = lock_watches_answered(&mut run, &mut machine, &wire);
     let own = Kept {
         kind: Watch::Own,
         path: child_path(DIR, "h-W-0000000003"),
