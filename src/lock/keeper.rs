@@ -61,7 +61,7 @@ use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
 use super::carrier;
-use super::wire::{session_ended, session_state, watched_kind, WatchFuture};
+use super::wire::{event_of, session_ended, session_state, WatchFuture};
 use crate::background::{self, AbortOnDrop};
 use crate::contender::{Action, Contender};
 use crate::hub;
@@ -297,7 +297,7 @@ fn keep(
             match step {
                 Ok(watch) => {
                     let event = watch.await;
-                    let (kind, state) = (watched_kind(event.event_type), session_state(event.session_state));
+                    let (kind, state) = event_of(&event);
                     flags.learn(|machine| keeping.fired(machine, kind, state));
                 }
                 Err((exchange, at, again)) => {

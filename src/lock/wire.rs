@@ -15,7 +15,7 @@ use crate::zk;
 pub(super) type WatchFuture = std::pin::Pin<Box<dyn std::future::Future<Output = zk::WatchedEvent> + Send>>;
 
 /// The core's copy of a watch event's kind, one to one.
-pub(super) fn watched_kind(kind: zk::EventType) -> WatchedKind {
+fn watched_kind(kind: zk::EventType) -> WatchedKind {
     match kind {
         zk::EventType::Session => WatchedKind::Session,
         zk::EventType::NodeCreated => WatchedKind::Created,
@@ -50,11 +50,16 @@ pub(super) fn session_ended(error: &zk::Error) -> Option<lease::SessionState> {
     }
 }
 
+/// A watch event in the core's terms: its kind and the session's state it carries.
+pub(super) fn event_of(event: &zk::WatchedEvent) -> (WatchedKind, lease::SessionState) {
+    (watched_kind(event.event_type), session_state(event.session_state))
+}
+
 /// What a watch gave, if it fired, in the core's terms: `cx` is woken when
 /// it fires otherwise.
 pub(super) fn poll_watch(watch: &mut WatchFuture, cx: &mut Context<'_>) -> Fired {
     match watch.as_mut().poll(cx) {
-        Poll::Ready(event) => Some((watched_kind(event.event_type), session_state(event.session_state))),
+        Poll::Ready(event) => Some(event_of(&event)),
         Poll::Pending => None,
     }
 }
