@@ -328,7 +328,6 @@ impl Driver<'_> {
     async fn gather(&mut self, poll: bool, until: Option<Instant>) -> Found {
         use std::future::Future;
         let plan = self.run.wait(poll);
-        let nothing_to_watch = plan.nothing_to_watch;
         let client = self.lock.inner.client.clone();
         let polled_paths = self.polled.clone();
         let mut polled = std::pin::pin!(async {
@@ -360,7 +359,7 @@ impl Driver<'_> {
                     std::task::Poll::Ready(polled) => Some(polled),
                     std::task::Poll::Pending => None,
                 },
-                nothing_to_watch,
+                nothing_to_watch: plan.nothing_to_watch,
                 deadline: deadline.as_mut().poll(cx).is_ready(),
             };
             if plan.wakes(arrived, found.polled.is_some(), found.deadline) {
