@@ -619,6 +619,23 @@ async fn unresolvable(hosts: &[(&str, u16)]) -> Option<(Vec<String>, String)> {
     Some((resolved.into_iter().map(|(host, _)| host).collect(), reason))
 }
 
+/// `result`, an acquire's on the lock directory `path`, or for its
+/// `NoNode` (neither the directory nor its parents could be created)
+/// [`Error::ChrootMissing`] if the client's chroot is missing
+/// ([`missing_chroot`]).
+pub(crate) async fn diagnose_no_node<T>(
+    client: &zk::Client,
+    path: &str,
+    result: Result<T, Error>,
+) -> Result<T, Error> {
+    match result {
+        Err(Error::ZooKeeper(zk::Error::NoNode)) => Err(missing_chroot(client, Some(path))
+            .await
+            .unwrap_or(Error::ZooKeeper(zk::Error::NoNode))),
+        result => result,
+    }
+}
+
 /// [`Error::ChrootMissing`] (naming the lock directory `path`, if given) if
 /// `client` has a chroot and it does not exist; `None` if it exists, there
 /// is none, or the check fails (the caller's own error stands then).

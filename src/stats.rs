@@ -78,6 +78,18 @@ pub(crate) enum End {
     Failed,
 }
 
+impl End {
+    /// How an acquire that returned `result` ended: a guard is a grant, none a
+    /// give-up (its time ran out).
+    pub(crate) fn of<T, E>(result: &Result<Option<T>, E>) -> End {
+        match result {
+            Ok(Some(_)) => End::Granted,
+            Ok(None) => End::GaveUp,
+            Err(_) => End::Failed,
+        }
+    }
+}
+
 impl From<End> for Outcome {
     fn from(end: End) -> Outcome {
         match end {

@@ -188,7 +188,9 @@
 //! [`wire::Wire::exchange`] gives), and the library's interpreter,
 //! [`wire::Carry`], carries the exchange:
 //! the simulation sends what [`wire::Carry::poll_send`] gives, as it is
-//! (a request sent again after a lost connection, a follow-up), hands
+//! and when it gives it, as the library's carrier does (a request sent
+//! again after a lost connection, a follow-up; the pause before a request
+//! sent again is time, which the schedule's order stands for), hands
 //! each answer to [`wire::Carry::answered`] with the watches it left, and
 //! once the exchange is complete [`wire::Wire::settle`] feeds the machine
 //! and gives its next action. The watches of each acquire are held in the
@@ -3909,12 +3911,23 @@ impl World {
             let action = acq.machine.settle(&mut acq.wire, &exchange);
             return self.act(c, action);
         }
-        // As the library's driver, the watches of the kinds the exchange
-        // sets go as it is sent, but those it keeps (`wire::Watches::replace`).
-        if exchange.forgets_session_changes() {
-            self.acq(c).states = None;
-        }
-        let gone = self.acq(c).run.watches_mut().replace(&exchange);
+        // As the library's driver sends it (`wire::Run::sending`): one that
+        // forgets the session's changes forgets those in the slot, then
+        // reads the connection; the watches of the kinds the exchange sets
+        // go, but those it keeps.
+        let connection = self.sessions[self.contenders[c].session].connection;
+        let Acq {
+            run,
+            machine,
+            wire,
+            states,
+            ..
+        } = self.acq(c);
+        let forget = || {
+            *states = None;
+            connection
+        };
+        let (exchange, gone) = run.sending(&mut machine.inner, wire, exchange, forget);
         self.let_go(c, gone);
         let mut carried = Carried::new(serial, exchange);
         if carried.carry.is_complete() {

@@ -3,7 +3,6 @@
 //! feeds back what came of them (the run loop in that module's
 //! documentation).
 
-use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 
 use tokio::time::Instant;
@@ -17,12 +16,12 @@ use super::wire::{fired, poll_watch, session_state, state_now, WatchFuture};
 use super::{Patience, SharedLock, TRY_TIMEOUT};
 use crate::acquire::{self, Counts, Input, NodeEvent};
 use crate::backoff::Backoff;
-use crate::connect::missing_chroot;
+use crate::connect::diagnose_no_node;
 use crate::contender::{self, child_path, Blame, Contender, Downgrading, Ending, Failure};
 use crate::error::Error;
 use crate::node_name::Mode;
 use crate::stats::End;
-use crate::wire::{self, Exchange, Lingering, Next, Now, Run, Watching};
+use crate::wire::{self, Lingering, Next, Now, Run, Watching};
 use crate::zk;
 
 /// Where an acquire publishes its place in the queue.
@@ -45,27 +44,15 @@ impl SharedLock {
         let span = info_span!("acquire", lock = %self.inner.path, mode = %mode);
         let waiter = self.inner.stats.started(mode);
         let mut counts = Counts::default();
-        let result = match self
+        let result = self
             .acquire_inner(mode, patience, &mut counts, None, place)
             .instrument(span)
             .await
-            .map_err(|failed| failed.error)
-        {
-            // Neither the directory nor its parents could be created: a
-            // missing chroot is the one cause the server does not name.
-            Err(Error::ZooKeeper(zk::Error::NoNode)) => {
-                Err(missing_chroot(&self.inner.client, Some(&self.inner.path))
-                    .await
-                    .unwrap_or(Error::ZooKeeper(zk::Error::NoNode)))
-            }
-            result => result,
-        };
-        let end = match &result {
-            Ok(Some(_)) => End::Granted,
-            Ok(None) => End::GaveUp,
-            Err(_) => End::Failed,
-        };
-        waiter.finish(end, counts);
+            .map_err(|failed| failed.error);
+        // Neither the directory nor its parents could be created: a missing
+        // chroot is the one cause the server does not name.
+        let result = diagnose_no_node(&self.inner.client, &self.inner.path, result).await;
+        waiter.finish(End::of(&result), counts);
         result
     }
 
@@ -92,19 +79,7 @@ impl SharedLock {
         // connection it learnt it on.
         let connection = client.connections();
         let deadlines = patience.deadlines(start, start + TRY_TIMEOUT);
-        let machine = Contender::new(
-            mode,
-            patience.may_wait(),
-            inner.layout,
-            token,
-            client.session_id().0,
-            !inner.data_checked.load(Ordering::Relaxed),
-        )
-        .with_release_markers(inner.release_markers)
-        .with_own_readable(inner.own_readable.load(Ordering::Relaxed) == connection + 1)
-        .with_listing_limit(inner.listing_limit)
-        .with_place(place.is_some())
-        .with_permits(inner.permits);
+        let machine = inner.contender(mode, patience.may_wait(), token, connection, place.is_some());
         let Some(prefix) = machine.prefix(&inner.identity) else {
             return Err(Error::UnsupportedMode {
                 layout: inner.layout,
@@ -182,20 +157,22 @@ impl SharedLock {
                     feed(&mut pending.machine, input)
                 }
                 Next::Send(exchange) => {
-                    let exchange = if exchange.forgets_session_changes() {
-                        // The session's changes seen until now go; the
-                        // connection is read after, so that a reconnection
-                        // among them is the run's to see (the client counts
-                        // a connection before it says `Connected`: see
-                        // `Client::connections`). One after the read leaves
-                        // its `Connected` for the wait, which it interrupts.
-                        while state_now(&mut driver.states).is_some() {}
-                        let (wire, now) = (&pending.carrier.wire, client.connections());
-                        driver.run.forgot_session_changes(machine, wire, exchange, now)
-                    } else {
-                        exchange
+                    let states = &mut driver.states;
+                    // The session's changes seen until now go; the
+                    // connection is read after, so that a reconnection among
+                    // them is the run's to see (the client counts a
+                    // connection before it says `Connected`: see
+                    // `Client::connections`). One after the read leaves its
+                    // `Connected` for the wait, which it interrupts.
+                    let forget = || {
+                        while state_now(states).is_some() {}
+                        client.connections()
                     };
-                    driver.replace_watches(&exchange);
+                    let wire = &pending.carrier.wire;
+                    let (exchange, gone) = driver.run.sending(machine, wire, exchange, forget);
+                    for watching in gone {
+                        inner.leftovers.let_go(watching);
+                    }
                     let until = driver.run.until(machine);
                     let carrier = &mut pending.carrier;
                     let mut carrying = carrier.carrying(exchange);
@@ -218,14 +195,7 @@ impl SharedLock {
                             for notice in exchange.notices(&pending.machine) {
                                 inner.notice(notice);
                             }
-                            if pending.machine.data_checked() {
-                                inner.data_checked.store(true, Ordering::Relaxed);
-                            }
-                            if pending.machine.own_readable() {
-                                inner
-                                    .own_readable
-                                    .store(driver.run.connection() + 1, Ordering::Relaxed);
-                            }
+                            inner.learnt(&pending.machine, driver.run.connection());
                             next
                         }
                     }
@@ -291,15 +261,6 @@ struct Found {
 }
 
 impl Driver<'_> {
-    /// Drops the watches of the kinds `exchange` sets (when it is sent),
-    /// and what they gave that was not taken ([`Watches::replace`]): the
-    /// newer ones replace them.
-    fn replace_watches(&mut self, exchange: &Exchange) {
-        for watching in self.run.watches_mut().replace(exchange) {
-            self.lock.inner.leftovers.let_go(watching);
-        }
-    }
-
     /// Waits for the next event of an acquire that waits, until `until`:
     /// the first that the machine takes of all that arrived ([`Run::arrived`]).
     async fn wait(&mut self, poll: bool, until: Option<Instant>) -> Input<'static> {

@@ -30,6 +30,7 @@ use crate::background;
 use crate::connect::{
     connect_client, connect_client_with, ConnectOptions, DEFAULT_CONNECT_TIMEOUT, DEFAULT_SESSION_TIMEOUT,
 };
+use crate::contender::Contender;
 use crate::error::Error;
 use crate::lease;
 use crate::limits;
@@ -165,6 +166,48 @@ struct Inner {
     permits: Option<NonZeroU32>,
     /// The watches its waits left to fire, one per node.
     leftovers: driver::Leftovers,
+}
+
+impl Inner {
+    /// A contender's machine for an acquire of this lock in `mode` (that
+    /// may wait, `may_wait`; that tells its place, `placed`), on the
+    /// session's connection `connection`: what earlier acquires learnt of
+    /// the directory's data and, on that connection, of reading its own
+    /// nodes, it knows.
+    fn contender(
+        &self,
+        mode: Mode,
+        may_wait: bool,
+        token: uuid::Uuid,
+        connection: u64,
+        placed: bool,
+    ) -> Contender {
+        Contender::new(
+            mode,
+            may_wait,
+            self.layout,
+            token,
+            self.client.session_id().0,
+            !self.data_checked.load(Ordering::Relaxed),
+        )
+        .with_release_markers(self.release_markers)
+        .with_own_readable(self.own_readable.load(Ordering::Relaxed) == connection + 1)
+        .with_listing_limit(self.listing_limit)
+        .with_place(placed)
+        .with_permits(self.permits)
+    }
+
+    /// Keeps what `machine` learnt for later acquires: the directory's data
+    /// checked, and reading its own node on the session's connection
+    /// `connection`.
+    fn learnt(&self, machine: &Contender, connection: u64) {
+        if machine.data_checked() {
+            self.data_checked.store(true, Ordering::Relaxed);
+        }
+        if machine.own_readable() {
+            self.own_readable.store(connection + 1, Ordering::Relaxed);
+        }
+    }
 }
 
 impl Drop for Inner {

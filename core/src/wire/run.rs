@@ -23,15 +23,15 @@
 //!                                 until run.arrived(now, poll's error) is Some(input),
 //!                                 sleep until run.gather(fired, session) says something
 //!                                 arrived, a poll ended or run.until(&machine) passed; machine.step(input)
-//!         Send(exchange)       -> if it forgets the session's changes: mark them seen, then
-//!                                 exchange = run.forgot_session_changes(.., connection now);
-//!                                 let go of watches.replace(&exchange); carry it (until run.until(&machine));
+//!         Send(exchange)       -> (exchange, gone) = run.sending(.., exchange, || { mark the session's
+//!                                 changes seen; the connection now }); let go of gone;
+//!                                 carry it (until run.until(&machine));
 //!                                 run.blamed(error) if it blames one;
 //!                                 run.exchanged(&mut machine, &mut wire, &exchange, what it left, fired, session)
 //!         Broken(what)         -> a typed error: this cannot happen
 //! ```
 
-use super::{Arrivals, Exchange, Fired, Kept, Now, Watches, Wire};
+use super::{Arrivals, Exchange, Fired, Kept, Now, Watches, Watching, Wire};
 use crate::acquire::{self, Event, Input, Place};
 use crate::contender::{Action, Contender, Deadlines, Failure, Reported, RequestError};
 use crate::lease::SessionState;
@@ -55,7 +55,7 @@ pub struct Run<T, E, W> {
     /// The error of the request the last exchange blamed ([`Exchange::blame`]).
     blamed: Option<E>,
     /// The action of the last exchange `next` gave that forgets the
-    /// session's changes, until [`Run::forgot_session_changes`] takes it.
+    /// session's changes, until [`Run::sending`] takes it.
     forgetting: Option<Action>,
 }
 
@@ -99,8 +99,8 @@ pub enum Next {
     /// [`Exchange::kept`]); what they gave and was not taken is gone from
     /// [`Run::arrivals`] already. One that forgets the session's changes
     /// ([`Exchange::forgets_session_changes`]) goes through
-    /// [`Run::forgot_session_changes`] first, and the exchange that returns
-    /// is the one sent.
+    /// [`Run::sending`] first, and the exchange that returns is the one
+    /// sent.
     Send(Exchange),
     /// An action an acquire's loop cannot carry out: an end without a
     /// grant, or one that sends nothing. A typed error, never a panic.
@@ -194,7 +194,7 @@ impl<T: Copy + Ord, E, W> Run<T, E, W> {
     ///   the exchange replaces go ([`Arrivals::replaced`]), as do the
     ///   client's errors of the requests before it; the carrier passes one
     ///   that forgets the session's changes through
-    ///   [`Run::forgot_session_changes`] before it sends it.
+    ///   [`Run::sending`] before it sends it.
     pub fn next(
         &mut self,
         machine: &mut Contender,
@@ -242,6 +242,30 @@ impl<T: Copy + Ord, E, W> Run<T, E, W> {
         }
     }
 
+    /// The exchange [`Run::next`] gave, as it is sent, and the watches it
+    /// lets go of. One that forgets the session's changes
+    /// ([`Exchange::forgets_session_changes`]) has the carrier forget them
+    /// (`forget`, which then reads the connection its session is on) and
+    /// goes through `Run::forgot_session_changes`; the watches of the
+    /// kinds the exchange sets go ([`Watches::replace`], but those it
+    /// keeps), for the carrier to let go of ([`super::Lingering`]).
+    pub fn sending(
+        &mut self,
+        machine: &mut Contender,
+        wire: &Wire,
+        exchange: Exchange,
+        forget: impl FnOnce() -> u64,
+    ) -> (Exchange, Vec<Watching<W>>) {
+        let exchange = if exchange.forgets_session_changes() {
+            let connection = forget();
+            self.forgot_session_changes(machine, wire, exchange, connection)
+        } else {
+            exchange
+        };
+        let gone = self.watches.replace(&exchange);
+        (exchange, gone)
+    }
+
     /// The carrier forgot the session's changes seen until now, as the
     /// exchange `next` gave asks ([`Exchange::forgets_session_changes`]),
     /// and then read the session's connection, `connection`: the exchange
@@ -251,7 +275,7 @@ impl<T: Copy + Ord, E, W> Run<T, E, W> {
     /// now: what it learnt on the old connection (that it reads its node,
     /// so the wait's watches may go in one `SetWatches`) is not trusted on
     /// the new one.
-    pub fn forgot_session_changes(
+    fn forgot_session_changes(
         &mut self,
         machine: &mut Contender,
         wire: &Wire,

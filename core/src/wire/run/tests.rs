@@ -323,7 +323,12 @@ fn a_reconnection_seen_as_the_waits_watches_leave_rebuilds_them_without_what_the
         };
         assert!(exchange.forgets_session_changes() && together(&exchange));
         // The carrier forgot the session's changes, then read connection `now`.
-        let sent = run.forgot_session_changes(&mut machine, &wire, exchange, now);
+        let mut forgot = false;
+        let (sent, _) = run.sending(&mut machine, &wire, exchange, || {
+            forgot = true;
+            now
+        });
+        assert!(forgot, "the session's changes are forgotten before it is sent");
         assert_eq!(
             !together(&sent),
             rebuilt,
@@ -339,9 +344,45 @@ fn a_reconnection_seen_as_the_waits_watches_leave_rebuilds_them_without_what_the
     let Next::Send(exchange) = run.next(&mut machine, &wire, create, 0, 0).next else {
         panic!("a create");
     };
-    let sent = run.forgot_session_changes(&mut machine, &wire, exchange.clone(), 5);
+    let (sent, _) = run.sending(&mut machine, &wire, exchange.clone(), || {
+        panic!("that exchange forgets nothing")
+    });
     assert_eq!(sent, exchange);
     assert!(machine.own_readable(), "not told: that exchange forgets nothing");
+}
+
+#[test]
+fn an_exchange_sent_lets_go_of_the_watches_of_the_kinds_it_sets_and_keeps_the_others() {
+    let (wire, mut machine, _) = waiting();
+    let mut run = forever();
+    let own = child_path(DIR, machine.node().expect("created"));
+    run.watches_mut().keep(vec![Kept {
+        kind: Watch::Own,
+        path: own.clone(),
+        lingers: false,
+        watch: Handle::Pending,
+    }]);
+    // A listing sets no watch: my node's stays.
+    let Next::Send(list) = run
+        .next(&mut machine, &wire, Action::Acquire(acquire::Action::List), 0, 0)
+        .next
+    else {
+        panic!("a listing");
+    };
+    let (_, gone) = run.sending(&mut machine, &wire, list, || 0);
+    assert!(gone.is_empty(), "{gone:?}");
+    assert!(
+        run.watches().clone().take_own().is_some(),
+        "my node's watch is kept"
+    );
+    // The wait's watches replace my node's.
+    let Next::Send(watches) = run.next(&mut machine, &wire, lock_watches(), 0, 0).next else {
+        panic!("the wait's watches");
+    };
+    let (_, gone) = run.sending(&mut machine, &wire, watches, || 0);
+    let gone: Vec<_> = gone.into_iter().map(|w| (w.kind, w.path)).collect();
+    assert_eq!(gone, vec![(Watch::Own, own)]);
+    assert!(run.watches().clone().take_own().is_none());
 }
 
 /// A watch of these tests, as a watch future: pending, fired (its event
