@@ -251,61 +251,55 @@ async fn carry_on(
     // Retrying is bounded from when the requests leave (a request sent
     // beforehand: from its answer).
     let mut started = Instant::now();
-    let pre_sent = first.is_some();
+    let mut pre_sent = first.is_some();
     let requests = carrying.exchange().requests().to_vec();
     let mut first = first;
     let mut acl_read = None;
-    // All leave now, in order; a request sent again, or a follow-up,
-    // leaves when its turn comes.
+    // Each request leaves as `carrying` gives it, after the pause it
+    // names; the answers are taken in the order sent.
     let mut sent: VecDeque<(usize, InFlight<'_>)> = VecDeque::new();
-    let mut later: VecDeque<wire::Send> = VecDeque::new();
     loop {
         while let Some(send) = carrying.poll_send() {
-            match (send.again, requests.get(send.index)) {
-                (false, Some(request)) => {
-                    // The first request may have left beforehand.
-                    let ahead = if send.index == 0 { first.take() } else { None };
-                    let request = ahead.unwrap_or_else(|| line.send(request));
-                    sent.push_back((send.index, InFlight::new(request)));
-                }
-                (true, _) => later.push_front(send),
-                (false, None) => later.push_back(send),
+            if !send.after.is_zero() {
+                tokio::time::sleep(send.after).await;
             }
+            // The first request may have left beforehand.
+            let ahead = if send.index == 0 && !send.again {
+                first.take()
+            } else {
+                None
+            };
+            let request = match (ahead, requests.get(send.index)) {
+                (Some(ahead), _) => ahead,
+                (None, Some(request)) => line.send(request),
+                // A follow-up of an answer (`wire::Progress::Send`): it
+                // leaves as it is awaited, at once (the answer it follows
+                // was the last one awaited).
+                (None, None) => line.send_owned(send.request),
+            };
+            sent.push_back((send.index, InFlight::new(request)));
         }
         if carrying.is_complete() {
             // The answers not awaited are dropped, with their watches.
             break;
         }
-        let turn = later.front().is_some_and(|send| send.again || sent.is_empty());
-        let (index, mut answered) = match if turn { later.pop_front() } else { None } {
-            Some(send) => {
-                if !send.after.is_zero() {
-                    tokio::time::sleep(send.after).await;
-                }
-                (send.index, line.send(&send.request).await)
-            }
-            None => match sent.pop_front() {
-                Some((index, request)) => {
-                    // A server answers a session's requests in the order
-                    // sent (a few refusals may overtake, never fall
-                    // behind): once the last in flight is answered, so are
-                    // the ones before it. Waiting for it first wakes this
-                    // task once for them all (a create and its listing),
-                    // not once per answer; each is still handed over in
-                    // order, and every one is answered (or fails with the
-                    // connection), so the wait ends.
-                    if let Some((_, last)) = sent.back_mut() {
-                        last.settle().await;
-                    }
-                    let answered = request.answer().await;
-                    if index == 0 && pre_sent {
-                        started = Instant::now();
-                    }
-                    (index, answered)
-                }
-                None => break,
-            },
+        let Some((index, request)) = sent.pop_front() else {
+            break;
         };
+        // A server answers a session's requests in the order sent (a few
+        // refusals may overtake, never fall behind): once the last in
+        // flight is answered, so are the ones before it. Waiting for it
+        // first wakes this task once for them all (a create and its
+        // listing), not once per answer; each is still handed over in
+        // order, and every one is answered (or fails with the
+        // connection), so the wait ends.
+        if let Some((_, last)) = sent.back_mut() {
+            last.settle().await;
+        }
+        let mut answered = request.answer().await;
+        if index == 0 && std::mem::take(&mut pre_sent) {
+            started = Instant::now();
+        }
         if let Some(acl) = answered.acl.take() {
             acl_read = Some(acl);
         }
@@ -417,6 +411,7 @@ fn stat(stat: &zk::Stat) -> wire::Stat {
 /// What sending a request needs: the client, and the ACLs a create gives
 /// (my contender nodes', the directory's, and the one
 /// [`Request::GetAcl`] read).
+#[derive(Clone, Copy)]
 struct Line<'c> {
     client: &'c zk::Client,
     acls: &'c [zk::Acl],
@@ -425,6 +420,11 @@ struct Line<'c> {
 }
 
 impl<'c> Line<'c> {
+    /// Sends `request` as it is first awaited ([`Line::send`]).
+    fn send_owned(self, request: Request) -> Sent<'c> {
+        Box::pin(async move { self.send(&request).await })
+    }
+
     /// Sends `request` now, as the client's call.
     fn send<'r>(&self, request: &'r Request) -> Sent<'r>
     where
