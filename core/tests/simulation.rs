@@ -3923,11 +3923,8 @@ impl World {
             states,
             ..
         } = self.acq(c);
-        let forget = || {
-            *states = None;
-            connection
-        };
-        let (exchange, gone) = run.sending(&mut machine.inner, wire, exchange, forget);
+        let changed = || states.take();
+        let (exchange, gone) = run.sending(&mut machine.inner, wire, exchange, changed, || connection);
         self.let_go(c, gone);
         let mut carried = Carried::new(serial, exchange);
         if carried.carry.is_complete() {

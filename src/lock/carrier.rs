@@ -212,7 +212,10 @@ impl Carrier {
                     let first = first.map(|first| -> Sent<'static> {
                         Box::pin(async move { Answered::of(first.await.map(|()| Reply::Done)) })
                     });
-                    let mut carrying = self.carrying(exchange);
+                    let mut carrying = match first {
+                        Some(_) => self.carrying(exchange).sent_ahead(),
+                        None => self.carrying(exchange),
+                    };
                     self.carry_after(&mut carrying, first).await;
                     let (exchange, _) = self.finished(carrying);
                     let next = self.wire.settle(&exchange, &mut machine);
@@ -248,10 +251,7 @@ async fn carry_on(
     carrying: &mut Carrying,
     first: Option<Sent<'static>>,
 ) -> Option<Vec<zk::Acl>> {
-    // Retrying is bounded from when the requests leave (a request sent
-    // beforehand: from its answer).
-    let mut started = Instant::now();
-    let mut pre_sent = first.is_some();
+    let started = Instant::now();
     let requests = carrying.exchange().requests().to_vec();
     let mut first = first;
     let mut acl_read = None;
@@ -297,9 +297,6 @@ async fn carry_on(
             last.settle().await;
         }
         let mut answered = request.answer().await;
-        if index == 0 && std::mem::take(&mut pre_sent) {
-            started = Instant::now();
-        }
         if let Some(acl) = answered.acl.take() {
             acl_read = Some(acl);
         }

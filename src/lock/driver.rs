@@ -157,19 +157,14 @@ impl SharedLock {
                     feed(&mut pending.machine, input)
                 }
                 Next::Send(exchange) => {
-                    let states = &mut driver.states;
-                    // The session's changes seen until now go; the
-                    // connection is read after, so that a reconnection among
-                    // them is the run's to see (the client counts a
-                    // connection before it says `Connected`: see
-                    // `Client::connections`). One after the read leaves its
-                    // `Connected` for the wait, which it interrupts.
-                    let forget = || {
-                        while state_now(states).is_some() {}
-                        client.connections()
-                    };
+                    // The client counts a connection before it says
+                    // `Connected` (`Client::connections`): a reconnection
+                    // after the read leaves its `Connected` for the wait,
+                    // which it interrupts.
+                    let changed = || state_now(&mut driver.states);
+                    let connection = || client.connections();
                     let wire = &pending.carrier.wire;
-                    let (exchange, gone) = driver.run.sending(machine, wire, exchange, forget);
+                    let (exchange, gone) = driver.run.sending(machine, wire, exchange, changed, connection);
                     for watching in gone {
                         inner.leftovers.let_go(watching);
                     }

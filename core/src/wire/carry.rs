@@ -9,8 +9,9 @@
 //! - a request whose answer was lost (a broken connection, or an answer
 //!   that does not [answer](Exchange::accepts) it) is sent again if the
 //!   exchange [retries](Exchange::retried) it, after the pause
-//!   [`Backoff`] says, until it is answered or retrying is over; only its
-//!   last answer is fed;
+//!   [`Backoff`] says, until it is answered or retrying is over (counted
+//!   from when the carrier began, or from the first answer of a request
+//!   [sent ahead](Carry::sent_ahead)); only its last answer is fed;
 //! - each watch an answer left is kept, with whose it is, its node's path
 //!   and whether it [lingers](Exchange::lingers), or dropped
 //!   ([`Exchange::watch`]);
@@ -22,7 +23,7 @@
 //! loop {
 //!     while let Some(send) = carry.poll_send() { send it (after send.after) }
 //!     if carry.is_complete() { break }
-//!     carry.answered(index, answer, how long since the exchange was sent)
+//!     carry.answered(index, answer, how long since the carrier began)
 //! }
 //! let Carried { exchange, kept, blamed } = carry.finish()
 //! ```
@@ -40,9 +41,9 @@ pub struct Send {
     pub index: usize,
     /// The request, as it is sent.
     pub request: Request,
-    /// Sent again after a lost answer: its answer is the next one awaited
-    /// (the requests sent before it lost theirs with the connection, or
-    /// wait for it).
+    /// Sent again after a lost answer. It leaves after the requests sent
+    /// before it, and its answer is taken after theirs (each exchange that
+    /// retries has one request in flight: nothing is before it).
     pub again: bool,
     /// The pause before it leaves.
     pub after: Duration,
@@ -121,6 +122,12 @@ pub struct Carry<W, E> {
     errors: Vec<Option<Fault<E>>>,
     kept: Vec<Kept<W>>,
     complete: bool,
+    /// The first request left before the carrier began
+    /// ([`Carry::sent_ahead`]) and its first answer is not in yet.
+    ahead: bool,
+    /// When retrying began to count, from when the carrier began: its
+    /// first answer, for a first request sent ahead.
+    origin: Duration,
 }
 
 impl<W, E> Carry<W, E> {
@@ -146,7 +153,18 @@ impl<W, E> Carry<W, E> {
             errors: Vec::new(),
             kept: Vec::new(),
             complete,
+            ahead: false,
+            origin: Duration::ZERO,
         }
+    }
+
+    /// The exchange's first request left before the carrier began (a
+    /// withdrawal's deletion, sent before the acquire's future returns):
+    /// its retrying is bounded from its first answer, not from when the
+    /// carrier began, which may be long after.
+    pub fn sent_ahead(mut self) -> Carry<W, E> {
+        self.ahead = true;
+        self
     }
 
     /// The next request to send, if any.
@@ -168,8 +186,10 @@ impl<W, E> Carry<W, E> {
         &self.exchange
     }
 
-    /// Feeds the answer of request `index`, sent `failing_for` after the
-    /// exchange first was, and returns what became of the watches it left,
+    /// Feeds the answer of request `index`, come `elapsed` after the
+    /// carrier began (retrying is bounded from then, or from the first
+    /// answer of a request [sent ahead](Carry::sent_ahead)), and returns
+    /// what became of the watches it left,
     /// in their order: whose each is now, kept; `None`: dropped (the
     /// carrier's watch is dropped here). A lost answer of a retried
     /// request is not fed: the request is sent again
@@ -178,7 +198,7 @@ impl<W, E> Carry<W, E> {
         &mut self,
         index: usize,
         answered: Answered<W, E>,
-        failing_for: Duration,
+        elapsed: Duration,
     ) -> Vec<Option<Watch>> {
         let Answered {
             answer,
@@ -188,6 +208,10 @@ impl<W, E> Carry<W, E> {
         if self.complete {
             return Vec::new();
         }
+        if index == 0 && std::mem::take(&mut self.ahead) {
+            self.origin = elapsed;
+        }
+        let failing_for = elapsed.saturating_sub(self.origin);
         let garbled = !self.exchange.accepts(index, &answer);
         let lost = answer == Err(Error::Unanswered) || garbled;
         if lost && self.exchange.retried(index) {

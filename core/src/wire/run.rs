@@ -23,8 +23,8 @@
 //!                                 until run.arrived(now, poll's error) is Some(input),
 //!                                 sleep until run.gather(fired, session) says something
 //!                                 arrived, a poll ended or run.until(&machine) passed; machine.step(input)
-//!         Send(exchange)       -> (exchange, gone) = run.sending(.., exchange, || { mark the session's
-//!                                 changes seen; the connection now }); let go of gone;
+//!         Send(exchange)       -> (exchange, gone) = run.sending(.., exchange, the session's next
+//!                                 change seen, the connection now); let go of gone;
 //!                                 carry it (until run.until(&machine));
 //!                                 run.blamed(error) if it blames one;
 //!                                 run.exchanged(&mut machine, &mut wire, &exchange, what it left, fired, session)
@@ -244,21 +244,24 @@ impl<T: Copy + Ord, E, W> Run<T, E, W> {
 
     /// The exchange [`Run::next`] gave, as it is sent, and the watches it
     /// lets go of. One that forgets the session's changes
-    /// ([`Exchange::forgets_session_changes`]) has the carrier forget them
-    /// (`forget`, which then reads the connection its session is on) and
-    /// goes through `Run::forgot_session_changes`; the watches of the
-    /// kinds the exchange sets go ([`Watches::replace`], but those it
-    /// keeps), for the carrier to let go of ([`super::Lingering`]).
-    pub fn sending(
+    /// ([`Exchange::forgets_session_changes`]) takes every change seen
+    /// until now from the carrier (`changed`, asked until it gives none),
+    /// and only then reads the connection its session is on
+    /// (`connection`), so that a reconnection among the forgotten changes
+    /// is seen; it goes through `Run::forgot_session_changes`. The watches
+    /// of the kinds the exchange sets go ([`Watches::replace`], but those
+    /// it keeps), for the carrier to let go of ([`super::Lingering`]).
+    pub fn sending<S>(
         &mut self,
         machine: &mut Contender,
         wire: &Wire,
         exchange: Exchange,
-        forget: impl FnOnce() -> u64,
+        mut changed: impl FnMut() -> Option<S>,
+        connection: impl FnOnce() -> u64,
     ) -> (Exchange, Vec<Watching<W>>) {
         let exchange = if exchange.forgets_session_changes() {
-            let connection = forget();
-            self.forgot_session_changes(machine, wire, exchange, connection)
+            while changed().is_some() {}
+            self.forgot_session_changes(machine, wire, exchange, connection())
         } else {
             exchange
         };

@@ -283,3 +283,26 @@ fn a_garbled_answer_is_reported_as_such_once_retrying_is_over() {
         })
     );
 }
+
+#[test]
+fn a_request_sent_ahead_retries_for_the_bound_from_its_first_answer_not_from_each() {
+    let lost = || Answered::of(Err(Error::Unanswered));
+    // Retrying gives up after twice the session timeout (2 s here); the
+    // first answer comes 10 s after the carrier began.
+    for (ahead, retried) in [(true, true), (false, false)] {
+        let carry = carrying(&release());
+        let mut carry = if ahead { carry.sent_ahead() } else { carry };
+        sent(&mut carry);
+        carry.answered(0, lost(), SECOND * 10);
+        assert_eq!(!sent(&mut carry).is_empty(), retried, "sent ahead: {ahead}");
+    }
+    let mut carry = carrying(&release()).sent_ahead();
+    sent(&mut carry);
+    carry.answered(0, lost(), SECOND * 10);
+    assert_eq!(sent(&mut carry).len(), 1);
+    carry.answered(0, lost(), SECOND * 11);
+    assert_eq!(sent(&mut carry).len(), 1, "1 s since its first answer");
+    carry.answered(0, lost(), SECOND * 12 + ms(1));
+    assert_eq!(sent(&mut carry), [], "over 2 s since its first answer");
+    assert!(carry.is_complete());
+}

@@ -322,13 +322,22 @@ fn a_reconnection_seen_as_the_waits_watches_leave_rebuilds_them_without_what_the
             panic!("the wait's watches");
         };
         assert!(exchange.forgets_session_changes() && together(&exchange));
-        // The carrier forgot the session's changes, then read connection `now`.
-        let mut forgot = false;
-        let (sent, _) = run.sending(&mut machine, &wire, exchange, || {
-            forgot = true;
+        // The carrier has two changes of the session not taken; it reads
+        // connection `now` after it gave them.
+        let changes = std::cell::RefCell::new(vec![Connected, Disconnected]);
+        let changed = || changes.borrow_mut().pop();
+        let connection = || {
+            assert!(
+                changes.borrow().is_empty(),
+                "the connection is read after every change is taken"
+            );
             now
-        });
-        assert!(forgot, "the session's changes are forgotten before it is sent");
+        };
+        let (sent, _) = run.sending(&mut machine, &wire, exchange, changed, connection);
+        assert!(
+            changes.borrow().is_empty(),
+            "the session's changes are forgotten before it is sent"
+        );
         assert_eq!(
             !together(&sent),
             rebuilt,
@@ -344,9 +353,8 @@ fn a_reconnection_seen_as_the_waits_watches_leave_rebuilds_them_without_what_the
     let Next::Send(exchange) = run.next(&mut machine, &wire, create, 0, 0).next else {
         panic!("a create");
     };
-    let (sent, _) = run.sending(&mut machine, &wire, exchange.clone(), || {
-        panic!("that exchange forgets nothing")
-    });
+    let changed = || -> Option<SessionState> { panic!("that exchange forgets nothing") };
+    let (sent, _) = run.sending(&mut machine, &wire, exchange.clone(), changed, || 5);
     assert_eq!(sent, exchange);
     assert!(machine.own_readable(), "not told: that exchange forgets nothing");
 }
@@ -369,7 +377,7 @@ fn an_exchange_sent_lets_go_of_the_watches_of_the_kinds_it_sets_and_keeps_the_ot
     else {
         panic!("a listing");
     };
-    let (_, gone) = run.sending(&mut machine, &wire, list, || 0);
+    let (_, gone) = run.sending(&mut machine, &wire, list, || None::<SessionState>, || 0);
     assert!(gone.is_empty(), "{gone:?}");
     assert!(
         run.watches().clone().take_own().is_some(),
@@ -379,7 +387,7 @@ fn an_exchange_sent_lets_go_of_the_watches_of_the_kinds_it_sets_and_keeps_the_ot
     let Next::Send(watches) = run.next(&mut machine, &wire, lock_watches(), 0, 0).next else {
         panic!("the wait's watches");
     };
-    let (_, gone) = run.sending(&mut machine, &wire, watches, || 0);
+    let (_, gone) = run.sending(&mut machine, &wire, watches, || None::<SessionState>, || 0);
     let gone: Vec<_> = gone.into_iter().map(|w| (w.kind, w.path)).collect();
     assert_eq!(gone, vec![(Watch::Own, own)]);
     assert!(run.watches().clone().take_own().is_none());
