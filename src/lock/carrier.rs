@@ -263,12 +263,9 @@ async fn carry_on(
             if !send.after.is_zero() {
                 tokio::time::sleep(send.after).await;
             }
-            // The first request may have left beforehand.
-            let ahead = if send.index == 0 && !send.again {
-                first.take()
-            } else {
-                None
-            };
+            // The first request may have left beforehand (taken at its
+            // first send: one sent again leaves anew).
+            let ahead = if send.index == 0 { first.take() } else { None };
             let request = match (ahead, requests.get(send.index)) {
                 (Some(ahead), _) => ahead,
                 (None, Some(request)) => line.send(request),
