@@ -5,10 +5,11 @@
 //! upstream does.
 
 // Each implementation has: `TcpStream` (futures-io's `AsyncRead` and `AsyncWrite`),
-// `connect(host, port)`, `sleep(duration)`, `Interval::new(period)` (first tick one period from
-// now, missed ticks in a burst) with `tick()` (cancel safe, returns the tick's scheduled
-// instant), and `Alarm::at(instant)` / `Alarm::never()` (an `Unpin` future of `()`).
-pub use self::imp::{connect, sleep, Alarm, Interval, TcpStream};
+// `connect(host, port)`, `into_std(stream)` and `from_std(socket)` (patch 20), `sleep(duration)`,
+// `Interval::new(period)` (first tick one period from now, missed ticks in a burst) with `tick()`
+// (cancel safe, returns the tick's scheduled instant), and `Alarm::at(instant)` /
+// `Alarm::never()` (an `Unpin` future of `()`).
+pub use self::imp::{connect, from_std, into_std, sleep, Alarm, Interval, TcpStream};
 
 #[cfg(not(feature = "tokio"))]
 mod imp {
@@ -23,6 +24,17 @@ mod imp {
 
     pub async fn connect(host: &str, port: u16) -> Result<TcpStream> {
         TcpStream::connect((host, port)).await
+    }
+
+    /// The socket, out of the reactor (patch 20): not done with async-io; the stream is dropped,
+    /// and the connection is lost.
+    pub fn into_std(_stream: TcpStream) -> Result<std::net::TcpStream> {
+        Err(std::io::Error::new(std::io::ErrorKind::Unsupported, "a socket is not moved between reactors"))
+    }
+
+    /// A socket taken out of a reactor, in this one (patch 20).
+    pub fn from_std(stream: std::net::TcpStream) -> Result<TcpStream> {
+        TcpStream::try_from(stream)
     }
 
     pub async fn sleep(duration: Duration) {
@@ -83,6 +95,17 @@ mod imp {
     pub async fn connect(host: &str, port: u16) -> Result<TcpStream> {
         let stream = tokio::net::TcpStream::connect((host, port)).await?;
         Ok(TcpStream(stream))
+    }
+
+    /// The socket, out of the I/O driver of the runtime it was registered with, in non-blocking
+    /// mode (patch 20). On failure the stream is gone: the connection is lost.
+    pub fn into_std(stream: TcpStream) -> Result<std::net::TcpStream> {
+        stream.0.into_std()
+    }
+
+    /// A socket taken out of a runtime (`into_std`), in the current runtime's I/O driver.
+    pub fn from_std(stream: std::net::TcpStream) -> Result<TcpStream> {
+        tokio::net::TcpStream::from_std(stream).map(TcpStream)
     }
 
     pub async fn sleep(duration: Duration) {

@@ -58,7 +58,7 @@ pub use crate::proto::{EnsembleUpdate, Stat};
 use crate::record::{self, Record, StaticRecord};
 #[cfg(feature = "sasl-digest-md5")]
 use crate::sasl::SaslOptions;
-use crate::session::StateReceiver;
+use crate::session::{Fallback, Serving, StateReceiver};
 pub use crate::session::{EventType, SessionId, SessionInfo, SessionLease, SessionState, WatchedEvent};
 #[cfg(feature = "tls")]
 use crate::tls::TlsOptions;
@@ -1753,6 +1753,8 @@ pub struct Connector {
     session_timeout: Duration,
     connection_timeout: Duration,
     max_request_size: u32,
+    #[derive_where(skip(Debug))]
+    fallback: Option<Fallback>,
 }
 
 impl Connector {
@@ -1771,7 +1773,23 @@ impl Connector {
             session_timeout: Duration::ZERO,
             connection_timeout: Duration::ZERO,
             max_request_size: DEFAULT_MAX_REQUEST_SIZE,
+            fallback: None,
         }
+    }
+
+    /// Where the session goes on if the runtime that serves it drops it before it ends (patch
+    /// 20): `spawn` runs the rest of its serving on another runtime. The session is served on
+    /// the runtime that connects it; when that runtime shuts down (or the task is aborted), a
+    /// plain connection moves as it is, with nothing lost or sent again, and a TLS one is
+    /// connected again from `spawn`'s runtime. Every `Client` of the session, its watchers and its
+    /// lease stay valid. Without it, the session ends with its task, its requests fail, and its
+    /// ephemeral nodes stay until the server expires it.
+    pub fn with_fallback(
+        mut self,
+        spawn: impl Fn(std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>) + Send + Sync + 'static,
+    ) -> Self {
+        self.fallback = Some(Arc::new(spawn));
+        self
     }
 
     /// Specifies target session timeout to negotiate with ZooKeeper server.
@@ -1988,9 +2006,9 @@ impl Connector {
         let mut state_watcher = StateWatcher::new(session.subscribe_state());
         // Consume all state changes so far.
         state_watcher.state();
-        asyncs::spawn(async move {
-            session.serve(endpoints, conn, buf, depot, receiver).await;
-        });
+        // zk-rwlock patch 20: served with what it needs to go on elsewhere.
+        let serving = Serving::new(session, conn, endpoints, buf, depot, receiver, self.fallback);
+        asyncs::spawn(serving.serve());
         let mut client = Client::new(
             chroot.to_owned(),
             self.server_version,

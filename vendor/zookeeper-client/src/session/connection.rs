@@ -132,6 +132,21 @@ impl Connection {
         (reader, writer)
     }
 
+    /// The plain socket, out of its runtime (patch 20): `Err` gives a TLS connection back, which
+    /// cannot be moved (its state is in the stream); `Ok(Err(_))` is a socket lost on the way.
+    pub fn into_std(self) -> std::result::Result<Result<std::net::TcpStream>, Self> {
+        match self {
+            Self::Raw(stream) => Ok(rt::into_std(stream)),
+            #[cfg(feature = "tls")]
+            tls => Err(tls),
+        }
+    }
+
+    /// A plain socket taken out of a runtime ([`Self::into_std`]), in the current one (patch 20).
+    pub fn from_std(stream: std::net::TcpStream) -> Result<Self> {
+        rt::from_std(stream).map(Self::Raw)
+    }
+
     #[cfg(feature = "tls")]
     pub fn new_tls(stream: TlsStream<TcpStream>) -> Self {
         Self::Tls(stream.into())

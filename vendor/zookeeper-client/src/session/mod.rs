@@ -7,6 +7,8 @@ mod types;
 mod watch;
 mod xid;
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -165,6 +167,101 @@ impl Builder {
     }
 }
 
+/// Spawns work on another runtime (patch 20): where a session goes on when the runtime that
+/// serves it drops it.
+pub type Fallback = Arc<dyn Fn(Pin<Box<dyn Future<Output = ()> + Send>>) + Send + Sync>;
+
+/// A session as it is served (patch 20): what it needs to go on, owned here and lent to
+/// [`Session::serve`]. If the runtime that runs it drops it before the session ends (the
+/// runtime shuts down), it goes on on the fallback runtime, if it has one: a plain connection is
+/// taken out of the dropping runtime's I/O driver (which tokio shuts down only after dropping its
+/// tasks) and served on as it is, with no request lost or sent again; a TLS connection is lost
+/// there, and the session connects again from the fallback runtime, as after any lost
+/// connection: the same session, its watches set again. Every `Client` of the session, its
+/// watchers and its lease stay valid: they hold channels to this state, not to a runtime.
+/// Without a fallback, or while the thread unwinds from a panic, the session ends with the task,
+/// as upstream's does.
+pub struct Serving {
+    parts: Option<Parts>,
+    fallback: Option<Fallback>,
+}
+
+/// What a session needs to be served (patch 20).
+struct Parts {
+    session: Session,
+    conn: Option<Connection>,
+    resumed: bool,
+    endpoints: IterableEndpoints,
+    buf: Vec<u8>,
+    depot: Depot,
+    requester: mpsc::UnboundedReceiver<Request>,
+}
+
+impl Serving {
+    /// The session that `start` connected with `conn`, to be served with [`Self::serve`].
+    pub fn new(
+        session: Session,
+        conn: Connection,
+        mut endpoints: IterableEndpoints,
+        buf: Vec<u8>,
+        depot: Depot,
+        requester: mpsc::UnboundedReceiver<Request>,
+        fallback: Option<Fallback>,
+    ) -> Self {
+        endpoints.cycle();
+        endpoints.reset();
+        let parts = Parts { session, conn: Some(conn), resumed: false, endpoints, buf, depot, requester };
+        Self { parts: Some(parts), fallback }
+    }
+
+    /// Serves the session until it ends.
+    pub async fn serve(mut self) {
+        if let Some(Parts { session, conn, resumed, endpoints, buf, depot, requester }) = self.parts.as_mut() {
+            session.serve(conn, *resumed, endpoints, buf, depot, requester).await;
+        }
+        // Ended: nothing to go on with.
+        self.parts = None;
+    }
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let (Some(mut parts), Some(fallback)) = (self.parts.take(), self.fallback.take()) else {
+            return;
+        };
+        if std::thread::panicking() {
+            return;
+        }
+        // A connection being served: the socket goes along if it is plain, otherwise it is lost.
+        let socket = match parts.conn.take().map(Connection::into_std) {
+            None => None,
+            Some(Ok(Ok(socket))) => Some(socket),
+            Some(Ok(Err(err))) => {
+                parts.session.lose_connection(&Error::other(err), &mut parts.depot);
+                None
+            },
+            Some(Err(_tls)) => {
+                parts.session.lose_connection(&Error::ConnectionLoss, &mut parts.depot);
+                None
+            },
+        };
+        info!(session = %parts.session.session.id, moved = socket.is_some(), "the runtime serving the session dropped it: serving it on another");
+        fallback(Box::pin(async move {
+            if let Some(socket) = socket {
+                match Connection::from_std(socket) {
+                    Ok(conn) => {
+                        parts.conn = Some(conn);
+                        parts.resumed = true;
+                    },
+                    Err(err) => parts.session.lose_connection(&Error::other(err), &mut parts.depot),
+                }
+            }
+            // No fallback from the fallback: it is the last place.
+            Serving { parts: Some(parts), fallback: None }.serve().await;
+        }));
+    }
+}
+
 /// How many requests the session takes from its channel at once, at most (zk-rwlock patch 19).
 const REQUEST_BATCH: usize = 64;
 
@@ -220,7 +317,7 @@ impl Session {
         self.readonly && self.session.readonly
     }
 
-    async fn close_requester(mut requester: mpsc::UnboundedReceiver<Request>, err: &Error) {
+    async fn close_requester(requester: &mut mpsc::UnboundedReceiver<Request>, err: &Error) {
         requester.close();
         while let Some(request) = requester.next().await {
             let responser = request.into_responser();
@@ -232,33 +329,51 @@ impl Session {
         self.state_sender.subscribe()
     }
 
+    /// Serves the session until it ends: `conn`, if any, first, then connection after connection
+    /// while the session lives; fails the requests left when it ends. `resumed`: the same
+    /// connection, served on from another runtime (patch 20), whose closing request, if the
+    /// client's channel ended, is already queued.
     #[instrument(name = "serve", skip_all, fields(session = display(self.session.id)))]
-    pub async fn serve(
+    async fn serve(
         &mut self,
-        mut endpoints: IterableEndpoints,
-        conn: Connection,
-        mut buf: Vec<u8>,
-        mut depot: Depot,
-        mut requester: mpsc::UnboundedReceiver<Request>,
+        conn: &mut Option<Connection>,
+        resumed: bool,
+        endpoints: &mut IterableEndpoints,
+        buf: &mut Vec<u8>,
+        depot: &mut Depot,
+        requester: &mut mpsc::UnboundedReceiver<Request>,
     ) {
-        endpoints.cycle();
-        endpoints.reset();
-        self.serve_once(conn, &mut endpoints, &mut buf, &mut depot, &mut requester).await;
+        let mut halted = resumed && futures::stream::FusedStream::is_terminated(requester);
         while !self.session_state.is_terminated() {
-            let conn = match self.start(&mut endpoints, &mut buf, &mut depot).await {
-                Err(err) => {
-                    warn!("fail to connect to cluster {:?} due to {}", endpoints.endpoints(), err);
-                    self.resolve_start_error(&err);
-                    break;
-                },
-                Ok(conn) => conn,
-            };
-            endpoints.reset();
-            self.serve_once(conn, &mut endpoints, &mut buf, &mut depot, &mut requester).await;
+            if conn.is_none() {
+                match self.start(endpoints, buf, depot).await {
+                    Err(err) => {
+                        warn!("fail to connect to cluster {:?} due to {}", endpoints.endpoints(), err);
+                        self.resolve_start_error(&err);
+                        break;
+                    },
+                    Ok(started) => *conn = Some(started),
+                }
+                endpoints.reset();
+            }
+            if let Some(serving) = conn.as_mut() {
+                let err = self.serve_session(endpoints, serving, buf, depot, requester, halted).await.unwrap_err();
+                *conn = None;
+                self.lose_connection(&err, depot);
+            }
+            halted = false;
         }
         let err = self.state_error();
         Self::close_requester(requester, &err).await;
         depot.terminate(err);
+    }
+
+    /// The connection is gone with `err`: the state it leads to, and the requests written or
+    /// queued on it fail.
+    fn lose_connection(&mut self, err: &Error, depot: &mut Depot) {
+        self.resolve_serve_error(err);
+        info!("enter state {} due to {}", self.session_state, err);
+        depot.error(err);
     }
 
     fn state_error(&self) -> Error {
@@ -295,20 +410,6 @@ impl Session {
             _ => SessionState::Disconnected,
         };
         self.change_state(state);
-    }
-
-    async fn serve_once(
-        &mut self,
-        mut conn: Connection,
-        endpoints: &mut IterableEndpoints,
-        buf: &mut Vec<u8>,
-        depot: &mut Depot,
-        requester: &mut mpsc::UnboundedReceiver<Request>,
-    ) {
-        let err = self.serve_session(endpoints, &mut conn, buf, depot, requester).await.unwrap_err();
-        self.resolve_serve_error(&err);
-        info!("enter state {} due to {}", self.session_state, err);
-        depot.error(&err);
     }
 
     fn handle_notification(&mut self, zxid: i64, mut body: &[u8], depot: &mut Depot) -> Result<(), Error> {
@@ -599,6 +700,7 @@ impl Session {
         buf: &mut Vec<u8>,
         depot: &mut Depot,
         requester: &mut mpsc::UnboundedReceiver<Request>,
+        halted: bool,
     ) -> Result<(), Error> {
         #[cfg(feature = "sasl-digest-md5")]
         self.sasl_session.take();
@@ -606,7 +708,7 @@ impl Session {
             if self.session.readonly { Some(self.connector.clone().seek_for_writable(endpoints)) } else { None };
         let mut tick = rt::Interval::new(self.tick_timeout);
         let mut err = None;
-        let mut channel_halted = false;
+        let mut channel_halted = halted;
         depot.start();
         let (mut reader, mut writer) = conn.split();
         while !(channel_halted && depot.is_empty()) {
