@@ -19,8 +19,9 @@
 //! runs, and is not counted: it is no work to wait for, it ends with the
 //! guard.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -55,22 +56,96 @@ pub(crate) fn handle() -> Option<&'static Handle> {
         .as_ref()
 }
 
-/// The ids of the sessions that run on the background thread.
-static SESSIONS: Mutex<Option<HashSet<i64>>> = Mutex::new(None);
+/// The sessions the library connected, by id: each with whether it runs
+/// on the background thread (`true`), or on a caller's multi-thread runtime
+/// (`false`) from which it moves to the background thread when that
+/// runtime drops it ([`Placement`]).
+static SESSIONS: Mutex<Option<HashMap<i64, Arc<Placement>>>> = Mutex::new(None);
 
-/// Notes that the session of `client` runs on the background thread,
-/// until it ends: a task there follows its state and takes the id out of
-/// the registry once the state is terminal (closed, expired, or refused
-/// credentials), so that the registry holds the live sessions only. A
-/// session never leaves a terminal state, so `runs_session` cannot answer
-/// no for a live session; after the end it answers no, and a dead
-/// session has nothing left to run anywhere.
-pub(crate) fn register_session(client: &crate::zk::Client) {
+/// Where a session the library connected runs, and the work to wait for
+/// when it moves.
+#[derive(Default)]
+pub(crate) struct Placement {
+    /// On the background thread: from the start, or since it moved there.
+    background: AtomicBool,
+    /// The work of locks whose last handle was dropped while the session's
+    /// runtime was shutting down: the move waits for it (see
+    /// [`Placement::moved`]).
+    flush: Mutex<Vec<Arc<Tasks>>>,
+    /// The session's state, once it is registered.
+    states: OnceLock<crate::zk::StateWatcher>,
+}
+
+impl Placement {
+    /// A session that runs on the background thread from the start.
+    pub(crate) fn background() -> Arc<Self> {
+        let placement = Self::default();
+        placement.background.store(true, Ordering::Release);
+        Arc::new(placement)
+    }
+
+    /// A session that runs on a caller's runtime.
+    pub(crate) fn caller() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    /// True if the session runs on the background thread.
+    pub(crate) fn on_background(&self) -> bool {
+        self.background.load(Ordering::Acquire)
+    }
+
+    /// The runtime that served the session dropped it, and it goes on on
+    /// the background thread (`serve`, spawned there). A runtime drops its
+    /// tasks as it shuts down, one after another: a lock dropped by one of
+    /// them before the session's turn could not wait for its releases
+    /// (they need the session, whose runtime no longer runs it), and left
+    /// them here; this thread, the one shutting the runtime down, waits
+    /// for them now, so that a program that ends its runtime with guards
+    /// held has released them when the runtime is gone.
+    pub(crate) fn moved(&self, serve: std::pin::Pin<Box<dyn Future<Output = ()> + Send>>) {
+        self.background.store(true, Ordering::Release);
+        match handle() {
+            Some(background) => drop(background.spawn(serve)),
+            None => warn!("no background thread to serve a session whose runtime dropped it: it ends"),
+        }
+        let flush = std::mem::take(
+            &mut *self
+                .flush
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        let connected = || {
+            self.states
+                .get()
+                .is_some_and(|states| states.peek_state() == crate::zk::SessionState::SyncConnected)
+        };
+        let until = Instant::now() + FLUSH_TIMEOUT;
+        for tasks in flush {
+            tasks.wait_idle(until.saturating_duration_since(Instant::now()), connected);
+        }
+    }
+}
+
+/// How long the last handle of a lock waits, while connected, for the
+/// releases and deletions it started in the background.
+pub(crate) const FLUSH_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Notes that `client`'s session is one the library connected, placed as
+/// `placement` says, until it ends: a task on the background thread
+/// follows its state and takes the id out of the registry once the state
+/// is terminal (closed, expired, or refused credentials), so that the
+/// registry holds the live sessions only. A session never leaves a
+/// terminal state, so `runs_session` cannot answer no for a live session;
+/// after the end it answers no, and a dead session has nothing left to
+/// run anywhere.
+pub(crate) fn register_session(client: &crate::zk::Client, placement: Arc<Placement>) {
     let id = client.session_id().0;
     // Taken before the id goes in: a state change after this point is seen.
     let mut states = client.state_watcher();
+    // Set once, here: a watcher holds no part of the session that keeps it open.
+    drop(placement.states.set(client.state_watcher()));
     if let Ok(mut sessions) = SESSIONS.lock() {
-        sessions.get_or_insert_with(HashSet::new).insert(id);
+        sessions.get_or_insert_with(HashMap::new).insert(id, placement);
     }
     let follow = async move {
         let mut state = states.peek_state();
@@ -96,6 +171,14 @@ fn forget_session(id: i64) {
     }
 }
 
+/// Where the session `id` runs, if the library connected it.
+fn placement(id: i64) -> Option<Arc<Placement>> {
+    SESSIONS
+        .lock()
+        .ok()
+        .and_then(|sessions| sessions.as_ref().and_then(|s| s.get(&id).cloned()))
+}
+
 /// How many sessions the registry holds: those connected by
 /// [`connect_client`](crate::connect_client) that have not ended. For the
 /// churn test, which checks that it does not grow.
@@ -103,15 +186,139 @@ fn forget_session(id: i64) {
 pub fn registered_sessions() -> usize {
     SESSIONS
         .lock()
-        .map_or(0, |sessions| sessions.as_ref().map_or(0, HashSet::len))
+        .map_or(0, |sessions| sessions.as_ref().map_or(0, HashMap::len))
 }
 
-/// True if the session `id` runs on the background thread: waiting for
-/// background work that needs it cannot block its progress.
+/// True if the library connected the session `id`: it runs on the
+/// background thread, or on a caller's runtime from which it moves there
+/// when that runtime ends. Either way it outlives the runtime that runs it:
+/// work that needs it may run on the background thread.
 pub(crate) fn runs_session(id: i64) -> bool {
     SESSIONS
         .lock()
-        .is_ok_and(|sessions| sessions.as_ref().is_some_and(|s| s.contains(&id)))
+        .is_ok_and(|sessions| sessions.as_ref().is_some_and(|s| s.contains_key(&id)))
+}
+
+/// How a lock's last handle may wait for the work it left running on the
+/// session `id`: see [`Wait`].
+pub(crate) fn how_to_wait(id: i64) -> Wait {
+    let Some(placement) = placement(id) else {
+        return Wait::CallerSession;
+    };
+    if placement.background.load(Ordering::Acquire) {
+        return Wait::Block;
+    }
+    match Handle::try_current() {
+        // Not a worker of the runtime that runs the session (which is a
+        // multi-thread one): blocking this thread holds nothing back.
+        Err(_) => Wait::Block,
+        Ok(handle) => match handle.runtime_flavor() {
+            tokio::runtime::RuntimeFlavor::MultiThread if shutting_down(&handle) => {
+                Wait::AtTheMove(placement)
+            }
+            tokio::runtime::RuntimeFlavor::MultiThread => Wait::BlockInPlace,
+            _ => Wait::Block,
+        },
+    }
+}
+
+/// How a lock's last handle waits for its pending work.
+pub(crate) enum Wait {
+    /// Blocks this thread: the session runs elsewhere.
+    Block,
+    /// Blocks with [`tokio::task::block_in_place`]: this may be a worker of
+    /// the runtime that runs the session, whose other workers drive it
+    /// meanwhile.
+    BlockInPlace,
+    /// The runtime is shutting down, and the session it runs moves when
+    /// its turn comes: the move waits ([`Placement::moved`]).
+    AtTheMove(Arc<Placement>),
+    /// A session the caller connected.
+    CallerSession,
+}
+
+impl Placement {
+    /// Leaves `tasks` for the move to wait for.
+    pub(crate) fn flush_at_move(&self, tasks: Arc<Tasks>) {
+        self.flush
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(tasks);
+    }
+}
+
+/// Sleeps for `pause` on the background runtime's timer (on the current
+/// runtime's without a background thread): work that may be handed from
+/// the caller's runtime to the background one (a release whose future was
+/// dropped, [`Handover`]) must hold no timer of a runtime that may shut
+/// down under it, which would fail its next poll.
+pub(crate) async fn pause(pause: Duration) {
+    match handle() {
+        Some(background) => drop(AbortOnDrop(background.spawn(tokio::time::sleep(pause))).await),
+        None => tokio::time::sleep(pause).await,
+    }
+}
+
+/// Work awaited where it was called, handed to the background runtime
+/// ([`Tasks::spawn`]) if its future is dropped before it ends: a release
+/// cut short by a timeout around it, or by its runtime shutting down,
+/// still runs to its end. The work must be movable between runtimes: no
+/// timer of the caller's runtime ([`pause`]).
+pub(crate) struct Handover<F>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    work: Option<std::pin::Pin<Box<F>>>,
+    tasks: Arc<Tasks>,
+}
+
+impl<F> Handover<F>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    pub(crate) fn new(work: F, tasks: Arc<Tasks>) -> Self {
+        Self {
+            work: Some(Box::pin(work)),
+            tasks,
+        }
+    }
+}
+
+impl<F> Future for Handover<F>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    type Output = F::Output;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        // Polled again after its end (which a future's contract leaves
+        // open): nothing more to give.
+        let Some(work) = self.work.as_mut() else {
+            return std::task::Poll::Pending;
+        };
+        let output = std::task::ready!(work.as_mut().poll(cx));
+        self.work = None;
+        std::task::Poll::Ready(output)
+    }
+}
+
+impl<F> Drop for Handover<F>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    fn drop(&mut self) {
+        if let Some(work) = self.work.take() {
+            // A handle to a task nobody awaits: the work is counted until it ends.
+            drop(self.tasks.spawn(work));
+        }
+    }
 }
 
 /// Runs `work` where the session `id` runs, uncounted: work that lasts as
@@ -161,7 +368,7 @@ pub(crate) fn may_block_for_caller_session() -> Result<(), &'static str> {
 
 /// True if the runtime of `handle` is shutting down: a task spawned there
 /// is cancelled at once instead of being scheduled.
-fn shutting_down(handle: &Handle) -> bool {
+pub(crate) fn shutting_down(handle: &Handle) -> bool {
     let mut probe = std::pin::pin!(tokio::task::unconstrained(handle.spawn(async {})));
     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
     matches!(probe.as_mut().poll(&mut cx), std::task::Poll::Ready(Err(e)) if e.is_cancelled())

@@ -348,7 +348,7 @@ pub async fn connect_client_with(servers: &str, options: &ConnectOptions) -> Res
     // comes after a pause (doubling up to a second) until the connect
     // timeout ends the loop: a server that is starting, restarting or not
     // yet resolvable is met as soon as it listens.
-    let connecting = async move {
+    let connecting = |connector: zk::Connector| async move {
         let mut pause = FIRST_RETRY_PAUSE;
         loop {
             let attempt = connector.clone();
@@ -378,7 +378,28 @@ pub async fn connect_client_with(servers: &str, options: &ConnectOptions) -> Res
             }
         }
     };
-    let connected = match background::handle() {
+    // On the caller's runtime if it is a multi-thread one that goes on: no
+    // hop to another thread per request. It moves to the background thread
+    // if that runtime drops it (see `background::Placement`). A TLS
+    // connection cannot move as it is (it would connect again), and a
+    // current-thread runtime's one thread may be the one a lock's last
+    // handle blocks to wait for its releases: both start on the background.
+    let placement = match (background::handle(), tokio::runtime::Handle::try_current()) {
+        (Some(_), Ok(here))
+            if !secure
+                && here.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
+                && !background::shutting_down(&here) =>
+        {
+            background::Placement::caller()
+        }
+        _ => background::Placement::background(),
+    };
+    let connecting = {
+        let placement = placement.clone();
+        let connector = connector.with_fallback(move |serve| placement.moved(serve));
+        connecting(connector)
+    };
+    let connected = match background::handle().filter(|_| placement.on_background()) {
         Some(background) => {
             let task = AbortOnDrop(background.spawn(connecting));
             match tokio::time::timeout_at(deadline, task).await {
@@ -392,7 +413,7 @@ pub async fn connect_client_with(servers: &str, options: &ConnectOptions) -> Res
     match connected {
         Ok(Ok(client)) => {
             if background::handle().is_some() {
-                background::register_session(&client);
+                background::register_session(&client, placement);
             }
             match missing_chroot(&client, None).await {
                 Some(e) => Err(e),

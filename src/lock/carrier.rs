@@ -261,7 +261,8 @@ async fn carry_on(
     loop {
         while let Some(send) = carrying.poll_send() {
             if !send.after.is_zero() {
-                tokio::time::sleep(send.after).await;
+                // On the background runtime's timer: a release may move there.
+                crate::background::pause(send.after).await;
             }
             // The first request may have left beforehand (taken at its
             // first send: one sent again leaves anew).

@@ -15,6 +15,7 @@ use super::wire::{session_state, WatchFuture};
 use super::{keeper, Inner};
 use super::{Patience, GIVE_UP_SLACK};
 use crate::acquire::Counts;
+use crate::background;
 use crate::contender::child_path;
 use crate::contender::{Action, Contender, DowngradeRefused, Downgrading, Failure, Outcome, Replacement};
 use crate::error::Error;
@@ -389,9 +390,10 @@ impl Held {
         }
     }
 
-    /// Releases, on the library's background runtime: dropping this future
-    /// (a timeout around it, say) leaves the release running until it is
-    /// confirmed or the session is over, as a dropped guard's would.
+    /// Releases: dropping this future (a timeout around it, say, or its
+    /// runtime shutting down) leaves the release running on the library's
+    /// background runtime until it is confirmed or the session is over, as
+    /// a dropped guard's would.
     ///
     /// A node the keeper saw deleted before is not deleted again: the
     /// release reports [`Error::Lost`] at once; so does a release whose
@@ -413,17 +415,10 @@ impl Held {
             result
         }
         .instrument(span);
-        match self.inner.tasks.spawn(work) {
-            Some(task) => match task.await {
-                Ok(result) => result,
-                Err(e) => Err(Error::Runtime(std::io::Error::other(format!(
-                    "the release failed: {e}"
-                )))),
-            },
-            None => Err(Error::Runtime(std::io::Error::other(
-                "no runtime to run the release on",
-            ))),
-        }
+        // Awaited here, on the caller's runtime, where the session most
+        // likely runs too: no hop to another thread. Handed to the
+        // background runtime if this future is dropped first.
+        background::Handover::new(work, self.inner.tasks.clone()).await
     }
 }
 

@@ -217,58 +217,78 @@ impl Drop for Inner {
     /// the background, so that a program that drops a guard and then its
     /// runtime, or returns from `main`, has released it.
     ///
-    /// For a session on the library's background thread ([`connect_client`])
-    /// this thread just waits. A session the caller connected is driven by
-    /// the caller's runtime, which may need this very thread: inside a
-    /// multi-thread runtime the wait is a
+    /// A session the library connected ([`connect_client`]) outlives the
+    /// runtime that runs it (see [`crate::background`]): on the background
+    /// thread, or outside the runtime that runs it, this thread just waits;
+    /// on a worker of that runtime, the wait is a
     /// [`block_in_place`](tokio::task::block_in_place), and its other
-    /// workers drive the session meanwhile. Where that cannot be (a
-    /// current-thread runtime, a runtime shutting down, no runtime), the
-    /// pending work is left running and a warning says so: it completes
-    /// only if the session's runtime goes on running, otherwise the nodes
-    /// stay until the session expires.
+    /// workers drive the session meanwhile; in that runtime as it shuts
+    /// down, the session's move to the background thread waits instead.
+    /// A session the caller connected is driven by the caller's runtime,
+    /// which may need this very thread: inside a multi-thread runtime the
+    /// wait is a `block_in_place`. Where that cannot be (a current-thread
+    /// runtime, a runtime shutting down, no runtime), the pending work is
+    /// left running and a warning says so: it completes only if the
+    /// session's runtime goes on running, otherwise the nodes stay until
+    /// the session expires.
     fn drop(&mut self) {
         let client = &self.client;
         let connected = || client.state() == zk::SessionState::SyncConnected;
-        if background::runs_session(client.session_id().0) {
-            self.tasks.wait_idle(FLUSH_TIMEOUT, connected);
-            return;
-        }
-        let pending = self.tasks.running();
-        if pending == 0 || !connected() {
-            return;
-        }
-        let blocked = background::may_block_for_caller_session().and_then(|()| {
-            // Tokio still refuses where the runtime entered is not the one
-            // whose thread this is (a multi-thread runtime's handle entered
-            // inside a current-thread runtime): caught, and said below. Not
-            // tried while unwinding, where a second panic would abort.
-            if std::thread::panicking() {
-                return Err("this thread is unwinding from a panic");
+        let blocked = match background::how_to_wait(client.session_id().0) {
+            background::Wait::Block => {
+                self.tasks.wait_idle(FLUSH_TIMEOUT, connected);
+                return;
             }
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                tokio::task::block_in_place(|| self.tasks.wait_idle(FLUSH_TIMEOUT, connected))
-            }))
-            .map_err(|_| "tokio refused to block this thread (the runtime entered does not run it)")
-        });
-        match blocked {
-            Ok(()) => {}
-            Err(why) => warn!(
+            background::Wait::AtTheMove(placement) => {
+                if self.tasks.running() > 0 {
+                    placement.flush_at_move(self.tasks.clone());
+                }
+                return;
+            }
+            background::Wait::BlockInPlace => self.block_in_place(connected),
+            background::Wait::CallerSession => {
+                if self.tasks.running() == 0 || !connected() {
+                    return;
+                }
+                background::may_block_for_caller_session().and_then(|()| self.block_in_place(connected))
+            }
+        };
+        if let Err(why) = blocked {
+            warn!(
                 lock = %self.path,
-                pending,
+                pending = self.tasks.running(),
                 why,
                 "the lock's last handle is dropped with releases or deletions pending on a session this \
                  process's runtime drives, and it cannot wait for them here: they complete only if that \
                  runtime keeps running, otherwise the nodes stay until the session expires (release \
                  guards with `release().await`, or drop the lock inside a multi-thread runtime)"
-            ),
+            );
         }
     }
 }
 
-/// How long the last handle of a lock waits, while connected, for the
-/// releases and deletions it started in the background.
-const FLUSH_TIMEOUT: Duration = Duration::from_secs(2);
+impl Inner {
+    /// Waits for the pending work with [`tokio::task::block_in_place`], so
+    /// that the runtime's other workers drive the session meanwhile.
+    fn block_in_place(&self, connected: impl Fn() -> bool) -> Result<(), &'static str> {
+        if self.tasks.running() == 0 || !connected() {
+            return Ok(());
+        }
+        // Tokio still refuses where the runtime entered is not the one
+        // whose thread this is (a multi-thread runtime's handle entered
+        // inside a current-thread runtime): caught, and said. Not tried
+        // while unwinding, where a second panic would abort.
+        if std::thread::panicking() {
+            return Err("this thread is unwinding from a panic");
+        }
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            tokio::task::block_in_place(|| self.tasks.wait_idle(FLUSH_TIMEOUT, connected))
+        }))
+        .map_err(|_| "tokio refused to block this thread (the runtime entered does not run it)")
+    }
+}
+
+use crate::background::FLUSH_TIMEOUT;
 
 impl std::fmt::Debug for SharedLock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

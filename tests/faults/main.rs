@@ -16,6 +16,9 @@
 //!   held lock; deadlines hold while the server is down.
 //! - `guard_state`: what a guard says when nothing awaits it (lost,
 //!   deleted, dropped as its runtime ends).
+//! - `session_placement`: a session the library connects runs on the
+//!   caller's multi-thread runtime and moves to the background thread when
+//!   that runtime ends, keeping its connection, watches and guards.
 //! - `connect`: `connect_client` against servers that never answer, refuse,
 //!   or begin to listen late; sessions given up by the client or expired by
 //!   a server.
@@ -33,3 +36,4 @@ mod lease;
 mod lease_followers;
 mod lease_timeout;
 mod outage;
+mod session_placement;

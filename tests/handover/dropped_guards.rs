@@ -59,11 +59,18 @@ const CHILD: &str = "ZK_RWLOCK_DROPPED_GUARD_CHILD";
 
 /// A program ends normally with a guard held: dropped at the end of
 /// `block_on` (what `#[tokio::main]` returning does), dropped after its
-/// runtime, or a blocking guard. Others get the lock within 1 s of the
+/// runtime, held by a task its runtime drops as it ends (the lock made
+/// first, so that the session's task may be dropped after the holder's), or
+/// a blocking guard. Others get the lock within 1 s of the
 /// program's exit, not after the session timeout (10 s by default).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_guard_dropped_as_the_program_ends_is_released() {
-    for how in ["end-of-block-on", "after-the-runtime", "blocking"] {
+    for how in [
+        "end-of-block-on",
+        "after-the-runtime",
+        "in-a-task-as-the-runtime-ends",
+        "blocking",
+    ] {
         let path = unique_path(how);
         let output = tokio::task::spawn_blocking({
             let path = path.clone();
@@ -141,6 +148,24 @@ fn child() {
             println!("HELD {}", guard.node());
             drop(rt);
             drop(guard);
+        }
+        "in-a-task-as-the-runtime-ends" => {
+            let rt = tokio::runtime::Runtime::new().unwrap();
+            rt.block_on(async {
+                let (lock_tx, lock_rx) = tokio::sync::oneshot::channel::<SharedLock>();
+                let (held_tx, held_rx) = tokio::sync::oneshot::channel();
+                tokio::spawn(async move {
+                    let lock = lock_rx.await.unwrap();
+                    let guard = lock.write().await.unwrap();
+                    let _ = held_tx.send(guard.node().to_owned());
+                    std::future::pending::<()>().await;
+                    drop((guard, lock));
+                });
+                let lock = SharedLock::connect(&servers, &path).await.unwrap();
+                lock_tx.send(lock).unwrap();
+                println!("HELD {}", held_rx.await.unwrap());
+            });
+            drop(rt);
         }
         "blocking" => {
             let lock = zk_rwlock::blocking::SharedLock::connect(&servers, &path).unwrap();

@@ -1,0 +1,195 @@
+//! Where a session the library connects runs, against a real server: on
+//! the caller's multi-thread runtime (no hop to another thread per
+//! request), from which it moves to the library's background thread when
+//! that runtime ends. The move keeps the session, its connection, its
+//! watches and its guards: a guard that outlives its runtime is still held,
+//! still told of a stranger's deletion, and still released. A runtime that
+//! ends with guards held in its tasks has released them when it is gone.
+
+use zk_rwlock_fixtures as support;
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use support::{client, eventually, server, unique_path};
+use zk_rwlock::{zk, HoldState, SharedLock};
+
+const SESSION: Duration = Duration::from_secs(4);
+
+/// A runtime of the given flavour, with I/O and timers.
+fn runtime(multi_thread: bool) -> tokio::runtime::Runtime {
+    if multi_thread {
+        support::multi_thread_runtime(2)
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime")
+    }
+}
+
+/// A guard held on a session connected inside a runtime that then ends:
+/// the session goes on, on its connection (a plain one moves as it is), so
+/// the guard stays held; a stranger's deletion of its node turns it lost,
+/// and the lock still grants on that session afterwards. For both flavours
+/// of runtime: a current-thread runtime's session runs on the background
+/// thread from the start.
+#[test]
+fn a_guard_outlives_the_runtime_its_session_was_connected_in() {
+    for multi_thread in [true, false] {
+        let path = unique_path(if multi_thread {
+            "moved-multi"
+        } else {
+            "moved-current"
+        });
+        let rt = runtime(multi_thread);
+        let (lock, guard, connections) = rt.block_on(async {
+            let c = zk_rwlock::connect_client(&server().connect_string(), SESSION, SESSION)
+                .await
+                .unwrap();
+            let lock = SharedLock::new(c, &path).unwrap();
+            let guard = lock.write().await.unwrap();
+            let connections = lock.client().connections();
+            (lock, guard, connections)
+        });
+        let registered = zk_rwlock::registered_sessions();
+        drop(rt);
+        let node = guard.node().to_owned();
+        let observer = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        observer.block_on(async {
+            assert_eq!(
+                guard.state(),
+                HoldState::Held,
+                "the guard after its runtime ended"
+            );
+            assert_eq!(
+                lock.client().connections(),
+                connections,
+                "the session connected again instead of moving its connection (multi-thread: {multi_thread})"
+            );
+            assert_eq!(lock.client().state(), zk::SessionState::SyncConnected);
+            assert_eq!(
+                zk_rwlock::registered_sessions(),
+                registered,
+                "the session left the registry"
+            );
+            // Still served: a stranger's deletion reaches the guard's watch.
+            let stranger = client().await;
+            stranger.delete(&node, None).await.unwrap();
+            eventually("the guard says Lost", Duration::from_secs(2), || {
+                let now = guard.state();
+                async move { now == HoldState::Lost }
+            })
+            .await;
+            drop(guard);
+            // And the session still takes requests.
+            let again = lock.write().await.unwrap();
+            again.release().await.unwrap();
+            assert!(
+                stranger.list_children(&path).await.unwrap().is_empty(),
+                "the second grant's node is still there after its release"
+            );
+        });
+    }
+}
+
+/// A runtime that shuts down while one of its tasks holds a guard (the
+/// lock's last handle goes with that task) has released it by the time
+/// the runtime is gone, and does not stall: the session moves when the
+/// runtime drops it, and that move waits for the releases left to it.
+#[test]
+fn a_runtime_ending_with_a_guard_held_in_a_task_has_released_it() {
+    let path = unique_path("shutdown-release");
+    let rt = support::multi_thread_runtime(2);
+    let (node, client) = rt.block_on(async {
+        // The task that holds starts before the session's: whichever of the
+        // two the runtime drops first, the release completes.
+        let (lock_tx, lock_rx) = tokio::sync::oneshot::channel::<SharedLock>();
+        let (held_tx, held_rx) = tokio::sync::oneshot::channel();
+        tokio::spawn(async move {
+            let lock = lock_rx.await.unwrap();
+            let guard = lock.write().await.unwrap();
+            let _ = held_tx.send(guard.node().to_owned());
+            std::future::pending::<()>().await;
+            drop((guard, lock));
+        });
+        let c = zk_rwlock::connect_client(&server().connect_string(), SESSION, SESSION)
+            .await
+            .unwrap();
+        lock_tx.send(SharedLock::new(c.clone(), &path).unwrap()).unwrap();
+        (held_rx.await.unwrap(), c)
+    });
+    let started = Instant::now();
+    drop(rt);
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(1),
+        "the runtime took {took:?} to shut down"
+    );
+    let observer = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    observer.block_on(async {
+        let other = support::client().await;
+        assert!(
+            other.check_stat(&node).await.unwrap().is_none(),
+            "the guard's node {node} is still there when its runtime is gone"
+        );
+        assert_eq!(
+            client.state(),
+            zk::SessionState::SyncConnected,
+            "the session after the move"
+        );
+    });
+}
+
+/// A release whose future is dropped before it is confirmed (a timeout
+/// around it, its runtime ending) is carried to its end on the background
+/// thread: here its first deletion never reaches the server (held by a
+/// frozen connection that is then cut), and the node still goes, by the
+/// deletion sent again after the reconnection.
+#[test]
+fn a_release_cut_short_by_its_runtime_is_carried_to_its_end() {
+    let path = unique_path("release-cut-short");
+    let proxy = support::proxy::Proxy::start(&server().connect_string());
+    let rt = support::multi_thread_runtime(2);
+    let (node, client) = rt.block_on(async {
+        let c = zk_rwlock::connect_client(proxy.addr(), SESSION, SESSION)
+            .await
+            .unwrap();
+        let lock = SharedLock::new(c.clone(), &path).unwrap();
+        let guard = lock.write().await.unwrap();
+        let node = guard.node().to_owned();
+        proxy.freeze();
+        // Polled once: the deletion is sent, and held by the proxy.
+        let mut release = Box::pin(guard.release());
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        assert!(
+            release.as_mut().poll(&mut cx).is_pending(),
+            "released at the first poll"
+        );
+        drop(release);
+        (node, c)
+    });
+    drop(rt);
+    proxy.cut_all();
+    proxy.thaw();
+    let observer = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    observer.block_on(async {
+        let other = support::client().await;
+        eventually("the node is deleted", Duration::from_secs(3), || {
+            let other = other.clone();
+            let node = node.clone();
+            async move { other.check_stat(&node).await.unwrap().is_none() }
+        })
+        .await;
+        drop(client);
+    });
+}
