@@ -2,11 +2,14 @@
 //!
 //! Some work must outlive the code that started it: the release of a guard
 //! that was dropped, the deletion of a cancelled or timed-out acquire's
-//! node, and the ZooKeeper session itself. If that work ran on the caller's
-//! runtime, it would die with it: a guard dropped as `#[tokio::main]`
-//! returns would hold the lock until the session expired. It therefore runs
-//! on one thread of the library's own, started on first use, with a
-//! current-thread runtime that lives as long as the process.
+//! node, and the ZooKeeper session itself. If that work died with the
+//! caller's runtime, a guard dropped as `#[tokio::main]` returns would hold
+//! the lock until the session expired. It therefore runs on one thread of
+//! the library's own, started on first use, with a current-thread runtime
+//! that lives as long as the process, or, for a session the library
+//! connected inside a multi-thread runtime, on that runtime until it drops
+//! the session, which then moves here ([`Placement`]): a session on the
+//! caller's runtime costs no hop to another thread per request.
 //!
 //! Each lock counts the work it started there ([`Tasks`]); when the last
 //! handle of a lock goes away, it waits (briefly, and only while connected)
@@ -323,7 +326,8 @@ where
 
 /// Runs `work` where the session `id` runs, uncounted: work that lasts as
 /// long as something else does (a guard's watch on its node), not work to
-/// wait for. On the background runtime for a session that runs there;
+/// wait for. On the background runtime for a session the library connected
+/// (it runs there, or moves there when its runtime ends);
 /// otherwise on the current runtime, where the caller's session most likely
 /// runs: work that uses a session must not outlive the runtime that drives
 /// it (the client's watch futures panic when the session's task is dropped

@@ -256,10 +256,14 @@ impl ConnectOptions {
 /// (not started yet, restarting) are tried again, after a pause that grows
 /// from 50 ms to 1 s, until then.
 ///
-/// The session runs on the library's background thread, not on the
-/// caller's runtime: it outlives that runtime, so that guards dropped as
+/// The session outlives the caller's runtime, so that guards dropped as
 /// the runtime shuts down (as `#[tokio::main]` returns) are still released
-/// (see [`SharedLock`](crate::SharedLock)).
+/// (see [`SharedLock`](crate::SharedLock)). Called inside a multi-thread
+/// runtime that goes on, over a plain connection, it runs on that runtime
+/// (no hop to another thread per request) until the runtime drops it, and
+/// then moves to the library's background thread with its connection, its
+/// watches and its guards as they are. Otherwise (a current-thread runtime,
+/// TLS, no runtime) it runs on the background thread from the start.
 ///
 /// A chroot in `servers` (`host:port/app`) must exist: one `exists` request
 /// checks it once connected. For credentials and TLS:
@@ -292,8 +296,9 @@ pub async fn connect_client(
 /// gives up after the connect timeout (servers that refuse are tried again
 /// until then).
 ///
-/// As [`connect_client`], which it generalises: the session runs on the
-/// library's background thread, and a chroot must exist.
+/// As [`connect_client`], which it generalises: the session outlives the
+/// caller's runtime (where it runs is said there), and a chroot must
+/// exist.
 ///
 /// # Errors
 ///

@@ -18,8 +18,9 @@
 //! that ever had a holder ([`Hub::link`]), rather than a task per lock
 //! started at its first holder and aborted at its last.
 //!
-//! Only a session that runs on the library's background thread has a hub
-//! (one the library connected): the hub runs there, and ends with the
+//! Only a session the library connected has a hub (it runs on the
+//! background thread, or moves there when the caller's runtime that runs
+//! it ends): the hub runs on the background thread, and ends with the
 //! session (a terminal state), starting what is still queued (the keepers'
 //! reads fail, and their guards are counted lost). A session the caller connected runs on the
 //! caller's runtimes, any of which may end first: each of its guards keeps
@@ -91,7 +92,7 @@ impl Drop for Deferred {
 static HUBS: Mutex<Option<HashMap<i64, Arc<Hub>>>> = Mutex::new(None);
 
 /// The hub of `client`'s session, started if it has none; `None` for a
-/// session that does not run on the library's background thread (a session
+/// session the library did not connect (a session
 /// the caller connected runs on the caller's runtimes, which may end before
 /// it: its guards keep a task each, as they need), or that has ended.
 pub(crate) fn of(client: &zk::Client) -> Option<Arc<Hub>> {

@@ -518,7 +518,9 @@ impl WriteGuard {
     /// downgrade replaced it; [`Error::SessionExpired`] or
     /// [`Error::SessionClosed`] if the session ended. On an error the
     /// write lock is released (as if the guard was dropped), or already
-    /// lost.
+    /// lost; when the downgrade is refused before it begins
+    /// (`DowngradeUnsupported`, `DowngradePermit`), the release is
+    /// confirmed by the time the error is returned.
     ///
     /// # Cancellation safety
     ///

@@ -308,14 +308,31 @@ impl Held {
     /// check that the reader exists if only readers stand between the two;
     /// otherwise withdraws the reader and keeps this node. Returns the
     /// state of the read lock: a new one on the reader node, or this one.
-    /// On an error the write lock is released (this is dropped).
+    /// On an error the write lock is released: a downgrade refused before
+    /// it began (a peer's layout, a permit) has released it when it
+    /// returns; one that failed later, in the background (this is
+    /// dropped).
     ///
     /// The machine begins it, the reader's contender runs its acquire (a
     /// reader that takes the writer's place, or is withdrawn again; its
     /// requests retried until answered or the session is over, with no
     /// deadline of their own), and both machines are told how it ended.
     pub(super) async fn downgrade(self) -> Result<Held, Error> {
-        let (lock, downgrading) = self.begin_downgrade()?;
+        let (lock, downgrading) = match self.begin_downgrade() {
+            Ok(began) => began,
+            // Nothing of the downgrade was done: the release is the whole
+            // answer, and it is confirmed before the refusal is.
+            Err(e @ (Error::DowngradeUnsupported { .. } | Error::DowngradePermit { .. })) => {
+                // The refusal is the answer; a release that fails is said
+                // as a dropped guard's would be.
+                let node = self.node().to_owned();
+                if let Err(failed) = self.release().await {
+                    warn!(node = %node, error = %failed, "release after a refused downgrade failed");
+                }
+                return Err(e);
+            }
+            Err(e) => return Err(e),
+        };
         let span = info_span!("downgrade", lock = %lock.inner.path, writer = %downgrading.writer);
         let mut counts = Counts::default();
         let reader = lock

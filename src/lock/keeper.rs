@@ -44,7 +44,7 @@
 //! disconnected waits for the reconnection): a client whose session task
 //! is gone, whose requests fail at once, does not make it spin.
 //!
-//! The keeper runs where the session runs (see [`background::spawn_near`]);
+//! The keeper runs where the session outlives it (see [`background::spawn_near`]);
 //! one that begins with a read after the bound waits for it in the
 //! session's hub, if the session has one ([`crate::hub`]) and becomes a task only then, so that a
 //! guard released sooner costs the session's thread nothing. It ends when the node is gone, the session ends, or the server refuses

@@ -462,8 +462,7 @@ async fn a_writer_deleted_just_before_is_lost_not_kept() {
 }
 
 /// A peer layout's refused downgrade has released the writer node by the
-/// time the error is seen (the release is in the background, but in
-/// practice done).
+/// time the error is seen: the release is confirmed before the refusal.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_peer_downgrade_has_released_when_it_returns() {
     let path = unique_path("downgrade-peer");
