@@ -24,7 +24,6 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -69,54 +68,85 @@ static SESSIONS: Mutex<Option<HashMap<i64, Arc<Placement>>>> = Mutex::new(None);
 /// when it moves.
 #[derive(Default)]
 pub(crate) struct Placement {
-    /// On the background thread: from the start, or since it moved there.
-    background: AtomicBool,
-    /// The work of locks whose last handle was dropped while the session's
-    /// runtime was shutting down: the move waits for it (see
-    /// [`Placement::moved`]).
-    flush: Mutex<Vec<Arc<Tasks>>>,
+    /// Where it runs, and what its move waits for: one lock, so that a
+    /// lock's last handle either leaves its work to the move or sees the
+    /// move done, never neither.
+    at: Mutex<At>,
     /// The session's state, once it is registered.
     states: OnceLock<crate::zk::StateWatcher>,
+}
+
+#[derive(Default)]
+struct At {
+    /// The caller's runtime that runs it; `None` on the background thread
+    /// (from the start, or since it moved there).
+    runtime: Option<tokio::runtime::Id>,
+    /// The work of locks whose last handle was dropped while that runtime
+    /// was shutting down: the move waits for it ([`Placement::moved`]).
+    flush: Vec<Arc<Tasks>>,
 }
 
 impl Placement {
     /// A session that runs on the background thread from the start.
     pub(crate) fn background() -> Arc<Self> {
-        let placement = Self::default();
-        placement.background.store(true, Ordering::Release);
-        Arc::new(placement)
+        Arc::new(Self::default())
     }
 
-    /// A session that runs on a caller's runtime.
-    pub(crate) fn caller() -> Arc<Self> {
-        Arc::new(Self::default())
+    /// A session that runs on the caller's runtime `runtime`.
+    pub(crate) fn caller(runtime: tokio::runtime::Id) -> Arc<Self> {
+        Arc::new(Self {
+            at: Mutex::new(At {
+                runtime: Some(runtime),
+                flush: Vec::new(),
+            }),
+            states: OnceLock::new(),
+        })
+    }
+
+    fn at(&self) -> std::sync::MutexGuard<'_, At> {
+        self.at.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The caller's runtime that runs the session; `None` on the background
+    /// thread.
+    pub(crate) fn runtime(&self) -> Option<tokio::runtime::Id> {
+        self.at().runtime
     }
 
     /// True if the session runs on the background thread.
     pub(crate) fn on_background(&self) -> bool {
-        self.background.load(Ordering::Acquire)
+        self.runtime().is_none()
+    }
+
+    /// Leaves `tasks` for the session's move to wait for; false if the
+    /// session has moved already (wait for them here, then).
+    pub(crate) fn flush_at_move(&self, tasks: Arc<Tasks>) -> bool {
+        let mut at = self.at();
+        if at.runtime.is_none() {
+            return false;
+        }
+        at.flush.push(tasks);
+        true
     }
 
     /// The runtime that served the session dropped it, and it goes on on
     /// the background thread (`serve`, spawned there). A runtime drops its
-    /// tasks as it shuts down, one after another: a lock dropped by one of
-    /// them before the session's turn could not wait for its releases
-    /// (they need the session, whose runtime no longer runs it), and left
-    /// them here; this thread, the one shutting the runtime down, waits
-    /// for them now, so that a program that ends its runtime with guards
-    /// held has released them when the runtime is gone.
+    /// tasks as it shuts down: a lock dropped by one of them before the
+    /// session's turn could not wait for its releases (they need the
+    /// session, whose runtime no longer runs it), and left them here; this
+    /// thread, the one that drops the session, waits for them now, so that
+    /// a program that ends its runtime with guards held has released them
+    /// when the runtime is gone.
     pub(crate) fn moved(&self, serve: std::pin::Pin<Box<dyn Future<Output = ()> + Send>>) {
-        self.background.store(true, Ordering::Release);
+        let flush = {
+            let mut at = self.at();
+            at.runtime = None;
+            std::mem::take(&mut at.flush)
+        };
         match handle() {
             Some(background) => drop(background.spawn(serve)),
             None => warn!("no background thread to serve a session whose runtime dropped it: it ends"),
         }
-        let flush = std::mem::take(
-            &mut *self
-                .flush
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        );
         let connected = || {
             self.states
                 .get()
@@ -208,20 +238,16 @@ pub(crate) fn how_to_wait(id: i64) -> Wait {
     let Some(placement) = placement(id) else {
         return Wait::CallerSession;
     };
-    if placement.background.load(Ordering::Acquire) {
+    let Some(runs_on) = placement.runtime() else {
         return Wait::Block;
-    }
+    };
     match Handle::try_current() {
         // Not a worker of the runtime that runs the session (which is a
         // multi-thread one): blocking this thread holds nothing back.
         Err(_) => Wait::Block,
-        Ok(handle) => match handle.runtime_flavor() {
-            tokio::runtime::RuntimeFlavor::MultiThread if shutting_down(&handle) => {
-                Wait::AtTheMove(placement)
-            }
-            tokio::runtime::RuntimeFlavor::MultiThread => Wait::BlockInPlace,
-            _ => Wait::Block,
-        },
+        Ok(here) if here.id() != runs_on => Wait::Block,
+        Ok(here) if shutting_down(&here) => Wait::AtTheMove(placement),
+        Ok(_) => Wait::BlockInPlace,
     }
 }
 
@@ -240,16 +266,6 @@ pub(crate) enum Wait {
     CallerSession,
 }
 
-impl Placement {
-    /// Leaves `tasks` for the move to wait for.
-    pub(crate) fn flush_at_move(&self, tasks: Arc<Tasks>) {
-        self.flush
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(tasks);
-    }
-}
-
 /// Sleeps for `pause` on the background runtime's timer (on the current
 /// runtime's without a background thread): work that may be handed from
 /// the caller's runtime to the background one (a release whose future was
@@ -257,7 +273,11 @@ impl Placement {
 /// down under it, which would fail its next poll.
 pub(crate) async fn pause(pause: Duration) {
     match handle() {
-        Some(background) => drop(AbortOnDrop(background.spawn(tokio::time::sleep(pause))).await),
+        // The timer made inside the task: `sleep` takes the timer of the
+        // runtime current where it is called.
+        Some(background) => {
+            drop(AbortOnDrop(background.spawn(async move { tokio::time::sleep(pause).await })).await)
+        }
         None => tokio::time::sleep(pause).await,
     }
 }
@@ -490,5 +510,59 @@ impl<T> std::future::Future for AbortOnDrop<T> {
 impl<T> Drop for AbortOnDrop<T> {
     fn drop(&mut self) {
         self.0.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+    use std::time::{Duration, Instant};
+
+    /// A retry's pause begun on a caller's runtime that then shuts down
+    /// lasts its whole length on the background thread (its timer is that
+    /// thread's), as a release handed there needs: a timer of the dead
+    /// runtime would fail its next poll, and end the pause at once.
+    #[test]
+    fn a_pause_outlives_the_runtime_it_began_on() {
+        const PAUSE: Duration = Duration::from_millis(300);
+        let caller = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let began = Instant::now();
+        let mut pause = Box::pin(super::pause(PAUSE));
+        caller.block_on(async {
+            let mut cx = Context::from_waker(Waker::noop());
+            assert!(pause.as_mut().poll(&mut cx) == Poll::Pending);
+        });
+        drop(caller);
+        let observer = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        observer.block_on(async { (&mut pause).await });
+        let took = began.elapsed();
+        assert!(took >= PAUSE, "the pause ended after {took:?}, not {PAUSE:?}");
+    }
+
+    /// Work left to a session's move is waited for by the move; once the
+    /// session has moved, nothing is left to it (the lock's last handle
+    /// waits itself), so no work is left behind unwaited.
+    #[test]
+    fn work_is_left_to_a_move_only_before_it() {
+        let caller = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let placement = super::Placement::caller(caller.handle().id());
+        assert!(!placement.on_background());
+        let tasks = std::sync::Arc::new(super::Tasks::default());
+        assert!(placement.flush_at_move(tasks.clone()), "left to a move to come");
+        placement.moved(Box::pin(async {}));
+        assert!(placement.on_background());
+        assert!(
+            placement.at().flush.is_empty(),
+            "the move took what was left to it"
+        );
+        assert!(!placement.flush_at_move(tasks), "left to a move that is over");
     }
 }

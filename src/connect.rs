@@ -395,7 +395,7 @@ pub async fn connect_client_with(servers: &str, options: &ConnectOptions) -> Res
                 && here.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
                 && !background::shutting_down(&here) =>
         {
-            background::Placement::caller()
+            background::Placement::caller(here.id())
         }
         _ => background::Placement::background(),
     };

@@ -1,8 +1,9 @@
 //! The synchronous API: the same lock for code without an async runtime.
 //!
 //! [`SharedLock`] here owns a small runtime (one worker thread) for its
-//! timers; the ZooKeeper session runs on the library's background thread,
-//! so heartbeats keep flowing while the calling thread does other work.
+//! timers; the ZooKeeper session it connects runs on that thread, and on
+//! the library's background thread once the lock's runtime is gone, so
+//! heartbeats keep flowing while the calling thread does other work.
 //! Guards release when dropped.
 //!
 //! # Where it can be called

@@ -240,8 +240,9 @@ impl Drop for Inner {
                 return;
             }
             background::Wait::AtTheMove(placement) => {
-                if self.tasks.running() > 0 {
-                    placement.flush_at_move(self.tasks.clone());
+                if self.tasks.running() > 0 && !placement.flush_at_move(self.tasks.clone()) {
+                    // Moved meanwhile: nothing of this runtime runs it now.
+                    self.tasks.wait_idle(FLUSH_TIMEOUT, connected);
                 }
                 return;
             }
