@@ -55,10 +55,7 @@ fn a_guard_outlives_the_runtime_its_session_was_connected_in() {
         let registered = zk_rwlock::registered_sessions();
         drop(rt);
         let node = guard.node().to_owned();
-        let observer = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
+        let observer = runtime(false);
         observer.block_on(async {
             assert_eq!(
                 guard.state(),
@@ -107,15 +104,7 @@ fn a_runtime_ending_with_a_guard_held_in_a_task_has_released_it() {
     let (node, client) = rt.block_on(async {
         // The task that holds starts before the session's: whichever of the
         // two the runtime drops first, the release completes.
-        let (lock_tx, lock_rx) = tokio::sync::oneshot::channel::<SharedLock>();
-        let (held_tx, held_rx) = tokio::sync::oneshot::channel();
-        tokio::spawn(async move {
-            let lock = lock_rx.await.unwrap();
-            let guard = lock.write().await.unwrap();
-            let _ = held_tx.send(guard.node().to_owned());
-            std::future::pending::<()>().await;
-            drop((guard, lock));
-        });
+        let (lock_tx, held_rx) = support::hold_in_a_task_spawned_first();
         let c = zk_rwlock::connect_client(&server().connect_string(), SESSION, SESSION)
             .await
             .unwrap();
@@ -129,10 +118,7 @@ fn a_runtime_ending_with_a_guard_held_in_a_task_has_released_it() {
         took < Duration::from_secs(1),
         "the runtime took {took:?} to shut down"
     );
-    let observer = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let observer = runtime(false);
     observer.block_on(async {
         let other = support::client().await;
         assert!(
@@ -178,10 +164,7 @@ fn a_release_cut_short_by_its_runtime_is_carried_to_its_end() {
     drop(rt);
     proxy.cut_all();
     proxy.thaw();
-    let observer = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let observer = runtime(false);
     observer.block_on(async {
         let other = support::client().await;
         eventually("the node is deleted", Duration::from_secs(3), || {

@@ -152,15 +152,7 @@ fn child() {
         "in-a-task-as-the-runtime-ends" => {
             let rt = tokio::runtime::Runtime::new().unwrap();
             rt.block_on(async {
-                let (lock_tx, lock_rx) = tokio::sync::oneshot::channel::<SharedLock>();
-                let (held_tx, held_rx) = tokio::sync::oneshot::channel();
-                tokio::spawn(async move {
-                    let lock = lock_rx.await.unwrap();
-                    let guard = lock.write().await.unwrap();
-                    let _ = held_tx.send(guard.node().to_owned());
-                    std::future::pending::<()>().await;
-                    drop((guard, lock));
-                });
+                let (lock_tx, held_rx) = support::hold_in_a_task_spawned_first();
                 let lock = SharedLock::connect(&servers, &path).await.unwrap();
                 lock_tx.send(lock).unwrap();
                 println!("HELD {}", held_rx.await.unwrap());
