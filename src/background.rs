@@ -242,9 +242,14 @@ pub(crate) fn how_to_wait(id: i64) -> Wait {
         return Wait::Block;
     };
     match Handle::try_current() {
-        // Not a worker of the runtime that runs the session (which is a
-        // multi-thread one): blocking this thread holds nothing back.
+        // Not a worker of any runtime: blocking this thread holds nothing
+        // back.
         Err(_) => Wait::Block,
+        // Another runtime's thread. (A task of the session's runtime that
+        // entered another runtime's handle is taken for one too, and may
+        // hold back the worker that would drive the session, for at most
+        // the wait's bound: `block_in_place` there leaves tokio's worker
+        // unable to finish the task.)
         Ok(here) if here.id() != runs_on => Wait::Block,
         Ok(here) if shutting_down(&here) => Wait::AtTheMove(placement),
         Ok(_) => Wait::BlockInPlace,

@@ -63,6 +63,9 @@ pub struct ConnectOptions {
     tls_identity: Option<(String, String)>,
     #[cfg(feature = "sasl")]
     sasl: Option<(String, String)>,
+    /// The session on the library's background thread even inside a
+    /// multi-thread runtime ([`ConnectOptions::session_on_own_thread`]).
+    own_thread: bool,
 }
 
 impl std::fmt::Debug for ConnectOptions {
@@ -72,7 +75,8 @@ impl std::fmt::Debug for ConnectOptions {
         s.field("session_timeout", &self.session_timeout)
             .field("connect_timeout", &self.connect_timeout)
             .field("auth_schemes", &schemes)
-            .field("tls", &self.uses_tls());
+            .field("tls", &self.uses_tls())
+            .field("session_on_own_thread", &self.own_thread);
         #[cfg(feature = "sasl")]
         s.field("sasl_user", &self.sasl.as_ref().map(|(user, _)| user));
         s.finish_non_exhaustive()
@@ -102,6 +106,23 @@ impl ConnectOptions {
     /// the server grants between 2 and 20 ticks).
     pub fn session_timeout(mut self, timeout: Duration) -> ConnectOptions {
         self.session_timeout = Some(timeout);
+        self
+    }
+
+    /// Runs the session on the library's background thread even when it is
+    /// connected inside a multi-thread runtime, where it would otherwise run
+    /// (see [`connect_client`]). A session on your runtime sends its
+    /// heartbeats and reads its answers only when a worker is free: if
+    /// your tasks keep every worker busy (CPU-bound work, blocking calls)
+    /// for longer than about two fifths of the session timeout, the
+    /// connection is taken for lost and made again (guards `Suspended`
+    /// meanwhile), and past the session timeout the session expires and
+    /// its guards are `Lost`. On its own thread it goes on whatever your
+    /// runtime does, at the cost of a hop between threads for every request
+    /// (up to twice the client's CPU per grant in this project's
+    /// benchmarks). Off by default.
+    pub fn session_on_own_thread(mut self, own: bool) -> ConnectOptions {
+        self.own_thread = own;
         self
     }
 
@@ -263,7 +284,11 @@ impl ConnectOptions {
 /// (no hop to another thread per request) until the runtime drops it, and
 /// then moves to the library's background thread with its connection, its
 /// watches and its guards as they are. Otherwise (a current-thread runtime,
-/// TLS, no runtime) it runs on the background thread from the start.
+/// TLS, no runtime) it runs on the background thread from the start. On
+/// your runtime its heartbeats need a free worker: a runtime whose workers
+/// are all kept busy past about two fifths of the session timeout loses
+/// the connection (see [`ConnectOptions::session_on_own_thread`], which
+/// keeps the session on the background thread).
 ///
 /// A chroot in `servers` (`host:port/app`) must exist: one `exists` request
 /// checks it once connected. For credentials and TLS:
@@ -388,10 +413,12 @@ pub async fn connect_client_with(servers: &str, options: &ConnectOptions) -> Res
     // if that runtime drops it (see `background::Placement`). A TLS
     // connection cannot move as it is (it would connect again), and a
     // current-thread runtime's one thread may be the one a lock's last
-    // handle blocks to wait for its releases: both start on the background.
+    // handle blocks to wait for its releases: both start on the background,
+    // as does a session asked to (`session_on_own_thread`).
     let placement = match (background::handle(), tokio::runtime::Handle::try_current()) {
         (Some(_), Ok(here))
             if !secure
+                && !options.own_thread
                 && here.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
                 && !background::shutting_down(&here) =>
         {

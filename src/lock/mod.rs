@@ -232,6 +232,10 @@ impl Drop for Inner {
     /// session's runtime goes on running, otherwise the nodes stay until
     /// the session expires.
     fn drop(&mut self) {
+        // Nothing pending: nothing to wait for, and nothing to look up.
+        if self.tasks.running() == 0 {
+            return;
+        }
         let client = &self.client;
         let connected = || client.state() == zk::SessionState::SyncConnected;
         let blocked = match background::how_to_wait(client.session_id().0) {
@@ -248,7 +252,7 @@ impl Drop for Inner {
             }
             background::Wait::BlockInPlace => self.block_in_place(connected),
             background::Wait::CallerSession => {
-                if self.tasks.running() == 0 || !connected() {
+                if !connected() {
                     return;
                 }
                 background::may_block_for_caller_session().and_then(|()| self.block_in_place(connected))

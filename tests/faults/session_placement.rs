@@ -176,3 +176,96 @@ fn a_release_cut_short_by_its_runtime_is_carried_to_its_end() {
         drop(client);
     });
 }
+
+/// A session asked to run on the library's own thread goes on while every
+/// worker of the runtime it was connected in is blocked for longer than
+/// its connection's timeout (two fifths of the session timeout): the same
+/// connection after the block, the guard held throughout.
+#[test]
+fn a_session_on_its_own_thread_outlives_a_blocked_runtime() {
+    let path = unique_path("own-thread");
+    let rt = support::multi_thread_runtime(2);
+    rt.block_on(async {
+        let options = zk_rwlock::ConnectOptions::new()
+            .session_timeout(SESSION)
+            .session_on_own_thread(true);
+        let c = zk_rwlock::connect_client_with(&server().connect_string(), &options)
+            .await
+            .unwrap();
+        let lock = SharedLock::new(c, &path).unwrap();
+        let guard = lock.write().await.unwrap();
+        let connections = lock.client().connections();
+        // Both workers blocked, well past the connection's 1.6 s timeout.
+        let block = || tokio::spawn(async { std::thread::sleep(Duration::from_millis(2500)) });
+        let (a, b) = (block(), block());
+        a.await.unwrap();
+        b.await.unwrap();
+        assert_eq!(
+            lock.client().connections(),
+            connections,
+            "the session connected again while its caller's runtime was blocked"
+        );
+        assert_eq!(guard.state(), HoldState::Held);
+        guard.release().await.unwrap();
+    });
+}
+
+/// A lock's last handle, dropped with a dropped guard's release pending,
+/// waits for that release wherever it is dropped while its session runs on
+/// a one-worker runtime A: the node is gone when the drop returns, and the
+/// drop takes far less than its 2 s bound (a wait that held back the only
+/// worker driving the session would take all of it).
+#[test]
+fn a_locks_last_handle_waits_for_its_release_on_every_kind_of_thread() {
+    let a = support::multi_thread_runtime(1);
+    let c = a.block_on(async {
+        zk_rwlock::connect_client(&server().connect_string(), SESSION, SESSION)
+            .await
+            .unwrap()
+    });
+    let observer = runtime(false);
+    let stranger = observer.block_on(client());
+    let other_multi = support::multi_thread_runtime(1);
+    let other_current = runtime(false);
+    for kind in [
+        "A's block_on",
+        "a worker of A",
+        "a spawn_blocking thread of A",
+        "a plain thread",
+        "another current-thread runtime",
+        "a worker of another multi-thread runtime",
+    ] {
+        let path = unique_path("last-handle");
+        let (lock, guard) = a.block_on(async {
+            let lock = SharedLock::new(c.clone(), &path).unwrap();
+            let guard = lock.write().await.unwrap();
+            (lock, guard)
+        });
+        let node = guard.node().to_owned();
+        let last = move || {
+            let started = Instant::now();
+            drop(guard);
+            drop(lock);
+            started.elapsed()
+        };
+        let took = match kind {
+            "A's block_on" => a.block_on(async move { last() }),
+            "a worker of A" => a.block_on(async move { tokio::spawn(async move { last() }).await.unwrap() }),
+            "a spawn_blocking thread of A" => {
+                a.block_on(async move { tokio::task::spawn_blocking(last).await.unwrap() })
+            }
+            "a plain thread" => std::thread::spawn(last).join().unwrap(),
+            "another current-thread runtime" => other_current.block_on(async move { last() }),
+            "a worker of another multi-thread runtime" => {
+                other_multi.block_on(async move { tokio::spawn(async move { last() }).await.unwrap() })
+            }
+            _ => unreachable!("{kind}"),
+        };
+        assert!(took < Duration::from_secs(1), "{kind}: the drop took {took:?}");
+        let gone = observer.block_on(async { stranger.check_stat(&node).await.unwrap().is_none() });
+        assert!(
+            gone,
+            "{kind}: the node {node} is still there when the drop returns"
+        );
+    }
+}
