@@ -286,7 +286,11 @@ enum Worked {
 /// Runs one worker; see the module documentation.
 pub fn run(args: WorkerArgs) -> ExitCode {
     let out = Out;
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             out.send(Kind::Error {
