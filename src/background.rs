@@ -58,10 +58,10 @@ pub(crate) fn handle() -> Option<&'static Handle> {
         .as_ref()
 }
 
-/// The sessions the library connected, by id: each with whether it runs
-/// on the background thread (`true`), or on a caller's multi-thread runtime
-/// (`false`) from which it moves to the background thread when that
-/// runtime drops it ([`Placement`]).
+/// The sessions the library connected, by id, each with where it runs: on
+/// the background thread, or on a caller's multi-thread runtime from which
+/// it moves to the background thread when that runtime drops it
+/// ([`Placement`]).
 static SESSIONS: Mutex<Option<HashMap<i64, Arc<Placement>>>> = Mutex::new(None);
 
 /// Where a session the library connected runs, and the work to wait for
@@ -227,9 +227,7 @@ pub fn registered_sessions() -> usize {
 /// when that runtime ends. Either way it outlives the runtime that runs it:
 /// work that needs it may run on the background thread.
 pub(crate) fn runs_session(id: i64) -> bool {
-    SESSIONS
-        .lock()
-        .is_ok_and(|sessions| sessions.as_ref().is_some_and(|s| s.contains_key(&id)))
+    placement(id).is_some()
 }
 
 /// How a lock's last handle may wait for the work it left running on the

@@ -198,20 +198,10 @@ fn park_until_ready<F: Future>(f: F) -> F::Output {
 /// Those of [`crate::connect_client_with`], and [`Error::InsideRuntime`].
 pub fn connect(servers: &str, options: &crate::ConnectOptions) -> Result<zk::Client, Error> {
     let rt = runtime()?;
-    // Connected on the background thread itself: `rt` ends when this
+    // On the background thread from the start: `rt` ends when this
     // returns, and a session on it would move there at once.
-    let (servers, options) = (servers.to_owned(), options.clone());
-    let connecting = async move { crate::connect_client_with(&servers, &options).await };
-    rt.block_on(async move {
-        match crate::background::handle() {
-            Some(background) => background.spawn(connecting).await.unwrap_or_else(|e| {
-                Err(Error::Runtime(std::io::Error::other(format!(
-                    "connecting failed: {e}"
-                ))))
-            }),
-            None => connecting.await,
-        }
-    })?
+    let options = options.clone().session_on_own_thread(true);
+    rt.block_on(crate::connect_client_with(servers, &options))?
 }
 
 fn runtime() -> Result<OwnedRuntime, Error> {

@@ -93,6 +93,16 @@ pub fn rss_kb(pid: &str) -> Option<u64> {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
+/// Drops `rt` (its tasks first, then the runtime), failing the test if
+/// that takes `within` or more: a runtime that ends with locks held in its
+/// tasks must not stall on their releases.
+pub fn shut_down_within(rt: tokio::runtime::Runtime, within: Duration) {
+    let started = std::time::Instant::now();
+    drop(rt);
+    let took = started.elapsed();
+    assert!(took < within, "the runtime took {took:?} to shut down");
+}
+
 /// A multi-thread runtime of `workers` threads with I/O and timers, as
 /// `#[tokio::main]` makes, for tests that drive one from a plain thread.
 pub fn multi_thread_runtime(workers: usize) -> tokio::runtime::Runtime {
