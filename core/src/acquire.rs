@@ -201,6 +201,14 @@ pub enum Event {
     Interrupted,
     /// The session is over.
     SessionEnded,
+    /// The watch a listing left on the lock directory's children fired: a
+    /// child came or went since that listing (or, with
+    /// [`NodeEvent::SessionEnded`], the session is over). It proves
+    /// nothing about which child: a wait whose watched node's watch was set
+    /// unread ([`Action::SetWatches`]'s `blind`) reads that node once, in
+    /// case this identity may not read it (the server then tells nothing of
+    /// its deletion).
+    Listing(NodeEvent),
 }
 
 /// The sources a wait listens to ([`Arrived`]).
@@ -214,6 +222,8 @@ pub enum Source {
     Session,
     /// The watched node's data watch (or polling it).
     Watched,
+    /// The watch the last listing left on the lock directory's children.
+    Listing,
     /// The deadline.
     Deadline,
 }
@@ -233,6 +243,8 @@ pub struct Arrived {
     pub session: Option<SessionState>,
     /// The watched node's watch fired (or polling it ended).
     pub watched: Option<NodeEvent>,
+    /// The listing's watch on the directory's children fired.
+    pub listing: Option<NodeEvent>,
     /// The deadline passed.
     pub deadline: bool,
 }
@@ -255,7 +267,11 @@ impl Arrived {
     ///    means nothing: `None`, consumed and dropped;
     /// 3. the session's change ([`Event::of_session`]);
     /// 4. the watched node's event;
-    /// 5. the deadline ([`Input::Deadline`]), last: what arrived before it
+    /// 5. the listing's watch ([`Event::Listing`]): after the watched
+    ///    node's, whose deletion fires it too (its data watch's event
+    ///    comes first), so that a deletion is taken as one, not as a
+    ///    reason to read the node;
+    /// 6. the deadline ([`Input::Deadline`]), last: what arrived before it
     ///    counts.
     ///
     /// A wait takes the first and leaves the rest where they arrived, for
@@ -275,6 +291,9 @@ impl Arrived {
         }
         if let Some(event) = self.watched {
             taken.push((Source::Watched, Some(Input::Event(Event::Watched(event)))));
+        }
+        if let Some(event) = self.listing {
+            taken.push((Source::Listing, Some(Input::Event(Event::Listing(event)))));
         }
         if self.deadline {
             taken.push((Source::Deadline, Some(Input::Deadline)));
@@ -314,9 +333,14 @@ pub enum Input<'a> {
         /// The data watches on the other nodes of a semaphore's wait, in
         /// the order asked.
         also: Vec<Reply<()>>,
+        /// The watched node's watch went in the `SetWatches` request
+        /// (`Action::SetWatches { blind }`): set without reading the node.
+        blind: bool,
     },
     /// The answer to [`Action::Rewatch`].
     Rewatched(Reply<()>),
+    /// The answer to [`Action::ReadWatched`].
+    WatchedRead(Reply<()>),
     /// The answer to [`Action::ReadRecord`].
     RecordRead(Reply<Record>),
     /// The answer to [`Action::CheckOwn`]: whether my node exists.
@@ -411,6 +435,23 @@ pub enum Action {
         /// and a hand-off then checks my node with `exists` before it
         /// grants (keep that check: it is what makes this window safe).
         together: bool,
+        /// The watched node's data watch may go in that `SetWatches` too
+        /// (with `together`): set without reading it, so the server says
+        /// nothing if this identity may not read it, and its deletion would
+        /// then never be told. Only while the listing that decided the wait
+        /// left its watch on the directory's children and it has not
+        /// fired: any child's coming or going fires it
+        /// ([`Event::Listing`]), and the wait then reads the watched node
+        /// once ([`Action::ReadWatched`]), which says `NoAuth` if it may
+        /// not (it is then polled).
+        blind: bool,
+    },
+    /// Read the watched node (no watch: the one set is kept), to learn
+    /// whether this identity may read it: its watch was set unread
+    /// (`SetWatches { blind }`) and the directory's children changed.
+    ReadWatched {
+        /// The child name of the watched node.
+        watched: String,
     },
     /// Wait for the next event. With `poll`, the watched node cannot be
     /// watched (its ACL): check it with `exists` until it is gone.
@@ -502,6 +543,7 @@ enum Phase {
     SettingWatches(Waiting),
     Waiting(Waiting, bool),
     Rewatching(Waiting),
+    ReadingWatched(Waiting),
     ReadingRecord(Waiting),
     CheckingOwn,
     Done,
@@ -550,6 +592,12 @@ pub struct Acquire {
     own_unreadable: bool,
     /// A write to my node was seen (its watch fired with a data change).
     own_written: bool,
+    /// The last listing left a watch on the directory's children
+    /// ([`Acquire::watches_listing`]) and it has not fired.
+    listing_watch: bool,
+    /// The wait's watched node's watch was set unread
+    /// (`SetWatches { blind }`), and no read of it has answered since.
+    blind: bool,
     interrupted: bool,
     waited: bool,
     foreign: bool,
@@ -590,6 +638,8 @@ impl Acquire {
             markers: true,
             own_unreadable: false,
             own_written: false,
+            listing_watch: false,
+            blind: false,
             interrupted: false,
             waited: false,
             foreign: false,
@@ -692,13 +742,24 @@ impl Acquire {
         self
     }
 
+    /// True if this acquire's listings leave a watch on the lock
+    /// directory's children (`getChildren` with a watch: no request more):
+    /// a lock's, not a semaphore's nor a downgrade's. Its event lets a wait
+    /// set its watched node's watch unread, in the same request as my own
+    /// node's (`SetWatches { blind }`).
+    pub fn watches_listing(&self) -> bool {
+        self.permits.is_none() && self.replacing.is_none()
+    }
+
     /// My node was created as `name`; `listing` is a listing known to
-    /// contain it (pipelined with the create), if any.
+    /// contain it (pipelined with the create, with a watch on the
+    /// directory's children if [`Acquire::watches_listing`]), if any.
     pub fn created(&mut self, name: &str, listing: Option<&[String]>) -> Action {
         self.me = name.to_owned();
         match listing {
             Some(children) => {
                 self.counts.listings += 1;
+                self.listing_watch = self.watches_listing();
                 self.decide(children)
             }
             None => self.list(),
@@ -719,6 +780,8 @@ impl Acquire {
             }
             Event::Interrupted => self.interrupted = true,
             Event::Released => self.released(),
+            Event::Listing(NodeEvent::SessionEnded) => self.end(Event::SessionEnded),
+            Event::Listing(_) => self.listing_watch = false,
             // Only a wait listens to the watched node.
             Event::Watched(_) => {}
         }
@@ -739,7 +802,10 @@ impl Acquire {
         let phase = std::mem::replace(&mut self.phase, Phase::Done);
         match (phase, input) {
             (Phase::Listing, Input::Listed(reply)) => match reply {
-                Reply::Ok(children) => self.decide(children),
+                Reply::Ok(children) => {
+                    self.listing_watch = self.watches_listing();
+                    self.decide(children)
+                }
                 Reply::NoNode => self.decide::<&str>(&[]),
                 // Listings are retried until answered: this is the end.
                 Reply::Retry | Reply::NoAuth | Reply::Failed => self.finish(Action::Fail(Failure::Request)),
@@ -751,8 +817,10 @@ impl Acquire {
                     watched,
                     marker,
                     also,
+                    blind,
                 },
             ) => {
+                self.blind = blind && watched == Reply::Ok(());
                 let nodes = std::iter::once(&waiting.watched).chain(&waiting.also);
                 let replies: Vec<_> = nodes.zip(std::iter::once(&watched).chain(&also)).collect();
                 waiting.unreadable = replies
@@ -772,8 +840,33 @@ impl Acquire {
                 self.watches_set(waiting, own, several(watched, also), marker)
             }
             (Phase::Waiting(waiting, poll), Input::Event(event)) => self.woke(waiting, poll, event),
+            (Phase::ReadingWatched(mut waiting), Input::WatchedRead(reply)) => {
+                self.blind = false;
+                match reply {
+                    // Readable: the watch set is told of its deletion.
+                    Reply::Ok(()) => self.wait(waiting, false),
+                    Reply::NoNode => {
+                        self.counts.wakeups += 1;
+                        self.gone(waiting)
+                    }
+                    // The server would not deliver its events: poll it.
+                    Reply::NoAuth => {
+                        waiting.unreadable = vec![waiting.watched.clone()];
+                        self.wait(waiting, true)
+                    }
+                    Reply::Retry => {
+                        self.counts.retries += 1;
+                        self.list()
+                    }
+                    Reply::Failed => self.finish(Action::Fail(Failure::Request)),
+                }
+            }
             (Phase::Rewatching(mut waiting), Input::Rewatched(reply)) => match reply {
-                Reply::Ok(()) => self.wait(waiting, false),
+                // Read with it: readable, whatever the directory does.
+                Reply::Ok(()) => {
+                    self.blind = false;
+                    self.wait(waiting, false)
+                }
                 Reply::NoNode => self.gone(waiting),
                 Reply::NoAuth => {
                     waiting.unreadable = vec![waiting.watched.clone()];
@@ -839,7 +932,10 @@ impl Acquire {
         matches!(self.marker, MarkerWatch::Asked | MarkerWatch::Set)
             && matches!(
                 self.phase,
-                Phase::SettingWatches(_) | Phase::Waiting(..) | Phase::Rewatching(_)
+                Phase::SettingWatches(_)
+                    | Phase::Waiting(..)
+                    | Phase::Rewatching(_)
+                    | Phase::ReadingWatched(_)
             )
     }
 
@@ -885,6 +981,7 @@ impl Acquire {
 
     fn list(&mut self) -> Action {
         self.counts.listings += 1;
+        self.blind = false;
         self.phase = Phase::Listing;
         Action::List
     }
@@ -974,8 +1071,12 @@ impl Acquire {
                 } else {
                     MarkerWatch::None
                 };
+                // The watched node's watch unread, in the same request as
+                // my node's: while the listing's watch can still tell that
+                // the directory's children changed.
+                let blind = own && self.listing_watch;
                 // Session changes before the watches exist do not matter.
-                self.set_watches(waiting, own, marker)
+                self.set_watches(waiting, own, marker, blind)
             }
             Ok(Decision::Exhausted) => self.finish(Action::Fail(Failure::Exhausted)),
             Err(OrderingError::Missing { .. }) => self.finish(Action::Fail(Failure::Lost)),
@@ -984,14 +1085,14 @@ impl Acquire {
     }
 
     /// Sets the wait's watches.
-    fn set_watches(&mut self, waiting: Waiting, own: bool, marker: Option<String>) -> Action {
+    fn set_watches(&mut self, waiting: Waiting, own: bool, marker: Option<String>, blind: bool) -> Action {
         // Session changes before the watches exist do not matter.
         self.interrupted = false;
         // A semaphore's watches still set on nodes it watches now are kept;
         // the rest (on nodes gone, or out of the new window) are let go.
         let window = std::iter::once(&waiting.watched).chain(&waiting.also);
         self.live = window.filter(|node| self.live.contains(node)).cloned().collect();
-        let together = own && marker.is_some() && !self.own_written;
+        let together = own && (marker.is_some() || blind) && !self.own_written;
         let action = Action::SetWatches {
             own,
             watched: waiting.watched.clone(),
@@ -1000,6 +1101,7 @@ impl Acquire {
             lingers: self.permits.is_some(),
             kept: self.live.clone(),
             together,
+            blind: together && blind,
         };
         self.phase = Phase::SettingWatches(waiting);
         action
@@ -1055,7 +1157,7 @@ impl Acquire {
                     deletion_grants,
                     release_grants: false,
                 };
-                self.set_watches(waiting, own, None)
+                self.set_watches(waiting, own, None, false)
             }
             Ok(semaphore::Decision::Conflict { node, permits }) => {
                 self.conflict = Some((node.to_owned(), permits));
@@ -1206,6 +1308,22 @@ impl Acquire {
             Event::Interrupted => {
                 self.interrupted = true;
                 self.wait(waiting, poll)
+            }
+            Event::Listing(NodeEvent::SessionEnded) => {
+                self.end(Event::SessionEnded);
+                self.finish(Action::Fail(Failure::SessionEnded))
+            }
+            Event::Listing(_) => {
+                self.listing_watch = false;
+                if self.blind {
+                    // The watched node's watch was set unread: if this
+                    // identity may not read it, its deletion is never told.
+                    let watched = waiting.watched.clone();
+                    self.phase = Phase::ReadingWatched(waiting);
+                    Action::ReadWatched { watched }
+                } else {
+                    self.wait(waiting, poll)
+                }
             }
         }
     }

@@ -98,6 +98,10 @@ pub enum Request {
         /// Ask for the node's stat too (the create's listing: whether the
         /// directory holds data).
         stat: bool,
+        /// Leave a watch on the node's children (one per session and
+        /// node on the server: fired by a child's creation or deletion, or
+        /// the node's).
+        watch: bool,
     },
     /// Bring the server up to the leader (`sync`): answered [`Reply::Done`].
     Sync {
@@ -217,6 +221,7 @@ impl Request {
             self,
             Request::GetData { watch: true, .. }
                 | Request::Exists { watch: true, .. }
+                | Request::List { watch: true, .. }
                 | Request::SetWatches { .. }
         )
     }
@@ -392,6 +397,9 @@ pub enum Watch {
     Watched,
     /// The keeper's data watch on the held node.
     Held,
+    /// The watch a listing left on the lock directory's children
+    /// ([`crate::acquire::Event::Listing`]).
+    Listing,
 }
 
 /// What a carrier does after [`Exchange::answer`].
@@ -450,6 +458,7 @@ enum Kind {
         kept: Vec<String>,
     },
     Rewatch,
+    ReadWatched,
     ReadRecord {
         watched: String,
     },
@@ -510,6 +519,7 @@ impl Wire {
                     Request::List {
                         path: dir.to_owned(),
                         stat: true,
+                        watch: machine.watches_listing(),
                     },
                 ],
                 false,
@@ -619,6 +629,7 @@ impl Wire {
                     vec![Request::List {
                         path: dir.to_owned(),
                         stat: false,
+                        watch: machine.watches_listing(),
                     }],
                     true,
                 ),
@@ -630,6 +641,7 @@ impl Wire {
                     lingers,
                     kept,
                     together,
+                    blind,
                 } => {
                     // Data watches (`getData`): on a missing node no watch
                     // is left behind. The marker's is an `exists` watch,
@@ -642,17 +654,24 @@ impl Wire {
                     let relative = machine
                         .czxid()
                         .filter(|_| *together && *own && machine.own_readable());
+                    // The watched node's too, unread, if the machine lets
+                    // it (`blind`): one request for all.
+                    let blind = relative.is_some() && *blind && also.is_empty() && kept.is_empty();
                     let (own, marker) = match (relative, marker) {
                         // One request for both, relative to my node's
                         // making: a write to it or its deletion since
                         // fires at once.
-                        (Some(relative_zxid), Some(marker)) => {
+                        (Some(relative_zxid), marker) if marker.is_some() || blind => {
+                            let mut data = vec![mine()];
+                            if blind {
+                                data.push(child_path(dir, watched));
+                            }
                             requests.push(Request::SetWatches {
                                 relative_zxid,
-                                data: vec![mine()],
-                                exist: vec![child_path(dir, marker)],
+                                data,
+                                exist: marker.iter().map(|marker| child_path(dir, marker)).collect(),
                             });
-                            (Some(0), Some(0))
+                            (Some(0), marker.as_ref().map(|_| 0))
                         }
                         (_, marker) => {
                             let own = own.then(|| {
@@ -679,7 +698,11 @@ impl Wire {
                     // A semaphore's nodes still watched are not asked again.
                     let nodes = std::iter::once(watched)
                         .chain(also)
-                        .map(|node| {
+                        .enumerate()
+                        .map(|(at, node)| {
+                            if blind && at == 0 {
+                                return Some(0);
+                            }
                             (!kept.contains(node)).then(|| {
                                 requests.push(Request::GetData {
                                     path: child_path(dir, node),
@@ -703,6 +726,14 @@ impl Wire {
                     vec![Request::GetData {
                         path: child_path(dir, watched),
                         watch: true,
+                    }],
+                    false,
+                ),
+                acquire::Action::ReadWatched { watched } => (
+                    Kind::ReadWatched,
+                    vec![Request::GetData {
+                        path: child_path(dir, watched),
+                        watch: false,
                     }],
                     false,
                 ),
@@ -770,12 +801,16 @@ impl Exchange {
         let answers = vec![None; requests.len()];
         let mut watches = vec![Vec::new(); requests.len()];
         let set = match &kind {
+            // In the order a `SetWatches` sets them: its data watches
+            // (mine, then the watched node's), then its `exists` watch.
             Kind::SetWatches {
                 own, marker, nodes, ..
-            } => [(*own, Watch::Own), (*marker, Watch::Marker)]
-                .into_iter()
+            } => std::iter::once((*own, Watch::Own))
                 .chain(nodes.iter().map(|index| (*index, Watch::Watched)))
+                .chain(std::iter::once((*marker, Watch::Marker)))
                 .collect(),
+            Kind::Create => vec![(listing_watch(&requests, 1), Watch::Listing)],
+            Kind::List => vec![(listing_watch(&requests, 0), Watch::Listing)],
             Kind::Rewatch => vec![(Some(0), Watch::Watched)],
             Kind::Keep => vec![(Some(0), Watch::Held)],
             _ => Vec::new(),
@@ -857,6 +892,7 @@ impl Exchange {
             let request = Request::List {
                 path: self.requests[0].path().to_owned(),
                 stat: false,
+                watch: false,
             };
             self.requests.push(request.clone());
             self.answers.push(None);
@@ -937,10 +973,15 @@ impl Exchange {
     /// exchange until the wait takes it (the machine listens to watched
     /// nodes only while it waits): a semaphore's exchange may be answered
     /// for one watched node while another's event is already on its way.
+    ///
+    /// A listing's watch on the directory's children lingers too: every
+    /// acquire's listing leaves one, the server keeps one per session and
+    /// directory, and the next child's creation or deletion (at the
+    /// latest, the release of the node listed) fires it.
     pub fn lingers(&self, index: usize) -> bool {
         match &self.kind {
             Kind::SetWatches { nodes, lingers, .. } => *lingers && nodes.contains(&Some(index)),
-            _ => false,
+            _ => self.watch_of(index).contains(&Watch::Listing),
         }
     }
 
@@ -1036,9 +1077,13 @@ impl Exchange {
 
     fn complete(&self) -> bool {
         match &self.kind {
-            // A create that failed makes no listing worth waiting for.
+            // A create that failed makes no listing worth waiting for,
+            // unless the listing leaves a watch: its answer is awaited, so
+            // that the watch is kept and let go as a listing's (left to
+            // fire), not dropped (a removal, a request).
             Kind::Create => {
-                matches!(self.result(0), Some(Err(_))) || self.answers.iter().all(Option::is_some)
+                (matches!(self.result(0), Some(Err(_))) && listing_watch(&self.requests, 1).is_none())
+                    || self.answers.iter().all(Option::is_some)
             }
             _ => self.answers.iter().all(Option::is_some),
         }
@@ -1175,14 +1220,18 @@ impl Exchange {
                 let mut set = nodes.iter().map(set).collect::<Option<Vec<_>>>()?.into_iter();
                 let watched = set.next()?;
                 let also = set.collect();
+                // The watched node's watch went in my node's `SetWatches`.
+                let blind = matches!(self.requests.first(), Some(Request::SetWatches { data, .. }) if data.len() == 2);
                 Input::Acquire(acquire::Input::WatchesSet {
                     own,
                     watched,
                     marker,
                     also,
+                    blind,
                 })
             }
             Kind::Rewatch => Input::Acquire(acquire::Input::Rewatched(watch_set(first?))),
+            Kind::ReadWatched => Input::Acquire(acquire::Input::WatchedRead(watch_set(first?))),
             Kind::ReadRecord { watched } => Input::Acquire(acquire::Input::RecordRead(match first? {
                 Ok(Reply::Reads(reads)) => match reads.as_slice() {
                     [Ok(record), mine] => WaitReply::Ok(Record {
@@ -1226,7 +1275,12 @@ impl Exchange {
     pub fn is_wait(&self) -> bool {
         matches!(
             self.kind,
-            Kind::List | Kind::SetWatches { .. } | Kind::Rewatch | Kind::ReadRecord { .. } | Kind::CheckOwn
+            Kind::List
+                | Kind::SetWatches { .. }
+                | Kind::Rewatch
+                | Kind::ReadWatched
+                | Kind::ReadRecord { .. }
+                | Kind::CheckOwn
         )
     }
 
@@ -1338,6 +1392,12 @@ fn done(answer: Option<&Result<Reply, Error>>) -> Option<Answer<()>> {
 }
 
 /// A watch's request, as the wait sees it.
+/// The index of the listing among `requests` if it asks for a watch on
+/// the directory's children.
+fn listing_watch(requests: &[Request], index: usize) -> Option<usize> {
+    matches!(requests.get(index), Some(Request::List { watch: true, .. })).then_some(index)
+}
+
 fn watch_set(answer: &Result<Reply, Error>) -> WaitReply<()> {
     match answer {
         Ok(_) => WaitReply::Ok(()),

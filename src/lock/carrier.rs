@@ -461,7 +461,11 @@ impl<'c> Line<'c> {
                 let options = zk::CreateMode::Persistent.with_acls(zk::Acls::new(directory_acls));
                 Answered::of(client.mkdir(path, &options).await.map(|()| Reply::Done))
             }),
-            Request::List { path, stat: true } => {
+            Request::List {
+                path,
+                stat: true,
+                watch: false,
+            } => {
                 let listed = client.get_children(path);
                 Box::pin(async move {
                     Answered::of(listed.await.map(|(children, stat)| Reply::Children {
@@ -470,13 +474,55 @@ impl<'c> Line<'c> {
                     }))
                 })
             }
-            Request::List { path, stat: false } => {
+            Request::List {
+                path,
+                stat: true,
+                watch: true,
+            } => {
+                let listed = client.get_and_watch_children(path);
+                Box::pin(async move {
+                    match listed.await {
+                        Ok((children, stat, watcher)) => Answered {
+                            watches: vec![Box::pin(watcher.changed())],
+                            ..Answered::of(Ok(Reply::Children {
+                                children,
+                                data_length: stat.data_length,
+                            }))
+                        },
+                        Err(e) => Answered::of(Err(e)),
+                    }
+                })
+            }
+            Request::List {
+                path,
+                stat: false,
+                watch: false,
+            } => {
                 let listed = client.list_children(path);
                 Box::pin(async move {
                     Answered::of(listed.await.map(|children| Reply::Children {
                         children,
                         data_length: 0,
                     }))
+                })
+            }
+            Request::List {
+                path,
+                stat: false,
+                watch: true,
+            } => {
+                let listed = client.list_and_watch_children(path);
+                Box::pin(async move {
+                    match listed.await {
+                        Ok((children, watcher)) => Answered {
+                            watches: vec![Box::pin(watcher.changed())],
+                            ..Answered::of(Ok(Reply::Children {
+                                children,
+                                data_length: 0,
+                            }))
+                        },
+                        Err(e) => Answered::of(Err(e)),
+                    }
                 })
             }
             Request::Sync { path } => {

@@ -35,6 +35,9 @@
 //!   knows, on this connection, that it reads its node) across cut
 //!   connections, READ taken away, writes before it and nodes made again
 //!   under its name.
+//! - `watched_node_watch_set_unread`: a wait's watched node's watch set in
+//!   that same `SetWatches`, unread; the watch its listing left on the
+//!   directory's children makes up for a node it may not read.
 //!
 //! Shared by the whole process: one ZooKeeper server
 //! (`zk_rwlock_fixtures::server`); tests that need a quota start their own.
@@ -49,6 +52,7 @@ mod revocation;
 mod together_watches_across_cuts;
 mod together_watches_own_node;
 mod transactions;
+mod watched_node_watch_set_unread;
 
 /// Teaches `learner` that its session reads its own nodes in its lock: one
 /// wait of it right behind a holder of `holder`'s lock (its `getData` watch

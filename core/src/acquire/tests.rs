@@ -38,6 +38,7 @@ fn show(action: &Action, names: &[String]) -> String {
     match action {
         Action::List => "list".into(),
         Action::SetWatches {
+            blind,
             own,
             watched,
             marker,
@@ -57,10 +58,11 @@ fn show(action: &Action, names: &[String]) -> String {
                     .join(",")
             };
             format!(
-                "{}watch{}{} {}{}{}",
+                "{}watch{}{}{} {}{}{}",
                 if *lingers { "x" } else { "" },
                 if *own { "+own" } else { "" },
                 if marker.is_some() { "+marker" } else { "" },
+                if *blind { "+blind" } else { "" },
                 pos(watched),
                 if also.is_empty() {
                     String::new()
@@ -77,6 +79,7 @@ fn show(action: &Action, names: &[String]) -> String {
         Action::Wait { poll: false } => "wait".into(),
         Action::Wait { poll: true } => "poll".into(),
         Action::Rewatch { .. } => "rewatch".into(),
+        Action::ReadWatched { watched } => format!("read {}", pos(watched)),
         Action::ReadRecord { .. } => "read".into(),
         Action::CheckOwn => "check".into(),
         Action::Grant { mark: false } => "grant".into(),
@@ -108,6 +111,8 @@ fn event(word: &str) -> Event {
         "interrupted" => Event::Interrupted,
         "released" => Event::Released,
         "ended" => Event::SessionEnded,
+        "listing" => Event::Listing(NodeEvent::Other),
+        "listing-ended" => Event::Listing(NodeEvent::SessionEnded),
         other => panic!("bad event {other}"),
     }
 }
@@ -150,12 +155,14 @@ fn run_with(permits: Option<u32>, may_wait: bool, created: &str, steps: &[(&str,
             }
             // A semaphore's: the answers of the other watched nodes' `exists`.
             ["set", own, watched, "also", others @ ..] => machine.step(Input::WatchesSet {
+                blind: false,
                 also: others.iter().map(|r| reply(r)).collect(),
                 own: (*own != "-").then(|| reply(own)),
                 watched: reply(watched),
                 marker: None,
             }),
             ["set", own, watched] => machine.step(Input::WatchesSet {
+                blind: false,
                 also: Vec::new(),
                 own: (*own != "-").then(|| reply(own)),
                 watched: reply(watched),
@@ -163,6 +170,7 @@ fn run_with(permits: Option<u32>, may_wait: bool, created: &str, steps: &[(&str,
             }),
             // The marker's answer: "absent", "exists", or a reply word.
             ["set", own, watched, marker] => machine.step(Input::WatchesSet {
+                blind: false,
                 also: Vec::new(),
                 own: (*own != "-").then(|| reply(own)),
                 watched: reply(watched),
@@ -179,6 +187,19 @@ fn run_with(permits: Option<u32>, may_wait: bool, created: &str, steps: &[(&str,
                 }),
             }),
             ["rewatched", r] => machine.step(Input::Rewatched(reply(r))),
+            ["watched-read", r] => machine.step(Input::WatchedRead(reply(r))),
+            // The watched node's watch went in my node's `SetWatches`.
+            ["set-blind", own, watched, rest @ ..] => machine.step(Input::WatchesSet {
+                blind: true,
+                also: Vec::new(),
+                own: Some(reply(own)),
+                watched: reply(watched),
+                marker: match rest {
+                    ["absent"] => Some(Reply::Ok(false)),
+                    ["exists"] => Some(Reply::Ok(true)),
+                    _ => None,
+                },
+            }),
             ["record", named, own] => machine.step(Input::RecordRead(Reply::Ok(Record {
                 names_watched: *named == "named",
                 own: reply(own),
@@ -217,7 +238,7 @@ const MARKER_CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker 1"),
+            ("created", "watch+own+marker+blind 1"),
             ("set ok ok absent", "wait"),
             ("released", "wait"),
             ("deleted", "grant mark"),
@@ -227,7 +248,7 @@ const MARKER_CASES: &[(&str, Steps)] = &[
     (
         "W W [R]",
         &[
-            ("created", "watch+own+marker 1"),
+            ("created", "watch+own+marker+blind 1"),
             ("set ok ok absent", "wait"),
             ("released", "wait"),
             ("deleted", "grant"),
@@ -237,7 +258,7 @@ const MARKER_CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker 1"),
+            ("created", "watch+own+marker+blind 1"),
             ("released; set ok ok absent", "wait"),
             ("deleted", "grant mark"),
         ],
@@ -246,7 +267,7 @@ const MARKER_CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker 1"),
+            ("created", "watch+own+marker+blind 1"),
             ("released; set ok nonode absent", "grant mark"),
         ],
     ),
@@ -254,7 +275,7 @@ const MARKER_CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker 1"),
+            ("created", "watch+own+marker+blind 1"),
             ("set ok nonode absent", "list"),
         ],
     ),
@@ -263,7 +284,7 @@ const MARKER_CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker 1"),
+            ("created", "watch+own+marker+blind 1"),
             ("set ok ok absent", "wait"),
             ("deleted", "read"),
             ("record other ok", "list"),
@@ -273,7 +294,7 @@ const MARKER_CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker 1"),
+            ("created", "watch+own+marker+blind 1"),
             ("set ok ok exists", "wait"),
             ("released", "wait"),
             ("deleted", "read"),
@@ -283,7 +304,7 @@ const MARKER_CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker 1"),
+            ("created", "watch+own+marker+blind 1"),
             ("set ok ok retry", "wait"),
             ("released", "wait"),
             ("deleted", "read"),
@@ -293,7 +314,7 @@ const MARKER_CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker 1"),
+            ("created", "watch+own+marker+blind 1"),
             ("set ok ok absent", "wait"),
             ("interrupted", "wait"),
             ("released", "wait"),
@@ -305,7 +326,7 @@ const MARKER_CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker 1"),
+            ("created", "watch+own+marker+blind 1"),
             ("set ok ok absent", "wait"),
             ("released", "wait"),
             ("own-data", "list"),
@@ -315,7 +336,7 @@ const MARKER_CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker 1"),
+            ("created", "watch+own+marker+blind 1"),
             ("set ok ok absent", "wait"),
             ("data", "rewatch"),
             ("released; rewatched nonode", "grant mark"),
@@ -325,7 +346,7 @@ const MARKER_CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker 1"),
+            ("created", "watch+own+marker+blind 1"),
             ("set ok ok absent", "wait"),
             ("other", "list"),
             ("released; listed W@0 W@1 [W@2]", "watch+marker 1"),
@@ -337,7 +358,7 @@ const MARKER_CASES: &[(&str, Steps)] = &[
     (
         "W [W]",
         &[
-            ("created", "watch+own 0"),
+            ("created", "watch+own+blind 0"),
             ("set ok ok", "wait"),
             ("deleted", "grant mark"),
         ],
@@ -358,9 +379,10 @@ fn the_release_marker() {
     let mut machine = Acquire::new(Mode::Write, true).with_release_markers(false);
     assert_eq!(
         show(&machine.created(&me.unwrap(), Some(&names)), &names),
-        "watch+own 1"
+        "watch+own+blind 1"
     );
     machine.step(Input::WatchesSet {
+        blind: false,
         also: Vec::new(),
         own: Some(Reply::Ok(())),
         watched: Reply::Ok(()),
@@ -381,6 +403,7 @@ fn waiting_on_a_marker(marker: Reply<bool>) -> Acquire {
     machine.created(&me.unwrap(), Some(&names));
     assert!(machine.marker_watch_needed(), "asked for");
     machine.step(Input::WatchesSet {
+        blind: false,
         also: Vec::new(),
         own: Some(Reply::Ok(())),
         watched: Reply::Ok(()),
@@ -425,7 +448,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W [W]",
         &[
-            ("created", "watch+own 0"),
+            ("created", "watch+own+blind 0"),
             ("set ok ok", "wait"),
             ("deleted", "grant mark"),
         ],
@@ -434,7 +457,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W [W]",
         &[
-            ("created", "watch+own 0"),
+            ("created", "watch+own+blind 0"),
             ("set ok ok", "wait"),
             ("own-deleted", "fail lost"),
         ],
@@ -442,9 +465,10 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W [W]",
         &[
-            ("created", "watch+own 0"),
+            ("created", "watch+own+blind 0"),
             ("set ok ok", "wait"),
             ("own-data", "list"),
+            // Written to: `getData` reads it, apart.
             ("listed W@0 [W@1]", "watch+own 0"),
         ],
     ),
@@ -452,12 +476,15 @@ const CASES: &[(&str, Steps)] = &[
     // so no hand-off trusts it.
     (
         "W [W]",
-        &[("created", "watch+own 0"), ("~own-data; set ok nonode", "list")],
+        &[
+            ("created", "watch+own+blind 0"),
+            ("~own-data; set ok nonode", "list"),
+        ],
     ),
     (
         "W [W]",
         &[
-            ("created", "watch+own 0"),
+            ("created", "watch+own+blind 0"),
             ("~own-data; set ok ok", "wait"),
             ("deleted", "list"),
         ],
@@ -466,19 +493,19 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W [W]",
         &[
-            ("created", "watch+own 0"),
+            ("created", "watch+own+blind 0"),
             ("~own-deleted; set ok ok", "fail lost"),
         ],
     ),
     (
         "W [W]",
-        &[("created", "watch+own 0"), ("set nonode ok", "fail lost")],
+        &[("created", "watch+own+blind 0"), ("set nonode ok", "fail lost")],
     ),
     // An interruption makes a hand-off ask first.
     (
         "W [W]",
         &[
-            ("created", "watch+own 0"),
+            ("created", "watch+own+blind 0"),
             ("set ok ok", "wait"),
             ("interrupted", "wait"),
             ("deleted", "check"),
@@ -488,7 +515,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W [W]",
         &[
-            ("created", "watch+own 0"),
+            ("created", "watch+own+blind 0"),
             ("set ok ok", "wait"),
             ("interrupted", "wait"),
             ("deleted", "check"),
@@ -498,7 +525,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W [W]",
         &[
-            ("created", "watch+own 0"),
+            ("created", "watch+own+blind 0"),
             ("~interrupted; set ok ok", "wait"),
             ("deleted", "check"),
         ],
@@ -507,7 +534,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W [W]",
         &[
-            ("created", "watch+own 0"),
+            ("created", "watch+own+blind 0"),
             ("set ok ok", "wait"),
             ("deleted", "grant mark"),
         ],
@@ -515,7 +542,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker 1"),
+            ("created", "watch+own+marker+blind 1"),
             ("set ok ok", "wait"),
             ("deleted", "read"),
             ("~own-data; record named ok", "list"),
@@ -524,17 +551,17 @@ const CASES: &[(&str, Steps)] = &[
     // The watched node already gone when the watch is set.
     (
         "W [W]",
-        &[("created", "watch+own 0"), ("set ok nonode", "grant mark")],
+        &[("created", "watch+own+blind 0"), ("set ok nonode", "grant mark")],
     ),
     (
         "W W [W]",
-        &[("created", "watch+own+marker 1"), ("set ok nonode", "list")],
+        &[("created", "watch+own+marker+blind 1"), ("set ok nonode", "list")],
     ),
     // Release record: a writer behind a waiting writer.
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker 1"),
+            ("created", "watch+own+marker+blind 1"),
             ("set ok ok", "wait"),
             ("deleted", "read"),
             ("record named ok", "grant mark"),
@@ -543,7 +570,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker 1"),
+            ("created", "watch+own+marker+blind 1"),
             ("set ok ok", "wait"),
             ("deleted", "read"),
             ("record other ok", "list"),
@@ -552,7 +579,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker 1"),
+            ("created", "watch+own+marker+blind 1"),
             ("set ok ok", "wait"),
             ("deleted", "read"),
             ("record named nonode", "list"),
@@ -561,7 +588,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker 1"),
+            ("created", "watch+own+marker+blind 1"),
             ("set ok ok", "wait"),
             ("deleted", "read"),
             ("record retry", "list"),
@@ -570,7 +597,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker 1"),
+            ("created", "watch+own+marker+blind 1"),
             ("set ok ok", "wait"),
             ("deleted", "read"),
             ("record failed", "list"),
@@ -579,7 +606,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker 1"),
+            ("created", "watch+own+marker+blind 1"),
             ("set ok ok", "wait"),
             ("interrupted", "wait"),
             ("deleted", "read"),
@@ -591,7 +618,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W [W]",
         &[
-            ("created", "watch+own 0"),
+            ("created", "watch+own+blind 0"),
             ("set ok ok", "wait"),
             ("data", "rewatch"),
             ("rewatched ok", "wait"),
@@ -601,7 +628,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W [W]",
         &[
-            ("created", "watch+own 0"),
+            ("created", "watch+own+blind 0"),
             ("set ok ok", "wait"),
             ("data", "rewatch"),
             ("rewatched nonode", "grant mark"),
@@ -610,7 +637,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker 1"),
+            ("created", "watch+own+marker+blind 1"),
             ("set ok ok", "wait"),
             ("data", "rewatch"),
             ("rewatched nonode", "read"),
@@ -619,7 +646,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W [W]",
         &[
-            ("created", "watch+own 0"),
+            ("created", "watch+own+blind 0"),
             ("set ok ok", "wait"),
             ("data", "rewatch"),
             ("rewatched noauth", "poll"),
@@ -629,7 +656,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W [W]",
         &[
-            ("created", "watch+own 0"),
+            ("created", "watch+own+blind 0"),
             ("set ok ok", "wait"),
             ("data", "rewatch"),
             ("rewatched retry", "list"),
@@ -638,7 +665,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W [W]",
         &[
-            ("created", "watch+own 0"),
+            ("created", "watch+own+blind 0"),
             ("set ok ok", "wait"),
             ("data", "rewatch"),
             ("rewatched failed", "fail request"),
@@ -651,14 +678,14 @@ const CASES: &[(&str, Steps)] = &[
             ("created", "watch 2"),
             ("set - ok", "wait"),
             ("deleted", "list"),
-            ("listed R@0 W@1 [W@3]", "watch+own+marker 1"),
+            ("listed R@0 W@1 [W@3]", "watch+own+marker+blind 1"),
         ],
     ),
     // Readers: the only writer before me.
     (
         "W R [R]",
         &[
-            ("created", "watch+own 0"),
+            ("created", "watch+own+blind 0"),
             ("set ok ok", "wait"),
             ("deleted", "grant"),
         ],
@@ -666,7 +693,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W W [R]",
         &[
-            ("created", "watch+own+marker 1"),
+            ("created", "watch+own+marker+blind 1"),
             ("set ok ok", "wait"),
             ("deleted", "read"),
             ("record named ok", "grant"),
@@ -676,7 +703,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W [W]",
         &[
-            ("created", "watch+own 0"),
+            ("created", "watch+own+blind 0"),
             ("set ok noauth", "poll"),
             ("deleted", "grant mark"),
         ],
@@ -684,7 +711,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W [W]",
         &[
-            ("created", "watch+own 0"),
+            ("created", "watch+own+blind 0"),
             ("set noauth ok", "wait"),
             ("deleted", "check"),
             ("checked yes", "grant mark"),
@@ -693,7 +720,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker 1"),
+            ("created", "watch+own+marker+blind 1"),
             ("set noauth ok", "wait"),
             ("deleted", "read"),
             ("record named noauth", "check"),
@@ -703,7 +730,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W [W]",
         &[
-            ("created", "watch+own 0"),
+            ("created", "watch+own+blind 0"),
             ("set retry ok", "list"),
             ("listed [W@1]", "grant mark"),
         ],
@@ -711,24 +738,30 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W [W]",
         &[
-            ("created", "watch+own 0"),
+            ("created", "watch+own+blind 0"),
             ("set ok retry", "list"),
             ("listed W@0 [W@1]", "watch 0"),
         ],
     ),
     (
         "W [W]",
-        &[("created", "watch+own 0"), ("set failed ok", "fail request")],
+        &[
+            ("created", "watch+own+blind 0"),
+            ("set failed ok", "fail request"),
+        ],
     ),
     (
         "W [W]",
-        &[("created", "watch+own 0"), ("set ok failed", "fail request")],
+        &[
+            ("created", "watch+own+blind 0"),
+            ("set ok failed", "fail request"),
+        ],
     ),
     // The session ends: during a wait, or noticed between requests.
     (
         "W [W]",
         &[
-            ("created", "watch+own 0"),
+            ("created", "watch+own+blind 0"),
             ("set ok ok", "wait"),
             ("ended", "fail ended"),
         ],
@@ -736,7 +769,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker 1"),
+            ("created", "watch+own+marker+blind 1"),
             ("set ok ok", "wait"),
             ("deleted", "read"),
             ("~ended; record named ok", "fail ended"),
@@ -746,7 +779,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W [W]",
         &[
-            ("created", "watch+own 0"),
+            ("created", "watch+own+blind 0"),
             ("set ok noauth", "poll"),
             ("watch-failed", "fail request"),
         ],
@@ -755,7 +788,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker 1"),
+            ("created", "watch+own+marker+blind 1"),
             ("set ok ok", "wait"),
             ("other", "list"),
             ("listed W@1 [W@2]", "watch 0"),
@@ -765,7 +798,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker 1"),
+            ("created", "watch+own+marker+blind 1"),
             ("set ok ok", "wait"),
             ("other", "list"),
             ("listed W@0 W@1", "fail lost"),
@@ -776,18 +809,21 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W [W]",
         &[
-            ("created", "watch+own 0"),
+            ("created", "watch+own+blind 0"),
             ("set ok ok", "wait"),
             ("other", "list"),
             ("listed nonode", "fail lost"),
         ],
     ),
     // The deadline, at any step.
-    ("W [W]", &[("created", "watch+own 0"), ("deadline", "give up")]),
+    (
+        "W [W]",
+        &[("created", "watch+own+blind 0"), ("deadline", "give up")],
+    ),
     (
         "W [W]",
         &[
-            ("created", "watch+own 0"),
+            ("created", "watch+own+blind 0"),
             ("set ok ok", "wait"),
             ("deadline", "give up"),
         ],
@@ -795,7 +831,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker 1"),
+            ("created", "watch+own+marker+blind 1"),
             ("set ok ok", "wait"),
             ("deleted", "read"),
             ("deadline", "give up"),
@@ -804,7 +840,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W [W]",
         &[
-            ("created", "watch+own 0"),
+            ("created", "watch+own+blind 0"),
             ("set ok ok", "wait"),
             ("interrupted", "wait"),
             ("deleted", "check"),
@@ -814,7 +850,7 @@ const CASES: &[(&str, Steps)] = &[
     // Answers to questions not asked are driver errors.
     (
         "W [W]",
-        &[("created", "watch+own 0"), ("checked yes", "fail request")],
+        &[("created", "watch+own+blind 0"), ("checked yes", "fail request")],
     ),
 ];
 
@@ -853,7 +889,7 @@ fn peer_layout_writers_never_mark() {
         true,
         "W [kW]",
         &[
-            ("created", "watch+own 0"),
+            ("created", "watch+own+blind 0"),
             ("set ok ok", "wait"),
             ("deleted", "grant"),
         ],
@@ -862,7 +898,7 @@ fn peer_layout_writers_never_mark() {
         true,
         "m [m]",
         &[
-            ("created", "watch+own 0"),
+            ("created", "watch+own+blind 0"),
             ("set ok retry", "list"),
             ("listed [m@1]", "grant"),
         ],
@@ -872,7 +908,7 @@ fn peer_layout_writers_never_mark() {
         true,
         "kW [W]",
         &[
-            ("created", "watch+own 0"),
+            ("created", "watch+own+blind 0"),
             ("set ok ok", "wait"),
             ("deleted", "grant mark"),
         ],
@@ -885,7 +921,7 @@ fn a_writer_granted_at_once_does_not_mark_but_one_granted_after_a_listing_does()
         true,
         "W [W]",
         &[
-            ("created", "watch+own 0"),
+            ("created", "watch+own+blind 0"),
             ("set ok retry", "list"),
             ("listed [W@1]", "grant mark"),
         ],
@@ -894,7 +930,7 @@ fn a_writer_granted_at_once_does_not_mark_but_one_granted_after_a_listing_does()
         true,
         "R [W]",
         &[
-            ("created", "watch+own 0"),
+            ("created", "watch+own+blind 0"),
             ("set ok ok", "wait"),
             ("deleted", "grant mark"),
         ],
@@ -903,7 +939,7 @@ fn a_writer_granted_at_once_does_not_mark_but_one_granted_after_a_listing_does()
         true,
         "W [R]",
         &[
-            ("created", "watch+own 0"),
+            ("created", "watch+own+blind 0"),
             ("set ok ok", "wait"),
             ("deleted", "grant"),
         ],
@@ -916,7 +952,7 @@ fn counts() {
         true,
         "W [W]",
         &[
-            ("created", "watch+own 0"),
+            ("created", "watch+own+blind 0"),
             ("set ok ok", "wait"),
             ("deleted", "grant mark"),
         ],
@@ -935,7 +971,7 @@ fn counts() {
         true,
         "W W [W]",
         &[
-            ("created", "watch+own+marker 1"),
+            ("created", "watch+own+marker+blind 1"),
             ("set ok retry", "list"),
             ("listed W@1 [W@2]", "watch 0"),
             ("set - ok", "wait"),
@@ -964,9 +1000,10 @@ fn waiting_with_the_own_watch_set() -> Acquire {
     let me = me.unwrap();
     assert_eq!(
         show(&machine.created(&me, Some(&names)), &names),
-        "watch+own+marker 1"
+        "watch+own+marker+blind 1"
     );
     machine.step(Input::WatchesSet {
+        blind: false,
         also: Vec::new(),
         own: Some(Reply::Ok(())),
         watched: Reply::Ok(()),
@@ -1004,10 +1041,11 @@ fn an_own_watch_from_an_older_connection_is_set_again_before_a_hand_off_trusts_i
     let (again, _) = build("W@1 [W@2]");
     assert_eq!(
         show(&machine.step(Input::Listed(Reply::Ok(&again))), &again),
-        "watch+own 0"
+        "watch+own+blind 0"
     );
     // Refused (NoAuth): the hand-off asks with `exists`.
     machine.step(Input::WatchesSet {
+        blind: false,
         also: Vec::new(),
         own: Some(Reply::NoAuth),
         watched: Reply::Ok(()),
@@ -1045,6 +1083,7 @@ fn done_after_an_end_and_not_before() {
     machine.created(&me.unwrap(), Some(&names));
     assert!(!machine.is_done());
     machine.step(Input::WatchesSet {
+        blind: false,
         also: Vec::new(),
         own: Some(Reply::Ok(())),
         watched: Reply::Ok(()),
@@ -1065,7 +1104,7 @@ const COUNTED: &[(&str, Steps, Expected)] = &[
     (
         "W [W]",
         &[
-            ("created", "watch+own 0"),
+            ("created", "watch+own+blind 0"),
             ("set retry ok", "list"),
             ("listed [W@1]", "grant mark"),
         ],
@@ -1074,7 +1113,7 @@ const COUNTED: &[(&str, Steps, Expected)] = &[
     (
         "W [W]",
         &[
-            ("created", "watch+own 0"),
+            ("created", "watch+own+blind 0"),
             ("set ok ok", "wait"),
             ("data", "rewatch"),
             ("rewatched retry", "list"),
@@ -1084,7 +1123,7 @@ const COUNTED: &[(&str, Steps, Expected)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker 1"),
+            ("created", "watch+own+marker+blind 1"),
             ("set ok ok", "wait"),
             ("deleted", "read"),
             ("record retry", "list"),
@@ -1094,7 +1133,7 @@ const COUNTED: &[(&str, Steps, Expected)] = &[
     (
         "W [W]",
         &[
-            ("created", "watch+own 0"),
+            ("created", "watch+own+blind 0"),
             ("set ok ok", "wait"),
             ("interrupted", "wait"),
             ("deleted", "check"),
@@ -1105,7 +1144,7 @@ const COUNTED: &[(&str, Steps, Expected)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker 1"),
+            ("created", "watch+own+marker+blind 1"),
             ("set ok ok", "wait"),
             ("other", "list"),
             ("listed W@1 [W@2]", "watch 0"),
@@ -1119,7 +1158,7 @@ const COUNTED: &[(&str, Steps, Expected)] = &[
     (
         "W [W]",
         &[
-            ("created", "watch+own 0"),
+            ("created", "watch+own+blind 0"),
             ("set ok ok", "wait"),
             ("own-data", "list"),
             ("listed [W@1]", "grant mark"),
@@ -1129,7 +1168,7 @@ const COUNTED: &[(&str, Steps, Expected)] = &[
     (
         "W [W]",
         &[
-            ("created", "watch+own 0"),
+            ("created", "watch+own+blind 0"),
             ("set ok ok", "wait"),
             ("own-deleted", "fail lost"),
         ],
@@ -1138,7 +1177,7 @@ const COUNTED: &[(&str, Steps, Expected)] = &[
     (
         "W [W]",
         &[
-            ("created", "watch+own 0"),
+            ("created", "watch+own+blind 0"),
             ("set ok ok", "wait"),
             ("interrupted", "wait"),
             ("deadline", "give up"),
@@ -1266,6 +1305,7 @@ fn a_listing_over_the_limit_refuses_the_first_wait_only() {
     assert!(matches!(at.created(&me, Some(&names)), Action::SetWatches { .. }));
     assert_eq!(
         at.step(Input::WatchesSet {
+            blind: false,
             also: Vec::new(),
             own: Some(Reply::Ok(())),
             watched: Reply::Retry,
@@ -1336,6 +1376,7 @@ fn what_arrived_at_once_is_taken_own_marker_session_watched_deadline_and_a_marke
     use crate::lease::SessionState as S;
     use Source::*;
     let all = Arrived {
+        listing: None,
         own: Some(NodeEvent::DataChanged),
         marker: Some(WatchedKind::Created),
         session: Some(S::Disconnected),
@@ -1449,6 +1490,7 @@ fn the_place_in_the_queue_follows_each_listing_at_no_cost() {
     );
     // The watched writer goes: its deletion alone grants (no listing).
     followed.step(Input::WatchesSet {
+        blind: false,
         also: Vec::new(),
         own: Some(Reply::Ok(())),
         watched: Reply::Ok(()),
@@ -1651,6 +1693,7 @@ fn a_semaphore_refuses_a_predecessor_with_another_count() {
     assert_eq!(
         ok.created(&agreeing[2], Some(&agreeing)),
         Action::SetWatches {
+            blind: false,
             kept: Vec::new(),
             lingers: true,
             // The nearest is no permit: its deletion alone grants nothing,
@@ -1709,6 +1752,7 @@ fn a_semaphores_wait_polls_every_watched_node_it_may_not_read() {
     assert!(matches!(&set, Action::SetWatches { also, lingers: true, .. } if also.len() == 2));
     assert!(machine.polled().is_empty(), "not polling yet");
     let polls = machine.step(Input::WatchesSet {
+        blind: false,
         own: Some(Reply::Ok(())),
         watched: Reply::NoAuth,
         marker: None,
@@ -1729,6 +1773,7 @@ fn a_semaphores_wait_polls_every_watched_node_it_may_not_read() {
     let mut waiter = Acquire::new(Mode::Write, true);
     let _ = waiter.created(&mine.expect("mine"), Some(&lock));
     let _ = waiter.step(Input::WatchesSet {
+        blind: false,
         own: Some(Reply::Ok(())),
         watched: Reply::NoAuth,
         marker: None,
@@ -1745,6 +1790,7 @@ fn a_semaphores_wait_keeps_only_the_watches_its_carrier_holds_unfired() {
     let mut machine = Acquire::new(Mode::Write, true).with_permits(Some(2));
     let _ = machine.created(&me, Some(&children));
     let set = |also: Vec<Reply<()>>| Input::WatchesSet {
+        blind: false,
         own: None,
         watched: Reply::Ok(()),
         marker: None,
@@ -1803,25 +1849,221 @@ fn together(action: &Action) -> Option<bool> {
 }
 
 #[test]
-fn own_and_marker_watches_may_go_together_only_with_both_and_no_write_seen() {
+fn own_marker_and_watched_watches_go_together_while_the_listing_watches_and_no_write_was_seen() {
     let (names, me) = build("W W [W]");
     let me = me.unwrap();
     let mut both = Acquire::new(Mode::Write, true);
     let action = both.created(&me, Some(&names));
-    assert_eq!(show(&action, &names), "watch+own+marker 1");
+    assert_eq!(show(&action, &names), "watch+own+marker+blind 1");
     assert_eq!(together(&action), Some(true));
-    // Only with a marker: a writer right behind the holder watches its
-    // own node alone.
+    // A writer right behind the holder: its own node's watch and the
+    // holder's, unread, in one request.
     let (behind, next) = build("W [W]");
     let mut alone = Acquire::new(Mode::Write, true);
     let action = alone.created(&next.unwrap(), Some(&behind));
-    assert_eq!(show(&action, &behind), "watch+own 0");
-    assert_eq!(together(&action), Some(false));
-    // Markers not trusted: never together.
+    assert_eq!(show(&action, &behind), "watch+own+blind 0");
+    assert_eq!(together(&action), Some(true));
+    // Markers not trusted: the own node's and the watched node's.
     let mut unmarked = Acquire::new(Mode::Write, true).with_release_markers(false);
     let action = unmarked.created(&me, Some(&names));
-    assert_eq!(show(&action, &names), "watch+own 1");
-    assert_eq!(together(&action), Some(false));
+    assert_eq!(show(&action, &names), "watch+own+blind 1");
+    assert_eq!(together(&action), Some(true));
+    // A create without its listing: the listing asked after it watches too.
+    let mut listed = Acquire::new(Mode::Write, true);
+    assert_eq!(show(&listed.created(&me, None), &names), "list");
+    let action = listed.step(Input::Listed(Reply::Ok(&names)));
+    assert_eq!(show(&action, &names), "watch+own+marker+blind 1");
+    // A semaphore's listings leave no watch: never blind.
+    let (sem, mine) =
+        crate::ordering::tests::build_named("W [W]", |_, seq| format!("h{seq}@permits-1@t{seq}"));
+    let mut permit = Acquire::new(Mode::Write, true).with_permits(Some(1));
+    assert!(!permit.watches_listing());
+    let action = permit.created(&mine.unwrap(), Some(&sem));
+    assert!(
+        matches!(
+            action,
+            Action::SetWatches {
+                blind: false,
+                together: false,
+                ..
+            }
+        ),
+        "{action:?}"
+    );
+    // A downgrade's reader leaves none either.
+    assert!(!Acquire::new(Mode::Read, true).replacing("x").watches_listing());
+    assert!(Acquire::new(Mode::Read, true).watches_listing());
+}
+
+#[test]
+fn a_blind_watch_is_read_once_when_the_directory_changes_before_the_watched_node_goes() {
+    // A stranger's child came (or any other): the watched node is read
+    // once, without a watch; readable, the wait goes on.
+    let counts = run(
+        true,
+        "W [W]",
+        &[
+            ("created", "watch+own+blind 0"),
+            ("set-blind ok ok", "wait"),
+            ("listing", "read 0"),
+            ("watched-read ok", "wait"),
+            // A second change: nothing more to learn.
+            ("listing", "wait"),
+            ("deleted", "grant mark"),
+        ],
+    );
+    assert_eq!((counts.wakeups, counts.handoff), (1, true));
+    // Not readable: polled.
+    run(
+        true,
+        "W [W]",
+        &[
+            ("created", "watch+own+blind 0"),
+            ("set-blind ok ok", "wait"),
+            ("listing", "read 0"),
+            ("watched-read noauth", "poll"),
+            ("deleted", "grant mark"),
+        ],
+    );
+    // Gone when read: the deletion's rules (only node before me: mine).
+    let counts = run(
+        true,
+        "W [W]",
+        &[
+            ("created", "watch+own+blind 0"),
+            ("set-blind ok ok", "wait"),
+            ("listing", "read 0"),
+            ("watched-read nonode", "grant mark"),
+        ],
+    );
+    assert_eq!(counts.wakeups, 1);
+    // Gone, with others before it: the marker's or the record's rules.
+    run(
+        true,
+        "W W [W]",
+        &[
+            ("created", "watch+own+marker+blind 1"),
+            ("set-blind ok ok absent", "wait"),
+            ("listing", "read 1"),
+            ("watched-read nonode", "read"),
+        ],
+    );
+    run(
+        true,
+        "W W [W]",
+        &[
+            ("created", "watch+own+marker+blind 1"),
+            ("set-blind ok ok absent", "wait"),
+            ("released", "wait"),
+            ("listing", "read 1"),
+            ("watched-read nonode", "grant mark"),
+        ],
+    );
+    // A write to the watched node, watched again with `getData`: read,
+    // so the directory's changes ask nothing more.
+    run(
+        true,
+        "W [W]",
+        &[
+            ("created", "watch+own+blind 0"),
+            ("set-blind ok ok", "wait"),
+            ("data", "rewatch"),
+            ("rewatched ok", "wait"),
+            ("listing", "wait"),
+            ("deleted", "grant mark"),
+        ],
+    );
+    // The read's answer lost: list again, and watch again.
+    run(
+        true,
+        "W [W]",
+        &[
+            ("created", "watch+own+blind 0"),
+            ("set-blind ok ok", "wait"),
+            ("listing", "read 0"),
+            ("watched-read retry", "list"),
+            // My node's watch is still set: the watched node's alone, read.
+            ("listed W@0 [W@1]", "watch 0"),
+        ],
+    );
+    run(
+        true,
+        "W [W]",
+        &[
+            ("created", "watch+own+blind 0"),
+            ("set-blind ok ok", "wait"),
+            ("listing", "read 0"),
+            ("watched-read failed", "fail request"),
+        ],
+    );
+}
+
+#[test]
+fn the_listing_watch_means_nothing_to_a_wait_whose_watched_node_was_read() {
+    // Watched with `getData` (not blind): the directory's changes are no
+    // reason to read it.
+    run(
+        true,
+        "W [W]",
+        &[
+            ("created", "watch+own+blind 0"),
+            ("set ok ok", "wait"),
+            ("listing", "wait"),
+            ("deleted", "grant mark"),
+        ],
+    );
+    // A reader behind the only writer, the same.
+    run(
+        true,
+        "W [R]",
+        &[
+            ("created", "watch+own+blind 0"),
+            ("set-blind ok ok", "wait"),
+            ("deleted", "grant"),
+        ],
+    );
+    // The session's end, told by the listing's watch, ends the wait.
+    run(
+        true,
+        "W [W]",
+        &[
+            ("created", "watch+own+blind 0"),
+            ("set-blind ok ok", "wait"),
+            ("listing-ended", "fail ended"),
+        ],
+    );
+    // The session's end told while a request is in flight ends it too.
+    run(
+        true,
+        "W [W]",
+        &[
+            ("created", "watch+own+blind 0"),
+            ("~listing-ended; set-blind ok ok", "fail ended"),
+        ],
+    );
+}
+
+#[test]
+fn a_deletion_that_arrives_with_the_listing_watch_is_taken_first() {
+    let arrived = Arrived {
+        watched: Some(NodeEvent::Deleted),
+        listing: Some(NodeEvent::Other),
+        ..Arrived::default()
+    };
+    let order: Vec<Source> = arrived.in_order().into_iter().map(|(source, _)| source).collect();
+    assert_eq!(order, [Source::Watched, Source::Listing]);
+    let with_own = Arrived {
+        own: Some(NodeEvent::Deleted),
+        listing: Some(NodeEvent::Other),
+        deadline: true,
+        ..Arrived::default()
+    };
+    let order: Vec<Source> = with_own
+        .in_order()
+        .into_iter()
+        .map(|(source, _)| source)
+        .collect();
+    assert_eq!(order, [Source::Own, Source::Listing, Source::Deadline]);
 }
 
 #[test]
@@ -1832,6 +2074,7 @@ fn a_write_to_my_node_sends_its_watch_apart_with_a_read() {
     // Fired at once: written since my node was made.
     machine.event(Event::Own(NodeEvent::DataChanged));
     let after = machine.step(Input::WatchesSet {
+        blind: false,
         also: Vec::new(),
         own: Some(Reply::Ok(())),
         watched: Reply::Ok(()),
@@ -1855,6 +2098,7 @@ fn a_write_to_my_node_sends_its_watch_apart_with_a_read() {
     let mut waiting = Acquire::new(Mode::Write, true);
     waiting.created(&me.unwrap(), Some(&names));
     waiting.step(Input::WatchesSet {
+        blind: false,
         also: Vec::new(),
         own: Some(Reply::Ok(())),
         watched: Reply::Ok(()),
@@ -1878,5 +2122,8 @@ fn a_marker_listed_already_is_not_watched() {
     let me = me.unwrap();
     names.push(crate::node_name::release_marker(&names[1]));
     let mut machine = Acquire::new(Mode::Write, true);
-    assert_eq!(show(&machine.created(&me, Some(&names)), &names), "watch+own 1");
+    assert_eq!(
+        show(&machine.created(&me, Some(&names)), &names),
+        "watch+own+blind 1"
+    );
 }

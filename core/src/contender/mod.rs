@@ -688,6 +688,13 @@ impl Contender {
         self.me.as_ref().map(|(name, _, _)| name.as_str())
     }
 
+    /// True if the acquire's listings leave a watch on the lock directory's
+    /// children ([`Acquire::watches_listing`]): a lock's, not a semaphore's
+    /// nor a downgrade's reader's.
+    pub fn watches_listing(&self) -> bool {
+        self.permits.is_none() && self.replaces.is_none()
+    }
+
     /// The writer node a downgrade's reader replaces ([`Contender::replacing`]).
     pub fn replaces(&self) -> Option<&str> {
         self.replaces.as_ref().map(|(writer, _, _)| writer.as_str())

@@ -78,6 +78,7 @@ fn a_guard_granted_at_its_first_look_watches_its_node_only_after_a_bound() {
     assert!(FIRST_WATCH_AFTER > std::time::Duration::ZERO);
     let mut c = waiting_writer();
     c.step(Input::Acquire(Heard::WatchesSet {
+        blind: false,
         also: Vec::new(),
         own: Some(Reply::Ok(())),
         watched: Reply::Ok(()),
@@ -94,6 +95,7 @@ fn a_guard_granted_at_its_first_look_watches_its_node_only_after_a_bound() {
     );
     let mut refused = waiting_writer();
     refused.step(Input::Acquire(Heard::WatchesSet {
+        blind: false,
         also: Vec::new(),
         own: Some(Reply::NoAuth),
         watched: Reply::Ok(()),
@@ -119,13 +121,16 @@ fn waiting_writer() -> Contender {
     assert_eq!(
         c.step(created(&me, 41, Some(&[other.clone(), me.clone()]))),
         Action::Acquire(Wait::SetWatches {
+            // The listing left its watch on the directory: the watched
+            // node's watch may go with my node's, unread.
+            blind: true,
             kept: Vec::new(),
             lingers: false,
             also: Vec::new(),
             own: true,
             marker: None,
             watched: other,
-            together: false,
+            together: true,
         })
     );
     c
@@ -136,6 +141,7 @@ fn a_writer_that_waited_releases_with_the_record() {
     let mut c = waiting_writer();
     assert_eq!(
         c.step(Input::Acquire(Heard::WatchesSet {
+            blind: false,
             also: Vec::new(),
             own: Some(Reply::Ok(())),
             watched: Reply::Ok(()),
@@ -182,6 +188,7 @@ fn a_refused_record_of_any_kind_falls_back_to_a_plain_deletion() {
     ] {
         let mut c = waiting_writer();
         c.step(Input::Acquire(Heard::WatchesSet {
+            blind: false,
             also: Vec::new(),
             own: Some(Reply::Ok(())),
             watched: Reply::NoNode,
@@ -220,6 +227,7 @@ fn a_release_that_finds_its_node_missing() {
     ] {
         let mut c = waiting_writer();
         c.step(Input::Acquire(Heard::WatchesSet {
+            blind: false,
             also: Vec::new(),
             own: Some(Reply::Ok(())),
             watched: Reply::NoNode,
@@ -758,6 +766,7 @@ fn withdraw_while_deleting_extras_after_the_sessions_end() {
 fn a_holder_withdrawn_is_released() {
     let mut c = waiting_writer();
     c.step(Input::Acquire(Heard::WatchesSet {
+        blind: false,
         also: Vec::new(),
         own: Some(Reply::Ok(())),
         watched: Reply::NoNode,
@@ -785,6 +794,7 @@ fn a_holder_withdrawn_is_released() {
 fn events_after_the_grant_are_the_keepers() {
     let mut c = waiting_writer();
     c.step(Input::Acquire(Heard::WatchesSet {
+        blind: false,
         also: Vec::new(),
         own: Some(Reply::Ok(())),
         watched: Reply::NoNode,
@@ -906,6 +916,7 @@ fn a_lost_waiter_has_nothing_to_withdraw() {
     let mut c = waiting_writer();
     assert_eq!(
         c.step(Input::Acquire(Heard::WatchesSet {
+            blind: false,
             also: Vec::new(),
             own: Some(Reply::NoNode),
             watched: Reply::Ok(()),
@@ -918,6 +929,7 @@ fn a_lost_waiter_has_nothing_to_withdraw() {
     c.event(Event::SessionEnded);
     assert_eq!(
         c.step(Input::Acquire(Heard::WatchesSet {
+            blind: false,
             also: Vec::new(),
             own: Some(Reply::Ok(())),
             watched: Reply::Ok(()),
@@ -1143,6 +1155,7 @@ fn events_reach_the_wait() {
     c.event(Event::Own(NodeEvent::Deleted));
     assert_eq!(
         c.step(Input::Acquire(Heard::WatchesSet {
+            blind: false,
             also: Vec::new(),
             own: Some(Reply::Ok(())),
             watched: Reply::Ok(()),
@@ -1636,6 +1649,7 @@ fn only_a_holding_native_writer_begins_a_downgrade() {
 fn waiting_writer_granted() -> Contender {
     let mut c = waiting_writer();
     c.step(Input::Acquire(Heard::WatchesSet {
+        blind: false,
         also: Vec::new(),
         own: Some(Reply::Ok(())),
         watched: Reply::Ok(()),
@@ -2299,6 +2313,7 @@ fn a_semaphores_waiter_polls_what_it_may_not_read_and_keeps_what_its_carrier_hol
     assert!(c.polled().is_empty());
     // The nearest refuses READ: polled; the farther one is watched.
     let polls = c.step(Input::Acquire(Heard::WatchesSet {
+        blind: false,
         own: None,
         watched: Reply::NoAuth,
         marker: None,
@@ -2320,6 +2335,7 @@ fn a_semaphores_waiter_polls_what_it_may_not_read_and_keeps_what_its_carrier_hol
     assert_eq!(kept, [tagged(1)]);
     // Once its carrier no longer holds it (its event came), it is asked again.
     let _ = c.step(Input::Acquire(Heard::WatchesSet {
+        blind: false,
         own: None,
         watched: Reply::Ok(()),
         marker: None,
@@ -2359,6 +2375,7 @@ fn what_is_known_of_reading_my_node_is_given_to_the_wait_and_learnt_from_it() {
     assert_eq!(
         learning.step(created(&me, 41, Some(&listing))),
         Action::Acquire(Wait::SetWatches {
+            blind: true,
             kept: Vec::new(),
             lingers: false,
             also: Vec::new(),
@@ -2383,6 +2400,7 @@ fn what_is_known_of_reading_my_node_is_given_to_the_wait_and_learnt_from_it() {
     assert!(!remade.own_readable());
     assert_eq!(
         remade.step(Input::Acquire(Heard::WatchesSet {
+            blind: false,
             also: Vec::new(),
             own: Some(Reply::Ok(())),
             watched: Reply::Ok(()),

@@ -35,6 +35,9 @@ pub struct Arrivals {
     marker: Option<WatchedKind>,
     session: Option<SessionState>,
     watched: VecDeque<(String, NodeEvent, SessionState)>,
+    /// The listing's watch on the directory's children: taken only by a
+    /// wait, after the watched nodes' ([`Arrived::in_order`]).
+    listing: Option<(NodeEvent, SessionState)>,
     ended: Option<SessionState>,
 }
 
@@ -111,6 +114,17 @@ impl Arrivals {
             .push_back((path.to_owned(), NodeEvent::of(kind, state), state));
     }
 
+    /// The watch the last listing left on the directory's children fired
+    /// with an event of `kind`, carrying the session's `state`.
+    pub fn listing(&mut self, kind: WatchedKind, state: SessionState) {
+        self.listing = Some((NodeEvent::of(kind, state), state));
+    }
+
+    /// True if an event of the listing's watch waits here.
+    pub fn has_listing(&self) -> bool {
+        self.listing.is_some()
+    }
+
     /// True if an event of my own node's watch waits here: its source is
     /// not asked again until it is taken.
     pub fn has_own(&self) -> bool {
@@ -135,7 +149,11 @@ impl Arrivals {
 
     /// True if nothing waits here.
     pub fn is_empty(&self) -> bool {
-        self.own.is_none() && self.marker.is_none() && self.session.is_none() && self.watched.is_empty()
+        self.own.is_none()
+            && self.marker.is_none()
+            && self.session.is_none()
+            && self.watched.is_empty()
+            && self.listing.is_none()
     }
 
     /// True if the watched node at `path` has an event here: its watch
@@ -167,6 +185,9 @@ impl Arrivals {
             let kept = exchange.kept();
             self.watched.retain(|(path, _, _)| kept.contains(path));
         }
+        if replaced.contains(&Watch::Listing) {
+            self.listing = None;
+        }
         if exchange.forgets_session_changes() {
             self.session = None;
         }
@@ -175,8 +196,9 @@ impl Arrivals {
     /// What the machine takes while a request is in flight: my own node's
     /// event, the marker's and the session's change, all that arrived, in
     /// its order ([`Arrived::in_order`]), less what means nothing (a marker's
-    /// event that is not its creation). The watched nodes' events stay for
-    /// the wait (the machine listens to them only while it waits).
+    /// event that is not its creation). The watched nodes' events and the
+    /// listing's stay for the wait (the machine listens to them only while
+    /// it waits).
     pub fn while_carrying(&mut self) -> Vec<Event> {
         let own = self.own.take();
         let session = self.session.take();
@@ -217,6 +239,7 @@ impl Arrivals {
             marker: self.marker,
             session: self.session,
             watched: watched.map(|(event, _)| event),
+            listing: self.listing.map(|(event, _)| event),
             deadline: now.deadline,
         };
         for (source, input) in arrived.in_order() {
@@ -232,6 +255,7 @@ impl Arrivals {
                     }
                     watched.map(|(_, state)| state)
                 }
+                Source::Listing => self.listing.take().map(|(_, state)| state),
                 Source::Deadline => None,
             }
             .unwrap_or(now.state);
@@ -241,7 +265,8 @@ impl Arrivals {
             if let Input::Event(
                 Event::SessionEnded
                 | Event::Own(NodeEvent::SessionEnded)
-                | Event::Watched(NodeEvent::SessionEnded),
+                | Event::Watched(NodeEvent::SessionEnded)
+                | Event::Listing(NodeEvent::SessionEnded),
             ) = input
             {
                 self.ended = Some(if state.is_over() { state } else { now.state });

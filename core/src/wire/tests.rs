@@ -25,6 +25,7 @@ pub(super) fn waiting() -> (Wire, Contender, Action) {
 /// watch, the watched node's and its release marker's, none left to fire.
 pub(super) fn lock_watches() -> Action {
     Action::Acquire(acquire::Action::SetWatches {
+        blind: false,
         together: false,
         kept: Vec::new(),
         lingers: false,
@@ -39,6 +40,7 @@ pub(super) fn lock_watches() -> Action {
 /// its watch on the first, set before, and leaves its watches to fire.
 pub(super) fn semaphore_watches() -> Action {
     Action::Acquire(acquire::Action::SetWatches {
+        blind: false,
         own: false,
         together: false,
         watched: "h-W-0000000002".to_owned(),
@@ -71,11 +73,18 @@ fn a_create_is_sent_with_a_listing_and_names_the_node_from_its_sequence() {
                 mode: CreateMode::EphemeralSequential,
                 acl: Acl::Contender,
             },
+            // A watch on the directory's children: no request more.
             Request::List {
+                watch: true,
                 path: DIR.to_owned(),
                 stat: true
             },
         ]
+    );
+    assert_eq!(exchange.watch_of(1), [Watch::Listing]);
+    assert!(
+        exchange.lingers(1),
+        "a listing's watch is left to fire, never removed"
     );
     assert!(
         !exchange.retried(0) && !exchange.retried(1),
@@ -110,7 +119,7 @@ fn a_create_is_sent_with_a_listing_and_names_the_node_from_its_sequence() {
 }
 
 #[test]
-fn a_failed_create_completes_without_its_listing() {
+fn a_failed_create_is_told_without_its_listing() {
     let wire = wire();
     let mut machine = machine();
     let action = machine.start();
@@ -122,7 +131,9 @@ fn a_failed_create_completes_without_its_listing() {
         (Error::NodeExists, Answer::Exists),
     ] {
         let mut exchange = wire.exchange(&action, &machine).expect("a create");
-        assert_eq!(exchange.answer(0, Err(error)), Progress::Complete);
+        // The listing's answer is awaited for its watch.
+        assert_eq!(exchange.answer(0, Err(error.clone())), Progress::Pending);
+        assert_eq!(exchange.answer(1, Err(error)), Progress::Complete);
         assert_eq!(
             exchange.input("h-W-"),
             Some(Input::Created {
@@ -204,6 +215,7 @@ fn finding_my_node_syncs_before_it_lists() {
     let mut exchange = wire.exchange(&Action::FindOwn, &machine).expect("a find");
     assert_eq!(exchange.requests(), [Request::Sync { path: DIR.to_owned() }]);
     let list = Request::List {
+        watch: false,
         path: DIR.to_owned(),
         stat: false,
     };
@@ -404,6 +416,7 @@ fn watches_are_set_own_first_then_the_marker_then_the_watched_node() {
     let watched = "h-W-0000000002".to_owned();
     let marker = Some(node_name::release_marker(&watched));
     let action = Action::Acquire(acquire::Action::SetWatches {
+        blind: false,
         together: false,
         kept: Vec::new(),
         lingers: false,
@@ -442,6 +455,7 @@ fn watches_are_set_own_first_then_the_marker_then_the_watched_node() {
             watch: false,
         },
         Request::List {
+            watch: false,
             path: DIR.to_owned(),
             stat: false,
         },
@@ -472,6 +486,7 @@ fn watches_are_set_own_first_then_the_marker_then_the_watched_node() {
     assert_eq!(
         exchange.input("h-W-"),
         Some(Input::Acquire(WaitInput::WatchesSet {
+            blind: false,
             also: Vec::new(),
             own: Some(WaitReply::Ok(())),
             watched: WaitReply::Ok(()),
@@ -494,6 +509,7 @@ fn my_node_read_while_waiting_carries_a_revocation_request() {
     let (mut wire, mut machine, _) = waiting();
     let watched = "h-W-0000000002".to_owned();
     let action = Action::Acquire(acquire::Action::SetWatches {
+        blind: false,
         together: false,
         kept: Vec::new(),
         lingers: false,
@@ -620,6 +636,7 @@ fn a_failure_reports_the_error_of_the_request_the_rules_name() {
     let (wire, machine, _) = waiting();
     let watched = "h-W-0000000002".to_owned();
     let action = Action::Acquire(acquire::Action::SetWatches {
+        blind: false,
         together: false,
         kept: Vec::new(),
         lingers: false,
@@ -723,10 +740,12 @@ fn only_the_creates_listing_asks_for_the_directorys_stat() {
     assert_eq!(
         list.requests(),
         [Request::List {
+            watch: true,
             path: DIR.to_owned(),
             stat: false
         }]
     );
+    assert_eq!(list.watch_of(0), [Watch::Listing]);
     assert_eq!(keep("/locks/a/x").requests(), wire.keep("x").requests());
 }
 
@@ -851,6 +870,7 @@ fn a_deadline_during_the_waits_request_is_the_machines_to_take() {
 fn a_semaphores_watched_nodes_are_all_watched_with_data_watches() {
     let (wire, machine, _) = waiting();
     let action = Action::Acquire(acquire::Action::SetWatches {
+        blind: false,
         together: false,
         kept: Vec::new(),
         lingers: true,
@@ -892,6 +912,7 @@ fn a_semaphores_watched_nodes_are_all_watched_with_data_watches() {
     assert_eq!(
         exchange.input("h-W-"),
         Some(Input::Acquire(WaitInput::WatchesSet {
+            blind: false,
             own: None,
             watched: WaitReply::Ok(()),
             marker: None,
@@ -922,6 +943,7 @@ fn a_semaphores_watched_nodes_are_all_watched_with_data_watches() {
 fn a_semaphores_wait_asks_only_for_the_nodes_new_to_it() {
     let (wire, machine, _) = waiting();
     let action = Action::Acquire(acquire::Action::SetWatches {
+        blind: false,
         own: false,
         together: false,
         watched: "h-W-0000000002".to_owned(),
@@ -950,6 +972,7 @@ fn a_semaphores_wait_asks_only_for_the_nodes_new_to_it() {
     assert_eq!(
         exchange.input("h-W-"),
         Some(Input::Acquire(WaitInput::WatchesSet {
+            blind: false,
             own: None,
             watched: WaitReply::Ok(()),
             marker: None,
@@ -959,6 +982,7 @@ fn a_semaphores_wait_asks_only_for_the_nodes_new_to_it() {
     );
     // Nothing new to watch: nothing is sent, and the wait goes on.
     let all_kept = Action::Acquire(acquire::Action::SetWatches {
+        blind: false,
         own: false,
         together: false,
         watched: "h-W-0000000002".to_owned(),
@@ -973,6 +997,7 @@ fn a_semaphores_wait_asks_only_for_the_nodes_new_to_it() {
     assert_eq!(
         quiet.input("h-W-"),
         Some(Input::Acquire(WaitInput::WatchesSet {
+            blind: false,
             own: None,
             watched: WaitReply::Ok(()),
             marker: None,
@@ -989,6 +1014,7 @@ fn own_and_marker_watches_together_are_one_set_watches_relative_to_my_czxid_befo
     let marker = node_name::release_marker(&watched);
     let together = |together| {
         Action::Acquire(acquire::Action::SetWatches {
+            blind: false,
             together,
             kept: Vec::new(),
             lingers: false,
@@ -1034,6 +1060,7 @@ fn own_and_marker_watches_together_are_one_set_watches_relative_to_my_czxid_befo
     assert_eq!(
         exchange.input("h-W-"),
         Some(Input::Acquire(WaitInput::WatchesSet {
+            blind: false,
             also: Vec::new(),
             own: Some(WaitReply::Ok(())),
             watched: WaitReply::Ok(()),
@@ -1057,6 +1084,7 @@ fn own_and_marker_watches_together_are_one_set_watches_relative_to_my_czxid_befo
     assert_eq!(
         there.input("h-W-"),
         Some(Input::Acquire(WaitInput::WatchesSet {
+            blind: false,
             also: Vec::new(),
             own: Some(WaitReply::Ok(())),
             watched: WaitReply::Ok(()),
@@ -1101,6 +1129,7 @@ fn own_and_marker_watches_together_are_one_set_watches_relative_to_my_czxid_befo
     assert_eq!(
         lost.input("h-W-"),
         Some(Input::Acquire(WaitInput::WatchesSet {
+            blind: false,
             also: Vec::new(),
             own: Some(WaitReply::Retry),
             watched: WaitReply::Retry,
@@ -1137,6 +1166,7 @@ fn a_read_of_my_node_teaches_that_this_session_reads_its_nodes_only_if_it_is_the
         let (mut wire, mut machine, _) = waiting();
         let watched = "h-W-0000000002".to_owned();
         let action = Action::Acquire(acquire::Action::SetWatches {
+            blind: false,
             together: false,
             kept: Vec::new(),
             lingers: false,
@@ -1185,6 +1215,7 @@ fn an_exchange_replaces_the_earlier_watches_of_the_kinds_it_sets() {
     let watched = "h-W-0000000002".to_owned();
     let set = |own, marker: Option<String>, kept: Vec<String>| {
         Action::Acquire(acquire::Action::SetWatches {
+            blind: false,
             together: false,
             kept,
             lingers: false,
@@ -1304,6 +1335,7 @@ fn what_an_exchange_tells_the_user_is_noticed_from_its_answers() {
     let (wire, machine, _) = waiting();
     let watched = "h-W-0000000002".to_owned();
     let action = Action::Acquire(acquire::Action::SetWatches {
+        blind: false,
         together: false,
         kept: Vec::new(),
         lingers: false,
@@ -1382,4 +1414,222 @@ fn a_check_of_my_own_node_refused_by_its_acl_found_it_there() {
             "{answer:?}"
         );
     }
+}
+
+#[test]
+fn the_watched_nodes_watch_goes_unread_in_my_nodes_set_watches_when_the_machine_lets_it() {
+    let (wire, machine, _) = waiting();
+    let watched = "h-W-0000000002".to_owned();
+    let action = |blind, marker: Option<String>| {
+        Action::Acquire(acquire::Action::SetWatches {
+            blind,
+            together: true,
+            kept: Vec::new(),
+            lingers: false,
+            also: Vec::new(),
+            own: true,
+            watched: watched.clone(),
+            marker,
+        })
+    };
+    let mine = "/locks/a/h-W-0000000003".to_owned();
+    // Known to read my node: one request, my node's and the watched node's
+    // data watches, then the marker's `exists` watch.
+    let known = machine.clone().with_own_readable(true);
+    let marker = node_name::release_marker(&watched);
+    let mut exchange = wire
+        .exchange(&action(true, Some(marker.clone())), &known)
+        .expect("watches");
+    assert_eq!(
+        exchange.requests(),
+        [Request::SetWatches {
+            relative_zxid: 30,
+            data: vec![mine.clone(), child_path(DIR, &watched)],
+            exist: vec![child_path(DIR, &marker)],
+        }]
+    );
+    assert_eq!(exchange.watch_of(0), [Watch::Own, Watch::Watched, Watch::Marker]);
+    assert!(!exchange.lingers(0));
+    exchange.answer(
+        0,
+        Ok(Reply::WatchesSet {
+            fired: vec![false, false, false],
+        }),
+    );
+    assert_eq!(
+        exchange.watch(0),
+        [Some(Watch::Own), Some(Watch::Watched), Some(Watch::Marker)]
+    );
+    assert_eq!(
+        exchange.input("h-W-"),
+        Some(Input::Acquire(WaitInput::WatchesSet {
+            blind: true,
+            also: Vec::new(),
+            own: Some(WaitReply::Ok(())),
+            watched: WaitReply::Ok(()),
+            marker: Some(WaitReply::Ok(false)),
+        }))
+    );
+    // Without a marker (right behind the holder): the two data watches.
+    let mut behind = wire.exchange(&action(true, None), &known).expect("watches");
+    assert_eq!(
+        behind.requests(),
+        [Request::SetWatches {
+            relative_zxid: 30,
+            data: vec![mine.clone(), child_path(DIR, &watched)],
+            exist: Vec::new(),
+        }]
+    );
+    assert_eq!(behind.watch_of(0), [Watch::Own, Watch::Watched]);
+    // The watched node gone: fired at once, the watch kept for its event.
+    behind.answer(
+        0,
+        Ok(Reply::WatchesSet {
+            fired: vec![false, true],
+        }),
+    );
+    assert_eq!(behind.watch(0), [Some(Watch::Own), Some(Watch::Watched)]);
+    assert_eq!(
+        behind.input("h-W-"),
+        Some(Input::Acquire(WaitInput::WatchesSet {
+            blind: true,
+            also: Vec::new(),
+            own: Some(WaitReply::Ok(())),
+            watched: WaitReply::Ok(()),
+            marker: None,
+        }))
+    );
+    // Not known to read my node: each with `getData`, read, not blind.
+    let mut apart = wire.exchange(&action(true, None), &machine).expect("watches");
+    assert_eq!(
+        apart.requests(),
+        [
+            Request::GetData {
+                path: mine,
+                watch: true
+            },
+            Request::GetData {
+                path: child_path(DIR, &watched),
+                watch: true
+            },
+        ]
+    );
+    let data = Reply::Data {
+        data: Vec::new(),
+        stat: stat(30),
+    };
+    apart.answer(0, Ok(data.clone()));
+    apart.answer(1, Ok(data));
+    assert!(matches!(
+        apart.input("h-W-"),
+        Some(Input::Acquire(WaitInput::WatchesSet { blind: false, .. }))
+    ));
+    // Not let by the machine: apart.
+    let told = wire.exchange(&action(false, None), &known).expect("watches");
+    assert_eq!(told.requests().len(), 2);
+}
+
+#[test]
+fn reading_the_watched_node_sets_no_watch_and_keeps_the_one_set() {
+    let (wire, machine, _) = waiting();
+    let watched = "h-W-0000000002".to_owned();
+    let mut read = wire
+        .exchange(
+            &Action::Acquire(acquire::Action::ReadWatched {
+                watched: watched.clone(),
+            }),
+            &machine,
+        )
+        .expect("a read");
+    assert_eq!(
+        read.requests(),
+        [Request::GetData {
+            path: child_path(DIR, &watched),
+            watch: false
+        }]
+    );
+    assert!(read.replaces().is_empty(), "the watch set is kept");
+    assert!(read.is_wait());
+    for (answer, want) in [
+        (
+            Ok(Reply::Data {
+                data: Vec::new(),
+                stat: stat(20),
+            }),
+            WaitReply::Ok(()),
+        ),
+        (Err(Error::NoAuth), WaitReply::NoAuth),
+        (Err(Error::NoNode), WaitReply::NoNode),
+        (Err(Error::Unanswered), WaitReply::Retry),
+    ] {
+        read.answer(0, answer);
+        assert_eq!(
+            read.input("h-W-"),
+            Some(Input::Acquire(WaitInput::WatchedRead(want)))
+        );
+    }
+}
+
+#[test]
+fn a_listings_watch_event_waits_for_the_wait_and_goes_with_the_next_listing() {
+    use crate::acquire::{Event, NodeEvent, WatchedKind};
+    use crate::lease::SessionState;
+    let (wire, machine, _) = waiting();
+    let mut arrivals = Arrivals::default();
+    arrivals.listing(WatchedKind::ChildrenChanged, SessionState::Connected);
+    // Not taken while a request is carried.
+    assert!(arrivals.while_carrying().is_empty());
+    assert!(arrivals.has_listing());
+    // Taken by a wait, after a watched node's deletion that came with it.
+    arrivals.watched(
+        "/locks/a/h-W-0000000002",
+        WatchedKind::Deleted,
+        SessionState::Connected,
+    );
+    let now = Now::quiet(SessionState::Connected);
+    assert_eq!(
+        arrivals.next(now).map(|taken| taken.input),
+        Some(WaitInput::Event(Event::Watched(NodeEvent::Deleted)))
+    );
+    assert_eq!(
+        arrivals.next(now).map(|taken| taken.input),
+        Some(WaitInput::Event(Event::Listing(NodeEvent::Other)))
+    );
+    assert!(arrivals.is_empty());
+    // A new listing drops the old one's event.
+    arrivals.listing(WatchedKind::ChildrenChanged, SessionState::Connected);
+    let list = wire
+        .exchange(&Action::Acquire(acquire::Action::List), &machine)
+        .expect("a listing");
+    assert!(list.replaces().contains(&Watch::Listing));
+    arrivals.replaced(&list);
+    assert!(!arrivals.has_listing());
+    // The session's end, told by it, is the acquire's end state.
+    arrivals.listing(WatchedKind::Session, SessionState::Expired);
+    assert_eq!(
+        arrivals.next(now).map(|taken| taken.input),
+        Some(WaitInput::Event(Event::Listing(NodeEvent::SessionEnded)))
+    );
+    assert_eq!(arrivals.ended(), Some(SessionState::Expired));
+}
+
+#[test]
+fn a_refused_create_awaits_its_listing_whose_watch_is_left_to_fire() {
+    let wire = wire();
+    let mut machine = machine();
+    let action = machine.start();
+    let mut exchange = wire.exchange(&action, &machine).expect("a create");
+    assert_eq!(exchange.answer(0, Err(Error::NoAuth)), Progress::Pending);
+    let listing = Reply::Children {
+        children: Vec::new(),
+        data_length: 0,
+    };
+    assert_eq!(exchange.answer(1, Ok(listing)), Progress::Complete);
+    assert_eq!(exchange.watch(1), [Some(Watch::Listing)]);
+    assert!(exchange.lingers(1));
+    // Without a watch on the listing, the create's failure is enough.
+    let mut semaphore = super::tests::machine().with_permits(std::num::NonZeroU32::new(2));
+    let action = semaphore.start();
+    let mut plain = wire.exchange(&action, &semaphore).expect("a create");
+    assert_eq!(plain.answer(0, Err(Error::NoAuth)), Progress::Complete);
 }

@@ -64,6 +64,8 @@ pub struct Watches<W> {
     marker: Option<Watching<W>>,
     /// A semaphore's wait watches several nodes; a lock's wait one.
     watched: Vec<Watching<W>>,
+    /// The last listing's watch on the directory's children.
+    listing: Option<Watching<W>>,
 }
 
 impl<W> Default for Watches<W> {
@@ -72,6 +74,7 @@ impl<W> Default for Watches<W> {
             own: None,
             marker: None,
             watched: Vec::new(),
+            listing: None,
         }
     }
 }
@@ -101,6 +104,9 @@ impl<W> Watches<W> {
             self.watched = keep;
             go.extend(watched);
         }
+        if replaced.contains(&Watch::Listing) {
+            go.extend(self.listing.take());
+        }
         go
     }
 
@@ -113,6 +119,7 @@ impl<W> Watches<W> {
                 Watch::Own => self.own = Some(watching),
                 Watch::Marker => self.marker = Some(watching),
                 Watch::Watched => self.watched.push(watching),
+                Watch::Listing => self.listing = Some(watching),
                 Watch::Held => {}
             }
         }
@@ -140,6 +147,11 @@ impl<W> Watches<W> {
         if !arrivals.has_marker() {
             if let Some((kind, _)) = ask(&mut self.marker, &mut fired) {
                 arrivals.marker(kind);
+            }
+        }
+        if !arrivals.has_listing() {
+            if let Some((kind, state)) = ask(&mut self.listing, &mut fired) {
+                arrivals.listing(kind, state);
             }
         }
         self.watched
@@ -178,12 +190,13 @@ impl<W> Watches<W> {
 
     /// Every watch left as the acquire ends, for the lock's [`Lingering`]:
     /// my own node's (unless a grant took it), the marker's, the watched
-    /// nodes'.
+    /// nodes', the listing's.
     pub fn drain(&mut self) -> Vec<Watching<W>> {
-        let (own, marker) = (self.own.take(), self.marker.take());
+        let (own, marker, listing) = (self.own.take(), self.marker.take(), self.listing.take());
         own.into_iter()
             .chain(marker)
             .chain(std::mem::take(&mut self.watched))
+            .chain(listing)
             .collect()
     }
 }

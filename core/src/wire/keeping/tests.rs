@@ -26,6 +26,7 @@ fn granted_at_once() -> Contender {
 fn granted_after_a_wait() -> Contender {
     let (_, mut machine, _) = waiting();
     machine.step(Input::Acquire(WaitInput::WatchesSet {
+        blind: false,
         also: Vec::new(),
         own: Some(WaitReply::Ok(())),
         watched: WaitReply::Ok(()),
