@@ -1072,9 +1072,9 @@ impl Acquire {
                     MarkerWatch::None
                 };
                 // The watched node's watch unread, in the same request as
-                // my node's: while the listing's watch can still tell that
-                // the directory's children changed.
-                let blind = own && self.listing_watch;
+                // my node's (with it, `set_watches`): while the listing's
+                // watch can still tell that the directory's children changed.
+                let blind = self.listing_watch;
                 // Session changes before the watches exist do not matter.
                 self.set_watches(waiting, own, marker, blind)
             }

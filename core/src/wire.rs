@@ -661,7 +661,9 @@ impl Wire {
                         // One request for both, relative to my node's
                         // making: a write to it or its deletion since
                         // fires at once.
-                        (Some(relative_zxid), marker) if marker.is_some() || blind => {
+                        // (The machine asks `together` only with a marker
+                        // or `blind`.)
+                        (Some(relative_zxid), marker) => {
                             let mut data = vec![mine()];
                             if blind {
                                 data.push(child_path(dir, watched));

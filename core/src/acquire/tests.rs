@@ -1974,7 +1974,7 @@ fn a_blind_watch_is_read_once_when_the_directory_changes_before_the_watched_node
         ],
     );
     // The read's answer lost: list again, and watch again.
-    run(
+    let counts = run(
         true,
         "W [W]",
         &[
@@ -1986,6 +1986,7 @@ fn a_blind_watch_is_read_once_when_the_directory_changes_before_the_watched_node
             ("listed W@0 [W@1]", "watch 0"),
         ],
     );
+    assert_eq!((counts.retries, counts.listings), (1, 2));
     run(
         true,
         "W [W]",
