@@ -1073,8 +1073,14 @@ impl Acquire {
                 };
                 // The watched node's watch unread, in the same request as
                 // my node's (with it, `set_watches`): while the listing's
-                // watch can still tell that the directory's children changed.
-                let blind = self.listing_watch;
+                // watch can still tell that the directory's children
+                // changed, and only for a writer right behind the node
+                // whose deletion alone grants it. Each arrival after a
+                // waiter fires its listing's watch, and a blind waiter then
+                // reads its watched node: a request more, and a wake-up,
+                // for a waiter deeper in a queue or a reader among readers;
+                // the last writer of a short queue has nobody after it.
+                let blind = self.listing_watch && deletion_grants && self.mode == Mode::Write;
                 // Session changes before the watches exist do not matter.
                 self.set_watches(waiting, own, marker, blind)
             }
@@ -1397,6 +1403,15 @@ impl Acquire {
         if self.own_watch == OwnWatch::Set {
             self.own_watch = OwnWatch::None;
         }
+    }
+
+    /// True while the wait listens to the listing's watch
+    /// ([`Event::Listing`]): its watched node's watch was set unread and
+    /// no read answered since. Otherwise a carrier leaves that watch's
+    /// event where it is (it wakes no wait), to be taken if a later wait
+    /// of this listing's needs it.
+    pub fn listens_to_listing(&self) -> bool {
+        self.blind
     }
 
     /// True if the own node's watch is set and has not fired (the driver

@@ -324,16 +324,19 @@
 //! the marker's in one `Request::SetWatches` relative to my node's czxid
 //! (whose answer leaves both watches: `[Own, Marker]`), then the watched
 //! node's; it completes once the last is answered; a marker's
-//! `NodeCreated` is `Event::Released`. With `blind` (a lock's wait whose
-//! deciding listing left its child watch, not fired yet), the watched
+//! `NodeCreated` is `Event::Released`. With `blind` (a writer's wait
+//! right behind the node whose deletion alone grants it, whose deciding
+//! listing left its child watch, not fired yet), the watched
 //! node's data watch goes in that `SetWatches` too, unread, and no
 //! `getData` follows (`[Own, Watched, Marker]`, or `[Own, Watched]`
 //! with no marker to watch); the answer tells the machine
 //! (`WatchesSet { blind }`). The listing's child watch is the carrier's
 //! too (`Watch::Listing`, a handle of its own), kept in the wait's table
-//! from the listing's answer; its event is taken only by a wait, after
-//! the watched node's (`Source::Listing`): with the watched node set
-//! blind the wait reads it once (`ReadWatched`, `getData` with no watch). A marker's watch is dropped
+//! from the listing's answer; its event is taken only by a wait that
+//! listens to it (`Contender::listens_to_listing`: its watched node set
+//! blind and not read since; otherwise the handle is not asked and wakes
+//! nothing), after the watched node's (`Source::Listing`): the wait then
+//! reads it once (`ReadWatched`, `getData` with no watch). A marker's watch is dropped
 //! (`removeWatches`) as soon as the machine says it is not needed
 //! (`marker_watch_needed`), as the library's driver does, and at once when
 //! the wire does not keep it (the marker exists when watched: a
@@ -592,7 +595,9 @@
 //!   `RARE_BUDGET` 5,000)
 //! - (x) the event of the listing's child watch never reaches the wait
 //!   (`Event::Listing` dropped: it waits on, as the core's `woke` would
-//!   if it took that event for nothing): 52 (a wait whose watched node,
+//!   if it took that event for nothing): 600, with `RARE_BUDGET` (only a
+//!   writer right behind the node whose deletion alone grants it sets its
+//!   watch `blind`; 52 while every taught wait did) (a wait whose watched node,
 //!   set `blind`, denies it READ, is never told of its deletion: stuck at
 //!   the drain, or at rest owed the lock). Its one-line form in the core,
 //!   applied to a copy of it (`if self.blind && false` in `woke`'s
@@ -6830,7 +6835,8 @@ fn budget(mutation: Mutation) -> u32 {
         | Mutation::DowngradeUnchecked
         | Mutation::LaterRelative
         | Mutation::TogetherUnreadable
-        | Mutation::TogetherWritten => RARE_BUDGET,
+        | Mutation::TogetherWritten
+        | Mutation::IgnoreListing => RARE_BUDGET,
         _ => MUTATION_BUDGET,
     }
 }

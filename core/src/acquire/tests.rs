@@ -238,7 +238,7 @@ const MARKER_CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker+blind 1"),
+            ("created", "watch+own+marker 1"),
             ("set ok ok absent", "wait"),
             ("released", "wait"),
             ("deleted", "grant mark"),
@@ -248,7 +248,7 @@ const MARKER_CASES: &[(&str, Steps)] = &[
     (
         "W W [R]",
         &[
-            ("created", "watch+own+marker+blind 1"),
+            ("created", "watch+own+marker 1"),
             ("set ok ok absent", "wait"),
             ("released", "wait"),
             ("deleted", "grant"),
@@ -258,7 +258,7 @@ const MARKER_CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker+blind 1"),
+            ("created", "watch+own+marker 1"),
             ("released; set ok ok absent", "wait"),
             ("deleted", "grant mark"),
         ],
@@ -267,7 +267,7 @@ const MARKER_CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker+blind 1"),
+            ("created", "watch+own+marker 1"),
             ("released; set ok nonode absent", "grant mark"),
         ],
     ),
@@ -275,7 +275,7 @@ const MARKER_CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker+blind 1"),
+            ("created", "watch+own+marker 1"),
             ("set ok nonode absent", "list"),
         ],
     ),
@@ -284,7 +284,7 @@ const MARKER_CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker+blind 1"),
+            ("created", "watch+own+marker 1"),
             ("set ok ok absent", "wait"),
             ("deleted", "read"),
             ("record other ok", "list"),
@@ -294,7 +294,7 @@ const MARKER_CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker+blind 1"),
+            ("created", "watch+own+marker 1"),
             ("set ok ok exists", "wait"),
             ("released", "wait"),
             ("deleted", "read"),
@@ -304,7 +304,7 @@ const MARKER_CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker+blind 1"),
+            ("created", "watch+own+marker 1"),
             ("set ok ok retry", "wait"),
             ("released", "wait"),
             ("deleted", "read"),
@@ -314,7 +314,7 @@ const MARKER_CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker+blind 1"),
+            ("created", "watch+own+marker 1"),
             ("set ok ok absent", "wait"),
             ("interrupted", "wait"),
             ("released", "wait"),
@@ -326,7 +326,7 @@ const MARKER_CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker+blind 1"),
+            ("created", "watch+own+marker 1"),
             ("set ok ok absent", "wait"),
             ("released", "wait"),
             ("own-data", "list"),
@@ -336,7 +336,7 @@ const MARKER_CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker+blind 1"),
+            ("created", "watch+own+marker 1"),
             ("set ok ok absent", "wait"),
             ("data", "rewatch"),
             ("released; rewatched nonode", "grant mark"),
@@ -346,7 +346,7 @@ const MARKER_CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker+blind 1"),
+            ("created", "watch+own+marker 1"),
             ("set ok ok absent", "wait"),
             ("other", "list"),
             ("released; listed W@0 W@1 [W@2]", "watch+marker 1"),
@@ -379,7 +379,7 @@ fn the_release_marker() {
     let mut machine = Acquire::new(Mode::Write, true).with_release_markers(false);
     assert_eq!(
         show(&machine.created(&me.unwrap(), Some(&names)), &names),
-        "watch+own+blind 1"
+        "watch+own 1"
     );
     machine.step(Input::WatchesSet {
         blind: false,
@@ -542,7 +542,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker+blind 1"),
+            ("created", "watch+own+marker 1"),
             ("set ok ok", "wait"),
             ("deleted", "read"),
             ("~own-data; record named ok", "list"),
@@ -555,13 +555,13 @@ const CASES: &[(&str, Steps)] = &[
     ),
     (
         "W W [W]",
-        &[("created", "watch+own+marker+blind 1"), ("set ok nonode", "list")],
+        &[("created", "watch+own+marker 1"), ("set ok nonode", "list")],
     ),
     // Release record: a writer behind a waiting writer.
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker+blind 1"),
+            ("created", "watch+own+marker 1"),
             ("set ok ok", "wait"),
             ("deleted", "read"),
             ("record named ok", "grant mark"),
@@ -570,7 +570,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker+blind 1"),
+            ("created", "watch+own+marker 1"),
             ("set ok ok", "wait"),
             ("deleted", "read"),
             ("record other ok", "list"),
@@ -579,7 +579,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker+blind 1"),
+            ("created", "watch+own+marker 1"),
             ("set ok ok", "wait"),
             ("deleted", "read"),
             ("record named nonode", "list"),
@@ -588,7 +588,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker+blind 1"),
+            ("created", "watch+own+marker 1"),
             ("set ok ok", "wait"),
             ("deleted", "read"),
             ("record retry", "list"),
@@ -597,7 +597,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker+blind 1"),
+            ("created", "watch+own+marker 1"),
             ("set ok ok", "wait"),
             ("deleted", "read"),
             ("record failed", "list"),
@@ -606,7 +606,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker+blind 1"),
+            ("created", "watch+own+marker 1"),
             ("set ok ok", "wait"),
             ("interrupted", "wait"),
             ("deleted", "read"),
@@ -637,7 +637,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker+blind 1"),
+            ("created", "watch+own+marker 1"),
             ("set ok ok", "wait"),
             ("data", "rewatch"),
             ("rewatched nonode", "read"),
@@ -678,14 +678,14 @@ const CASES: &[(&str, Steps)] = &[
             ("created", "watch 2"),
             ("set - ok", "wait"),
             ("deleted", "list"),
-            ("listed R@0 W@1 [W@3]", "watch+own+marker+blind 1"),
+            ("listed R@0 W@1 [W@3]", "watch+own+marker 1"),
         ],
     ),
     // Readers: the only writer before me.
     (
         "W R [R]",
         &[
-            ("created", "watch+own+blind 0"),
+            ("created", "watch+own 0"),
             ("set ok ok", "wait"),
             ("deleted", "grant"),
         ],
@@ -693,7 +693,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W W [R]",
         &[
-            ("created", "watch+own+marker+blind 1"),
+            ("created", "watch+own+marker 1"),
             ("set ok ok", "wait"),
             ("deleted", "read"),
             ("record named ok", "grant"),
@@ -720,7 +720,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker+blind 1"),
+            ("created", "watch+own+marker 1"),
             ("set noauth ok", "wait"),
             ("deleted", "read"),
             ("record named noauth", "check"),
@@ -769,7 +769,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker+blind 1"),
+            ("created", "watch+own+marker 1"),
             ("set ok ok", "wait"),
             ("deleted", "read"),
             ("~ended; record named ok", "fail ended"),
@@ -788,7 +788,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker+blind 1"),
+            ("created", "watch+own+marker 1"),
             ("set ok ok", "wait"),
             ("other", "list"),
             ("listed W@1 [W@2]", "watch 0"),
@@ -798,7 +798,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker+blind 1"),
+            ("created", "watch+own+marker 1"),
             ("set ok ok", "wait"),
             ("other", "list"),
             ("listed W@0 W@1", "fail lost"),
@@ -831,7 +831,7 @@ const CASES: &[(&str, Steps)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker+blind 1"),
+            ("created", "watch+own+marker 1"),
             ("set ok ok", "wait"),
             ("deleted", "read"),
             ("deadline", "give up"),
@@ -939,7 +939,7 @@ fn a_writer_granted_at_once_does_not_mark_but_one_granted_after_a_listing_does()
         true,
         "W [R]",
         &[
-            ("created", "watch+own+blind 0"),
+            ("created", "watch+own 0"),
             ("set ok ok", "wait"),
             ("deleted", "grant"),
         ],
@@ -971,7 +971,7 @@ fn counts() {
         true,
         "W W [W]",
         &[
-            ("created", "watch+own+marker+blind 1"),
+            ("created", "watch+own+marker 1"),
             ("set ok retry", "list"),
             ("listed W@1 [W@2]", "watch 0"),
             ("set - ok", "wait"),
@@ -1000,7 +1000,7 @@ fn waiting_with_the_own_watch_set() -> Acquire {
     let me = me.unwrap();
     assert_eq!(
         show(&machine.created(&me, Some(&names)), &names),
-        "watch+own+marker+blind 1"
+        "watch+own+marker 1"
     );
     machine.step(Input::WatchesSet {
         blind: false,
@@ -1123,7 +1123,7 @@ const COUNTED: &[(&str, Steps, Expected)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker+blind 1"),
+            ("created", "watch+own+marker 1"),
             ("set ok ok", "wait"),
             ("deleted", "read"),
             ("record retry", "list"),
@@ -1144,7 +1144,7 @@ const COUNTED: &[(&str, Steps, Expected)] = &[
     (
         "W W [W]",
         &[
-            ("created", "watch+own+marker+blind 1"),
+            ("created", "watch+own+marker 1"),
             ("set ok ok", "wait"),
             ("other", "list"),
             ("listed W@1 [W@2]", "watch 0"),
@@ -1854,7 +1854,7 @@ fn own_marker_and_watched_watches_go_together_while_the_listing_watches_and_no_w
     let me = me.unwrap();
     let mut both = Acquire::new(Mode::Write, true);
     let action = both.created(&me, Some(&names));
-    assert_eq!(show(&action, &names), "watch+own+marker+blind 1");
+    assert_eq!(show(&action, &names), "watch+own+marker 1");
     assert_eq!(together(&action), Some(true));
     // A writer right behind the holder: its own node's watch and the
     // holder's, unread, in one request.
@@ -1863,16 +1863,23 @@ fn own_marker_and_watched_watches_go_together_while_the_listing_watches_and_no_w
     let action = alone.created(&next.unwrap(), Some(&behind));
     assert_eq!(show(&action, &behind), "watch+own+blind 0");
     assert_eq!(together(&action), Some(true));
-    // Markers not trusted: the own node's and the watched node's.
+    // Behind a waiter (its deletion alone does not grant): each arrival
+    // after me would make me read it; my own node's and the marker's.
     let mut unmarked = Acquire::new(Mode::Write, true).with_release_markers(false);
     let action = unmarked.created(&me, Some(&names));
-    assert_eq!(show(&action, &names), "watch+own+blind 1");
-    assert_eq!(together(&action), Some(true));
+    assert_eq!(show(&action, &names), "watch+own 1");
+    assert_eq!(together(&action), Some(false));
+    // A reader right behind the only writer: apart too.
+    let (readers, reader) = build("W [R]");
+    let mut behind_writer = Acquire::new(Mode::Read, true);
+    let action = behind_writer.created(&reader.unwrap(), Some(&readers));
+    assert_eq!(show(&action, &readers), "watch+own 0");
+    assert_eq!(together(&action), Some(false));
     // A create without its listing: the listing asked after it watches too.
     let mut listed = Acquire::new(Mode::Write, true);
     assert_eq!(show(&listed.created(&me, None), &names), "list");
     let action = listed.step(Input::Listed(Reply::Ok(&names)));
-    assert_eq!(show(&action, &names), "watch+own+marker+blind 1");
+    assert_eq!(show(&action, &names), "watch+own+marker 1");
     // A semaphore's listings leave no watch: never blind.
     let (sem, mine) =
         crate::ordering::tests::build_named("W [W]", |_, seq| format!("h{seq}@permits-1@t{seq}"));
@@ -1937,28 +1944,6 @@ fn a_blind_watch_is_read_once_when_the_directory_changes_before_the_watched_node
         ],
     );
     assert_eq!(counts.wakeups, 1);
-    // Gone, with others before it: the marker's or the record's rules.
-    run(
-        true,
-        "W W [W]",
-        &[
-            ("created", "watch+own+marker+blind 1"),
-            ("set-blind ok ok absent", "wait"),
-            ("listing", "read 1"),
-            ("watched-read nonode", "read"),
-        ],
-    );
-    run(
-        true,
-        "W W [W]",
-        &[
-            ("created", "watch+own+marker+blind 1"),
-            ("set-blind ok ok absent", "wait"),
-            ("released", "wait"),
-            ("listing", "read 1"),
-            ("watched-read nonode", "grant mark"),
-        ],
-    );
     // A write to the watched node, watched again with `getData`: read,
     // so the directory's changes ask nothing more.
     run(
@@ -2013,13 +1998,15 @@ fn the_listing_watch_means_nothing_to_a_wait_whose_watched_node_was_read() {
             ("deleted", "grant mark"),
         ],
     );
-    // A reader behind the only writer, the same.
+    // A reader behind the only writer reads it too (readers queue
+    // together, and each arrival would make the one before it read).
     run(
         true,
         "W [R]",
         &[
-            ("created", "watch+own+blind 0"),
-            ("set-blind ok ok", "wait"),
+            ("created", "watch+own 0"),
+            ("set ok ok", "wait"),
+            ("listing", "wait"),
             ("deleted", "grant"),
         ],
     );
@@ -2042,6 +2029,38 @@ fn the_listing_watch_means_nothing_to_a_wait_whose_watched_node_was_read() {
             ("~listing-ended; set-blind ok ok", "fail ended"),
         ],
     );
+}
+
+#[test]
+fn a_wait_listens_to_the_listings_watch_only_while_its_watched_node_is_unread() {
+    let (names, me) = build("W [W]");
+    let mut machine = Acquire::new(Mode::Write, true);
+    machine.created(&me.unwrap(), Some(&names));
+    assert!(!machine.listens_to_listing(), "nothing set yet");
+    let waits = machine.step(Input::WatchesSet {
+        blind: true,
+        also: Vec::new(),
+        own: Some(Reply::Ok(())),
+        watched: Reply::Ok(()),
+        marker: None,
+    });
+    assert_eq!(show(&waits, &names), "wait");
+    assert!(machine.listens_to_listing());
+    machine.step(Input::Event(Event::Listing(NodeEvent::Other)));
+    machine.step(Input::WatchedRead(Reply::Ok(())));
+    assert!(!machine.listens_to_listing(), "read: readable");
+    // Read with `getData` from the start: never.
+    let (names, me) = build("W W [W]");
+    let mut read = Acquire::new(Mode::Write, true);
+    read.created(&me.unwrap(), Some(&names));
+    read.step(Input::WatchesSet {
+        blind: false,
+        also: Vec::new(),
+        own: Some(Reply::Ok(())),
+        watched: Reply::Ok(()),
+        marker: Some(Reply::Ok(false)),
+    });
+    assert!(!read.listens_to_listing());
 }
 
 #[test]
@@ -2123,8 +2142,5 @@ fn a_marker_listed_already_is_not_watched() {
     let me = me.unwrap();
     names.push(crate::node_name::release_marker(&names[1]));
     let mut machine = Acquire::new(Mode::Write, true);
-    assert_eq!(
-        show(&machine.created(&me, Some(&names)), &names),
-        "watch+own+blind 1"
-    );
+    assert_eq!(show(&machine.created(&me, Some(&names)), &names), "watch+own 1");
 }

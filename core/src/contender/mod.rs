@@ -688,6 +688,12 @@ impl Contender {
         self.me.as_ref().map(|(name, _, _)| name.as_str())
     }
 
+    /// True while the wait listens to the listing's watch
+    /// ([`Acquire::listens_to_listing`]).
+    pub fn listens_to_listing(&self) -> bool {
+        self.acquire.as_ref().is_some_and(Acquire::listens_to_listing)
+    }
+
     /// True if the acquire's listings leave a watch on the lock directory's
     /// children ([`Acquire::watches_listing`]): a lock's, not a semaphore's
     /// nor a downgrade's reader's.

@@ -137,6 +137,29 @@ fn waiting_writer() -> Contender {
 }
 
 #[test]
+fn the_wait_listens_to_the_listings_watch_while_its_watched_node_is_unread() {
+    let mut c = waiting_writer();
+    assert!(!c.listens_to_listing());
+    c.step(Input::Acquire(Heard::WatchesSet {
+        blind: true,
+        also: Vec::new(),
+        own: Some(Reply::Ok(())),
+        watched: Reply::Ok(()),
+        marker: None,
+    }));
+    assert!(c.listens_to_listing());
+    let mut read = waiting_writer();
+    read.step(Input::Acquire(Heard::WatchesSet {
+        blind: false,
+        also: Vec::new(),
+        own: Some(Reply::Ok(())),
+        watched: Reply::Ok(()),
+        marker: None,
+    }));
+    assert!(!read.listens_to_listing());
+}
+
+#[test]
 fn a_writer_that_waited_releases_with_the_record() {
     let mut c = waiting_writer();
     assert_eq!(
@@ -2375,7 +2398,7 @@ fn what_is_known_of_reading_my_node_is_given_to_the_wait_and_learnt_from_it() {
     assert_eq!(
         learning.step(created(&me, 41, Some(&listing))),
         Action::Acquire(Wait::SetWatches {
-            blind: true,
+            blind: false,
             kept: Vec::new(),
             lingers: false,
             also: Vec::new(),

@@ -57,6 +57,9 @@ pub struct Run<T, E, W> {
     /// The action of the last exchange `next` gave that forgets the
     /// session's changes, until [`Run::sending`] takes it.
     forgetting: Option<Action>,
+    /// The machine listens to the listing's watch
+    /// (`Contender::listens_to_listing`), as of its last action.
+    listing: bool,
 }
 
 /// What the carrier does next ([`Run::next`]).
@@ -141,6 +144,7 @@ impl<T: Copy + Ord, E, W> Run<T, E, W> {
             polled: None,
             blamed: None,
             forgetting: None,
+            listing: false,
         }
     }
 
@@ -210,6 +214,7 @@ impl<T: Copy + Ord, E, W> Run<T, E, W> {
         if place.is_some() {
             self.place.clone_from(&place);
         }
+        self.listing = machine.listens_to_listing();
         let drop_marker = !machine.marker_watch_needed();
         if drop_marker {
             self.arrivals.marker_dropped();
@@ -337,7 +342,7 @@ impl<T: Copy + Ord, E, W> Run<T, E, W> {
         fired: impl FnMut(&mut W) -> Fired,
         session: impl FnOnce() -> Option<SessionState>,
     ) -> bool {
-        self.watches.collect(&mut self.arrivals, fired);
+        self.watches.collect(&mut self.arrivals, self.listing, fired);
         if !self.arrivals.has_session() {
             if let Some(state) = session() {
                 self.arrivals.session(state);

@@ -138,7 +138,16 @@ impl<W> Watches<W> {
     /// in `arrivals` is not asked again until it is taken; every watched
     /// node's is asked (a node's later event takes the place of the one not
     /// taken).
-    pub fn collect(&mut self, arrivals: &mut Arrivals, mut fired: impl FnMut(&mut W) -> Fired) {
+    ///
+    /// The listing's watch is asked only if `listing` (the machine listens
+    /// to it: `Contender::listens_to_listing`); otherwise its event stays
+    /// in the carrier's watch, which wakes no wait.
+    pub fn collect(
+        &mut self,
+        arrivals: &mut Arrivals,
+        listing: bool,
+        mut fired: impl FnMut(&mut W) -> Fired,
+    ) {
         if !arrivals.has_own() {
             if let Some((kind, state)) = ask(&mut self.own, &mut fired) {
                 arrivals.own(kind, state);
@@ -149,7 +158,7 @@ impl<W> Watches<W> {
                 arrivals.marker(kind);
             }
         }
-        if !arrivals.has_listing() {
+        if listing && !arrivals.has_listing() {
             if let Some((kind, state)) = ask(&mut self.listing, &mut fired) {
                 arrivals.listing(kind, state);
             }

@@ -122,7 +122,7 @@ fn an_exchange_drops_the_watches_it_sets_anew_but_those_it_keeps() {
 fn a_fired_watch_tells_arrivals_once_and_a_waiting_source_is_not_asked_again() {
     let mut watches = all();
     let mut arrivals = Arrivals::default();
-    watches.collect(&mut arrivals, fired);
+    watches.collect(&mut arrivals, true, fired);
     assert!(arrivals.is_empty(), "none fired");
     assert_eq!(watches, all());
     // All fire: each tells arrivals, and is taken out.
@@ -134,7 +134,7 @@ fn a_fired_watch_tells_arrivals_once_and_a_waiting_source_is_not_asked_again() {
         fire(&mut watching.watch);
     }
     firing.watched.iter_mut().for_each(|w| fire(&mut w.watch));
-    firing.collect(&mut arrivals, fired);
+    firing.collect(&mut arrivals, true, fired);
     assert_eq!(firing, Watches::default(), "a fired watch is not asked again");
     assert!(arrivals.has_own() && arrivals.has_marker() && arrivals.has_watched());
     let first = arrivals.next(Now::quiet(Connected)).map(|taken| taken.input);
@@ -146,7 +146,7 @@ fn a_fired_watch_tells_arrivals_once_and_a_waiting_source_is_not_asked_again() {
     again.watched[0].watch.fires = Some((DataChanged, Expired));
     arrivals.marker(Created);
     arrivals.own(Deleted, Connected);
-    again.collect(&mut arrivals, |handle: &mut Handle| {
+    again.collect(&mut arrivals, true, |handle: &mut Handle| {
         asked.push(handle.name);
         handle.fires
     });
@@ -169,7 +169,7 @@ fn a_dropped_marker_watch_is_gone() {
     assert_eq!(watches.drop_marker().map(|w| w.watch.name), Some("marker"));
     assert_eq!(watches.drop_marker(), None);
     let mut asked = Vec::new();
-    watches.collect(&mut Arrivals::default(), |handle: &mut Handle| {
+    watches.collect(&mut Arrivals::default(), true, |handle: &mut Handle| {
         asked.push(handle.name);
         None
     });
@@ -203,4 +203,32 @@ fn a_lock_keeps_one_lingering_watch_per_node_and_sweeps_the_fired_ones() {
     lingering.let_go(watching("third", 2, true), swept);
     assert_eq!(lingering.0.get(&path(2)).map(|h| h.name), Some("third"));
     assert_eq!(lingering.len(), 2);
+}
+
+#[test]
+fn the_listings_watch_is_asked_only_while_the_machine_listens_to_it() {
+    let mut watches = Watches::default();
+    let fires = Handle {
+        name: "listing",
+        fires: Some((WatchedKind::ChildrenChanged, Connected)),
+    };
+    watches.keep([kept(Watch::Listing, DIR.to_owned(), true, fires)]);
+    let mut arrivals = Arrivals::default();
+    let mut asked = Vec::new();
+    watches.collect(&mut arrivals, false, |handle: &mut Handle| {
+        asked.push(handle.name);
+        handle.fires
+    });
+    assert!(
+        asked.is_empty() && arrivals.is_empty(),
+        "not asked: it wakes nothing"
+    );
+    watches.collect(&mut arrivals, true, |handle: &mut Handle| {
+        asked.push(handle.name);
+        handle.fires
+    });
+    assert_eq!(asked, ["listing"]);
+    assert!(arrivals.has_listing());
+    // Taken out once it gave its event; the next listing's replaces it.
+    assert!(watches.drain().is_empty());
 }
