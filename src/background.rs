@@ -352,9 +352,9 @@ where
 /// wait for. On the background runtime for a session the library connected
 /// (it runs there, or moves there when its runtime ends);
 /// otherwise on the current runtime, where the caller's session most likely
-/// runs: work that uses a session must not outlive the runtime that drives
-/// it (the client's watch futures panic when the session's task is dropped
-/// under them), and there it ends with that runtime. On the background
+/// runs: work that uses a session need not outlive the runtime that drives
+/// it (a watch whose session's task is dropped under it ends with the
+/// session closed: it can never fire), and there it ends with that runtime. On the background
 /// runtime if there is no current one; `None` if there is neither.
 pub(crate) fn spawn_near<F>(id: i64, work: F) -> Option<tokio::task::JoinHandle<F::Output>>
 where

@@ -479,16 +479,48 @@ pub fn captured_logs(filter: &str) -> String {
 
 /// How many panics this process has had, on any thread, since the first
 /// call, which installs a counting panic hook in front of the default one
-/// (the panic is still printed).
+/// (the panic is still printed). [`panics_since`] tells what they said.
 pub fn panics_so_far() -> usize {
-    static PANICS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    static HOOK: OnceLock<()> = OnceLock::new();
-    HOOK.get_or_init(|| {
+    panic_log().lock().unwrap_or_else(PoisonError::into_inner).len()
+}
+
+/// What the panics after the first `count` said: each with its thread and
+/// place, so a test that saw one can name it in its failure.
+pub fn panics_since(count: usize) -> Vec<String> {
+    panic_log()
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+        .skip(count)
+        .cloned()
+        .collect()
+}
+
+fn panic_log() -> &'static Mutex<Vec<String>> {
+    static PANICS: OnceLock<Mutex<Vec<String>>> = OnceLock::new();
+    PANICS.get_or_init(|| {
         let default = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            PANICS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let thread = std::thread::current();
+            let said = match (
+                info.payload().downcast_ref::<&str>(),
+                info.payload().downcast_ref::<String>(),
+            ) {
+                (Some(s), _) => (*s).to_owned(),
+                (_, Some(s)) => s.clone(),
+                _ => "(no message)".to_owned(),
+            };
+            let place = info.location().map(ToString::to_string).unwrap_or_default();
+            let entry = format!(
+                "thread {:?} at {place}: {said}",
+                thread.name().unwrap_or("unnamed")
+            );
+            panic_log()
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(entry);
             default(info);
         }));
-    });
-    PANICS.load(std::sync::atomic::Ordering::SeqCst)
+        Mutex::new(Vec::new())
+    })
 }

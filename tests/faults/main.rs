@@ -18,7 +18,8 @@
 //!   deleted, dropped as its runtime ends).
 //! - `session_placement`: a session the library connects runs on the
 //!   caller's multi-thread runtime and moves to the background thread when
-//!   that runtime ends, keeping its connection, watches and guards.
+//!   that runtime ends, keeping its connection, watches and guards; a
+//!   watch of a caller's session that went with its runtime ends closed.
 //! - `connect`: `connect_client` against servers that never answer, refuse,
 //!   or begin to listen late; sessions given up by the client or expired by
 //!   a server.

@@ -263,3 +263,37 @@ fn a_locks_last_handle_waits_for_its_release_on_every_kind_of_thread() {
         );
     }
 }
+
+/// A watch of a session whose task went with its runtime (a client the
+/// caller connected, which has no background thread to move to): awaited on
+/// another runtime, it ends with the session closed, never a panic. The
+/// watch can no longer fire, and the session is over for this client.
+#[test]
+fn a_watch_whose_session_went_with_its_runtime_ends_closed_without_a_panic() {
+    let panics = support::panics_so_far();
+    let path = unique_path("watch-orphaned");
+    let a = runtime(false);
+    let (client, watcher) = a.block_on(async {
+        let client = zk::Client::connector()
+            .with_session_timeout(SESSION)
+            .connect(&server().connect_string())
+            .await
+            .unwrap();
+        // An `exists` watch on a node that is not there.
+        let (stat, watcher) = client.check_and_watch_stat(&path).await.unwrap();
+        assert!(stat.is_none());
+        (client, watcher)
+    });
+    drop(a);
+    let event = runtime(false).block_on(async {
+        tokio::time::timeout(Duration::from_secs(5), watcher.changed())
+            .await
+            .expect("the watch ends once its session's task is gone")
+    });
+    assert_eq!(
+        (event.event_type, event.session_state),
+        (zk::EventType::Session, zk::SessionState::Closed)
+    );
+    assert_eq!(support::panics_since(panics), Vec::<String>::new(), "no panic");
+    drop(client);
+}

@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 use zk_rwlock::{zk, SharedLock, GIVE_UP_SLACK};
-use zk_rwlock_fixtures::panics_so_far;
+use zk_rwlock_fixtures::{panics_since, panics_so_far};
 
 /// Which xid a reply carries.
 #[derive(Debug, Clone)]
@@ -518,9 +518,9 @@ fn run(rt: &tokio::runtime::Runtime, script: Script) -> Result<(), String> {
     });
     drop(server);
     let took = started.elapsed();
-    let panicked = panics_so_far() - panics;
-    if panicked > 0 {
-        return Err(format!("{panicked} panic(s)"));
+    let panicked = panics_since(panics);
+    if !panicked.is_empty() {
+        return Err(format!("{} panic(s): {panicked:#?}", panicked.len()));
     }
     outcome.map_err(|e| format!("{e} (after {took:?})"))
 }
@@ -593,7 +593,7 @@ where
         let task = tokio::spawn(call(client));
         tokio::time::timeout(CALL, task).await.expect("the call ends")
     });
-    assert_eq!(panics_so_far(), panics, "no panic");
+    assert_eq!(panics_since(panics), Vec::<String>::new(), "no panic");
     result
 }
 
@@ -697,7 +697,7 @@ fn a_reply_out_of_request_order_is_refused() {
         drop(client);
         out
     });
-    assert_eq!(panics_so_far(), panics, "no panic");
+    assert_eq!(panics_since(panics), Vec::<String>::new(), "no panic");
     assert!(
         matches!(b, Err(zk::Error::UnexpectedError(_))),
         "the second call took the first one's answer: {b:?}"
@@ -705,4 +705,101 @@ fn a_reply_out_of_request_order_is_refused() {
     assert!(a.is_err(), "the first call has no answer: {a:?}");
     let xids = server.join().expect("the fake server");
     assert!(xids[0] < xids[1], "{xids:?}");
+}
+
+/// A child count far beyond the reply's bytes (a garbled count, or a
+/// length prefix garbled so that the count is read from a name's text:
+/// `"web0"` reads as 2 004 050 480) made the client reserve room for that
+/// many names before reading one: 48 GiB for `i32::MAX`, an allocation
+/// that fails and aborts the whole process (not even a panic). It is an
+/// error now, as any count the reply's bytes do not hold (vendor patch 21).
+#[test]
+fn a_child_count_beyond_the_reply_is_an_error_not_an_abort() {
+    for count in [i32::MAX, 0x7765_6230, 0x0100_0000] {
+        let listed = answered_with(
+            Body::Vector(count, vec![(1, b"a".to_vec())]),
+            |client| async move { client.list_children("/a").await },
+        )
+        .expect("the call's task did not panic");
+        assert!(
+            matches!(listed, Err(zk::Error::UnmarshalError { .. })),
+            "count {count}: {listed:?}"
+        );
+        let got = answered_with(Body::Vector(count, Vec::new()), |client| async move {
+            client.get_children("/a").await
+        })
+        .expect("the call's task did not panic");
+        assert!(
+            matches!(got, Err(zk::Error::UnmarshalError { .. })),
+            "count {count}: {got:?}"
+        );
+    }
+}
+
+/// A reply refused for its xid (a frame read from the middle of another
+/// once a length prefix was garbled) carries a garbage zxid. The client
+/// took it for the latest zxid it had seen before refusing the reply, and
+/// sent it as the last zxid seen when it connected again; a ZooKeeper
+/// server refuses a client that has seen a zxid from its future, so the
+/// session could no longer reconnect anywhere and was lost. Only a reply
+/// that answers a request counts now (vendor patch 21).
+#[test]
+fn a_refused_reply_does_not_raise_the_last_zxid_seen() {
+    const GARBAGE_ZXID: i64 = 0x7fff_0000_0000_0000;
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let server = thread::spawn(move || {
+        let prelude = Prelude::Connect {
+            version: 0,
+            timeout: 2000,
+            session: 0x1234_5678,
+            password: (16, vec![7; 16]),
+            readonly: vec![0],
+        };
+        let (mut conn, _) = listener.accept().unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        read_frame(&mut conn).expect("the connect request");
+        conn.write_all(&prelude.bytes()).unwrap();
+        // The getData request, answered under an xid never sent, zxid garbage.
+        loop {
+            let body = read_frame(&mut conn).expect("a request");
+            if i32::from_be_bytes([body[0], body[1], body[2], body[3]]) != -2 {
+                break;
+            }
+            conn.write_all(&reply_frame(-2, &[])).unwrap();
+        }
+        let mut reply = 16i32.to_be_bytes().to_vec();
+        reply.extend_from_slice(&0x3fff_fff0i32.to_be_bytes());
+        reply.extend_from_slice(&GARBAGE_ZXID.to_be_bytes());
+        reply.extend_from_slice(&0i32.to_be_bytes());
+        let _ = conn.write_all(&reply);
+        // The client drops the connection and connects again: its last zxid seen.
+        let (mut again, _) = listener.accept().unwrap();
+        again.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let connect = read_frame(&mut again).expect("the second connect request");
+        let seen = i64::from_be_bytes(connect[4..12].try_into().unwrap());
+        let _ = again.write_all(&prelude.bytes());
+        drop(conn);
+        seen
+    });
+    let rt = zk_rwlock_fixtures::multi_thread_runtime(2);
+    let panics = panics_so_far();
+    let got = rt.block_on(async move {
+        let client = zk::Client::connector()
+            .with_session_timeout(Duration::from_secs(2))
+            .connect(&addr)
+            .await
+            .expect("the fake server's session");
+        let got = tokio::time::timeout(CALL, client.get_data("/a"))
+            .await
+            .expect("the call ends");
+        // Time for the client to connect again.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        drop(client);
+        got
+    });
+    assert_eq!(panics_since(panics), Vec::<String>::new(), "no panic");
+    assert!(got.is_err(), "the refused reply answered nothing: {got:?}");
+    let seen = server.join().expect("the fake server");
+    assert!(seen < GARBAGE_ZXID, "the client says it saw zxid {seen:#x}");
 }

@@ -519,7 +519,11 @@ where
             return Ok(Default::default());
         }
         let n = n as usize;
-        let mut v = Vec::with_capacity(n);
+        // A count read from the wire is no size to allocate up front: a garbled one (up to
+        // `i32::MAX` strings, 48 GiB) aborted the process when the allocation failed. Every
+        // element takes at least one byte of `buf`, so more than `buf.len()` of them fail
+        // below anyway (zk-rwlock patch 21).
+        let mut v = Vec::with_capacity(n.min(buf.len()));
         for _ in 0..n {
             v.push(T::deserialize(buf)?);
         }

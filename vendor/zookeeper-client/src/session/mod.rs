@@ -519,8 +519,11 @@ impl Session {
             }
             return Ok(());
         }
-        self.last_zxid = self.last_zxid.max(header.zxid);
         let operation = depot.pop_request(header.xid, header.err)?;
+        // Only a reply that answers a request counts as seen (zk-rwlock patch 21): a refused one
+        // is garbage (a frame read from the middle of another), and its zxid, once sent as the
+        // connect request's last zxid seen, would make every server refuse the session.
+        self.last_zxid = self.last_zxid.max(header.zxid);
         // The server renews the session on every request it submits, which
         // is every one but `auth` and `sasl` (patch 3).
         if let (Some(sent), code) = (operation.sent, operation.request.get_code()) {

@@ -117,7 +117,9 @@ impl OneshotReceiver {
 
     pub async fn recv(mut self) -> WatchedEvent {
         let receiver = self.receiver.take().unwrap();
-        let event = receiver.await.unwrap();
+        // The session's task dropped unended (its runtime went, with no fallback): the watch can
+        // never fire, and its session is over for this client (zk-rwlock patch 22).
+        let event = receiver.await.unwrap_or_else(|_| WatchedEvent::new_session(SessionState::Closed));
         self.watcher.discard();
         event
     }
@@ -152,7 +154,8 @@ impl PersistentReceiver {
     }
 
     pub async fn recv(&mut self) -> WatchedEvent {
-        self.receiver.next().await.unwrap()
+        // As for a oneshot watch (zk-rwlock patch 22).
+        self.receiver.next().await.unwrap_or_else(|| WatchedEvent::new_session(SessionState::Closed))
     }
 
     pub async fn remove(self) -> Result<(), Error> {
