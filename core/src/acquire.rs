@@ -840,44 +840,12 @@ impl Acquire {
                 self.watches_set(waiting, own, several(watched, also), marker)
             }
             (Phase::Waiting(waiting, poll), Input::Event(event)) => self.woke(waiting, poll, event),
-            (Phase::ReadingWatched(mut waiting), Input::WatchedRead(reply)) => {
-                self.blind = false;
-                match reply {
-                    // Readable: the watch set is told of its deletion.
-                    Reply::Ok(()) => self.wait(waiting, false),
-                    Reply::NoNode => {
-                        self.counts.wakeups += 1;
-                        self.gone(waiting)
-                    }
-                    // The server would not deliver its events: poll it.
-                    Reply::NoAuth => {
-                        waiting.unreadable = vec![waiting.watched.clone()];
-                        self.wait(waiting, true)
-                    }
-                    Reply::Retry => {
-                        self.counts.retries += 1;
-                        self.list()
-                    }
-                    Reply::Failed => self.finish(Action::Fail(Failure::Request)),
-                }
+            // The listing's event woke it: the wake-up is counted here.
+            (Phase::ReadingWatched(waiting), Input::WatchedRead(reply)) => {
+                self.watched_read(waiting, reply, true)
             }
-            (Phase::Rewatching(mut waiting), Input::Rewatched(reply)) => match reply {
-                // Read with it: readable, whatever the directory does.
-                Reply::Ok(()) => {
-                    self.blind = false;
-                    self.wait(waiting, false)
-                }
-                Reply::NoNode => self.gone(waiting),
-                Reply::NoAuth => {
-                    waiting.unreadable = vec![waiting.watched.clone()];
-                    self.wait(waiting, true)
-                }
-                Reply::Retry => {
-                    self.counts.retries += 1;
-                    self.list()
-                }
-                Reply::Failed => self.finish(Action::Fail(Failure::Request)),
-            },
+            // Its data event woke it and was counted.
+            (Phase::Rewatching(waiting), Input::Rewatched(reply)) => self.watched_read(waiting, reply, false),
             (Phase::ReadingRecord(_), Input::RecordRead(reply)) => match reply {
                 // Our node is gone (or unknown): the listing says so.
                 Reply::Ok(Record {
@@ -1331,6 +1299,32 @@ impl Acquire {
                     self.wait(waiting, poll)
                 }
             }
+        }
+    }
+
+    /// The watched node read (and watched again, after a write to it):
+    /// whatever the answer, its watch is no longer unread.
+    fn watched_read(&mut self, mut waiting: Waiting, reply: Reply<()>, uncounted: bool) -> Action {
+        self.blind = false;
+        match reply {
+            // Readable: the watch set is told of its deletion.
+            Reply::Ok(()) => self.wait(waiting, false),
+            Reply::NoNode => {
+                if uncounted {
+                    self.counts.wakeups += 1;
+                }
+                self.gone(waiting)
+            }
+            // The server would not deliver its events: poll it.
+            Reply::NoAuth => {
+                waiting.unreadable = vec![waiting.watched.clone()];
+                self.wait(waiting, true)
+            }
+            Reply::Retry => {
+                self.counts.retries += 1;
+                self.list()
+            }
+            Reply::Failed => self.finish(Action::Fail(Failure::Request)),
         }
     }
 
