@@ -18,9 +18,10 @@
 //! the caller connected runs on the caller's runtime, and the wait needs
 //! that runtime to go on meanwhile: see [`may_block_for_caller_session`].
 //!
-//! A guard's watch on its node ([`spawn_near`]) runs where its session
-//! runs, and is not counted: it is no work to wait for, it ends with the
-//! guard.
+//! A guard's watch on its node runs where its session runs
+//! ([`spawn_beside`]: on the caller's runtime while the session runs there,
+//! starting anew on the background thread if that runtime ends first), and
+//! is not counted: it is no work to wait for, it ends with the guard.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -367,6 +368,102 @@ where
         Handle::try_current().ok().or_else(|| handle().cloned())
     };
     near.map(|handle| handle.spawn(work))
+}
+
+/// Runs `work` where the session `id` runs now: on the caller's runtime
+/// while it runs the session (no hop to another thread per event), else as
+/// [`spawn_near`]. Work on the caller's runtime that this runtime drops
+/// unfinished (it ends, and the session moves to the background thread)
+/// goes on there as `rehome` makes it anew, unless the returned handle was
+/// dropped first: dropping it ends the work wherever it runs. `None` if
+/// there is no runtime to run it on.
+pub(crate) fn spawn_beside<F, R, G>(id: i64, work: F, rehome: R) -> Option<Beside>
+where
+    F: Future<Output = ()> + Send + 'static,
+    R: FnOnce() -> G + Send + 'static,
+    G: Future<Output = ()> + Send + 'static,
+{
+    let here = Handle::try_current().ok();
+    let beside = here.filter(|here| placement(id).and_then(|p| p.runtime()) == Some(here.id()));
+    let Some(here) = beside else {
+        let task = spawn_near(id, work)?;
+        return Some(Beside(Arc::new(Mutex::new(Homed {
+            stopped: false,
+            task: Some(AbortOnDrop(task)),
+        }))));
+    };
+    let homed = Arc::new(Mutex::new(Homed::default()));
+    let mut unfinished = Rehome {
+        rehome: Some(Box::new(move |background: &Handle| background.spawn(rehome()))),
+        homed: Arc::downgrade(&homed),
+    };
+    let task = here.spawn(async move {
+        work.await;
+        unfinished.finished();
+    });
+    let mut at = homed.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    // Cancelled at once (the runtime is shutting down): it went on already.
+    if at.task.is_none() {
+        at.task = Some(AbortOnDrop(task));
+    }
+    drop(at);
+    Some(Beside(homed))
+}
+
+/// Work started by [`spawn_beside`]; dropping it ends the work.
+pub(crate) struct Beside(Arc<Mutex<Homed>>);
+
+/// Where [`spawn_beside`]'s work runs, and whether its handle is gone.
+#[derive(Default)]
+struct Homed {
+    stopped: bool,
+    task: Option<AbortOnDrop<()>>,
+}
+
+impl Drop for Beside {
+    fn drop(&mut self) {
+        let task = {
+            let mut homed = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            homed.stopped = true;
+            homed.task.take()
+        };
+        // Aborted outside the lock: the work may be dropped at once, and
+        // its `Rehome` takes the lock.
+        drop(task);
+    }
+}
+
+/// Carried by work on the caller's runtime: dropped with the work
+/// unfinished, it starts the work anew on the background thread.
+struct Rehome {
+    rehome: Option<Restart>,
+    homed: std::sync::Weak<Mutex<Homed>>,
+}
+
+/// Starts work anew on the runtime given.
+type Restart = Box<dyn FnOnce(&Handle) -> tokio::task::JoinHandle<()> + Send>;
+
+impl Rehome {
+    /// The work ended: nothing to start anew.
+    fn finished(&mut self) {
+        self.rehome = None;
+    }
+}
+
+impl Drop for Rehome {
+    fn drop(&mut self) {
+        let (Some(rehome), Some(homed)) = (self.rehome.take(), self.homed.upgrade()) else {
+            return;
+        };
+        let mut homed = homed.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if homed.stopped {
+            return;
+        }
+        match handle() {
+            Some(background) => homed.task = Some(AbortOnDrop(rehome(background))),
+            None => warn!("no background thread to carry on the work of a runtime that ended"),
+        }
+    }
 }
 
 /// Whether this thread may block until work that needs a session run by

@@ -44,8 +44,13 @@
 //! disconnected waits for the reconnection): a client whose session task
 //! is gone, whose requests fail at once, does not make it spin.
 //!
-//! The keeper runs where the session outlives it (see [`background::spawn_near`]);
-//! one that begins with a read after the bound waits for it in the
+//! The keeper runs where the session runs now ([`background::spawn_beside`]):
+//! for a session the library connected on the caller's runtime, a task of
+//! that runtime, so that its events cost no hop to another thread; if that
+//! runtime ends first, its task goes, the session moves to the background
+//! thread, and a keeper starts anew there, reading its node and watching it
+//! again (the old watch went with the task). One that begins with a read
+//! after the bound waits for it in the
 //! session's hub, if the session has one ([`crate::hub`]) and becomes a task only then, so that a
 //! guard released sooner costs the session's thread nothing. It ends when the node is gone, the session ends, or the server refuses
 //! the watch; the guard aborts it when it is released or dropped, after the
@@ -62,7 +67,7 @@ use tracing::{debug, info, warn};
 
 use super::carrier;
 use super::wire::{event_of, session_ended, session_state, WatchFuture};
-use crate::background::{self, AbortOnDrop};
+use crate::background;
 use crate::contender::{Action, Contender};
 use crate::hub;
 use crate::stats::{Holder, LostReason};
@@ -222,7 +227,7 @@ impl Flags {
 /// A guard's keeper: running, or deferred to the session's hub until its
 /// first read is due. Dropping it ends the keeper (or lets it go unstarted).
 pub(super) enum Task {
-    Running { _task: AbortOnDrop<()> },
+    Running { _task: background::Beside },
     Deferred { _until: hub::Deferred },
 }
 
@@ -248,10 +253,18 @@ pub(super) fn start(client: &zk::Client, flags: &Arc<Flags>, first: Option<Watch
         });
     }
     let work = keep(client.clone(), flags.clone(), keeping, None);
-    match background::spawn_near(client.session_id().0, work) {
-        Some(task) => Some(Task::Running {
-            _task: AbortOnDrop(task),
-        }),
+    // If the runtime it runs on ends first, the session moves to the
+    // background thread, and a keeper there reads the node and watches it
+    // again (its watch went with the runtime).
+    let rehome = {
+        let (client, flags) = (client.clone(), flags.clone());
+        move || {
+            let keeping = Keeping::new(flags.node.clone(), &flags.machine(), None);
+            keep(client, flags, keeping, None)
+        }
+    };
+    match background::spawn_beside(client.session_id().0, work, rehome) {
+        Some(task) => Some(Task::Running { _task: task }),
         None => {
             warn!(
                 node = %flags.node,

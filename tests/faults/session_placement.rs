@@ -297,3 +297,56 @@ fn a_watch_whose_session_went_with_its_runtime_ends_closed_without_a_panic() {
     assert_eq!(support::panics_since(panics), Vec::<String>::new(), "no panic");
     drop(client);
 }
+
+/// A guard granted by a hand-off keeps the watch its acquire set, in a task
+/// of the runtime that runs its session. When that runtime ends, the task
+/// and its watch go with it and the session moves to the background
+/// thread, where the guard's keeper starts anew (it reads its node and
+/// watches it again): a stranger's deletion still turns the guard lost,
+/// and the session still grants.
+#[test]
+fn a_handed_off_guard_is_still_told_of_a_deletion_after_its_runtime_ends() {
+    let path = unique_path("moved-handoff");
+    let rt = runtime(true);
+    let (lock, guard) = rt.block_on(async {
+        let servers = server().connect_string();
+        let connect = || zk_rwlock::connect_client(&servers, SESSION, SESSION);
+        let holder_lock = SharedLock::new(connect().await.unwrap(), &path).unwrap();
+        let holder = holder_lock.write().await.unwrap();
+        let lock = SharedLock::new(connect().await.unwrap(), &path).unwrap();
+        let waiter = tokio::spawn({
+            let lock = lock.clone();
+            async move { lock.write().await }
+        });
+        let stranger = client().await;
+        eventually("the waiter queues", Duration::from_secs(5), || {
+            let stranger = stranger.clone();
+            let path = path.clone();
+            async move { stranger.list_children(&path).await.is_ok_and(|c| c.len() == 2) }
+        })
+        .await;
+        holder.release().await.unwrap();
+        drop(holder_lock);
+        let guard = waiter.await.unwrap().unwrap();
+        (lock, guard)
+    });
+    drop(rt);
+    let node = guard.node().to_owned();
+    runtime(false).block_on(async {
+        assert_eq!(
+            guard.state(),
+            HoldState::Held,
+            "the guard after its runtime ended"
+        );
+        let stranger = client().await;
+        stranger.delete(&node, None).await.unwrap();
+        eventually("the guard says Lost", Duration::from_secs(2), || {
+            let now = guard.state();
+            async move { now == HoldState::Lost }
+        })
+        .await;
+        drop(guard);
+        let again = lock.write().await.unwrap();
+        again.release().await.unwrap();
+    });
+}
