@@ -20,7 +20,7 @@
 //!
 //! A guard's watch on its node runs where its session runs
 //! ([`spawn_beside`]: on the caller's runtime while the session runs there,
-//! starting anew on the background thread if that runtime ends first), and
+//! going on on the background thread if that runtime ends first), and
 //! is not counted: it is no work to wait for, it ends with the guard.
 
 use std::collections::HashMap;
@@ -370,97 +370,81 @@ where
     near.map(|handle| handle.spawn(work))
 }
 
-/// Runs `work` where the session `id` runs now: on the caller's runtime
-/// while it runs the session (no hop to another thread per event), else as
-/// [`spawn_near`]. Work on the caller's runtime that this runtime drops
-/// unfinished (it ends, and the session moves to the background thread)
-/// goes on there as `rehome` makes it anew, unless the returned handle was
-/// dropped first: dropping it ends the work wherever it runs. `None` if
-/// there is no runtime to run it on.
-pub(crate) fn spawn_beside<F, R, G>(id: i64, work: F, rehome: R) -> Option<Beside>
+/// Runs the work `make` returns where the session `id` runs now: on the
+/// caller's runtime while it runs the session (no hop to another thread
+/// per event), else as [`spawn_near`]. On the caller's runtime, `make` is
+/// given a [`Home`]: if that runtime drops the work unfinished (it ends,
+/// and the session moves to the background thread), the work's drop may
+/// hand what it still has to do to the background thread with it. Dropping
+/// the returned handle ends the work wherever it runs. `None` if there is
+/// no runtime to run it on.
+pub(crate) fn spawn_beside<F>(id: i64, make: impl FnOnce(Option<Home>) -> F) -> Option<Beside>
 where
     F: Future<Output = ()> + Send + 'static,
-    R: FnOnce() -> G + Send + 'static,
-    G: Future<Output = ()> + Send + 'static,
 {
     let here = Handle::try_current().ok();
     let beside = here.filter(|here| placement(id).and_then(|p| p.runtime()) == Some(here.id()));
     let Some(here) = beside else {
-        let task = spawn_near(id, work)?;
-        return Some(Beside(Arc::new(Mutex::new(Homed {
-            stopped: false,
-            task: Some(AbortOnDrop(task)),
-        }))));
+        return spawn_near(id, make(None)).map(|task| Beside::Near {
+            _task: AbortOnDrop(task),
+        });
     };
     let homed = Arc::new(Mutex::new(Homed::default()));
-    let mut unfinished = Rehome {
-        rehome: Some(Box::new(move |background: &Handle| background.spawn(rehome()))),
-        homed: Arc::downgrade(&homed),
-    };
-    let task = here.spawn(async move {
-        work.await;
-        unfinished.finished();
-    });
+    let task = here.spawn(make(Some(Home(Arc::downgrade(&homed)))));
     let mut at = homed.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     // Cancelled at once (the runtime is shutting down): it went on already.
     if at.task.is_none() {
         at.task = Some(AbortOnDrop(task));
     }
     drop(at);
-    Some(Beside(homed))
+    Some(Beside::Homed(homed))
 }
 
 /// Work started by [`spawn_beside`]; dropping it ends the work.
-pub(crate) struct Beside(Arc<Mutex<Homed>>);
+pub(crate) enum Beside {
+    /// Where [`spawn_near`] put it.
+    Near { _task: AbortOnDrop<()> },
+    /// On the caller's runtime, or gone on on the background thread.
+    Homed(Arc<Mutex<Homed>>),
+}
 
 /// Where [`spawn_beside`]'s work runs, and whether its handle is gone.
 #[derive(Default)]
-struct Homed {
+pub(crate) struct Homed {
     stopped: bool,
     task: Option<AbortOnDrop<()>>,
 }
 
 impl Drop for Beside {
     fn drop(&mut self) {
+        let Beside::Homed(homed) = self else { return };
         let task = {
-            let mut homed = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut homed = homed.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             homed.stopped = true;
             homed.task.take()
         };
         // Aborted outside the lock: the work may be dropped at once, and
-        // its `Rehome` takes the lock.
+        // its [`Home::go_on`] takes the lock.
         drop(task);
     }
 }
 
-/// Carried by work on the caller's runtime: dropped with the work
-/// unfinished, it starts the work anew on the background thread.
-struct Rehome {
-    rehome: Option<Restart>,
-    homed: std::sync::Weak<Mutex<Homed>>,
-}
+/// What work on the caller's runtime that [`spawn_beside`] started keeps,
+/// to go on on the background thread if that runtime drops it.
+pub(crate) struct Home(std::sync::Weak<Mutex<Homed>>);
 
-/// Starts work anew on the runtime given.
-type Restart = Box<dyn FnOnce(&Handle) -> tokio::task::JoinHandle<()> + Send>;
-
-impl Rehome {
-    /// The work ended: nothing to start anew.
-    fn finished(&mut self) {
-        self.rehome = None;
-    }
-}
-
-impl Drop for Rehome {
-    fn drop(&mut self) {
-        let (Some(rehome), Some(homed)) = (self.rehome.take(), self.homed.upgrade()) else {
-            return;
-        };
+impl Home {
+    /// Runs `work` on the background thread in place of the work dropped
+    /// unfinished, unless its handle was dropped first. (Called from that
+    /// work's drop: nothing to wait for.)
+    pub(crate) fn go_on(self, work: impl Future<Output = ()> + Send + 'static) {
+        let Some(homed) = self.0.upgrade() else { return };
         let mut homed = homed.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if homed.stopped {
             return;
         }
         match handle() {
-            Some(background) => homed.task = Some(AbortOnDrop(rehome(background))),
+            Some(background) => homed.task = Some(AbortOnDrop(background.spawn(work))),
             None => warn!("no background thread to carry on the work of a runtime that ended"),
         }
     }

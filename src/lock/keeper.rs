@@ -48,8 +48,8 @@
 //! for a session the library connected on the caller's runtime, a task of
 //! that runtime, so that its events cost no hop to another thread; if that
 //! runtime ends first, its task goes, the session moves to the background
-//! thread, and a keeper starts anew there, reading its node and watching it
-//! again (the old watch went with the task). One that begins with a read
+//! thread, and the keeper goes on there with the watch it awaits (no
+//! request; it reads its node anew only if a read was under way). One that begins with a read
 //! after the bound waits for it in the
 //! session's hub, if the session has one ([`crate::hub`]) and becomes a task only then, so that a
 //! guard released sooner costs the session's thread nothing. It ends when the node is gone, the session ends, or the server refuses
@@ -67,7 +67,7 @@ use tracing::{debug, info, warn};
 
 use super::carrier;
 use super::wire::{event_of, session_ended, session_state, WatchFuture};
-use crate::background;
+use crate::background::{self, Home};
 use crate::contender::{Action, Contender};
 use crate::hub;
 use crate::stats::{Holder, LostReason};
@@ -247,23 +247,22 @@ pub(super) fn start(client: &zk::Client, flags: &Arc<Flags>, first: Option<Watch
     if let Some((after, hub)) = late {
         // The hub's clock, not the caller's runtime's (which may be paused).
         let granted = Instant::from_std(std::time::Instant::now());
-        let work = keep(client.clone(), flags.clone(), keeping, Some(granted));
+        let work = keep(
+            Carry::new(client.clone(), flags.clone(), keeping, None),
+            Some(granted),
+        );
         return Some(Task::Deferred {
             _until: hub.defer(granted + after, work),
         });
     }
-    let work = keep(client.clone(), flags.clone(), keeping, None);
-    // If the runtime it runs on ends first, the session moves to the
-    // background thread, and a keeper there reads the node and watches it
-    // again (its watch went with the runtime).
-    let rehome = {
-        let (client, flags) = (client.clone(), flags.clone());
-        move || {
-            let keeping = Keeping::new(flags.node.clone(), &flags.machine(), None);
-            keep(client, flags, keeping, None)
-        }
-    };
-    match background::spawn_beside(client.session_id().0, work, rehome) {
+    // Beside the session: if the runtime it runs on ends first, the session
+    // moves to the background thread, and so does the keeper ([`Carry`]).
+    let carried = (client.clone(), flags.clone());
+    let beside = background::spawn_beside(client.session_id().0, move |home| {
+        let (client, flags) = carried;
+        keep(Carry::new(client, flags, keeping, home), None)
+    });
+    match beside {
         Some(task) => Some(Task::Running { _task: task }),
         None => {
             warn!(
@@ -283,41 +282,101 @@ pub(super) fn start(client: &zk::Client, flags: &Arc<Flags>, first: Option<Watch
 /// a boxed future of their own ([`send`]).
 #[allow(clippy::manual_async_fn)] // On purpose: see the block's comment.
 fn keep(
-    client: zk::Client,
-    flags: Arc<Flags>,
-    mut keeping: Keeping<WatchFuture>,
+    mut carry: Carry,
     mut granted: Option<Instant>,
 ) -> impl std::future::Future<Output = ()> + Send + 'static {
     // A block, not an `async fn`: the arguments are used in place, not
     // copied into the future a second time (it stays resident).
     async move {
         loop {
-            let step = match keeping.poll() {
-                None | Some(Keeper::Stop) => return,
-                Some(Keeper::Wait(watch)) => Ok(watch),
+            if let Some(watch) = carry.watch.as_mut() {
+                let event = watch.await;
+                carry.watch = None;
+                let (kind, state) = event_of(&event);
+                if let Some(keeping) = carry.keeping.as_mut() {
+                    carry.flags.learn(|machine| keeping.fired(machine, kind, state));
+                }
+                continue;
+            }
+            let Some(keeping) = carry.keeping.as_mut() else {
+                return carry.finished();
+            };
+            match keeping.poll() {
+                None | Some(Keeper::Stop) => return carry.finished(),
+                Some(Keeper::Wait(watch)) => carry.watch = Some(watch),
                 // The first read's pause counts from the grant when the hub
                 // started the keeper late (`granted`); every other from now.
                 Some(Keeper::Send {
                     exchange,
                     after,
                     again,
-                }) => Err((
-                    Box::new(exchange),
-                    granted.take().unwrap_or_else(Instant::now) + after,
-                    again,
-                )),
-            };
-            match step {
-                Ok(watch) => {
-                    let event = watch.await;
-                    let (kind, state) = event_of(&event);
-                    flags.learn(|machine| keeping.fired(machine, kind, state));
-                }
-                Err((exchange, at, again)) => {
-                    Box::pin(send(&client, &flags, &mut keeping, *exchange, at, again)).await;
+                }) => {
+                    let at = granted.take().unwrap_or_else(Instant::now) + after;
+                    carry.sending = true;
+                    Box::pin(send(&carry.client, &carry.flags, keeping, exchange, at, again)).await;
+                    carry.sending = false;
                 }
             }
         }
+    }
+}
+
+/// What a keeper carries: its session, its guard's flags, the core's
+/// [`Keeping`], and the watch it awaits. A keeper beside its session on
+/// the caller's runtime also carries its [`Home`]: if that runtime drops it
+/// unfinished (it ends, and the session moves to the background thread),
+/// its drop hands the keeper on to the background thread, with the watch
+/// it awaits (a watch needs no runtime: no request), or with a read anew if
+/// one was under way (its answer went with the runtime).
+struct Carry {
+    client: zk::Client,
+    flags: Arc<Flags>,
+    /// `None` once handed on.
+    keeping: Option<Keeping<WatchFuture>>,
+    watch: Option<WatchFuture>,
+    /// A read (or the pause before it) under way.
+    sending: bool,
+    home: Option<Home>,
+}
+
+impl Carry {
+    fn new(
+        client: zk::Client,
+        flags: Arc<Flags>,
+        keeping: Keeping<WatchFuture>,
+        home: Option<Home>,
+    ) -> Carry {
+        Carry {
+            client,
+            flags,
+            keeping: Some(keeping),
+            watch: None,
+            sending: false,
+            home,
+        }
+    }
+
+    /// The keeper ended: nothing to hand on.
+    fn finished(&mut self) {
+        self.home = None;
+    }
+}
+
+impl Drop for Carry {
+    fn drop(&mut self) {
+        let (Some(home), Some(keeping)) = (self.home.take(), self.keeping.take()) else {
+            return;
+        };
+        // A read's answer went with the runtime: read anew.
+        let keeping = if self.sending {
+            Keeping::new(self.flags.node.clone(), &self.flags.machine(), None)
+        } else {
+            keeping
+        };
+        let mut carry = Carry::new(self.client.clone(), self.flags.clone(), keeping, None);
+        carry.watch = self.watch.take();
+        debug!(node = %self.flags.node, "the keeper goes on on the background thread: its runtime ended");
+        home.go_on(keep(carry, None));
     }
 }
 

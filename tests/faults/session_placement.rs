@@ -11,7 +11,7 @@ use zk_rwlock_fixtures as support;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use support::{client, eventually, server, unique_path};
+use support::{client, eventually, received_on, server, unique_path};
 use zk_rwlock::{zk, HoldState, SharedLock};
 
 const SESSION: Duration = Duration::from_secs(4);
@@ -349,4 +349,161 @@ fn a_handed_off_guard_is_still_told_of_a_deletion_after_its_runtime_ends() {
         let again = lock.write().await.unwrap();
         again.release().await.unwrap();
     });
+}
+
+/// Hands a write guard of `lock` (directory `path`, no other contender) to
+/// a task of the current runtime that holds it until the runtime ends: it
+/// waits behind a holder of a plain client, which then releases, so the
+/// guard's keeper takes over the watch its acquire set and runs beside the
+/// session. Returns the node held.
+async fn handed_off_guard_held_in_a_task(lock: &SharedLock, path: &str) -> String {
+    let holder_lock = SharedLock::new(client().await, path).unwrap();
+    let stranger = client().await;
+    let holder = holder_lock.write().await.unwrap();
+    let (held_tx, held_rx) = tokio::sync::oneshot::channel();
+    let lock = lock.clone();
+    tokio::spawn(async move {
+        let guard = lock.write().await.unwrap();
+        let _ = held_tx.send(guard.node().to_owned());
+        std::future::pending::<()>().await;
+        drop(guard);
+    });
+    eventually("the waiter queues", Duration::from_secs(5), || {
+        let stranger = stranger.clone();
+        let path = path.to_owned();
+        async move { stranger.list_children(&path).await.is_ok_and(|c| c.len() == 2) }
+    })
+    .await;
+    holder.release().await.unwrap();
+    held_rx.await.unwrap()
+}
+
+/// Handed-off guards held by tasks of a runtime that ends are released by
+/// that end (their tasks go), on the background thread. Their keepers go
+/// with the runtime too and go on on the background thread with the watch
+/// each awaits: the move costs the session no request (no removal of the
+/// old watch, no read of a node being deleted), one deletion per guard.
+#[test]
+fn guards_released_by_their_runtimes_end_cost_no_request_beyond_their_release() {
+    const N: usize = 8;
+    let rt = runtime(true);
+    let (sid, nodes, session) = rt.block_on(async {
+        let c = zk_rwlock::connect_client(&server().connect_string(), Duration::from_secs(30), SESSION)
+            .await
+            .unwrap();
+        let mut nodes = Vec::new();
+        for i in 0..N {
+            // One directory per guard: each holds its own lock at once.
+            let path = unique_path(&format!("moved-released-{i}"));
+            let lock = SharedLock::new(c.clone(), &path).unwrap();
+            nodes.push(handed_off_guard_held_in_a_task(&lock, &path).await);
+        }
+        // Every keeper waits on the watch its acquire set.
+        let sid = c.session_id().0;
+        for node in &nodes {
+            support::wait_watching(server(), node, sid).await;
+        }
+        (sid, nodes, c)
+    });
+    let before = received_on(sid);
+    support::shut_down_within(rt, Duration::from_secs(2));
+    let observer = runtime(false);
+    observer.block_on(async {
+        let other = client().await;
+        for node in &nodes {
+            eventually("the guard's node is deleted", Duration::from_secs(3), || {
+                let other = other.clone();
+                let node = node.clone();
+                async move { other.check_stat(&node).await.unwrap().is_none() }
+            })
+            .await;
+        }
+        // One request more through the session: answered, every request
+        // sent before it has reached the server.
+        session.check_stat("/").await.unwrap();
+    });
+    let sent = received_on(sid) - before - 1;
+    eprintln!("requests sent by the session from its runtime's end: {sent} for {N} guards");
+    assert_eq!(
+        sent, N as i64,
+        "{sent} requests for {N} releases: the move read or unwatched nodes being released"
+    );
+    drop(session);
+}
+
+/// A handed-off guard dropped on another thread while the runtime that runs
+/// its keeper (and its session) ends, over and over: whichever of the
+/// guard's drop and the keeper task's drop comes first, nothing panics or
+/// hangs, the guard's node is released, and the session goes on, served
+/// on the background thread.
+#[test]
+fn a_handed_off_guard_dropped_while_its_runtime_ends_is_released_without_a_panic() {
+    let panics = support::panics_so_far();
+    let observer = runtime(false);
+    let other = observer.block_on(client());
+    for round in 0..12 {
+        let path = unique_path(&format!("moved-race-{round}"));
+        let rt = runtime(true);
+        let (lock, guard) = rt.block_on(async {
+            let c = zk_rwlock::connect_client(&server().connect_string(), SESSION, SESSION)
+                .await
+                .unwrap();
+            let lock = SharedLock::new(c, &path).unwrap();
+            let holder_lock = SharedLock::new(client().await, &path).unwrap();
+            let holder = holder_lock.write().await.unwrap();
+            let waiter = tokio::spawn({
+                let lock = lock.clone();
+                async move { lock.write().await }
+            });
+            let stranger = client().await;
+            eventually("the waiter queues", Duration::from_secs(5), || {
+                let stranger = stranger.clone();
+                let path = path.clone();
+                async move { stranger.list_children(&path).await.is_ok_and(|c| c.len() == 2) }
+            })
+            .await;
+            holder.release().await.unwrap();
+            (lock, waiter.await.unwrap().unwrap())
+        });
+        let node = guard.node().to_owned();
+        let client = lock.client().clone();
+        let start = std::sync::Arc::new(std::sync::Barrier::new(2));
+        let ender = std::thread::spawn({
+            let start = start.clone();
+            move || {
+                start.wait();
+                if round % 2 == 0 {
+                    std::thread::sleep(Duration::from_micros(200 * (round as u64 / 2)));
+                }
+                drop(rt);
+            }
+        });
+        start.wait();
+        if round % 2 == 1 {
+            std::thread::sleep(Duration::from_micros(200 * (round as u64 / 2)));
+        }
+        drop(guard);
+        drop(lock);
+        let joined = Instant::now();
+        ender.join().unwrap();
+        assert!(
+            joined.elapsed() < Duration::from_secs(3),
+            "round {round}: the runtime took {:?} to end",
+            joined.elapsed()
+        );
+        observer.block_on(async {
+            eventually("the guard's node is released", Duration::from_secs(3), || {
+                let other = other.clone();
+                let node = node.clone();
+                async move { other.check_stat(&node).await.unwrap().is_none() }
+            })
+            .await;
+        });
+        assert_eq!(
+            client.state(),
+            zk::SessionState::SyncConnected,
+            "round {round}: the session after the move"
+        );
+    }
+    assert_eq!(support::panics_since(panics), Vec::<String>::new(), "no panic");
 }
