@@ -300,34 +300,19 @@ fn a_watch_whose_session_went_with_its_runtime_ends_closed_without_a_panic() {
 
 /// A guard granted by a hand-off keeps the watch its acquire set, in a task
 /// of the runtime that runs its session. When that runtime ends, the task
-/// and its watch go with it and the session moves to the background
-/// thread, where the guard's keeper starts anew (it reads its node and
-/// watches it again): a stranger's deletion still turns the guard lost,
-/// and the session still grants.
+/// goes with it and the session moves to the background thread, where the
+/// guard's keeper goes on with that watch: a stranger's deletion still
+/// turns the guard lost, and the session still grants.
 #[test]
 fn a_handed_off_guard_is_still_told_of_a_deletion_after_its_runtime_ends() {
     let path = unique_path("moved-handoff");
     let rt = runtime(true);
     let (lock, guard) = rt.block_on(async {
-        let servers = server().connect_string();
-        let connect = || zk_rwlock::connect_client(&servers, SESSION, SESSION);
-        let holder_lock = SharedLock::new(connect().await.unwrap(), &path).unwrap();
-        let holder = holder_lock.write().await.unwrap();
-        let lock = SharedLock::new(connect().await.unwrap(), &path).unwrap();
-        let waiter = tokio::spawn({
-            let lock = lock.clone();
-            async move { lock.write().await }
-        });
-        let stranger = client().await;
-        eventually("the waiter queues", Duration::from_secs(5), || {
-            let stranger = stranger.clone();
-            let path = path.clone();
-            async move { stranger.list_children(&path).await.is_ok_and(|c| c.len() == 2) }
-        })
-        .await;
-        holder.release().await.unwrap();
-        drop(holder_lock);
-        let guard = waiter.await.unwrap().unwrap();
+        let c = zk_rwlock::connect_client(&server().connect_string(), SESSION, SESSION)
+            .await
+            .unwrap();
+        let lock = SharedLock::new(c, &path).unwrap();
+        let guard = handed_off(&lock, &path).await;
         (lock, guard)
     });
     drop(rt);
@@ -351,23 +336,18 @@ fn a_handed_off_guard_is_still_told_of_a_deletion_after_its_runtime_ends() {
     });
 }
 
-/// Hands a write guard of `lock` (directory `path`, no other contender) to
-/// a task of the current runtime that holds it until the runtime ends: it
-/// waits behind a holder of a plain client, which then releases, so the
-/// guard's keeper takes over the watch its acquire set and runs beside the
-/// session. Returns the node held.
-async fn handed_off_guard_held_in_a_task(lock: &SharedLock, path: &str) -> String {
+/// A write guard of `lock` (directory `path`, no other contender) granted
+/// by a hand-off: it waits behind a holder of a plain client, which then
+/// releases, so the guard's keeper takes over the watch its acquire set
+/// and runs beside the session.
+async fn handed_off(lock: &SharedLock, path: &str) -> zk_rwlock::WriteGuard {
     let holder_lock = SharedLock::new(client().await, path).unwrap();
-    let stranger = client().await;
     let holder = holder_lock.write().await.unwrap();
-    let (held_tx, held_rx) = tokio::sync::oneshot::channel();
-    let lock = lock.clone();
-    tokio::spawn(async move {
-        let guard = lock.write().await.unwrap();
-        let _ = held_tx.send(guard.node().to_owned());
-        std::future::pending::<()>().await;
-        drop(guard);
+    let waiter = tokio::spawn({
+        let lock = lock.clone();
+        async move { lock.write().await }
     });
+    let stranger = client().await;
     eventually("the waiter queues", Duration::from_secs(5), || {
         let stranger = stranger.clone();
         let path = path.to_owned();
@@ -375,7 +355,19 @@ async fn handed_off_guard_held_in_a_task(lock: &SharedLock, path: &str) -> Strin
     })
     .await;
     holder.release().await.unwrap();
-    held_rx.await.unwrap()
+    waiter.await.unwrap().unwrap()
+}
+
+/// A guard as [`handed_off`] grants it, held by a task of the current
+/// runtime until that runtime ends. Returns the node held.
+async fn handed_off_guard_held_in_a_task(lock: &SharedLock, path: &str) -> String {
+    let guard = handed_off(lock, path).await;
+    let node = guard.node().to_owned();
+    tokio::spawn(async move {
+        std::future::pending::<()>().await;
+        drop(guard);
+    });
+    node
 }
 
 /// Handed-off guards held by tasks of a runtime that ends are released by
@@ -449,21 +441,8 @@ fn a_handed_off_guard_dropped_while_its_runtime_ends_is_released_without_a_panic
                 .await
                 .unwrap();
             let lock = SharedLock::new(c, &path).unwrap();
-            let holder_lock = SharedLock::new(client().await, &path).unwrap();
-            let holder = holder_lock.write().await.unwrap();
-            let waiter = tokio::spawn({
-                let lock = lock.clone();
-                async move { lock.write().await }
-            });
-            let stranger = client().await;
-            eventually("the waiter queues", Duration::from_secs(5), || {
-                let stranger = stranger.clone();
-                let path = path.clone();
-                async move { stranger.list_children(&path).await.is_ok_and(|c| c.len() == 2) }
-            })
-            .await;
-            holder.release().await.unwrap();
-            (lock, waiter.await.unwrap().unwrap())
+            let guard = handed_off(&lock, &path).await;
+            (lock, guard)
         });
         let node = guard.node().to_owned();
         let client = lock.client().clone();
