@@ -301,22 +301,29 @@ fn keep(
             let Some(keeping) = carry.keeping.as_mut() else {
                 return carry.finished();
             };
-            match keeping.poll() {
+            let (exchange, at, again) = match keeping.poll() {
                 None | Some(Keeper::Stop) => return carry.finished(),
-                Some(Keeper::Wait(watch)) => carry.watch = Some(watch),
+                Some(Keeper::Wait(watch)) => {
+                    carry.watch = Some(watch);
+                    continue;
+                }
                 // The first read's pause counts from the grant when the hub
                 // started the keeper late (`granted`); every other from now.
+                // Boxed before anything is awaited: the resident future
+                // keeps no room for an exchange.
                 Some(Keeper::Send {
                     exchange,
                     after,
                     again,
-                }) => {
-                    let at = granted.take().unwrap_or_else(Instant::now) + after;
-                    carry.sending = true;
-                    Box::pin(send(&carry.client, &carry.flags, keeping, exchange, at, again)).await;
-                    carry.sending = false;
-                }
-            }
+                }) => (
+                    Box::new(exchange),
+                    granted.take().unwrap_or_else(Instant::now) + after,
+                    again,
+                ),
+            };
+            carry.sending = true;
+            Box::pin(send(&carry.client, &carry.flags, keeping, *exchange, at, again)).await;
+            carry.sending = false;
         }
     }
 }
