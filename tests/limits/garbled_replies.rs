@@ -121,6 +121,19 @@ enum Prelude {
     Noise(Vec<u8>),
 }
 
+impl Prelude {
+    /// A well-formed connect response: session 0x12345678, a 2 s timeout.
+    fn session() -> Prelude {
+        Prelude::Connect {
+            version: 0,
+            timeout: 2000,
+            session: 0x1234_5678,
+            password: (16, vec![7; 16]),
+            readonly: vec![0],
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 struct Script {
     prelude: Prelude,
@@ -570,13 +583,7 @@ where
         close: false,
     };
     let server = FakeServer::start(Script {
-        prelude: Prelude::Connect {
-            version: 0,
-            timeout: 2000,
-            session: 0x1234_5678,
-            password: (16, vec![7; 16]),
-            readonly: vec![0],
-        },
+        prelude: Prelude::session(),
         replies: vec![reply; 3],
         chroot: false,
         lock_first: false,
@@ -655,13 +662,7 @@ fn a_reply_out_of_request_order_is_refused() {
         let (mut conn, _) = listener.accept().unwrap();
         conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
         read_frame(&mut conn).expect("the connect request");
-        let prelude = Prelude::Connect {
-            version: 0,
-            timeout: 2000,
-            session: 0x1234_5678,
-            password: (16, vec![7; 16]),
-            readonly: vec![0],
-        };
+        let prelude = Prelude::session();
         conn.write_all(&prelude.bytes()).unwrap();
         // The two getData requests (pings answered as they come).
         let mut xids = Vec::new();
@@ -749,13 +750,7 @@ fn a_refused_reply_does_not_raise_the_last_zxid_seen() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     let server = thread::spawn(move || {
-        let prelude = Prelude::Connect {
-            version: 0,
-            timeout: 2000,
-            session: 0x1234_5678,
-            password: (16, vec![7; 16]),
-            readonly: vec![0],
-        };
+        let prelude = Prelude::session();
         let (mut conn, _) = listener.accept().unwrap();
         conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
         read_frame(&mut conn).expect("the connect request");
