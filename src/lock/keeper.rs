@@ -321,9 +321,7 @@ fn keep(
                     again,
                 ),
             };
-            carry.sending = true;
             Box::pin(send(&carry.client, &carry.flags, keeping, *exchange, at, again)).await;
-            carry.sending = false;
         }
     }
 }
@@ -333,16 +331,13 @@ fn keep(
 /// the caller's runtime also carries its [`Home`]: if that runtime drops it
 /// unfinished (it ends, and the session moves to the background thread),
 /// its drop hands the keeper on to the background thread, with the watch
-/// it awaits (a watch needs no runtime: no request), or with a read anew if
-/// one was under way (its answer went with the runtime).
+/// it awaits; what goes on from there is the core's ([`Keeping::hand_on`]).
 struct Carry {
     client: zk::Client,
     flags: Arc<Flags>,
     /// `None` once handed on.
     keeping: Option<Keeping<WatchFuture>>,
     watch: Option<WatchFuture>,
-    /// A read (or the pause before it) under way.
-    sending: bool,
     home: Option<Home>,
 }
 
@@ -358,7 +353,6 @@ impl Carry {
             flags,
             keeping: Some(keeping),
             watch: None,
-            sending: false,
             home,
         }
     }
@@ -371,17 +365,11 @@ impl Carry {
 
 impl Drop for Carry {
     fn drop(&mut self) {
-        let (Some(home), Some(keeping)) = (self.home.take(), self.keeping.take()) else {
+        let (Some(home), Some(mut keeping)) = (self.home.take(), self.keeping.take()) else {
             return;
         };
-        // A read's answer went with the runtime: read anew.
-        let keeping = if self.sending {
-            Keeping::new(self.flags.node.clone(), &self.flags.machine(), None)
-        } else {
-            keeping
-        };
-        let mut carry = Carry::new(self.client.clone(), self.flags.clone(), keeping, None);
-        carry.watch = self.watch.take();
+        keeping.hand_on(self.watch.take());
+        let carry = Carry::new(self.client.clone(), self.flags.clone(), keeping, None);
         debug!(node = %self.flags.node, "the keeper goes on on the background thread: its runtime ended");
         home.go_on(keep(carry, None));
     }

@@ -336,6 +336,61 @@ fn a_handed_off_guard_is_still_told_of_a_deletion_after_its_runtime_ends() {
     });
 }
 
+/// A handed-off guard's keeper whose read of its node is under way when the
+/// runtime that runs it ends: a stranger wrote to the node (the watch
+/// fired), and every read of it loses its answer (its connection is cut
+/// after each one), so the keeper pauses and reads again, and again. The
+/// keeper goes on on the background thread with that read given again:
+/// once answers come back, it watches the node anew, and a stranger's
+/// deletion still turns the guard lost.
+#[test]
+fn a_handed_off_guards_read_under_way_as_its_runtime_ends_is_made_again_where_it_goes_on() {
+    const GET_DATA: i32 = 4;
+    let path = unique_path("moved-reading");
+    let proxy = support::proxy::Proxy::start(&server().connect_string());
+    let rt = runtime(true);
+    let (lock, guard) = rt.block_on(async {
+        let c = zk_rwlock::connect_client(proxy.addr(), SESSION, SESSION)
+            .await
+            .unwrap();
+        let lock = SharedLock::new(c, &path).unwrap();
+        let guard = handed_off(&lock, &path).await;
+        support::wait_watching(server(), guard.node(), lock.client().session_id().0).await;
+        (lock, guard)
+    });
+    let node = guard.node().to_owned();
+    let observer = runtime(false);
+    let stranger = observer.block_on(client());
+    proxy.cut_after_every_request(&[GET_DATA]);
+    observer
+        .block_on(stranger.set_data(&node, b"a stranger's write", None))
+        .unwrap();
+    support::poll(
+        "the keeper's reads lose their answers",
+        Duration::from_secs(10),
+        || (proxy.fired() >= 2).then_some(()),
+    );
+    support::shut_down_within(rt, Duration::from_secs(2));
+    proxy.cut_after_request(&[]);
+    observer.block_on(async {
+        support::wait_watching(server(), &node, lock.client().session_id().0).await;
+        assert_eq!(
+            guard.state(),
+            HoldState::Held,
+            "the guard after its runtime ended"
+        );
+        stranger.delete(&node, None).await.unwrap();
+        eventually("the guard says Lost", Duration::from_secs(3), || {
+            let now = guard.state();
+            async move { now == HoldState::Lost }
+        })
+        .await;
+        drop(guard);
+        let again = lock.write().await.unwrap();
+        again.release().await.unwrap();
+    });
+}
+
 /// A write guard of `lock` (directory `path`, no other contender) granted
 /// by a hand-off: it waits behind a holder of a plain client, which then
 /// releases, so the guard's keeper takes over the watch its acquire set

@@ -16,6 +16,9 @@
 //!   read whose answer was lost is sent again after a pause
 //!   ([`Backoff::HELD_WATCH`]: 10 ms, doubling up to 1 s), back to none once
 //!   an answer tells what became of the node;
+//! - when the carrier of a step ends before its news, and another takes
+//!   the keeper on ([`Keeping::hand_on`]): a watch goes on as it was, a
+//!   read under way is given again with its pause;
 //! - what a loss is reported as ([`Loss`]), and when a watch the server
 //!   refuses is reported ([`Report::unwatchable`]).
 //!
@@ -116,12 +119,22 @@ pub struct Keeping<W> {
     stopped: bool,
 }
 
-/// The next step, the read not made yet.
+/// The next step, the read not made yet; or the step given to the carrier,
+/// until its news is handed back.
 #[derive(Debug)]
 enum Next<W> {
     Wait(W),
-    Send { after: Duration, again: bool },
+    Send {
+        after: Duration,
+        again: bool,
+    },
     Stop,
+    /// The watch was given ([`Keeper::Wait`]).
+    Waiting,
+    /// The read was given ([`Keeper::Send`]), with its pause.
+    Sending {
+        after: Duration,
+    },
 }
 
 impl<W> Keeping<W> {
@@ -147,15 +160,44 @@ impl<W> Keeping<W> {
     /// What the keeper does next; `None` until the news of the last step
     /// is handed back.
     pub fn poll(&mut self) -> Option<Keeper<W>> {
-        Some(match self.next.take()? {
-            Next::Wait(watch) => Keeper::Wait(watch),
-            Next::Send { after, again } => Keeper::Send {
-                exchange: keep(&self.path),
-                after,
-                again,
-            },
-            Next::Stop => Keeper::Stop,
-        })
+        let (given, next) = match self.next.take()? {
+            Next::Wait(watch) => (Next::Waiting, Keeper::Wait(watch)),
+            Next::Send { after, again } => (
+                Next::Sending { after },
+                Keeper::Send {
+                    exchange: keep(&self.path),
+                    after,
+                    again,
+                },
+            ),
+            Next::Stop => return Some(Keeper::Stop),
+            out @ (Next::Waiting | Next::Sending { .. }) => {
+                self.next = Some(out);
+                return None;
+            }
+        };
+        self.next = Some(given);
+        Some(next)
+    }
+
+    /// The carrier of the step under way ends before it hands back its
+    /// news, and another takes the keeper on (the library's keeper, when
+    /// the runtime it ran on ends): `watch` is the watch the step awaited,
+    /// if the carrier still has it. A watch needs no carrier: the keeper
+    /// waits on it where it goes on (no request). A watch not handed back
+    /// is read and watched again at once; a read under way went with its
+    /// answer, so it is given again, with the pause it had (counted anew).
+    /// A step not given yet stays as it is.
+    pub fn hand_on(&mut self, watch: Option<W>) {
+        self.next = match (self.next.take(), watch) {
+            (Some(Next::Waiting), Some(watch)) => Some(Next::Wait(watch)),
+            (Some(Next::Waiting), None) => Some(Next::Send {
+                after: Duration::ZERO,
+                again: true,
+            }),
+            (Some(Next::Sending { after, .. }), _) => Some(Next::Send { after, again: true }),
+            (next, _) => next,
+        };
     }
 
     /// The pause before the keeper's first step, if that step is a read

@@ -362,3 +362,97 @@ fn news_of_a_lock_lost_before_or_of_the_releases_own_deletion_reports_no_loss() 
     assert!(!machine.is_lost());
     assert_eq!(next(&mut keeping), Some(Next::Stop));
 }
+
+#[test]
+fn a_keeper_handed_on_mid_step_waits_on_its_watch_or_gives_its_read_again() {
+    // (the machine, the watch handed over at the grant, the news handed
+    // back before the hand-on, the watch handed on): the step given before
+    // and after the hand-on.
+    type Row = (Contender, Option<&'static str>, Option<&'static str>, Next, Next);
+    let rows: [Row; 5] = [
+        // Waiting on the wait's watch: it goes on with the keeper.
+        (
+            granted_after_a_wait(),
+            Some("the wait's watch"),
+            Some("the wait's watch"),
+            Next::Wait("the wait's watch"),
+            Next::Wait("the wait's watch"),
+        ),
+        // The watch did not come along: read and watch again, at once.
+        (
+            granted_after_a_wait(),
+            Some("the wait's watch"),
+            None,
+            Next::Wait("the wait's watch"),
+            Next::Send(Duration::ZERO, true),
+        ),
+        // The first read, in its pause: given again with the same pause.
+        (
+            granted_at_once(),
+            None,
+            None,
+            Next::Send(FIRST_WATCH_AFTER, false),
+            Next::Send(FIRST_WATCH_AFTER, true),
+        ),
+        (
+            granted_at_once(),
+            None,
+            Some("a watch the read had not left"),
+            Next::Send(FIRST_WATCH_AFTER, false),
+            Next::Send(FIRST_WATCH_AFTER, true),
+        ),
+        // A read at once (no watch handed over at the grant): at once.
+        (
+            granted_after_a_wait(),
+            None,
+            None,
+            Next::Send(Duration::ZERO, false),
+            Next::Send(Duration::ZERO, true),
+        ),
+    ];
+    for (row, (machine, handed, on, before, after)) in rows.into_iter().enumerate() {
+        let mut keeping = Keeping::new(PATH.into(), &machine, handed);
+        assert_eq!(next(&mut keeping), Some(before), "row {row}");
+        assert_eq!(next(&mut keeping), None, "row {row}: the step is out");
+        keeping.hand_on(on);
+        assert_eq!(next(&mut keeping), Some(after), "row {row}: handed on");
+        assert_eq!(next(&mut keeping), None, "row {row}: the step is out again");
+        assert!(!keeping.is_stopped(), "row {row}");
+    }
+}
+
+#[test]
+fn a_read_given_again_after_a_lost_answer_keeps_its_pause_when_handed_on() {
+    let (mut keeping, mut machine) = reading();
+    let lost = || carried(Err(Error::Unanswered), false);
+    for _ in 0..3 {
+        keeping.answered(&mut machine, lost(), None, SessionState::Disconnected);
+        assert!(next(&mut keeping).is_some());
+    }
+    keeping.hand_on(None);
+    assert_eq!(next(&mut keeping), Some(Next::Send(ms(40), true)));
+    // Its answer, handed back to the keeper that goes on, counts as usual.
+    keeping.answered(
+        &mut machine,
+        carried(data(30, b""), true),
+        None,
+        SessionState::Connected,
+    );
+    assert_eq!(next(&mut keeping), Some(Next::Wait("the read's watch")));
+}
+
+#[test]
+fn a_keeper_handed_on_before_its_first_step_or_after_it_stopped_is_as_it_was() {
+    let machine = granted_at_once();
+    let mut keeping = Keeping::new(PATH.into(), &machine, None);
+    keeping.hand_on(Some("a watch nobody set"));
+    assert_eq!(next(&mut keeping), Some(Next::Send(FIRST_WATCH_AFTER, false)));
+    let mut machine = granted_after_a_wait();
+    let mut keeping = Keeping::new(PATH.into(), &machine, Some("the wait's watch"));
+    next(&mut keeping);
+    keeping.fired(&mut machine, WatchedKind::Deleted, SessionState::Connected);
+    assert_eq!(next(&mut keeping), Some(Next::Stop));
+    keeping.hand_on(None);
+    assert_eq!(next(&mut keeping), None);
+    assert!(keeping.is_stopped());
+}
