@@ -54,7 +54,6 @@ fn a_guard_outlives_the_runtime_its_session_was_connected_in() {
         });
         let registered = zk_rwlock::registered_sessions();
         drop(rt);
-        let node = guard.node().to_owned();
         let observer = runtime(false);
         observer.block_on(async {
             assert_eq!(
@@ -73,18 +72,10 @@ fn a_guard_outlives_the_runtime_its_session_was_connected_in() {
                 registered,
                 "the session left the registry"
             );
-            // Still served: a stranger's deletion reaches the guard's watch.
+            // Still served: a stranger's deletion reaches the guard's watch,
+            // and the session still takes requests.
             let stranger = client().await;
-            stranger.delete(&node, None).await.unwrap();
-            eventually("the guard says Lost", Duration::from_secs(2), || {
-                let now = guard.state();
-                async move { now == HoldState::Lost }
-            })
-            .await;
-            drop(guard);
-            // And the session still takes requests.
-            let again = lock.write().await.unwrap();
-            again.release().await.unwrap();
+            lost_to_a_strangers_deletion(&stranger, guard, &lock).await;
             assert!(
                 stranger.list_children(&path).await.unwrap().is_empty(),
                 "the second grant's node is still there after its release"
@@ -316,7 +307,6 @@ fn a_handed_off_guard_is_still_told_of_a_deletion_after_its_runtime_ends() {
         (lock, guard)
     });
     drop(rt);
-    let node = guard.node().to_owned();
     runtime(false).block_on(async {
         assert_eq!(
             guard.state(),
@@ -324,15 +314,7 @@ fn a_handed_off_guard_is_still_told_of_a_deletion_after_its_runtime_ends() {
             "the guard after its runtime ended"
         );
         let stranger = client().await;
-        stranger.delete(&node, None).await.unwrap();
-        eventually("the guard says Lost", Duration::from_secs(2), || {
-            let now = guard.state();
-            async move { now == HoldState::Lost }
-        })
-        .await;
-        drop(guard);
-        let again = lock.write().await.unwrap();
-        again.release().await.unwrap();
+        lost_to_a_strangers_deletion(&stranger, guard, &lock).await;
     });
 }
 
@@ -379,16 +361,27 @@ fn a_handed_off_guards_read_under_way_as_its_runtime_ends_is_made_again_where_it
             HoldState::Held,
             "the guard after its runtime ended"
         );
-        stranger.delete(&node, None).await.unwrap();
-        eventually("the guard says Lost", Duration::from_secs(3), || {
-            let now = guard.state();
-            async move { now == HoldState::Lost }
-        })
-        .await;
-        drop(guard);
-        let again = lock.write().await.unwrap();
-        again.release().await.unwrap();
+        lost_to_a_strangers_deletion(&stranger, guard, &lock).await;
     });
+}
+
+/// A stranger deletes `guard`'s node: the guard says Lost within 3 s (its
+/// keeper was told), and once it is let go, `lock` grants again on its
+/// session and releases.
+async fn lost_to_a_strangers_deletion(
+    stranger: &zk::Client,
+    guard: zk_rwlock::WriteGuard,
+    lock: &SharedLock,
+) {
+    stranger.delete(guard.node(), None).await.unwrap();
+    eventually("the guard says Lost", Duration::from_secs(3), || {
+        let now = guard.state();
+        async move { now == HoldState::Lost }
+    })
+    .await;
+    drop(guard);
+    let again = lock.write().await.unwrap();
+    again.release().await.unwrap();
 }
 
 /// A write guard of `lock` (directory `path`, no other contender) granted

@@ -191,21 +191,22 @@ struct Report {
     grants: usize,
 }
 
+/// The number in the environment variable `name`, else `default`.
+fn env_or(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
 /// Runs the contenders for [`RUN`] through a proxy garbling as `kind`
 /// says (seed `FUZZ_SEED`, else 28); fails the test on a panic or a hang.
 async fn run(kind: Garbling) -> Report {
     let panics = panics_so_far();
     let direct = server().connect_string();
     let proxy = Proxy::start(&direct);
-    let seed = std::env::var("FUZZ_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(28);
     // `FUZZ_ONE_IN` garbles more (or fewer) frames, for a hunt.
-    let one_in = std::env::var("FUZZ_ONE_IN")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(ONE_IN);
+    let (seed, one_in) = (env_or("FUZZ_SEED", 28), env_or("FUZZ_ONE_IN", ONE_IN));
     proxy.garble_replies(kind, Some((seed, one_in)));
     let path = unique_path("garbled-contention");
     let checker = Arc::new(Mutex::new(Checker::default()));
