@@ -103,6 +103,17 @@ fn reading() -> (Keeping<&'static str>, Contender) {
     (keeping, machine)
 }
 
+/// The read out finds the node and leaves its watch: the keeper waits on it.
+fn found_and_watched(keeping: &mut Keeping<&'static str>, machine: &mut Contender) {
+    keeping.answered(
+        machine,
+        carried(data(30, b""), true),
+        None,
+        SessionState::Connected,
+    );
+    assert_eq!(next(keeping), Some(Next::Wait("the read's watch")));
+}
+
 #[test]
 fn a_guard_granted_at_its_first_look_reads_its_node_only_after_the_bound() {
     let machine = granted_at_once();
@@ -271,13 +282,7 @@ fn a_read_whose_answer_is_lost_again_pauses_longer_each_time_up_to_a_second() {
     }
     // An answer that tells what became of the node: the next lost one
     // pauses the shortest again.
-    keeping.answered(
-        &mut machine,
-        carried(data(30, b""), true),
-        None,
-        SessionState::Connected,
-    );
-    assert_eq!(next(&mut keeping), Some(Next::Wait("the read's watch")));
+    found_and_watched(&mut keeping, &mut machine);
     keeping.fired(&mut machine, WatchedKind::DataChanged, SessionState::Connected);
     assert_eq!(next(&mut keeping), Some(Next::Send(Duration::ZERO, false)));
     keeping.answered(&mut machine, lost(), None, SessionState::Connected);
@@ -432,13 +437,7 @@ fn a_read_given_again_after_a_lost_answer_keeps_its_pause_when_handed_on() {
     keeping.hand_on(None);
     assert_eq!(next(&mut keeping), Some(Next::Send(ms(40), true)));
     // Its answer, handed back to the keeper that goes on, counts as usual.
-    keeping.answered(
-        &mut machine,
-        carried(data(30, b""), true),
-        None,
-        SessionState::Connected,
-    );
-    assert_eq!(next(&mut keeping), Some(Next::Wait("the read's watch")));
+    found_and_watched(&mut keeping, &mut machine);
 }
 
 #[test]
