@@ -435,17 +435,25 @@ pub(crate) struct Home(std::sync::Weak<Mutex<Homed>>);
 
 impl Home {
     /// Runs `work` on the background thread in place of the work dropped
-    /// unfinished, unless its handle was dropped first. (Called from that
-    /// work's drop: nothing to wait for.)
-    pub(crate) fn go_on(self, work: impl Future<Output = ()> + Send + 'static) {
-        let Some(homed) = self.0.upgrade() else { return };
+    /// unfinished, unless its handle was dropped first; true if it does.
+    /// (Called from that work's drop: nothing to wait for.)
+    pub(crate) fn go_on(self, work: impl Future<Output = ()> + Send + 'static) -> bool {
+        let Some(homed) = self.0.upgrade() else {
+            return false;
+        };
         let mut homed = homed.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if homed.stopped {
-            return;
+            return false;
         }
         match handle() {
-            Some(background) => homed.task = Some(AbortOnDrop(background.spawn(work))),
-            None => warn!("no background thread to carry on the work of a runtime that ended"),
+            Some(background) => {
+                homed.task = Some(AbortOnDrop(background.spawn(work)));
+                true
+            }
+            None => {
+                warn!("no background thread to carry on the work of a runtime that ended");
+                false
+            }
         }
     }
 }

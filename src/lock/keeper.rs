@@ -302,7 +302,13 @@ fn keep(
                 return carry.finished();
             };
             let (exchange, at, again) = match keeping.poll() {
-                None | Some(Keeper::Stop) => return carry.finished(),
+                Some(Keeper::Stop) => return carry.finished(),
+                // Only with a step out whose news was never handed back:
+                // nothing would tell the guard any more.
+                None => {
+                    warn!(node = %carry.flags.node, "the held node's keeper has nothing to do: only the session's end and the lease will be noticed");
+                    return carry.finished();
+                }
                 Some(Keeper::Wait(watch)) => {
                     carry.watch = Some(watch);
                     continue;
@@ -370,8 +376,9 @@ impl Drop for Carry {
         };
         keeping.hand_on(self.watch.take());
         let carry = Carry::new(self.client.clone(), self.flags.clone(), keeping, None);
-        debug!(node = %self.flags.node, "the keeper goes on on the background thread: its runtime ended");
-        home.go_on(keep(carry, None));
+        if home.go_on(keep(carry, None)) {
+            debug!(node = %self.flags.node, "the keeper goes on on the background thread: its task was dropped unfinished (its runtime ended)");
+        }
     }
 }
 

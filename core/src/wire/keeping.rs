@@ -18,7 +18,7 @@
 //!   an answer tells what became of the node;
 //! - when the carrier of a step ends before its news, and another takes
 //!   the keeper on ([`Keeping::hand_on`]): a watch goes on as it was, a
-//!   read under way is given again with its pause;
+//!   read under way is made again at once;
 //! - what a loss is reported as ([`Loss`]), and when a watch the server
 //!   refuses is reported ([`Report::unwatchable`]).
 //!
@@ -131,10 +131,8 @@ enum Next<W> {
     Stop,
     /// The watch was given ([`Keeper::Wait`]).
     Waiting,
-    /// The read was given ([`Keeper::Send`]), with its pause.
-    Sending {
-        after: Duration,
-    },
+    /// The read was given ([`Keeper::Send`]).
+    Sending,
 }
 
 impl<W> Keeping<W> {
@@ -163,7 +161,7 @@ impl<W> Keeping<W> {
         let (given, next) = match self.next.take()? {
             Next::Wait(watch) => (Next::Waiting, Keeper::Wait(watch)),
             Next::Send { after, again } => (
-                Next::Sending { after },
+                Next::Sending,
                 Keeper::Send {
                     exchange: keep(&self.path),
                     after,
@@ -171,7 +169,7 @@ impl<W> Keeping<W> {
                 },
             ),
             Next::Stop => return Some(Keeper::Stop),
-            out @ (Next::Waiting | Next::Sending { .. }) => {
+            out @ (Next::Waiting | Next::Sending) => {
                 self.next = Some(out);
                 return None;
             }
@@ -185,17 +183,17 @@ impl<W> Keeping<W> {
     /// the runtime it ran on ends): `watch` is the watch the step awaited,
     /// if the carrier still has it. A watch needs no carrier: the keeper
     /// waits on it where it goes on (no request). A watch not handed back
-    /// is read and watched again at once; a read under way went with its
-    /// answer, so it is given again, with the pause it had (counted anew).
+    /// is read and watched again at once, and so is a read under way (or
+    /// in its pause), which went with its answer: a hand-on happens once,
+    /// and the pause, counted anew, would only delay what the read tells.
     /// A step not given yet stays as it is.
     pub fn hand_on(&mut self, watch: Option<W>) {
         self.next = match (self.next.take(), watch) {
             (Some(Next::Waiting), Some(watch)) => Some(Next::Wait(watch)),
-            (Some(Next::Waiting), None) => Some(Next::Send {
+            (Some(Next::Waiting), None) | (Some(Next::Sending), _) => Some(Next::Send {
                 after: Duration::ZERO,
                 again: true,
             }),
-            (Some(Next::Sending { after, .. }), _) => Some(Next::Send { after, again: true }),
             (next, _) => next,
         };
     }

@@ -369,7 +369,7 @@ fn news_of_a_lock_lost_before_or_of_the_releases_own_deletion_reports_no_loss() 
 }
 
 #[test]
-fn a_keeper_handed_on_mid_step_waits_on_its_watch_or_gives_its_read_again() {
+fn a_keeper_handed_on_mid_step_waits_on_its_watch_or_makes_its_read_again_at_once() {
     // (the machine, the watch handed over at the grant, the news handed
     // back before the hand-on, the watch handed on): the step given before
     // and after the hand-on.
@@ -391,20 +391,20 @@ fn a_keeper_handed_on_mid_step_waits_on_its_watch_or_gives_its_read_again() {
             Next::Wait("the wait's watch"),
             Next::Send(Duration::ZERO, true),
         ),
-        // The first read, in its pause: given again with the same pause.
+        // The first read, in its pause: made at once.
         (
             granted_at_once(),
             None,
             None,
             Next::Send(FIRST_WATCH_AFTER, false),
-            Next::Send(FIRST_WATCH_AFTER, true),
+            Next::Send(Duration::ZERO, true),
         ),
         (
             granted_at_once(),
             None,
             Some("a watch the read had not left"),
             Next::Send(FIRST_WATCH_AFTER, false),
-            Next::Send(FIRST_WATCH_AFTER, true),
+            Next::Send(Duration::ZERO, true),
         ),
         // A read at once (no watch handed over at the grant): at once.
         (
@@ -427,7 +427,7 @@ fn a_keeper_handed_on_mid_step_waits_on_its_watch_or_gives_its_read_again() {
 }
 
 #[test]
-fn a_read_given_again_after_a_lost_answer_keeps_its_pause_when_handed_on() {
+fn a_read_sent_again_after_lost_answers_is_made_at_once_when_handed_on_and_backs_off_as_before() {
     let (mut keeping, mut machine) = reading();
     let lost = || carried(Err(Error::Unanswered), false);
     for _ in 0..3 {
@@ -435,8 +435,11 @@ fn a_read_given_again_after_a_lost_answer_keeps_its_pause_when_handed_on() {
         assert!(next(&mut keeping).is_some());
     }
     keeping.hand_on(None);
-    assert_eq!(next(&mut keeping), Some(Next::Send(ms(40), true)));
-    // Its answer, handed back to the keeper that goes on, counts as usual.
+    assert_eq!(next(&mut keeping), Some(Next::Send(Duration::ZERO, true)));
+    // Its answer, handed back to the keeper that goes on, counts as usual:
+    // another lost one pauses as the fourth would have.
+    keeping.answered(&mut machine, lost(), None, SessionState::Disconnected);
+    assert_eq!(next(&mut keeping), Some(Next::Send(ms(80), true)));
     found_and_watched(&mut keeping, &mut machine);
 }
 
