@@ -366,7 +366,7 @@ fn a_handed_off_guards_read_under_way_as_its_runtime_ends_is_made_again_where_it
     });
 }
 
-/// A stranger deletes `guard`'s node: the guard says Lost within 3 s (its
+/// A stranger deletes `guard`'s node: the guard says Lost within 2 s (its
 /// keeper was told), and once it is let go, `lock` grants again on its
 /// session and releases.
 async fn lost_to_a_strangers_deletion(
@@ -375,7 +375,7 @@ async fn lost_to_a_strangers_deletion(
     lock: &SharedLock,
 ) {
     stranger.delete(guard.node(), None).await.unwrap();
-    eventually("the guard says Lost", Duration::from_secs(3), || {
+    eventually("the guard says Lost", Duration::from_secs(2), || {
         let now = guard.state();
         async move { now == HoldState::Lost }
     })
