@@ -45,12 +45,7 @@ const SETTLE: Duration = Duration::from_secs(30);
 const RSS_SLACK_KB: u64 = 8 * 1024;
 
 fn env_secs(name: &str, default: u64) -> Duration {
-    Duration::from_secs(
-        std::env::var(name)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(default),
-    )
+    Duration::from_secs(support::env_or(name, default))
 }
 
 /// N connect/close cycles leave the session registry at its starting size:

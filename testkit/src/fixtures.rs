@@ -113,6 +113,15 @@ pub fn multi_thread_runtime(workers: usize) -> tokio::runtime::Runtime {
         .expect("a runtime")
 }
 
+/// The value of the environment variable `name`, parsed, else `default`
+/// (unset or not a value of `T`): a long run's knob.
+pub fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 /// Polls `f` every 20 ms on this thread until it returns `Some`, failing
 /// the test after `timeout`: [`eventually`] for code outside a runtime.
 pub fn poll<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {

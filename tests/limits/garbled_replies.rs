@@ -543,10 +543,7 @@ fn garbled_replies_never_panic_or_hang() {
     let rt = zk_rwlock_fixtures::multi_thread_runtime(2);
     let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
         // `FUZZ_CASES=5000` for a longer run.
-        cases: std::env::var("FUZZ_CASES")
-            .ok()
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(300),
+        cases: zk_rwlock_fixtures::env_or("FUZZ_CASES", 300),
         failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
             "proptest-regressions/garbled_replies.txt",
         ))),

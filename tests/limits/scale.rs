@@ -413,13 +413,6 @@ async fn many_contenders(cluster: &ZkCluster, path: &str, run: &Run) -> Figures 
     }
 }
 
-fn env_usize(key: &str, default: usize) -> usize {
-    std::env::var(key)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 /// CI-sized: 2,000 writers, then 2,000 contenders of a mix, over 100
 /// sessions. Each listing stays under 130 KB.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -458,11 +451,11 @@ async fn many_contenders_sized() {
     let heap = std::env::var("SCALE_HEAP").ok();
     let cluster = start_server(heap.as_deref());
     let run = Run {
-        contenders: env_usize("SCALE_CONTENDERS", 20_000),
-        sessions: env_usize("SCALE_SESSIONS", 200),
-        mix: env_usize("SCALE_MIX", 0) != 0,
-        deadline: Duration::from_secs(env_usize("SCALE_DEADLINE_S", 1800) as u64),
-        queue_at_once: env_usize("SCALE_QUEUE_AT_ONCE", 0),
+        contenders: support::env_or("SCALE_CONTENDERS", 20_000),
+        sessions: support::env_or("SCALE_SESSIONS", 200),
+        mix: support::env_or::<usize>("SCALE_MIX", 0) != 0,
+        deadline: Duration::from_secs(support::env_or("SCALE_DEADLINE_S", 1800)),
+        queue_at_once: support::env_or("SCALE_QUEUE_AT_ONCE", 0),
         max_listing: std::env::var("SCALE_MAX_LISTING")
             .ok()
             .and_then(|v| v.parse::<usize>().ok())
@@ -641,7 +634,7 @@ async fn one_session_with_two_thousand_locks_gets_them_all_back_after_a_cut() {
 async fn many_paths_sized() {
     let heap = std::env::var("SCALE_HEAP").ok();
     let cluster = start_server(heap.as_deref());
-    let paths = env_usize("SCALE_PATHS", 100_000);
+    let paths = support::env_or::<usize>("SCALE_PATHS", 100_000);
     println!(
         "server heap: -Xmx{}",
         heap.as_deref().unwrap_or("512m (the test kit's default)")
@@ -649,7 +642,7 @@ async fn many_paths_sized() {
     let figures = many_paths(
         &cluster,
         paths,
-        Duration::from_secs(env_usize("SCALE_DEADLINE_S", 600) as u64),
+        Duration::from_secs(support::env_or("SCALE_DEADLINE_S", 600)),
     )
     .await;
     print_paths(paths, &figures);

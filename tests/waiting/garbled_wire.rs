@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use zk_rwlock::{zk, Guard, HoldState, Mode, SharedLock, GIVE_UP_SLACK};
 use zk_rwlock_fixtures::proxy::{Garbling, Proxy};
-use zk_rwlock_fixtures::{client, panics_since, panics_so_far, server, unique_path, SplitMix64};
+use zk_rwlock_fixtures::{client, env_or, panics_since, panics_so_far, server, unique_path, SplitMix64};
 
 /// How long each acquire may wait.
 const ACQUIRE: Duration = Duration::from_secs(2);
@@ -189,14 +189,6 @@ struct Report {
     late: Vec<String>,
     garbled: usize,
     grants: usize,
-}
-
-/// The number in the environment variable `name`, else `default`.
-fn env_or(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default)
 }
 
 /// Runs the contenders for [`RUN`] through a proxy garbling as `kind`
